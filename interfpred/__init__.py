@@ -1,0 +1,18 @@
+"""interfpred: predict GPU co-location interference for ML inference batches, and keep learning.
+
+The public names, nothing else; see docs/ for the guide.
+"""
+
+from interfpred._version import __version__
+from interfpred.errors import InputError, InterfpredError
+from interfpred.profiles import Profile, ProfileTable
+from interfpred.trace import Trace
+
+__all__ = [
+    "__version__",
+    "InterfpredError",
+    "InputError",
+    "Profile",
+    "ProfileTable",
+    "Trace",
+]

@@ -1,0 +1,7 @@
+"""``python -m interfpred`` runs the command line."""
+
+import sys
+
+from interfpred.cli import main
+
+sys.exit(main())

@@ -1,0 +1,60 @@
+"""Atomic file output shared by every writer in the library.
+
+Files are written to a temporary file in the destination folder and renamed over the
+target, so a reader never sees a half-written file and a crash leaves the old one intact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from typing import IO
+
+__all__ = ["atomic_open", "atomic_write_text"]
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kwargs) -> Iterator[IO]:
+    """Open a temporary file beside ``path``; on success rename it over ``path``.
+
+    On an exception inside the block the temporary file is removed and ``path`` is untouched.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "out.txt"
+    >>> with atomic_open(target) as fh:
+    ...     _ = fh.write("hello")
+    >>> target.read_text()
+    'hello'
+    """
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix="-" + os.path.basename(path), dir=folder)
+    try:
+        with os.fdopen(fd, mode, **kwargs) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> None:
+    """Write ``text`` to ``path`` atomically.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "state.json"
+    >>> atomic_write_text(target, "{}")
+    >>> target.read_text()
+    '{}'
+    """
+    with atomic_open(path, "w", encoding=encoding, newline="") as fh:
+        fh.write(text)

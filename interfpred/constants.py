@@ -1,0 +1,24 @@
+"""Numeric thresholds, defaults and fixed names, in one place.
+
+Modules import from here instead of writing numbers inline, so a default is changed once.
+"""
+
+from __future__ import annotations
+
+#: Version of every JSON state/spec file interfpred writes; bumped on incompatible change.
+SCHEMA_VERSION = 1
+
+#: Columns of the tidy profile CSV, in order.
+PROFILE_COLUMNS = ("gpu", "model", "batch_size", "solo_ms", "sm", "l2", "dram")
+#: The throughput columns of a profile, fractions of peak in [0, 1].
+RESOURCES = ("sm", "l2", "dram")
+
+#: Columns of a trace CSV, in order; ``solo_ms`` is optional.
+TRACE_COLUMNS = ("id", "gpu", "model", "batch_size", "start_ms", "end_ms")
+TRACE_OPTIONAL_COLUMNS = ("solo_ms",)
+
+#: Slowdown a predictor reports before it has learned anything (1.0: no interference).
+PRIOR_SLOWDOWN = 1.0
+
+#: Relative tolerance under which two profile rows for the same key count as the same row.
+PROFILE_DUPLICATE_RTOL = 1e-9

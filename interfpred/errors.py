@@ -1,0 +1,50 @@
+"""The library's own error types.
+
+Every error interfpred raises on bad input is an :class:`InterfpredError`, which is a
+:class:`ValueError`, so callers that already catch ``ValueError`` keep working.  Errors
+about a file carry its path and, where known, the line number, and render them first:
+
+>>> raise InputError("end_ms 3.2 is before start_ms 4.0", path="trace.csv", line=17)
+Traceback (most recent call last):
+...
+interfpred.errors.InputError: trace.csv line 17: end_ms 3.2 is before start_ms 4.0
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["InterfpredError", "InputError"]
+
+
+class InterfpredError(ValueError):
+    """Base class of every error interfpred raises on bad input or bad state."""
+
+
+class InputError(InterfpredError):
+    """Bad input read from a file (or a row of a table), located by path and line.
+
+    Parameters
+    ----------
+    message
+        What was wrong: the offending value and what was expected.
+    path
+        The file, if the input came from one.
+    line
+        1-based line number in that file (or row number for in-memory tables).
+    """
+
+    def __init__(
+        self, message: str, *, path: str | os.PathLike[str] | None = None, line: int | None = None
+    ) -> None:
+        self.message = message
+        self.path = None if path is None else os.fspath(path)
+        self.line = line
+        where = ""
+        if self.path is not None and line is not None:
+            where = f"{self.path} line {line}: "
+        elif self.path is not None:
+            where = f"{self.path}: "
+        elif line is not None:
+            where = f"row {line}: "
+        super().__init__(where + message)

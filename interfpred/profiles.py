@@ -1,0 +1,528 @@
+"""Solo profiles: one (model, batch size) measured alone on one GPU.
+
+A :class:`Profile` is one validated record (pydantic, used at the edges: files, CLI,
+config).  A :class:`ProfileTable` holds many of them as columns and answers lookups,
+interpolating linearly between profiled batch sizes as gpulets does between powers of two.
+
+Examples
+--------
+>>> table = ProfileTable.from_profiles([
+...     Profile(gpu="l4", model="resnet50", batch_size=4, solo_ms=4.0, sm=0.4, l2=0.2, dram=0.3),
+...     Profile(gpu="l4", model="resnet50", batch_size=8, solo_ms=6.0, sm=0.6, l2=0.3, dram=0.5),
+... ])
+>>> p = table.lookup("resnet50", 6)
+>>> p.solo_ms, round(p.sm, 3), round(p.dram, 3)
+(5.0, 0.5, 0.4)
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from collections.abc import Iterable, Iterator, Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from interfpred._io import atomic_open
+from interfpred.constants import PROFILE_COLUMNS, PROFILE_DUPLICATE_RTOL, RESOURCES
+from interfpred.errors import InputError, InterfpredError
+
+__all__ = ["Profile", "ProfileTable"]
+
+_NUMERIC = ("solo_ms", "sm", "l2", "dram")
+
+
+class Profile(BaseModel):
+    """Solo measurements of one (model, batch size) on one GPU.
+
+    Throughputs are fractions of peak in [0, 1] (Nsight Compute's percent divided by 100);
+    ``solo_ms`` is the latency of the batch running alone, in milliseconds.  ``extra`` keeps
+    any additional columns of a profile CSV as strings.
+
+    Examples
+    --------
+    >>> Profile(gpu="l4", model="vgg19", batch_size=8, solo_ms=12.5, sm=0.7, l2=0.3, dram=0.45)
+    Profile(gpu='l4', model='vgg19', batch_size=8, solo_ms=12.5, sm=0.7, l2=0.3, dram=0.45, extra={})
+    >>> Profile(gpu="l4", model="vgg19", batch_size=8, solo_ms=12.5, sm=70, l2=0.3, dram=0.45)
+    Traceback (most recent call last):
+    ...
+    pydantic_core._pydantic_core.ValidationError: 1 validation error for Profile
+    ...
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    gpu: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    batch_size: int = Field(gt=0)
+    solo_ms: float = Field(gt=0, allow_inf_nan=False)
+    sm: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+    l2: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+    dram: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+    extra: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("gpu", "model")
+    @classmethod
+    def _no_surrounding_space(cls, value: str) -> str:
+        if value != value.strip():
+            raise ValueError(f"{value!r} has leading or trailing whitespace")
+        return value
+
+
+def _describe_validation(err: ValidationError) -> str:
+    parts = []
+    for item in err.errors():
+        field = ".".join(str(x) for x in item["loc"]) or "row"
+        parts.append(f"{field} {item.get('input')!r}: {item['msg']}")
+    return "; ".join(parts)
+
+
+class ProfileTable:
+    """Columnar table of profiles with fast (model, batch size) lookup.
+
+    Build it with :meth:`from_profiles`, :meth:`from_csv` or :meth:`from_columns`.
+    Rows are kept sorted by (gpu, model, batch_size); identical duplicate rows collapse to
+    one, duplicates that disagree are an error.
+
+    Lookups between two profiled batch sizes interpolate every numeric column linearly
+    between the two neighbours; outside the profiled range they raise unless
+    ``extrapolate=True``, which extends the line through the two nearest profiled sizes
+    (throughputs clipped to [0, 1], latency kept positive).
+
+    Examples
+    --------
+    >>> t = ProfileTable.from_columns(gpu=["l4", "l4"], model=["bert", "bert"], batch_size=[1, 4],
+    ...                               solo_ms=[2.0, 5.0], sm=[0.2, 0.5], l2=[0.1, 0.2], dram=[0.3, 0.6])
+    >>> len(t), t.models, t.batch_sizes("bert")
+    (2, ('bert',), (1, 4))
+    >>> t.lookup("bert", 8)
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: batch size 8 of model 'bert' on gpu 'l4' is outside the profiled range 1..4; pass extrapolate=True to extend it linearly
+    >>> t.lookup("bert", 7, extrapolate=True).solo_ms
+    8.0
+    """
+
+    def __init__(
+        self,
+        *,
+        gpu: np.ndarray,
+        model: np.ndarray,
+        batch_size: np.ndarray,
+        solo_ms: np.ndarray,
+        sm: np.ndarray,
+        l2: np.ndarray,
+        dram: np.ndarray,
+        extra: dict[str, np.ndarray] | None = None,
+    ) -> None:
+        # Internal constructor: arrays already validated and sorted by the from_* builders.
+        self._gpu = gpu
+        self._model = model
+        self._batch = batch_size
+        self._num = {"solo_ms": solo_ms, "sm": sm, "l2": l2, "dram": dram}
+        self._extra = dict(extra or {})
+        for arr in (gpu, model, batch_size, solo_ms, sm, l2, dram, *self._extra.values()):
+            arr.setflags(write=False)
+        # (gpu, model) -> (start, stop) slice into the sorted rows.
+        self._groups: dict[tuple[str, str], tuple[int, int]] = {}
+        n = len(batch_size)
+        start = 0
+        for i in range(1, n + 1):
+            if i == n or gpu[i] != gpu[start] or model[i] != model[start]:
+                self._groups[(str(gpu[start]), str(model[start]))] = (start, i)
+                start = i
+        self._gpus = tuple(sorted({g for g, _ in self._groups}))
+
+    # ------------------------------------------------------------------ builders
+    @classmethod
+    def from_columns(
+        cls,
+        *,
+        gpu: Sequence[str],
+        model: Sequence[str],
+        batch_size: Sequence[int],
+        solo_ms: Sequence[float],
+        sm: Sequence[float],
+        l2: Sequence[float],
+        dram: Sequence[float],
+        extra: dict[str, Sequence[str]] | None = None,
+        path: str | os.PathLike[str] | None = None,
+        lines: Sequence[int] | None = None,
+    ) -> ProfileTable:
+        """Build a table from equal-length columns, validating every row.
+
+        ``path`` and ``lines`` only serve error messages (a CSV reader passes them).
+        """
+        gpu_a = np.asarray(gpu, dtype=object).astype(str)
+        model_a = np.asarray(model, dtype=object).astype(str)
+        n = len(gpu_a)
+        lines = list(lines) if lines is not None else [i + 1 for i in range(n)]
+        cols = {"model": model_a}
+        try:
+            batch_a = np.asarray(batch_size, dtype=np.float64)
+            nums = {k: np.asarray(v, dtype=np.float64) for k, v in
+                    (("solo_ms", solo_ms), ("sm", sm), ("l2", l2), ("dram", dram))}
+        except (TypeError, ValueError) as exc:
+            raise InterfpredError(f"profile columns must be numeric: {exc}") from None
+        extra_a = {k: np.asarray(v, dtype=object).astype(str) for k, v in (extra or {}).items()}
+        for name, arr in [("batch_size", batch_a), *nums.items(), *extra_a.items()] + list(cols.items()):
+            if len(arr) != n:
+                raise InterfpredError(f"column {name} has {len(arr)} rows, gpu has {n}")
+        for name in extra_a:
+            if name in PROFILE_COLUMNS:
+                raise InterfpredError(f"extra column {name!r} clashes with a profile column")
+        # Row validation, vectorised; the first bad row is reported.
+        checks = [
+            ("gpu", np.char.str_len(gpu_a) == 0, "must not be empty"),
+            ("model", np.char.str_len(model_a) == 0, "must not be empty"),
+            ("batch_size", ~np.isfinite(batch_a) | (batch_a <= 0) | (batch_a != np.round(batch_a)),
+             "must be a positive integer"),
+            ("solo_ms", ~np.isfinite(nums["solo_ms"]) | (nums["solo_ms"] <= 0),
+             "must be a positive finite latency in ms"),
+        ]
+        for r in RESOURCES:
+            v = nums[r]
+            checks.append((r, ~np.isfinite(v) | (v < 0) | (v > 1),
+                           "must be a fraction of peak in [0, 1] (divide Nsight's % by 100)"))
+        first_bad = None
+        for name, bad, expected in checks:
+            idx = np.flatnonzero(bad)
+            if idx.size and (first_bad is None or idx[0] < first_bad[0]):
+                col = {"gpu": gpu_a, "model": model_a, "batch_size": batch_a, **nums}[name]
+                first_bad = (int(idx[0]), f"{name} {col[idx[0]]!r} {expected}")
+        if first_bad is not None:
+            raise InputError(first_bad[1], path=path, line=lines[first_bad[0]])
+        batch_i = batch_a.astype(np.int64)
+        order = np.lexsort((batch_i, model_a, gpu_a))
+        gpu_a, model_a, batch_i = gpu_a[order], model_a[order], batch_i[order]
+        nums = {k: v[order] for k, v in nums.items()}
+        extra_a = {k: v[order] for k, v in extra_a.items()}
+        lines_sorted = [lines[i] for i in order]
+        # Duplicates: identical rows collapse, disagreeing rows are an error.
+        same = np.zeros(n, dtype=bool)
+        if n > 1:
+            same[1:] = (gpu_a[1:] == gpu_a[:-1]) & (model_a[1:] == model_a[:-1]) & (batch_i[1:] == batch_i[:-1])
+        for i in np.flatnonzero(same):
+            for k, v in nums.items():
+                if not math.isclose(v[i], v[i - 1], rel_tol=PROFILE_DUPLICATE_RTOL, abs_tol=0.0):
+                    raise InputError(
+                        f"duplicate profile for (gpu={gpu_a[i]!r}, model={model_a[i]!r}, "
+                        f"batch_size={batch_i[i]}) disagrees with line {lines_sorted[i - 1]}: "
+                        f"{k} {v[i]!r} != {v[i - 1]!r}",
+                        path=path, line=lines_sorted[i])
+        keep = ~same
+        return cls(
+            gpu=gpu_a[keep], model=model_a[keep], batch_size=batch_i[keep],
+            **{k: np.ascontiguousarray(v[keep]) for k, v in nums.items()},
+            extra={k: v[keep] for k, v in extra_a.items()},
+        )
+
+    @classmethod
+    def from_profiles(cls, profiles: Iterable[Profile]) -> ProfileTable:
+        """Build a table from :class:`Profile` records (extra fields become columns)."""
+        profiles = list(profiles)
+        extra_names: list[str] = []
+        for p in profiles:
+            for k in p.extra:
+                if k not in extra_names:
+                    extra_names.append(k)
+        return cls.from_columns(
+            gpu=[p.gpu for p in profiles], model=[p.model for p in profiles],
+            batch_size=[p.batch_size for p in profiles], solo_ms=[p.solo_ms for p in profiles],
+            sm=[p.sm for p in profiles], l2=[p.l2 for p in profiles], dram=[p.dram for p in profiles],
+            extra={k: [p.extra.get(k, "") for p in profiles] for k in extra_names},
+        )
+
+    @classmethod
+    def from_csv(cls, path: str | os.PathLike[str]) -> ProfileTable:
+        """Read a tidy profile CSV (``gpu,model,batch_size,solo_ms,sm,l2,dram`` plus any extras).
+
+        Errors name the file and the line of the offending value.
+        """
+        try:
+            with open(path, newline="", encoding="utf-8") as fh:
+                text = fh.read()
+        except UnicodeDecodeError:
+            raise InputError("not a UTF-8 text file (is it a binary file?)", path=path) from None
+        if "\x00" in text:
+            raise InputError("contains NUL bytes: a binary file, not a CSV", path=path)
+        return cls._from_text(text, path=path)
+
+    @classmethod
+    def _from_text(cls, text: str, *, path: str | os.PathLike[str] | None = None) -> ProfileTable:
+        reader = csv.reader(io.StringIO(text))
+        header = None
+        for header in reader:
+            if header and any(h.strip() for h in header):
+                break
+        if not header:
+            raise InputError("empty file: expected a header " + ",".join(PROFILE_COLUMNS), path=path)
+        header = [h.strip() for h in header]
+        missing = [c for c in PROFILE_COLUMNS if c not in header]
+        if missing:
+            raise InputError(f"missing column(s) {', '.join(missing)}; header is {','.join(header)}",
+                             path=path, line=reader.line_num)
+        dupes = sorted({h for h in header if header.count(h) > 1})
+        if dupes:
+            raise InputError(f"duplicate column(s) {', '.join(dupes)}", path=path, line=reader.line_num)
+        cols: dict[str, list[str]] = {h: [] for h in header}
+        lines: list[int] = []
+        for row in reader:
+            if not row or not any(cell.strip() for cell in row):
+                continue
+            if len(row) != len(header):
+                raise InputError(f"has {len(row)} fields, the header has {len(header)}",
+                                 path=path, line=reader.line_num)
+            lines.append(reader.line_num)
+            for h, cell in zip(header, row):
+                cols[h].append(cell.strip())
+        numeric: dict[str, list[float]] = {}
+        for name in ("batch_size", *_NUMERIC):
+            values = []
+            for cell, line in zip(cols[name], lines):
+                try:
+                    values.append(float(cell))
+                except ValueError:
+                    raise InputError(f"{name} {cell!r} is not a number", path=path, line=line) from None
+            numeric[name] = values
+        return cls.from_columns(
+            gpu=cols["gpu"], model=cols["model"], **numeric,
+            extra={h: cols[h] for h in header if h not in PROFILE_COLUMNS},
+            path=path, lines=lines,
+        )
+
+    # ------------------------------------------------------------------ output
+    def to_csv(self, path: str | os.PathLike[str]) -> None:
+        """Write the table as a tidy CSV, atomically (temporary file, then rename)."""
+        with atomic_open(path, "w", encoding="utf-8", newline="") as fh:
+            self._write(fh)
+
+    def to_csv_text(self) -> str:
+        """The CSV text :meth:`to_csv` would write."""
+        buf = io.StringIO()
+        self._write(buf)
+        return buf.getvalue()
+
+    def _write(self, fh) -> None:
+        writer = csv.writer(fh, lineterminator="\n")
+        extra_names = list(self._extra)
+        writer.writerow([*PROFILE_COLUMNS, *extra_names])
+        for i in range(len(self)):
+            writer.writerow([
+                self._gpu[i], self._model[i], int(self._batch[i]),
+                *(repr(float(self._num[k][i])) for k in _NUMERIC),
+                *(self._extra[k][i] for k in extra_names),
+            ])
+
+    def merge(self, other: ProfileTable) -> ProfileTable:
+        """Rows of both tables; a key present in both with different numbers is an error."""
+        extra_names = list(dict.fromkeys([*self._extra, *other._extra]))
+
+        def col(t: ProfileTable, k: str) -> list[str]:
+            return list(t._extra[k]) if k in t._extra else [""] * len(t)
+
+        return ProfileTable.from_columns(
+            gpu=[*self._gpu, *other._gpu], model=[*self._model, *other._model],
+            batch_size=[*self._batch, *other._batch],
+            **{k: [*self._num[k], *other._num[k]] for k in _NUMERIC},
+            extra={k: col(self, k) + col(other, k) for k in extra_names},
+        )
+
+    # ------------------------------------------------------------------ access
+    def __len__(self) -> int:
+        return len(self._batch)
+
+    def __iter__(self) -> Iterator[Profile]:
+        for i in range(len(self)):
+            yield self._row(i)
+
+    def __repr__(self) -> str:
+        return f"ProfileTable({len(self)} profiles, gpus={list(self._gpus)}, models={list(self.models)})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ProfileTable):
+            return NotImplemented
+        return self.to_csv_text() == other.to_csv_text()
+
+    @property
+    def gpus(self) -> tuple[str, ...]:
+        """The GPUs in the table, sorted."""
+        return self._gpus
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The models in the table, sorted."""
+        return tuple(sorted({m for _, m in self._groups}))
+
+    @property
+    def extra_columns(self) -> tuple[str, ...]:
+        """Names of the columns kept beyond the profile columns."""
+        return tuple(self._extra)
+
+    def column(self, name: str) -> np.ndarray:
+        """One column as a read-only array (profile columns or extra columns)."""
+        fixed = {"gpu": self._gpu, "model": self._model, "batch_size": self._batch, **self._num}
+        if name in fixed:
+            return fixed[name]
+        if name in self._extra:
+            return self._extra[name]
+        raise KeyError(f"no column {name!r}; columns are {', '.join([*fixed, *self._extra])}")
+
+    def batch_sizes(self, model: str, gpu: str | None = None) -> tuple[int, ...]:
+        """The profiled batch sizes of ``model`` on ``gpu``."""
+        lo, hi = self._group(model, gpu)
+        return tuple(int(b) for b in self._batch[lo:hi])
+
+    def _row(self, i: int) -> Profile:
+        return Profile(
+            gpu=str(self._gpu[i]), model=str(self._model[i]), batch_size=int(self._batch[i]),
+            **{k: float(self._num[k][i]) for k in _NUMERIC},
+            extra={k: str(v[i]) for k, v in self._extra.items()},
+        )
+
+    def _group(self, model: str, gpu: str | None) -> tuple[int, int]:
+        if gpu is None:
+            if len(self._gpus) > 1:
+                raise InterfpredError(
+                    f"the table holds profiles of several GPUs ({', '.join(self._gpus)}); pass gpu=")
+            if not self._gpus:
+                raise InterfpredError("the profile table is empty")
+            gpu = self._gpus[0]
+        key = (gpu, model)
+        if key not in self._groups:
+            known = sorted(m for g, m in self._groups if g == gpu)
+            if gpu not in self._gpus:
+                raise InterfpredError(f"no profiles for gpu {gpu!r}; known gpus: {', '.join(self._gpus)}")
+            raise InterfpredError(
+                f"no profile for model {model!r} on gpu {gpu!r}; known models: {', '.join(known)}")
+        return self._groups[key]
+
+    def _interp(self, model: str, batch: np.ndarray, gpu: str | None, extrapolate: bool) -> dict[str, np.ndarray]:
+        lo, hi = self._group(model, gpu)
+        bs = self._batch[lo:hi].astype(np.float64)
+        b = np.asarray(batch, dtype=np.float64)
+        if not np.all(np.isfinite(b)) or np.any(b <= 0):
+            bad = b[~np.isfinite(b) | (b <= 0)][0]
+            raise InterfpredError(f"batch size {bad:g} of model {model!r} must be a positive number")
+        if not extrapolate:
+            out = (b < bs[0]) | (b > bs[-1])
+            if np.any(out):
+                bad = b[out][0]
+                raise InterfpredError(
+                    f"batch size {bad:g} of model {model!r} on gpu {str(self._gpu[lo])!r} is outside the profiled "
+                    f"range {int(bs[0])}..{int(bs[-1])}; pass extrapolate=True to extend it linearly")
+        res: dict[str, np.ndarray] = {}
+        if len(bs) == 1:
+            for k in _NUMERIC:
+                res[k] = np.full(b.shape, self._num[k][lo])
+            return res
+        # Index of the left neighbour, clamped so points outside use the outermost pair.
+        j = np.clip(np.searchsorted(bs, b, side="right") - 1, 0, len(bs) - 2)
+        b0, b1 = bs[j], bs[j + 1]
+        w = (b - b0) / (b1 - b0)
+        for k in _NUMERIC:
+            v = self._num[k][lo:hi]
+            res[k] = v[j] + w * (v[j + 1] - v[j])
+        if extrapolate:
+            for k in RESOURCES:
+                res[k] = np.clip(res[k], 0.0, 1.0)
+            # Keep latency positive: never below the smallest profiled latency's fraction.
+            res["solo_ms"] = np.maximum(res["solo_ms"], np.min(self._num["solo_ms"][lo:hi]) * 1e-3)
+        return res
+
+    def lookup(self, model: str, batch_size: float, *, gpu: str | None = None,
+               extrapolate: bool = False) -> Profile:
+        """The profile of ``model`` at ``batch_size``, interpolated between profiled sizes.
+
+        ``gpu`` may be omitted when the table holds one GPU.
+        """
+        lo, _ = self._group(model, gpu)
+        exact = self._exact_row(model, batch_size, gpu)
+        if exact is not None:
+            return self._row(exact)
+        vals = self._interp(model, np.array([batch_size]), gpu, extrapolate)
+        return Profile(
+            gpu=str(self._gpu[lo]), model=model, batch_size=max(1, int(round(float(batch_size)))),
+            **{k: float(vals[k][0]) for k in _NUMERIC},
+        )
+
+    def _exact_row(self, model: str, batch_size: float, gpu: str | None) -> int | None:
+        lo, hi = self._group(model, gpu)
+        j = int(np.searchsorted(self._batch[lo:hi], batch_size))
+        if j < hi - lo and self._batch[lo + j] == batch_size:
+            return lo + j
+        return None
+
+    def lookup_arrays(
+        self,
+        models: Sequence[str] | np.ndarray,
+        batch_sizes: Sequence[float] | np.ndarray,
+        *,
+        gpus: Sequence[str] | np.ndarray | str | None = None,
+        extrapolate: bool = False,
+    ) -> dict[str, np.ndarray]:
+        """Vectorised lookup: ``{"solo_ms", "sm", "l2", "dram"}`` arrays aligned with the inputs.
+
+        Work is done once per distinct (gpu, model) pair, so it is fast for long traces.
+
+        Examples
+        --------
+        >>> t = ProfileTable.from_columns(gpu=["l4"] * 2, model=["m"] * 2, batch_size=[1, 3],
+        ...                               solo_ms=[1.0, 3.0], sm=[0.1, 0.3], l2=[0.0, 0.2], dram=[0.5, 0.5])
+        >>> t.lookup_arrays(["m", "m", "m"], [1, 2, 3])["solo_ms"]
+        array([1., 2., 3.])
+        """
+        models_a = np.asarray(models).astype(str)
+        batch_a = np.asarray(batch_sizes, dtype=np.float64)
+        if models_a.shape != batch_a.shape or models_a.ndim != 1:
+            raise InterfpredError(
+                f"models and batch_sizes must be 1-d and of one length, got {models_a.shape} and {batch_a.shape}")
+        n = len(models_a)
+        if gpus is None or isinstance(gpus, str):
+            gpus_a = None
+            keys = models_a
+        else:
+            gpus_a = np.asarray(gpus).astype(str)
+            if gpus_a.shape != models_a.shape:
+                raise InterfpredError(f"gpus has shape {gpus_a.shape}, models {models_a.shape}")
+            keys = np.char.add(np.char.add(gpus_a, "\x1f"), models_a)
+        out = {k: np.empty(n, dtype=np.float64) for k in _NUMERIC}
+        uniq, inverse = np.unique(keys, return_inverse=True)
+        for u, key in enumerate(uniq):
+            idx = np.flatnonzero(inverse == u)
+            if gpus_a is None:
+                gpu, model = gpus, str(key)
+            else:
+                gpu, model = str(key).split("\x1f", 1)
+            vals = self._interp(model, batch_a[idx], gpu, extrapolate)
+            for k in _NUMERIC:
+                out[k][idx] = vals[k]
+        return out
+
+    def profiles_for(self, model: str, gpu: str | None = None) -> list[Profile]:
+        """All profiled batch sizes of one model, as records."""
+        lo, hi = self._group(model, gpu)
+        return [self._row(i) for i in range(lo, hi)]
+
+
+def parse_profile_row(values: dict[str, object], *, path: str | None = None, line: int | None = None) -> Profile:
+    """Validate one mapping into a :class:`Profile`, raising :class:`InputError` with its location.
+
+    Examples
+    --------
+    >>> parse_profile_row({"gpu": "l4", "model": "m", "batch_size": 2, "solo_ms": 1.5,
+    ...                    "sm": 0.5, "l2": 0.2, "dram": 0.1}).batch_size
+    2
+    >>> parse_profile_row({"gpu": "l4", "model": "m", "batch_size": 2, "solo_ms": -1,
+    ...                    "sm": 0.5, "l2": 0.2, "dram": 0.1}, path="p.csv", line=3)
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InputError: p.csv line 3: solo_ms -1: Input should be greater than 0
+    """
+    try:
+        return Profile.model_validate(values)
+    except ValidationError as err:
+        raise InputError(_describe_validation(err), path=path, line=line) from None

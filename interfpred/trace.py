@@ -1,0 +1,284 @@
+"""Trace: a columnar table of executions (what ran where and when).
+
+Columns: ``id, gpu, model, batch_size, start_ms, end_ms`` and optionally ``solo_ms``.
+Rows keep the order they were given in (the simulator produces them sorted by start);
+several GPUs may share one trace, and timelines are computed per GPU.
+
+Examples
+--------
+>>> t = Trace(id=[1, 2], gpu=["g0", "g0"], model=["resnet50", "vgg19"], batch_size=[8, 4],
+...           start_ms=[0.0, 1.0], end_ms=[5.0, 7.5])
+>>> len(t), t.latency_ms
+(2, array([5. , 6.5]))
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from interfpred._io import atomic_open
+from interfpred.constants import TRACE_COLUMNS, TRACE_OPTIONAL_COLUMNS
+from interfpred.errors import InputError, InterfpredError
+
+__all__ = ["Trace"]
+
+
+class Trace:
+    """Columnar executions with validation.
+
+    Parameters
+    ----------
+    id
+        Unique execution ids: integers, or strings when a CSV's ids are not all integers.
+    gpu, model
+        Names (strings).
+    batch_size
+        Positive integers.
+    start_ms, end_ms
+        Finite times in milliseconds, ``end_ms >= start_ms``.
+    solo_ms
+        Optional solo latency per execution (the simulator records its noisy solo work).
+
+    Raises
+    ------
+    InterfpredError
+        On duplicate ids, non-finite times, end before start, bad batch sizes or
+        columns of different lengths; the message names the row (0-based) and id.
+    """
+
+    def __init__(
+        self,
+        *,
+        id: Sequence | np.ndarray,
+        gpu: Sequence[str] | np.ndarray,
+        model: Sequence[str] | np.ndarray,
+        batch_size: Sequence[int] | np.ndarray,
+        start_ms: Sequence[float] | np.ndarray,
+        end_ms: Sequence[float] | np.ndarray,
+        solo_ms: Sequence[float] | np.ndarray | None = None,
+        _lines: Sequence[int] | None = None,
+        _path: str | os.PathLike[str] | None = None,
+    ) -> None:
+        ids = np.asarray(id)
+        if ids.dtype.kind not in "iu":
+            ids = ids.astype(str)
+        else:
+            ids = ids.astype(np.int64)
+        n = len(ids)
+        gpu_a = np.asarray(gpu).astype(str)
+        model_a = np.asarray(model).astype(str)
+        try:
+            batch_f = np.asarray(batch_size, dtype=np.float64)
+            start = np.ascontiguousarray(start_ms, dtype=np.float64)
+            end = np.ascontiguousarray(end_ms, dtype=np.float64)
+            solo = None if solo_ms is None else np.ascontiguousarray(solo_ms, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InterfpredError(f"trace columns batch_size/start_ms/end_ms/solo_ms must be numeric: {exc}") from None
+        cols = {"id": ids, "gpu": gpu_a, "model": model_a, "batch_size": batch_f, "start_ms": start, "end_ms": end}
+        if solo is not None:
+            cols["solo_ms"] = solo
+        for name, arr in cols.items():
+            if arr.ndim != 1 or len(arr) != n:
+                raise InterfpredError(f"trace column {name} has shape {arr.shape}, expected ({n},) like id")
+
+        def where(i: int) -> tuple[str, int | None]:
+            if _lines is not None:
+                return f"id {ids[i]}", _lines[i]
+            return f"row {i} (id {ids[i]})", None
+
+        def fail(i: int, msg: str) -> None:
+            label, line = where(i)
+            if _path is not None:
+                raise InputError(msg, path=_path, line=line)
+            raise InterfpredError(f"{label}: {msg}")
+
+        for name, arr in (("start_ms", start), ("end_ms", end)):
+            bad = np.flatnonzero(~np.isfinite(arr))
+            if bad.size:
+                fail(int(bad[0]), f"{name} {arr[bad[0]]!r} is not a finite time")
+        bad = np.flatnonzero(end < start)
+        if bad.size:
+            i = int(bad[0])
+            fail(i, f"end_ms {end[i]!r} is before start_ms {start[i]!r}")
+        bad = np.flatnonzero(~np.isfinite(batch_f) | (batch_f <= 0) | (batch_f != np.round(batch_f)))
+        if bad.size:
+            fail(int(bad[0]), f"batch_size {batch_f[bad[0]]!r} is not a positive integer")
+        if solo is not None:
+            bad = np.flatnonzero(~np.isfinite(solo) | (solo <= 0))
+            if bad.size:
+                fail(int(bad[0]), f"solo_ms {solo[bad[0]]!r} is not a positive finite latency")
+        for name, arr in (("gpu", gpu_a), ("model", model_a)):
+            bad = np.flatnonzero(np.char.str_len(arr) == 0) if n else np.array([], dtype=int)
+            if bad.size:
+                fail(int(bad[0]), f"{name} is empty")
+        if n:
+            order = np.argsort(ids, kind="stable")
+            dup = np.flatnonzero(ids[order][1:] == ids[order][:-1])
+            if dup.size:
+                first, second = sorted((int(order[dup[0]]), int(order[dup[0] + 1])))
+                other = f"line {_lines[first]}" if _lines is not None else f"row {first}"
+                fail(second, f"duplicate id {ids[second]!r} (first seen at {other})")
+        self._cols = {**cols, "batch_size": batch_f.astype(np.int64)}
+        for arr in self._cols.values():
+            arr.setflags(write=False)
+
+    # ------------------------------------------------------------------ columns
+    @property
+    def id(self) -> np.ndarray:
+        """Execution ids (int64, or str)."""
+        return self._cols["id"]
+
+    @property
+    def gpu(self) -> np.ndarray:
+        """GPU name per execution."""
+        return self._cols["gpu"]
+
+    @property
+    def model(self) -> np.ndarray:
+        """Model name per execution."""
+        return self._cols["model"]
+
+    @property
+    def batch_size(self) -> np.ndarray:
+        """Batch size per execution (int64)."""
+        return self._cols["batch_size"]
+
+    @property
+    def start_ms(self) -> np.ndarray:
+        """Launch time per execution, ms."""
+        return self._cols["start_ms"]
+
+    @property
+    def end_ms(self) -> np.ndarray:
+        """Observed end time per execution, ms."""
+        return self._cols["end_ms"]
+
+    @property
+    def solo_ms(self) -> np.ndarray | None:
+        """Recorded solo latency per execution, or None when the trace has none."""
+        return self._cols.get("solo_ms")
+
+    @property
+    def latency_ms(self) -> np.ndarray:
+        """Observed latency, ``end_ms - start_ms``."""
+        return self.end_ms - self.start_ms
+
+    @property
+    def gpus(self) -> tuple[str, ...]:
+        """The distinct GPUs, sorted."""
+        return tuple(str(g) for g in np.unique(self.gpu))
+
+    def __len__(self) -> int:
+        return len(self._cols["id"])
+
+    def __repr__(self) -> str:
+        return f"Trace({len(self)} executions, gpus={list(self.gpus)})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Trace):
+            return NotImplemented
+        if self._cols.keys() != other._cols.keys():
+            return False
+        return all(np.array_equal(self._cols[k], other._cols[k]) for k in self._cols)
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """All columns as a dict of read-only arrays."""
+        return dict(self._cols)
+
+    def take(self, index: np.ndarray | Sequence[int] | slice) -> Trace:
+        """A new trace with the selected rows (an index array, boolean mask or slice).
+
+        Examples
+        --------
+        >>> t = Trace(id=[1, 2, 3], gpu=["g"] * 3, model=["m"] * 3, batch_size=[1] * 3,
+        ...           start_ms=[0.0, 1.0, 2.0], end_ms=[1.0, 2.0, 3.0])
+        >>> t.take(t.start_ms >= 1.0).id
+        array([2, 3])
+        """
+        return Trace(**{k: v[index] for k, v in self._cols.items()})
+
+    def sorted(self) -> Trace:
+        """The same executions ordered by (start_ms, end_ms), stable."""
+        return self.take(np.lexsort((self.end_ms, self.start_ms)))
+
+    @staticmethod
+    def concat(traces: Sequence[Trace]) -> Trace:
+        """Rows of several traces, one after another (ids must stay unique)."""
+        if not traces:
+            raise InterfpredError("concat needs at least one trace")
+        keys = set(traces[0]._cols)
+        for t in traces[1:]:
+            if set(t._cols) != keys:
+                raise InterfpredError("cannot concat traces with and without solo_ms")
+        ids = [t.id for t in traces]
+        if len({a.dtype.kind for a in ids}) > 1:
+            ids = [a.astype(str) for a in ids]
+        cols = {k: np.concatenate([t._cols[k] for t in traces]) for k in keys if k != "id"}
+        return Trace(id=np.concatenate(ids), **cols)
+
+    # ------------------------------------------------------------------ CSV
+    @classmethod
+    def from_csv(cls, path: str | os.PathLike[str]) -> Trace:
+        """Read a trace CSV with columns ``id,gpu,model,batch_size,start_ms,end_ms[,solo_ms]``.
+
+        Extra columns are ignored. Errors name the file and line.
+        """
+        try:
+            with open(path, newline="", encoding="utf-8") as fh:
+                text = fh.read()
+        except UnicodeDecodeError:
+            raise InputError("not a UTF-8 text file (is it a binary file?)", path=path) from None
+        if "\x00" in text:
+            raise InputError("contains NUL bytes: a binary file, not a CSV", path=path)
+        reader = csv.reader(io.StringIO(text))
+        header = next((row for row in reader if row and any(c.strip() for c in row)), None)
+        if header is None:
+            raise InputError("empty file: expected a header " + ",".join(TRACE_COLUMNS), path=path)
+        header = [h.strip() for h in header]
+        missing = [c for c in TRACE_COLUMNS if c not in header]
+        if missing:
+            raise InputError(f"missing column(s) {', '.join(missing)}; header is {','.join(header)}",
+                             path=path, line=reader.line_num)
+        wanted = [c for c in (*TRACE_COLUMNS, *TRACE_OPTIONAL_COLUMNS) if c in header]
+        pos = {c: header.index(c) for c in wanted}
+        raw: dict[str, list[str]] = {c: [] for c in wanted}
+        lines: list[int] = []
+        for row in reader:
+            if not row or not any(c.strip() for c in row):
+                continue
+            if len(row) != len(header):
+                raise InputError(f"has {len(row)} fields, the header has {len(header)}",
+                                 path=path, line=reader.line_num)
+            lines.append(reader.line_num)
+            for c in wanted:
+                raw[c].append(row[pos[c]].strip())
+        parsed: dict[str, np.ndarray] = {}
+        for c in ("batch_size", "start_ms", "end_ms", *(["solo_ms"] if "solo_ms" in raw else [])):
+            out = np.empty(len(lines), dtype=np.float64)
+            for i, cell in enumerate(raw[c]):
+                try:
+                    out[i] = float(cell)
+                except ValueError:
+                    raise InputError(f"{c} {cell!r} is not a number", path=path, line=lines[i]) from None
+            parsed[c] = out
+        try:
+            ids = np.array([int(x) for x in raw["id"]], dtype=np.int64)
+        except ValueError:
+            ids = np.array(raw["id"], dtype=str)
+        return cls(id=ids, gpu=np.array(raw["gpu"], dtype=str), model=np.array(raw["model"], dtype=str),
+                   **parsed, _lines=lines, _path=path)
+
+    def to_csv(self, path: str | os.PathLike[str]) -> None:
+        """Write the trace as CSV, atomically; floats are written with full precision."""
+        cols = [c for c in (*TRACE_COLUMNS, *TRACE_OPTIONAL_COLUMNS) if c in self._cols]
+        with atomic_open(path, "w", encoding="utf-8", newline="") as fh:
+            writer = csv.writer(fh, lineterminator="\n")
+            writer.writerow(cols)
+            arrays = [self._cols[c] for c in cols]
+            rendered = [a.tolist() if a.dtype.kind in "iuU" else [repr(float(x)) for x in a] for a in arrays]
+            writer.writerows(zip(*rendered))
