@@ -192,7 +192,7 @@ class ProfileTable:
             idx = np.flatnonzero(bad)
             if idx.size and (first_bad is None or idx[0] < first_bad[0]):
                 col = {"gpu": gpu_a, "model": model_a, "batch_size": batch_a, **nums}[name]
-                first_bad = (int(idx[0]), f"{name} {col[idx[0]]!r} {expected}")
+                first_bad = (int(idx[0]), f"{name} {col[idx[0]].item()!r} {expected}")
         if first_bad is not None:
             raise InputError(first_bad[1], path=path, line=lines[first_bad[0]])
         batch_i = batch_a.astype(np.int64)
@@ -209,9 +209,9 @@ class ProfileTable:
             for k, v in nums.items():
                 if not math.isclose(v[i], v[i - 1], rel_tol=PROFILE_DUPLICATE_RTOL, abs_tol=0.0):
                     raise InputError(
-                        f"duplicate profile for (gpu={gpu_a[i]!r}, model={model_a[i]!r}, "
+                        f"duplicate profile for (gpu={str(gpu_a[i])!r}, model={str(model_a[i])!r}, "
                         f"batch_size={batch_i[i]}) disagrees with line {lines_sorted[i - 1]}: "
-                        f"{k} {v[i]!r} != {v[i - 1]!r}",
+                        f"{k} {float(v[i])!r} != {float(v[i - 1])!r}",
                         path=path, line=lines_sorted[i])
         keep = ~same
         return cls(

@@ -88,8 +88,8 @@ class Trace:
 
         def where(i: int) -> tuple[str, int | None]:
             if _lines is not None:
-                return f"id {ids[i]}", _lines[i]
-            return f"row {i} (id {ids[i]})", None
+                return f"id {ids[i].item()}", _lines[i]
+            return f"row {i} (id {ids[i].item()})", None
 
         def fail(i: int, msg: str) -> None:
             label, line = where(i)
@@ -100,18 +100,18 @@ class Trace:
         for name, arr in (("start_ms", start), ("end_ms", end)):
             bad = np.flatnonzero(~np.isfinite(arr))
             if bad.size:
-                fail(int(bad[0]), f"{name} {arr[bad[0]]!r} is not a finite time")
+                fail(int(bad[0]), f"{name} {float(arr[bad[0]])!r} is not a finite time")
         bad = np.flatnonzero(end < start)
         if bad.size:
             i = int(bad[0])
-            fail(i, f"end_ms {end[i]!r} is before start_ms {start[i]!r}")
+            fail(i, f"end_ms {float(end[i])!r} is before start_ms {float(start[i])!r}")
         bad = np.flatnonzero(~np.isfinite(batch_f) | (batch_f <= 0) | (batch_f != np.round(batch_f)))
         if bad.size:
-            fail(int(bad[0]), f"batch_size {batch_f[bad[0]]!r} is not a positive integer")
+            fail(int(bad[0]), f"batch_size {float(batch_f[bad[0]]):g} is not a positive integer")
         if solo is not None:
             bad = np.flatnonzero(~np.isfinite(solo) | (solo <= 0))
             if bad.size:
-                fail(int(bad[0]), f"solo_ms {solo[bad[0]]!r} is not a positive finite latency")
+                fail(int(bad[0]), f"solo_ms {float(solo[bad[0]])!r} is not a positive finite latency")
         for name, arr in (("gpu", gpu_a), ("model", model_a)):
             bad = np.flatnonzero(np.char.str_len(arr) == 0) if n else np.array([], dtype=int)
             if bad.size:
@@ -122,7 +122,7 @@ class Trace:
             if dup.size:
                 first, second = sorted((int(order[dup[0]]), int(order[dup[0] + 1])))
                 other = f"line {_lines[first]}" if _lines is not None else f"row {first}"
-                fail(second, f"duplicate id {ids[second]!r} (first seen at {other})")
+                fail(second, f"duplicate id {ids[second].item()!r} (first seen at {other})")
         self._cols = {**cols, "batch_size": batch_f.astype(np.int64)}
         for arr in self._cols.values():
             arr.setflags(write=False)

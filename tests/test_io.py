@@ -1,0 +1,41 @@
+"""Tests of atomic output and the error types."""
+
+from __future__ import annotations
+
+import pytest
+
+from interfpred._io import atomic_open, atomic_write_text
+from interfpred.errors import InputError, InterfpredError
+
+
+def test_atomic_write_replaces_whole_file(tmp_path):
+    path = tmp_path / "f.txt"
+    atomic_write_text(path, "one")
+    atomic_write_text(path, "two")
+    assert path.read_text() == "two"
+    assert [p.name for p in tmp_path.iterdir()] == ["f.txt"]
+
+
+def test_atomic_open_leaves_old_file_on_error(tmp_path):
+    path = tmp_path / "f.txt"
+    path.write_text("old")
+    with pytest.raises(RuntimeError):
+        with atomic_open(path) as fh:
+            fh.write("half")
+            raise RuntimeError("crash")
+    assert path.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["f.txt"]
+
+
+def test_atomic_open_into_missing_folder_raises_oserror(tmp_path):
+    with pytest.raises(OSError):
+        atomic_write_text(tmp_path / "nope" / "f.txt", "x")
+
+
+def test_input_error_formats_location():
+    assert str(InputError("bad", path="a.csv", line=3)) == "a.csv line 3: bad"
+    assert str(InputError("bad", path="a.csv")) == "a.csv: bad"
+    assert str(InputError("bad", line=4)) == "row 4: bad"
+    err = InputError("bad", path="a.csv", line=3)
+    assert isinstance(err, InterfpredError) and isinstance(err, ValueError)
+    assert (err.path, err.line, err.message) == ("a.csv", 3, "bad")
