@@ -23,7 +23,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from interfpred.constants import NCU_EXAMPLE_FILE
-from interfpred.errors import InputError
+from interfpred.errors import InputError, InterfpredError
 from interfpred.profiles import ProfileTable
 
 __all__ = ["ManifestEntry", "read_manifest", "write_profiles", "example_path"]
@@ -135,7 +135,12 @@ def write_profiles(table: ProfileTable, path: str | os.PathLike[str], *, append:
     2
     """
     if append and os.path.exists(path):
-        table = ProfileTable.from_csv(path).merge(table)
+        existing = ProfileTable.from_csv(path)
+        try:
+            table = existing.merge(table)
+        except InterfpredError as exc:
+            raise InputError(f"cannot append: a new profile conflicts with one already in the file "
+                             f"({exc}); the file is unchanged", path=path) from None
     table.to_csv(path)
     return table
 
