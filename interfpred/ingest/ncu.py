@@ -213,14 +213,14 @@ class KernelTable:
         bad = np.flatnonzero(~np.isfinite(d) | (d <= 0))
         if bad.size:
             i = int(bad[0])
-            raise InputError(f"duration_ms {d[i]!r} of kernel {name_a[i]!r} must be positive and finite",
+            raise InputError(f"duration_ms {float(d[i])!r} of kernel {str(name_a[i])!r} must be positive and finite",
                              path=path, line=int(lines_a[i]) or i + 1)
         for r in ("sm", "l2", "dram"):
             v = num[r]
             bad = np.flatnonzero(~np.isfinite(v) | (v < 0) | (v > 1))
             if bad.size:
                 i = int(bad[0])
-                raise InputError(f"{r} {v[i]!r} of kernel {name_a[i]!r} must be a fraction of peak in [0, 1]",
+                raise InputError(f"{r} {float(v[i])!r} of kernel {str(name_a[i])!r} must be a fraction of peak in [0, 1]",
                                  path=path, line=int(lines_a[i]) or i + 1)
         return cls(name=name_a, lines=lines_a, identity=ident,
                    path=None if path is None else os.fspath(path), **num)
@@ -350,7 +350,7 @@ def profile_from_kernels(kernels: KernelTable, *, gpu: str, model: str, batch_si
             raise InterfpredError(f"no kernel launches{where}")
         raise InterfpredError(
             f"no kernel launch{where} matches kernel_filter={kernel_filter!r} nvtx_filter={nvtx_filter!r} "
-            f"({len(kernels)} launches, e.g. {kernels.name[0]!r})")
+            f"({len(kernels)} launches, e.g. {str(kernels.name[0])!r})")
     d = selected.duration_ms
     total = float(d.sum())
     values = {r: float(np.clip(np.dot(d, selected.column(r)) / total, 0.0, 1.0)) for r in ("sm", "l2", "dram")}
