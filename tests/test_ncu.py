@@ -513,3 +513,24 @@ def test_weighted_mean_matches_naive_reference():
     p = profile_from_kernels(t, gpu="g", model="m", batch_size=2, iterations=3)
     assert (p.solo_ms, p.sm, p.l2, p.dram) == pytest.approx(naive_profile_numbers(d, a, b, c, 3), rel=1e-12)
     assert math.isclose(p.solo_ms, d.sum() / 3)
+
+
+def test_windows_line_endings_and_bom(tmp_path):
+    text = "\ufeff" + page().replace("\n", "\r\n")
+    p = tmp_path / "win.csv"
+    p.write_bytes(text.encode("utf-8"))
+    t = read_kernels(p)
+    assert (t.duration_ms[0], t.sm[0]) == pytest.approx((0.001, 0.3))
+
+
+def test_both_nvtx_columns_2021_layout(tmp_path):
+    header = ('"ID","Process ID","Process Name","Host Name",'
+              '"thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg",'
+              '"Id:Domain:Start/Stop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg","Kernel Name",'
+              '"Kernel Time","Context","Stream","Section Name","Metric Name","Metric Unit","Metric Value",'
+              '"Rule Name","Rule Type","Rule Description"')
+    prefix = ('"0","1","app","127.0.0.1","1  ""<default domain>:bs_4:none:none:none:none:none:none"" ","",'
+              '"k","2021-Mar-04 10:00:00","1","7","GPU Speed Of Light Throughput",')
+    t = read_kernels(write(tmp_path, page(header=header, prefix=prefix)))
+    assert t.column("nvtx_range").tolist() == ["bs_4"]
+    assert "nvtx_start_stop" in t.identity_columns and t.column("kernel_time")[0] == "2021-Mar-04 10:00:00"
