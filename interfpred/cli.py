@@ -97,14 +97,27 @@ def _run_ingest(args) -> int:
                                  kernel_filter=k, nvtx_filter=v)
                    for f, g, m, b, i, k, v in zip(files, gpus, models, batches, iters, kfilt, nfilt)]
     profiles = []
+    seen: dict = {}
     for e in entries:
         kernels = read_kernels(e.file)
+        where = f"{args.manifest} line {e.line}" if args.manifest is not None else e.file
         try:
-            profiles.append(profile_from_kernels(
+            prof = profile_from_kernels(
                 kernels, gpu=e.gpu, model=e.model, batch_size=e.batch_size, iterations=e.iterations,
-                kernel_filter=e.kernel_filter, nvtx_filter=e.nvtx_filter))
+                kernel_filter=e.kernel_filter, nvtx_filter=e.nvtx_filter)
         except InterfpredError as exc:
-            raise InterfpredError(f"{e.file}: {exc}") from None
+            raise InterfpredError(f"{where}: {exc}") from None
+        key = (prof.gpu, prof.model, prof.batch_size)
+        if key in seen:
+            other, other_where = seen[key]
+            if other != prof:
+                raise InterfpredError(
+                    f"{where}: profile for (gpu={prof.gpu!r}, model={prof.model!r}, batch_size="
+                    f"{prof.batch_size}) disagrees with the one from {other_where}: solo_ms "
+                    f"{prof.solo_ms:.6g} vs {other.solo_ms:.6g}")
+            continue
+        seen[key] = (prof, where)
+        profiles.append(prof)
     table = ProfileTable.from_profiles(profiles)
     if args.out is not None:
         written = write_profiles(table, args.out, append=not args.overwrite)

@@ -186,3 +186,14 @@ def test_write_profiles_append_refusal_leaves_state(tmp_path):
     assert p.read_bytes() == before
     write_profiles(b, p)  # no append: replaced
     assert ProfileTable.from_csv(p).lookup("m", 1).solo_ms == 2.0
+
+
+def test_manifest_duplicates(tmp_path, capsys):
+    (tmp_path / "r.csv").write_bytes(REAL.read_bytes())
+    m = tmp_path / "runs.csv"
+    m.write_text("file,gpu,model,batch_size,iterations\nr.csv,b200,g,1,1\nr.csv,b200,g,1,1\n")
+    code, out, _ = run(capsys, "ingest", "--manifest", str(m))
+    assert code == 0 and len(rows(out)) == 2  # identical runs collapse
+    m.write_text("file,gpu,model,batch_size,iterations\nr.csv,b200,g,1,1\nr.csv,b200,g,1,2\n")
+    code, _, err = run(capsys, "ingest", "--manifest", str(m))
+    assert code == 2 and f"{m} line 3: profile for" in err and f"{m} line 2" in err

@@ -467,7 +467,7 @@ def _parse_number(text: str) -> float | None:
     return v
 
 
-def _convert(q: int, label: str, unit: str, text: str, path: str, line: int) -> float | None:
+def _convert(q: int, label: str, unit: str, text: str, path: str, line: int | None) -> float | None:
     """Value in the library's units (ms or fraction); None when n/a."""
     try:
         v = _parse_number(text)
@@ -701,7 +701,7 @@ def _read_report(path: str) -> KernelTable:
                         continue
                     unit = metric.unit() if hasattr(metric, "unit") else ("nsecond" if q == 0 else "%")
                     v = _convert(q, alias, unit or ("nsecond" if q == 0 else "%"),
-                                 repr(float(metric.as_double())), path, 0)
+                                 repr(float(metric.as_double())), path, None)
                     if v is not None:
                         vals[q] = v
                         break
