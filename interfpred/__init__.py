@@ -5,6 +5,7 @@ The public names, nothing else; see docs/ for the guide.
 
 from interfpred._version import __version__
 from interfpred.errors import InputError, InterfpredError
+from interfpred.ingest import KernelTable, NcuFormatError, profile_from_kernels, read_kernels
 from interfpred.profiles import Profile, ProfileTable
 from interfpred.trace import Trace
 
@@ -15,4 +16,8 @@ __all__ = [
     "Profile",
     "ProfileTable",
     "Trace",
+    "KernelTable",
+    "NcuFormatError",
+    "read_kernels",
+    "profile_from_kernels",
 ]

@@ -27,6 +27,108 @@ class _Parser(argparse.ArgumentParser):
 _COMMANDS: list = []
 
 
+# ---------------------------------------------------------------------------- ingest
+def _add_ingest(sub) -> None:
+    p = sub.add_parser(
+        "ingest",
+        help="turn Nsight Compute output into solo profiles",
+        description=(
+            "Read ncu --csv output (details or raw page) or .ncu-rep reports into solo profiles "
+            "(gpu,model,batch_size,solo_ms,sm,l2,dram) and print them. Give --gpu/--model/"
+            "--batch-size once for all files or once per file, in order; or list runs in a "
+            "--manifest CSV (file,gpu,model,batch_size[,iterations]). --out merges into an "
+            "existing file (a conflicting duplicate is refused and the file kept intact)."),
+    )
+    p.add_argument("files", nargs="*", metavar="FILE", help="ncu --csv output or .ncu-rep report")
+    p.add_argument("--gpu", action="append", help="GPU name (once, or once per file)")
+    p.add_argument("--model", action="append", help="model name (once, or once per file)")
+    p.add_argument("--batch-size", action="append", type=int, help="batch size (once, or once per file)")
+    p.add_argument("--iterations", action="append", type=int,
+                   help="batches the profiled run executed; solo_ms = kernel time / iterations (default 1)")
+    p.add_argument("--kernel-filter", action="append", metavar="REGEX",
+                   help="keep only kernels whose name matches (re.search)")
+    p.add_argument("--nvtx-filter", action="append", metavar="REGEX",
+                   help="keep only kernels whose NVTX range stack matches (needs ncu --nvtx)")
+    p.add_argument("--manifest", help="CSV of runs: file,gpu,model,batch_size[,iterations]")
+    p.add_argument("--out", help="tidy profile CSV to write, or merge into if it exists")
+    p.add_argument("--overwrite", action="store_true", help="replace --out instead of merging into it")
+    p.add_argument("--example", action="store_true",
+                   help="ingest the bundled example (B200 cuBLASLt GEMM, details page)")
+    p.set_defaults(func=_run_ingest)
+
+
+def _per_file(values, name: str, n: int, default=None) -> list:
+    if values is None:
+        if default is None:
+            raise InterfpredError(f"--{name} is required (once, or once per file)")
+        return [default] * n
+    if len(values) == 1:
+        return values * n
+    if len(values) != n:
+        raise InterfpredError(f"--{name} given {len(values)} times for {n} files: give it once or once per file")
+    return list(values)
+
+
+def _run_ingest(args) -> int:
+    from interfpred import constants
+    from interfpred.ingest import (ManifestEntry, example_path, profile_from_kernels, read_kernels,
+                                   read_manifest, write_profiles)
+    from interfpred.profiles import ProfileTable
+
+    sources = int(bool(args.files)) + int(args.manifest is not None) + int(args.example)
+    if sources != 1:
+        raise InterfpredError("give ncu files, or --manifest runs.csv, or --example (exactly one of them)")
+    if args.manifest is not None:
+        if any(v is not None for v in (args.gpu, args.model, args.batch_size, args.iterations,
+                                       args.kernel_filter, args.nvtx_filter)):
+            raise InterfpredError("--manifest carries gpu/model/batch_size per run; do not also pass them as flags")
+        entries = read_manifest(args.manifest)
+    else:
+        files = [str(example_path())] if args.example else list(args.files)
+        n = len(files)
+        ex = args.example
+        gpus = _per_file(args.gpu, "gpu", n, constants.NCU_EXAMPLE_GPU if ex else None)
+        models = _per_file(args.model, "model", n, constants.NCU_EXAMPLE_MODEL if ex else None)
+        batches = _per_file(args.batch_size, "batch-size", n, constants.NCU_EXAMPLE_BATCH_SIZE if ex else None)
+        iters = _per_file(args.iterations, "iterations", n, 1)
+        kfilt = _per_file(args.kernel_filter, "kernel-filter", n, "") if args.kernel_filter else [None] * n
+        nfilt = _per_file(args.nvtx_filter, "nvtx-filter", n, "") if args.nvtx_filter else [None] * n
+        entries = [ManifestEntry(file=f, gpu=g, model=m, batch_size=b, iterations=i,
+                                 kernel_filter=k, nvtx_filter=v)
+                   for f, g, m, b, i, k, v in zip(files, gpus, models, batches, iters, kfilt, nfilt)]
+    profiles = []
+    seen: dict = {}
+    for e in entries:
+        kernels = read_kernels(e.file)
+        where = f"{args.manifest} line {e.line}" if args.manifest is not None else e.file
+        try:
+            prof = profile_from_kernels(
+                kernels, gpu=e.gpu, model=e.model, batch_size=e.batch_size, iterations=e.iterations,
+                kernel_filter=e.kernel_filter, nvtx_filter=e.nvtx_filter)
+        except InterfpredError as exc:
+            raise InterfpredError(f"{where}: {exc}") from None
+        key = (prof.gpu, prof.model, prof.batch_size)
+        if key in seen:
+            other, other_where = seen[key]
+            if other != prof:
+                raise InterfpredError(
+                    f"{where}: profile for (gpu={prof.gpu!r}, model={prof.model!r}, batch_size="
+                    f"{prof.batch_size}) disagrees with the one from {other_where}: solo_ms "
+                    f"{prof.solo_ms:.6g} vs {other.solo_ms:.6g}")
+            continue
+        seen[key] = (prof, where)
+        profiles.append(prof)
+    table = ProfileTable.from_profiles(profiles)
+    if args.out is not None:
+        written = write_profiles(table, args.out, append=not args.overwrite)
+        print(f"wrote {len(written)} profiles to {args.out}", file=sys.stderr)
+    sys.stdout.write(table.to_csv_text())
+    return 0
+
+
+_COMMANDS.append(_add_ingest)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser (exposed for documentation and tests)."""
     parser = _Parser(

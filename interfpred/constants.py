@@ -22,3 +22,15 @@ PRIOR_SLOWDOWN = 1.0
 
 #: Relative tolerance under which two profile rows for the same key count as the same row.
 PROFILE_DUPLICATE_RTOL = 1e-9
+
+# ---------------------------------------------------------------- Nsight Compute ingestion (issue 2)
+#: Percent points a throughput may exceed 100 % by (rounding in ncu's output) before it is refused;
+#: values in (100, 100 + tolerance] are clipped to 100 %.
+NCU_PERCENT_TOLERANCE = 0.5
+#: Bytes read from the start of a file to tell an empty or binary file from ncu's CSV output.
+NCU_SNIFF_BYTES = 65536
+#: The example bundled as package data, and the defaults ``interfpred ingest --example`` uses.
+NCU_EXAMPLE_FILE = "superbenchmark_cublaslt_b200_details.log"
+NCU_EXAMPLE_GPU = "b200"
+NCU_EXAMPLE_MODEL = "cublaslt_gemm"
+NCU_EXAMPLE_BATCH_SIZE = 1

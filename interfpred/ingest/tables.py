@@ -1,0 +1,156 @@
+"""Tidy CSV helpers for ingestion: run manifests in, profile tables out.
+
+A manifest lists profiled runs, one per row, with the columns
+``file,gpu,model,batch_size[,iterations][,kernel_filter][,nvtx_filter]``; relative file
+paths are resolved against the manifest's folder.
+
+Examples
+--------
+>>> import pathlib, tempfile
+>>> folder = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (folder / "runs.csv").write_text("file,gpu,model,batch_size,iterations\\nrun8.csv,l4,resnet50,8,10\\n")
+>>> [entry] = read_manifest(folder / "runs.csv")
+>>> entry.file == str(folder / "run8.csv"), entry.model, entry.batch_size, entry.iterations
+(True, 'resnet50', 8, 10)
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+
+from interfpred.constants import NCU_EXAMPLE_FILE
+from interfpred.errors import InputError, InterfpredError
+from interfpred.profiles import ProfileTable
+
+__all__ = ["ManifestEntry", "read_manifest", "write_profiles", "example_path"]
+
+_REQUIRED = ("file", "gpu", "model", "batch_size")
+_OPTIONAL = ("iterations", "kernel_filter", "nvtx_filter")
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    """One profiled run of a manifest: which file, and what it measured.
+
+    Examples
+    --------
+    >>> ManifestEntry(file="run.csv", gpu="l4", model="vgg19", batch_size=4).iterations
+    1
+    """
+
+    file: str
+    gpu: str
+    model: str
+    batch_size: int
+    iterations: int = 1
+    kernel_filter: str | None = None
+    nvtx_filter: str | None = None
+    line: int = 0
+
+
+def _positive_int(text: str, name: str, path: str, line: int) -> int:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"{name} {text!r} is not a number", path=path, line=line) from None
+    if not value.is_integer() or value <= 0:
+        raise InputError(f"{name} {text!r} must be a positive integer", path=path, line=line)
+    return int(value)
+
+
+def read_manifest(path: str | os.PathLike[str]) -> list[ManifestEntry]:
+    """Read a run manifest (``file,gpu,model,batch_size[,iterations]``), checking every row."""
+    path_s = os.fspath(path)
+    base = Path(path_s).resolve().parent
+    try:
+        with open(path_s, encoding="utf-8", newline="") as fh:
+            text = fh.read()
+    except UnicodeDecodeError:
+        raise InputError("not a UTF-8 text file (is it a binary file?)", path=path_s) from None
+    if "\x00" in text:
+        raise InputError("contains NUL bytes: a binary file, not a manifest CSV", path=path_s)
+    reader = csv.reader(text.splitlines())
+    header: list[str] = []
+    for header in reader:
+        if any(h.strip() for h in header):
+            break
+    header = [h.strip() for h in header]
+    if not header:
+        raise InputError("empty manifest: expected a header " + ",".join(_REQUIRED), path=path_s)
+    missing = [c for c in _REQUIRED if c not in header]
+    if missing:
+        raise InputError(f"manifest lacks column(s) {', '.join(missing)}; header is {','.join(header)}",
+                         path=path_s, line=reader.line_num)
+    unknown = [c for c in header if c not in _REQUIRED + _OPTIONAL]
+    if unknown:
+        raise InputError(f"unknown manifest column(s) {', '.join(unknown)}; allowed: "
+                         f"{', '.join(_REQUIRED + _OPTIONAL)}", path=path_s, line=reader.line_num)
+    entries = []
+    for row in reader:
+        line = reader.line_num
+        if not any(c.strip() for c in row):
+            continue
+        if len(row) != len(header):
+            raise InputError(f"has {len(row)} fields, the header has {len(header)}", path=path_s, line=line)
+        cells = {h: c.strip() for h, c in zip(header, row)}
+        for name in ("file", "gpu", "model"):
+            if not cells[name]:
+                raise InputError(f"{name} is empty", path=path_s, line=line)
+        file = cells["file"]
+        if not os.path.isabs(file):
+            file = str(base / file)
+        entries.append(ManifestEntry(
+            file=file, gpu=cells["gpu"], model=cells["model"],
+            batch_size=_positive_int(cells["batch_size"], "batch_size", path_s, line),
+            iterations=_positive_int(cells.get("iterations") or "1", "iterations", path_s, line),
+            kernel_filter=cells.get("kernel_filter") or None,
+            nvtx_filter=cells.get("nvtx_filter") or None,
+            line=line,
+        ))
+    if not entries:
+        raise InputError("manifest lists no runs", path=path_s)
+    return entries
+
+
+def write_profiles(table: ProfileTable, path: str | os.PathLike[str], *, append: bool = False) -> ProfileTable:
+    """Write ``table`` as a tidy profile CSV, atomically; with ``append`` merge into the file first.
+
+    Appending reads the existing file, merges (identical rows collapse, rows for the same
+    (gpu, model, batch_size) with different numbers are an error) and only then replaces the
+    file, so a refused append leaves it exactly as it was.  Returns the table written.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from interfpred import Profile
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "profiles.csv"
+    >>> a = ProfileTable.from_profiles([Profile(gpu="l4", model="m", batch_size=1, solo_ms=1.0, sm=0.1, l2=0.1, dram=0.1)])
+    >>> b = ProfileTable.from_profiles([Profile(gpu="l4", model="m", batch_size=2, solo_ms=2.0, sm=0.1, l2=0.1, dram=0.1)])
+    >>> _ = write_profiles(a, out)
+    >>> len(write_profiles(b, out, append=True))
+    2
+    """
+    if append and os.path.exists(path):
+        existing = ProfileTable.from_csv(path)
+        try:
+            table = existing.merge(table)
+        except InterfpredError as exc:
+            raise InputError(f"cannot append: a new profile conflicts with one already in the file "
+                             f"({exc}); the file is unchanged", path=path) from None
+    table.to_csv(path)
+    return table
+
+
+def example_path() -> Path:
+    """The Nsight Compute example bundled with the package (a B200 cuBLASLt GEMM, details page).
+
+    Examples
+    --------
+    >>> example_path().name
+    'superbenchmark_cublaslt_b200_details.log'
+    """
+    return Path(str(files("interfpred") / "data" / "examples" / NCU_EXAMPLE_FILE))
