@@ -6,6 +6,15 @@ The public names, nothing else; see docs/ for the guide.
 from interfpred._version import __version__
 from interfpred.errors import InputError, InterfpredError
 from interfpred.profiles import Profile, ProfileTable
+from interfpred.predictors import (
+    RLS,
+    GpuletsModel,
+    OfflineLinear,
+    OnlineSGD,
+    PredictorSpec,
+    load_predictor,
+    make_predictor,
+)
 from interfpred.trace import Trace
 
 __all__ = [
@@ -15,4 +24,11 @@ __all__ = [
     "Profile",
     "ProfileTable",
     "Trace",
+    "OfflineLinear",
+    "OnlineSGD",
+    "RLS",
+    "GpuletsModel",
+    "make_predictor",
+    "PredictorSpec",
+    "load_predictor",
 ]

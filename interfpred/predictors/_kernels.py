@@ -1,0 +1,365 @@
+"""numba kernels of the online predictors (private).
+
+Every kernel works on one flat float64 *state buffer* per predictor, so a call passes few
+arguments (numba's dispatch cost grows with the number of array arguments).  Single-row
+kernels validate their own input (width, finiteness) and return a status code *before*
+touching the state, which is cheaper than validating in Python on the hot path.
+
+Status codes: ``OK`` = 0, ``BAD_WIDTH`` = 1, ``BAD_X`` = 2 (NaN/inf in X), ``BAD_Y`` = 3
+(NaN/inf in y), ``NOT_PD`` = 4 (a Cholesky factorisation failed; only possible with the
+plain, unstabilised RLS).
+
+RLS buffer layout (``m`` = number of weights = d + fit_intercept)::
+
+    [0] n_seen   [1] m   [2] d   [3] forgetting   [4] c = per-step stabilisation (1-f)/delta or 0
+    [5] noise variance estimate   [6] 1/delta   [7] unused
+    then w (m), b (m), w0 (m), R (m*m, information matrix), L (m*m, lower Cholesky factor of R), scratch (m)
+
+SGD buffer layout::
+
+    [0] n_seen   [1] m   [2] d   [3] learning_rate   [4] schedule code   [5] power_t
+    [6] standardize flag   [7] eps
+    then w (m), G (m, AdaGrad accumulator), mean (d), M2 (d, Welford sums of squares)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+OK = 0
+BAD_WIDTH = 1
+BAD_X = 2
+BAD_Y = 3
+NOT_PD = 4
+
+RLS_HEADER = 8
+SGD_HEADER = 8
+
+SCHED_CONSTANT = 0
+SCHED_INVSCALING = 1
+SCHED_NLMS = 2
+SCHED_ADAGRAD = 3
+
+
+# ----------------------------------------------------------------------------- RLS
+
+
+@njit(cache=True)
+def _rls_cholesky_into(buf, m, lam, c, x, fi):
+    """L <- chol(lam*R + c*I + x~ x~^T) (lower triangle); returns False if not PD."""
+    ro = RLS_HEADER + 3 * m
+    lo = ro + m * m
+    d = m - fi
+    for i in range(m):
+        xi = x[i] if i < d else 1.0
+        for j in range(i + 1):
+            xj = x[j] if j < d else 1.0
+            v = lam * buf[ro + i * m + j] + xi * xj
+            if i == j:
+                v += c
+            buf[lo + i * m + j] = v
+    for j in range(m):
+        s = buf[lo + j * m + j]
+        for k in range(j):
+            s -= buf[lo + j * m + k] * buf[lo + j * m + k]
+        if not (s > 0.0):
+            return False
+        s = math.sqrt(s)
+        buf[lo + j * m + j] = s
+        inv = 1.0 / s
+        for i in range(j + 1, m):
+            t = buf[lo + i * m + j]
+            for k in range(j):
+                t -= buf[lo + i * m + k] * buf[lo + j * m + k]
+            buf[lo + i * m + j] = t * inv
+    return True
+
+
+@njit(cache=True)
+def _rls_refactor(buf, m):
+    """L <- chol(R) (used to restore L after a refused update)."""
+    ro = RLS_HEADER + 3 * m
+    lo = ro + m * m
+    for j in range(m):
+        s = buf[ro + j * m + j]
+        for k in range(j):
+            s -= buf[lo + j * m + k] * buf[lo + j * m + k]
+        s = math.sqrt(s) if s > 0.0 else 0.0
+        buf[lo + j * m + j] = s
+        inv = 1.0 / s if s > 0.0 else 0.0
+        for i in range(j + 1, m):
+            t = buf[ro + i * m + j]
+            for k in range(j):
+                t -= buf[lo + i * m + k] * buf[lo + j * m + k]
+            buf[lo + i * m + j] = t * inv
+
+
+@njit(cache=True)
+def _rls_quad(buf, m, x, fi):
+    """x~^T R^-1 x~ via the Cholesky factor (||L^-1 x~||^2)."""
+    lo = RLS_HEADER + 3 * m + m * m
+    zo = lo + m * m  # scratch space at the end of the buffer
+    d = m - fi
+    q = 0.0
+    for i in range(m):
+        s = x[i] if i < d else 1.0
+        for k in range(i):
+            s -= buf[lo + i * m + k] * buf[zo + k]
+        s /= buf[lo + i * m + i]
+        buf[zo + i] = s
+        q += s * s
+    return q
+
+
+@njit(cache=True)
+def _rls_step(buf, m, x, y):
+    """One RLS step on a validated row; returns OK or NOT_PD (state then unchanged)."""
+    d = int(buf[2])
+    fi = m - d
+    lam = buf[3]
+    c = buf[4]
+    wo = RLS_HEADER
+    bo = wo + m
+    w0o = bo + m
+    ro = w0o + m
+    lo = ro + m * m
+    # a-priori error and normalised innovation for the noise-variance estimate
+    yhat = 0.0
+    for i in range(d):
+        yhat += buf[wo + i] * x[i]
+    if fi == 1:
+        yhat += buf[wo + d]
+    e = y - yhat
+    q = _rls_quad(buf, m, x, fi)
+    if not _rls_cholesky_into(buf, m, lam, c, x, fi):
+        _rls_refactor(buf, m)
+        return NOT_PD
+    # commit: R (lower triangle, mirrored so it stays exactly symmetric), b
+    for i in range(m):
+        xi = x[i] if i < d else 1.0
+        for j in range(i + 1):
+            xj = x[j] if j < d else 1.0
+            v = lam * buf[ro + i * m + j] + xi * xj
+            if i == j:
+                v += c
+            buf[ro + i * m + j] = v
+            buf[ro + j * m + i] = v
+        buf[bo + i] = lam * buf[bo + i] + c * buf[w0o + i] + xi * y
+    # w = R^-1 b by forward then backward substitution with L
+    for i in range(m):
+        s = buf[bo + i]
+        for k in range(i):
+            s -= buf[lo + i * m + k] * buf[wo + k]
+        buf[wo + i] = s / buf[lo + i * m + i]
+    for i in range(m - 1, -1, -1):
+        s = buf[wo + i]
+        for k in range(i + 1, m):
+            s -= buf[lo + k * m + i] * buf[wo + k]
+        buf[wo + i] = s / buf[lo + i * m + i]
+    n = buf[0] + 1.0
+    buf[0] = n
+    # exponentially weighted noise variance of the normalised a-priori error
+    a = 1.0 - lam
+    if a < 1.0 / n:
+        a = 1.0 / n
+    buf[5] += a * (e * e / (1.0 + q) - buf[5])
+    return OK
+
+
+@njit(cache=True)
+def rls_update_one(buf, x, y):
+    """Validate one row (width, finiteness) then update; status code."""
+    m = int(buf[1])
+    d = int(buf[2])
+    if x.shape[0] != d:
+        return BAD_WIDTH
+    for i in range(d):
+        if not math.isfinite(x[i]):
+            return BAD_X
+    if not math.isfinite(y):
+        return BAD_Y
+    return _rls_step(buf, m, x, y)
+
+
+@njit(cache=True)
+def rls_update_many(buf, X, y):
+    """Validate all rows first (state untouched on refusal), then update row by row.
+
+    Returns ``status * 2**32 + row`` packed in an int (row of the first bad value)."""
+    m = int(buf[1])
+    n = X.shape[0]
+    for r in range(n):
+        for i in range(X.shape[1]):
+            if not math.isfinite(X[r, i]):
+                return BAD_X * 4294967296 + r
+        if not math.isfinite(y[r]):
+            return BAD_Y * 4294967296 + r
+    for r in range(n):
+        st = _rls_step(buf, m, X[r], y[r])
+        if st != OK:
+            return st * 4294967296 + r
+    return OK
+
+
+@njit(cache=True)
+def linear_predict_one(buf, x, header):
+    """w . x~ for one row; NaN if the width is wrong (the caller diagnoses)."""
+    m = int(buf[1])
+    d = int(buf[2])
+    if x.shape[0] != d:
+        return np.nan
+    s = 0.0
+    for i in range(d):
+        s += buf[header + i] * x[i]
+    if m > d:
+        s += buf[header + d]
+    return s
+
+
+@njit(cache=True)
+def linear_predict_many(buf, X, header, out):
+    m = int(buf[1])
+    d = int(buf[2])
+    for r in range(X.shape[0]):
+        s = 0.0
+        for i in range(d):
+            s += buf[header + i] * X[r, i]
+        if m > d:
+            s += buf[header + d]
+        out[r] = s
+
+
+@njit(cache=True)
+def rls_quad_many(buf, X, out):
+    m = int(buf[1])
+    fi = m - int(buf[2])
+    for r in range(X.shape[0]):
+        out[r] = _rls_quad(buf, m, X[r], fi)
+
+
+# ----------------------------------------------------------------------------- SGD
+
+
+@njit(cache=True)
+def _sgd_features(buf, m, d, x, z):
+    """z <- standardised x (if asked) with the intercept column appended."""
+    std = buf[6] != 0.0
+    n = buf[0]
+    mo = SGD_HEADER + 2 * m
+    so = mo + d
+    for i in range(d):
+        if std:
+            var = buf[so + i] / n if n > 0 else 0.0
+            if var > 0.0:
+                z[i] = (x[i] - buf[mo + i]) / math.sqrt(var)
+            else:
+                z[i] = 0.0 * x[i]  # stays NaN for a NaN/inf input, so callers can detect it
+        else:
+            z[i] = x[i]
+    if m > d:
+        z[d] = 1.0
+
+
+@njit(cache=True)
+def _sgd_step(buf, m, d, x, y, z):
+    wo = SGD_HEADER
+    go = wo + m
+    mo = go + m
+    so = mo + d
+    n = buf[0] + 1.0
+    buf[0] = n
+    if buf[6] != 0.0:  # Welford update of the running mean and variance, before the step
+        for i in range(d):
+            delta = x[i] - buf[mo + i]
+            buf[mo + i] += delta / n
+            buf[so + i] += delta * (x[i] - buf[mo + i])
+    _sgd_features(buf, m, d, x, z)
+    yhat = 0.0
+    for i in range(m):
+        yhat += buf[wo + i] * z[i]
+    g = 2.0 * (yhat - y)  # derivative of (y - yhat)^2
+    lr = buf[3]
+    sched = int(buf[4])
+    eps = buf[7]
+    if sched == SCHED_CONSTANT:
+        for i in range(m):
+            buf[wo + i] -= lr * g * z[i]
+    elif sched == SCHED_INVSCALING:
+        eta = lr / n ** buf[5]
+        for i in range(m):
+            buf[wo + i] -= eta * g * z[i]
+    elif sched == SCHED_NLMS:
+        nrm = eps
+        for i in range(m):
+            nrm += z[i] * z[i]
+        eta = lr / nrm
+        for i in range(m):
+            buf[wo + i] += eta * (y - yhat) * z[i]
+    else:  # AdaGrad
+        for i in range(m):
+            gi = g * z[i]
+            buf[go + i] += gi * gi
+            buf[wo + i] -= lr * gi / (math.sqrt(buf[go + i]) + eps)
+
+
+@njit(cache=True)
+def sgd_update_one(buf, x, y):
+    m = int(buf[1])
+    d = int(buf[2])
+    if x.shape[0] != d:
+        return BAD_WIDTH
+    for i in range(d):
+        if not math.isfinite(x[i]):
+            return BAD_X
+    if not math.isfinite(y):
+        return BAD_Y
+    z = np.empty(m)
+    _sgd_step(buf, m, d, x, y, z)
+    return OK
+
+
+@njit(cache=True)
+def sgd_update_many(buf, X, y):
+    m = int(buf[1])
+    d = int(buf[2])
+    n = X.shape[0]
+    for r in range(n):
+        for i in range(X.shape[1]):
+            if not math.isfinite(X[r, i]):
+                return BAD_X * 4294967296 + r
+        if not math.isfinite(y[r]):
+            return BAD_Y * 4294967296 + r
+    z = np.empty(m)
+    for r in range(n):
+        _sgd_step(buf, m, d, X[r], y[r], z)
+    return OK
+
+
+@njit(cache=True)
+def sgd_predict_one(buf, x):
+    m = int(buf[1])
+    d = int(buf[2])
+    if x.shape[0] != d:
+        return np.nan
+    z = np.empty(m)
+    _sgd_features(buf, m, d, x, z)
+    s = 0.0
+    for i in range(m):
+        s += buf[SGD_HEADER + i] * z[i]
+    return s
+
+
+@njit(cache=True)
+def sgd_predict_many(buf, X, out):
+    m = int(buf[1])
+    d = int(buf[2])
+    z = np.empty(m)
+    for r in range(X.shape[0]):
+        _sgd_features(buf, m, d, X[r], z)
+        s = 0.0
+        for i in range(m):
+            s += buf[SGD_HEADER + i] * z[i]
+        out[r] = s
