@@ -105,6 +105,8 @@ class GpuletsModel(BasePredictor):
         self.coefficients = coefficients
         self.clip = clip
         self._check_params()
+        if coefficients is not None:  # one canonical form, so repr and files round-trip
+            self.coefficients = tuple(float(c) for c in coefficients)
         self._c: np.ndarray | None = None
         self._d = None
         if coefficients is not None:
