@@ -189,14 +189,20 @@ def check_persistence(p: Any) -> None:
 
 
 def check_fixed_size_state(p: Any) -> None:
-    """State size does not grow with the stream."""
+    """State size does not grow with the stream.
+
+    Sizes are compared after 300 and after 4,300 updates; a few bytes of slack allow for
+    integer counters, whose pickled encoding widens (256 -> 65,535), not for per-sample state.
+    """
     q = _trained(p, 20)
+    X, y = _stream(q, 4300, seed=6)
+    q.update(X[:300], y[:300])
     size = len(pickle.dumps(q))
-    X, y = _stream(q, 2000, seed=6)
-    q.update(X, y)
-    for x, t in zip(X[:200], y[:200]):
+    q.update(X[300:4100], y[300:4100])
+    for x, t in zip(X[4100:], y[4100:]):
         q.update(x, float(t))
-    assert len(pickle.dumps(q)) <= size, "state grew with the stream"
+    grown = len(pickle.dumps(q)) - size
+    assert grown <= 8, f"state grew by {grown} bytes over 4,000 updates"
 
 
 def check_beats_running_mean(p: Any) -> None:

@@ -6,7 +6,9 @@ from interfpred.checks import _CHECKS
 from interfpred.predictors import registered
 
 CASES = [
-    (cls, params) for _, cls in sorted(registered().items()) for params in cls._test_params
+    (cls, params)
+    for _, cls in sorted(registered().items())
+    for params in (cls._test_models() if hasattr(cls, "_test_models") else cls._test_params)
 ]
 
 

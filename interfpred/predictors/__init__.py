@@ -1,5 +1,6 @@
 """Predictors behind one predict/update API (see :mod:`interfpred.predictors.base`)."""
 
+from interfpred.predictors.adapters import RiverFacade, RiverRegressor, SklearnFacade, SklearnRegressor
 from interfpred.predictors.base import (
     BasePredictor,
     Predictor,
@@ -24,6 +25,10 @@ __all__ = [
     "Predictor",
     "PredictorSpec",
     "RLS",
+    "RiverFacade",
+    "RiverRegressor",
+    "SklearnFacade",
+    "SklearnRegressor",
     "load_predictor",
     "make_predictor",
     "predictor_from_state",

@@ -148,7 +148,7 @@ class BasePredictor:
         sig = inspect.signature(cls.__init__)
         return [p.name for p in sig.parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
 
-    def get_params(self) -> dict[str, Any]:
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
         """The constructor's arguments, read back from the attributes of the same name."""
         return {name: getattr(self, name) for name in self._param_names()}
 
@@ -258,6 +258,8 @@ class BasePredictor:
         if cls is not BasePredictor and kind != cls.kind:
             raise InterfpredError(f"{source}: holds a predictor of kind {kind!r}, not {cls.kind!r}")
         target = _lookup(kind, source=source) if cls is BasePredictor else cls
+        if cls is BasePredictor and target.from_state.__func__ is not BasePredictor.from_state.__func__:
+            return target.from_state(state, source=source)  # predictors with their own state format
         params = state.get("params")
         if not isinstance(params, dict):
             raise InterfpredError(f"{source}: 'params' must be an object, got {params!r}")
@@ -336,7 +338,7 @@ def registered() -> dict[str, type[BasePredictor]]:
     Examples
     --------
     >>> sorted(registered())
-    ['gpulets', 'offline_linear', 'online_sgd', 'rls']
+    ['gpulets', 'offline_linear', 'online_sgd', 'river', 'rls', 'sklearn']
     """
     _ensure_loaded()
     return dict(_REGISTRY)
