@@ -9,17 +9,23 @@ import numpy as np
 def naive_ew_ridge(X, y, *, forgetting, delta, w0, stabilize):
     """Closed-form exponentially weighted ridge regression, the RLS target.
 
-    Minimises sum_i f**(t-i) (y_i - w.x_i)^2 + (w - w0)^T Q (w - w0) with Q = I/delta when
-    ``stabilize`` (stabilised forgetting) and Q = f**t I/delta for plain RLS (the prior decays
-    like the data).  X already includes any constant column.
+    Minimises sum_i f**(t-i) [(y_i - w.x_i)^2 + rho (w_j(i) - w0_j(i))^2] + f**t (w - w0)' (w - w0) / delta
+    with rho = m (1 - f) / delta and j(i) = (i - 1) mod m the stabilising pseudo-observation of
+    step i (rho = 0 for plain RLS).  X already includes any constant column.  Returns the
+    solution and the information matrix.
     """
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float)
     t, m = X.shape
     weights = forgetting ** np.arange(t - 1, -1, -1, dtype=float)
-    Q = np.eye(m) / delta * (1.0 if stabilize else forgetting**t)
-    A = X.T @ (weights[:, None] * X) + Q
-    b = X.T @ (weights * y) + Q @ w0
+    A = X.T @ (weights[:, None] * X) + forgetting**t * np.eye(m) / delta
+    b = X.T @ (weights * y) + forgetting**t * np.asarray(w0) / delta
+    if stabilize:
+        rho = m * (1.0 - forgetting) / delta
+        for i in range(t):
+            j = i % m
+            A[j, j] += weights[i] * rho
+            b[j] += weights[i] * rho * w0[j]
     return np.linalg.solve(A, b), A
 
 

@@ -6,14 +6,14 @@ kernels validate their own input (width, finiteness) and return a status code *b
 touching the state, which is cheaper than validating in Python on the hot path.
 
 Status codes: ``OK`` = 0, ``BAD_WIDTH`` = 1, ``BAD_X`` = 2 (NaN/inf in X), ``BAD_Y`` = 3
-(NaN/inf in y), ``NOT_PD`` = 4 (a Cholesky factorisation failed; only possible with the
-plain, unstabilised RLS).
+(NaN/inf in y), ``NOT_PD`` = 4 (the innovation variance f + x'Px is not finite and
+positive: the covariance has wound up or lost definiteness; the update is refused).
 
 RLS buffer layout (``m`` = number of weights = d + fit_intercept)::
 
-    [0] n_seen   [1] m   [2] d   [3] forgetting   [4] c = per-step stabilisation (1-f)/delta or 0
-    [5] noise variance estimate   [6] 1/delta   [7] unused
-    then w (m), b (m), w0 (m), R (m*m, information matrix), L (m*m, lower Cholesky factor of R), scratch (m)
+    [0] n_seen   [1] m   [2] d   [3] forgetting   [4] c = (1-f)/delta with stabilisation, else 0
+    [5] noise variance estimate   [6] 1/delta   [7] next coordinate of the stabilising pseudo-observation
+    then w (m), w0 (m), P (m*m, covariance, kept exactly symmetric), scratch (m)
 
 SGD buffer layout::
 
@@ -48,125 +48,91 @@ SCHED_ADAGRAD = 3
 
 
 @njit(cache=True)
-def _rls_cholesky_into(buf, m, lam, c, x, fi):
-    """L <- chol(lam*R + c*I + x~ x~^T) (lower triangle); returns False if not PD."""
-    ro = RLS_HEADER + 3 * m
-    lo = ro + m * m
-    d = m - fi
-    for i in range(m):
-        xi = x[i] if i < d else 1.0
-        for j in range(i + 1):
-            xj = x[j] if j < d else 1.0
-            v = lam * buf[ro + i * m + j] + xi * xj
-            if i == j:
-                v += c
-            buf[lo + i * m + j] = v
-    for j in range(m):
-        s = buf[lo + j * m + j]
-        for k in range(j):
-            s -= buf[lo + j * m + k] * buf[lo + j * m + k]
-        if not (s > 0.0):
-            return False
-        s = math.sqrt(s)
-        buf[lo + j * m + j] = s
-        inv = 1.0 / s
-        for i in range(j + 1, m):
-            t = buf[lo + i * m + j]
-            for k in range(j):
-                t -= buf[lo + i * m + k] * buf[lo + j * m + k]
-            buf[lo + i * m + j] = t * inv
-    return True
-
-
-@njit(cache=True)
-def _rls_refactor(buf, m):
-    """L <- chol(R) (used to restore L after a refused update)."""
-    ro = RLS_HEADER + 3 * m
-    lo = ro + m * m
-    for j in range(m):
-        s = buf[ro + j * m + j]
-        for k in range(j):
-            s -= buf[lo + j * m + k] * buf[lo + j * m + k]
-        s = math.sqrt(s) if s > 0.0 else 0.0
-        buf[lo + j * m + j] = s
-        inv = 1.0 / s if s > 0.0 else 0.0
-        for i in range(j + 1, m):
-            t = buf[ro + i * m + j]
-            for k in range(j):
-                t -= buf[lo + i * m + k] * buf[lo + j * m + k]
-            buf[lo + i * m + j] = t * inv
-
-
-@njit(cache=True)
-def _rls_quad(buf, m, x, fi):
-    """x~^T R^-1 x~ via the Cholesky factor (||L^-1 x~||^2)."""
-    lo = RLS_HEADER + 3 * m + m * m
-    zo = lo + m * m  # scratch space at the end of the buffer
-    d = m - fi
-    q = 0.0
-    for i in range(m):
-        s = x[i] if i < d else 1.0
-        for k in range(i):
-            s -= buf[lo + i * m + k] * buf[zo + k]
-        s /= buf[lo + i * m + i]
-        buf[zo + i] = s
-        q += s * s
-    return q
-
-
-@njit(cache=True)
 def _rls_step(buf, m, x, y):
-    """One RLS step on a validated row; returns OK or NOT_PD (state then unchanged)."""
+    """One RLS step on a validated row (covariance form, O(m^2), no square roots).
+
+    1. data: k = P x / (f + x'P x); w += k e; P = (P - k (P x)') / f   (lower triangle, mirrored)
+    2. stabilisation (if c > 0): a pseudo-observation "w_j = w0_j" with weight rho = m c,
+       j cycling over the coordinates, i.e. R += rho e_j e_j' by Sherman-Morrison.
+    Returns OK, or NOT_PD (state then unchanged) if x'P x is not finite and positive.
+    """
     d = int(buf[2])
-    fi = m - d
     lam = buf[3]
     c = buf[4]
     wo = RLS_HEADER
-    bo = wo + m
-    w0o = bo + m
-    ro = w0o + m
-    lo = ro + m * m
-    # a-priori error and normalised innovation for the noise-variance estimate
+    w0o = wo + m
+    po = w0o + m
+    zo = po + m * m
+    # z = P x~ (scratch), q = x~' P x~, a-priori error e
+    q = 0.0
     yhat = 0.0
-    for i in range(d):
-        yhat += buf[wo + i] * x[i]
-    if fi == 1:
-        yhat += buf[wo + d]
-    e = y - yhat
-    q = _rls_quad(buf, m, x, fi)
-    if not _rls_cholesky_into(buf, m, lam, c, x, fi):
-        _rls_refactor(buf, m)
-        return NOT_PD
-    # commit: R (lower triangle, mirrored so it stays exactly symmetric), b
     for i in range(m):
+        s = 0.0
+        for k in range(d):
+            s += buf[po + i * m + k] * x[k]
+        if m > d:
+            s += buf[po + i * m + d]
+        buf[zo + i] = s
         xi = x[i] if i < d else 1.0
-        for j in range(i + 1):
-            xj = x[j] if j < d else 1.0
-            v = lam * buf[ro + i * m + j] + xi * xj
-            if i == j:
-                v += c
-            buf[ro + i * m + j] = v
-            buf[ro + j * m + i] = v
-        buf[bo + i] = lam * buf[bo + i] + c * buf[w0o + i] + xi * y
-    # w = R^-1 b by forward then backward substitution with L
+        q += xi * s
+        yhat += buf[wo + i] * xi
+    den = lam + q
+    if not (den > 0.0 and den < np.inf):
+        return NOT_PD
+    e = y - yhat
+    g = e / den
+    inv_den = 1.0 / den
+    inv_lam = 1.0 / lam
     for i in range(m):
-        s = buf[bo + i]
-        for k in range(i):
-            s -= buf[lo + i * m + k] * buf[wo + k]
-        buf[wo + i] = s / buf[lo + i * m + i]
-    for i in range(m - 1, -1, -1):
-        s = buf[wo + i]
-        for k in range(i + 1, m):
-            s -= buf[lo + k * m + i] * buf[wo + k]
-        buf[wo + i] = s / buf[lo + i * m + i]
+        zi = buf[zo + i]
+        buf[wo + i] += zi * g
+        a = zi * inv_den
+        for j in range(i + 1):
+            v = (buf[po + i * m + j] - a * buf[zo + j]) * inv_lam
+            buf[po + i * m + j] = v
+            buf[po + j * m + i] = v
     n = buf[0] + 1.0
     buf[0] = n
+    if c > 0.0:
+        jj = int(buf[7])
+        rho = m * c
+        pjj = buf[po + jj * m + jj]
+        den2 = 1.0 + rho * pjj
+        r = (buf[w0o + jj] - buf[wo + jj]) * rho / den2
+        for i in range(m):
+            buf[zo + i] = buf[po + i * m + jj]
+        for i in range(m):
+            zi = buf[zo + i]
+            buf[wo + i] += zi * r
+            a = zi * rho / den2
+            for j in range(i + 1):
+                v = buf[po + i * m + j] - a * buf[zo + j]
+                buf[po + i * m + j] = v
+                buf[po + j * m + i] = v
+        jj += 1
+        buf[7] = 0.0 if jj == m else float(jj)
     # exponentially weighted noise variance of the normalised a-priori error
     a = 1.0 - lam
     if a < 1.0 / n:
         a = 1.0 / n
-    buf[5] += a * (e * e / (1.0 + q) - buf[5])
+    buf[5] += a * (e * e * lam / den - buf[5])
     return OK
+
+
+@njit(cache=True)
+def _rls_quad(buf, m, x, fi):
+    """x~' P x~."""
+    d = m - fi
+    po = RLS_HEADER + 2 * m
+    q = 0.0
+    for i in range(m):
+        xi = x[i] if i < d else 1.0
+        s = 0.0
+        for k in range(m):
+            xk = x[k] if k < d else 1.0
+            s += buf[po + i * m + k] * xk
+        q += xi * s
+    return q
 
 
 @njit(cache=True)

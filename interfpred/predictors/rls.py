@@ -5,21 +5,24 @@ The estimate after t observations minimises
     sum_i f**(t-i) (y_i - w.x_i)**2  +  (w - w0)^T Q_t (w - w0)
 
 where ``f`` is ``forgetting``, ``w0`` the prior (zero weights, intercept at the prior
-slowdown 1.0) and ``Q_t`` the prior's information.  Plain RLS (``stabilize=False``) uses
+slowdown 1.0) and ``Q_t`` the prior's information.  Plain RLS (``stabilize=False``) has
 ``Q_t = f**t I / delta``: the prior is forgotten like the data, so a feature that sits at
 zero for a long stretch (an idle co-runner) has its information decay geometrically and its
 covariance grow as ``f**-t`` ("windup"); with one of six features active and forgetting
 0.95, the covariance overflows after about 13,700 updates.
 
-**Remedy: stabilised forgetting** (Kulhavý 1987; Milek & Kraus 1995), the default. The
-information matrix is forgotten *toward the prior's* instead of toward zero,
-``R_t = f R_{t-1} + (1 - f) I / delta + x x^T``, which gives exactly ``Q_t = I / delta``:
-a constant ridge penalty with exponentially weighted data.  Unexcited directions then keep
-the prior's information, so the covariance ``P = R^-1`` is bounded by ``delta * I`` for ever,
-while excited directions still forget at rate ``f`` (the penalty 1/delta is tiny next to the
-effective sample weight 1/(1-f)).  The kernel keeps ``R`` (exactly symmetric: one triangle
-updated and mirrored) and its Cholesky factor; the covariance is ``R^-1``, positive definite
-by construction because ``R >= I/delta`` (the soak benchmark checks it over 10^7 updates).
+**Remedy: stabilised forgetting by cyclic prior pseudo-observations** (the default).  What
+forgetting removes from the prior's information each step, ``(1 - f) I / delta``, is put back
+as one rank-one pseudo-observation "w_j = w0_j" with weight ``rho = m (1 - f) / delta`` whose
+coordinate ``j`` cycles over the m weights (Kulhavý's stabilised forgetting, in the cheap
+rank-one form of cyclic Tikhonov regularisation).  Over any m consecutive steps every
+direction regains the information it lost, so ``R = P^-1 >= f**(m-1) I / delta`` and the
+covariance stays bounded, ``P <= delta f**-(m-1) I``, for ever, while excited directions still
+forget at rate ``f`` (the penalty is tiny next to the effective sample weight ``1/(1-f)``).
+Each step costs two rank-one covariance updates, O(m^2) without square roots.  ``P`` is kept
+exactly symmetric (one triangle computed and mirrored); positive definiteness follows from
+the bound and is checked by the soak benchmark over 10**7 updates.  The exact closed form
+of both variants is in tests/naive.py (``naive_ew_ridge``).
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ def _status_error(status: int, row: int | None = None) -> InterfpredError:
     if status == K.BAD_Y:
         return InterfpredError(f"y contains NaN or inf{where}; targets must be finite")
     return InterfpredError(
-        f"RLS information matrix lost positive definiteness{where}; the update was refused "
+        f"RLS covariance wound up or lost positive definiteness{where}; the update was refused "
         "(use stabilize=True, the default, to prevent this)")
 
 
@@ -70,7 +73,7 @@ class RLS(BasePredictor):
         Append a constant feature; its weight starts at the prior slowdown 1.0.
     stabilize
         Stabilised forgetting (see the module docstring): keeps the covariance bounded by
-        ``delta * I`` when features sit at zero for long stretches.  ``False`` gives plain RLS
+        about ``delta * I`` when features sit at zero for long stretches.  ``False`` gives plain RLS
         (exactly padasip's ``FilterRLS``), which winds up on such streams.
 
     Examples
@@ -117,7 +120,7 @@ class RLS(BasePredictor):
 
     def _layout(self, d: int) -> tuple[int, int]:
         m = d + int(bool(self.fit_intercept))
-        return m, _H + 4 * m + 2 * m * m
+        return m, _H + 3 * m + m * m
 
     def _allocate(self, d: int) -> None:
         self._check_params()
@@ -128,20 +131,19 @@ class RLS(BasePredictor):
         buf[1], buf[2], buf[3] = m, d, f
         buf[4] = (1.0 - f) * inv_delta if self.stabilize else 0.0
         buf[6] = inv_delta
-        wo, bo, w0o, ro = _H, _H + m, _H + 2 * m, _H + 3 * m
-        lo = ro + m * m
+        wo, w0o, po = _H, _H + m, _H + 2 * m
         if self.fit_intercept:
             buf[wo + d] = PRIOR_SLOWDOWN
             buf[w0o + d] = PRIOR_SLOWDOWN
-            buf[bo + d] = PRIOR_SLOWDOWN * inv_delta
-        buf[ro:lo].reshape(m, m)[np.diag_indices(m)] = inv_delta
-        buf[lo:lo + m * m].reshape(m, m)[np.diag_indices(m)] = np.sqrt(inv_delta)
+        buf[po:po + m * m].reshape(m, m)[np.diag_indices(m)] = float(self.delta)
         self._buf = buf
         self._d = d
 
     def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
+        saved = self._buf.copy()  # small (m^2); restores the state if a row is refused mid-batch
         code = int(K.rls_update_many(self._buf, X, y))
         if code != K.OK:
+            self._buf[:] = saved
             raise _status_error(code >> 32, code & 0xFFFFFFFF)
 
     def _predict_rows(self, X: np.ndarray) -> np.ndarray:
@@ -224,25 +226,18 @@ class RLS(BasePredictor):
         return 0 if self._buf is None else int(self._buf[0])
 
     @property
-    def information_(self) -> np.ndarray:
-        """The information matrix ``R`` (inverse covariance), (m, m) with m = d + fit_intercept."""
-        if self._buf is None:
-            raise AttributeError("information_ is not available before fit/update")
-        m = self._m()
-        ro = _H + 3 * m
-        return self._buf[ro:ro + m * m].reshape(m, m).copy()
-
-    @property
     def covariance_(self) -> np.ndarray:
-        """The covariance ``P = R^-1`` (symmetric positive definite), computed from the Cholesky factor."""
+        """The covariance ``P`` (m, m), m = d + fit_intercept: symmetric positive definite (copy)."""
         if self._buf is None:
             raise AttributeError("covariance_ is not available before fit/update")
         m = self._m()
-        lo = _H + 3 * m + m * m
-        L = np.tril(self._buf[lo:lo + m * m].reshape(m, m))
-        Linv = np.linalg.solve(L, np.eye(m))
-        P = Linv.T @ Linv
-        return (P + P.T) / 2.0
+        po = _H + 2 * m
+        return self._buf[po:po + m * m].reshape(m, m).copy()
+
+    @property
+    def information_(self) -> np.ndarray:
+        """The information matrix ``R = P^-1``."""
+        return np.linalg.inv(self.covariance_)
 
     @property
     def noise_var_(self) -> float:
@@ -258,9 +253,11 @@ class RLS(BasePredictor):
         buf = _state_array(state, "buffer", size)
         if int(buf[1]) != m or int(buf[2]) != d:
             raise InterfpredError(f"state buffer describes width {int(buf[2])}, file says {d}")
+        if not 0 <= buf[7] < m:
+            raise InterfpredError(f"state buffer has a bad cycle position {buf[7]}")
+        # hyperparameters in the header follow the file's params
+        buf[3] = float(self.forgetting)
+        buf[4] = (1.0 - float(self.forgetting)) / float(self.delta) if self.stabilize else 0.0
+        buf[6] = 1.0 / float(self.delta)
         self._buf = buf
         self._d = d
-        # hyperparameters in the header follow the file's params
-        self._buf[3] = float(self.forgetting)
-        self._buf[4] = (1.0 - float(self.forgetting)) / float(self.delta) if self.stabilize else 0.0
-        self._buf[6] = 1.0 / float(self.delta)
