@@ -344,3 +344,21 @@ def test_pickle_keeps_learning():
     p.update(X, y)
     q.update(X, y)
     np.testing.assert_array_equal(p.coef_, q.coef_)
+
+
+@pytest.mark.parametrize("make", [lambda: RLS(), lambda: OnlineSGD(standardize=True), lambda: OfflineLinear()])
+def test_fast_single_row_path_handles_strided_and_odd_types(make):
+    X, y = _data(n=40, d=3, seed=11)
+    a, b = make().fit(X, y), make().fit(X, y)
+    wide = np.zeros((40, 6))
+    wide[:, ::2] = X
+    for i in range(40):
+        row = wide[i, ::2]  # strided view
+        assert not row.flags.c_contiguous
+        assert a.predict(row) == b.predict(X[i].copy())
+        a.update(row, np.float64(y[i]))
+        b.update(X[i].tolist(), int(round(y[i] * 0)) + float(y[i]))
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
+    with pytest.raises(InterfpredError):
+        a.update(np.zeros(3, dtype=np.float32) * np.nan, 1.0)
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))

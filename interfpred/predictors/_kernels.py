@@ -329,3 +329,40 @@ def sgd_predict_many(buf, X, out):
         for i in range(m):
             s += buf[SGD_HEADER + i] * z[i]
         out[r] = s
+
+
+# ----------------------------------------------------------------------------- dispatch-free entry points
+
+from numba import types as _t  # noqa: E402
+
+_BUF = _t.Array(_t.float64, 1, "C")
+_ROW = _t.Array(_t.float64, 1, "A")  # any strides: safe for every float64 1-d array
+_ENTRY_SPECS = {
+    "rls_update_one": (rls_update_one, (_BUF, _ROW, _t.float64)),
+    "sgd_update_one": (sgd_update_one, (_BUF, _ROW, _t.float64)),
+    "linear_predict_one": (linear_predict_one, (_BUF, _ROW, _t.int64)),
+    "sgd_predict_one": (sgd_predict_one, (_BUF, _ROW)),
+}
+
+
+class _Entries:
+    """Compiled single-row kernels called without numba's per-call type dispatch.
+
+    Attribute ``name`` is the compiled entry point of kernel ``name`` for (C-contiguous
+    float64 buffer, float64 1-d row of any strides, scalar); it is compiled (or loaded from
+    numba's on-disk cache) on first access.  Callers must pass exactly those types: the public
+    methods check ``type(X) is ndarray``, ``X.dtype is float64``, ``X.ndim == 1`` and a float
+    ``y`` before taking this path, and fall back to the validated generic path otherwise.
+    """
+
+    def __getattr__(self, name: str):
+        if name not in _ENTRY_SPECS:
+            raise AttributeError(name)
+        disp, sig = _ENTRY_SPECS[name]
+        disp.compile(sig)
+        ep = disp.overloads[sig].entry_point
+        setattr(self, name, ep)
+        return ep
+
+
+FAST = _Entries()

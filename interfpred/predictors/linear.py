@@ -8,7 +8,12 @@ import numpy as np
 from sklearn.linear_model import LinearRegression, Ridge
 
 from interfpred.errors import InterfpredError
-from interfpred.predictors.base import BasePredictor, _state_array, check_positive, register
+from interfpred.predictors import _kernels as K
+from interfpred.predictors.base import BasePredictor, _state_array, as_rows, check_positive, register
+
+_NDARRAY = np.ndarray
+_F64 = np.dtype(np.float64)
+_FAST = K.FAST
 
 __all__ = ["OfflineLinear"]
 
@@ -53,6 +58,7 @@ class OfflineLinear(BasePredictor):
         self._coef: np.ndarray | None = None
         self._intercept = 0.0
         self._d = None
+        self._buf: np.ndarray | None = None  # [_, m, d, _ ...] + coef + intercept, for the numba single-row path
 
     def _check_params(self) -> None:
         check_positive("ridge", self.ridge, allow_zero=True)
@@ -64,6 +70,7 @@ class OfflineLinear(BasePredictor):
         self._coef = np.zeros(d)
         self._intercept = 0.0
         self._d = d
+        self._pack()
 
     def _fit_rows(self, X: np.ndarray, y: np.ndarray) -> None:
         if X.shape[0] == 0:
@@ -75,6 +82,26 @@ class OfflineLinear(BasePredictor):
         est.fit(X, y)
         self._coef = np.ascontiguousarray(est.coef_, dtype=np.float64).reshape(-1)
         self._intercept = float(est.intercept_) if self.fit_intercept else 0.0
+        self._pack()
+
+    def _pack(self) -> None:
+        d = self._coef.shape[0]
+        buf = np.zeros(K.RLS_HEADER + d + 1)
+        buf[1], buf[2] = d + 1, d
+        buf[K.RLS_HEADER:K.RLS_HEADER + d] = self._coef
+        buf[K.RLS_HEADER + d] = self._intercept
+        self._buf = buf
+
+    def predict(self, X: Any) -> Any:
+        """Predicted slowdowns: (n, d) -> (n,) array; one row (d,) -> float (the prior before fit)."""
+        buf = self._buf
+        if buf is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1:
+            r = _FAST.linear_predict_one(buf, X, K.RLS_HEADER)
+            if r - r == 0.0:
+                return r
+            as_rows(X, width=self._d)
+            return r
+        return BasePredictor.predict(self, X)
 
     def update(self, X: Any, y: Any) -> None:
         """Validate ``X`` and ``y`` and learn nothing (offline predictors are frozen)."""
@@ -112,3 +139,4 @@ class OfflineLinear(BasePredictor):
         if not np.isfinite(intercept):
             raise InterfpredError(f"intercept {intercept} must be finite")
         self._coef, self._intercept, self._d = coef, intercept, d
+        self._pack()

@@ -40,8 +40,7 @@ __all__ = ["RLS"]
 
 _NDARRAY = np.ndarray
 _F64 = np.dtype(np.float64)
-_update_one = K.rls_update_one
-_predict_one = K.linear_predict_one
+_FAST = K.FAST
 _H = K.RLS_HEADER
 
 
@@ -161,7 +160,7 @@ class RLS(BasePredictor):
         if buf is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1:
             ty = type(y)
             if ty is float or ty is np.float64:
-                status = _update_one(buf, X, y)
+                status = _FAST.rls_update_one(buf, X, y)
                 if status:
                     raise _status_error(status) if status != K.BAD_WIDTH else InterfpredError(
                         f"X has {X.shape[0]} features, but the predictor was fitted with {self._d}")
@@ -185,7 +184,7 @@ class RLS(BasePredictor):
         """
         buf = self._buf
         if not return_std and buf is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1:
-            r = _predict_one(buf, X, _H)
+            r = _FAST.linear_predict_one(buf, X, _H)
             if r - r == 0.0:
                 return r
             as_rows(X, width=self._d)  # raises with a precise message

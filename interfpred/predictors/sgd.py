@@ -45,8 +45,7 @@ SCHEDULES = {
 _NDARRAY = np.ndarray
 _F64 = np.dtype(np.float64)
 _H = K.SGD_HEADER
-_update_one = K.sgd_update_one
-_predict_one = K.sgd_predict_one
+_FAST = K.FAST
 
 
 @register
@@ -152,7 +151,7 @@ class OnlineSGD(BasePredictor):
         if buf is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1:
             ty = type(y)
             if ty is float or ty is np.float64:
-                status = _update_one(buf, X, y)
+                status = _FAST.sgd_update_one(buf, X, y)
                 if status == K.BAD_WIDTH:
                     raise InterfpredError(f"X has {X.shape[0]} features, but the predictor was fitted with {self._d}")
                 if status == K.BAD_X:
@@ -166,7 +165,7 @@ class OnlineSGD(BasePredictor):
         """Predicted slowdowns: (n, d) -> (n,) array; one row (d,) -> float."""
         buf = self._buf
         if buf is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1:
-            r = _predict_one(buf, X)
+            r = _FAST.sgd_predict_one(buf, X)
             if r - r == 0.0:
                 return r
             as_rows(X, width=self._d)
