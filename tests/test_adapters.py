@@ -77,3 +77,10 @@ def test_wrappers_learn():
               SklearnRegressor(estimator=SGDRegressor(learning_rate="constant", eta0=0.05, random_state=0))):
         p.update(X, y)
         assert np.mean((p.predict(X) - y) ** 2) < 0.01
+
+
+def test_as_river_and_as_sklearn():
+    p = RLS(forgetting=0.9)
+    r, s = p.as_river(), p.as_sklearn()
+    assert isinstance(r, RiverFacade) and repr(r.predictor) == repr(p) and r.predictor is not p
+    assert isinstance(s, SklearnFacade) and s.get_params()["predictor__forgetting"] == 0.9

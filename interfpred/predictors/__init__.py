@@ -1,6 +1,5 @@
 """Predictors behind one predict/update API (see :mod:`interfpred.predictors.base`)."""
 
-from interfpred.predictors.adapters import RiverFacade, RiverRegressor, SklearnFacade, SklearnRegressor
 from interfpred.predictors.base import (
     BasePredictor,
     Predictor,
@@ -35,3 +34,15 @@ __all__ = [
     "register",
     "registered",
 ]
+
+
+_ADAPTERS = ("RiverFacade", "RiverRegressor", "SklearnFacade", "SklearnRegressor")
+
+
+def __getattr__(name: str):
+    # The adapters import scikit-learn and river (about a second): load them on first use.
+    if name in _ADAPTERS:
+        from interfpred.predictors import adapters
+
+        return getattr(adapters, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -73,6 +73,18 @@ class Predictor(Protocol):
 
     def get_params(self) -> dict[str, Any]: ...
 
+    def as_river(self) -> Any:
+        """This predictor (a fresh clone) as a river regressor (:class:`~interfpred.predictors.adapters.RiverFacade`)."""
+        from interfpred.predictors.adapters import RiverFacade
+
+        return RiverFacade(predictor=self.clone())
+
+    def as_sklearn(self) -> Any:
+        """This predictor (a fresh clone) as a scikit-learn regressor (:class:`~interfpred.predictors.adapters.SklearnFacade`)."""
+        from interfpred.predictors.adapters import SklearnFacade
+
+        return SklearnFacade(predictor=self.clone())
+
     def save(self, path: str | os.PathLike[str]) -> None: ...
 
 
@@ -284,6 +296,18 @@ class BasePredictor:
                 raise InterfpredError(f"{source}: state does not match width {d}: {exc!r}") from None
         return obj
 
+    def as_river(self) -> Any:
+        """This predictor (a fresh clone) as a river regressor (:class:`~interfpred.predictors.adapters.RiverFacade`)."""
+        from interfpred.predictors.adapters import RiverFacade
+
+        return RiverFacade(predictor=self.clone())
+
+    def as_sklearn(self) -> Any:
+        """This predictor (a fresh clone) as a scikit-learn regressor (:class:`~interfpred.predictors.adapters.SklearnFacade`)."""
+        from interfpred.predictors.adapters import SklearnFacade
+
+        return SklearnFacade(predictor=self.clone())
+
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the state as JSON (schema version, kind, width), atomically."""
         atomic_write_text(path, json.dumps(self.to_state(), allow_nan=False))
@@ -346,6 +370,7 @@ def registered() -> dict[str, type[BasePredictor]]:
 
 def _ensure_loaded() -> None:
     import interfpred.predictors  # noqa: F401  (registers the built-in predictors)
+    import interfpred.predictors.adapters  # noqa: F401  (registers the river / sklearn wrappers)
 
 
 def _lookup(kind: Any, *, source: str = "kind") -> type[BasePredictor]:

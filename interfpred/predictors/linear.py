@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sklearn.linear_model import LinearRegression, Ridge
 
 from interfpred.errors import InterfpredError
 from interfpred.predictors import _kernels as K
@@ -75,6 +74,8 @@ class OfflineLinear(BasePredictor):
     def _fit_rows(self, X: np.ndarray, y: np.ndarray) -> None:
         if X.shape[0] == 0:
             raise InterfpredError("fit needs at least one row")
+        from sklearn.linear_model import LinearRegression, Ridge  # imported on use: sklearn is slow to import
+
         if self.ridge == 0:
             est = LinearRegression(fit_intercept=bool(self.fit_intercept))
         else:
@@ -105,7 +106,15 @@ class OfflineLinear(BasePredictor):
 
     def update(self, X: Any, y: Any) -> None:
         """Validate ``X`` and ``y`` and learn nothing (offline predictors are frozen)."""
-        from interfpred.predictors.base import as_rows, as_targets
+        from interfpred.predictors.base import as_targets
+
+        buf = self._buf
+        if buf is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1:
+            ty = type(y)
+            if ty is float or ty is np.float64:
+                r = _FAST.linear_predict_one(buf, X, K.RLS_HEADER)  # NaN for a bad width or value
+                if r - r == 0.0 and y - y == 0.0:
+                    return
 
         Xa, single = as_rows(X, width=self._d)
         as_targets(y, Xa.shape[0], single)
