@@ -23,7 +23,7 @@ import numpy as np
 
 from interfpred.constants import GPULETS_MAX_BATCH, GPULETS_RTX2080TI
 from interfpred.errors import InterfpredError
-from interfpred.predictors.base import BasePredictor, _state_array, register
+from interfpred.predictors.base import BasePredictor, _state_array, as_rows, as_targets, register
 
 __all__ = ["GpuletsModel", "gpulets_utilisation"]
 
@@ -152,8 +152,6 @@ class GpuletsModel(BasePredictor):
 
     def update(self, X: Any, y: Any) -> None:
         """Validate ``X`` and ``y`` and learn nothing (gpulets is fitted offline)."""
-        from interfpred.predictors.base import as_rows, as_targets
-
         Xa, single = as_rows(X, width=4)
         as_targets(y, Xa.shape[0], single)
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from interfpred.errors import InterfpredError
 from interfpred.predictors import _kernels as K
-from interfpred.predictors.base import BasePredictor, _state_array, as_rows, check_positive, register
+from interfpred.predictors.base import BasePredictor, _state_array, as_rows, as_targets, check_positive, register
 
 _NDARRAY = np.ndarray
 _F64 = np.dtype(np.float64)
@@ -106,8 +106,6 @@ class OfflineLinear(BasePredictor):
 
     def update(self, X: Any, y: Any) -> None:
         """Validate ``X`` and ``y`` and learn nothing (offline predictors are frozen)."""
-        from interfpred.predictors.base import as_targets
-
         buf = self._buf
         if buf is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1:
             ty = type(y)
