@@ -15,7 +15,6 @@ only from trusted sources, as with any pickle.
 from __future__ import annotations
 
 import base64
-import copy
 import pickle
 from typing import Any
 
