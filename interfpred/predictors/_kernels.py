@@ -51,7 +51,7 @@ SCHED_ADAGRAD = 3
 def _rls_step(buf, m, x, y):
     """One RLS step on a validated row (covariance form, O(m^2), no square roots).
 
-    1. data: k = P x / (f + x'P x); w += k e; P = (P - k (P x)') / f   (lower triangle, mirrored)
+    1. data: z = P x; w += z e / (f + x'P x); P = (P - (z z') / (f + x'P x)) / f
     2. stabilisation (if c > 0): a pseudo-observation "w_j = w0_j" with weight rho = m c,
        j cycling over the coordinates, i.e. R += rho e_j e_j' by Sherman-Morrison.
     Returns OK, or NOT_PD (state then unchanged) if x'P x is not finite and positive.
@@ -83,14 +83,14 @@ def _rls_step(buf, m, x, y):
     g = e / den
     inv_den = 1.0 / den
     inv_lam = 1.0 / lam
+    # Full rows, not a triangle: (z_i z_j) == (z_j z_i) exactly in IEEE arithmetic, so P stays
+    # exactly symmetric while the inner loop runs over contiguous memory.
     for i in range(m):
         zi = buf[zo + i]
         buf[wo + i] += zi * g
-        a = zi * inv_den
-        for j in range(i + 1):
-            v = (buf[po + i * m + j] - a * buf[zo + j]) * inv_lam
-            buf[po + i * m + j] = v
-            buf[po + j * m + i] = v
+        row = po + i * m
+        for j in range(m):
+            buf[row + j] = (buf[row + j] - (zi * buf[zo + j]) * inv_den) * inv_lam
     n = buf[0] + 1.0
     buf[0] = n
     if c > 0.0:
@@ -101,14 +101,13 @@ def _rls_step(buf, m, x, y):
         r = (buf[w0o + jj] - buf[wo + jj]) * rho / den2
         for i in range(m):
             buf[zo + i] = buf[po + i * m + jj]
+        sc = rho / den2
         for i in range(m):
             zi = buf[zo + i]
             buf[wo + i] += zi * r
-            a = zi * rho / den2
-            for j in range(i + 1):
-                v = buf[po + i * m + j] - a * buf[zo + j]
-                buf[po + i * m + j] = v
-                buf[po + j * m + i] = v
+            row = po + i * m
+            for j in range(m):
+                buf[row + j] -= (zi * buf[zo + j]) * sc
         jj += 1
         buf[7] = 0.0 if jj == m else float(jj)
     # exponentially weighted noise variance of the normalised a-priori error

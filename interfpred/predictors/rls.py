@@ -20,7 +20,8 @@ direction regains the information it lost, so ``R = P^-1 >= f**(m-1) I / delta``
 covariance stays bounded, ``P <= delta f**-(m-1) I``, for ever, while excited directions still
 forget at rate ``f`` (the penalty is tiny next to the effective sample weight ``1/(1-f)``).
 Each step costs two rank-one covariance updates, O(m^2) without square roots.  ``P`` is kept
-exactly symmetric (one triangle computed and mirrored); positive definiteness follows from
+exactly symmetric (each entry is updated with the product z_i z_j, which IEEE arithmetic makes
+equal to z_j z_i); positive definiteness follows from
 the bound and is checked by the soak benchmark over 10**7 updates.  The exact closed form
 of both variants is in tests/naive.py (``naive_ew_ridge``).
 """
