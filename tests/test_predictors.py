@@ -319,6 +319,9 @@ def test_load_refuses_other_kind_version_width(tmp_path):
     (tmp_path / "w.json").write_text(json.dumps(bad))
     with pytest.raises(InterfpredError, match="w.json"):
         load_predictor(tmp_path / "w.json")
+    (tmp_path / "f.json").write_text(json.dumps(dict(state, params={"forgetting": 5.0})))
+    with pytest.raises(InterfpredError, match="f.json: bad parameters for 'rls': forgetting"):
+        load_predictor(tmp_path / "f.json")
     (tmp_path / "j.json").write_text("{\n oops")
     with pytest.raises(InterfpredError, match="j.json line 2"):
         load_predictor(tmp_path / "j.json")

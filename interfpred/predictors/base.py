@@ -277,7 +277,7 @@ class BasePredictor:
             raise InterfpredError(f"{source}: 'params' must be an object, got {params!r}")
         try:
             obj = target(**params)
-        except TypeError as exc:
+        except (TypeError, InterfpredError) as exc:
             raise InterfpredError(f"{source}: bad parameters for {kind!r}: {exc}") from None
         d = state.get("n_features_in")
         if d is not None:
