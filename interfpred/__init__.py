@@ -7,6 +7,15 @@ from interfpred._version import __version__
 from interfpred.errors import InputError, InterfpredError
 from interfpred.ingest import KernelTable, NcuFormatError, profile_from_kernels, read_kernels
 from interfpred.profiles import Profile, ProfileTable
+from interfpred.predictors import (
+    RLS,
+    GpuletsModel,
+    OfflineLinear,
+    OnlineSGD,
+    PredictorSpec,
+    load_predictor,
+    make_predictor,
+)
 from interfpred.trace import Trace
 
 __all__ = [
@@ -20,4 +29,11 @@ __all__ = [
     "NcuFormatError",
     "read_kernels",
     "profile_from_kernels",
+    "OfflineLinear",
+    "OnlineSGD",
+    "RLS",
+    "GpuletsModel",
+    "make_predictor",
+    "PredictorSpec",
+    "load_predictor",
 ]

@@ -127,6 +127,39 @@ def _run_ingest(args) -> int:
 
 
 _COMMANDS.append(_add_ingest)
+def _add_bench(sub) -> None:
+    p = sub.add_parser("bench", help="time predict/update of the predictors on this machine",
+                       description="Microseconds per sample for predict and update, single rows and "
+                                   "batches of 1,000, with ratios against RLS and peer libraries.")
+    p.add_argument("--d", type=int, nargs="+", default=[6, 12, 24], help="feature widths (default 6 12 24)")
+    p.add_argument("--predictor", action="append", default=None,
+                   help="predictor kind (rls, online_sgd, offline_linear, gpulets); repeatable; default all")
+    p.add_argument("--param", action="append", default=[], metavar="K=V",
+                   help="hyperparameter for the chosen predictor(s), e.g. forgetting=0.99; repeatable")
+    p.add_argument("--n", type=int, default=20_000, help="single-row calls per measurement (default 20000)")
+    p.add_argument("--no-peers", action="store_true", help="skip river, scikit-learn and padasip")
+    p.set_defaults(func=_run_bench)
+
+
+def _run_bench(args) -> int:
+    from interfpred.benchmarking import first_call_seconds, format_bench, parse_param, run_bench
+    from interfpred.predictors import make_predictor
+
+    params = dict(parse_param(t) for t in args.param)
+    first = first_call_seconds()
+    predictors = None
+    if args.predictor or params:
+        kinds = args.predictor or ["rls"]
+        predictors = [make_predictor(k, **params) for k in kinds]
+        if "rls" not in kinds:
+            predictors.insert(0, make_predictor("rls"))
+    rows = run_bench(args.d, predictors, n=args.n, peers=not args.no_peers)
+    print(f"first RLS update+predict in this process (compile or numba cache load): {first * 1e3:.1f} ms")
+    print(format_bench(rows))
+    return 0
+
+
+_COMMANDS.append(_add_bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -34,3 +34,22 @@ NCU_EXAMPLE_FILE = "superbenchmark_cublaslt_b200_details.log"
 NCU_EXAMPLE_GPU = "b200"
 NCU_EXAMPLE_MODEL = "cublaslt_gemm"
 NCU_EXAMPLE_BATCH_SIZE = 1
+# --- predictors (issue 4) -------------------------------------------------------------------------------------------
+#: RLS: default forgetting factor (weight of an observation decays as forgetting**age).
+RLS_FORGETTING = 0.995
+#: RLS: initial covariance scale, P0 = delta * I (the prior's information is I / delta).
+RLS_DELTA = 100.0
+#: Predictive standard deviation a predictor reports before it has seen data.
+PRIOR_STD = 1.0
+#: OnlineSGD defaults: normalised LMS with step 0.5 (stable for 0 < step < 2 whatever the feature scale).
+SGD_LEARNING_RATE = 0.5
+SGD_SCHEDULE = "nlms"
+#: Exponent of the inverse-scaling schedule, rate = learning_rate / t**power_t.
+SGD_POWER_T = 0.25
+#: Added to denominators of the NLMS and AdaGrad steps.
+SGD_EPS = 1e-8
+#: gpulets' published interference coefficients c0..c4 for an RTX 2080 Ti.
+GPULETS_RTX2080TI = (0.11290838746224496, 0.7159598718755424, 0.35486591956022895, 0.0882038259888065,
+                     0.8953693917277343)
+#: gpulets interpolates utilisation between power-of-two batch sizes, the upper neighbour capped at this size.
+GPULETS_MAX_BATCH = 32

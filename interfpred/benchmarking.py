@@ -1,0 +1,257 @@
+"""Speed of predict/update, ours and peers', as one table (used by benchmarks/ and ``interfpred bench``).
+
+Times are microseconds per sample, the best of ``repeats`` runs, for single-row calls through
+the public API and for batches of 1,000 rows; each ratio is against RLS at the same width
+(> 1: slower than RLS).  Peers: river ``LinearRegression.learn_one``/``predict_one``,
+scikit-learn ``SGDRegressor.partial_fit``/``predict`` and padasip ``FilterRLS.adapt``/``predict``
+(padasip has no batch API beyond a Python loop: its batch column is ``run``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from interfpred.errors import InterfpredError
+from interfpred.predictors.base import BasePredictor, make_predictor
+
+__all__ = ["BenchRow", "run_bench", "format_bench", "first_call_seconds", "parse_param"]
+
+BATCH = 1000
+
+
+@dataclass
+class BenchRow:
+    """One line of the table: microseconds per sample (NaN where not applicable)."""
+
+    name: str
+    d: int
+    predict_one: float
+    update_one: float
+    predict_batch: float
+    update_batch: float
+
+
+def _best(fn: Callable[[], Any], reps: int, repeats: int) -> float:
+    best = np.inf
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best / reps * 1e6
+
+
+def _data(d: int, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, d))
+    return X, 1.0 + X @ rng.normal(size=d) * 0.1 + 0.01 * rng.normal(size=n)
+
+
+def _ours(p: BasePredictor, d: int, n: int, repeats: int) -> BenchRow:
+    X, y = _data(d, max(n, BATCH))
+    p.update(X[:10], y[:10])  # allocate and compile (or load from cache)
+    rows = [X[i].copy() for i in range(n)]
+    ys = [float(v) for v in y[:n]]
+    predict, update = p.predict, p.update
+
+    def p1() -> None:
+        for x in rows:
+            predict(x)
+
+    def u1() -> None:
+        for x, t in zip(rows, ys):
+            update(x, t)
+
+    Xb, yb = X[:BATCH].copy(), y[:BATCH].copy()
+    return BenchRow(
+        name=repr(p), d=d,
+        predict_one=_best(p1, n, repeats),
+        update_one=_best(u1, n, repeats),
+        predict_batch=_best(lambda: predict(Xb), BATCH, repeats),
+        update_batch=_best(lambda: update(Xb, yb), BATCH, repeats),
+    )
+
+
+def _river(d: int, n: int, repeats: int) -> BenchRow | None:
+    try:
+        from river import linear_model
+    except ImportError:  # pragma: no cover
+        return None
+    X, y = _data(d, max(n, BATCH))
+    m = linear_model.LinearRegression()
+    dicts = [dict(enumerate(row)) for row in X[:n].tolist()]
+    ys = y[:n].tolist()
+    for x, t in zip(dicts[:10], ys[:10]):
+        m.learn_one(x, t)
+
+    def p1() -> None:
+        for x in dicts:
+            m.predict_one(x)
+
+    def u1() -> None:
+        for x, t in zip(dicts, ys):
+            m.learn_one(x, t)
+
+    return BenchRow("river LinearRegression", d, _best(p1, n, repeats), _best(u1, n, repeats), np.nan, np.nan)
+
+
+def _sklearn(d: int, n: int, repeats: int) -> BenchRow | None:
+    try:
+        from sklearn.linear_model import SGDRegressor
+    except ImportError:  # pragma: no cover
+        return None
+    X, y = _data(d, max(n, BATCH))
+    m = SGDRegressor(random_state=0)
+    m.partial_fit(X[:10], y[:10])
+    k = max(1, min(n, 300))  # partial_fit costs ~100s of us per call: fewer reps
+    rows = [X[i:i + 1] for i in range(k)]
+    ys = [y[i:i + 1] for i in range(k)]
+    Xb, yb = X[:BATCH], y[:BATCH]
+
+    def p1() -> None:
+        for x in rows:
+            m.predict(x)
+
+    def u1() -> None:
+        for x, t in zip(rows, ys):
+            m.partial_fit(x, t)
+
+    return BenchRow("sklearn SGDRegressor", d, _best(p1, k, repeats), _best(u1, k, repeats),
+                    _best(lambda: m.predict(Xb), BATCH, repeats), _best(lambda: m.partial_fit(Xb, yb), BATCH, repeats))
+
+
+def _padasip(d: int, n: int, repeats: int) -> BenchRow | None:
+    try:
+        import padasip as pa
+    except ImportError:
+        return None
+    X, y = _data(d, max(n, BATCH))
+    f = pa.filters.FilterRLS(d, mu=0.995, eps=0.01, w="zeros")
+    rows = [X[i].copy() for i in range(n)]
+    ys = [float(v) for v in y[:n]]
+
+    def p1() -> None:
+        for x in rows:
+            f.predict(x)
+
+    def u1() -> None:
+        for x, t in zip(rows, ys):
+            f.adapt(t, x)
+
+    Xb, yb = X[:BATCH].copy(), y[:BATCH].copy()
+    # FilterRLS.run(d, x) is its batch API (a Python loop); predicting a batch is a matrix product
+    return BenchRow("padasip FilterRLS", d, _best(p1, n, repeats), _best(u1, n, repeats),
+                    _best(lambda: Xb @ f.w, BATCH, repeats), _best(lambda: f.run(yb, Xb), BATCH, repeats))
+
+
+def run_bench(
+    ds: Sequence[int] = (6, 12, 24),
+    predictors: Sequence[BasePredictor] | None = None,
+    *,
+    n: int = 20_000,
+    repeats: int = 3,
+    peers: bool = True,
+) -> list[BenchRow]:
+    """Measure every predictor (default: RLS, OnlineSGD, OfflineLinear, gpulets) and the peers.
+
+    Examples
+    --------
+    >>> from interfpred import RLS
+    >>> rows = run_bench(ds=[3], predictors=[RLS()], n=50, repeats=1, peers=False)
+    >>> rows[0].name, rows[0].d
+    ('RLS()', 3)
+    """
+    if n < 1:
+        raise InterfpredError(f"n must be >= 1, got {n}")
+    for d in ds:
+        if int(d) < 1:
+            raise InterfpredError(f"d must be >= 1, got {d}")
+    rows: list[BenchRow] = []
+    for d in ds:
+        chosen = list(predictors) if predictors is not None else [
+            make_predictor("rls"), make_predictor("online_sgd"), make_predictor("offline_linear"),
+        ]
+        if predictors is None and d == 4:
+            chosen.append(make_predictor("gpulets"))
+        for p in chosen:
+            q = p.clone()
+            if q.fixed_width is not None and q.fixed_width != d:
+                continue
+            if not q.learns_online:
+                X, y = _data(d, 50)
+                q.fit(X, y)
+            rows.append(_ours(q, int(d), n, repeats))
+        if peers:
+            for fn in (_river, _sklearn, _padasip):
+                r = fn(int(d), n, repeats)
+                if r is not None:
+                    rows.append(r)
+    return rows
+
+
+def format_bench(rows: Sequence[BenchRow]) -> str:
+    """The table as text, with each time's ratio against RLS at the same width."""
+    ref: dict[int, BenchRow] = {}
+    for r in rows:
+        if r.name.startswith("RLS(") and r.d not in ref:
+            ref[r.d] = r
+    cols = ("predict_one", "update_one", "predict_batch", "update_batch")
+    head = f"{'predictor':<34}{'d':>4}" + "".join(f"{c + ' us':>17}{'xRLS':>7}" for c in cols)
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        cells = []
+        for c in cols:
+            v = getattr(r, c)
+            base = getattr(ref[r.d], c) if r.d in ref else np.nan
+            ratio = v / base if base and np.isfinite(v) and np.isfinite(base) else np.nan
+            cells.append(f"{v:>17.3f}{ratio:>7.1f}" if np.isfinite(v) else f"{'-':>17}{'-':>7}")
+        lines.append(f"{r.name[:33]:<34}{r.d:>4}" + "".join(cells))
+    return "\n".join(lines)
+
+
+def first_call_seconds(p: BasePredictor | None = None, d: int = 6) -> float:
+    """Seconds of the first update + predict of a fresh predictor in this process.
+
+    With numba's on-disk cache warm this is the cache load; the very first run on a machine
+    (or after a change to the kernels) includes compilation.
+    """
+    p = make_predictor("rls") if p is None else p.clone()
+    X, y = _data(d, 2)
+    t = time.perf_counter()
+    p.update(X[0], float(y[0]))
+    p.update(X, y)
+    p.predict(X[0])
+    p.predict(X)
+    return time.perf_counter() - t
+
+
+def parse_param(text: str) -> tuple[str, Any]:
+    """``"k=v"`` -> (k, v) with v parsed as int, float, bool, None or kept as a string.
+
+    Examples
+    --------
+    >>> parse_param("forgetting=0.99"), parse_param("standardize=true"), parse_param("schedule=nlms")
+    (('forgetting', 0.99), ('standardize', True), ('schedule', 'nlms'))
+    """
+    if "=" not in text:
+        raise InterfpredError(f"--param {text!r} must look like name=value")
+    k, v = text.split("=", 1)
+    low = v.strip().lower()
+    value: Any
+    if low in ("true", "false"):
+        value = low == "true"
+    elif low in ("none", "null"):
+        value = None
+    else:
+        try:
+            value = int(v)
+        except ValueError:
+            try:
+                value = float(v)
+            except ValueError:
+                value = v
+    return k.strip(), value

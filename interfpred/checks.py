@@ -1,0 +1,248 @@
+"""The shared predictor contract, as checks any predictor can be run through.
+
+Each ``check_*`` takes a *fresh* predictor (it clones it before use, so the argument is never
+changed) and raises ``AssertionError`` on a breach.  :func:`yield_checks` lists them and
+:func:`check_predictor` runs all; tests/test_contract.py runs them over every registered
+predictor and each of its test parameter sets.
+
+Examples
+--------
+>>> from interfpred import RLS
+>>> check_predictor(RLS(forgetting=0.99))
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from interfpred.errors import InterfpredError
+
+__all__ = ["yield_checks", "check_predictor"]
+
+
+def _width(p: Any) -> int:
+    return getattr(p, "fixed_width", None) or 3
+
+
+def _stream(p: Any, n: int = 200, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A noiseless linear stream of throughput-like features."""
+    rng = np.random.default_rng(seed)
+    d = _width(p)
+    X = rng.random((n, d))
+    w = np.linspace(0.5, 1.5, d)
+    return X, 1.0 + X @ w
+
+
+def _trained(p: Any, n: int = 200) -> Any:
+    q = p.clone()
+    X, y = _stream(q, n)
+    q.fit(X, y)
+    return q
+
+
+def _expect_refusal(fn: Callable[[], Any], what: str) -> None:
+    try:
+        fn()
+    except InterfpredError:
+        return
+    except ValueError as exc:  # still a ValueError, but not ours
+        raise AssertionError(f"{what}: raised a plain ValueError, expected InterfpredError: {exc}") from None
+    raise AssertionError(f"{what}: no ValueError raised")
+
+
+def check_params_and_repr(p: Any) -> None:
+    """get_params matches the constructor; repr survives clone."""
+    import inspect
+
+    q = p.clone()
+    sig = inspect.signature(type(q).__init__)
+    names = [n for n, par in sig.parameters.items() if par.kind is inspect.Parameter.KEYWORD_ONLY]
+    assert list(q.get_params()) == names, f"get_params keys {list(q.get_params())} != constructor {names}"
+    assert repr(q) == repr(p), f"repr changed by clone: {q!r} vs {p!r}"
+    assert repr(_trained(p).clone()) == repr(p)
+    assert type(q)(**q.get_params()).get_params().keys() == q.get_params().keys()
+
+
+def check_prior(p: Any) -> None:
+    """A fresh predictor predicts a finite prior for one row and for a batch."""
+    q = p.clone()
+    X, _ = _stream(q, 5)
+    one = q.predict(X[0])
+    assert isinstance(one, float) and np.isfinite(one), f"prior {one!r} is not a finite float"
+    many = q.predict(X)
+    assert many.shape == (5,) and np.isfinite(many).all()
+
+
+def check_input_not_changed_or_kept(p: Any) -> None:
+    """The input arrays are neither modified nor kept (changing them later has no effect)."""
+    q = p.clone()
+    X, y = _stream(q, 50)
+    X0, y0 = X.copy(), y.copy()
+    q.fit(X, y)
+    q.update(X, y)
+    q.predict(X)
+    assert np.array_equal(X, X0) and np.array_equal(y, y0), "input arrays were modified"
+    before = q.predict(X0)
+    X[:] = 7.0
+    y[:] = -3.0
+    assert np.array_equal(q.predict(X0), before), "predictor kept a reference to the input"
+
+
+def check_width_change_refused(p: Any) -> None:
+    """A changed feature count raises ValueError, for predict and update, and changes nothing."""
+    q = _trained(p)
+    d = q.n_features_in_
+    state = pickle.dumps(q)
+    for bad in (np.zeros(d + 1), np.zeros((2, d + 1)), np.zeros(max(d - 1, 1) if d > 1 else 2)):
+        _expect_refusal(lambda: q.predict(bad), f"predict with {bad.shape}")
+        _expect_refusal(lambda: q.update(bad, np.zeros(bad.shape[0]) if bad.ndim == 2 else 1.0),
+                        f"update with {bad.shape}")
+    assert pickle.dumps(q) == state, "state changed on a refused call"
+
+
+def check_nonfinite_refused(p: Any) -> None:
+    """NaN/inf in X or y, non-numeric X and a y of the wrong length raise and leave state unchanged."""
+    for fresh in (True, False):
+        q = p.clone() if fresh else _trained(p)
+        X, y = _stream(q, 4)
+        state = pickle.dumps(q)
+        for bad_value in (np.nan, np.inf, -np.inf):
+            Xb = X.copy()
+            Xb[2, 1] = bad_value
+            _expect_refusal(lambda: q.update(Xb, y), f"update with X containing {bad_value}")
+            _expect_refusal(lambda: q.update(Xb[2], 1.0), f"single-row update with {bad_value}")
+            _expect_refusal(lambda: q.predict(Xb), f"predict with {bad_value}")
+            _expect_refusal(lambda: q.predict(Xb[2]), f"single-row predict with {bad_value}")
+            yb = y.copy()
+            yb[3] = bad_value
+            _expect_refusal(lambda: q.update(X, yb), f"update with y containing {bad_value}")
+            _expect_refusal(lambda: q.update(X[0], float(bad_value)), f"single-row update with y={bad_value}")
+        _expect_refusal(lambda: q.update(X, y[:-1]), "y of the wrong length")
+        _expect_refusal(lambda: q.update(X.astype(str).astype(object) + "x", y), "non-numeric X")
+        _expect_refusal(lambda: q.predict(np.zeros((2, 2, 2))), "3-d X")
+        assert pickle.dumps(q) == state, "state changed on a refused call"
+
+
+def check_batch_predict_equals_rows(p: Any) -> None:
+    """``predict`` on a batch equals row-by-row ``predict``."""
+    for q in (p.clone(), _trained(p)):
+        X, _ = _stream(q, 20, seed=1)
+        batch = q.predict(X)
+        rows = np.array([q.predict(x) for x in X])
+        np.testing.assert_allclose(batch, rows, rtol=1e-12, atol=1e-12)
+
+
+def check_batch_update_equals_loop(p: Any) -> None:
+    """Batch ``update`` equals a loop of single-row updates."""
+    a, b = _trained(p, 20), _trained(p, 20)
+    X, y = _stream(a, 60, seed=2)
+    a.update(X, y)
+    for x, t in zip(X, y):
+        b.update(x, float(t))
+    Xt, _ = _stream(a, 10, seed=3)
+    np.testing.assert_allclose(a.predict(Xt), b.predict(Xt), rtol=1e-12, atol=1e-12)
+
+
+def check_clone_fresh_and_independent(p: Any) -> None:
+    """A clone is untrained and learning in it does not affect the original."""
+    q = _trained(p)
+    X, y = _stream(q, 30, seed=4)
+    before = q.predict(X)
+    c = q.clone()
+    fresh = p.clone()
+    np.testing.assert_array_equal(c.predict(X), fresh.predict(X))
+    c.fit(X, y * 2.0)
+    c.update(X, y * 3.0)
+    np.testing.assert_array_equal(q.predict(X), before)
+
+
+def check_persistence(p: Any) -> None:
+    """save/load, to_state/from_state and pickle round-trips give identical predictions."""
+    for q in (p.clone(), _trained(p)):
+        X, y = _stream(q, 30, seed=5)
+        ref = q.predict(X)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "p.json"
+            q.save(path)
+            r = type(q).load(path)
+            from interfpred.predictors import load_predictor
+
+            s = load_predictor(path)
+        t = pickle.loads(pickle.dumps(q))
+        u = type(q).from_state(copy.deepcopy(q.to_state()))
+        for other in (r, s, t, u):
+            assert type(other) is type(q) and repr(other) == repr(q)
+            np.testing.assert_array_equal(other.predict(X), ref)
+        # and they keep learning identically
+        if q.learns_online:
+            q2 = pickle.loads(pickle.dumps(q))
+            q2.update(X, y)
+            r.update(X, y)
+            np.testing.assert_array_equal(r.predict(X), q2.predict(X))
+
+
+def check_fixed_size_state(p: Any) -> None:
+    """State size does not grow with the stream.
+
+    Sizes are compared after 300 and after 4,300 updates; a few bytes of slack allow for
+    integer counters, whose pickled encoding widens (256 -> 65,535), not for per-sample state.
+    """
+    q = _trained(p, 20)
+    X, y = _stream(q, 4300, seed=6)
+    q.update(X[:300], y[:300])
+    size = len(pickle.dumps(q))
+    q.update(X[300:4100], y[300:4100])
+    for x, t in zip(X[4100:], y[4100:]):
+        q.update(x, float(t))
+    grown = len(pickle.dumps(q)) - size
+    assert grown <= 8, f"state grew by {grown} bytes over 4,000 updates"
+
+
+def check_beats_running_mean(p: Any) -> None:
+    """On a noiseless linear stream an online predictor beats a running-mean baseline (prequential)."""
+    if not p.learns_online:
+        return
+    q = p.clone()
+    X, y = _stream(q, 1500, seed=7)
+    err_model = err_mean = 0.0
+    mean, n = 0.0, 0
+    for x, t in zip(X, y):
+        err_model += (q.predict(x) - t) ** 2
+        err_mean += (mean - t) ** 2
+        q.update(x, float(t))
+        n += 1
+        mean += (t - mean) / n
+    assert err_model < err_mean, f"prequential SSE {err_model:.4g} not below running mean's {err_mean:.4g}"
+
+
+_CHECKS = [
+    check_params_and_repr,
+    check_prior,
+    check_input_not_changed_or_kept,
+    check_width_change_refused,
+    check_nonfinite_refused,
+    check_batch_predict_equals_rows,
+    check_batch_update_equals_loop,
+    check_clone_fresh_and_independent,
+    check_persistence,
+    check_fixed_size_state,
+    check_beats_running_mean,
+]
+
+
+def yield_checks(predictor: Any) -> Iterator[Callable[[Any], None]]:
+    """The contract checks that apply to ``predictor``."""
+    yield from _CHECKS
+
+
+def check_predictor(predictor: Any) -> None:
+    """Run every contract check on (clones of) ``predictor``; raises AssertionError on a breach."""
+    for check in yield_checks(predictor):
+        check(predictor)

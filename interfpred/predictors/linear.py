@@ -1,0 +1,149 @@
+"""Offline (least-squares / ridge) linear regression, frozen after ``fit``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from interfpred.errors import InterfpredError
+from interfpred.predictors import _kernels as K
+from interfpred.predictors.base import BasePredictor, _state_array, as_rows, as_targets, check_positive, register
+
+_NDARRAY = np.ndarray
+_F64 = np.dtype(np.float64)
+_FAST = K.FAST
+
+__all__ = ["OfflineLinear"]
+
+
+@register
+class OfflineLinear(BasePredictor):
+    """Linear regression fitted once, offline (scikit-learn underneath); frozen afterwards.
+
+    ``ridge = 0`` is ordinary least squares (``LinearRegression``), otherwise ``Ridge(alpha=ridge)``
+    (the intercept is not penalised).  ``update`` validates its input and learns nothing:
+    this is the static model of the paper, whose error grows when the workload changes.
+
+    Parameters
+    ----------
+    ridge
+        L2 penalty on the weights, >= 0.
+    fit_intercept
+        Learn an intercept.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> lin = OfflineLinear()
+    >>> lin.predict([0.5])                 # unfitted: the prior
+    1.0
+    >>> _ = lin.fit([[0.0], [1.0], [2.0]], [1.0, 3.0, 5.0])
+    >>> lin.predict([[3.0]])
+    array([7.])
+    >>> lin.update([[3.0]], [0.0])         # frozen: learns nothing
+    >>> lin.predict([3.0])
+    7.0
+    """
+
+    kind = "offline_linear"
+    learns_online = False
+    _test_params = [{}, {"ridge": 1.0}, {"fit_intercept": False}]
+
+    def __init__(self, *, ridge: float = 0.0, fit_intercept: bool = True) -> None:
+        self.ridge = ridge
+        self.fit_intercept = fit_intercept
+        self._check_params()
+        self._coef: np.ndarray | None = None
+        self._intercept = 0.0
+        self._d = None
+        self._buf: np.ndarray | None = None  # [_, m, d, _ ...] + coef + intercept, for the numba single-row path
+
+    def _check_params(self) -> None:
+        check_positive("ridge", self.ridge, allow_zero=True)
+        if not isinstance(self.fit_intercept, (bool, np.bool_)):
+            raise InterfpredError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
+
+    def _allocate(self, d: int) -> None:
+        self._check_params()
+        self._coef = np.zeros(d)
+        self._intercept = 0.0
+        self._d = d
+        self._pack()
+
+    def _fit_rows(self, X: np.ndarray, y: np.ndarray) -> None:
+        if X.shape[0] == 0:
+            raise InterfpredError("fit needs at least one row")
+        from sklearn.linear_model import LinearRegression, Ridge  # imported on use: sklearn is slow to import
+
+        if self.ridge == 0:
+            est = LinearRegression(fit_intercept=bool(self.fit_intercept))
+        else:
+            est = Ridge(alpha=float(self.ridge), fit_intercept=bool(self.fit_intercept))
+        est.fit(X, y)
+        self._coef = np.ascontiguousarray(est.coef_, dtype=np.float64).reshape(-1)
+        self._intercept = float(est.intercept_) if self.fit_intercept else 0.0
+        self._pack()
+
+    def _pack(self) -> None:
+        d = self._coef.shape[0]
+        buf = np.zeros(K.RLS_HEADER + d + 1)
+        buf[1], buf[2] = d + 1, d
+        buf[K.RLS_HEADER:K.RLS_HEADER + d] = self._coef
+        buf[K.RLS_HEADER + d] = self._intercept
+        self._buf = buf
+
+    def predict(self, X: Any) -> Any:
+        """Predicted slowdowns: (n, d) -> (n,) array; one row (d,) -> float (the prior before fit)."""
+        buf = self._buf
+        if buf is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1:
+            r = _FAST.linear_predict_one(buf, X, K.RLS_HEADER)
+            if r - r == 0.0:
+                return r
+            as_rows(X, width=self._d)
+            return r
+        return BasePredictor.predict(self, X)
+
+    def update(self, X: Any, y: Any) -> None:
+        """Validate ``X`` and ``y`` and learn nothing (offline predictors are frozen)."""
+        buf = self._buf
+        if buf is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1:
+            ty = type(y)
+            if ty is float or ty is np.float64:
+                r = _FAST.linear_predict_one(buf, X, K.RLS_HEADER)  # NaN for a bad width or value
+                if r - r == 0.0 and y - y == 0.0:
+                    return
+
+        Xa, single = as_rows(X, width=self._d)
+        as_targets(y, Xa.shape[0], single)
+
+    def _learn(self, X: np.ndarray, y: np.ndarray) -> None:  # pragma: no cover - never called
+        pass
+
+    def _predict_rows(self, X: np.ndarray) -> np.ndarray:
+        return X @ self._coef + self._intercept
+
+    @property
+    def coef_(self) -> np.ndarray:
+        """Fitted weights (copy)."""
+        if self._coef is None:
+            raise AttributeError("coef_ is not available before fit")
+        return self._coef.copy()
+
+    @property
+    def intercept_(self) -> float:
+        """Fitted intercept."""
+        if self._coef is None:
+            raise AttributeError("intercept_ is not available before fit")
+        return self._intercept
+
+    def _get_state(self) -> dict[str, Any]:
+        return {"coef": self._coef.tolist(), "intercept": self._intercept}
+
+    def _set_state(self, state: dict[str, Any], d: int) -> None:
+        coef = _state_array(state, "coef", d)
+        intercept = float(state["intercept"])
+        if not np.isfinite(intercept):
+            raise InterfpredError(f"intercept {intercept} must be finite")
+        self._coef, self._intercept, self._d = coef, intercept, d
+        self._pack()
