@@ -22,3 +22,15 @@ PRIOR_SLOWDOWN = 1.0
 
 #: Relative tolerance under which two profile rows for the same key count as the same row.
 PROFILE_DUPLICATE_RTOL = 1e-9
+
+# ---------------------------------------------------------------- timeline and features (issue 3)
+#: EWMA weight of the newest running-set value when none is given.
+DEFAULT_EWMA_ALPHA = 0.5
+#: Names accepted by ``make_extractor`` for the temporal aggregation, feature map, combine and target.
+AGGREGATIONS = ("static", "ewma", "time-weighted")
+FEATURE_MAPS = ("default", "gpulets", "rich")
+COMBINES = ("sum", "max")
+TARGETS = ("slowdown", "rate")
+#: Smallest predicted rate (fraction of solo speed) used when turning a rate back into latency,
+#: so a predictor's nonsense output (<= 0) gives a long but finite latency.
+MIN_PREDICTED_RATE = 1e-3

@@ -1,0 +1,353 @@
+"""Private numba kernels of the timeline and of the built-in feature maps.
+
+Everything here works on plain arrays and scalars and never validates; the public wrappers
+in :mod:`interfpred.timeline` and :mod:`interfpred.features` check their inputs first.
+
+Order independence. A built-in feature map depends only on the *multiset* of demands in a
+running set, never on the order in which the members are stored: per-resource sums are taken
+over the values sorted in ascending order, "the others" are ``total - me`` and the worst other
+is read from the sorted values. The batch form (sweep over a trace) and the streaming form
+(events one by one) store members in different orders, and this makes them agree to the bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# Map and combine codes (kept in sync with interfpred.features).
+MAP_DEFAULT = 0
+MAP_GPULETS = 1
+MAP_RICH = 2
+COMBINE_SUM = 0
+COMBINE_MAX = 1
+AGG_STATIC = 0
+AGG_EWMA = 1
+AGG_TIME_WEIGHTED = 2
+
+_N_FEATURES = (6, 4, 16)
+
+
+@njit(cache=True)
+def n_features(map_id: int) -> int:
+    if map_id == MAP_DEFAULT:
+        return 6
+    if map_id == MAP_GPULETS:
+        return 4
+    return 16
+
+
+# --------------------------------------------------------------------------- sweep
+@njit(cache=True)
+def _grow_f(a: np.ndarray, need: int) -> np.ndarray:
+    if need <= a.shape[0]:
+        return a
+    b = np.empty(max(need, 2 * a.shape[0]), dtype=a.dtype)
+    b[: a.shape[0]] = a
+    return b
+
+
+@njit(cache=True)
+def sweep(gcode, start, end, so, eo, n_total):
+    """Sweep-line segmentation of every GPU at once.
+
+    ``so`` and ``eo`` index the executions of positive length, ordered by (gpu, start) and
+    (gpu, end). At one (gpu, time) all ends are applied before all starts, so intervals are
+    half-open ``[start, end)``. Returns ``(seg_gpu, seg_start, seg_end, seg_ptr, members)``
+    for the non-empty segments, in (gpu, time) order.
+    """
+    m = so.shape[0]
+    cap_s = 2 * m + 1
+    seg_gpu = np.empty(cap_s, dtype=np.int64)
+    seg_start = np.empty(cap_s, dtype=np.float64)
+    seg_end = np.empty(cap_s, dtype=np.float64)
+    seg_ptr = np.empty(cap_s + 1, dtype=np.int64)
+    members = np.empty(max(4 * m, 16), dtype=np.int64)
+    running = np.empty(max(m, 1), dtype=np.int64)
+    pos = np.full(n_total, -1, dtype=np.int64)
+    nrun = 0
+    ns = 0
+    nm = 0
+    seg_ptr[0] = 0
+    a = 0
+    b = 0
+    while a < m or b < m:
+        # Next event in (gpu, time) order; an end wins a tie with a start.
+        take_start = False
+        if b >= m:
+            take_start = True
+        elif a < m:
+            ia = so[a]
+            ib = eo[b]
+            if gcode[ia] < gcode[ib] or (gcode[ia] == gcode[ib] and start[ia] < end[ib]):
+                take_start = True
+        if take_start:
+            g = gcode[so[a]]
+            t = start[so[a]]
+        else:
+            g = gcode[eo[b]]
+            t = end[eo[b]]
+        while b < m and gcode[eo[b]] == g and end[eo[b]] == t:
+            i = eo[b]
+            p = pos[i]
+            last = running[nrun - 1]
+            running[p] = last
+            pos[last] = p
+            pos[i] = -1
+            nrun -= 1
+            b += 1
+        while a < m and gcode[so[a]] == g and start[so[a]] == t:
+            i = so[a]
+            running[nrun] = i
+            pos[i] = nrun
+            nrun += 1
+            a += 1
+        if nrun > 0:
+            # The next end is on this GPU (a running execution has not ended yet).
+            t_next = end[eo[b]]
+            if a < m and gcode[so[a]] == g and start[so[a]] < t_next:
+                t_next = start[so[a]]
+            seg_gpu[ns] = g
+            seg_start[ns] = t
+            seg_end[ns] = t_next
+            members = _grow_f(members, nm + nrun)
+            for k in range(nrun):
+                members[nm + k] = running[k]
+            nm += nrun
+            ns += 1
+            seg_ptr[ns] = nm
+    return seg_gpu[:ns].copy(), seg_start[:ns].copy(), seg_end[:ns].copy(), seg_ptr[: ns + 1].copy(), members[:nm].copy()
+
+
+@njit(cache=True)
+def exec_csr(seg_ptr, members, n_total):
+    """Per execution, its segments in time order: ``(exec_ptr, exec_segments)`` (counting sort)."""
+    counts = np.zeros(n_total + 1, dtype=np.int64)
+    for j in range(members.shape[0]):
+        counts[members[j] + 1] += 1
+    for i in range(n_total):
+        counts[i + 1] += counts[i]
+    ptr = counts.copy()
+    fill = counts[:n_total].copy()
+    out = np.empty(members.shape[0], dtype=np.int64)
+    nseg = seg_ptr.shape[0] - 1
+    for s in range(nseg):
+        for j in range(seg_ptr[s], seg_ptr[s + 1]):
+            i = members[j]
+            out[fill[i]] = s
+            fill[i] += 1
+    return ptr, out
+
+
+# --------------------------------------------------------------------------- maps
+@njit(cache=True)
+def _stats(dem, idx, k, srt, tot):
+    """Per resource: the k values sorted ascending into srt[:, :k] and their sum into tot."""
+    for r in range(3):
+        for a in range(k):
+            v = dem[idx[a], r]
+            j = a
+            while j > 0 and srt[r, j - 1] > v:
+                srt[r, j] = srt[r, j - 1]
+                j -= 1
+            srt[r, j] = v
+        s = 0.0
+        for a in range(k):
+            s += srt[r, a]
+        tot[r] = s
+
+
+@njit(cache=True)
+def _phi(me, srt, tot, k, map_id, combine_id, out):
+    """The built-in map of one member ``me`` (3,) of a running set of k given by its stats."""
+    o0 = 0.0
+    o1 = 0.0
+    o2 = 0.0
+    if k > 1:
+        if combine_id == COMBINE_SUM:
+            o0 = tot[0] - me[0]
+            o1 = tot[1] - me[1]
+            o2 = tot[2] - me[2]
+        else:
+            o0 = srt[0, k - 2] if me[0] == srt[0, k - 1] else srt[0, k - 1]
+            o1 = srt[1, k - 2] if me[1] == srt[1, k - 1] else srt[1, k - 1]
+            o2 = srt[2, k - 2] if me[2] == srt[2, k - 1] else srt[2, k - 1]
+    if map_id == MAP_GPULETS:
+        out[0] = me[1]
+        out[1] = me[2]
+        out[2] = o1
+        out[3] = o2
+        return
+    out[0] = me[0]
+    out[1] = me[1]
+    out[2] = me[2]
+    out[3] = o0
+    out[4] = o1
+    out[5] = o2
+    if map_id == MAP_RICH:
+        out[6] = me[0] * o0
+        out[7] = me[1] * o1
+        out[8] = me[2] * o2
+        for r in range(3):
+            out[9 + r] = tot[r]
+            out[12 + r] = max(0.0, tot[r] - 1.0)
+        out[15] = k - 1.0
+
+
+@njit(cache=True)
+def map_running_set(dem, map_id, combine_id):
+    """Every member of a running set ``dem`` (k, 3) against the others: (k, d)."""
+    k = dem.shape[0]
+    d = n_features(map_id)
+    out = np.empty((k, d), dtype=np.float64)
+    idx = np.arange(k)
+    srt = np.empty((3, max(k, 1)), dtype=np.float64)
+    tot = np.zeros(3, dtype=np.float64)
+    _stats(dem, idx, k, srt, tot)
+    for a in range(k):
+        _phi(dem[a], srt, tot, k, map_id, combine_id, out[a])
+    return out
+
+
+@njit(cache=True)
+def map_instant(me, others, map_id, combine_id):
+    """The map of ``me`` (3,) beside ``others`` (k, 3): (d,)."""
+    k = others.shape[0] + 1
+    dem = np.empty((k, 3), dtype=np.float64)
+    dem[0] = me
+    for a in range(k - 1):
+        dem[a + 1] = others[a]
+    idx = np.arange(k)
+    srt = np.empty((3, k), dtype=np.float64)
+    tot = np.zeros(3, dtype=np.float64)
+    _stats(dem, idx, k, srt, tot)
+    out = np.empty(n_features(map_id), dtype=np.float64)
+    _phi(dem[0], srt, tot, k, map_id, combine_id, out)
+    return out
+
+
+# --------------------------------------------------------------------------- aggregation
+@njit(cache=True)
+def fold(acc, phi, first, dur, agg_id, alpha):
+    """Fold one segment's map value ``phi`` into an execution's accumulator ``acc`` in place.
+
+    ``first`` says this is the execution's first segment (its launch snapshot); ``dur`` is the
+    segment's duration (TimeWeighted accumulates ``dur * phi``, the weight total is kept by the
+    caller).
+    """
+    d = phi.shape[0]
+    if agg_id == AGG_STATIC:
+        if first:
+            for f in range(d):
+                acc[f] = phi[f]
+    elif agg_id == AGG_EWMA:
+        if first:
+            for f in range(d):
+                acc[f] = phi[f]
+        else:
+            beta = 1.0 - alpha
+            for f in range(d):
+                acc[f] = alpha * phi[f] + beta * acc[f]
+    else:
+        if first:
+            for f in range(d):
+                acc[f] = dur * phi[f]
+        else:
+            for f in range(d):
+                acc[f] += dur * phi[f]
+
+
+@njit(cache=True)
+def finalize(acc, wsum, seen, me, map_id, combine_id, agg_id):
+    """Finish one execution's accumulator: divide TimeWeighted sums by the total duration; an
+    execution with no segment (zero length) gets the map of itself alone."""
+    if not seen:
+        srt = np.empty((3, 1), dtype=np.float64)
+        tot = np.zeros(3, dtype=np.float64)
+        dem = np.empty((1, 3), dtype=np.float64)
+        dem[0] = me
+        idx = np.zeros(1, dtype=np.int64)
+        _stats(dem, idx, 1, srt, tot)
+        _phi(me, srt, tot, 1, map_id, combine_id, acc)
+    elif agg_id == AGG_TIME_WEIGHTED:
+        for f in range(acc.shape[0]):
+            acc[f] = acc[f] / wsum
+
+
+@njit(cache=True)
+def features(seg_start, seg_end, seg_ptr, members, dem, map_id, combine_id, agg_id, alpha):
+    """Aggregated built-in features of every execution: (n, d). Segments must be in time order
+    per GPU, which the sweep guarantees."""
+    n = dem.shape[0]
+    d = n_features(map_id)
+    out = np.zeros((n, d), dtype=np.float64)
+    wsum = np.zeros(n, dtype=np.float64)
+    seen = np.zeros(n, dtype=np.bool_)
+    nseg = seg_ptr.shape[0] - 1
+    kmax = 1
+    for s in range(nseg):
+        kmax = max(kmax, seg_ptr[s + 1] - seg_ptr[s])
+    srt = np.empty((3, kmax), dtype=np.float64)
+    tot = np.zeros(3, dtype=np.float64)
+    phi = np.empty(d, dtype=np.float64)
+    for s in range(nseg):
+        lo = seg_ptr[s]
+        hi = seg_ptr[s + 1]
+        k = hi - lo
+        idx = members[lo:hi]
+        if agg_id == AGG_STATIC:
+            need = False
+            for a in range(k):
+                if not seen[idx[a]]:
+                    need = True
+                    break
+            if not need:
+                continue
+        _stats(dem, idx, k, srt, tot)
+        dur = seg_end[s] - seg_start[s]
+        for a in range(k):
+            i = idx[a]
+            if agg_id == AGG_STATIC and seen[i]:
+                continue
+            _phi(dem[i], srt, tot, k, map_id, combine_id, phi)
+            fold(out[i], phi, not seen[i], dur, agg_id, alpha)
+            if seen[i]:
+                wsum[i] += dur
+            else:
+                wsum[i] = dur
+            seen[i] = True
+    for i in range(n):
+        finalize(out[i], wsum[i], seen[i], dem[i], map_id, combine_id, agg_id)
+    return out
+
+
+@njit(cache=True)
+def stream_step(acc, wsum, seen, cur, dem, k, t_prev, t_now, dirty, map_id, combine_id, agg_id, alpha):
+    """Advance a streaming running set of ``k`` members (rows 0..k-1) from ``t_prev`` to ``t_now``.
+
+    If ``dirty`` the running set changed at ``t_prev``: its map is computed into ``cur`` and
+    folded (launch snapshot for new members, EWMA update for the others). Then, when time
+    advances, the segment ``[t_prev, t_now)`` is folded into TimeWeighted sums. Exactly the
+    arithmetic of :func:`features`, in the same order per execution.
+    """
+    if k == 0:
+        return
+    if dirty:
+        idx = np.arange(k)
+        srt = np.empty((3, k), dtype=np.float64)
+        tot = np.zeros(3, dtype=np.float64)
+        _stats(dem, idx, k, srt, tot)
+        for a in range(k):
+            _phi(dem[a], srt, tot, k, map_id, combine_id, cur[a])
+            if agg_id != AGG_TIME_WEIGHTED:
+                fold(acc[a], cur[a], not seen[a], 0.0, agg_id, alpha)
+                seen[a] = True
+    if agg_id == AGG_TIME_WEIGHTED and t_now > t_prev:
+        dur = t_now - t_prev
+        for a in range(k):
+            fold(acc[a], cur[a], not seen[a], dur, agg_id, alpha)
+            if seen[a]:
+                wsum[a] += dur
+            else:
+                wsum[a] = dur
+            seen[a] = True
