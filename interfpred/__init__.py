@@ -7,6 +7,17 @@ from interfpred._version import __version__
 from interfpred.errors import InputError, InterfpredError
 from interfpred.profiles import Profile, ProfileTable
 from interfpred.trace import Trace
+from interfpred.timeline import Timeline, build_timeline
+from interfpred.features import (
+    EWMA,
+    CustomMap,
+    Extractor,
+    FeatureMatrix,
+    Static,
+    TimeWeighted,
+    make_extractor,
+)
+from interfpred.streaming import FinishedExecution, RunningExecution, TimelineState
 
 __all__ = [
     "__version__",
@@ -15,4 +26,16 @@ __all__ = [
     "Profile",
     "ProfileTable",
     "Trace",
+    "Timeline",
+    "build_timeline",
+    "Extractor",
+    "Static",
+    "EWMA",
+    "TimeWeighted",
+    "CustomMap",
+    "FeatureMatrix",
+    "make_extractor",
+    "TimelineState",
+    "FinishedExecution",
+    "RunningExecution",
 ]
