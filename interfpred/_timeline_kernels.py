@@ -322,32 +322,31 @@ def features(seg_start, seg_end, seg_ptr, members, dem, map_id, combine_id, agg_
 
 
 @njit(cache=True)
-def stream_step(acc, wsum, seen, cur, dem, k, t_prev, t_now, dirty, map_id, combine_id, agg_id, alpha):
-    """Advance a streaming running set of ``k`` members (rows 0..k-1) from ``t_prev`` to ``t_now``.
-
-    If ``dirty`` the running set changed at ``t_prev``: its map is computed into ``cur`` and
-    folded (launch snapshot for new members, EWMA update for the others). Then, when time
-    advances, the segment ``[t_prev, t_now)`` is folded into TimeWeighted sums. Exactly the
-    arithmetic of :func:`features`, in the same order per execution.
-    """
-    if k == 0:
-        return
-    if dirty:
-        idx = np.arange(k)
-        srt = np.empty((3, k), dtype=np.float64)
-        tot = np.zeros(3, dtype=np.float64)
-        _stats(dem, idx, k, srt, tot)
-        for a in range(k):
-            _phi(dem[a], srt, tot, k, map_id, combine_id, cur[a])
-            if agg_id != AGG_TIME_WEIGHTED:
-                fold(acc[a], cur[a], not seen[a], 0.0, agg_id, alpha)
-                seen[a] = True
-    if agg_id == AGG_TIME_WEIGHTED and t_now > t_prev:
-        dur = t_now - t_prev
-        for a in range(k):
-            fold(acc[a], cur[a], not seen[a], dur, agg_id, alpha)
+def stream_close(acc, wsum, seen, cur, settled, k, dur):
+    """Close a streaming segment of duration ``dur`` for the members (rows 0..k-1) that were in
+    it (``settled``): fold ``dur * cur`` into their TimeWeighted sums, as :func:`features` does."""
+    for a in range(k):
+        if settled[a]:
+            fold(acc[a], cur[a], not seen[a], dur, AGG_TIME_WEIGHTED, 0.0)
             if seen[a]:
                 wsum[a] += dur
             else:
                 wsum[a] = dur
+            seen[a] = True
+
+
+@njit(cache=True)
+def stream_settle(acc, seen, cur, dem, k, map_id, combine_id, agg_id, alpha):
+    """A new segment starts with the running set rows 0..k-1: its map goes into ``cur`` and, for
+    Static and EWMA, is folded (launch snapshot for new members, smoothing for the others)."""
+    if k == 0:
+        return
+    idx = np.arange(k)
+    srt = np.empty((3, k), dtype=np.float64)
+    tot = np.zeros(3, dtype=np.float64)
+    _stats(dem, idx, k, srt, tot)
+    for a in range(k):
+        _phi(dem[a], srt, tot, k, map_id, combine_id, cur[a])
+        if agg_id != AGG_TIME_WEIGHTED:
+            fold(acc[a], cur[a], not seen[a], 0.0, agg_id, alpha)
             seen[a] = True

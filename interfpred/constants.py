@@ -34,3 +34,5 @@ TARGETS = ("slowdown", "rate")
 #: Smallest predicted rate (fraction of solo speed) used when turning a rate back into latency,
 #: so a predictor's nonsense output (<= 0) gives a long but finite latency.
 MIN_PREDICTED_RATE = 1e-3
+#: Distinct (model, batch size) profile lookups a TimelineState remembers (cleared when full).
+PROFILE_CACHE_SIZE = 4096

@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from interfpred import _timeline_kernels as _k
+from interfpred.constants import PROFILE_CACHE_SIZE
 from interfpred.errors import InterfpredError
 from interfpred.features import _AGG_IDS, Extractor
 from interfpred.profiles import ProfileTable
@@ -129,7 +130,10 @@ class TimelineState:
         self._cur = np.zeros((cap, d))
         self._wsum = np.zeros(cap)
         self._seen = np.zeros(cap, dtype=np.bool_)
+        self._in_seg = np.zeros(cap, dtype=np.bool_)
+        self._seg_t0 = 0.0
         self._now: float | None = None
+        self._profile_cache: dict[tuple[str, Any], tuple[float, float, float, float]] = {}
         self._serial: list[int] = []
         self._next_serial = 0
         self._settled: frozenset[int] = frozenset()
@@ -171,36 +175,28 @@ class TimelineState:
 
     def _advance(self, t: float) -> None:
         if self._now is not None and t > self._now:
+            # The events at self._now are all in: settle the running set there. It starts a new
+            # segment only if it differs from the current one (a zero-length execution, started
+            # and finished at one instant, changes nothing, as in the batch form).
             k = len(self._ids)
-            # The running set at self._now is settled now; it starts a new segment only if it
-            # differs from the last settled one (a zero-length execution changes nothing).
             members = frozenset(self._serial[:k])
-            dirty = members != self._settled
-            if self.extractor.is_builtin:
-                _k.stream_step(self._acc, self._wsum, self._seen, self._cur, self._dem, k, self._now, t,
-                               dirty, self.extractor._map_id, self.extractor._combine_id,
-                               self._agg_id, self._alpha)
-            else:
-                self._step_python(k, self._now, t, dirty)
-            self._settled = members
+            if members != self._settled:
+                if self._agg_id == _k.AGG_TIME_WEIGHTED and self._settled:
+                    _k.stream_close(self._acc, self._wsum, self._seen, self._cur, self._in_seg, k,
+                                    self._now - self._seg_t0)
+                if self.extractor.is_builtin:
+                    _k.stream_settle(self._acc, self._seen, self._cur, self._dem, k, self.extractor._map_id,
+                                     self.extractor._combine_id, self._agg_id, self._alpha)
+                elif k:
+                    self._cur[:k] = self.extractor._map_set_unchecked(self._dem[:k])
+                    if self._agg_id != _k.AGG_TIME_WEIGHTED:
+                        for a in range(k):
+                            _k.fold(self._acc[a], self._cur[a], not self._seen[a], 0.0, self._agg_id, self._alpha)
+                            self._seen[a] = True
+                self._in_seg[:k] = True
+                self._settled = members
+                self._seg_t0 = self._now
         self._now = t
-
-    def _step_python(self, k: int, t_prev: float, t_now: float, dirty: bool) -> None:
-        # Same steps as _k.stream_step, with the user's map.
-        if k == 0:
-            return
-        if dirty:
-            self._cur[:k] = self.extractor._map_set_unchecked(self._dem[:k])
-            if self._agg_id != _k.AGG_TIME_WEIGHTED:
-                for a in range(k):
-                    _k.fold(self._acc[a], self._cur[a], not self._seen[a], 0.0, self._agg_id, self._alpha)
-                    self._seen[a] = True
-        if self._agg_id == _k.AGG_TIME_WEIGHTED:
-            dur = t_now - t_prev
-            for a in range(k):
-                _k.fold(self._acc[a], self._cur[a], not self._seen[a], dur, self._agg_id, self._alpha)
-                self._wsum[a] = self._wsum[a] + dur if self._seen[a] else dur
-                self._seen[a] = True
 
     def start(self, id: Any, model: str, batch_size: float, t: float) -> None:
         """An execution ``id`` of ``model`` at ``batch_size`` launches at time ``t`` (ms).
@@ -219,22 +215,35 @@ class TimelineState:
             raise InterfpredError(f"{what} refused: that id is already running (started at "
                                   f"{float(self._start[self._slot[id]])!r})")
         tf = self._check_time(t, what)
+        key = (str(model), batch_size)
         try:
-            p = self.profiles.lookup(str(model), batch_size, gpu=self.gpu, extrapolate=self.extrapolate)
-        except (InterfpredError, TypeError, ValueError) as exc:
-            raise InterfpredError(f"{what} refused: {exc}") from None
+            prof = self._profile_cache.get(key)
+        except TypeError:
+            raise InterfpredError(f"{what} refused: batch size {batch_size!r} is not a number") from None
+        if prof is None:
+            try:
+                # lookup_arrays, not lookup: the very arithmetic the batch form uses, so the two agree.
+                v = self.profiles.lookup_arrays([key[0]], [batch_size], gpus=None if self.gpu is None else [self.gpu],
+                                                extrapolate=self.extrapolate)
+            except (InterfpredError, TypeError, ValueError) as exc:
+                raise InterfpredError(f"{what} refused: {exc}") from None
+            prof = (float(v["sm"][0]), float(v["l2"][0]), float(v["dram"][0]), float(v["solo_ms"][0]))
+            if len(self._profile_cache) >= PROFILE_CACHE_SIZE:
+                self._profile_cache.clear()
+            self._profile_cache[key] = prof
         # Validated; from here on nothing can fail.
         self._advance(tf)
         k = len(self._ids)
         if k == self._dem.shape[0]:
             self._grow()
-        self._dem[k] = (p.sm, p.l2, p.dram)
-        self._solo[k] = p.solo_ms
+        self._dem[k] = prof[:3]
+        self._solo[k] = prof[3]
         self._start[k] = tf
         self._acc[k] = 0.0
         self._cur[k] = 0.0
         self._wsum[k] = 0.0
         self._seen[k] = False
+        self._in_seg[k] = False
         self._ids.append(id)
         self._info.append((str(model), float(batch_size)))
         self._slot[id] = k
@@ -262,13 +271,21 @@ class TimelineState:
         self._advance(tf)
         a = self._slot[id]
         acc = self._acc[a].copy()
+        wsum = float(self._wsum[a])
+        seen = bool(self._seen[a])
+        if self._agg_id == _k.AGG_TIME_WEIGHTED and self._in_seg[a]:
+            # Its last segment ends here, whatever else happens at this instant.
+            dur = tf - self._seg_t0
+            _k.fold(acc, self._cur[a], not seen, dur, self._agg_id, self._alpha)
+            wsum = wsum + dur if seen else dur
+            seen = True
         if self.extractor.is_builtin:
-            _k.finalize(acc, self._wsum[a], self._seen[a], self._dem[a].copy(),
+            _k.finalize(acc, wsum, seen, self._dem[a].copy(),
                         self.extractor._map_id, self.extractor._combine_id, self._agg_id)
-        elif not self._seen[a]:
+        elif not seen:
             acc = self.extractor.feature_map(self._dem[a].copy(), np.empty((0, 3)))
         elif self._agg_id == _k.AGG_TIME_WEIGHTED:
-            acc = acc / self._wsum[a]
+            acc = acc / wsum
         latency = tf - float(self._start[a])
         solo = float(self._solo[a])
         if self.extractor.target == "slowdown":
@@ -283,7 +300,7 @@ class TimelineState:
         last = len(self._ids) - 1
         id = self._ids[a]
         if a != last:
-            for arr in (self._dem, self._solo, self._start, self._acc, self._cur, self._wsum, self._seen):
+            for arr in (self._dem, self._solo, self._start, self._acc, self._cur, self._wsum, self._seen, self._in_seg):
                 arr[a] = arr[last]
             self._ids[a] = self._ids[last]
             self._serial[a] = self._serial[last]
@@ -304,3 +321,4 @@ class TimelineState:
 
         self._dem, self._solo, self._start = g(self._dem), g(self._solo), g(self._start)
         self._acc, self._cur, self._wsum, self._seen = g(self._acc), g(self._cur), g(self._wsum), g(self._seen)
+        self._in_seg = g(self._in_seg)
