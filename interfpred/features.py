@@ -75,7 +75,7 @@ from interfpred.constants import (
 )
 from interfpred.errors import InterfpredError
 from interfpred.profiles import ProfileTable
-from interfpred.timeline import Timeline, _gpu_codes, build_timeline, segment_arrays
+from interfpred.timeline import Timeline, segment_arrays
 from interfpred.trace import Trace
 
 __all__ = [
@@ -221,23 +221,36 @@ def profile_arrays(trace: Trace, profiles: ProfileTable, *,
         raise InterfpredError(
             f"the profile table holds gpus {', '.join(sorted(table_gpus))} but the trace runs on "
             f"{', '.join(missing)}; give profiles for every gpu of the trace, or a table of one gpu")
+    # Look up each distinct (gpu, model, batch size) once, then scatter: string work stays
+    # proportional to the distinct keys, not to the rows.
+    gnames, gcode = trace.codes("gpu")
+    mnames, mcode = trace.codes("model")
+    batch = trace.batch_size
+    key = (gcode * len(mnames) + mcode) * (int(batch.max()) + 1) + batch
+    kmax = int(key.max())
+    if kmax <= 4 * len(key) + 4096:      # dense keys: O(n) without sorting
+        rep = np.full(kmax + 1, -1, dtype=np.int64)
+        rep[key] = np.arange(len(key))
+        first = rep[rep >= 0]
+        pos = np.empty(kmax + 1, dtype=np.int64)
+        pos[key[first]] = np.arange(len(first))
+        inverse = pos[key]
+    else:
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     try:
-        vals = profiles.lookup_arrays(trace.model, trace.batch_size, gpus=gpus, extrapolate=extrapolate)
-    except InterfpredError as exc:
-        # Find the first row that fails, so the message names it.
-        seen: set = set()
-        for i in range(len(trace)):
-            key = (trace.gpu[i], trace.model[i], int(trace.batch_size[i]))
-            if key in seen:
-                continue
-            seen.add(key)
-            g = None if gpus is None else str(trace.gpu[i])
+        vals = profiles.lookup_arrays(trace.model[first], batch[first],
+                                      gpus=None if gpus is None else trace.gpu[first], extrapolate=extrapolate)
+    except InterfpredError:
+        # Name the first row that fails.
+        _, first = np.unique(key, return_index=True)
+        for i in np.sort(first):
             try:
-                profiles.lookup_arrays([key[1]], [key[2]], gpus=None if g is None else [g],
+                profiles.lookup_arrays([trace.model[i]], [batch[i]], gpus=None if gpus is None else [trace.gpu[i]],
                                        extrapolate=extrapolate)
             except InterfpredError as row_exc:
                 raise InterfpredError(f"row {i} (id {trace.id[i]}): {row_exc}") from None
-        raise exc
+        raise
+    vals = {k: v[inverse.reshape(-1)] for k, v in vals.items()}
     dem = np.column_stack([vals["sm"], vals["l2"], vals["dram"]]).astype(np.float64)
     return np.ascontiguousarray(dem), np.ascontiguousarray(vals["solo_ms"], dtype=np.float64)
 
@@ -419,7 +432,7 @@ class Extractor:
                 raise InterfpredError("timeline was not built from this trace (row counts differ)")
             seg = (timeline.seg_start, timeline.seg_end, timeline.seg_ptr, timeline.seg_members)
         else:
-            _, gcode = _gpu_codes(trace.gpu)
+            _, gcode = trace.codes("gpu")
             s = segment_arrays(gcode, np.ascontiguousarray(trace.start_ms), np.ascontiguousarray(trace.end_ms))
             seg = (s[1], s[2], s[3], s[4])
         X = self._features(*seg, dem)

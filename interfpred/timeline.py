@@ -126,11 +126,6 @@ class Timeline:
         return out
 
 
-def _gpu_codes(gpu: np.ndarray) -> tuple[tuple[str, ...], np.ndarray]:
-    names, codes = np.unique(gpu, return_inverse=True)
-    return tuple(str(g) for g in names), codes.astype(np.int64).reshape(-1)
-
-
 def _order(gcode: np.ndarray, times: np.ndarray, single_gpu: bool) -> np.ndarray:
     if single_gpu:
         if times.size < 2 or bool(np.all(times[1:] >= times[:-1])):
@@ -176,12 +171,12 @@ def build_timeline(trace: Trace) -> Timeline:
     """
     if not isinstance(trace, Trace):
         raise InterfpredError(f"build_timeline expects a Trace, got {type(trace).__name__}")
-    names, gcode = _gpu_codes(trace.gpu)
+    names, gcode = trace.codes("gpu")
     start = np.ascontiguousarray(trace.start_ms, dtype=np.float64)
     end = np.ascontiguousarray(trace.end_ms, dtype=np.float64)
     seg_gpu, seg_start, seg_end, seg_ptr, members = segment_arrays(gcode, start, end)
     exec_ptr, exec_segments = _k.exec_csr(seg_ptr, members, len(trace))
-    arrays = (gcode, seg_gpu, seg_start, seg_end, seg_ptr, members, exec_ptr, exec_segments)
+    arrays = (gcode.copy(), seg_gpu, seg_start, seg_end, seg_ptr, members, exec_ptr, exec_segments)
     for a in arrays:
         a.setflags(write=False)
     return Timeline(names, *arrays)

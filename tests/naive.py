@@ -29,11 +29,24 @@ def naive_segments(gpu, start, end):
 
 
 def naive_exposure(gpu, start, end, i):
-    """Co-location timeline of row ``i``: list of ``(duration, sorted co-runner rows)``."""
+    """Co-location timeline of row ``i``: list of ``(duration, sorted co-runner rows)``.
+
+    O(n) per row (a scan of every other row), so O(n^2) over a trace.
+    """
+    s_i, e_i, g_i = float(start[i]), float(end[i]), str(gpu[i])
+    if e_i <= s_i:
+        return []
+    co = [j for j in range(len(start)) if j != i and str(gpu[j]) == g_i and float(end[j]) > float(start[j])
+          and float(start[j]) < e_i and float(end[j]) > s_i]
+    times = {s_i, e_i}
+    for j in co:
+        for t in (float(start[j]), float(end[j])):
+            if s_i < t < e_i:
+                times.add(t)
+    times = sorted(times)
     out = []
-    for g, t0, t1, members in naive_segments(gpu, start, end):
-        if i in members:
-            out.append((t1 - t0, sorted(members - {i})))
+    for t0, t1 in zip(times, times[1:]):
+        out.append((t1 - t0, sorted(j for j in co if float(start[j]) <= t0 and float(end[j]) >= t1)))
     return out
 
 
