@@ -4,9 +4,10 @@ Everything here works on plain arrays and scalars and never validates; the publi
 in :mod:`interfpred.timeline` and :mod:`interfpred.features` check their inputs first.
 
 Order independence. A built-in feature map depends only on the *multiset* of demands in a
-running set, never on the order in which the members are stored: per-resource sums are taken
-over the values sorted in ascending order, "the others" are ``total - me`` and the worst other
-is read from the sorted values. The batch form (sweep over a trace) and the streaming form
+running set, never on the order in which the members are stored: per-resource sums are exact
+fixed-point integer sums (units of 2**-50, so a sum differs from the real one by under 5e-16
+per member), "the others" are ``total - me`` in those units, and the worst other comes from the
+largest two values. The batch form (sweep over a trace) and the streaming form
 (events one by one) store members in different orders, and this makes them agree to the bit.
 """
 
@@ -140,38 +141,56 @@ def exec_csr(seg_ptr, members, n_total):
 
 
 # --------------------------------------------------------------------------- maps
+#: Fixed-point scale of the order-independent sums: demands (fractions in [0, 1]) are summed
+#: as int64 in units of 2**-50 (about 9e-16), exactly and in any order. The public wrappers keep
+#: a running set at or below constants.MAX_RUNNING_SET (4096) members, so a sum cannot overflow.
+_SCALE = 2.0 ** 50
+_INV_SCALE = 2.0 ** -50
+
+
+@njit(cache=True, inline="always")
+def _q(v):
+    return np.int64(np.floor(v * _SCALE + 0.5))
+
+
 @njit(cache=True)
-def _stats(dem, idx, k, srt, tot):
-    """Per resource: the k values sorted ascending into srt[:, :k] and their sum into tot."""
+def _stats(dem, idx, k, top, tot):
+    """Per resource r of the k members ``dem[idx[:k]]``: the largest and second-largest values
+    into ``top[r, 0]`` and ``top[r, 1]`` (0 when absent) and the fixed-point sum into ``tot[r]``.
+    Both are independent of the members' order."""
     for r in range(3):
+        t1 = 0.0
+        t2 = 0.0
+        s = np.int64(0)
         for a in range(k):
             v = dem[idx[a], r]
-            j = a
-            while j > 0 and srt[r, j - 1] > v:
-                srt[r, j] = srt[r, j - 1]
-                j -= 1
-            srt[r, j] = v
-        s = 0.0
-        for a in range(k):
-            s += srt[r, a]
+            s += _q(v)
+            if v > t1:
+                t2 = t1
+                t1 = v
+            elif v > t2:
+                t2 = v
+        top[r, 0] = t1
+        top[r, 1] = t2
         tot[r] = s
 
 
 @njit(cache=True)
-def _phi(me, srt, tot, k, map_id, combine_id, out):
+def _phi(me, top, tot, k, map_id, combine_id, out):
     """The built-in map of one member ``me`` (3,) of a running set of k given by its stats."""
     o0 = 0.0
     o1 = 0.0
     o2 = 0.0
     if k > 1:
         if combine_id == COMBINE_SUM:
-            o0 = tot[0] - me[0]
-            o1 = tot[1] - me[1]
-            o2 = tot[2] - me[2]
+            o0 = (tot[0] - _q(me[0])) * _INV_SCALE
+            o1 = (tot[1] - _q(me[1])) * _INV_SCALE
+            o2 = (tot[2] - _q(me[2])) * _INV_SCALE
         else:
-            o0 = srt[0, k - 2] if me[0] == srt[0, k - 1] else srt[0, k - 1]
-            o1 = srt[1, k - 2] if me[1] == srt[1, k - 1] else srt[1, k - 1]
-            o2 = srt[2, k - 2] if me[2] == srt[2, k - 1] else srt[2, k - 1]
+            # The worst other: the second largest if I am (a copy of) the largest.
+            o0 = top[0, 1] if me[0] == top[0, 0] else top[0, 0]
+            o1 = top[1, 1] if me[1] == top[1, 0] else top[1, 0]
+            o2 = top[2, 1] if me[2] == top[2, 0] else top[2, 0]
     if map_id == MAP_GPULETS:
         out[0] = me[1]
         out[1] = me[2]
@@ -189,8 +208,9 @@ def _phi(me, srt, tot, k, map_id, combine_id, out):
         out[7] = me[1] * o1
         out[8] = me[2] * o2
         for r in range(3):
-            out[9 + r] = tot[r]
-            out[12 + r] = max(0.0, tot[r] - 1.0)
+            total = tot[r] * _INV_SCALE
+            out[9 + r] = total
+            out[12 + r] = max(0.0, total - 1.0)
         out[15] = k - 1.0
 
 
@@ -201,8 +221,8 @@ def map_running_set(dem, map_id, combine_id):
     d = n_features(map_id)
     out = np.empty((k, d), dtype=np.float64)
     idx = np.arange(k)
-    srt = np.empty((3, max(k, 1)), dtype=np.float64)
-    tot = np.zeros(3, dtype=np.float64)
+    srt = np.zeros((3, 2), dtype=np.float64)
+    tot = np.zeros(3, dtype=np.int64)
     _stats(dem, idx, k, srt, tot)
     for a in range(k):
         _phi(dem[a], srt, tot, k, map_id, combine_id, out[a])
@@ -218,8 +238,8 @@ def map_instant(me, others, map_id, combine_id):
     for a in range(k - 1):
         dem[a + 1] = others[a]
     idx = np.arange(k)
-    srt = np.empty((3, k), dtype=np.float64)
-    tot = np.zeros(3, dtype=np.float64)
+    srt = np.zeros((3, 2), dtype=np.float64)
+    tot = np.zeros(3, dtype=np.int64)
     _stats(dem, idx, k, srt, tot)
     out = np.empty(n_features(map_id), dtype=np.float64)
     _phi(dem[0], srt, tot, k, map_id, combine_id, out)
@@ -262,8 +282,8 @@ def finalize(acc, wsum, seen, me, map_id, combine_id, agg_id):
     """Finish one execution's accumulator: divide TimeWeighted sums by the total duration; an
     execution with no segment (zero length) gets the map of itself alone."""
     if not seen:
-        srt = np.empty((3, 1), dtype=np.float64)
-        tot = np.zeros(3, dtype=np.float64)
+        srt = np.zeros((3, 2), dtype=np.float64)
+        tot = np.zeros(3, dtype=np.int64)
         dem = np.empty((1, 3), dtype=np.float64)
         dem[0] = me
         idx = np.zeros(1, dtype=np.int64)
@@ -284,11 +304,8 @@ def features(seg_start, seg_end, seg_ptr, members, dem, map_id, combine_id, agg_
     wsum = np.zeros(n, dtype=np.float64)
     seen = np.zeros(n, dtype=np.bool_)
     nseg = seg_ptr.shape[0] - 1
-    kmax = 1
-    for s in range(nseg):
-        kmax = max(kmax, seg_ptr[s + 1] - seg_ptr[s])
-    srt = np.empty((3, kmax), dtype=np.float64)
-    tot = np.zeros(3, dtype=np.float64)
+    srt = np.zeros((3, 2), dtype=np.float64)
+    tot = np.zeros(3, dtype=np.int64)
     phi = np.empty(d, dtype=np.float64)
     for s in range(nseg):
         lo = seg_ptr[s]
@@ -342,8 +359,8 @@ def stream_settle(acc, seen, cur, dem, k, map_id, combine_id, agg_id, alpha):
     if k == 0:
         return
     idx = np.arange(k)
-    srt = np.empty((3, k), dtype=np.float64)
-    tot = np.zeros(3, dtype=np.float64)
+    srt = np.zeros((3, 2), dtype=np.float64)
+    tot = np.zeros(3, dtype=np.int64)
     _stats(dem, idx, k, srt, tot)
     for a in range(k):
         _phi(dem[a], srt, tot, k, map_id, combine_id, cur[a])

@@ -36,3 +36,6 @@ TARGETS = ("slowdown", "rate")
 MIN_PREDICTED_RATE = 1e-3
 #: Distinct (model, batch size) profile lookups a TimelineState remembers (cleared when full).
 PROFILE_CACHE_SIZE = 4096
+#: Most executions that may run at once on one GPU for the built-in feature maps (their exact
+#: fixed-point sums would overflow far beyond it; real GPUs run a handful).
+MAX_RUNNING_SET = 4096

@@ -70,6 +70,7 @@ from interfpred.constants import (
     COMBINES,
     DEFAULT_EWMA_ALPHA,
     FEATURE_MAPS,
+    MAX_RUNNING_SET,
     MIN_PREDICTED_RATE,
     TARGETS,
 )
@@ -265,10 +266,13 @@ def _as_demand(x: Any, name: str, two_d: bool) -> np.ndarray:
             a = a.reshape(0, 3)
         if a.ndim != 2 or a.shape[1] != 3:
             raise InterfpredError(f"{name} has shape {a.shape}, expected (k, 3) columns sm, l2, dram")
+        if a.shape[0] > MAX_RUNNING_SET:
+            raise InterfpredError(f"{name} has {a.shape[0]} rows, more than MAX_RUNNING_SET={MAX_RUNNING_SET}")
     elif a.shape != (3,):
         raise InterfpredError(f"{name} has shape {a.shape}, expected (3,) [sm, l2, dram]")
-    if not np.all(np.isfinite(a)):
-        raise InterfpredError(f"{name} holds a non-finite value: {a.tolist()}")
+    if not np.all((a >= 0.0) & (a <= 1.0)):
+        raise InterfpredError(f"{name} holds a value outside [0, 1] (throughputs are fractions of peak): "
+                              f"{a.tolist()}")
     return np.ascontiguousarray(a)
 
 
@@ -435,6 +439,8 @@ class Extractor:
             _, gcode = trace.codes("gpu")
             s = segment_arrays(gcode, np.ascontiguousarray(trace.start_ms), np.ascontiguousarray(trace.end_ms))
             seg = (s[1], s[2], s[3], s[4])
+        if len(seg[2]) > 1 and int(np.diff(seg[2]).max()) > MAX_RUNNING_SET:
+            raise InterfpredError(f"more than MAX_RUNNING_SET={MAX_RUNNING_SET} executions run at once on one GPU")
         X = self._features(*seg, dem)
         y = latency / solo if self.target == "slowdown" else solo / latency
         return FeatureMatrix(X=X, names=self.names, y=y, target=self.target, solo_ms=solo, latency_ms=latency)

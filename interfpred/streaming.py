@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from interfpred import _timeline_kernels as _k
-from interfpred.constants import PROFILE_CACHE_SIZE
+from interfpred.constants import MAX_RUNNING_SET, PROFILE_CACHE_SIZE
 from interfpred.errors import InterfpredError
 from interfpred.features import _AGG_IDS, Extractor
 from interfpred.profiles import ProfileTable
@@ -215,6 +215,9 @@ class TimelineState:
             raise InterfpredError(f"{what} refused: that id is already running (started at "
                                   f"{float(self._start[self._slot[id]])!r})")
         tf = self._check_time(t, what)
+        if len(self._ids) >= MAX_RUNNING_SET:
+            raise InterfpredError(f"{what} refused: {len(self._ids)} executions already run, the most is "
+                                  f"MAX_RUNNING_SET={MAX_RUNNING_SET}")
         key = (str(model), batch_size)
         try:
             prof = self._profile_cache.get(key)

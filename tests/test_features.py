@@ -95,7 +95,7 @@ def test_instant_maps_match_naive(rows, fmap, combine):
     for a in range(len(rows)):
         others = [rows[j] for j in range(len(rows)) if j != a]
         ref = naive_feature_map(rows[a], others, fmap, combine)
-        np.testing.assert_allclose(allm[a], ref, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(allm[a], ref, rtol=1e-12, atol=1e-14)
         inst = ex.map_instant(dem[a], np.array(others).reshape(-1, 3))
         np.testing.assert_array_equal(inst, allm[a])
         # order of the others never matters, to the bit
@@ -203,7 +203,11 @@ def test_instant_map_input_checks():
         ex.map_instant([0.1, 0.2], [])
     with pytest.raises(InterfpredError, match=r"others has shape \(3,\)"):
         ex.map_instant([0.1, 0.2, 0.3], [0.1, 0.2, 0.3])
-    with pytest.raises(InterfpredError, match="non-finite"):
+    with pytest.raises(InterfpredError, match="outside"):
         ex.map_running_set([[0.1, np.nan, 0.3]])
+    with pytest.raises(InterfpredError, match=r"outside \[0, 1\]"):
+        ex.map_instant([0.1, 1.5, 0.3], [])
+    with pytest.raises(InterfpredError, match="MAX_RUNNING_SET"):
+        ex.map_running_set(np.zeros((5000, 3)))
     np.testing.assert_array_equal(ex.map_instant([0.1, 0.2, 0.3], []), [0.1, 0.2, 0.3, 0, 0, 0])
     assert ex.map_running_set(np.empty((0, 3))).shape == (0, 6)
