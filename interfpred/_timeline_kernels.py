@@ -26,7 +26,6 @@ AGG_STATIC = 0
 AGG_EWMA = 1
 AGG_TIME_WEIGHTED = 2
 
-_N_FEATURES = (6, 4, 16)
 
 
 @njit(cache=True)
@@ -154,7 +153,17 @@ def _q(v):
 
 
 @njit(cache=True)
-def _stats(dem, idx, k, top, tot):
+def quantize(dem):
+    """Fixed-point copy of demands (n, 3) in units of 2**-50 (int64)."""
+    out = np.empty(dem.shape, dtype=np.int64)
+    for i in range(dem.shape[0]):
+        for r in range(3):
+            out[i, r] = _q(dem[i, r])
+    return out
+
+
+@njit(cache=True)
+def _stats(dem, dq, idx, k, top, tot):
     """Per resource r of the k members ``dem[idx[:k]]``: the largest and second-largest values
     into ``top[r, 0]`` and ``top[r, 1]`` (0 when absent) and the fixed-point sum into ``tot[r]``.
     Both are independent of the members' order."""
@@ -164,7 +173,7 @@ def _stats(dem, idx, k, top, tot):
         s = np.int64(0)
         for a in range(k):
             v = dem[idx[a], r]
-            s += _q(v)
+            s += dq[idx[a], r]
             if v > t1:
                 t2 = t1
                 t1 = v
@@ -176,16 +185,16 @@ def _stats(dem, idx, k, top, tot):
 
 
 @njit(cache=True)
-def _phi(me, top, tot, k, map_id, combine_id, out):
+def _phi(me, meq, top, tot, k, map_id, combine_id, out):
     """The built-in map of one member ``me`` (3,) of a running set of k given by its stats."""
     o0 = 0.0
     o1 = 0.0
     o2 = 0.0
     if k > 1:
         if combine_id == COMBINE_SUM:
-            o0 = (tot[0] - _q(me[0])) * _INV_SCALE
-            o1 = (tot[1] - _q(me[1])) * _INV_SCALE
-            o2 = (tot[2] - _q(me[2])) * _INV_SCALE
+            o0 = (tot[0] - meq[0]) * _INV_SCALE
+            o1 = (tot[1] - meq[1]) * _INV_SCALE
+            o2 = (tot[2] - meq[2]) * _INV_SCALE
         else:
             # The worst other: the second largest if I am (a copy of) the largest.
             o0 = top[0, 1] if me[0] == top[0, 0] else top[0, 0]
@@ -223,9 +232,10 @@ def map_running_set(dem, map_id, combine_id):
     idx = np.arange(k)
     srt = np.zeros((3, 2), dtype=np.float64)
     tot = np.zeros(3, dtype=np.int64)
-    _stats(dem, idx, k, srt, tot)
+    dq = quantize(dem)
+    _stats(dem, dq, idx, k, srt, tot)
     for a in range(k):
-        _phi(dem[a], srt, tot, k, map_id, combine_id, out[a])
+        _phi(dem[a], dq[a], srt, tot, k, map_id, combine_id, out[a])
     return out
 
 
@@ -240,9 +250,10 @@ def map_instant(me, others, map_id, combine_id):
     idx = np.arange(k)
     srt = np.zeros((3, 2), dtype=np.float64)
     tot = np.zeros(3, dtype=np.int64)
-    _stats(dem, idx, k, srt, tot)
+    dq = quantize(dem)
+    _stats(dem, dq, idx, k, srt, tot)
     out = np.empty(n_features(map_id), dtype=np.float64)
-    _phi(dem[0], srt, tot, k, map_id, combine_id, out)
+    _phi(dem[0], dq[0], srt, tot, k, map_id, combine_id, out)
     return out
 
 
@@ -287,8 +298,9 @@ def finalize(acc, wsum, seen, me, map_id, combine_id, agg_id):
         dem = np.empty((1, 3), dtype=np.float64)
         dem[0] = me
         idx = np.zeros(1, dtype=np.int64)
-        _stats(dem, idx, 1, srt, tot)
-        _phi(me, srt, tot, 1, map_id, combine_id, acc)
+        dq = quantize(dem)
+        _stats(dem, dq, idx, 1, srt, tot)
+        _phi(me, dq[0], srt, tot, 1, map_id, combine_id, acc)
     elif agg_id == AGG_TIME_WEIGHTED:
         for f in range(acc.shape[0]):
             acc[f] = acc[f] / wsum
@@ -307,6 +319,7 @@ def features(seg_start, seg_end, seg_ptr, members, dem, map_id, combine_id, agg_
     srt = np.zeros((3, 2), dtype=np.float64)
     tot = np.zeros(3, dtype=np.int64)
     phi = np.empty(d, dtype=np.float64)
+    dq = quantize(dem)
     for s in range(nseg):
         lo = seg_ptr[s]
         hi = seg_ptr[s + 1]
@@ -320,13 +333,13 @@ def features(seg_start, seg_end, seg_ptr, members, dem, map_id, combine_id, agg_
                     break
             if not need:
                 continue
-        _stats(dem, idx, k, srt, tot)
+        _stats(dem, dq, idx, k, srt, tot)
         dur = seg_end[s] - seg_start[s]
         for a in range(k):
             i = idx[a]
             if agg_id == AGG_STATIC and seen[i]:
                 continue
-            _phi(dem[i], srt, tot, k, map_id, combine_id, phi)
+            _phi(dem[i], dq[i], srt, tot, k, map_id, combine_id, phi)
             fold(out[i], phi, not seen[i], dur, agg_id, alpha)
             if seen[i]:
                 wsum[i] += dur
@@ -361,9 +374,10 @@ def stream_settle(acc, seen, cur, dem, k, map_id, combine_id, agg_id, alpha):
     idx = np.arange(k)
     srt = np.zeros((3, 2), dtype=np.float64)
     tot = np.zeros(3, dtype=np.int64)
-    _stats(dem, idx, k, srt, tot)
+    dq = quantize(dem[:k])
+    _stats(dem, dq, idx, k, srt, tot)
     for a in range(k):
-        _phi(dem[a], srt, tot, k, map_id, combine_id, cur[a])
+        _phi(dem[a], dq[a], srt, tot, k, map_id, combine_id, cur[a])
         if agg_id != AGG_TIME_WEIGHTED:
             fold(acc[a], cur[a], not seen[a], 0.0, agg_id, alpha)
             seen[a] = True
