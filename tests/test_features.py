@@ -96,6 +96,7 @@ def test_instant_maps_match_naive(rows, fmap, combine):
         others = [rows[j] for j in range(len(rows)) if j != a]
         ref = naive_feature_map(rows[a], others, fmap, combine)
         np.testing.assert_allclose(allm[a], ref, rtol=1e-12, atol=1e-14)
+        np.testing.assert_array_equal(ex.map_running_set(dem, check=False)[a], allm[a])
         inst = ex.map_instant(dem[a], np.array(others).reshape(-1, 3))
         np.testing.assert_array_equal(inst, allm[a])
         # order of the others never matters, to the bit
