@@ -313,7 +313,7 @@ class Extractor:
 
     # ------------------------------------------------------------------ description
     @property
-    def alpha_(self) -> float:
+    def _agg_alpha(self) -> float:
         return 0.0
 
     @property
@@ -453,7 +453,7 @@ class Extractor:
 
     def _features(self, seg_start, seg_end, seg_ptr, members, dem) -> np.ndarray:
         agg_id = _AGG_IDS[self.aggregation]
-        alpha = self.alpha_
+        alpha = self._agg_alpha
         if self.is_builtin:
             return _k.features(seg_start, seg_end, seg_ptr, members, dem, self._map_id,
                                self._combine_id, agg_id, alpha)
@@ -543,7 +543,7 @@ class EWMA(Extractor):
         self.alpha = a
 
     @property
-    def alpha_(self) -> float:
+    def _agg_alpha(self) -> float:
         return self.alpha
 
     def _spec_alpha(self) -> float | None:

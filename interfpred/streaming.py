@@ -117,7 +117,7 @@ class TimelineState:
         self.gpu = gpu
         self.extrapolate = extrapolate
         self._agg_id = _AGG_IDS[extractor.aggregation]
-        self._alpha = extractor.alpha_
+        self._alpha = extractor._agg_alpha
         d = extractor.n_features
         cap = 8
         self._ids: list[Any] = []

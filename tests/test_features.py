@@ -50,7 +50,7 @@ def test_every_extractor_matches_naive(trace, prof):
     for ex in _extractors():
         fm = ex.transform(trace, prof, timeline=tl)
         ref = naive_features(trace.gpu, trace.start_ms, trace.end_ms, dem, ex.feature_map, ex.combine,
-                             ex.aggregation, ex.alpha_)
+                             ex.aggregation, ex._agg_alpha)
         assert fm.X.shape == (len(trace), len(ex.names))
         np.testing.assert_allclose(fm.X, np.array(ref).reshape(fm.X.shape), rtol=1e-9, atol=1e-12)
         np.testing.assert_array_equal(fm.X, ex.transform(trace, prof).X)  # with or without a timeline
@@ -122,7 +122,7 @@ def test_custom_map_matches_builtin_and_naive():
         got = agg(feature_map=cm).transform(tr, prof).X
         np.testing.assert_allclose(got, agg().transform(tr, prof).X, rtol=1e-12, atol=1e-14)
         ex = agg(feature_map=cm)
-        ref = naive_features(tr.gpu, tr.start_ms, tr.end_ms, dem, aggregation=ex.aggregation, alpha=ex.alpha_,
+        ref = naive_features(tr.gpu, tr.start_ms, tr.end_ms, dem, aggregation=ex.aggregation, alpha=ex._agg_alpha,
                              map_fn=lambda me, o: fn(np.array(me), np.array(o).reshape(-1, 3)))
         np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-14)
     with pytest.raises(InterfpredError, match="returned 1 values"):
