@@ -16,6 +16,7 @@ from interfpred.features import (
     Static,
     TimeWeighted,
     make_extractor,
+    transform_many,
 )
 from interfpred.streaming import FinishedExecution, RunningExecution, TimelineState
 
@@ -35,6 +36,7 @@ __all__ = [
     "CustomMap",
     "FeatureMatrix",
     "make_extractor",
+    "transform_many",
     "TimelineState",
     "FinishedExecution",
     "RunningExecution",

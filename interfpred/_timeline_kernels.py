@@ -307,12 +307,14 @@ def finalize(acc, wsum, seen, me, map_id, combine_id, agg_id):
 
 
 @njit(cache=True)
-def features(seg_start, seg_end, seg_ptr, members, dem, map_id, combine_id, agg_id, alpha):
-    """Aggregated built-in features of every execution: (n, d). Segments must be in time order
-    per GPU, which the sweep guarantees."""
+def features(seg_start, seg_end, seg_ptr, members, dem, map_id, combine_id, agg_ids, alphas):
+    """Aggregated built-in features of every execution for several aggregations of one map at
+    once: (a, n, d), the map evaluated once per (segment, member). Segments must be in time
+    order per GPU, which the sweep guarantees."""
     n = dem.shape[0]
     d = n_features(map_id)
-    out = np.zeros((n, d), dtype=np.float64)
+    na = agg_ids.shape[0]
+    out = np.zeros((na, n, d), dtype=np.float64)
     wsum = np.zeros(n, dtype=np.float64)
     seen = np.zeros(n, dtype=np.bool_)
     nseg = seg_ptr.shape[0] - 1
@@ -320,12 +322,16 @@ def features(seg_start, seg_end, seg_ptr, members, dem, map_id, combine_id, agg_
     tot = np.zeros(3, dtype=np.int64)
     phi = np.empty(d, dtype=np.float64)
     dq = quantize(dem)
+    only_static = True
+    for j in range(na):
+        if agg_ids[j] != AGG_STATIC:
+            only_static = False
     for s in range(nseg):
         lo = seg_ptr[s]
         hi = seg_ptr[s + 1]
         k = hi - lo
         idx = members[lo:hi]
-        if agg_id == AGG_STATIC:
+        if only_static:
             need = False
             for a in range(k):
                 if not seen[idx[a]]:
@@ -337,17 +343,20 @@ def features(seg_start, seg_end, seg_ptr, members, dem, map_id, combine_id, agg_
         dur = seg_end[s] - seg_start[s]
         for a in range(k):
             i = idx[a]
-            if agg_id == AGG_STATIC and seen[i]:
+            if only_static and seen[i]:
                 continue
             _phi(dem[i], dq[i], srt, tot, k, map_id, combine_id, phi)
-            fold(out[i], phi, not seen[i], dur, agg_id, alpha)
-            if seen[i]:
-                wsum[i] += dur
-            else:
+            first = not seen[i]
+            for j in range(na):
+                fold(out[j, i], phi, first, dur, agg_ids[j], alphas[j])
+            if first:
                 wsum[i] = dur
+            else:
+                wsum[i] += dur
             seen[i] = True
-    for i in range(n):
-        finalize(out[i], wsum[i], seen[i], dem[i], map_id, combine_id, agg_id)
+    for j in range(na):
+        for i in range(n):
+            finalize(out[j, i], wsum[i], seen[i], dem[i], map_id, combine_id, agg_ids[j])
     return out
 
 

@@ -89,6 +89,7 @@ __all__ = [
     "feature_names",
     "make_extractor",
     "profile_arrays",
+    "transform_many",
 ]
 
 _MAP_IDS = {"default": _k.MAP_DEFAULT, "gpulets": _k.MAP_GPULETS, "rich": _k.MAP_RICH}
@@ -430,33 +431,14 @@ class Extractor:
         InterfpredError
             A row without a profile, or a zero-latency row with ``target="rate"``.
         """
-        dem, solo = profile_arrays(trace, profiles, extrapolate=extrapolate)
-        latency = np.asarray(trace.end_ms - trace.start_ms, dtype=np.float64)
-        if self.target == "rate" and len(trace) and np.any(latency <= 0):
-            i = int(np.flatnonzero(latency <= 0)[0])
-            raise InterfpredError(
-                f"row {i} (id {trace.id[i]}) has zero latency: its rate solo_ms / latency is undefined; "
-                "drop zero-length executions or use target='slowdown'")
-        if timeline is not None:
-            if not isinstance(timeline, Timeline) or timeline.n_executions != len(trace):
-                raise InterfpredError("timeline was not built from this trace (row counts differ)")
-            seg = (timeline.seg_start, timeline.seg_end, timeline.seg_ptr, timeline.seg_members)
-        else:
-            _, gcode = trace.codes("gpu")
-            s = segment_arrays(gcode, np.ascontiguousarray(trace.start_ms), np.ascontiguousarray(trace.end_ms))
-            seg = (s[1], s[2], s[3], s[4])
-        if len(seg[2]) > 1 and int(np.diff(seg[2]).max()) > MAX_RUNNING_SET:
-            raise InterfpredError(f"more than MAX_RUNNING_SET={MAX_RUNNING_SET} executions run at once on one GPU")
-        X = self._features(*seg, dem)
-        y = latency / solo if self.target == "slowdown" else solo / latency
-        return FeatureMatrix(X=X, names=self.names, y=y, target=self.target, solo_ms=solo, latency_ms=latency)
+        return transform_many([self], trace, profiles, timeline=timeline, extrapolate=extrapolate)[0]
 
     def _features(self, seg_start, seg_end, seg_ptr, members, dem) -> np.ndarray:
         agg_id = _AGG_IDS[self.aggregation]
         alpha = self._agg_alpha
         if self.is_builtin:
-            return _k.features(seg_start, seg_end, seg_ptr, members, dem, self._map_id,
-                               self._combine_id, agg_id, alpha)
+            return _k.features(seg_start, seg_end, seg_ptr, members, dem, self._map_id, self._combine_id,
+                               np.array([agg_id], dtype=np.int64), np.array([alpha]))[0]
         n, d = dem.shape[0], self.n_features
         out = np.zeros((n, d))
         wsum = np.zeros(n)
@@ -560,6 +542,68 @@ class TimeWeighted(Extractor):
     """
 
     aggregation = "time-weighted"
+
+
+def transform_many(extractors: Sequence[Extractor], trace: Trace, profiles: ProfileTable, *,
+                   timeline: Timeline | None = None, extrapolate: bool = False) -> list[FeatureMatrix]:
+    """:meth:`Extractor.transform` of several extractors over one trace, sharing the work.
+
+    Profiles are looked up and the trace segmented once; extractors with the same built-in map
+    and combine evaluate the map once per (segment, member) and fold it into every aggregation
+    in the same pass. Each result equals that extractor's own ``transform`` to the bit.
+
+    Examples
+    --------
+    >>> from interfpred import ProfileTable, Trace
+    >>> prof = ProfileTable.from_columns(gpu=["l4"] * 2, model=["a", "b"], batch_size=[1, 1],
+    ...     solo_ms=[2.0, 4.0], sm=[0.5, 0.25], l2=[0.5, 0.5], dram=[0.25, 0.5])
+    >>> tr = Trace(id=[1, 2], gpu=["l4"] * 2, model=["a", "b"], batch_size=[1, 1],
+    ...            start_ms=[0.0, 1.0], end_ms=[4.0, 6.0])
+    >>> s, e, t = transform_many([Static(), EWMA(0.5), TimeWeighted()], tr, prof)
+    >>> [float(m.X[0, 5]) for m in (s, e, t)]      # dram_other of row 0
+    [0.0, 0.25, 0.375]
+    """
+    exs = list(extractors)
+    if not exs:
+        raise InterfpredError("transform_many needs at least one extractor")
+    for ex in exs:
+        if not isinstance(ex, Extractor):
+            raise InterfpredError(f"expected Extractor objects, got {type(ex).__name__}")
+    dem, solo = profile_arrays(trace, profiles, extrapolate=extrapolate)
+    latency = np.asarray(trace.end_ms - trace.start_ms, dtype=np.float64)
+    if any(ex.target == "rate" for ex in exs) and len(trace) and np.any(latency <= 0):
+        i = int(np.flatnonzero(latency <= 0)[0])
+        raise InterfpredError(
+            f"row {i} (id {trace.id[i]}) has zero latency: its rate solo_ms / latency is undefined; "
+            "drop zero-length executions or use target='slowdown'")
+    if timeline is not None:
+        if not isinstance(timeline, Timeline) or timeline.n_executions != len(trace):
+            raise InterfpredError("timeline was not built from this trace (row counts differ)")
+        seg = (timeline.seg_start, timeline.seg_end, timeline.seg_ptr, timeline.seg_members)
+    else:
+        _, gcode = trace.codes("gpu")
+        sa = segment_arrays(gcode, np.ascontiguousarray(trace.start_ms), np.ascontiguousarray(trace.end_ms))
+        seg = (sa[1], sa[2], sa[3], sa[4])
+    if len(seg[2]) > 1 and int(np.diff(seg[2]).max()) > MAX_RUNNING_SET:
+        raise InterfpredError(f"more than MAX_RUNNING_SET={MAX_RUNNING_SET} executions run at once on one GPU")
+    X: list[np.ndarray | None] = [None] * len(exs)
+    groups: dict[tuple[int, int], list[int]] = {}
+    for j, ex in enumerate(exs):
+        if ex.is_builtin:
+            groups.setdefault((ex._map_id, ex._combine_id), []).append(j)
+        else:
+            X[j] = ex._features(*seg, dem)
+    for (map_id, combine_id), js in groups.items():
+        agg_ids = np.array([_AGG_IDS[exs[j].aggregation] for j in js], dtype=np.int64)
+        alphas = np.array([exs[j]._agg_alpha for j in js], dtype=np.float64)
+        out = _k.features(*seg, dem, map_id, combine_id, agg_ids, alphas)
+        for row, j in enumerate(js):
+            X[j] = out[row]
+    results = []
+    for ex, x in zip(exs, X):
+        y = latency / solo if ex.target == "slowdown" else solo / latency
+        results.append(FeatureMatrix(X=x, names=ex.names, y=y, target=ex.target, solo_ms=solo, latency_ms=latency))
+    return results
 
 
 _CLASSES = {"static": Static, "ewma": EWMA, "time-weighted": TimeWeighted}

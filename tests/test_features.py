@@ -212,3 +212,22 @@ def test_instant_map_input_checks():
         ex.map_running_set(np.zeros((5000, 3)))
     np.testing.assert_array_equal(ex.map_instant([0.1, 0.2, 0.3], []), [0.1, 0.2, 0.3, 0, 0, 0])
     assert ex.map_running_set(np.empty((0, 3))).shape == (0, 6)
+
+
+@settings(max_examples=25, deadline=None)
+@given(traces(), profile_tables(gpus=("g0", "g1")))
+def test_transform_many_equals_each_transform(trace, prof):
+    from interfpred.features import transform_many
+
+    cm = CustomMap(lambda me, o: [me[0] + o[:, 0].sum()], names=["sm_sum"])
+    exs = _extractors() + [TimeWeighted(feature_map=cm), Static(target="slowdown")]
+    many = transform_many(exs, trace, prof)
+    for ex, fm in zip(exs, many):
+        one = ex.transform(trace, prof)
+        np.testing.assert_array_equal(fm.X, one.X)
+        np.testing.assert_array_equal(fm.y, one.y)
+        assert fm.names == one.names
+    with pytest.raises(InterfpredError, match="at least one extractor"):
+        transform_many([], trace, prof)
+    with pytest.raises(InterfpredError, match="expected Extractor"):
+        transform_many(["static"], trace, prof)
