@@ -110,7 +110,8 @@ def sweep(gcode, start, end, so, eo, n_total):
             seg_gpu[ns] = g
             seg_start[ns] = t
             seg_end[ns] = t_next
-            members = _grow_f(members, nm + nrun)
+            if nm + nrun > members.shape[0]:
+                members = _grow_f(members, nm + nrun)
             for k in range(nrun):
                 members[nm + k] = running[k]
             nm += nrun
@@ -163,8 +164,8 @@ def quantize(dem):
 
 
 @njit(cache=True)
-def _stats(dem, dq, idx, k, top, tot):
-    """Per resource r of the k members ``dem[idx[:k]]``: the largest and second-largest values
+def _stats(dem, dq, idx, lo, k, top, tot):
+    """Per resource r of the k members ``dem[idx[lo:lo + k]]``: the largest and second-largest values
     into ``top[r, 0]`` and ``top[r, 1]`` (0 when absent) and the fixed-point sum into ``tot[r]``.
     Both are independent of the members' order."""
     for r in range(3):
@@ -172,8 +173,9 @@ def _stats(dem, dq, idx, k, top, tot):
         t2 = 0.0
         s = np.int64(0)
         for a in range(k):
-            v = dem[idx[a], r]
-            s += dq[idx[a], r]
+            i = idx[lo + a]
+            v = dem[i, r]
+            s += dq[i, r]
             if v > t1:
                 t2 = t1
                 t1 = v
@@ -185,37 +187,41 @@ def _stats(dem, dq, idx, k, top, tot):
 
 
 @njit(cache=True)
-def _phi(me, meq, top, tot, k, map_id, combine_id, out):
-    """The built-in map of one member ``me`` (3,) of a running set of k given by its stats."""
+def _phi(dem, dq, i, top, tot, k, map_id, combine_id, out):
+    """The built-in map of member ``dem[i]`` of a running set of k given by its stats, into
+    ``out`` (indices, not row views, keep the hot loop free of reference counting)."""
+    me0 = dem[i, 0]
+    me1 = dem[i, 1]
+    me2 = dem[i, 2]
     o0 = 0.0
     o1 = 0.0
     o2 = 0.0
     if k > 1:
         if combine_id == COMBINE_SUM:
-            o0 = (tot[0] - meq[0]) * _INV_SCALE
-            o1 = (tot[1] - meq[1]) * _INV_SCALE
-            o2 = (tot[2] - meq[2]) * _INV_SCALE
+            o0 = (tot[0] - dq[i, 0]) * _INV_SCALE
+            o1 = (tot[1] - dq[i, 1]) * _INV_SCALE
+            o2 = (tot[2] - dq[i, 2]) * _INV_SCALE
         else:
             # The worst other: the second largest if I am (a copy of) the largest.
-            o0 = top[0, 1] if me[0] == top[0, 0] else top[0, 0]
-            o1 = top[1, 1] if me[1] == top[1, 0] else top[1, 0]
-            o2 = top[2, 1] if me[2] == top[2, 0] else top[2, 0]
+            o0 = top[0, 1] if me0 == top[0, 0] else top[0, 0]
+            o1 = top[1, 1] if me1 == top[1, 0] else top[1, 0]
+            o2 = top[2, 1] if me2 == top[2, 0] else top[2, 0]
     if map_id == MAP_GPULETS:
-        out[0] = me[1]
-        out[1] = me[2]
+        out[0] = me1
+        out[1] = me2
         out[2] = o1
         out[3] = o2
         return
-    out[0] = me[0]
-    out[1] = me[1]
-    out[2] = me[2]
+    out[0] = me0
+    out[1] = me1
+    out[2] = me2
     out[3] = o0
     out[4] = o1
     out[5] = o2
     if map_id == MAP_RICH:
-        out[6] = me[0] * o0
-        out[7] = me[1] * o1
-        out[8] = me[2] * o2
+        out[6] = me0 * o0
+        out[7] = me1 * o1
+        out[8] = me2 * o2
         for r in range(3):
             total = tot[r] * _INV_SCALE
             out[9 + r] = total
@@ -233,9 +239,9 @@ def map_running_set(dem, map_id, combine_id):
     srt = np.zeros((3, 2), dtype=np.float64)
     tot = np.zeros(3, dtype=np.int64)
     dq = quantize(dem)
-    _stats(dem, dq, idx, k, srt, tot)
+    _stats(dem, dq, idx, 0, k, srt, tot)
     for a in range(k):
-        _phi(dem[a], dq[a], srt, tot, k, map_id, combine_id, out[a])
+        _phi(dem, dq, a, srt, tot, k, map_id, combine_id, out[a])
     return out
 
 
@@ -251,9 +257,9 @@ def map_instant(me, others, map_id, combine_id):
     srt = np.zeros((3, 2), dtype=np.float64)
     tot = np.zeros(3, dtype=np.int64)
     dq = quantize(dem)
-    _stats(dem, dq, idx, k, srt, tot)
+    _stats(dem, dq, idx, 0, k, srt, tot)
     out = np.empty(n_features(map_id), dtype=np.float64)
-    _phi(dem[0], dq[0], srt, tot, k, map_id, combine_id, out)
+    _phi(dem, dq, 0, srt, tot, k, map_id, combine_id, out)
     return out
 
 
@@ -299,8 +305,8 @@ def finalize(acc, wsum, seen, me, map_id, combine_id, agg_id):
         dem[0] = me
         idx = np.zeros(1, dtype=np.int64)
         dq = quantize(dem)
-        _stats(dem, dq, idx, 1, srt, tot)
-        _phi(me, dq[0], srt, tot, 1, map_id, combine_id, acc)
+        _stats(dem, dq, idx, 0, 1, srt, tot)
+        _phi(dem, dq, 0, srt, tot, 1, map_id, combine_id, acc)
     elif agg_id == AGG_TIME_WEIGHTED:
         for f in range(acc.shape[0]):
             acc[f] = acc[f] / wsum
@@ -330,25 +336,45 @@ def features(seg_start, seg_end, seg_ptr, members, dem, map_id, combine_id, agg_
         lo = seg_ptr[s]
         hi = seg_ptr[s + 1]
         k = hi - lo
-        idx = members[lo:hi]
         if only_static:
             need = False
-            for a in range(k):
-                if not seen[idx[a]]:
+            for a in range(lo, hi):
+                if not seen[members[a]]:
                     need = True
                     break
             if not need:
                 continue
-        _stats(dem, dq, idx, k, srt, tot)
+        _stats(dem, dq, members, lo, k, srt, tot)
         dur = seg_end[s] - seg_start[s]
-        for a in range(k):
-            i = idx[a]
+        for a in range(lo, hi):
+            i = members[a]
             if only_static and seen[i]:
                 continue
-            _phi(dem[i], dq[i], srt, tot, k, map_id, combine_id, phi)
+            _phi(dem, dq, i, srt, tot, k, map_id, combine_id, phi)
             first = not seen[i]
             for j in range(na):
-                fold(out[j, i], phi, first, dur, agg_ids[j], alphas[j])
+                # fold() written out on indices (same arithmetic), without a row view
+                agg = agg_ids[j]
+                if agg == AGG_STATIC:
+                    if first:
+                        for f in range(d):
+                            out[j, i, f] = phi[f]
+                elif agg == AGG_EWMA:
+                    if first:
+                        for f in range(d):
+                            out[j, i, f] = phi[f]
+                    else:
+                        alpha = alphas[j]
+                        beta = 1.0 - alpha
+                        for f in range(d):
+                            out[j, i, f] = alpha * phi[f] + beta * out[j, i, f]
+                else:
+                    if first:
+                        for f in range(d):
+                            out[j, i, f] = dur * phi[f]
+                    else:
+                        for f in range(d):
+                            out[j, i, f] += dur * phi[f]
             if first:
                 wsum[i] = dur
             else:
@@ -384,9 +410,9 @@ def stream_settle(acc, seen, cur, dem, k, map_id, combine_id, agg_id, alpha):
     srt = np.zeros((3, 2), dtype=np.float64)
     tot = np.zeros(3, dtype=np.int64)
     dq = quantize(dem[:k])
-    _stats(dem, dq, idx, k, srt, tot)
+    _stats(dem, dq, idx, 0, k, srt, tot)
     for a in range(k):
-        _phi(dem[a], dq[a], srt, tot, k, map_id, combine_id, cur[a])
+        _phi(dem, dq, a, srt, tot, k, map_id, combine_id, cur[a])
         if agg_id != AGG_TIME_WEIGHTED:
             fold(acc[a], cur[a], not seen[a], 0.0, agg_id, alpha)
             seen[a] = True
