@@ -62,7 +62,7 @@ def sweep(gcode, start, end, so, eo, n_total):
     seg_start = np.empty(cap_s, dtype=np.float64)
     seg_end = np.empty(cap_s, dtype=np.float64)
     seg_ptr = np.empty(cap_s + 1, dtype=np.int64)
-    members = np.empty(max(4 * m, 16), dtype=np.int64)
+    members = np.empty(max(8 * m, 16), dtype=np.int64)
     running = np.empty(max(m, 1), dtype=np.int64)
     pos = np.full(n_total, -1, dtype=np.int64)
     nrun = 0
@@ -117,7 +117,8 @@ def sweep(gcode, start, end, so, eo, n_total):
             nm += nrun
             ns += 1
             seg_ptr[ns] = nm
-    return seg_gpu[:ns].copy(), seg_start[:ns].copy(), seg_end[:ns].copy(), seg_ptr[: ns + 1].copy(), members[:nm].copy()
+    # Views, not copies: copying ~10^7 members costs more (fresh pages) than the slack it frees.
+    return seg_gpu[:ns], seg_start[:ns], seg_end[:ns], seg_ptr[: ns + 1], members[:nm]
 
 
 @njit(cache=True)

@@ -78,3 +78,16 @@ def test_arrays_are_read_only():
     tl = build_timeline(t)
     with pytest.raises(ValueError):
         tl.seg_start[0] = 5.0
+
+
+def test_trace_codes_factorise_names_once():
+    t = Trace(id=[1, 2, 3, 4], gpu=["z", "a", "z", "m"], model=["r", "q", "q", "r"], batch_size=[1] * 4,
+              start_ms=[0.0] * 4, end_ms=[1.0] * 4)
+    names, codes = t.codes("gpu")
+    assert names == ("a", "m", "z") and codes.tolist() == [2, 0, 2, 1]
+    assert t.codes("gpu")[1] is codes                     # cached
+    assert t.codes("model") == (("q", "r"), t.codes("model")[1]) and t.codes("model")[1].tolist() == [1, 0, 0, 1]
+    with pytest.raises(InterfpredError, match="not 'id'"):
+        t.codes("id")
+    with pytest.raises(ValueError):
+        codes[0] = 5
