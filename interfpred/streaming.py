@@ -256,6 +256,10 @@ class TimelineState:
     def finish(self, id: Any, t: float) -> FinishedExecution:
         """Execution ``id`` ends at time ``t`` (ms); returns its features and target.
 
+        The features equal the batch form's for the same events. A zero-length execution with
+        ``target="rate"`` gets ``y = inf`` here (the batch form refuses such rows instead, since
+        a finished event cannot be refused).
+
         Raises
         ------
         InterfpredError
