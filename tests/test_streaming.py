@@ -28,7 +28,7 @@ def _replay(trace, prof, ex, gpu, rng):
         events.append((s, r1, 0, i))
         events.append((e, r2, 1, i))
     events.sort()
-    state = TimelineState(ex, prof, gpu="g0")
+    state = TimelineState(ex, prof, gpu=gpu)
     out = {}
     for t, _, kind, i in events:
         if kind == 0:
@@ -62,6 +62,21 @@ def test_streaming_equals_batch_exactly(trace, prof, seed):
             for i, done in got.items():
                 np.testing.assert_array_equal(done.x, fm.X[i])
                 assert done.y == fm.y[i] and done.solo_ms == fm.solo_ms[i]
+
+
+@settings(max_examples=25, deadline=None)
+@given(traces(gpus=("g0", "g1")), profile_tables(gpus=("g0", "g1")), st.integers(0, 2**32 - 1))
+def test_one_state_per_gpu_equals_batch_on_a_multi_gpu_trace(trace, prof, seed):
+    rng = np.random.default_rng(seed)
+    for ex in (EWMA(0.6, feature_map="rich", combine="max"), TimeWeighted(feature_map="gpulets")):
+        fm = ex.transform(trace, prof)
+        got = {}
+        for g in ("g0", "g1"):
+            got.update(_replay(trace, prof, ex, g, rng))
+        assert sorted(got) == list(range(len(trace)))
+        for i, done in got.items():
+            np.testing.assert_array_equal(done.x, fm.X[i])
+            assert done.solo_ms == fm.solo_ms[i]
 
 
 def _prof():
