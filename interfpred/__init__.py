@@ -17,6 +17,18 @@ from interfpred.predictors import (
     make_predictor,
 )
 from interfpred.trace import Trace
+from interfpred.timeline import Timeline, build_timeline
+from interfpred.features import (
+    EWMA,
+    CustomMap,
+    Extractor,
+    FeatureMatrix,
+    Static,
+    TimeWeighted,
+    make_extractor,
+    transform_many,
+)
+from interfpred.streaming import FinishedExecution, RunningExecution, TimelineState
 
 __all__ = [
     "__version__",
@@ -36,4 +48,17 @@ __all__ = [
     "make_predictor",
     "PredictorSpec",
     "load_predictor",
+    "Timeline",
+    "build_timeline",
+    "Extractor",
+    "Static",
+    "EWMA",
+    "TimeWeighted",
+    "CustomMap",
+    "FeatureMatrix",
+    "make_extractor",
+    "transform_many",
+    "TimelineState",
+    "FinishedExecution",
+    "RunningExecution",
 ]

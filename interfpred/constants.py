@@ -53,3 +53,19 @@ GPULETS_RTX2080TI = (0.11290838746224496, 0.7159598718755424, 0.3548659195602289
                      0.8953693917277343)
 #: gpulets interpolates utilisation between power-of-two batch sizes, the upper neighbour capped at this size.
 GPULETS_MAX_BATCH = 32
+# ---------------------------------------------------------------- timeline and features (issue 3)
+#: EWMA weight of the newest running-set value when none is given.
+DEFAULT_EWMA_ALPHA = 0.5
+#: Names accepted by ``make_extractor`` for the temporal aggregation, feature map, combine and target.
+AGGREGATIONS = ("static", "ewma", "time-weighted")
+FEATURE_MAPS = ("default", "gpulets", "rich")
+COMBINES = ("sum", "max")
+TARGETS = ("slowdown", "rate")
+#: Smallest predicted rate (fraction of solo speed) used when turning a rate back into latency,
+#: so a predictor's nonsense output (<= 0) gives a long but finite latency.
+MIN_PREDICTED_RATE = 1e-3
+#: Distinct (model, batch size) profile lookups a TimelineState remembers (cleared when full).
+PROFILE_CACHE_SIZE = 4096
+#: Most executions that may run at once on one GPU for the built-in feature maps (their exact
+#: fixed-point sums would overflow far beyond it; real GPUs run a handful).
+MAX_RUNNING_SET = 4096

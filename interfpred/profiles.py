@@ -425,7 +425,8 @@ class ProfileTable:
         w = (b - b0) / (b1 - b0)
         for k in _NUMERIC:
             v = self._num[k][lo:hi]
-            res[k] = v[j] + w * (v[j + 1] - v[j])
+            # Written as a convex combination so both neighbours are reproduced exactly.
+            res[k] = (1.0 - w) * v[j] + w * v[j + 1]
         if extrapolate:
             for k in RESOURCES:
                 res[k] = np.clip(res[k], 0.0, 1.0)

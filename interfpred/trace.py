@@ -126,6 +126,7 @@ class Trace:
         self._cols = {**cols, "batch_size": batch_f.astype(np.int64)}
         for arr in self._cols.values():
             arr.setflags(write=False)
+        self._codes: dict[str, tuple[tuple[str, ...], np.ndarray]] = {}
 
     # ------------------------------------------------------------------ columns
     @property
@@ -185,6 +186,32 @@ class Trace:
         if self._cols.keys() != other._cols.keys():
             return False
         return all(np.array_equal(self._cols[k], other._cols[k]) for k in self._cols)
+
+    def codes(self, column: str) -> tuple[tuple[str, ...], np.ndarray]:
+        """Factorise a name column (``"gpu"`` or ``"model"``): its distinct values, sorted, and an
+        int64 code per row indexing them. Computed once per trace (a trace is immutable).
+
+        Examples
+        --------
+        >>> t = Trace(id=[1, 2, 3], gpu=["b", "a", "b"], model=["m"] * 3, batch_size=[1] * 3,
+        ...           start_ms=[0.0] * 3, end_ms=[1.0] * 3)
+        >>> t.codes("gpu")
+        (('a', 'b'), array([1, 0, 1]))
+        """
+        if column not in ("gpu", "model"):
+            raise InterfpredError(f"codes() factorises 'gpu' or 'model', not {column!r}")
+        if column not in self._codes:
+            seen: dict[str, int] = {}
+            first = np.fromiter((seen.setdefault(x, len(seen)) for x in self._cols[column].tolist()),
+                                dtype=np.int64, count=len(self))
+            names = list(seen)
+            order = sorted(range(len(names)), key=names.__getitem__)
+            rank = np.empty(len(names), dtype=np.int64)
+            rank[order] = np.arange(len(names))
+            codes = rank[first] if len(names) else first
+            codes.setflags(write=False)
+            self._codes[column] = (tuple(names[i] for i in order), codes)
+        return self._codes[column]
 
     def columns(self) -> dict[str, np.ndarray]:
         """All columns as a dict of read-only arrays."""

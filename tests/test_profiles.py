@@ -212,3 +212,11 @@ def test_round_trip_and_interpolation_bounds(tmp_path_factory, rows):
     out = t.lookup_arrays(["m"] * 7, grid)
     solo = t.column("solo_ms")
     assert np.all(out["solo_ms"] >= solo.min() - 1e-9) and np.all(out["solo_ms"] <= solo.max() + 1e-9)
+
+
+def test_lookup_arrays_reproduces_profiled_rows_exactly():
+    t = ProfileTable.from_columns(gpu=["g"] * 2, model=["m"] * 2, batch_size=[1, 4], solo_ms=[1.0, 3.0],
+                                  sm=[0.1, 0.3], l2=[0.0, 0.2], dram=[0.5, 2.2e-16])
+    out = t.lookup_arrays(["m", "m"], [1, 4])
+    assert out["dram"].tolist() == [0.5, 2.2e-16]
+    assert out["solo_ms"].tolist() == [1.0, 3.0]

@@ -1,0 +1,128 @@
+"""Benchmark: segmentation and the three extractors from 10^4 to 10^6 executions (issue 3).
+
+The workload: one GPU with 8 streams, each running executions back to back with random gaps,
+so at most 8 run at once; times on a 0.01 ms grid, so ties occur; six models with profiles at
+batch sizes 1..32 and batch sizes drawn from 1..32 (interpolated lookups). Beside it, the
+plain-Python O(n^2) reference of tests/naive.py on a smaller trace.
+
+Run from the repository root:  python benchmarks/bench_timeline.py [--max-n 1000000] [--naive-n 20000]
+Timings are the best of --repeat runs after a warm-up (numba compilation is not counted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+
+from interfpred import EWMA, ProfileTable, Static, TimeWeighted, Trace, build_timeline  # noqa: E402
+from interfpred.features import profile_arrays, transform_many  # noqa: E402
+
+MODELS = ("resnet50", "vgg19", "convnext_b", "roberta_base", "vit_b16", "yolov8n")
+BATCHES = (1, 2, 4, 8, 16, 32)
+
+
+def make_profiles(rng: np.random.Generator) -> ProfileTable:
+    cols = {k: [] for k in ("gpu", "model", "batch_size", "solo_ms", "sm", "l2", "dram")}
+    for m in MODELS:
+        base = rng.uniform(0.5, 3.0)
+        for b in BATCHES:
+            cols["gpu"].append("l4")
+            cols["model"].append(m)
+            cols["batch_size"].append(b)
+            cols["solo_ms"].append(base * (1 + 0.3 * b))
+            for r in ("sm", "l2", "dram"):
+                cols[r].append(min(1.0, rng.uniform(0.05, 0.4) * (1 + np.log2(b) / 5)))
+    return ProfileTable.from_columns(**cols)
+
+
+def make_trace(n: int, rng: np.random.Generator, streams: int = 8) -> Trace:
+    per = -(-n // streams)
+    dur = np.round(rng.exponential(3.0, (streams, per)) + 0.01, 2)
+    gap = np.round(rng.exponential(1.0, (streams, per)), 2)
+    gap[rng.random((streams, per)) < 0.2] = 0.0             # back to back: an end meets a start
+    start = np.cumsum(np.concatenate([np.zeros((streams, 1)), (dur + gap)[:, :-1]], axis=1), axis=1)
+    start, dur = start.ravel()[:n], dur.ravel()[:n]
+    dur[rng.random(n) < 0.001] = 0.0                         # a few zero-length executions
+    order = np.argsort(start, kind="stable")
+    return Trace(id=np.arange(n), gpu=np.full(n, "l4"), model=rng.choice(MODELS, n),
+                 batch_size=rng.integers(1, 33, n), start_ms=start[order], end_ms=(start + dur)[order])
+
+
+def best(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--max-n", type=int, default=1_000_000)
+    ap.add_argument("--naive-n", type=int, default=20_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    rng = np.random.default_rng(0)
+    prof = make_profiles(rng)
+    extractors = {"static": Static(), "ewma(0.5)": EWMA(0.5), "time-weighted": TimeWeighted(),
+                  "tw rich": TimeWeighted(feature_map="rich")}
+
+    # warm-up (compiles or loads the numba cache)
+    small = make_trace(1000, rng)
+    for ex in extractors.values():
+        ex.transform(small, prof)
+    transform_many(list(extractors.values()), small, prof)
+
+    sizes = [n for n in (10_000, 100_000, 1_000_000, 10_000_000) if n <= args.max_n]
+    print(f"{'n':>10} {'max run':>7} {'segments':>9} {'lookup s':>9} {'segment s':>10} "
+          + " ".join(f"{k + ' s':>14}" for k in extractors) + f" {'3 extractors':>13} {'total s':>9}"
+          + f" {'3 shared s':>11} {'total shared':>13}")
+    rows = []
+    for n in sizes:
+        tr = make_trace(n, rng)
+        tl = build_timeline(tr)
+        t_lookup = best(lambda: profile_arrays(tr, prof), args.repeat)
+        t_seg = best(lambda: build_timeline(tr), args.repeat)
+        t_ex = {k: best(lambda ex=ex: ex.transform(tr, prof, timeline=tl), args.repeat) for k, ex in extractors.items()}
+        three = t_ex["static"] + t_ex["ewma(0.5)"] + t_ex["time-weighted"]
+        trio = [extractors["static"], extractors["ewma(0.5)"], extractors["time-weighted"]]
+        t_many = best(lambda: transform_many(trio, tr, prof, timeline=tl), args.repeat)
+        total = t_seg + three
+        rows.append((n, total, t_seg + t_many))
+        print(f"{n:>10} {int(tl.seg_count.max()):>7} {tl.n_segments:>9} {t_lookup:>9.3f} {t_seg:>10.3f} "
+              + " ".join(f"{t_ex[k]:>14.3f}" for k in extractors) + f" {three:>13.3f} {total:>9.3f}"
+              + f" {t_many:>11.3f} {t_seg + t_many:>13.3f}")
+    print("(each extractor's time includes its profile lookup; 'total' = segmentation + the three default-map "
+          "extractors one after another, the workload the issue names; 'shared' = the same three through "
+          "transform_many, one pass)")
+    for (n0, t0, s0), (n1, t1, s1) in zip(rows, rows[1:]):
+        print(f"growth {n0:>9} -> {n1:>9}: x{n1 / n0:.0f} executions, x{t1 / t0:.2f} time (shared: x{s1 / s0:.2f})")
+    if rows and rows[-1][0] == 1_000_000:
+        print(f"10^6 executions: {rows[-1][1]:.3f} s separately, {rows[-1][2]:.3f} s shared (goal <= 2 s on one core)")
+
+    if args.naive_n:
+        from naive import naive_features
+
+        tr = make_trace(args.naive_n, rng)
+        dem, _ = profile_arrays(tr, prof)
+        t0 = time.perf_counter()
+        ref = naive_features(tr.gpu.tolist(), tr.start_ms.tolist(), tr.end_ms.tolist(), dem.tolist(),
+                             aggregation="time-weighted")
+        t_naive = time.perf_counter() - t0
+        fast = best(lambda: TimeWeighted().transform(tr, prof), args.repeat)
+        err = float(np.max(np.abs(np.array(ref) - TimeWeighted().transform(tr, prof).X)))
+        print(f"\nO(n^2) plain-Python reference (time-weighted, default map) on {args.naive_n} executions: "
+              f"{t_naive:.2f} s; interfpred (segmentation + extractor): {fast:.4f} s; ratio x{t_naive / fast:.0f}; "
+              f"max |difference| {err:.1e}")
+
+
+if __name__ == "__main__":
+    main()
