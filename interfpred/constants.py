@@ -43,4 +43,4 @@ SIM_DEFAULT_EXECUTIONS = 20_000
 #: Offered utilisation of the paper scenario's loads (sum over models of rate x mean solo latency).
 SIM_RHO_LIGHT = 0.3
 SIM_RHO_MODERATE = 0.9
-SIM_RHO_STRESS = 1.6
+SIM_RHO_STRESS = 1.4
