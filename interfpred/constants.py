@@ -69,3 +69,24 @@ PROFILE_CACHE_SIZE = 4096
 #: Most executions that may run at once on one GPU for the built-in feature maps (their exact
 #: fixed-point sums would overflow far beyond it; real GPUs run a handful).
 MAX_RUNNING_SET = 4096
+# ---------------------------------------------------------------- simulator (interfpred.sim)
+#: Default L2-pollution strength theta: dram'_j = min(1, dram_j (1 + theta l2_j sum_{i != j} l2_i)).
+SIM_THETA = 1.0
+#: Default concurrency overhead epsilon: rates are divided by 1 + epsilon (|A| - 1).
+SIM_EPSILON = 0.03
+#: Default log-normal noise on solo work: work = solo_ms exp(sigma N(0, 1)).
+SIM_SIGMA = 0.02
+#: Default number of executions a simulated GPU runs at once (later arrivals wait, FIFO).
+SIM_MAX_CONCURRENCY = 4
+#: Relative tolerance under which two executions' finishing times count as one event.
+SIM_FINISH_RTOL = 1e-12
+#: Relative tolerance under which a resource counts as saturated in progressive filling.
+SIM_SATURATION_RTOL = 1e-12
+#: GPU preset used when none is named.
+SIM_DEFAULT_GPU = "l4"
+#: Executions per set of the paper scenario when no size is given.
+SIM_DEFAULT_EXECUTIONS = 20_000
+#: Offered utilisation of the paper scenario's loads (sum over models of rate x mean solo latency).
+SIM_RHO_LIGHT = 0.3
+SIM_RHO_MODERATE = 0.9
+SIM_RHO_STRESS = 1.4

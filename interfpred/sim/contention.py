@@ -1,0 +1,283 @@
+"""The simulator's ground truth: how fast each execution runs beside the others.
+
+A fluid model (see docs/simulator.md and DESIGN.md, "The ground-truth simulator"): every
+running execution progresses at a rate in (0, 1] of its solo speed, and the rates of a running
+set ``A`` follow from the executions' solo demands ``u_j = (sm_j, l2_j, dram_j)`` (fractions of
+peak, as profiled) in three steps:
+
+1. L2 pollution raises DRAM traffic: ``dram'_j = min(1, dram_j (1 + theta l2_j sum_{i != j} l2_i))``.
+2. Max-min fair progressive filling: the rates of all unfrozen executions rise together until
+   one reaches 1 (it freezes) or a resource ``k`` reaches its capacity
+   ``sum_j r_j u'_jk = capacity_k`` (every unfrozen execution with ``u'_jk > 0`` freezes).
+3. Concurrency overhead: every rate is divided by ``1 + epsilon (|A| - 1)``.
+
+Noise (step 4 of the design) lives on the solo work, not on the rates: see
+:func:`interfpred.sim.engine.noisy_work`.
+
+Examples
+--------
+>>> spec = get_gpu_spec("l4")
+>>> float(rates([[0.3, 0.2, 0.1]], spec)[0])            # alone: full speed
+1.0
+>>> r = rates([[0.8, 0.4, 0.3], [0.8, 0.4, 0.3]], spec)  # two SM-heavy twins share the SMs
+>>> bool(r[0] == r[1]), round(float(r[0]), 4)
+(True, 0.6068)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from numba import njit
+from pydantic import BaseModel, ConfigDict, Field
+
+from interfpred.constants import (
+    SIM_EPSILON,
+    SIM_MAX_CONCURRENCY,
+    SIM_SATURATION_RTOL,
+    SIM_SIGMA,
+    SIM_THETA,
+)
+from interfpred.errors import InterfpredError
+
+__all__ = ["GpuSpec", "GPU_PRESETS", "get_gpu_spec", "rates", "effective_demands"]
+
+
+class GpuSpec(BaseModel):
+    """One simulated GPU type: resource capacities and contention constants.
+
+    Capacities are the aggregate throughput the GPU can deliver when several executions
+    overlap, as a fraction of the peak that profiles are measured against; a solo profile never
+    needs more than the capacity (the simulator refuses one that does).
+
+    Parameters
+    ----------
+    name
+        The GPU name; profiles for it are looked up under this name.
+    capacity_sm, capacity_l2, capacity_dram
+        Aggregate capacity per resource, fractions of peak in (0, 1].
+    theta
+        L2 pollution strength (how much co-runners' L2 traffic inflates one's DRAM demand).
+    epsilon
+        Concurrency overhead per extra co-runner.
+    sigma
+        Standard deviation of the log-normal noise on solo work.
+    max_concurrency
+        Executions run at once when drawn from a queue; later arrivals wait (FIFO).
+
+    Examples
+    --------
+    >>> GpuSpec(name="mygpu", theta=0.5).capacities
+    (1.0, 1.0, 1.0)
+    >>> get_gpu_spec("l4").model_copy(update={"theta": 2.0}).theta
+    2.0
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1)
+    capacity_sm: float = Field(1.0, gt=0.0, le=1.0, allow_inf_nan=False)
+    capacity_l2: float = Field(1.0, gt=0.0, le=1.0, allow_inf_nan=False)
+    capacity_dram: float = Field(1.0, gt=0.0, le=1.0, allow_inf_nan=False)
+    theta: float = Field(SIM_THETA, ge=0.0, allow_inf_nan=False)
+    epsilon: float = Field(SIM_EPSILON, ge=0.0, allow_inf_nan=False)
+    sigma: float = Field(SIM_SIGMA, ge=0.0, le=1.0, allow_inf_nan=False)
+    max_concurrency: int = Field(SIM_MAX_CONCURRENCY, ge=1)
+
+    @property
+    def capacities(self) -> tuple[float, float, float]:
+        """``(capacity_sm, capacity_l2, capacity_dram)``."""
+        return (self.capacity_sm, self.capacity_l2, self.capacity_dram)
+
+
+#: The built-in GPU types.  ``l4`` uses DESIGN.md's default constants; its achievable DRAM
+#: bandwidth under overlap is 90% of peak and its L2 95%.  ``a100`` has a larger L2 and far more
+#: DRAM bandwidth, so pollution hurts less (theta 0.6) and overlap costs less (epsilon 0.02).
+GPU_PRESETS: dict[str, GpuSpec] = {
+    "l4": GpuSpec(name="l4", capacity_sm=1.0, capacity_l2=0.95, capacity_dram=0.90,
+                  theta=SIM_THETA, epsilon=SIM_EPSILON, sigma=SIM_SIGMA),
+    "a100": GpuSpec(name="a100", capacity_sm=1.0, capacity_l2=1.0, capacity_dram=0.93,
+                    theta=0.6, epsilon=0.02, sigma=SIM_SIGMA),
+}
+
+
+def get_gpu_spec(gpu: str | GpuSpec = "l4", **overrides: float) -> GpuSpec:
+    """A GPU preset by name (or a given spec), with optional field overrides.
+
+    Examples
+    --------
+    >>> get_gpu_spec("a100", sigma=0.0).sigma
+    0.0
+    >>> get_gpu_spec("h100")
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: unknown GPU preset 'h100'; known presets: a100, l4 (or pass a GpuSpec)
+    """
+    if isinstance(gpu, GpuSpec):
+        spec = gpu
+    elif isinstance(gpu, str) and gpu in GPU_PRESETS:
+        spec = GPU_PRESETS[gpu]
+    else:
+        raise InterfpredError(
+            f"unknown GPU preset {gpu!r}; known presets: {', '.join(sorted(GPU_PRESETS))} (or pass a GpuSpec)")
+    if overrides:
+        unknown = sorted(set(overrides) - set(GpuSpec.model_fields))
+        if unknown:
+            raise InterfpredError(f"unknown GpuSpec field(s) {', '.join(unknown)}; fields: "
+                                  f"{', '.join(GpuSpec.model_fields)}")
+        spec = GpuSpec.model_validate({**spec.model_dump(), **overrides})
+    return spec
+
+
+# ---------------------------------------------------------------------------- kernels
+@njit(cache=True)
+def _pollute(sm, l2, dram, k, theta, out):
+    """Fill ``out[:k]`` (k, 3) with the effective demands after L2 pollution (step 1)."""
+    l2sum = 0.0
+    for j in range(k):
+        l2sum += l2[j]
+    for j in range(k):
+        out[j, 0] = sm[j]
+        out[j, 1] = l2[j]
+        d = dram[j] * (1.0 + theta * l2[j] * (l2sum - l2[j]))
+        out[j, 2] = d if d < 1.0 else 1.0
+
+
+@njit(cache=True)
+def _fill(dem, k, cap0, cap1, cap2, eps, rate, frozen):
+    """Max-min progressive filling (step 2) and overhead (step 3) into ``rate[:k]``."""
+    for j in range(k):
+        rate[j] = 0.0
+        frozen[j] = False
+    nfrozen = 0
+    level = 0.0
+    caps = (cap0, cap1, cap2)
+    cand = np.empty(3)
+    while nfrozen < k:
+        best = 1.0
+        for res in range(3):
+            used = 0.0
+            slope = 0.0
+            for j in range(k):
+                if frozen[j]:
+                    used += rate[j] * dem[j, res]
+                else:
+                    slope += dem[j, res]
+            if slope > 0.0:
+                cand[res] = (caps[res] - used) / slope
+            else:
+                cand[res] = np.inf
+            if cand[res] < best:
+                best = cand[res]
+        if best < level:  # rounding only: capacity already met
+            best = level
+        level = best
+        for j in range(k):
+            if not frozen[j]:
+                rate[j] = level
+        if level >= 1.0:
+            break
+        tol = level * (1.0 + SIM_SATURATION_RTOL)
+        for res in range(3):
+            if cand[res] <= tol:
+                for j in range(k):
+                    if not frozen[j] and dem[j, res] > 0.0:
+                        frozen[j] = True
+                        nfrozen += 1
+    scale = 1.0 / (1.0 + eps * (k - 1))
+    for j in range(k):
+        rate[j] *= scale
+
+
+
+@njit(cache=True)
+def _rates_kernel(sm, l2, dram, k, cap0, cap1, cap2, theta, eps, dem, rate, frozen):
+    _pollute(sm, l2, dram, k, theta, dem)
+    _fill(dem, k, cap0, cap1, cap2, eps, rate, frozen)
+
+
+# ---------------------------------------------------------------------------- public
+def _as_demands(demands: Sequence[Sequence[float]] | np.ndarray) -> np.ndarray:
+    d = np.asarray(demands, dtype=np.float64)
+    if d.ndim != 2 or d.shape[1] != 3:
+        raise InterfpredError(f"demands has shape {d.shape}, expected (k, 3) columns sm, l2, dram")
+    if d.size and (not np.all(np.isfinite(d)) or d.min() < 0.0 or d.max() > 1.0):
+        bad = d[~np.isfinite(d) | (d < 0) | (d > 1)][0]
+        raise InterfpredError(f"demand {bad!r} is not a fraction of peak in [0, 1]")
+    return d
+
+
+def effective_demands(demands: Sequence[Sequence[float]] | np.ndarray, gpu_spec: GpuSpec | str = "l4") -> np.ndarray:
+    """Demands of a running set after L2 pollution (step 1 of the rate model), shape (k, 3).
+
+    Examples
+    --------
+    >>> effective_demands([[0.5, 0.5, 0.4], [0.5, 0.5, 0.4]], "l4")[0].tolist()
+    [0.5, 0.5, 0.5]
+    """
+    spec = get_gpu_spec(gpu_spec)
+    d = np.ascontiguousarray(_as_demands(demands))
+    out = np.empty_like(d)
+    _pollute(d[:, 0].copy(), d[:, 1].copy(), d[:, 2].copy(), len(d), spec.theta, out)
+    return out
+
+
+def rates(demands: Sequence[Sequence[float]] | np.ndarray, gpu_spec: GpuSpec | str = "l4") -> np.ndarray:
+    """Ground-truth rates (fractions of solo speed) of a running set on one GPU.
+
+    Parameters
+    ----------
+    demands
+        (k, 3) solo throughputs ``sm, l2, dram`` (fractions of peak) of the k executions running
+        together, e.g. ``np.column_stack([p["sm"], p["l2"], p["dram"]])`` from
+        :meth:`ProfileTable.lookup_arrays`.  Order does not matter beyond aligning the output.
+    gpu_spec
+        A :class:`GpuSpec` or a preset name.
+
+    Returns
+    -------
+    numpy.ndarray
+        (k,) rates in (0, 1]; an execution with solo latency ``s`` running alone in a segment of
+        length ``d`` completes ``rate * d`` ms of its solo work.  ``k = 0`` gives an empty array.
+
+    Notes
+    -----
+    The max-min fair allocation is computed exactly (a handful of rounds, at most one per
+    resource plus one) by a compiled kernel; a call costs a few microseconds, most of it this
+    wrapper's validation.  ``max_concurrency`` does not limit ``k`` here: an oracle may ask about
+    any set.
+
+    Examples
+    --------
+    >>> r = rates([[0.9, 0.3, 0.2], [0.6, 0.3, 0.3], [0.2, 0.1, 0.1]], "l4")
+    >>> [round(float(x), 4) for x in r]
+    [0.5549, 0.5549, 0.5549]
+    """
+    spec = get_gpu_spec(gpu_spec)
+    d = _as_demands(demands)
+    k = len(d)
+    out = np.empty(k)
+    if k == 0:
+        return out
+    dem = np.empty((k, 3))
+    frozen = np.empty(k, dtype=np.bool_)
+    _rates_kernel(np.ascontiguousarray(d[:, 0]), np.ascontiguousarray(d[:, 1]), np.ascontiguousarray(d[:, 2]),
+                  k, spec.capacity_sm, spec.capacity_l2, spec.capacity_dram, spec.theta, spec.epsilon,
+                  dem, out, frozen)
+    return out
+
+
+def _check_fits(sm: np.ndarray, l2: np.ndarray, dram: np.ndarray, spec: GpuSpec, labels=None) -> None:
+    """Refuse solo demands above the GPU's capacity (a solo run cannot use more than exists)."""
+    for name, arr, cap in (("sm", sm, spec.capacity_sm), ("l2", l2, spec.capacity_l2),
+                           ("dram", dram, spec.capacity_dram)):
+        bad = np.flatnonzero(arr > cap * (1.0 + 1e-12))
+        if bad.size:
+            i = int(bad[0])
+            who = f" ({labels(i)})" if labels is not None else ""
+            raise InterfpredError(
+                f"solo {name} demand {float(arr[i])!r}{who} exceeds gpu {spec.name!r} capacity_{name} {cap}: "
+                f"a solo run cannot use more than the GPU delivers; use a GpuSpec with capacity_{name} >= "
+                f"{math.ceil(float(arr[i]) * 1000) / 1000}")

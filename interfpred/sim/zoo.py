@@ -1,0 +1,149 @@
+"""A SYNTHETIC model zoo: solo profiles of six models, made up, of plausible magnitude.
+
+Nothing here was measured on a GPU.  The six models are named after those in Zhao & Georgantas
+(2026) so experiments read like the paper's, and each is defined by a handful of documented
+parameters (:data:`ZOO_MODELS`), not by random numbers:
+
+* latency, flat then linear in batch size ``b``: ``solo_ms(b) = t0 + per_sample * b^2 / (b + knee)``
+  (about ``t0`` for ``b << knee``, about ``t0 + per_sample (b - knee)`` for ``b >> knee``);
+* SM throughput rising and saturating: ``sm(b) = sm_max * b / (b + b_half)``;
+* L2 throughput rising the same way from ``l2_lo`` towards ``l2_hi``;
+* DRAM throughput from bytes moved per unit time:
+  ``dram(b) = (weight_mb + act_mb * b) / (solo_ms(b) * bandwidth)``; weights are read once per
+  batch, so the transformers (large weights, little compute per sample) and yolov8n (large
+  feature maps, tiny compute) are memory-bound at small batch (dram > sm) and become
+  compute-bound as the batch grows.
+
+The ``a100`` profiles come from the same parameters and the hardware factors of
+:data:`ZOO_HARDWARE` (faster launch and compute, 5x the bandwidth, a bigger GPU that needs
+larger batches to fill).  Every profile row carries ``source=synthetic`` in an extra column.
+
+Batch sizes are every integer 1..32: a serving system forms any batch size, the simulator's
+ground truth is defined at each, and 192 rows per GPU cost nothing.  Users who want the
+gpulets-style powers of two can select them (``table.lookup`` interpolates between the rest).
+
+Examples
+--------
+>>> zoo = zoo_profiles("l4")
+>>> zoo.models
+('convnext_b', 'resnet50', 'roberta_base', 'vgg19', 'vit_b16', 'yolov8n')
+>>> p = zoo.lookup("roberta_base", 1)
+>>> p.dram > p.sm, p.extra["source"]
+(True, 'synthetic')
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from interfpred.errors import InterfpredError
+from interfpred.profiles import ProfileTable
+from interfpred.sim.contention import GPU_PRESETS
+
+__all__ = ["ZOO_MODELS", "ZOO_HARDWARE", "ZOO_BATCH_SIZES", "zoo_profiles"]
+
+#: Profiled batch sizes: every integer from 1 to 32.
+ZOO_BATCH_SIZES = tuple(range(1, 33))
+
+#: Parameters per model (L4 values).  t0: ms at tiny batch; per_sample: ms per extra sample in
+#: the linear regime; knee: batch size where latency turns linear; sm_max, b_half: SM
+#: saturation level and half-saturation batch; l2_lo, l2_hi: L2 throughput at tiny and huge
+#: batch; weight_mb: DRAM traffic per batch (weights, fp16 with re-reads); act_mb: DRAM traffic
+#: per sample (activations).
+ZOO_MODELS: dict[str, dict[str, float]] = {
+    "resnet50":     dict(t0=2.8, per_sample=0.85, knee=4.0, sm_max=0.85, b_half=3.0,
+                         l2_lo=0.25, l2_hi=0.45, weight_mb=50.0, act_mb=25.0),
+    "vgg19":        dict(t0=4.0, per_sample=2.90, knee=2.0, sm_max=0.92, b_half=1.5,
+                         l2_lo=0.30, l2_hi=0.50, weight_mb=280.0, act_mb=60.0),
+    "convnext_b":   dict(t0=6.5, per_sample=3.30, knee=3.0, sm_max=0.85, b_half=2.5,
+                         l2_lo=0.30, l2_hi=0.50, weight_mb=178.0, act_mb=70.0),
+    "roberta_base": dict(t0=3.8, per_sample=1.15, knee=6.0, sm_max=0.80, b_half=6.0,
+                         l2_lo=0.40, l2_hi=0.55, weight_mb=420.0, act_mb=12.0),
+    "vit_b16":      dict(t0=4.2, per_sample=1.80, knee=5.0, sm_max=0.82, b_half=5.0,
+                         l2_lo=0.35, l2_hi=0.55, weight_mb=330.0, act_mb=20.0),
+    "yolov8n":      dict(t0=3.2, per_sample=1.30, knee=3.0, sm_max=0.60, b_half=8.0,
+                         l2_lo=0.35, l2_hi=0.50, weight_mb=6.0, act_mb=120.0),
+}
+
+#: Hardware factors per GPU applied to :data:`ZOO_MODELS`.  launch: factor on t0; compute: factor
+#: on per_sample; fill: factor on b_half (a bigger GPU needs bigger batches to fill); sm_scale:
+#: factor on sm_max; bandwidth_mb_per_ms: DRAM bandwidth (L4: 300 GB/s, A100-40GB: 1555 GB/s).
+ZOO_HARDWARE: dict[str, dict[str, float]] = {
+    "l4":   dict(launch=1.0, compute=1.0, fill=1.0, sm_scale=1.0, bandwidth_mb_per_ms=300.0),
+    "a100": dict(launch=0.75, compute=0.40, fill=2.0, sm_scale=0.95, bandwidth_mb_per_ms=1555.0),
+}
+
+
+def _model_rows(name: str, hw: dict[str, float], batch: np.ndarray, dram_cap: float) -> dict[str, np.ndarray]:
+    p = ZOO_MODELS[name]
+    t0 = p["t0"] * hw["launch"]
+    per = p["per_sample"] * hw["compute"]
+    solo = t0 + per * batch ** 2 / (batch + p["knee"])
+    fill = batch / (batch + p["b_half"] * hw["fill"])
+    sm = p["sm_max"] * hw["sm_scale"] * fill
+    l2 = p["l2_lo"] + (p["l2_hi"] - p["l2_lo"]) * fill
+    dram = (p["weight_mb"] + p["act_mb"] * batch) / (solo * hw["bandwidth_mb_per_ms"])
+    # A solo run never exceeds what the GPU delivers under overlap either (see GpuSpec).
+    dram = np.minimum(dram, dram_cap)
+    return {"solo_ms": np.round(solo, 6), "sm": np.round(sm, 6), "l2": np.round(l2, 6),
+            "dram": np.round(dram, 6)}
+
+
+def zoo_profiles(gpu: str = "l4") -> ProfileTable:
+    """The synthetic zoo's profiles on one GPU preset, as a :class:`ProfileTable`.
+
+    Parameters
+    ----------
+    gpu
+        ``"l4"`` or ``"a100"``.  The table's ``gpu`` column holds this name, so the simulator
+        finds the profiles under its :class:`~interfpred.sim.contention.GpuSpec` name.
+
+    Returns
+    -------
+    ProfileTable
+        Six models x batch sizes 1..32, with an extra column ``source`` = ``synthetic``.
+
+    Examples
+    --------
+    >>> t = zoo_profiles("a100")
+    >>> len(t), t.gpus, t.batch_sizes("vgg19")[-1]
+    (192, ('a100',), 32)
+    >>> zoo_profiles("a100").lookup("vgg19", 8).solo_ms < zoo_profiles("l4").lookup("vgg19", 8).solo_ms
+    True
+    >>> zoo_profiles("v100")
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: no synthetic zoo profiles for gpu 'v100'; known: a100, l4
+    """
+    if gpu not in ZOO_HARDWARE:
+        raise InterfpredError(f"no synthetic zoo profiles for gpu {gpu!r}; known: {', '.join(sorted(ZOO_HARDWARE))}")
+    hw = ZOO_HARDWARE[gpu]
+    cap = GPU_PRESETS[gpu].capacity_dram
+    batch = np.asarray(ZOO_BATCH_SIZES, dtype=np.float64)
+    cols: dict[str, list] = {k: [] for k in ("gpu", "model", "batch_size", "solo_ms", "sm", "l2", "dram")}
+    for name in ZOO_MODELS:
+        rows = _model_rows(name, hw, batch, cap)
+        cols["gpu"] += [gpu] * len(batch)
+        cols["model"] += [name] * len(batch)
+        cols["batch_size"] += list(ZOO_BATCH_SIZES)
+        for k in ("solo_ms", "sm", "l2", "dram"):
+            cols[k] += rows[k].tolist()
+    n = len(cols["gpu"])
+    return ProfileTable.from_columns(**cols, extra={"source": ["synthetic"] * n})
+
+
+def zoo_markdown(gpu: str = "l4", batch_sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 32)) -> str:
+    """The zoo as a Markdown table (used to render docs/simulator.md).
+
+    Examples
+    --------
+    >>> print(zoo_markdown("l4", (1,)).splitlines()[2])
+    | convnext_b | 1 | 7.325 | 0.243 | 0.357 | 0.113 |
+    """
+    t = zoo_profiles(gpu)
+    lines = ["| model | batch | solo_ms | sm | l2 | dram |", "|---|---:|---:|---:|---:|---:|"]
+    for m in t.models:
+        for b in batch_sizes:
+            p = t.lookup(m, b)
+            lines.append(f"| {m} | {b} | {p.solo_ms:.3f} | {p.sm:.3f} | {p.l2:.3f} | {p.dram:.3f} |")
+    return "\n".join(lines)
