@@ -344,3 +344,12 @@ def test_simulate_arrivals_keeps_ids_and_arrivals():
     order = np.argsort(r.trace.id)
     np.testing.assert_array_equal(r.arrival_ms[order], a.time_ms)
     assert np.all(r.wait_ms >= 0) and r.wait_ms.max() > 0
+
+
+def test_docs_zoo_table_is_current():
+    from pathlib import Path
+
+    from interfpred.sim.zoo import zoo_markdown
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "simulator.md").read_text()
+    assert zoo_markdown("l4") in text
