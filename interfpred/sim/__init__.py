@@ -14,7 +14,15 @@ Examples
 [0.81, 0.81]
 """
 
-from interfpred.sim.contention import GPU_PRESETS, GpuSpec, effective_demands, get_gpu_spec, rates
+from interfpred.sim.contention import (
+    GPU_PRESETS,
+    GpuSpec,
+    effective_demands,
+    get_gpu_spec,
+    kernel_constants,
+    rates,
+    rates_kernel,
+)
 from interfpred.sim.engine import SimResult, noisy_work, simulate, simulate_work
 from interfpred.sim.workload import (
     Arrivals,
@@ -34,6 +42,8 @@ __all__ = [
     "get_gpu_spec",
     "rates",
     "effective_demands",
+    "rates_kernel",
+    "kernel_constants",
     "SimResult",
     "simulate",
     "simulate_work",
