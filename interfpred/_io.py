@@ -38,6 +38,15 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kwargs) -> Iter
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
+        # mkstemp creates files 0600; give the result the mode a plain open() would have
+        # (or keep the mode of the file being replaced).
+        try:
+            perm = os.stat(path).st_mode & 0o7777
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            perm = 0o666 & ~umask
+        os.chmod(tmp, perm)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

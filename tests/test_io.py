@@ -39,3 +39,20 @@ def test_input_error_formats_location():
     err = InputError("bad", path="a.csv", line=3)
     assert isinstance(err, InterfpredError) and isinstance(err, ValueError)
     assert (err.path, err.line, err.message) == ("a.csv", 3, "bad")
+
+
+def test_atomic_write_gives_normal_permissions_and_keeps_existing_mode(tmp_path):
+    import os
+    import stat
+    umask = os.umask(0o022)
+    try:
+        fresh = tmp_path / "fresh.txt"
+        atomic_write_text(fresh, "x")
+        assert stat.S_IMODE(fresh.stat().st_mode) == 0o644
+        kept = tmp_path / "kept.txt"
+        kept.write_text("old")
+        kept.chmod(0o640)
+        atomic_write_text(kept, "new")
+        assert stat.S_IMODE(kept.stat().st_mode) == 0o640
+    finally:
+        os.umask(umask)

@@ -344,3 +344,39 @@ def test_simulate_arrivals_keeps_ids_and_arrivals():
     order = np.argsort(r.trace.id)
     np.testing.assert_array_equal(r.arrival_ms[order], a.time_ms)
     assert np.all(r.wait_ms >= 0) and r.wait_ms.max() > 0
+
+
+def test_docs_zoo_table_is_current():
+    from pathlib import Path
+
+    from interfpred.sim.zoo import zoo_markdown
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "simulator.md").read_text()
+    assert zoo_markdown("l4") in text
+
+
+def test_rates_kernel_is_callable_from_other_compiled_code():
+    from numba import njit
+
+    from interfpred.sim.contention import kernel_constants, rates_kernel
+
+    @njit
+    def all_pairs(sm, l2, dram, c0, c1, c2, theta, eps):
+        n = sm.shape[0]
+        out = np.empty((n, n))
+        dem = np.empty((2, 3))
+        rate = np.empty(2)
+        frozen = np.empty(2, dtype=np.bool_)
+        a, b, c = np.empty(2), np.empty(2), np.empty(2)
+        for i in range(n):
+            for j in range(n):
+                a[0], a[1], b[0], b[1], c[0], c[1] = sm[i], sm[j], l2[i], l2[j], dram[i], dram[j]
+                rates_kernel(a, b, c, 2, c0, c1, c2, theta, eps, dem, rate, frozen)
+                out[i, j] = rate[0]
+        return out
+
+    d = np.random.default_rng(0).uniform(0.05, 0.9, (5, 3))
+    got = all_pairs(d[:, 0].copy(), d[:, 1].copy(), d[:, 2].copy(), *kernel_constants("l4"))
+    for i in range(5):
+        for j in range(5):
+            assert got[i, j] == pytest.approx(rates(d[[i, j]], "l4")[0], rel=1e-12)

@@ -1,0 +1,61 @@
+"""Ground-truth GPU co-location simulator (synthetic; no GPU needed).
+
+A fluid model of executions sharing a GPU (see docs/simulator.md): the synthetic model zoo
+(:mod:`~interfpred.sim.zoo`), the rate model (:mod:`~interfpred.sim.contention`), the
+event-driven engine (:mod:`~interfpred.sim.engine`) and workloads (:mod:`~interfpred.sim.workload`).
+
+Examples
+--------
+>>> from interfpred import sim
+>>> res = sim.simulate(["resnet50", "roberta_base"], [16, 4], [0.0, 2.0], spec="l4", seed=0)
+>>> res.trace.model.tolist(), bool(res.slowdown.min() > 1.0)
+(['resnet50', 'roberta_base'], True)
+>>> [round(float(r), 3) for r in sim.rates([[0.7, 0.4, 0.1], [0.5, 0.5, 0.3]], "l4")]
+[0.81, 0.81]
+"""
+
+from interfpred.sim.contention import (
+    GPU_PRESETS,
+    GpuSpec,
+    effective_demands,
+    get_gpu_spec,
+    kernel_constants,
+    rates,
+    rates_kernel,
+)
+from interfpred.sim.engine import SimResult, noisy_work, simulate, simulate_work
+from interfpred.sim.workload import (
+    Arrivals,
+    Scenario,
+    mix_scenario,
+    offered_load,
+    paper_scenario,
+    poisson_arrivals,
+    simulate_arrivals,
+    write_scenario,
+)
+from interfpred.sim.zoo import ZOO_MODELS, zoo_profiles
+
+__all__ = [
+    "GPU_PRESETS",
+    "GpuSpec",
+    "get_gpu_spec",
+    "rates",
+    "effective_demands",
+    "rates_kernel",
+    "kernel_constants",
+    "SimResult",
+    "simulate",
+    "simulate_work",
+    "noisy_work",
+    "Arrivals",
+    "Scenario",
+    "poisson_arrivals",
+    "offered_load",
+    "simulate_arrivals",
+    "paper_scenario",
+    "mix_scenario",
+    "write_scenario",
+    "ZOO_MODELS",
+    "zoo_profiles",
+]

@@ -42,7 +42,7 @@ from interfpred.constants import (
 )
 from interfpred.errors import InterfpredError
 
-__all__ = ["GpuSpec", "GPU_PRESETS", "get_gpu_spec", "rates", "effective_demands"]
+__all__ = ["GpuSpec", "GPU_PRESETS", "get_gpu_spec", "rates", "effective_demands", "rates_kernel", "kernel_constants"]
 
 
 class GpuSpec(BaseModel):
@@ -267,6 +267,30 @@ def rates(demands: Sequence[Sequence[float]] | np.ndarray, gpu_spec: GpuSpec | s
                   k, spec.capacity_sm, spec.capacity_l2, spec.capacity_dram, spec.theta, spec.epsilon,
                   dem, out, frozen)
     return out
+
+
+#: The compiled kernel behind :func:`rates`, for other ``@njit`` code that needs ground-truth rates
+#: in a hot loop without the wrapper's ~10 us of validation.  Signature:
+#: ``rates_kernel(sm, l2, dram, k, cap_sm, cap_l2, cap_dram, theta, epsilon, dem, rate, frozen)``
+#: with float64 arrays ``sm, l2, dram`` (first ``k`` entries used), scratch ``dem`` (>= k, 3) and
+#: ``frozen`` (bool, >= k); it writes the rates into ``rate[:k]``.  It does not validate.
+rates_kernel = _rates_kernel
+
+
+def kernel_constants(gpu_spec: GpuSpec | str = "l4") -> tuple[float, float, float, float, float]:
+    """``(cap_sm, cap_l2, cap_dram, theta, epsilon)`` of a GPU, the scalar arguments of :data:`rates_kernel`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sm, l2, dram = np.array([0.8, 0.8]), np.array([0.4, 0.4]), np.array([0.3, 0.3])
+    >>> rate = np.empty(2)
+    >>> rates_kernel(sm, l2, dram, 2, *kernel_constants("l4"), np.empty((2, 3)), rate, np.empty(2, dtype=bool))
+    >>> bool(np.allclose(rate, rates(np.column_stack([sm, l2, dram]), "l4")))
+    True
+    """
+    spec = get_gpu_spec(gpu_spec)
+    return (spec.capacity_sm, spec.capacity_l2, spec.capacity_dram, spec.theta, spec.epsilon)
 
 
 def _check_fits(sm: np.ndarray, l2: np.ndarray, dram: np.ndarray, spec: GpuSpec, labels=None) -> None:
