@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Iterator
 from typing import IO
 
-__all__ = ["atomic_open", "atomic_write_text"]
+__all__ = ["atomic_open", "atomic_write_text", "read_text"]
 
 
 @contextlib.contextmanager
@@ -67,3 +67,30 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "
     """
     with atomic_open(path, "w", encoding=encoding, newline="") as fh:
         fh.write(text)
+
+
+def read_text(path: str | os.PathLike[str], what: str = "a CSV") -> str:
+    """Read a whole UTF-8 text file, refusing binary files with an :class:`InputError`.
+
+    ``what`` names the expected content in the message ("a CSV", "a manifest CSV").
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "bin.csv"
+    >>> _ = target.write_bytes(b"a,b\\x00")
+    >>> read_text(target)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InputError: ...bin.csv: contains NUL bytes: a binary file, not a CSV
+    """
+    from interfpred.errors import InputError
+
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            text = fh.read()
+    except UnicodeDecodeError:
+        raise InputError("not a UTF-8 text file (is it a binary file?)", path=path) from None
+    if "\x00" in text:
+        raise InputError(f"contains NUL bytes: a binary file, not {what}", path=path)
+    return text

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from interfpred._io import atomic_open
+from interfpred._io import atomic_open, read_text
 from interfpred.constants import PROFILE_COLUMNS, PROFILE_DUPLICATE_RTOL, RESOURCES
 from interfpred.errors import InputError, InterfpredError
 
@@ -242,13 +242,7 @@ class ProfileTable:
 
         Errors name the file and the line of the offending value.
         """
-        try:
-            with open(path, newline="", encoding="utf-8") as fh:
-                text = fh.read()
-        except UnicodeDecodeError:
-            raise InputError("not a UTF-8 text file (is it a binary file?)", path=path) from None
-        if "\x00" in text:
-            raise InputError("contains NUL bytes: a binary file, not a CSV", path=path)
+        text = read_text(path)
         return cls._from_text(text, path=path)
 
     @classmethod

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from interfpred._io import atomic_open
+from interfpred._io import atomic_open, read_text
 from interfpred.constants import TRACE_COLUMNS, TRACE_OPTIONAL_COLUMNS
 from interfpred.errors import InputError, InterfpredError
 
@@ -255,13 +255,7 @@ class Trace:
 
         Extra columns are ignored. Errors name the file and line.
         """
-        try:
-            with open(path, newline="", encoding="utf-8") as fh:
-                text = fh.read()
-        except UnicodeDecodeError:
-            raise InputError("not a UTF-8 text file (is it a binary file?)", path=path) from None
-        if "\x00" in text:
-            raise InputError("contains NUL bytes: a binary file, not a CSV", path=path)
+        text = read_text(path)
         reader = csv.reader(io.StringIO(text))
         header = next((row for row in reader if row and any(c.strip() for c in row)), None)
         if header is None:

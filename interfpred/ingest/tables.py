@@ -23,6 +23,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from interfpred.constants import NCU_EXAMPLE_FILE
+from interfpred._io import read_text
 from interfpred.errors import InputError, InterfpredError
 from interfpred.profiles import ProfileTable
 
@@ -66,13 +67,7 @@ def read_manifest(path: str | os.PathLike[str]) -> list[ManifestEntry]:
     """Read a run manifest (``file,gpu,model,batch_size[,iterations]``), checking every row."""
     path_s = os.fspath(path)
     base = Path(path_s).resolve().parent
-    try:
-        with open(path_s, encoding="utf-8", newline="") as fh:
-            text = fh.read()
-    except UnicodeDecodeError:
-        raise InputError("not a UTF-8 text file (is it a binary file?)", path=path_s) from None
-    if "\x00" in text:
-        raise InputError("contains NUL bytes: a binary file, not a manifest CSV", path=path_s)
+    text = read_text(path_s, "a manifest CSV")
     reader = csv.reader(text.splitlines())
     header: list[str] = []
     for header in reader:
