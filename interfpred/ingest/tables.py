@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
-from interfpred.constants import NCU_EXAMPLE_FILE
 from interfpred._io import read_text
+from interfpred.constants import NCU_EXAMPLE_FILE
 from interfpred.errors import InputError, InterfpredError
 from interfpred.profiles import ProfileTable
 
