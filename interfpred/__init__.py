@@ -30,6 +30,7 @@ from interfpred.features import (
 )
 from interfpred.streaming import FinishedExecution, RunningExecution, TimelineState
 from interfpred.tracker import ColocationTracker, FinishResult
+from interfpred.fleet import Fleet
 
 __all__ = [
     "__version__",
@@ -64,4 +65,5 @@ __all__ = [
     "RunningExecution",
     "ColocationTracker",
     "FinishResult",
+    "Fleet",
 ]
