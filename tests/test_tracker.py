@@ -348,3 +348,17 @@ def test_threads_share_one_tracker():
     for th in threads:
         th.join()
     assert not errors and len(tr) == 0 and tr.predictor.n_seen_ == 100
+
+
+def test_scheduler_loop_example_runs(capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "examples" / "scheduler_loop.py"
+    spec = importlib.util.spec_from_file_location("scheduler_loop", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = mod.main(batches=120, seed=1)
+    assert out["met"] + out["missed"] + out["dropped"] == 120
+    assert out["met"] > 60
+    assert "met their deadline" in capsys.readouterr().out
