@@ -1,6 +1,6 @@
 """What-if latency of ColocationTracker: 8 running executions and 1 candidate (goal <= 50 us median).
 
-Also times predict_finish, start + finish (with learning) and the generic path (a predictor the
+Also times predict_finish, Fleet.choose_gpu, start + finish (with learning) and the generic path (a predictor the
 tracker cannot read as affine, one predict call per projected segment), and a plain-Python
 projection of the same question as the peer, and prints ratios.
 
@@ -18,7 +18,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from interfpred import RLS, ColocationTracker, TimeWeighted  # noqa: E402
+from interfpred import RLS, ColocationTracker, Fleet, TimeWeighted  # noqa: E402
 from interfpred.sim.zoo import zoo_profiles  # noqa: E402
 
 
@@ -81,6 +81,11 @@ def main() -> None:
         tr.finish(i, t)
 
     rows.append(("start + finish (learn) with 8 running", _median_us(cycle, args.repeat)))
+    fleet = Fleet({g: ColocationTracker(zoo_profiles("l4"), rls) for g in ("g0", "g1")})
+    for i in range(8):
+        fleet.start(f"g{i % 2}", i, zoo_profiles("l4").models[i % 6], 4 + i, float(i), deadline=1e6)
+    rows.append(("Fleet.choose_gpu, 2 GPUs x 4 running", _median_us(lambda: fleet.choose_gpu(("c", "vgg19", 8), 1e6, t),
+                                                                    max(args.repeat // 2, 200))))
     opaque = _setup(_Opaque(rls))
     gen = _median_us(lambda: opaque.what_if(cand, t), max(args.repeat // 5, 200))
     rows.append(("what_if 8 + 1, generic path (opaque predictor)", gen))
