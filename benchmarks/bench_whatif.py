@@ -18,8 +18,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from interfpred import RLS, ColocationTracker, Fleet, TimeWeighted  # noqa: E402
-from interfpred.sim.zoo import zoo_profiles  # noqa: E402
+from interfpred import RLS, ColocationTracker, Fleet, TimeWeighted
+from interfpred.sim.zoo import zoo_profiles
 
 
 class _Opaque:

@@ -102,10 +102,8 @@ def _to_rate(p, is_rate, rmin, rmax):
         r = 1.0 / p
     else:
         r = rmax  # a slowdown <= 0 is nonsense; treat it as "no slowdown"
-    if r < rmin:
-        r = rmin
-    if r > rmax:
-        r = rmax
+    r = max(r, rmin)
+    r = min(r, rmax)
     return r
 
 
@@ -121,8 +119,7 @@ def _affine_rates(dem, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, o
         p = b
         for j in range(d):
             p += w[j] * phi[a, j]
-        if p < pred_lo:
-            p = pred_lo
+        p = max(p, pred_lo)
         out[a] = _to_rate(p, is_rate, rmin, rmax)
 
 
@@ -146,8 +143,7 @@ def _affine_project(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rm
         tmin = np.inf
         for a in range(na):
             tau = r[idx[a]] / rate[a]
-            if tau < tmin:
-                tmin = tau
+            tmin = min(tmin, tau)
         t_new = t + tmin
         lim = tmin * (1.0 + rtol)
         keep = 0
@@ -330,6 +326,9 @@ class ColocationTracker:
             return np.array([c[0], c[2], c[1], c[3]]), float(c[4]), 1.0 if p.clip else -np.inf
         if p._d is None:
             return np.zeros(d), PRIOR_SLOWDOWN, -np.inf
+        if p._d != d:
+            raise InterfpredError(f"the predictor now takes {p._d} features but the extractor gives {d}; "
+                                  "it was refitted with another width")
         vals = p._predict_rows(self._probe)
         b = float(vals[0])
         return vals[1:] - b, b, -np.inf

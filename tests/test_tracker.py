@@ -335,7 +335,7 @@ def test_threads_share_one_tracker():
             while not stop.is_set():
                 out = tr.what_if([("c", "vgg19", 2)], 1e6)
                 assert "c" in out and all(v >= 1e6 for v in out.values())
-        except Exception as exc:  # pragma: no cover - reported below
+        except (AssertionError, InterfpredError) as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=reader) for _ in range(3)]
@@ -362,3 +362,13 @@ def test_scheduler_loop_example_runs(capsys):
     assert out["met"] + out["missed"] + out["dropped"] == 120
     assert out["met"] > 60
     assert "met their deadline" in capsys.readouterr().out
+
+
+def test_predictor_refitted_with_another_width_is_refused():
+    p = RLS()
+    tr = ColocationTracker(zoo_profiles("l4"), p)
+    tr.start(1, "resnet50", 4, 0.0)
+    p.fit(np.ones((3, 5)), np.ones(3))
+    with pytest.raises(InterfpredError, match="another width"):
+        tr.what_if([(2, "vgg19", 1)], 1.0)
+    assert tr.running == [1]
