@@ -39,6 +39,8 @@ repeats until nothing is placed. A batch's deadline is its oldest request's.
 * ``oracle`` (d): the same deadline check and placement rule as (c), but the projection uses the
   ground-truth rates and the true remaining work of the running batches (the candidate's work
   is its profile solo latency: the oracle does not see the noise of a batch not yet launched).
+  It is an oracle of *prediction*, not of scheduling: it places greedily by the same rule, so
+  another policy can occasionally serve slightly more (the bound is not strict).
 
 Every co-location policy runs at most ``spec.max_concurrency`` (4) batches per GPU, always
 accepts a batch on an idle GPU, and places among feasible GPUs by the least added projected
