@@ -29,6 +29,8 @@ from interfpred.features import (
     transform_many,
 )
 from interfpred.streaming import FinishedExecution, RunningExecution, TimelineState
+from interfpred.tracker import ColocationTracker, FinishResult
+from interfpred.fleet import Fleet
 
 __all__ = [
     "__version__",
@@ -61,4 +63,7 @@ __all__ = [
     "TimelineState",
     "FinishedExecution",
     "RunningExecution",
+    "ColocationTracker",
+    "FinishResult",
+    "Fleet",
 ]

@@ -90,3 +90,31 @@ SIM_DEFAULT_EXECUTIONS = 20_000
 SIM_RHO_LIGHT = 0.3
 SIM_RHO_MODERATE = 0.9
 SIM_RHO_STRESS = 1.4
+# ---------------------------------------------------------------- live tracker and scheduling (issue 7)
+#: Predicted rates (fractions of solo speed) are clamped to [TRACKER_MIN_RATE, TRACKER_MAX_RATE] before a
+#: what-if projection integrates them: a predictor's nonsense output (<= 0, or faster than solo) gives a
+#: slow-but-finite or solo-speed execution instead of a negative or infinite time. With target
+#: "slowdown" the rate is 1 / slowdown, clamped the same way.
+TRACKER_MIN_RATE = 0.01
+TRACKER_MAX_RATE = 1.0
+#: Remaining solo work of a running execution never falls below this fraction of its profile solo
+#: latency: when the model over-predicted its past rates, it is projected to finish soon, not in the past.
+TRACKER_MIN_REMAINING = 0.01
+#: Relative tolerance under which two projected completions count as one event.
+TRACKER_FINISH_RTOL = 1e-12
+#: Fleet.choose_gpu: a projected end e counts as meeting deadline D at time t when
+#: t + (e - t) * (1 + margin) <= D; the default margin.
+FLEET_MARGIN = 0.0
+#: E3 (interfpred.experiments.scheduling): simulated GPUs, request SLO = factor x solo latency of the
+#: model at batch E3_SLO_BATCH, largest batch formed, safety margin of (b) and (c) on projected times,
+#: batch sizes of the pair data gpulets and the warm RLS are fitted on, loads and requests per run.
+E3_GPUS = 2
+E3_SLO_FACTOR = 5.0
+E3_SLO_BATCH = 8
+E3_MAX_BATCH = 32
+E3_MARGIN = 0.05
+E3_PAIR_BATCHES = (1, 2, 4, 8, 16, 32)
+E3_QUICK_LOADS = (1.0, 2.0, 3.0, 3.5)
+E3_QUICK_REQUESTS = 1500
+E3_FULL_LOADS = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)
+E3_FULL_REQUESTS = 12000

@@ -311,3 +311,63 @@ def naive_sim_integrate(work, demands, times, devices, capacities, theta, epsilo
                 del running[e]
             t = t_next
     return start, end
+
+
+# ---------------------------------------------------------------------------- tracker (issue 7)
+
+
+def naive_tracker_projection(events, t, candidates, rate_fn, *, min_remaining=0.01):
+    """What-if projection of ColocationTracker by its definition, in plain Python.
+
+    ``events``: list of ``("start", id, demand (3,), solo_ms, time)`` and ``("finish", id, time)``
+    in order; ``candidates``: list of ``(id, demand, solo_ms)`` launched at ``t``;
+    ``rate_fn(list of demands) -> list of rates`` (already clamped). Remaining solo work is
+    integrated between events with the rates of the running set of that interval, floored at
+    ``min_remaining * solo``; then every execution progresses at its rate for the projected
+    running set until the next completion. Returns id -> projected end time.
+    """
+    running = {}              # id -> [demand, solo, remaining]
+    order = []
+    last = None
+    for ev in events:
+        te = ev[-1]
+        if last is not None and te > last and running:
+            ids = list(order)
+            rates = rate_fn([running[i][0] for i in ids])
+            for i, r in zip(ids, rates):
+                running[i][2] = max(running[i][2] - r * (te - last), min_remaining * running[i][1])
+        last = te if last is None else max(last, te)
+        if ev[0] == "start":
+            running[ev[1]] = [list(ev[2]), float(ev[3]), float(ev[3])]
+            order.append(ev[1])
+        else:
+            del running[ev[1]]
+            order.remove(ev[1])
+    if last is not None and t > last and running:
+        ids = list(order)
+        rates = rate_fn([running[i][0] for i in ids])
+        for i, r in zip(ids, rates):
+            running[i][2] = max(running[i][2] - r * (t - last), min_remaining * running[i][1])
+    work = {i: running[i][2] for i in order}
+    dem = {i: running[i][0] for i in order}
+    for cid, d, solo in candidates:
+        work[cid] = float(solo)
+        dem[cid] = list(d)
+    active = list(work)
+    end = {}
+    now = float(t)
+    while active:
+        rates = rate_fn([dem[i] for i in active])
+        taus = [work[i] / r for i, r in zip(active, rates)]
+        step = min(taus)
+        now_next = now + step
+        keep = []
+        for i, r, tau in zip(active, rates, taus):
+            if tau <= step * (1 + 1e-12):
+                end[i] = now_next
+            else:
+                work[i] -= r * step
+                keep.append(i)
+        active = keep
+        now = now_next
+    return end

@@ -1,0 +1,255 @@
+"""Placement over several GPUs: one :class:`~interfpred.tracker.ColocationTracker` per GPU, deadlines.
+
+:meth:`Fleet.choose_gpu` answers "where can this batch start now so that it, and everything
+already running, is projected to finish by its deadline?". Each running execution's deadline is
+recorded when it starts (:meth:`Fleet.start`).
+
+**Rule among feasible GPUs**: the GPU where the launch adds the least projected latency, i.e.
+``(candidate's projected end - t) + sum over running executions of (projected end with the
+candidate - projected end without it)``: the candidate's own latency plus the delay it inflicts
+on others. Ties go to the GPU listed first. A GPU is feasible when it runs fewer than
+``max_running`` executions (if given) and every projected end ``e`` of the candidate and of its
+running executions meets that execution's deadline ``D`` with the safety margin:
+``t + (e - t) * (1 + margin) <= D``.
+
+Thread safety: every public method holds one re-entrant lock (and each tracker its own).
+
+Examples
+--------
+>>> from interfpred import RLS
+>>> from interfpred.sim.zoo import zoo_profiles
+>>> fleet = Fleet.from_profiles(zoo_profiles("l4"), lambda: RLS().fit([[0.0] * 16, [1.0] * 16], [1.0, 0.5]),
+...                           ["gpu0", "gpu1"])   # a toy model: the more pressure, the slower
+>>> fleet.start("gpu0", "r1", "vgg19", 8, 0.0, deadline=100.0)
+>>> fleet.choose_gpu(("c1", "resnet50", 4), deadline=50.0, t=1.0)   # gpu1 is idle: no delay to others
+'gpu1'
+>>> fleet.choose_gpu(("c1", "resnet50", 4), deadline=0.5, t=1.0)
+Traceback (most recent call last):
+...
+interfpred.errors.InterfpredError: choose_gpu refused: deadline 0.5 is before t 1.0 (a deadline in the past)
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from interfpred.constants import FLEET_MARGIN
+from interfpred.errors import InterfpredError
+from interfpred.features import Extractor
+from interfpred.profiles import ProfileTable
+from interfpred.tracker import ColocationTracker, FinishResult
+
+__all__ = ["Fleet"]
+
+
+class Fleet:
+    """Several GPUs, one tracker each, with deadline-aware placement.
+
+    Parameters
+    ----------
+    trackers
+        GPU name -> its :class:`ColocationTracker` (distinct objects).
+    margin
+        Safety margin on projected remaining times (see the module docstring), >= 0.
+    max_running
+        Most executions a GPU may run at once (None: only the trackers' own limit).
+
+    Examples
+    --------
+    >>> from interfpred import RLS, ColocationTracker
+    >>> from interfpred.sim.zoo import zoo_profiles
+    >>> prof = zoo_profiles("l4")
+    >>> fleet = Fleet({"a": ColocationTracker(prof, RLS()), "b": ColocationTracker(prof, RLS())}, max_running=1)
+    >>> fleet.start("a", 1, "vgg19", 4, 0.0, deadline=80.0)
+    >>> fleet.start("b", 2, "vgg19", 4, 0.0, deadline=80.0)
+    >>> fleet.choose_gpu((3, "yolov8n", 1), 60.0, 1.0) is None     # both full
+    True
+    """
+
+    def __init__(self, trackers: Mapping[str, ColocationTracker], *, margin: float = FLEET_MARGIN,
+                 max_running: int | None = None) -> None:
+        if not isinstance(trackers, Mapping) or not trackers:
+            raise InterfpredError("trackers must be a non-empty mapping gpu name -> ColocationTracker")
+        seen: set[int] = set()
+        for name, tr in trackers.items():
+            if not isinstance(tr, ColocationTracker):
+                raise InterfpredError(f"tracker of gpu {name!r} is a {type(tr).__name__}, not a ColocationTracker")
+            if id(tr) in seen:
+                raise InterfpredError(f"gpu {name!r} shares its tracker with another gpu; give each its own")
+            seen.add(id(tr))
+        try:
+            m = float(margin)
+        except (TypeError, ValueError):
+            raise InterfpredError(f"margin {margin!r} must be a number >= 0") from None
+        if not (math.isfinite(m) and m >= 0):
+            raise InterfpredError(f"margin {margin!r} must be a finite number >= 0")
+        if max_running is not None and (not isinstance(max_running, int) or max_running < 1):
+            raise InterfpredError(f"max_running {max_running!r} must be a positive integer or None")
+        self._trackers = dict(trackers)
+        self.margin = m
+        self.max_running = max_running
+        self._where: dict[Any, tuple[str, float]] = {}   # running id -> (gpu, deadline)
+        self._lock = threading.RLock()
+
+    @classmethod
+    def from_profiles(cls, profiles: ProfileTable, predictor_factory: Callable[[], Any], gpus: Sequence[str], *,
+                      extractor: Extractor | None = None, profile_gpu: str | None = None,
+                      shared_predictor: bool = False, **kwargs: Any) -> Fleet:
+        """A fleet of identical GPUs named ``gpus``, each with a tracker on ``profiles``.
+
+        ``predictor_factory()`` builds each tracker's predictor (or one shared by all when
+        ``shared_predictor``: the fleet then learns one model from every GPU; use it from one
+        thread). ``profile_gpu`` picks the profile table's GPU; other keywords go to
+        :class:`Fleet`.
+        """
+        names = list(gpus)
+        if not names or len(set(names)) != len(names):
+            raise InterfpredError(f"gpus {names!r} must be distinct names, at least one")
+        shared = predictor_factory() if shared_predictor else None
+        trackers = {g: ColocationTracker(profiles, shared if shared is not None else predictor_factory(), extractor,
+                                         gpu=profile_gpu) for g in names}
+        return cls(trackers, **kwargs)
+
+    # ------------------------------------------------------------------ reading
+    @property
+    def trackers(self) -> dict[str, ColocationTracker]:
+        """GPU name -> tracker (a copy of the mapping)."""
+        return dict(self._trackers)
+
+    @property
+    def gpus(self) -> tuple[str, ...]:
+        """GPU names in the order ties are broken."""
+        return tuple(self._trackers)
+
+    def where(self, id: Any) -> str | None:
+        """The GPU running ``id``, or None."""
+        entry = self._where.get(id)
+        return None if entry is None else entry[0]
+
+    def deadline(self, id: Any) -> float:
+        """The deadline recorded for running ``id``."""
+        if id not in self._where:
+            raise InterfpredError(f"id {id!r} is not running on this fleet")
+        return self._where[id][1]
+
+    # ------------------------------------------------------------------ events
+    def _check_deadline(self, deadline: Any, t: Any, what: str) -> float:
+        try:
+            d, tf = float(deadline), float(t)
+        except (TypeError, ValueError):
+            raise InterfpredError(f"{what} refused: deadline {deadline!r} and t {t!r} must be numbers") from None
+        if math.isnan(d) or math.isnan(tf):
+            raise InterfpredError(f"{what} refused: deadline {deadline!r} / t {t!r} is NaN")
+        if d < tf:
+            raise InterfpredError(f"{what} refused: deadline {deadline!r} is before t {t!r} (a deadline in the past)")
+        return d
+
+    def _tracker(self, gpu: Any, what: str) -> ColocationTracker:
+        try:
+            return self._trackers[gpu]
+        except (KeyError, TypeError):
+            raise InterfpredError(f"{what} refused: unknown gpu {gpu!r}; gpus: {', '.join(self._trackers)}") from None
+
+    def start(self, gpu: str, id: Any, model: str, batch_size: float, t: float, *, deadline: float = math.inf) -> None:
+        """Launch ``id`` on ``gpu`` at ``t`` with its ``deadline`` (ms; default none).
+
+        Raises
+        ------
+        InterfpredError
+            Unknown gpu, id running anywhere in the fleet, deadline before ``t``, or whatever
+            the tracker refuses; nothing changes.
+        """
+        with self._lock:
+            what = f"start of id {id!r}"
+            tr = self._tracker(gpu, what)
+            d = self._check_deadline(deadline, t, what)
+            try:
+                running = id in self._where
+            except TypeError:
+                raise InterfpredError(f"{what} refused: an id must be hashable") from None
+            if running:
+                raise InterfpredError(f"{what} refused: it is already running on gpu {self._where[id][0]!r}")
+            tr.start(id, model, batch_size, t)
+            self._where[id] = (gpu, d)
+
+    def finish(self, id: Any, t: float) -> FinishResult:
+        """``id`` finished at ``t``: its tracker learns; returns the tracker's :class:`FinishResult`."""
+        with self._lock:
+            try:
+                entry = self._where.get(id)
+            except TypeError:
+                entry = None
+            if entry is None:
+                raise InterfpredError(f"finish of id {id!r} refused: it is not running on this fleet")
+            res = self._trackers[entry[0]].finish(id, t)
+            del self._where[id]
+            return res
+
+    # ------------------------------------------------------------------ placement
+    def assess(self, gpu: str, candidate: tuple[Any, str, float], deadline: float, t: float) -> tuple[bool, float]:
+        """Whether ``candidate`` may start on ``gpu`` at ``t`` and the projected latency it adds.
+
+        Returns ``(feasible, added_ms)``; ``added_ms`` is computed even when infeasible (inf
+        when the GPU is full).
+        """
+        with self._lock:
+            tr = self._tracker(gpu, "assess")
+            d = self._check_deadline(deadline, t, "assess")
+            return self._assess(tr, candidate, d, float(t))
+
+    def _assess(self, tr: ColocationTracker, candidate: tuple[Any, str, float], d: float,
+                t: float) -> tuple[bool, float]:
+        try:
+            cid = candidate[0]
+        except (TypeError, IndexError, KeyError):
+            raise InterfpredError(f"candidate {candidate!r} must be (id, model, batch_size)") from None
+        if self.max_running is not None and len(tr) >= self.max_running:
+            return False, math.inf
+        with_c = tr.what_if([candidate], t)
+        base = tr.predict_finish(t) if len(tr) else {}
+        f = 1.0 + self.margin
+        ok = t + (with_c[cid] - t) * f <= d
+        added = with_c[cid] - t
+        for rid, e0 in base.items():
+            e1 = with_c[rid]
+            added += e1 - e0
+            if ok and t + (e1 - t) * f > self._where[rid][1]:
+                ok = False
+        return ok, added
+
+    def choose_gpu(self, candidate: tuple[Any, str, float], deadline: float, t: float) -> str | None:
+        """The GPU where ``candidate`` (``(id, model, batch_size)``) should start at ``t``, or None.
+
+        None when no GPU is projected to finish the candidate by ``deadline`` and every running
+        execution by its own; among feasible GPUs, the least added projected latency (module
+        docstring). Nothing changes; call :meth:`start` to launch.
+
+        Raises
+        ------
+        InterfpredError
+            ``deadline`` before ``t``, a candidate id already running, a candidate without a
+            profile, or ``t`` before a tracker's latest event.
+        """
+        with self._lock:
+            d = self._check_deadline(deadline, t, "choose_gpu")
+            try:
+                cid = candidate[0]
+                running = cid in self._where
+            except (TypeError, IndexError, KeyError):
+                raise InterfpredError(f"choose_gpu refused: candidate {candidate!r} must be (id, model, batch_size) "
+                                      "with a hashable id") from None
+            if running:
+                raise InterfpredError(f"choose_gpu refused: candidate id {cid!r} is already running on gpu "
+                                      f"{self._where[cid][0]!r}")
+            best, best_added = None, math.inf
+            for name, tr in self._trackers.items():
+                ok, added = self._assess(tr, candidate, d, float(t))
+                if ok and (best is None or added < best_added):
+                    best, best_added = name, added
+            return best
+
+    def __repr__(self) -> str:
+        return f"Fleet(gpus={list(self._trackers)}, running={len(self._where)}, margin={self.margin})"

@@ -1,0 +1,603 @@
+"""The live object a scheduler embeds: running set of one GPU, what-if projection, learning on finish.
+
+A :class:`ColocationTracker` is told when executions start and finish on its GPU. On every
+finish it computes that execution's features from its real co-location timeline (through
+:class:`~interfpred.streaming.TimelineState`) and calls ``predictor.update``, so the model keeps
+learning from production traffic. At any time it answers "if I launch these batches now, when
+will everything finish?" by **fluid projection**:
+
+* within a projected segment the running set is fixed and every execution progresses at its
+  predicted rate (fraction of solo speed): the extractor's feature map is evaluated on the
+  segment's running set, each member's row goes through the predictor, and the prediction is
+  the rate (``target="rate"``) or its inverse (``target="slowdown"``), clamped to
+  ``[TRACKER_MIN_RATE, TRACKER_MAX_RATE]``;
+* the segment ends at the next projected completion; the finished execution leaves the set and
+  the next segment's rates are predicted; this repeats until every execution has finished.
+
+**Elapsed progress counts.** The tracker knows how long each running execution has run and
+beside whom. It keeps each one's *remaining solo work*: the profile solo latency minus the
+integral of its predicted rate over the segments it has lived through (integrated at every
+start/finish event, with the predictor of that time), floored at ``TRACKER_MIN_REMAINING``
+times its solo latency (a model that over-predicted the past rates then projects "finishing
+soon", never "finished in the past"). An execution half done under heavy contention therefore
+has half its solo work left, whatever its elapsed time.
+
+**One feature map.** With the default extractor, ``TimeWeighted(feature_map="rich",
+target="rate")``, training and projection use the same map: the time-weighted mean of the map
+over an execution's segments, regressed on its observed mean rate, fits exactly the linear
+model whose per-segment predictions the projection integrates (DESIGN.md, "Features"). The
+rich map is the default because the ground truth depends on what it holds: the total pressure
+per resource and its excess over capacity (saturation) and the co-runner count (concurrency
+overhead). Any extractor is accepted (a Static or EWMA one trains on aggregates that are not
+the per-segment map, which the projection then uses anyway: coarser, as the paper shows).
+
+**Speed.** For a built-in map and an affine predictor (:class:`~interfpred.RLS`,
+:class:`~interfpred.OnlineSGD`, :class:`~interfpred.OfflineLinear`,
+:class:`~interfpred.GpuletsModel`) the whole projection is one compiled loop: the predictor's
+weights are read by probing it on the unit rows (exact for an affine model) and every segment's
+map and rates are computed in place. Any other predictor (or a :class:`CustomMap`) takes a
+Python loop with one ``predictor.predict`` call on the stacked rows of each segment.
+
+**Thread safety.** Every public method holds one re-entrant lock for its whole duration, so a
+tracker may be shared by threads (calls are serialised). The predictor is not copied: a
+predictor shared by several trackers (one model for a fleet of GPUs of one type) must only be
+used from one thread at a time, or each tracker must own its own.
+
+**Bad input** (an id started twice, finishing an unknown id, time going backwards, a candidate
+without a profile, a candidate id already running) raises :class:`InterfpredError` and leaves
+the state unchanged; :meth:`ColocationTracker.what_if` never changes the state.
+
+Examples
+--------
+>>> from interfpred import RLS, ProfileTable
+>>> prof = ProfileTable.from_columns(gpu=["l4"] * 2, model=["a", "b"], batch_size=[1, 1],
+...     solo_ms=[2.0, 4.0], sm=[0.5, 0.25], l2=[0.5, 0.5], dram=[0.25, 0.5])
+>>> tr = ColocationTracker(prof, RLS())      # fresh RLS: predicts rate 1 (no interference)
+>>> tr.start("x", "a", 1, 0.0)
+>>> tr.what_if([("y", "b", 1)], 1.0)         # x has 1 ms of solo work left, y 4 ms
+{'x': 2.0, 'y': 5.0}
+>>> done = tr.finish("x", 2.5)               # it ran alone, 25% slower than its profile
+>>> round(done.execution.y, 3), round(done.relative_error, 3)   # observed rate; error before learning
+(0.8, -0.2)
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+from numba import njit
+
+from interfpred import _timeline_kernels as _k
+from interfpred.constants import (
+    MAX_RUNNING_SET,
+    PRIOR_SLOWDOWN,
+    PROFILE_CACHE_SIZE,
+    TRACKER_FINISH_RTOL,
+    TRACKER_MAX_RATE,
+    TRACKER_MIN_RATE,
+    TRACKER_MIN_REMAINING,
+)
+from interfpred.errors import InterfpredError
+from interfpred.features import Extractor, TimeWeighted
+from interfpred.predictors import RLS, GpuletsModel, OfflineLinear, OnlineSGD
+from interfpred.profiles import ProfileTable
+from interfpred.streaming import FinishedExecution, TimelineState
+
+__all__ = ["ColocationTracker", "FinishResult"]
+
+_AFFINE = (RLS, OnlineSGD, OfflineLinear)
+
+
+# ---------------------------------------------------------------------------- kernels
+@njit(cache=True, inline="always")
+def _to_rate(p, is_rate, rmin, rmax):
+    """A prediction -> a clamped rate (for a slowdown, its inverse)."""
+    if is_rate:
+        r = p
+    elif p > 0.0:
+        r = 1.0 / p
+    else:
+        r = rmax  # a slowdown <= 0 is nonsense; treat it as "no slowdown"
+    r = max(r, rmin)
+    r = min(r, rmax)
+    return r
+
+
+@njit(cache=True)
+def _affine_rates(dem, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, out):
+    """Rates of the running set ``dem`` (k, 3) under the affine model ``b + w . phi`` into ``out[:k]``."""
+    k = dem.shape[0]
+    if k == 0:
+        return
+    phi = _k.map_running_set(dem, map_id, combine_id)
+    d = w.shape[0]
+    for a in range(k):
+        p = b
+        for j in range(d):
+            p += w[j] * phi[a, j]
+        p = max(p, pred_lo)
+        out[a] = _to_rate(p, is_rate, rmin, rmax)
+
+
+@njit(cache=True)
+def _affine_project(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, rtol, end):
+    """Fluid projection: ``end[i]`` = projected completion of member i of ``dem`` with work ``rem``."""
+    n = dem.shape[0]
+    idx = np.arange(n)
+    r = rem.copy()
+    sub = np.empty((n, 3))
+    rate = np.empty(n)
+    na = n
+    t = t0
+    while na > 0:
+        for a in range(na):
+            i = idx[a]
+            sub[a, 0] = dem[i, 0]
+            sub[a, 1] = dem[i, 1]
+            sub[a, 2] = dem[i, 2]
+        _affine_rates(sub[:na], map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, rate)
+        tmin = np.inf
+        for a in range(na):
+            tau = r[idx[a]] / rate[a]
+            tmin = min(tmin, tau)
+        t_new = t + tmin
+        lim = tmin * (1.0 + rtol)
+        keep = 0
+        for a in range(na):
+            i = idx[a]
+            if r[i] / rate[a] <= lim:
+                end[i] = t_new
+            else:
+                r[i] -= rate[a] * tmin
+                idx[keep] = i
+                keep += 1
+        na = keep
+        t = t_new
+
+
+# ---------------------------------------------------------------------------- results
+class FinishResult(NamedTuple):
+    """What :meth:`ColocationTracker.finish` returns: what was observed and learned."""
+
+    #: The finished execution's features (its real timeline) and observed target.
+    execution: FinishedExecution
+    #: Latency the predictor gave for those features *before* learning from them, ms.
+    predicted_latency_ms: float
+    #: ``(predicted - observed) / observed`` latency.
+    relative_error: float
+    #: Whether ``predictor.update`` was called (False with ``learn=False`` or a zero-length execution).
+    learned: bool
+
+
+# ---------------------------------------------------------------------------- tracker
+class ColocationTracker:
+    """Live running set of one GPU: fluid what-if projection, online learning on every finish.
+
+    Parameters
+    ----------
+    profiles
+        Solo profiles of the models that will run (batch sizes between profiled ones interpolate).
+    predictor
+        Any interfpred predictor (or an object with ``predict`` and ``update`` of the same
+        contract) whose input width is the extractor's feature count.
+    extractor
+        Feature map, temporal aggregation and target; default
+        ``TimeWeighted(feature_map="rich", target="rate")`` (see the module docstring).
+    gpu
+        Which GPU of ``profiles`` this tracker's GPU is; may be omitted when the table holds one.
+    learn
+        Call ``predictor.update`` on every finish (default True).
+    extrapolate
+        Passed to the profile lookup.
+    min_rate, max_rate
+        Clamp of predicted rates (defaults ``TRACKER_MIN_RATE``, ``TRACKER_MAX_RATE``).
+
+    Notes
+    -----
+    State is bounded by the running set: per running execution its demand, profile solo
+    latency, remaining solo work and (inside the timeline state) its feature accumulator.
+    ``start``/``finish`` integrate the elapsed segment (O(k)) and evaluate the new running set's
+    rates lazily, once, when next needed. See the module docstring for thread safety.
+
+    Examples
+    --------
+    >>> from interfpred.sim.zoo import zoo_profiles
+    >>> from interfpred import RLS
+    >>> tr = ColocationTracker(zoo_profiles("l4"), RLS())
+    >>> tr.start(1, "resnet50", 8, 0.0)
+    >>> sorted(tr.what_if([(2, "vgg19", 4)], 1.0))
+    [1, 2]
+    >>> tr.start(1, "vgg19", 4, 2.0)
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: start of id 1 refused: that id is already running (started at 0.0)
+    """
+
+    def __init__(self, profiles: ProfileTable, predictor: Any, extractor: Extractor | None = None, *,
+                 gpu: str | None = None, learn: bool = True, extrapolate: bool = False,
+                 min_rate: float = TRACKER_MIN_RATE, max_rate: float = TRACKER_MAX_RATE) -> None:
+        if extractor is None:
+            extractor = TimeWeighted(feature_map="rich", target="rate")
+        self._state = TimelineState(extractor, profiles, gpu=gpu, extrapolate=extrapolate)
+        if not (hasattr(predictor, "predict") and hasattr(predictor, "update")):
+            raise InterfpredError(f"predictor must have predict and update, got {type(predictor).__name__}")
+        d = extractor.n_features
+        width = getattr(predictor, "n_features_in_", None)
+        if width is None:
+            width = getattr(predictor, "fixed_width", None)
+        if width is not None and width != d:
+            raise InterfpredError(
+                f"the predictor takes {width} features but the extractor's map {extractor.feature_map!r} "
+                f"gives {d}; use a matching extractor (e.g. feature_map='gpulets' for GpuletsModel)")
+        try:
+            lo, hi = float(min_rate), float(max_rate)
+        except (TypeError, ValueError):
+            raise InterfpredError(f"min_rate {min_rate!r} and max_rate {max_rate!r} must be numbers") from None
+        if not (0.0 < lo <= hi and math.isfinite(hi)):
+            raise InterfpredError(f"need 0 < min_rate <= max_rate < inf, got {min_rate!r}, {max_rate!r}")
+        self.profiles = profiles
+        self.predictor = predictor
+        self.extractor = extractor
+        self.gpu = gpu
+        self.learn = bool(learn)
+        self.extrapolate = extrapolate
+        self.min_rate = lo
+        self.max_rate = hi
+        self._is_rate = extractor.target == "rate"
+        self._fast = extractor.is_builtin and isinstance(predictor, (*_AFFINE, GpuletsModel))
+        self._probe = np.vstack([np.zeros((1, d)), np.eye(d)])
+        self._lock = threading.RLock()
+        self._ids: list[Any] = []
+        self._slot: dict[Any, int] = {}
+        cap = 8
+        self._dem = np.zeros((cap, 3))
+        self._solo = np.zeros(cap)
+        self._rem = np.zeros(cap)
+        self._rates: np.ndarray | None = None   # predicted rates of the current running set (lazy)
+        self._t = 0.0                          # time up to which _rem is integrated
+        self._cache: dict[tuple[str, Any], tuple[float, float, float, float]] = {}
+
+    # ------------------------------------------------------------------ reading
+    @property
+    def now(self) -> float | None:
+        """Time of the latest event, ms (None before the first)."""
+        return self._state.now
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __contains__(self, id: Any) -> bool:
+        try:
+            return id in self._slot
+        except TypeError:
+            return False
+
+    @property
+    def running(self) -> list[Any]:
+        """Ids of the running executions (slot order)."""
+        with self._lock:
+            return list(self._ids)
+
+    def remaining_ms(self, t: float | None = None) -> dict[Any, float]:
+        """Estimated remaining solo work (ms at solo speed) of each running execution at ``t``.
+
+        ``t`` defaults to the latest event; it may not be before it.
+
+        Examples
+        --------
+        >>> from interfpred import RLS, ProfileTable
+        >>> prof = ProfileTable.from_columns(gpu=["l4"], model=["a"], batch_size=[1],
+        ...     solo_ms=[2.0], sm=[0.5], l2=[0.5], dram=[0.25])
+        >>> tr = ColocationTracker(prof, RLS())
+        >>> tr.start(7, "a", 1, 0.0)
+        >>> tr.remaining_ms(0.5)
+        {7: 1.5}
+        """
+        with self._lock:
+            tf = self._t if t is None else self._check_time(t, "remaining_ms")
+            rem = self._rem_at(tf)
+            return {id: float(rem[a]) for a, id in enumerate(self._ids)}
+
+    # ------------------------------------------------------------------ internals
+    def _check_time(self, t: Any, what: str) -> float:
+        try:
+            tf = float(t)
+        except (TypeError, ValueError):
+            raise InterfpredError(f"{what} refused: time {t!r} is not a number") from None
+        if not math.isfinite(tf):
+            raise InterfpredError(f"{what} refused: time {t!r} is not finite")
+        now = self._state.now
+        if now is not None and tf < now:
+            raise InterfpredError(f"{what} refused: time {tf!r} is before the latest event at {now!r}")
+        return tf
+
+    def _affine(self) -> tuple[np.ndarray, float, float]:
+        """Weights w (d,), intercept b and lower clip of the prediction of an affine predictor, now."""
+        p = self.predictor
+        d = self._probe.shape[1]
+        if isinstance(p, GpuletsModel):
+            if p._c is None:
+                return np.zeros(d), PRIOR_SLOWDOWN, -np.inf
+            c = p._c
+            return np.array([c[0], c[2], c[1], c[3]]), float(c[4]), 1.0 if p.clip else -np.inf
+        if p._d is None:
+            return np.zeros(d), PRIOR_SLOWDOWN, -np.inf
+        if p._d != d:
+            raise InterfpredError(f"the predictor now takes {p._d} features but the extractor gives {d}; "
+                                  "it was refitted with another width")
+        vals = p._predict_rows(self._probe)
+        b = float(vals[0])
+        return vals[1:] - b, b, -np.inf
+
+    def _rates_of(self, dem: np.ndarray) -> np.ndarray:
+        """Predicted, clamped rates of the running set ``dem`` (k, 3), C-contiguous."""
+        k = dem.shape[0]
+        out = np.empty(k)
+        if k == 0:
+            return out
+        ex = self.extractor
+        if self._fast:
+            w, b, lo = self._affine()
+            _affine_rates(dem, ex._map_id, ex._combine_id, w, b, lo, self._is_rate, self.min_rate,
+                          self.max_rate, out)
+            return out
+        phi = ex._map_set_unchecked(dem)
+        pred = np.asarray(self.predictor.predict(phi), dtype=np.float64).reshape(k)
+        return self._clamp(pred)
+
+    def _clamp(self, pred: np.ndarray) -> np.ndarray:
+        if self._is_rate:
+            r = pred.copy()
+        else:
+            with np.errstate(divide="ignore"):
+                r = np.where(pred > 0.0, 1.0 / np.where(pred > 0.0, pred, 1.0), self.max_rate)
+        return np.clip(r, self.min_rate, self.max_rate)
+
+    def _current_rates(self) -> np.ndarray:
+        if self._rates is None:
+            k = len(self._ids)
+            self._rates = self._rates_of(np.ascontiguousarray(self._dem[:k]))
+        return self._rates
+
+    def _rem_at(self, t: float) -> np.ndarray:
+        k = len(self._ids)
+        rem = self._rem[:k].copy()
+        if k and t > self._t:
+            rem -= self._current_rates() * (t - self._t)
+            np.maximum(rem, TRACKER_MIN_REMAINING * self._solo[:k], out=rem)
+        return rem
+
+    def _lookup(self, model: Any, batch_size: Any, what: str) -> tuple[float, float, float, float]:
+        key = (str(model), batch_size)
+        try:
+            prof = self._cache.get(key)
+        except TypeError:
+            raise InterfpredError(f"{what} refused: batch size {batch_size!r} is not a number") from None
+        if prof is None:
+            try:
+                v = self.profiles.lookup_arrays([key[0]], [batch_size], gpus=None if self.gpu is None else [self.gpu],
+                                                extrapolate=self.extrapolate)
+            except (InterfpredError, TypeError, ValueError) as exc:
+                raise InterfpredError(f"{what} refused: {exc}") from None
+            prof = (float(v["sm"][0]), float(v["l2"][0]), float(v["dram"][0]), float(v["solo_ms"][0]))
+            if len(self._cache) >= PROFILE_CACHE_SIZE:
+                self._cache.clear()
+            self._cache[key] = prof
+        return prof
+
+    def _project(self, dem: np.ndarray, rem: np.ndarray, t: float) -> np.ndarray:
+        n = dem.shape[0]
+        end = np.empty(n)
+        if n == 0:
+            return end
+        ex = self.extractor
+        if self._fast:
+            w, b, lo = self._affine()
+            _affine_project(dem, rem, t, ex._map_id, ex._combine_id, w, b, lo, self._is_rate, self.min_rate,
+                            self.max_rate, TRACKER_FINISH_RTOL, end)
+            return end
+        idx = np.arange(n)
+        r = rem.copy()
+        while idx.size:
+            rate = self._rates_of(np.ascontiguousarray(dem[idx]))
+            tau = r[idx] / rate
+            tmin = float(tau.min())
+            t_new = t + tmin
+            done = tau <= tmin * (1.0 + TRACKER_FINISH_RTOL)
+            end[idx[done]] = t_new
+            r[idx] -= rate * tmin
+            idx = idx[~done]
+            t = t_new
+        return end
+
+    # ------------------------------------------------------------------ events
+    def start(self, id: Any, model: str, batch_size: float, t: float) -> None:
+        """Execution ``id`` of ``model`` at ``batch_size`` launches at time ``t`` (ms).
+
+        Raises
+        ------
+        InterfpredError
+            ``id`` already running (or not hashable), ``t`` before the latest event or not
+            finite, no profile for ``(model, batch_size)``, or the running set is full; the
+            state is unchanged.
+        """
+        with self._lock:
+            rates = self._current_rates()   # may raise (predictor); nothing changed yet
+            self._state.start(id, model, batch_size, t)  # validates; raises before changing anything
+            tf = float(t)
+            k = len(self._ids)
+            if k and tf > self._t:
+                rem = self._rem[:k]
+                rem -= rates * (tf - self._t)
+                np.maximum(rem, TRACKER_MIN_REMAINING * self._solo[:k], out=rem)
+            self._t = tf
+            if k == self._dem.shape[0]:
+                self._grow()
+            st = self._state
+            a = st._slot[id]
+            self._dem[k] = st._dem[a]
+            self._solo[k] = st._solo[a]
+            self._rem[k] = st._solo[a]
+            self._ids.append(id)
+            self._slot[id] = k
+            self._rates = None
+
+    def finish(self, id: Any, t: float) -> FinishResult:
+        """Execution ``id`` ended at ``t`` (ms): learn from its real timeline; return what was learned.
+
+        The execution's features come from its real co-location timeline (the extractor's
+        aggregation over the segments it met); its target from the observed latency. The
+        predictor's latency for those features before learning is reported with its error,
+        then ``predictor.update(x, y)`` is called (unless ``learn=False``, or the execution
+        had zero length, whose rate is undefined).
+
+        Raises
+        ------
+        InterfpredError
+            ``id`` not running, or ``t`` before the latest event; the state is unchanged.
+        """
+        with self._lock:
+            rates = self._current_rates()
+            if id not in self:
+                names = ", ".join(repr(i) for i in self._ids[:8]) or "none"
+                raise InterfpredError(f"finish of id {id!r} refused: it is not running (running: {names})")
+            done = self._state.finish(id, t)   # validates time; raises before changing anything
+            tf = float(t)
+            k = len(self._ids)
+            if tf > self._t:
+                rem = self._rem[:k]
+                rem -= rates * (tf - self._t)
+                np.maximum(rem, TRACKER_MIN_REMAINING * self._solo[:k], out=rem)
+            self._t = tf
+            self._remove(self._slot[id])
+            self._rates = None
+            pred = float(np.asarray(self.predictor.predict(done.x), dtype=np.float64).reshape(-1)[0])
+            rate = float(self._clamp(np.array([pred]))[0])
+            predicted = done.solo_ms / rate
+            lat = done.latency_ms
+            err = (predicted - lat) / lat if lat > 0 else math.inf
+            learned = False
+            if self.learn and lat > 0 and math.isfinite(done.y):
+                self.predictor.update(done.x, float(done.y))
+                learned = True
+            return FinishResult(done, predicted, err, learned)
+
+    # ------------------------------------------------------------------ questions
+    def what_if(self, candidates: Sequence[tuple[Any, str, float]], t: float) -> dict[Any, float]:
+        """Projected end times (ms) of the running executions and ``candidates`` launched at ``t``.
+
+        Parameters
+        ----------
+        candidates
+            ``(id, model, batch_size)`` triples, launched together at ``t``; may be empty.
+        t
+            The launch time; not before the latest event.
+
+        Returns
+        -------
+        dict
+            id -> projected completion time, running executions first (slot order), then the
+            candidates in the given order.
+
+        Raises
+        ------
+        InterfpredError
+            A candidate that is not a triple, whose id is running or repeated, or without a
+            profile; ``t`` before the latest event. Nothing is ever changed.
+
+        Examples
+        --------
+        >>> from interfpred import RLS, ProfileTable
+        >>> prof = ProfileTable.from_columns(gpu=["l4"], model=["a"], batch_size=[1],
+        ...     solo_ms=[2.0], sm=[0.5], l2=[0.5], dram=[0.25])
+        >>> tr = ColocationTracker(prof, RLS())
+        >>> tr.what_if([("c", "a", 1), ("d", "a", 1)], 0.0)
+        {'c': 2.0, 'd': 2.0}
+        >>> tr.what_if([("c", "zz", 1)], 0.0)
+        Traceback (most recent call last):
+        ...
+        interfpred.errors.InterfpredError: what_if candidate 'c' refused: no profile for model 'zz' on gpu 'l4'; known models: a
+        """
+        with self._lock:
+            tf = self._check_time(t, "what_if")
+            try:
+                cands = list(candidates)
+            except TypeError:
+                raise InterfpredError("what_if candidates must be a list of (id, model, batch_size)") from None
+            k = len(self._ids)
+            n = k + len(cands)
+            if n > MAX_RUNNING_SET:
+                raise InterfpredError(f"what_if refused: {n} executions would run, more than "
+                                      f"MAX_RUNNING_SET={MAX_RUNNING_SET}")
+            dem = np.empty((n, 3))
+            dem[:k] = self._dem[:k]
+            rem = np.empty(n)
+            rem[:k] = self._rem_at(tf)
+            ids = list(self._ids)
+            seen: set[Any] = set()
+            for j, c in enumerate(cands):
+                try:
+                    cid, model, batch = c
+                except (TypeError, ValueError):
+                    raise InterfpredError(f"what_if candidate {c!r} must be (id, model, batch_size)") from None
+                what = f"what_if candidate {cid!r}"
+                try:
+                    dup = cid in self._slot or cid in seen
+                except TypeError:
+                    raise InterfpredError(f"{what} refused: an id must be hashable") from None
+                if dup:
+                    raise InterfpredError(f"{what} refused: that id is already running or repeated")
+                seen.add(cid)
+                sm, l2, dram, solo = self._lookup(model, batch, what)
+                dem[k + j, 0] = sm
+                dem[k + j, 1] = l2
+                dem[k + j, 2] = dram
+                rem[k + j] = solo
+                ids.append(cid)
+            end = self._project(dem, rem, tf)
+            return dict(zip(ids, end.tolist()))
+
+    def predict_finish(self, t: float) -> dict[Any, float]:
+        """Projected end time (ms) of every running execution, seen from ``t`` (no launch).
+
+        Examples
+        --------
+        >>> from interfpred import RLS, ProfileTable
+        >>> prof = ProfileTable.from_columns(gpu=["l4"], model=["a"], batch_size=[1],
+        ...     solo_ms=[2.0], sm=[0.5], l2=[0.5], dram=[0.25])
+        >>> tr = ColocationTracker(prof, RLS())
+        >>> tr.start("x", "a", 1, 10.0)
+        >>> tr.predict_finish(11.0)
+        {'x': 12.0}
+        """
+        return self.what_if((), t)
+
+    # ------------------------------------------------------------------ storage
+    def _remove(self, a: int) -> None:
+        last = len(self._ids) - 1
+        id = self._ids[a]
+        if a != last:
+            for arr in (self._dem, self._solo, self._rem):
+                arr[a] = arr[last]
+            self._ids[a] = self._ids[last]
+            self._slot[self._ids[a]] = a
+        self._ids.pop()
+        del self._slot[id]
+
+    def _grow(self) -> None:
+        cap = 2 * self._dem.shape[0]
+
+        def g(arr: np.ndarray) -> np.ndarray:
+            out = np.zeros((cap, *arr.shape[1:]), dtype=arr.dtype)
+            out[: arr.shape[0]] = arr
+            return out
+
+        self._dem, self._solo, self._rem = g(self._dem), g(self._solo), g(self._rem)
+
+    def __repr__(self) -> str:
+        return (f"ColocationTracker({self.extractor!r}, predictor={self.predictor!r}, gpu={self.gpu!r}, "
+                f"running={len(self._ids)})")
