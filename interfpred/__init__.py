@@ -29,6 +29,7 @@ from interfpred.features import (
     transform_many,
 )
 from interfpred.streaming import FinishedExecution, RunningExecution, TimelineState
+from interfpred.model import InterferenceModel, load_model
 
 __all__ = [
     "__version__",
@@ -61,4 +62,6 @@ __all__ = [
     "TimelineState",
     "FinishedExecution",
     "RunningExecution",
+    "InterferenceModel",
+    "load_model",
 ]
