@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -218,3 +221,14 @@ def test_cli_fit_unwritable_out(tmp_path, files, capsys):
                "--out", str(tmp_path / "no" / "such" / "m.json")])
     err = capsys.readouterr().err
     assert rc == 2 and err.startswith("interfpred: error:") and len(err.strip().splitlines()) == 1
+
+
+def test_example_script_runs_on_given_csvs(files):
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, str(root / "examples" / "fit_from_csv.py"), str(files / "profiles.csv"),
+                           str(files / "trace.csv")], capture_output=True, text=True, cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert proc.returncode == 0, proc.stderr
+    assert "online (predict, then learn)" in proc.stdout and "saved" in proc.stdout

@@ -265,14 +265,25 @@ def _e1_findings(patterns: dict[str, bool], goal: dict[str, Any]) -> str:
     ])
 
 
-def _plot_e1(ctx: ReproduceContext, curves: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[list[str], str]:
+_NO_MPL = "_(figure skipped: matplotlib is not installed; `pip install \".[plot]\"` draws it)_"
+
+
+def _pyplot():
+    """matplotlib.pyplot on the Agg backend, or None when matplotlib is not installed."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return [], "_(figure skipped: matplotlib is not installed; `pip install \".[plot]\"` draws it)_"
+        return None
+    return plt
+
+
+def _plot_e1(ctx: ReproduceContext, curves: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[list[str], str]:
+    plt = _pyplot()
+    if plt is None:
+        return [], _NO_MPL
     ctx.progress("E1: drawing the relative-error CDF")
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     for ax, method in zip(axes, ("OfflineLinear", "RLS")):
@@ -319,6 +330,8 @@ def run_e2(ctx: ReproduceContext) -> Section:
     configs = _e2_configs(ctx)
     extractors = list(dict.fromkeys(c.extractor for _, c, _ in configs))
     results: dict[str, dict[str, dict[str, float]]] = {}
+    errors: dict[str, dict[str, np.ndarray]] = {s: {} for s in E2_SETS}
+    variance: dict[str, float] = {}
     for label, cfg, _ in configs:
         results[label] = {}
     for set_name in E2_SETS:
@@ -335,8 +348,12 @@ def run_e2(ctx: ReproduceContext) -> Section:
             solo = fm.solo_ms[rows]
             results[label][set_name] = {"mse": mse(lat / solo, obs / solo), "mape": mape(lat, obs),
                                         "n": int(obs.size)}
+            errors[set_name][label] = np.abs(lat - obs) / obs
+            variance[set_name] = float(np.var(obs / solo))
     cols = [_SET_LABELS[s] for s in E2_SETS]
     mse_rows = [[label] + [results[label][s]["mse"] for s in E2_SETS] for label, _, _ in configs]
+    mse_rows.append(["(variance of observed slowdown)"] + [variance[s] for s in E2_SETS])
+    figures, fig_note = _plot_e2(ctx, errors, sc)
     mape_rows = [[label] + [results[label][s]["mape"] for s in E2_SETS] for label, _, _ in configs]
     off, sgd, rls = (results[k]["test2"]["mse"] for k in ("Offline linear", "Online SGD", "RLS"))
     best_t2 = results["interfpred best"]["test2"]["mse"]
@@ -362,6 +379,9 @@ def run_e2(ctx: ReproduceContext) -> Section:
         "",
         markdown_table(["method"] + cols, mse_rows),
         "",
+        "The last row is the variance of the observed slowdown in each set: the MSE of always predicting "
+        "the set's mean, so MSEs of different sets compare only relative to it.",
+        "",
         "MAPE of latency:",
         "",
         markdown_table(["method"] + cols, mape_rows),
@@ -373,14 +393,49 @@ def run_e2(ctx: ReproduceContext) -> Section:
         markdown_table(["candidate", "validation MAPE", ""], sel_rows),
         "",
         _e2_findings(patterns, goal),
+        "",
     ]
+    md += [f"![Rolling relative error along the test sets, E2]({f})" for f in figures] + (
+        [fig_note] if fig_note else [])
     terminal = "\n".join(["MSE of slowdown", text_table(["method"] + cols, mse_rows), "",
                           "MAPE of latency", text_table(["method"] + cols, mape_rows)])
-    data = {"results": results, "patterns": patterns, "goal": goal,
+    data = {"results": results, "slowdown_variance": variance, "patterns": patterns, "goal": goal,
             "configs": {label: {"label": cfg.label(), "extractor": cfg.extractor.get_spec(), "predictor": cfg.kind,
                                 "params": dict(cfg.params)} for label, cfg, _ in configs},
             "paper_mse": PAPER_E2_MSE, "runtime_s": time.perf_counter() - t0}
-    return Section(title="E2: workload change", markdown="\n".join(md), terminal=terminal, data=data)
+    return Section(title="E2: workload change", markdown="\n".join(md), terminal=terminal, figures=figures,
+                   data=data)
+
+
+def _plot_e2(ctx: ReproduceContext, errors: dict[str, dict[str, np.ndarray]],
+             sc: Scenario) -> tuple[list[str], str]:
+    plt = _pyplot()
+    if plt is None:
+        return [], _NO_MPL
+    ctx.progress("E2: drawing the rolling error along the test sets")
+    sets = [s for s in E2_SETS if s != "held-out"]
+    fig, axes = plt.subplots(1, len(sets), figsize=(13, 3.8), sharey=True)
+    for ax, s in zip(axes, sets):
+        n = len(next(iter(errors[s].values())))
+        w = max(10, n // 50)
+        for label, err in errors[s].items():
+            roll = np.convolve(err, np.ones(w) / w, mode="valid")
+            ax.plot(np.arange(roll.size) + w, roll, lw=1.2, label=label,
+                    **({"color": "black", "ls": "--"} if label == "interfpred best" else {}))
+        for ph in sc.sets.get(s, {}).get("phases", [])[1:]:
+            ax.axvline(ph["first_id"] - sc.sets[s]["phases"][0]["first_id"], color="grey", lw=0.6, ls=":")
+        ax.set_title(_SET_LABELS[s])
+        ax.set_xlabel(f"execution (launch order; mean over {w})")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("relative error of latency")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=9)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    name = "e2_rolling.png"
+    fig.savefig(ctx.out_dir / name, dpi=110)
+    plt.close(fig)
+    return [name], ""
 
 
 def _e2_findings(patterns: dict[str, bool], goal: dict[str, Any]) -> str:
