@@ -198,8 +198,13 @@ class InterferenceModel:
         ex = _as_extractor(extractor)
         if not ex.is_builtin:
             raise InterfpredError("an InterferenceModel needs a built-in feature map (a CustomMap cannot be saved)")
+        pred = _as_predictor(predictor)
+        width = pred.n_features_in_ or pred.fixed_width
+        if width is not None and width != ex.n_features:
+            raise InterfpredError(f"predictor {pred.kind!r} takes {width} features but the extractor's map "
+                                  f"{ex.feature_map!r} makes {ex.n_features}")
         self.extractor = ex
-        self.predictor = _as_predictor(predictor)
+        self.predictor = pred
 
     def __repr__(self) -> str:
         return f"InterferenceModel({self.extractor!r}, {self.predictor!r})"

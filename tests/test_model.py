@@ -155,6 +155,9 @@ def test_constructor_errors():
         InterferenceModel(None, {"kind": "rls", "params": {"nope": 1}})
     with pytest.raises(InterfpredError, match="extractor must be"):
         InterferenceModel(3)
+    with pytest.raises(InterfpredError, match="predictor 'gpulets' takes 4 features but the extractor's map 'rich'"):
+        InterferenceModel({"map": "rich"}, "gpulets")
+    assert InterferenceModel({"map": "gpulets"}, "gpulets").predictor.kind == "gpulets"
 
 
 def test_write_predictions(tmp_path, scenario):
