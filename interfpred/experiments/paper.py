@@ -415,19 +415,21 @@ def _plot_e2(ctx: ReproduceContext, errors: dict[str, dict[str, np.ndarray]],
     ctx.progress("E2: drawing the rolling error along the test sets")
     sets = [s for s in E2_SETS if s != "held-out"]
     fig, axes = plt.subplots(1, len(sets), figsize=(13, 3.8), sharey=True)
+    top = 0.0
     for ax, s in zip(axes, sets):
         n = len(next(iter(errors[s].values())))
         w = max(10, n // 50)
         for label, err in errors[s].items():
             roll = np.convolve(err, np.ones(w) / w, mode="valid")
+            top = max(top, float(roll.max()) if roll.size else 0.0)
             ax.plot(np.arange(roll.size) + w, roll, lw=1.2, label=label,
                     **({"color": "black", "ls": "--"} if label == "interfpred best" else {}))
         for ph in sc.sets.get(s, {}).get("phases", [])[1:]:
             ax.axvline(ph["first_id"] - sc.sets[s]["phases"][0]["first_id"], color="grey", lw=0.6, ls=":")
         ax.set_title(_SET_LABELS[s])
         ax.set_xlabel(f"execution (launch order; mean over {w})")
-        ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
+    axes[0].set_ylim(0, 1.05 * top if top > 0 else 1.0)
     axes[0].set_ylabel("relative error of latency")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=9)
