@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from naive import naive_prequential
 
 from interfpred import RLS, InterferenceModel, OfflineLinear, OnlineSGD, load_model
 from interfpred.cli import main
 from interfpred.errors import InterfpredError
 from interfpred.model import prequential, write_predictions
 from interfpred.sim.workload import mix_scenario, write_scenario
-from naive import naive_prequential
 
 
 @pytest.fixture(scope="module")

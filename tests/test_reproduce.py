@@ -10,7 +10,8 @@ import pytest
 
 from interfpred.cli import main
 from interfpred.errors import InterfpredError
-from interfpred.experiments import paper, reproduce as rmod
+from interfpred.experiments import paper
+from interfpred.experiments import reproduce as rmod
 from interfpred.experiments.report import Section
 from interfpred.experiments.reproduce import DEFAULT_SECTIONS, reproduce
 

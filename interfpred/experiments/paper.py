@@ -51,9 +51,26 @@ from interfpred.constants import (
     REPRODUCE_QUICK_EXECUTIONS,
     REPRODUCE_TRAIN_SHARE,
 )
-from interfpred.experiments.metrics import accuracy_summary, mape, mse, relative_error_cdf
-from interfpred.experiments.report import ReproduceContext, Section, markdown_table, text_table
-from interfpred.features import EWMA, Extractor, FeatureMatrix, Static, TimeWeighted, transform_many
+from interfpred.experiments.metrics import (
+    accuracy_summary,
+    mape,
+    mse,
+    relative_error_cdf,
+)
+from interfpred.experiments.report import (
+    ReproduceContext,
+    Section,
+    markdown_table,
+    text_table,
+)
+from interfpred.features import (
+    EWMA,
+    Extractor,
+    FeatureMatrix,
+    Static,
+    TimeWeighted,
+    transform_many,
+)
 from interfpred.model import prequential
 from interfpred.predictors import BasePredictor, make_predictor
 from interfpred.sim.workload import Scenario, paper_scenario
