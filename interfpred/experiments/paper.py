@@ -379,7 +379,7 @@ def run_e2(ctx: ReproduceContext) -> Section:
         "rls_beats_sgd_on_test2": bool(rls < sgd),
         "sgd_beats_offline_on_test2": bool(sgd < off),
     }
-    goal = {"best_test2_mse": best_t2, "offline_test2_mse": off, "ratio": best_t2 / off if off > 0 else float("nan"),
+    goal = {"best_test2_mse": best_t2, "offline_test2_mse": off, "ratio": best_t2 / off if off > 0 else None,
             "target_ratio": 1 / 3, "met": bool(best_t2 <= off / 3)}
     chosen = "; ".join(f"{label}: {cfg.label()}" for label, cfg, _ in configs)
     sel_rows = [[c.label(), s, "chosen" if c == cfg else ""] for _, cfg, scores in configs[1:3] for c, s in scores]
@@ -467,5 +467,7 @@ def _e2_findings(patterns: dict[str, bool], goal: dict[str, Any]) -> str:
         f"{yes(patterns['offline_degrades_on_test2'])}",
         f"- RLS beats SGD: {yes(patterns['rls_beats_sgd_on_test2'])}; SGD beats offline: "
         f"{yes(patterns['sgd_beats_offline_on_test2'])}",
-        f"- interfpred best / offline = {goal['ratio']:.3f} (goal <= 1/3: {yes(goal['met'])})",
+        f"- interfpred best / offline = "
+        f"{'undefined (offline MSE 0)' if goal['ratio'] is None else format(goal['ratio'], '.3f')} "
+        f"(goal <= 1/3: {yes(goal['met'])})",
     ])

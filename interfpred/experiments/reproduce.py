@@ -161,7 +161,7 @@ def reproduce(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: int
         with open(tmp / "report.md", "w", encoding="utf-8") as fh:
             fh.write(_report_markdown(done, meta))
         with open(tmp / "results.json", "w", encoding="utf-8") as fh:
-            json.dump({**meta, "sections": {s.title: s.data for s in done}}, fh, indent=1, allow_nan=True,
+            json.dump({**meta, "sections": {s.title: s.data for s in done}}, fh, indent=1, allow_nan=False,
                       default=_json_default)
             fh.write("\n")
         os.chmod(tmp, 0o755)
