@@ -31,6 +31,7 @@ from interfpred.features import (
 from interfpred.streaming import FinishedExecution, RunningExecution, TimelineState
 from interfpred.tracker import ColocationTracker, FinishResult
 from interfpred.fleet import Fleet
+from interfpred.model import InterferenceModel, load_model
 
 __all__ = [
     "__version__",
@@ -66,4 +67,6 @@ __all__ = [
     "ColocationTracker",
     "FinishResult",
     "Fleet",
+    "InterferenceModel",
+    "load_model",
 ]

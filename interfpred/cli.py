@@ -210,6 +210,162 @@ def _run_simulate(args) -> int:
 _COMMANDS.append(_add_simulate)
 
 
+
+# ---------------------------------------------------------------------------- reproduce (issue 6)
+def _add_reproduce(sub) -> None:
+    from interfpred.constants import REPRODUCE_DEFAULT_OUT
+
+    p = sub.add_parser(
+        "reproduce", help="run the paper's experiments on the simulator and write a report",
+        description="Run E1 (co-location dynamics) and E2 (workload change) on simulated traces, with "
+                    "interfpred's best configuration beside the paper's methods; print the tables and write "
+                    "report.md, results.json and the figures into --out (written beside it, then renamed).")
+    p.add_argument("--quick", action="store_true", help="smaller traces (about a minute on two cores)")
+    p.add_argument("--out", default=REPRODUCE_DEFAULT_OUT, help=f"output folder (default ./{REPRODUCE_DEFAULT_OUT})")
+    p.add_argument("--seed", type=int, default=0, help="seed of the simulated workloads (default 0)")
+    p.add_argument("--gpu", default="l4", help="simulated GPU preset: l4 or a100 (default l4)")
+    p.add_argument("--force", action="store_true", help="replace an --out that already holds a report")
+    p.set_defaults(func=_run_reproduce)
+
+
+def _run_reproduce(args) -> int:
+    import shlex
+    import time
+
+    from interfpred.experiments.reproduce import format_terminal, reproduce
+
+    t0 = time.perf_counter()
+
+    def progress(message: str) -> None:
+        print(f"[{time.perf_counter() - t0:6.1f} s] {message}", file=sys.stderr, flush=True)
+
+    argv = getattr(args, "_argv", None)
+    command = shlex.join(["interfpred", *argv]) if argv is not None else None
+    sections = reproduce(args.out, quick=args.quick, seed=args.seed, force=args.force, progress=progress,
+                         gpu=args.gpu, command=command)
+    print(format_terminal(sections))
+    print(f"wrote {args.out}/report.md and results.json in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return 0
+
+
+_COMMANDS.append(_add_reproduce)
+
+
+# ---------------------------------------------------------------------------- fit / evaluate / predict (issue 6)
+def _add_fit(sub) -> None:
+    from interfpred.constants import AGGREGATIONS, COMBINES, FEATURE_MAPS, MODEL_DEFAULT_EXTRACTOR, TARGETS
+
+    d = dict(MODEL_DEFAULT_EXTRACTOR)
+    p = sub.add_parser(
+        "fit", help="fit an interference model on a profile table and a trace",
+        description="Compute features of every execution of --trace (profiles from --profiles), fit the "
+                    "predictor, and save the extractor's spec and the predictor's state in one JSON file.")
+    p.add_argument("--profiles", required=True, help="tidy profile CSV (gpu,model,batch_size,solo_ms,sm,l2,dram)")
+    p.add_argument("--trace", required=True, help="trace CSV (id,gpu,model,batch_size,start_ms,end_ms)")
+    p.add_argument("--predictor", default="rls", help="predictor kind: rls, online_sgd, offline_linear, ... "
+                                                     "(default rls)")
+    p.add_argument("--param", action="append", default=[], metavar="K=V",
+                   help="predictor hyperparameter, e.g. forgetting=0.99; repeatable")
+    p.add_argument("--aggregation", choices=AGGREGATIONS, default=d["aggregation"],
+                   help=f"temporal aggregation (default {d['aggregation']})")
+    p.add_argument("--alpha", type=float, default=None, help="EWMA weight of the newest value (ewma only)")
+    p.add_argument("--map", choices=FEATURE_MAPS, default=d["map"], help=f"feature map (default {d['map']})")
+    p.add_argument("--combine", choices=COMBINES, default=d["combine"],
+                   help=f"how co-runners combine (default {d['combine']})")
+    p.add_argument("--target", choices=TARGETS, default=d["target"], help=f"learning target (default {d['target']})")
+    p.add_argument("--out", required=True, help="model file to write (JSON, atomically)")
+    p.set_defaults(func=_run_fit)
+
+
+def _load_inputs(args):
+    from interfpred.profiles import ProfileTable
+    from interfpred.trace import Trace
+
+    return ProfileTable.from_csv(args.profiles), Trace.from_csv(args.trace)
+
+
+def _print_summary(summary, title: str) -> None:
+    from interfpred.experiments.report import text_table
+
+    rows = [[k, v] for k, v in summary.as_dict().items()]
+    print(title)
+    print(text_table(["metric", "value"], rows))
+
+
+def _run_fit(args) -> int:
+    from interfpred.benchmarking import parse_param
+    from interfpred.features import make_extractor
+    from interfpred.model import InterferenceModel
+    from interfpred.predictors import make_predictor
+
+    spec = {"aggregation": args.aggregation, "map": args.map, "combine": args.combine, "target": args.target}
+    if args.alpha is not None:
+        spec["alpha"] = args.alpha
+    extractor = make_extractor(spec)
+    predictor = make_predictor(args.predictor, **dict(parse_param(t) for t in args.param))
+    profiles, trace = _load_inputs(args)
+    model = InterferenceModel(extractor, predictor).fit(trace, profiles)
+    model.save(args.out)
+    _print_summary(model.evaluate(trace, profiles).summary, f"fit on {len(trace)} executions (training accuracy)")
+    print(f"wrote {args.out}: {model!r}", file=sys.stderr)
+    return 0
+
+
+_COMMANDS.append(_add_fit)
+
+
+def _add_evaluate(sub) -> None:
+    p = sub.add_parser(
+        "evaluate", help="accuracy of a saved model on a trace",
+        description="Predict every execution of --trace with --model and print the accuracy (MSE of slowdown, "
+                    "relative errors of latency). With --online, prequentially: predict each execution at its "
+                    "launch, learn from it once finished (the model file is not changed).")
+    p.add_argument("--model", required=True, help="model file written by 'interfpred fit'")
+    p.add_argument("--profiles", required=True, help="tidy profile CSV")
+    p.add_argument("--trace", required=True, help="trace CSV")
+    p.add_argument("--online", action="store_true", help="prequential evaluation (predict, then learn)")
+    p.set_defaults(func=_run_evaluate)
+
+
+def _run_evaluate(args) -> int:
+    from interfpred.model import load_model
+
+    model = load_model(args.model)
+    profiles, trace = _load_inputs(args)
+    ev = model.evaluate(trace, profiles, online=args.online)
+    _print_summary(ev.summary, f"{'online (prequential)' if args.online else 'offline'} evaluation of "
+                               f"{args.model} on {len(trace)} executions")
+    return 0
+
+
+_COMMANDS.append(_add_evaluate)
+
+
+def _add_predict(sub) -> None:
+    p = sub.add_parser(
+        "predict", help="predicted latencies of a trace's executions",
+        description="Write id, predicted_latency_ms, predicted_slowdown and observed_latency_ms for every "
+                    "execution of --trace to a CSV (atomically).")
+    p.add_argument("--model", required=True, help="model file written by 'interfpred fit'")
+    p.add_argument("--profiles", required=True, help="tidy profile CSV")
+    p.add_argument("--trace", required=True, help="trace CSV")
+    p.add_argument("--out", required=True, help="predictions CSV to write")
+    p.set_defaults(func=_run_predict)
+
+
+def _run_predict(args) -> int:
+    from interfpred.model import load_model, write_predictions
+
+    model = load_model(args.model)
+    profiles, trace = _load_inputs(args)
+    n = write_predictions(model, trace, profiles, args.out)
+    print(f"wrote {n} predictions to {args.out}", file=sys.stderr)
+    return 0
+
+
+_COMMANDS.append(_add_predict)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser (exposed for documentation and tests)."""
     parser = _Parser(
@@ -227,6 +383,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``interfpred`` console script; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    args._argv = list(sys.argv[1:] if argv is None else argv)
     if getattr(args, "func", None) is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE

@@ -118,3 +118,20 @@ E3_QUICK_LOADS = (1.0, 2.0, 3.0, 3.5)
 E3_QUICK_REQUESTS = 1500
 E3_FULL_LOADS = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)
 E3_FULL_REQUESTS = 12000
+# ---------------------------------------------------------------- models, fit/evaluate and reproduce (issue 6)
+#: ``kind`` written into model files (extractor spec + predictor state in one JSON).
+MODEL_FILE_KIND = "interfpred.model"
+#: Extractor and predictor of ``InterferenceModel()`` and ``interfpred fit`` when none is given: the best
+#: configuration of the reproduction (docs/results.md): time-weighted exposure over the rich map, RLS.
+MODEL_DEFAULT_EXTRACTOR = (("aggregation", "time-weighted"), ("map", "rich"), ("combine", "sum"),
+                           ("target", "slowdown"))
+MODEL_DEFAULT_PREDICTOR = "rls"
+#: Executions per simulated set of the full reproduction and of ``--quick``.
+REPRODUCE_EXECUTIONS = 50_000
+REPRODUCE_QUICK_EXECUTIONS = 5_000
+#: Share of the E1 trace / E2 train set used for training (in launch order); the rest is held out.
+REPRODUCE_TRAIN_SHARE = 0.75
+#: EWMA weights of E1 (the paper's).
+REPRODUCE_EWMA_ALPHAS = (0.2, 0.5, 0.8)
+#: Default output folder of ``interfpred reproduce``.
+REPRODUCE_DEFAULT_OUT = "interfpred-report"

@@ -371,3 +371,24 @@ def naive_tracker_projection(events, t, candidates, rate_fn, *, min_remaining=0.
         active = keep
         now = now_next
     return end
+# ---------------------------------------------------------------- prequential evaluation (issue 6)
+def naive_prequential(predictor, X, y, start_ms=None, end_ms=None):
+    """Predict-then-learn, one row at a time, written for clarity (O(n^2) bookkeeping).
+
+    With times: before predicting row i, learn every not-yet-learned row whose end_ms is at or
+    before row i's start_ms, in order of end_ms (ties by row index).
+    """
+    n = len(y)
+    out = []
+    learned = [False] * n
+    for i in range(n):
+        if start_ms is not None:
+            ready = sorted((float(end_ms[j]), j) for j in range(n)
+                           if not learned[j] and end_ms[j] <= start_ms[i])
+            for _, j in ready:
+                predictor.update(np.asarray(X[j], dtype=float), float(y[j]))
+                learned[j] = True
+        out.append(float(predictor.predict(np.asarray(X[i], dtype=float))))
+        if start_ms is None:
+            predictor.update(np.asarray(X[i], dtype=float), float(y[i]))
+    return np.array(out)

@@ -44,12 +44,21 @@ class ReproduceContext:
         Smaller traces, for the README's first command and CI (<= 60 s in all).
     progress
         Called with a short message at the start of each long step.
+    gpu
+        Simulated GPU preset (``interfpred.sim.contention``), ``"l4"`` by default.
+    executions
+        Executions per simulated set; None means the size ``quick`` implies (tests set it small).
+    cache
+        Shared between the sections of one run (a simulated scenario is built once).
     """
 
     out_dir: Path
     seed: int = 0
     quick: bool = False
     progress: Callable[[str], None] = _silent
+    gpu: str = "l4"
+    executions: int | None = None
+    cache: dict = field(default_factory=dict)
 
 
 @dataclass

@@ -549,9 +549,10 @@ def run_e3(ctx: ReproduceContext) -> Section:
     >>> from interfpred.experiments.report import ReproduceContext
     >>> sec = run_e3(ReproduceContext(pathlib.Path(tempfile.mkdtemp()), quick=True))  # doctest: +SKIP
     """
-    loads = list(E3_QUICK_LOADS if ctx.quick else E3_FULL_LOADS)
-    requests = E3_QUICK_REQUESTS if ctx.quick else E3_FULL_REQUESTS
-    spec = get_gpu_spec("l4")
+    small = ctx.executions is not None  # the tests' size knob: few requests, the quick loads
+    loads = list(E3_QUICK_LOADS if (ctx.quick or small) else E3_FULL_LOADS)
+    requests = ctx.executions if small else (E3_QUICK_REQUESTS if ctx.quick else E3_FULL_REQUESTS)
+    spec = get_gpu_spec(ctx.gpu)
     profiles = zoo_profiles(spec.name)
     ctx.progress("E3: fitting gpulets and the warm RLS on simulated pairs")
     pair = fit_pair_models(profiles, spec, seed=ctx.seed, batches=E3_PAIR_BATCHES)

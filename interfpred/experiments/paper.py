@@ -1,0 +1,473 @@
+"""The paper's two experiments on the simulator, with interfpred's best configuration beside them.
+
+Both run on :func:`interfpred.sim.workload.paper_scenario` (synthetic ground truth, see
+docs/simulator.md), simulated once per run and shared through the context's cache.
+
+**E1, co-location dynamics** (:func:`run_e1`): the ``train`` set (four models, moderate load),
+split in launch order 75/25. Features are the paper's, gpulets' four inputs
+``[l2_me, dram_me, l2_other, dram_other]`` with the slowdown as target, aggregated five ways:
+Static, EWMA(0.2, 0.5, 0.8), TimeWeighted. Each is learned by OfflineLinear (fitted on the 75 %,
+then frozen) and by RLS (fitted on the 75 %, then prequential on the 25 %: predict at launch,
+learn at finish). Reported: the relative-error CDF (PNG) and accuracy figures.
+
+**E2, workload change** (:func:`run_e2`): OfflineLinear, OnlineSGD and RLS fitted on the first
+75 % of ``train``, then run on the held-out 25 % and on test sets 1, 2, 3 (each starting from the
+trained state), prequentially for the online learners; MSE of slowdown and MAPE of latency in the
+paper's layout. Features: the paper's remedy from E1, gpulets' inputs smoothed by EWMA(0.5).
+
+**Choices made on training data only.** The online learners' step sizes (SGD ``learning_rate``,
+RLS ``forgetting``) and interfpred's best configuration (aggregation TimeWeighted, feature map
+and target) are chosen by prequential MAPE on a validation split *inside* the 75 % (fit on its
+first two thirds, validate on the last third), never on a reported test set. The chosen
+configuration is the extra row of both tables.
+
+Predictions are compared on latency and slowdown whatever the target a predictor learns
+(:meth:`~interfpred.features.Extractor.latency_from_target`).
+
+Examples
+--------
+>>> import pathlib, tempfile
+>>> from interfpred.experiments.report import ReproduceContext
+>>> ctx = ReproduceContext(out_dir=pathlib.Path(tempfile.mkdtemp()), executions=600)
+>>> section = run_e1(ctx)
+>>> section.title
+'E1: co-location dynamics'
+>>> sorted(section.data["rows"][0])[:3]
+['aggregation', 'beyond_60', 'map']
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from interfpred.constants import (
+    REPRODUCE_EWMA_ALPHAS,
+    REPRODUCE_EXECUTIONS,
+    REPRODUCE_QUICK_EXECUTIONS,
+    REPRODUCE_TRAIN_SHARE,
+)
+from interfpred.experiments.metrics import (
+    accuracy_summary,
+    mape,
+    mse,
+    relative_error_cdf,
+)
+from interfpred.experiments.report import (
+    ReproduceContext,
+    Section,
+    markdown_table,
+    text_table,
+)
+from interfpred.features import (
+    EWMA,
+    Extractor,
+    FeatureMatrix,
+    Static,
+    TimeWeighted,
+    transform_many,
+)
+from interfpred.model import prequential
+from interfpred.predictors import BasePredictor, make_predictor
+from interfpred.sim.workload import Scenario, paper_scenario
+
+__all__ = ["E2_SETS", "PAPER_E2_MSE", "Config", "run_e1", "run_e2", "scenario_for"]
+
+#: The paper's reported MSE of slowdown (Zhao & Georgantas 2026): offline on seen models, and on test set 2.
+PAPER_E2_MSE = {"offline_seen": 0.0355, "offline_test2": 0.5480, "sgd_test2": 0.4311, "rls_test2": 0.3467}
+#: Columns of E2: the held-out quarter of the train set, then the three test sets.
+E2_SETS = ("held-out", "test1", "test2", "test3")
+_SET_LABELS = {"held-out": "held-out (seen)", "test1": "test 1 (load)", "test2": "test 2 (new models)",
+               "test3": "test 3 (mixed)"}
+#: Step-size grids the online learners' hyperparameter is chosen from (on training data).
+_SGD_GRID = (0.5, 0.1, 0.02)
+_RLS_GRID = (0.99, 0.995, 0.999)
+#: interfpred's candidate configurations (TimeWeighted exposure; map x target), learned by RLS.
+_BEST_MAPS = ("default", "rich")
+_BEST_TARGETS = ("slowdown", "rate")
+_PAPER_MAP = "gpulets"
+_E2_ALPHA = 0.5
+
+
+@dataclass(frozen=True)
+class Config:
+    """A learning configuration: an extractor and a predictor kind with its parameters."""
+
+    extractor: Extractor
+    kind: str
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def predictor(self) -> BasePredictor:
+        """A fresh predictor of this configuration."""
+        return make_predictor(self.kind, **dict(self.params))
+
+    def label(self) -> str:
+        """Short human-readable description."""
+        ex = self.extractor
+        agg = {"static": "Static", "ewma": f"EWMA({getattr(ex, 'alpha', '')})",
+               "time-weighted": "TimeWeighted"}[ex.aggregation]
+        params = ", ".join(f"{k}={v}" for k, v in self.params)
+        return f"{agg}, {ex.feature_map} map, {ex.target} target, {self.kind}" + (f" ({params})" if params else "")
+
+
+# ---------------------------------------------------------------------------- shared data
+def scenario_for(ctx: ReproduceContext) -> Scenario:
+    """The paper scenario of this run (simulated once, cached in ``ctx.cache``).
+
+    Size: ``ctx.executions`` per set when given, else 5,000 with ``ctx.quick`` or 50,000.
+    """
+    n = ctx.executions or (REPRODUCE_QUICK_EXECUTIONS if ctx.quick else REPRODUCE_EXECUTIONS)
+    key = ("paper_scenario", ctx.gpu, ctx.seed, n)
+    if key not in ctx.cache:
+        ctx.progress(f"simulating the paper scenario: 4 sets x {n} executions on a synthetic {ctx.gpu} GPU")
+        ctx.cache[key] = paper_scenario(ctx.gpu, seed=ctx.seed, executions=n)
+    return ctx.cache[key]
+
+
+def _features(ctx: ReproduceContext, set_name: str, extractors: Sequence[Extractor]) -> list[FeatureMatrix]:
+    """Features of one set for several extractors, each computed once per run."""
+    sc = scenario_for(ctx)
+    store = ctx.cache.setdefault(("paper_features", id(sc)), {})
+    missing = [ex for ex in dict.fromkeys(extractors) if (set_name, ex) not in store]
+    if missing:
+        for ex, fm in zip(missing, transform_many(missing, sc.traces[set_name], sc.profiles)):
+            store[(set_name, ex)] = fm
+    return [store[(set_name, ex)] for ex in extractors]
+
+
+def _cut(n: int) -> int:
+    return max(2, min(n - 1, int(round(REPRODUCE_TRAIN_SHARE * n))))
+
+
+def _run(cfg: Config, fit: FeatureMatrix, rows_fit: slice, test: FeatureMatrix, rows_test: slice,
+         start_ms: np.ndarray, end_ms: np.ndarray) -> np.ndarray:
+    """Predicted latency of ``test[rows_test]`` after fitting on ``fit[rows_fit]`` (prequential if online)."""
+    p = cfg.predictor().fit(fit.X[rows_fit], fit.y[rows_fit])
+    pred = prequential(p, test.X[rows_test], test.y[rows_test], start_ms=start_ms[rows_test],
+                       end_ms=end_ms[rows_test])
+    return np.asarray(cfg.extractor.latency_from_target(pred, test.solo_ms[rows_test]), dtype=np.float64)
+
+
+def _validation_mape(ctx: ReproduceContext, cfg: Config) -> float:
+    """Prequential MAPE on the last third of the training rows after fitting on the first two thirds."""
+    sc = scenario_for(ctx)
+    tr = sc.traces["train"]
+    cut = _cut(len(tr))
+    inner = max(1, int(round(cut * 2 / 3)))
+    (fm,) = _features(ctx, "train", [cfg.extractor])
+    lat = _run(cfg, fm, slice(0, inner), fm, slice(inner, cut), tr.start_ms, tr.end_ms)
+    return mape(lat, fm.latency_ms[inner:cut])
+
+
+def _select(ctx: ReproduceContext, name: str, candidates: Sequence[Config]) -> tuple[Config, list[tuple[Config, float]]]:
+    """The candidate with the lowest validation MAPE (cached per run), and every score."""
+    key = ("paper_select", name)
+    if key not in ctx.cache:
+        scores = [(c, _validation_mape(ctx, c)) for c in candidates]
+        best = min(scores, key=lambda cs: cs[1])[0]
+        ctx.cache[key] = (best, scores)
+    return ctx.cache[key]
+
+
+def best_config(ctx: ReproduceContext) -> tuple[Config, list[tuple[Config, float]]]:
+    """interfpred's best configuration, chosen on training data (see the module docstring)."""
+    cands = [Config(TimeWeighted(feature_map=m, target=t), "rls") for m in _BEST_MAPS for t in _BEST_TARGETS]
+    return _select(ctx, "best", cands)
+
+
+def _scores_table(scores: Sequence[tuple[Config, float]], chosen: Config) -> list[list[object]]:
+    return [[c.label(), s, "chosen" if c == chosen else ""] for c, s in scores]
+
+
+# ---------------------------------------------------------------------------- E1
+def _e1_extractors() -> list[tuple[str, Extractor]]:
+    out: list[tuple[str, Extractor]] = [("Static", Static(feature_map=_PAPER_MAP))]
+    out += [(f"EWMA({a})", EWMA(a, feature_map=_PAPER_MAP)) for a in REPRODUCE_EWMA_ALPHAS]
+    out.append(("TimeWeighted", TimeWeighted(feature_map=_PAPER_MAP)))
+    return out
+
+
+_METHODS = (("OfflineLinear", "offline_linear"), ("RLS", "rls"))
+
+
+def run_e1(ctx: ReproduceContext) -> Section:
+    """E1, co-location dynamics: five aggregations x {OfflineLinear, RLS}, plus the best configuration.
+
+    Writes ``e1_cdf.png`` into ``ctx.out_dir`` when matplotlib is installed.
+    """
+    t0 = time.perf_counter()
+    sc = scenario_for(ctx)
+    tr = sc.traces["train"]
+    n = len(tr)
+    cut = _cut(n)
+    ctx.progress(f"E1: features of {n} executions; choosing interfpred's best configuration on training rows")
+    best, best_scores = best_config(ctx)
+    named = _e1_extractors()
+    fms = _features(ctx, "train", [ex for _, ex in named] + [best.extractor])
+    test_rows = slice(cut, n)
+    obs_lat = fms[0].latency_ms[test_rows]
+    solo = fms[0].solo_ms[test_rows]
+    obs_sd = obs_lat / solo
+    ctx.progress(f"E1: fitting on {cut} executions, testing on {n - cut}")
+    rows: list[dict[str, Any]] = []
+    curves: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    entries = [(label, ex, fm, mlabel, kind) for (label, ex), fm in zip(named, fms[:-1])
+               for mlabel, kind in _METHODS]
+    entries.append(("interfpred best", best.extractor, fms[-1], "RLS", best.kind))
+    for label, ex, fm, mlabel, kind in entries:
+        params = best.params if label == "interfpred best" else ()
+        cfg = Config(ex, kind, params)
+        lat = _run(cfg, fm, slice(0, cut), fm, test_rows, tr.start_ms, tr.end_ms)
+        s = accuracy_summary(lat / solo, obs_sd)
+        rows.append({"aggregation": label, "method": mlabel, "map": ex.feature_map, "target": ex.target,
+                     **s.as_dict()})
+        curves[f"{label} / {mlabel}"] = relative_error_cdf(lat, obs_lat)
+    header = ["features", "method", "within 10%", "within 20%", "median", "p90", "p99", "> 60%", "MSE"]
+    table = [[r["aggregation"], r["method"], r["within_10"], r["within_20"], r["median"], r["p90"], r["p99"],
+              r["beyond_60"], r["mse"]] for r in rows]
+    figures, fig_note = _plot_e1(ctx, curves)
+    paper_rows = rows[:-1]
+    w10 = {(r["aggregation"], r["method"]): r["within_10"] for r in paper_rows}
+    patterns = {}
+    for kind_label, _ in _METHODS:
+        by_agg = {a: w10[(a, kind_label)] for a, _ in named}
+        patterns[f"static_worst_{kind_label}"] = bool(by_agg["Static"] <= min(by_agg.values()))
+        patterns[f"timeweighted_best_{kind_label}"] = bool(by_agg["TimeWeighted"] >= max(by_agg.values()))
+    best_row = rows[-1]
+    goal = {"best_within_10": best_row["within_10"], "target": 0.9, "met": bool(best_row["within_10"] >= 0.9)}
+    md = [
+        f"Trace: the `train` set of the paper scenario ({n} executions; models "
+        f"{', '.join(sorted(set(tr.model.tolist())))}; moderate load), split in launch order: the first "
+        f"{cut} to fit, the last {n - cut} to test. Features: gpulets' inputs "
+        "(`l2_me, dram_me, l2_other, dram_other`, co-runners summed), target slowdown, aggregated five ways. "
+        "OfflineLinear is fitted once and frozen; RLS is fitted on the same rows, then runs prequentially "
+        "over the test rows (predict at launch, learn at finish). Errors are relative errors of latency; "
+        "MSE is of slowdown.",
+        "",
+        markdown_table(header, table),
+        "",
+        f"**interfpred best** = {best.label()}, chosen by prequential MAPE on a validation split inside the "
+        "training rows (the test rows played no part):",
+        "",
+        markdown_table(["candidate", "validation MAPE", ""], _scores_table(best_scores, best)),
+        "",
+    ]
+    md += [f"![Relative-error CDF, E1]({f})" for f in figures] + ([fig_note] if fig_note else [])
+    md += ["", _e1_findings(patterns, goal)]
+    terminal = text_table(header, table) + f"\n(interfpred best = {best.label()})"
+    data = {"executions": n, "train_rows": cut, "test_rows": n - cut, "rows": rows, "patterns": patterns,
+            "goal": goal, "best": {"label": best.label(), "extractor": best.extractor.get_spec(),
+                                   "predictor": best.kind, "params": dict(best.params)},
+            "selection": [{"candidate": c.label(), "validation_mape": s} for c, s in best_scores],
+            "runtime_s": time.perf_counter() - t0}
+    return Section(title="E1: co-location dynamics", markdown="\n".join(md), terminal=terminal,
+                   figures=figures, data=data)
+
+
+def _e1_findings(patterns: dict[str, bool], goal: dict[str, Any]) -> str:
+    def yes(b: bool) -> str:
+        return "yes" if b else "**no**"
+    return "\n".join([
+        "Paper patterns and goals (by share within 10 %):",
+        "",
+        f"- Static worst: OfflineLinear {yes(patterns['static_worst_OfflineLinear'])}, "
+        f"RLS {yes(patterns['static_worst_RLS'])}",
+        f"- TimeWeighted best of the five: OfflineLinear {yes(patterns['timeweighted_best_OfflineLinear'])}, "
+        f"RLS {yes(patterns['timeweighted_best_RLS'])}",
+        f"- interfpred best within 10 %: {goal['best_within_10']:.3f} (goal >= 0.9: {yes(goal['met'])})",
+    ])
+
+
+_NO_MPL = "_(figure skipped: matplotlib is not installed; `pip install \".[plot]\"` draws it)_"
+
+
+def _pyplot():
+    """matplotlib.pyplot on the Agg backend, or None when matplotlib is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    return plt
+
+
+def _plot_e1(ctx: ReproduceContext, curves: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[list[str], str]:
+    plt = _pyplot()
+    if plt is None:
+        return [], _NO_MPL
+    ctx.progress("E1: drawing the relative-error CDF")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    for ax, method in zip(axes, ("OfflineLinear", "RLS")):
+        for name, (x, f) in curves.items():
+            label, m = name.split(" / ")
+            if label == "interfpred best":
+                ax.plot(x, f, color="black", lw=2.2, ls="--", label="interfpred best")
+            elif m == method:
+                ax.plot(x, f, lw=1.5, label=label)
+        ax.set_xlim(0, 0.8)
+        ax.set_ylim(0, 1.0)
+        ax.axvline(0.1, color="grey", lw=0.6, ls=":")
+        ax.axvline(0.2, color="grey", lw=0.6, ls=":")
+        ax.set_xlabel("relative error of latency")
+        ax.set_title(f"gpulets features, {method}")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("share of executions (CDF)")
+    axes[1].legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    name = "e1_cdf.png"
+    fig.savefig(ctx.out_dir / name, dpi=110)
+    plt.close(fig)
+    return [name], ""
+
+
+# ---------------------------------------------------------------------------- E2
+def _e2_configs(ctx: ReproduceContext) -> list[tuple[str, Config, list[tuple[Config, float]]]]:
+    ex = EWMA(_E2_ALPHA, feature_map=_PAPER_MAP)
+    offline = Config(ex, "offline_linear")
+    sgd, sgd_scores = _select(ctx, "sgd", [Config(ex, "online_sgd", (("learning_rate", lr),)) for lr in _SGD_GRID])
+    rls, rls_scores = _select(ctx, "rls", [Config(ex, "rls", (("forgetting", f),)) for f in _RLS_GRID])
+    best, best_scores = best_config(ctx)
+    return [("Offline linear", offline, []), ("Online SGD", sgd, sgd_scores), ("RLS", rls, rls_scores),
+            ("interfpred best", best, best_scores)]
+
+
+def run_e2(ctx: ReproduceContext) -> Section:
+    """E2, workload change: offline vs online SGD vs RLS (+ best) on the held-out split and test sets 1-3."""
+    t0 = time.perf_counter()
+    sc = scenario_for(ctx)
+    tr = sc.traces["train"]
+    cut = _cut(len(tr))
+    ctx.progress("E2: choosing step sizes on a validation split of the train set")
+    configs = _e2_configs(ctx)
+    extractors = list(dict.fromkeys(c.extractor for _, c, _ in configs))
+    results: dict[str, dict[str, dict[str, float]]] = {}
+    errors: dict[str, dict[str, np.ndarray]] = {s: {} for s in E2_SETS}
+    variance: dict[str, float] = {}
+    for label, cfg, _ in configs:
+        results[label] = {}
+    for set_name in E2_SETS:
+        src = "train" if set_name == "held-out" else set_name
+        trace = sc.traces[src]
+        rows = slice(cut, len(trace)) if set_name == "held-out" else slice(0, len(trace))
+        ctx.progress(f"E2: {set_name} ({rows.stop - rows.start} executions), prequential")
+        fms = dict(zip(extractors, _features(ctx, src, extractors)))
+        train_by = dict(zip(extractors, _features(ctx, "train", extractors)))
+        for label, cfg, _ in configs:
+            fm = fms[cfg.extractor]
+            lat = _run(cfg, train_by[cfg.extractor], slice(0, cut), fm, rows, trace.start_ms, trace.end_ms)
+            obs = fm.latency_ms[rows]
+            solo = fm.solo_ms[rows]
+            results[label][set_name] = {"mse": mse(lat / solo, obs / solo), "mape": mape(lat, obs),
+                                        "n": int(obs.size)}
+            errors[set_name][label] = np.abs(lat - obs) / obs
+            variance[set_name] = float(np.var(obs / solo))
+    cols = [_SET_LABELS[s] for s in E2_SETS]
+    mse_rows = [[label] + [results[label][s]["mse"] for s in E2_SETS] for label, _, _ in configs]
+    mse_rows.append(["(variance of observed slowdown)"] + [variance[s] for s in E2_SETS])
+    figures, fig_note = _plot_e2(ctx, errors, sc)
+    mape_rows = [[label] + [results[label][s]["mape"] for s in E2_SETS] for label, _, _ in configs]
+    off, sgd, rls = (results[k]["test2"]["mse"] for k in ("Offline linear", "Online SGD", "RLS"))
+    best_t2 = results["interfpred best"]["test2"]["mse"]
+    patterns = {
+        "offline_degrades_on_test2": bool(off > results["Offline linear"]["held-out"]["mse"]),
+        "rls_beats_sgd_on_test2": bool(rls < sgd),
+        "sgd_beats_offline_on_test2": bool(sgd < off),
+    }
+    goal = {"best_test2_mse": best_t2, "offline_test2_mse": off, "ratio": best_t2 / off if off > 0 else None,
+            "target_ratio": 1 / 3, "met": bool(best_t2 <= off / 3)}
+    chosen = "; ".join(f"{label}: {cfg.label()}" for label, cfg, _ in configs)
+    sel_rows = [[c.label(), s, "chosen" if c == cfg else ""] for _, cfg, scores in configs[1:3] for c, s in scores]
+    md = [
+        "Each learner is fitted on the first 75 % of the `train` set (four models, moderate load) and then run, "
+        "from that trained state, on the held-out last 25 % (models seen in training), test set 1 (same models, "
+        "light then stress load), test set 2 (new models convnext_b and yolov8n) and test set 3 (all six, "
+        "heterogeneous batch sizes and loads). Online learners run prequentially: each execution is predicted "
+        "at its launch with what finished before it, and learned from once it has finished. The offline model "
+        "only predicts. Paper rows use the paper's co-location features (gpulets' inputs smoothed by EWMA(0.5), "
+        "target slowdown); step sizes were chosen on training data.",
+        "",
+        "MSE of slowdown:",
+        "",
+        markdown_table(["method"] + cols, mse_rows),
+        "",
+        "The last row is the variance of the observed slowdown in each set: the MSE of always predicting "
+        "the set's mean, so MSEs of different sets compare only relative to it.",
+        "",
+        "MAPE of latency:",
+        "",
+        markdown_table(["method"] + cols, mape_rows),
+        "",
+        f"Configurations: {chosen}.",
+        "",
+        "Step sizes by validation MAPE (prequential, inside the training rows):",
+        "",
+        markdown_table(["candidate", "validation MAPE", ""], sel_rows),
+        "",
+        _e2_findings(patterns, goal),
+        "",
+    ]
+    md += [f"![Rolling relative error along the test sets, E2]({f})" for f in figures] + (
+        [fig_note] if fig_note else [])
+    terminal = "\n".join(["MSE of slowdown", text_table(["method"] + cols, mse_rows), "",
+                          "MAPE of latency", text_table(["method"] + cols, mape_rows)])
+    data = {"results": results, "slowdown_variance": variance, "patterns": patterns, "goal": goal,
+            "configs": {label: {"label": cfg.label(), "extractor": cfg.extractor.get_spec(), "predictor": cfg.kind,
+                                "params": dict(cfg.params)} for label, cfg, _ in configs},
+            "paper_mse": PAPER_E2_MSE, "runtime_s": time.perf_counter() - t0}
+    return Section(title="E2: workload change", markdown="\n".join(md), terminal=terminal, figures=figures,
+                   data=data)
+
+
+def _plot_e2(ctx: ReproduceContext, errors: dict[str, dict[str, np.ndarray]],
+             sc: Scenario) -> tuple[list[str], str]:
+    plt = _pyplot()
+    if plt is None:
+        return [], _NO_MPL
+    ctx.progress("E2: drawing the rolling error along the test sets")
+    sets = [s for s in E2_SETS if s != "held-out"]
+    fig, axes = plt.subplots(1, len(sets), figsize=(13, 3.8), sharey=True)
+    top = 0.0
+    for ax, s in zip(axes, sets):
+        n = len(next(iter(errors[s].values())))
+        w = max(10, n // 50)
+        for label, err in errors[s].items():
+            roll = np.convolve(err, np.ones(w) / w, mode="valid")
+            top = max(top, float(roll.max()) if roll.size else 0.0)
+            ax.plot(np.arange(roll.size) + w, roll, lw=1.2, label=label,
+                    **({"color": "black", "ls": "--"} if label == "interfpred best" else {}))
+        for ph in sc.sets.get(s, {}).get("phases", [])[1:]:
+            ax.axvline(ph["first_id"] - sc.sets[s]["phases"][0]["first_id"], color="grey", lw=0.6, ls=":")
+        ax.set_title(_SET_LABELS[s])
+        ax.set_xlabel(f"execution (launch order; mean over {w})")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylim(0, 1.05 * top if top > 0 else 1.0)
+    axes[0].set_ylabel("relative error of latency")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=9)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    name = "e2_rolling.png"
+    fig.savefig(ctx.out_dir / name, dpi=110)
+    plt.close(fig)
+    return [name], ""
+
+
+def _e2_findings(patterns: dict[str, bool], goal: dict[str, Any]) -> str:
+    def yes(b: bool) -> str:
+        return "yes" if b else "**no**"
+    return "\n".join([
+        "Paper patterns and goals on test set 2 (MSE of slowdown):",
+        "",
+        f"- offline model degrades on new models (test 2 worse than held-out): "
+        f"{yes(patterns['offline_degrades_on_test2'])}",
+        f"- RLS beats SGD: {yes(patterns['rls_beats_sgd_on_test2'])}; SGD beats offline: "
+        f"{yes(patterns['sgd_beats_offline_on_test2'])}",
+        f"- interfpred best / offline = "
+        f"{'undefined (offline MSE 0)' if goal['ratio'] is None else format(goal['ratio'], '.3f')} "
+        f"(goal <= 1/3: {yes(goal['met'])})",
+    ])

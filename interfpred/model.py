@@ -1,0 +1,359 @@
+"""An interference model: an extractor and a predictor, fitted together and saved as one file.
+
+A scheduler needs both halves to turn "what ran when" into a latency: the extractor (feature
+map, temporal aggregation, target) and the predictor's learned state. :class:`InterferenceModel`
+keeps them together, and :meth:`InterferenceModel.save` writes both into one JSON file (schema
+version, written atomically) that :func:`load_model` reads back.
+
+Predictions are always reported as latency (ms) and slowdown, whatever the target the predictor
+learns: a ``target="rate"`` prediction is turned back with
+:meth:`~interfpred.features.Extractor.latency_from_target`.
+
+:func:`prequential` is the online evaluation loop shared with the experiments: predict every
+execution at its launch with what was learned so far, learn from it once it has finished.
+
+Examples
+--------
+>>> import pathlib, tempfile
+>>> from interfpred.sim.workload import mix_scenario
+>>> sc = mix_scenario(["resnet50", "vgg19"], rho=0.9, executions=400, seed=1)
+>>> trace = sc.traces["trace"]
+>>> model = InterferenceModel({"aggregation": "time-weighted", "map": "rich"}, "rls").fit(trace, sc.profiles)
+>>> path = pathlib.Path(tempfile.mkdtemp()) / "model.json"
+>>> model.save(path)
+>>> again = load_model(path)
+>>> bool((again.predict_latency(trace, sc.profiles) == model.predict_latency(trace, sc.profiles)).all())
+True
+>>> model.evaluate(trace, sc.profiles).summary.within_20 > 0.9
+True
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from interfpred._io import atomic_open, atomic_write_text
+from interfpred._version import __version__
+from interfpred.constants import (
+    MODEL_DEFAULT_EXTRACTOR,
+    MODEL_DEFAULT_PREDICTOR,
+    MODEL_FILE_KIND,
+    SCHEMA_VERSION,
+)
+from interfpred.errors import InterfpredError
+from interfpred.experiments.metrics import AccuracySummary, accuracy_summary
+from interfpred.features import Extractor, FeatureMatrix, make_extractor
+from interfpred.predictors import BasePredictor, make_predictor, predictor_from_state
+from interfpred.profiles import ProfileTable
+from interfpred.trace import Trace
+
+__all__ = ["Evaluation", "InterferenceModel", "load_model", "prequential", "write_predictions"]
+
+PREDICTION_COLUMNS = ("id", "predicted_latency_ms", "predicted_slowdown", "observed_latency_ms")
+
+
+def prequential(predictor: BasePredictor, X: np.ndarray, y: np.ndarray, *, start_ms: np.ndarray | None = None,
+                end_ms: np.ndarray | None = None) -> np.ndarray:
+    """Predict every row, then learn from it: the online ("test-then-train") evaluation.
+
+    With ``start_ms`` and ``end_ms`` the feedback is delayed as in a live system: row ``i`` is
+    predicted with everything learned from the rows that *finished* at or before its launch
+    (rows are taken in their given order, which should be launch order). Without them each row
+    is learned right after it is predicted. An offline predictor (``learns_online`` false) only
+    predicts, in one batch call. ``predictor`` is updated in place.
+
+    Parameters
+    ----------
+    predictor
+        Any interfpred predictor, fitted or fresh.
+    X, y
+        Features (n, d) and targets (n,), in launch order.
+    start_ms, end_ms
+        Launch and finish times (n,), for delayed feedback.
+
+    Returns
+    -------
+    ndarray
+        (n,) predictions, each made before its own row was learned.
+
+    Examples
+    --------
+    >>> from interfpred import RLS
+    >>> X = np.array([[1.0], [1.0], [1.0]]); y = np.array([2.0, 2.0, 2.0])
+    >>> prequential(RLS(), X, y).round(2)              # the prior, then what it learned
+    array([1., 2., 2.])
+    >>> prequential(RLS(), X, y, start_ms=np.array([0.0, 1.0, 5.0]),
+    ...             end_ms=np.array([4.0, 6.0, 7.0])).round(2)   # row 1 launched before row 0 finished
+    array([1., 1., 2.])
+    """
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    n = X.shape[0]
+    if X.ndim != 2 or y.shape != (n,):
+        raise InterfpredError(f"X has shape {X.shape} and y {y.shape}; expected (n, d) and (n,)")
+    if (start_ms is None) != (end_ms is None):
+        raise InterfpredError("give both start_ms and end_ms, or neither")
+    if n == 0:
+        return np.empty(0)
+    if not predictor.learns_online:
+        return np.asarray(predictor.predict(X), dtype=np.float64)
+    out = np.empty(n)
+    predict, update = predictor.predict, predictor.update
+    rows = list(X)                     # row views, built once
+    ys = y.tolist()                    # Python floats: the predictors' single-row fast path
+    if start_ms is None:
+        for i in range(n):
+            out[i] = predict(rows[i])
+            update(rows[i], ys[i])
+        return out
+    start = np.asarray(start_ms, dtype=np.float64)
+    end = np.asarray(end_ms, dtype=np.float64)
+    if start.shape != (n,) or end.shape != (n,):
+        raise InterfpredError(f"start_ms and end_ms must have {n} values")
+    order = np.argsort(end, kind="stable")
+    # learned[i]: how many rows (in finishing order) have finished by row i's launch.
+    learned = np.searchsorted(end[order], start, side="right").tolist()
+    order_l = order.tolist()
+    j = 0
+    for i in range(n):
+        stop = learned[i]
+        while j < stop:
+            k = order_l[j]
+            update(rows[k], ys[k])
+            j += 1
+        out[i] = predict(rows[i])
+    return out
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What :meth:`InterferenceModel.evaluate` measured.
+
+    Attributes
+    ----------
+    summary
+        Accuracy figures; ``mse`` is on slowdown, the relative errors on latency.
+    predicted_latency_ms, observed_latency_ms
+        (n,) per execution, in the trace's row order.
+    online
+        Whether the predictions were made prequentially.
+    """
+
+    summary: AccuracySummary
+    predicted_latency_ms: np.ndarray
+    observed_latency_ms: np.ndarray
+    online: bool
+
+
+def _as_extractor(extractor: Extractor | Mapping[str, Any] | None) -> Extractor:
+    if extractor is None:
+        return make_extractor(dict(MODEL_DEFAULT_EXTRACTOR))
+    if isinstance(extractor, Extractor):
+        return extractor
+    if isinstance(extractor, Mapping):
+        return make_extractor(dict(extractor))
+    raise InterfpredError(f"extractor must be an Extractor or a spec dict, got {type(extractor).__name__}")
+
+
+def _as_predictor(predictor: BasePredictor | str | Mapping[str, Any] | None) -> BasePredictor:
+    if predictor is None:
+        return make_predictor(MODEL_DEFAULT_PREDICTOR)
+    if isinstance(predictor, BasePredictor):
+        return predictor
+    if isinstance(predictor, str | Mapping):
+        return make_predictor(predictor if isinstance(predictor, str) else dict(predictor))
+    raise InterfpredError(f"predictor must be a predictor, a kind or a spec dict, got {type(predictor).__name__}")
+
+
+class InterferenceModel:
+    """An extractor and a predictor: features from a trace, latency out, one file to save.
+
+    Parameters
+    ----------
+    extractor
+        An :class:`~interfpred.features.Extractor` or its spec dict (see
+        :func:`~interfpred.features.make_extractor`); default ``MODEL_DEFAULT_EXTRACTOR``
+        (time-weighted, rich map, slowdown target: the best configuration of the reproduction).
+    predictor
+        A predictor, a registered kind (``"rls"``) or a spec dict ``{"kind": ..., "params": ...}``;
+        default RLS.
+
+    Examples
+    --------
+    >>> InterferenceModel()
+    InterferenceModel(TimeWeighted(feature_map='rich', combine='sum', target='slowdown'), RLS())
+    >>> InterferenceModel({"aggregation": "static", "map": "gpulets"}, {"kind": "online_sgd"}).extractor
+    Static(feature_map='gpulets', combine='sum', target='slowdown')
+    """
+
+    def __init__(self, extractor: Extractor | Mapping[str, Any] | None = None,
+                 predictor: BasePredictor | str | Mapping[str, Any] | None = None) -> None:
+        ex = _as_extractor(extractor)
+        if not ex.is_builtin:
+            raise InterfpredError("an InterferenceModel needs a built-in feature map (a CustomMap cannot be saved)")
+        pred = _as_predictor(predictor)
+        width = pred.n_features_in_ or pred.fixed_width
+        if width is not None and width != ex.n_features:
+            raise InterfpredError(f"predictor {pred.kind!r} takes {width} features but the extractor's map "
+                                  f"{ex.feature_map!r} makes {ex.n_features}")
+        self.extractor = ex
+        self.predictor = pred
+
+    def __repr__(self) -> str:
+        return f"InterferenceModel({self.extractor!r}, {self.predictor!r})"
+
+    # ------------------------------------------------------------------ data
+    def features(self, trace: Trace, profiles: ProfileTable) -> FeatureMatrix:
+        """The extractor's features and target for every execution of ``trace``."""
+        return self.extractor.transform(trace, profiles)
+
+    def _check_width(self, fm: FeatureMatrix) -> None:
+        d = self.predictor.n_features_in_
+        if d is not None and d != fm.X.shape[1]:
+            raise InterfpredError(f"the predictor was fitted on {d} features, the extractor makes {fm.X.shape[1]}")
+
+    # ------------------------------------------------------------------ learning
+    def fit(self, trace: Trace, profiles: ProfileTable) -> InterferenceModel:
+        """Forget, then learn from every execution of ``trace`` (in launch order); returns self."""
+        fm = self.features(trace, profiles)
+        if len(fm) == 0:
+            raise InterfpredError("cannot fit on an empty trace")
+        self.predictor.fit(fm.X, fm.y)
+        return self
+
+    def update(self, trace: Trace, profiles: ProfileTable) -> None:
+        """Learn from more finished executions without forgetting (a frozen predictor ignores them)."""
+        fm = self.features(trace, profiles)
+        self._check_width(fm)
+        if len(fm):
+            self.predictor.update(fm.X, fm.y)
+
+    # ------------------------------------------------------------------ prediction
+    def predict_slowdown(self, trace: Trace, profiles: ProfileTable) -> np.ndarray:
+        """Predicted slowdown (latency / profile solo latency) of every execution."""
+        fm = self.features(trace, profiles)
+        return self._latency(fm) / fm.solo_ms
+
+    def predict_latency(self, trace: Trace, profiles: ProfileTable) -> np.ndarray:
+        """Predicted latency (ms) of every execution, in the trace's row order."""
+        return self._latency(self.features(trace, profiles))
+
+    def _latency(self, fm: FeatureMatrix, pred: np.ndarray | None = None) -> np.ndarray:
+        self._check_width(fm)
+        if pred is None:
+            pred = np.asarray(self.predictor.predict(fm.X), dtype=np.float64) if len(fm) else np.empty(0)
+        return np.asarray(self.extractor.latency_from_target(pred, fm.solo_ms), dtype=np.float64).reshape(-1)
+
+    def evaluate(self, trace: Trace, profiles: ProfileTable, *, online: bool = False) -> Evaluation:
+        """Accuracy on ``trace``; with ``online`` prequentially (predict at launch, learn at finish).
+
+        The model itself is not changed: the online pass runs on a copy.
+        """
+        fm = self.features(trace, profiles)
+        self._check_width(fm)
+        if len(fm) == 0:
+            raise InterfpredError("cannot evaluate on an empty trace")
+        if online:
+            copy = predictor_from_state(self.predictor.to_state())
+            pred = prequential(copy, fm.X, fm.y, start_ms=trace.start_ms, end_ms=trace.end_ms)
+        else:
+            pred = None
+        lat = self._latency(fm, pred)
+        summary = accuracy_summary(lat / fm.solo_ms, fm.latency_ms / fm.solo_ms)
+        return Evaluation(summary=summary, predicted_latency_ms=lat, observed_latency_ms=fm.latency_ms,
+                          online=online)
+
+    # ------------------------------------------------------------------ persistence
+    def to_state(self) -> dict[str, Any]:
+        """JSON-able dict: kind, schema version, extractor spec, feature names, predictor state."""
+        return {"schema_version": SCHEMA_VERSION, "kind": MODEL_FILE_KIND, "interfpred_version": __version__,
+                "extractor": self.extractor.get_spec(), "feature_names": list(self.extractor.names),
+                "predictor": self.predictor.to_state()}
+
+    @classmethod
+    def from_state(cls, state: Any, *, source: str = "state") -> InterferenceModel:
+        """Rebuild a model from :meth:`to_state`'s dict (refuses another kind or version)."""
+        if not isinstance(state, dict):
+            raise InterfpredError(f"{source}: expected a JSON object, got {type(state).__name__}")
+        kind = state.get("kind")
+        if kind != MODEL_FILE_KIND:
+            hint = " (a bare predictor state: fit a model with 'interfpred fit')" if "params" in state else ""
+            raise InterfpredError(f"{source}: kind {kind!r} is not an interference model ({MODEL_FILE_KIND!r}){hint}")
+        version = state.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise InterfpredError(
+                f"{source}: schema_version {version!r} is not supported (this interfpred reads {SCHEMA_VERSION})")
+        spec = state.get("extractor")
+        if not isinstance(spec, dict):
+            raise InterfpredError(f"{source}: 'extractor' must be an object, got {spec!r}")
+        try:
+            ex = make_extractor(spec)
+        except InterfpredError as exc:
+            raise InterfpredError(f"{source}: extractor: {exc}") from None
+        pred = predictor_from_state(state.get("predictor"), source=f"{source}: predictor")
+        d = pred.n_features_in_
+        if d is not None and d != ex.n_features:
+            raise InterfpredError(f"{source}: the predictor takes {d} features but the extractor makes {ex.n_features}")
+        return cls(ex, pred)
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the model as one JSON file, atomically."""
+        atomic_write_text(path, json.dumps(self.to_state(), allow_nan=False, indent=1) + "\n")
+
+
+def load_model(path: str | os.PathLike[str]) -> InterferenceModel:
+    """Read a model file written by :meth:`InterferenceModel.save` (or ``interfpred fit``).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "m.json"
+    >>> _ = path.write_text('{"kind": "rls", "schema_version": 1, "params": {}}')
+    >>> load_model(path)
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: ...m.json: kind 'rls' is not an interference model ('interfpred.model') (a bare predictor state: fit a model with 'interfpred fit')
+    """
+    source = os.fspath(path)
+    with open(path, encoding="utf-8") as fh:
+        try:
+            state = json.load(fh)
+        except json.JSONDecodeError as exc:
+            raise InterfpredError(f"{source} line {exc.lineno}: not valid JSON: {exc.msg}") from None
+    return InterferenceModel.from_state(state, source=source)
+
+
+def write_predictions(model: InterferenceModel, trace: Trace, profiles: ProfileTable,
+                      path: str | os.PathLike[str]) -> int:
+    """Write ``id, predicted_latency_ms, predicted_slowdown, observed_latency_ms`` per execution (atomically).
+
+    Returns the number of rows written.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from interfpred.sim.workload import mix_scenario
+    >>> sc = mix_scenario(["vgg19"], rho=0.8, executions=50, seed=0)
+    >>> model = InterferenceModel().fit(sc.traces["trace"], sc.profiles)
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "pred.csv"
+    >>> write_predictions(model, sc.traces["trace"], sc.profiles, path)
+    50
+    >>> path.read_text().splitlines()[0]
+    'id,predicted_latency_ms,predicted_slowdown,observed_latency_ms'
+    """
+    fm = model.features(trace, profiles)
+    lat = model._latency(fm)
+    ids = trace.id.tolist()
+    with atomic_open(path, "w", encoding="utf-8", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(PREDICTION_COLUMNS)
+        w.writerows(zip(ids, map(repr, lat.tolist()), map(repr, (lat / fm.solo_ms).tolist()),
+                        map(repr, fm.latency_ms.tolist())))
+    return len(ids)

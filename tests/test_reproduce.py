@@ -1,0 +1,112 @@
+"""Tests of interfpred.experiments.reproduce and ``interfpred reproduce``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from interfpred.cli import main
+from interfpred.errors import InterfpredError
+from interfpred.experiments import paper
+from interfpred.experiments import reproduce as rmod
+from interfpred.experiments.report import Section
+from interfpred.experiments.reproduce import DEFAULT_SECTIONS, reproduce
+
+N = 400
+
+
+def _tiny_section(ctx):
+    (ctx.out_dir / "tiny.png").write_bytes(b"x" * 10)
+    return Section(title="Tiny", markdown="body of tiny", terminal="tiny table", figures=["tiny.png"],
+                   data={"value": 1.5, "seed": ctx.seed})
+
+
+def test_reproduce_writes_report(tmp_path):
+    out = tmp_path / "rep"
+    sections = reproduce(out, executions=N, seed=2, command="interfpred reproduce --test")
+    assert [s.title for s in sections] == ["E1: co-location dynamics", "E2: workload change",
+                                           "E3: SLO-aware scheduling with co-location"]
+    report = (out / "report.md").read_text()
+    assert "`interfpred reproduce --test`" in report and "seed 2" in report and "runtime:" in report
+    assert "## E1: co-location dynamics" in report and "## E2: workload change" in report
+    assert "## E3: SLO-aware scheduling with co-location" in report
+    results = json.loads((out / "results.json").read_text())
+    assert results["seed"] == 2 and "E2: workload change" in results["sections"]
+    for s in sections:
+        for f in s.figures:
+            assert (out / f).exists() and f"]({f})" in report
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp")]
+
+
+def test_refuses_existing_report_unless_force(tmp_path):
+    out = tmp_path / "rep"
+    reproduce(out, sections=[_tiny_section])
+    before = (out / "report.md").read_text()
+    with pytest.raises(InterfpredError, match="already holds a report"):
+        reproduce(out, sections=[_tiny_section], seed=5)
+    assert (out / "report.md").read_text() == before
+    reproduce(out, sections=[_tiny_section], seed=5, force=True)
+    assert json.loads((out / "results.json").read_text())["sections"]["Tiny"]["seed"] == 5
+
+
+def test_refuses_non_empty_folder_and_bad_parent(tmp_path):
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "keep.txt").write_text("mine")
+    with pytest.raises(InterfpredError, match="not empty"):
+        reproduce(tmp_path / "full", sections=[_tiny_section])
+    assert (tmp_path / "full" / "keep.txt").read_text() == "mine"
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(InterfpredError, match="cannot write"):
+        reproduce(tmp_path / "file" / "out", sections=[_tiny_section])
+    with pytest.raises(InterfpredError, match="not a folder"):
+        reproduce(tmp_path / "file", sections=[_tiny_section])
+
+
+def test_sections_by_name_and_unknown(tmp_path):
+    with pytest.raises(InterfpredError, match="unknown section 'e9'"):
+        reproduce(tmp_path / "a", sections=["e9"])
+    with pytest.raises(InterfpredError, match="unknown GPU preset"):
+        reproduce(tmp_path / "a", sections=[_tiny_section], gpu="h100")
+    assert not (tmp_path / "a").exists()
+    assert DEFAULT_SECTIONS[:2] == [paper.run_e1, paper.run_e2]
+
+
+def test_failing_section_leaves_nothing(tmp_path):
+    def boom(ctx):
+        raise InterfpredError("boom")
+    with pytest.raises(InterfpredError, match="boom"):
+        reproduce(tmp_path / "out", sections=[_tiny_section, boom])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_missing_matplotlib_skips_figures(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)      # import matplotlib -> ImportError
+    sections = reproduce(tmp_path / "r", executions=N, sections=["e1"])
+    assert sections[0].figures == []
+    assert "figure skipped: matplotlib is not installed" in (tmp_path / "r" / "report.md").read_text()
+
+
+def test_cli_quick_and_refusal(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(paper, "REPRODUCE_QUICK_EXECUTIONS", N)
+    monkeypatch.setattr(rmod, "DEFAULT_SECTIONS", [paper.run_e1, paper.run_e2])
+    out = tmp_path / "r"
+    assert main(["reproduce", "--quick", "--out", str(out), "--seed", "3"]) == 0
+    cap = capsys.readouterr()
+    assert "MSE of slowdown" in cap.out and "within 10%" in cap.out
+    assert "simulating the paper scenario" in cap.err
+    report = (out / "report.md").read_text()
+    assert f"interfpred reproduce --quick --out {out} --seed 3" in report and "quick run" in report
+    assert main(["reproduce", "--quick", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "already holds a report" in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_unknown_gpu_one_line():
+    proc = subprocess.run([sys.executable, "-m", "interfpred", "reproduce", "--gpu", "nope", "--out", "/tmp/x-never"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
+    assert "unknown GPU preset 'nope'" in proc.stderr
