@@ -682,7 +682,8 @@ def _read_report(path: str) -> KernelTable:
         raise NcuFormatError(f"ncu_report could not load the report: {exc}", path=path) from None
     n_ranges = ctx.num_ranges()
     if n_ranges == 0:
-        raise NcuFormatError("the report has zero ranges: nothing was profiled", path=path)
+        raise NcuFormatError("the report has zero ranges: nothing was profiled, or not a valid .ncu-rep "
+                             "file (ncu_report loads unreadable files as empty reports)", path=path)
     names: list[str] = []
     values: list[list[float]] = []
     ident: dict[str, list[str]] = {"range": [], "id": []}
