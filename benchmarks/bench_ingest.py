@@ -9,6 +9,7 @@ fields, rule rows, long kernel names, profiler lines before and after; 40 rows p
 from __future__ import annotations
 
 import csv
+import argparse
 import os
 import sys
 import tempfile
@@ -96,8 +97,12 @@ def best_of(fn, repeat: int) -> float:
 
 
 def main(argv: list[str]) -> None:
-    rows = int(argv[1]) if len(argv) > 1 else 1_000_000
-    repeat = int(argv[2]) if len(argv) > 2 else 2
+    parser = argparse.ArgumentParser(description="Ingest a generated details page with read_kernels and "
+                                     "compare with a bare csv.reader pass over the same file (issue 2).")
+    parser.add_argument("rows", nargs="?", type=int, default=1_000_000, help="metric rows (default 10^6)")
+    parser.add_argument("repeat", nargs="?", type=int, default=2, help="best of N (default 2)")
+    args = parser.parse_args(argv[1:])
+    rows, repeat = args.rows, args.repeat
     folder = tempfile.mkdtemp(prefix="bench_ingest_")
     path = os.path.join(folder, "details.csv")
     t0 = time.perf_counter()
