@@ -198,6 +198,37 @@ class TimelineState:
                 self._seg_t0 = self._now
         self._now = t
 
+    def lookup_profile(self, model: Any, batch_size: Any, what: str = "lookup") -> tuple[float, float, float, float]:
+        """``(sm, l2, dram, solo_ms)`` of ``model`` at ``batch_size`` on this state's GPU, cached.
+
+        Uses :meth:`ProfileTable.lookup_arrays`, the very arithmetic of the batch form, so
+        streaming and batch features agree to the bit; ``what`` prefixes the error message.
+
+        Examples
+        --------
+        >>> from interfpred import ProfileTable, TimeWeighted
+        >>> prof = ProfileTable.from_columns(gpu=["l4"], model=["a"], batch_size=[1], solo_ms=[2.0],
+        ...                                  sm=[0.5], l2=[0.25], dram=[0.125])
+        >>> TimelineState(TimeWeighted(), prof).lookup_profile("a", 1)
+        (0.5, 0.25, 0.125, 2.0)
+        """
+        key = (str(model), batch_size)
+        try:
+            prof = self._profile_cache.get(key)
+        except TypeError:
+            raise InterfpredError(f"{what} refused: batch size {batch_size!r} is not a number") from None
+        if prof is None:
+            try:
+                v = self.profiles.lookup_arrays([key[0]], [batch_size], gpus=None if self.gpu is None else [self.gpu],
+                                                extrapolate=self.extrapolate)
+            except (InterfpredError, TypeError, ValueError) as exc:
+                raise InterfpredError(f"{what} refused: {exc}") from None
+            prof = (float(v["sm"][0]), float(v["l2"][0]), float(v["dram"][0]), float(v["solo_ms"][0]))
+            if len(self._profile_cache) >= PROFILE_CACHE_SIZE:
+                self._profile_cache.clear()
+            self._profile_cache[key] = prof
+        return prof
+
     def start(self, id: Any, model: str, batch_size: float, t: float) -> None:
         """An execution ``id`` of ``model`` at ``batch_size`` launches at time ``t`` (ms).
 
@@ -218,22 +249,7 @@ class TimelineState:
         if len(self._ids) >= MAX_RUNNING_SET:
             raise InterfpredError(f"{what} refused: {len(self._ids)} executions already run, the most is "
                                   f"MAX_RUNNING_SET={MAX_RUNNING_SET}")
-        key = (str(model), batch_size)
-        try:
-            prof = self._profile_cache.get(key)
-        except TypeError:
-            raise InterfpredError(f"{what} refused: batch size {batch_size!r} is not a number") from None
-        if prof is None:
-            try:
-                # lookup_arrays, not lookup: the very arithmetic the batch form uses, so the two agree.
-                v = self.profiles.lookup_arrays([key[0]], [batch_size], gpus=None if self.gpu is None else [self.gpu],
-                                                extrapolate=self.extrapolate)
-            except (InterfpredError, TypeError, ValueError) as exc:
-                raise InterfpredError(f"{what} refused: {exc}") from None
-            prof = (float(v["sm"][0]), float(v["l2"][0]), float(v["dram"][0]), float(v["solo_ms"][0]))
-            if len(self._profile_cache) >= PROFILE_CACHE_SIZE:
-                self._profile_cache.clear()
-            self._profile_cache[key] = prof
+        prof = self.lookup_profile(model, batch_size, what)
         # Validated; from here on nothing can fail.
         self._advance(tf)
         k = len(self._ids)

@@ -75,7 +75,6 @@ from interfpred import _timeline_kernels as _k
 from interfpred.constants import (
     MAX_RUNNING_SET,
     PRIOR_SLOWDOWN,
-    PROFILE_CACHE_SIZE,
     TRACKER_FINISH_RTOL,
     TRACKER_MAX_RATE,
     TRACKER_MIN_RATE,
@@ -259,7 +258,6 @@ class ColocationTracker:
         self._rem = np.zeros(cap)
         self._rates: np.ndarray | None = None   # predicted rates of the current running set (lazy)
         self._t = 0.0                          # time up to which _rem is integrated
-        self._cache: dict[tuple[str, Any], tuple[float, float, float, float]] = {}
 
     # ------------------------------------------------------------------ reading
     @property
@@ -370,24 +368,6 @@ class ColocationTracker:
             rem -= self._current_rates() * (t - self._t)
             np.maximum(rem, TRACKER_MIN_REMAINING * self._solo[:k], out=rem)
         return rem
-
-    def _lookup(self, model: Any, batch_size: Any, what: str) -> tuple[float, float, float, float]:
-        key = (str(model), batch_size)
-        try:
-            prof = self._cache.get(key)
-        except TypeError:
-            raise InterfpredError(f"{what} refused: batch size {batch_size!r} is not a number") from None
-        if prof is None:
-            try:
-                v = self.profiles.lookup_arrays([key[0]], [batch_size], gpus=None if self.gpu is None else [self.gpu],
-                                                extrapolate=self.extrapolate)
-            except (InterfpredError, TypeError, ValueError) as exc:
-                raise InterfpredError(f"{what} refused: {exc}") from None
-            prof = (float(v["sm"][0]), float(v["l2"][0]), float(v["dram"][0]), float(v["solo_ms"][0]))
-            if len(self._cache) >= PROFILE_CACHE_SIZE:
-                self._cache.clear()
-            self._cache[key] = prof
-        return prof
 
     def _project(self, dem: np.ndarray, rem: np.ndarray, t: float) -> np.ndarray:
         n = dem.shape[0]
@@ -552,7 +532,7 @@ class ColocationTracker:
                 if dup:
                     raise InterfpredError(f"{what} refused: that id is already running or repeated")
                 seen.add(cid)
-                sm, l2, dram, solo = self._lookup(model, batch, what)
+                sm, l2, dram, solo = self._state.lookup_profile(model, batch, what)
                 dem[k + j, 0] = sm
                 dem[k + j, 1] = l2
                 dem[k + j, 2] = dram
