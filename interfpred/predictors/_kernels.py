@@ -135,9 +135,8 @@ def _rls_quad(buf, m, x, fi):
 
 
 @njit(cache=True)
-def rls_update_one(buf, x, y):
-    """Validate one row (width, finiteness) then update; status code."""
-    m = int(buf[1])
+def _check_row(buf, x, y):
+    """Status of one row against the state's width (buf[2]): width, then finiteness of x and y."""
     d = int(buf[2])
     if x.shape[0] != d:
         return BAD_WIDTH
@@ -146,7 +145,16 @@ def rls_update_one(buf, x, y):
             return BAD_X
     if not math.isfinite(y):
         return BAD_Y
-    return _rls_step(buf, m, x, y)
+    return OK
+
+
+@njit(cache=True)
+def rls_update_one(buf, x, y):
+    """Validate one row (width, finiteness) then update; status code."""
+    status = _check_row(buf, x, y)
+    if status != OK:
+        return status
+    return _rls_step(buf, int(buf[1]), x, y)
 
 
 @njit(cache=True)
@@ -272,15 +280,11 @@ def _sgd_step(buf, m, d, x, y, z):
 
 @njit(cache=True)
 def sgd_update_one(buf, x, y):
+    status = _check_row(buf, x, y)
+    if status != OK:
+        return status
     m = int(buf[1])
     d = int(buf[2])
-    if x.shape[0] != d:
-        return BAD_WIDTH
-    for i in range(d):
-        if not math.isfinite(x[i]):
-            return BAD_X
-    if not math.isfinite(y):
-        return BAD_Y
     z = np.empty(m)
     _sgd_step(buf, m, d, x, y, z)
     return OK
