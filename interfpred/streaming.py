@@ -67,6 +67,19 @@ class RunningExecution(NamedTuple):
     demand: np.ndarray
 
 
+
+def grown(arr: np.ndarray, cap: int) -> np.ndarray:
+    """``arr`` copied into zeros of ``cap`` rows (same trailing shape and dtype): slot storage growth.
+
+    >>> grown(np.array([[1.0, 2.0]]), 3)
+    array([[1., 2.],
+           [0., 0.],
+           [0., 0.]])
+    """
+    out = np.zeros((cap, *arr.shape[1:]), dtype=arr.dtype)
+    out[: arr.shape[0]] = arr
+    return out
+
 class TimelineState:
     """Live co-location timeline of one GPU, producing features as executions finish.
 
@@ -336,12 +349,6 @@ class TimelineState:
 
     def _grow(self) -> None:
         cap = 2 * self._dem.shape[0]
-
-        def g(arr: np.ndarray) -> np.ndarray:
-            out = np.zeros((cap, *arr.shape[1:]), dtype=arr.dtype)
-            out[: arr.shape[0]] = arr
-            return out
-
-        self._dem, self._solo, self._start = g(self._dem), g(self._solo), g(self._start)
-        self._acc, self._cur, self._wsum, self._seen = g(self._acc), g(self._cur), g(self._wsum), g(self._seen)
-        self._in_seg = g(self._in_seg)
+        self._dem, self._solo, self._start = (grown(a, cap) for a in (self._dem, self._solo, self._start))
+        self._acc, self._cur, self._wsum, self._seen, self._in_seg = (
+            grown(a, cap) for a in (self._acc, self._cur, self._wsum, self._seen, self._in_seg))

@@ -84,7 +84,7 @@ from interfpred.errors import InterfpredError
 from interfpred.features import Extractor, TimeWeighted
 from interfpred.predictors import RLS, GpuletsModel, OfflineLinear, OnlineSGD
 from interfpred.profiles import ProfileTable
-from interfpred.streaming import FinishedExecution, TimelineState
+from interfpred.streaming import FinishedExecution, TimelineState, grown
 
 __all__ = ["ColocationTracker", "FinishResult"]
 
@@ -570,13 +570,7 @@ class ColocationTracker:
 
     def _grow(self) -> None:
         cap = 2 * self._dem.shape[0]
-
-        def g(arr: np.ndarray) -> np.ndarray:
-            out = np.zeros((cap, *arr.shape[1:]), dtype=arr.dtype)
-            out[: arr.shape[0]] = arr
-            return out
-
-        self._dem, self._solo, self._rem = g(self._dem), g(self._solo), g(self._rem)
+        self._dem, self._solo, self._rem = (grown(a, cap) for a in (self._dem, self._solo, self._rem))
 
     def __repr__(self) -> str:
         return (f"ColocationTracker({self.extractor!r}, predictor={self.predictor!r}, gpu={self.gpu!r}, "

@@ -84,3 +84,27 @@ def test_as_river_and_as_sklearn():
     r, s = p.as_river(), p.as_sklearn()
     assert isinstance(r, RiverFacade) and repr(r.predictor) == repr(p) and r.predictor is not p
     assert isinstance(s, SklearnFacade) and s.get_params()["predictor__forgetting"] == 0.9
+
+
+def test_wrapped_state_round_trip_and_refusals(tmp_path):
+    import numpy as np
+    from river import linear_model
+
+    from interfpred import load_predictor
+    from interfpred.errors import InterfpredError
+    from interfpred.predictors.adapters import RiverRegressor
+    from interfpred.predictors.base import predictor_from_state
+
+    p = RiverRegressor(model=linear_model.LinearRegression())
+    p.update(np.array([[1.0, 2.0], [0.5, 0.0]]), np.array([2.0, 1.0]))
+    path = tmp_path / "river.json"
+    p.save(path)
+    q = load_predictor(path)
+    assert type(q) is RiverRegressor and q.predict([1.0, 1.0]) == p.predict([1.0, 1.0])
+    state = p.to_state()
+    with pytest.raises(InterfpredError, match="cannot restore the wrapped estimator"):
+        predictor_from_state({**state, "state": {"pickle": "not base64!"}})
+    with pytest.raises(InterfpredError, match="does not match kind or width"):
+        predictor_from_state({**state, "n_features_in": 5}, source="f.json")
+    with pytest.raises(InterfpredError, match="does not match kind or width"):
+        predictor_from_state({**state, "kind": "sklearn"}, source="f.json")

@@ -57,6 +57,7 @@ latency prediction of each finished batch (before learning from it).
 
 from __future__ import annotations
 
+import abc
 import math
 import time
 from collections import deque
@@ -163,7 +164,7 @@ class _Gpu:
     max_running: int = 0
 
 
-class _Policy:
+class _Policy(abc.ABC):
     """Admission and placement; sees the serving state read-only."""
 
     name = ""
@@ -171,8 +172,9 @@ class _Policy:
     def __init__(self, sim: _Serving) -> None:
         self.sim = sim
 
+    @abc.abstractmethod
     def place(self, bid: int, model: str, size: int, deadline: float, t: float) -> int | None:
-        raise NotImplementedError
+        """The GPU to launch batch ``bid`` on now, or None to keep it queued."""
 
     def on_start(self, g: int, batch: _Batch, t: float) -> None:
         pass

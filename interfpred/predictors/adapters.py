@@ -22,7 +22,7 @@ import numpy as np
 
 from interfpred.constants import PRIOR_SLOWDOWN, SCHEMA_VERSION
 from interfpred.errors import InterfpredError
-from interfpred.predictors.base import BasePredictor, register
+from interfpred.predictors.base import BasePredictor, register, registered
 
 __all__ = ["RiverRegressor", "SklearnRegressor", "RiverFacade", "SklearnFacade"]
 
@@ -36,13 +36,22 @@ def _default_predictor() -> BasePredictor:
 class _WrappedPredictor(BasePredictor):
     """Shared persistence of the wrappers: the wrapped estimator travels pickled in the JSON."""
 
+    def _get_state(self) -> dict[str, Any]:
+        return {"pickle": base64.b64encode(pickle.dumps(self)).decode("ascii")}
+
+    def _set_state(self, state: dict[str, Any], d: int | None) -> None:
+        obj = pickle.loads(base64.b64decode(state["pickle"]))
+        if type(obj) is not type(self) or obj._d != d:
+            raise InterfpredError("restored object does not match kind or width")
+        self.__dict__.update(obj.__dict__)
+
     def to_state(self) -> dict[str, Any]:
         return {
             "schema_version": SCHEMA_VERSION,
             "kind": self.kind,
             "params": {},
             "n_features_in": self._d,
-            "state": {"pickle": base64.b64encode(pickle.dumps(self)).decode("ascii")},
+            "state": self._get_state(),
         }
 
     @classmethod
@@ -51,12 +60,16 @@ class _WrappedPredictor(BasePredictor):
             raise InterfpredError(f"{source}: missing or unsupported schema_version")
         if cls is not BasePredictor and cls is not _WrappedPredictor and state.get("kind") != cls.kind:
             raise InterfpredError(f"{source}: holds a predictor of kind {state.get('kind')!r}, not {cls.kind!r}")
+        target = registered().get(state.get("kind")) if cls in (BasePredictor, _WrappedPredictor) else cls
+        if target is None or not issubclass(target, _WrappedPredictor):
+            raise InterfpredError(f"{source}: restored object does not match kind or width")
+        obj = target.__new__(target)  # the whole object comes from the pickle, not from params
         try:
-            obj = pickle.loads(base64.b64decode(state["state"]["pickle"]))
+            obj._set_state(state["state"], state.get("n_features_in"))
+        except InterfpredError as exc:
+            raise InterfpredError(f"{source}: {exc}") from None
         except Exception as exc:  # noqa: BLE001 - any corruption is bad input here
             raise InterfpredError(f"{source}: cannot restore the wrapped estimator: {exc!r}") from None
-        if not isinstance(obj, cls) or obj._d != state.get("n_features_in"):
-            raise InterfpredError(f"{source}: restored object does not match kind or width")
         return obj
 
 

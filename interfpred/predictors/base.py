@@ -25,6 +25,7 @@ RLS(forgetting=0.9)
 
 from __future__ import annotations
 
+import abc
 import copy
 import inspect
 import json
@@ -135,7 +136,7 @@ def as_targets(y: Any, n: int, single: bool) -> np.ndarray:
 # ----------------------------------------------------------------------------- base class
 
 
-class BasePredictor:
+class BasePredictor(abc.ABC):
     """Shared machinery: parameter introspection, input conversion, state files, cloning.
 
     Subclasses set :attr:`kind`, declare keyword-only hyperparameters in ``__init__`` (stored
@@ -192,20 +193,25 @@ class BasePredictor:
         """Whether any data has been learned (a fresh predictor predicts the prior)."""
         return self._d is not None
 
-    def _allocate(self, d: int) -> None:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _allocate(self, d: int) -> None:
+        """Allocate the fixed-size state for ``d`` features (first fit/update)."""
 
-    def _learn(self, X: np.ndarray, y: np.ndarray) -> None:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
+        """Learn from validated rows; must leave the state unchanged if it raises."""
 
-    def _predict_rows(self, X: np.ndarray) -> np.ndarray:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _predict_rows(self, X: np.ndarray) -> np.ndarray:
+        """Predict validated rows of the fixed width."""
 
-    def _get_state(self) -> dict[str, Any]:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _get_state(self) -> dict[str, Any]:
+        """The learned state as JSON-able values."""
 
-    def _set_state(self, state: dict[str, Any], d: int) -> None:  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _set_state(self, state: dict[str, Any], d: int) -> None:
+        """Restore a state read by :meth:`_get_state`, already checked for width ``d``."""
 
     def _width(self) -> int | None:
         return self._d if self._d is not None else self.fixed_width
