@@ -165,18 +165,29 @@ def quantize(dem):
 
 
 @njit(cache=True)
-def _stats(dem, dq, idx, lo, k, top, tot):
-    """Per resource r of the k members ``dem[idx[lo:lo + k]]``: the largest and second-largest values
-    into ``top[r, 0]`` and ``top[r, 1]`` (0 when absent) and the fixed-point sum into ``tot[r]``.
-    Both are independent of the members' order."""
+def _stats(dem, dq, idx, lo, k, top, tot, combine_id):
+    """Per resource r of the k members ``dem[idx[lo:lo + k]]``: the fixed-point sum into
+    ``tot[r]`` and, for the ``max`` combine only (the sum combine never reads them), the largest
+    and second-largest values into ``top[r, 0]`` and ``top[r, 1]`` (0 when absent). Both are
+    independent of the members' order."""
+    s0 = np.int64(0)
+    s1 = np.int64(0)
+    s2 = np.int64(0)
+    for a in range(k):
+        i = idx[lo + a]
+        s0 += dq[i, 0]
+        s1 += dq[i, 1]
+        s2 += dq[i, 2]
+    tot[0] = s0
+    tot[1] = s1
+    tot[2] = s2
+    if combine_id == COMBINE_SUM:
+        return
     for r in range(3):
         t1 = 0.0
         t2 = 0.0
-        s = np.int64(0)
         for a in range(k):
-            i = idx[lo + a]
-            v = dem[i, r]
-            s += dq[i, r]
+            v = dem[idx[lo + a], r]
             if v > t1:
                 t2 = t1
                 t1 = v
@@ -184,7 +195,6 @@ def _stats(dem, dq, idx, lo, k, top, tot):
                 t2 = v
         top[r, 0] = t1
         top[r, 1] = t2
-        tot[r] = s
 
 
 @njit(cache=True)
@@ -240,7 +250,7 @@ def map_running_set(dem, map_id, combine_id):
     srt = np.zeros((3, 2), dtype=np.float64)
     tot = np.zeros(3, dtype=np.int64)
     dq = quantize(dem)
-    _stats(dem, dq, idx, 0, k, srt, tot)
+    _stats(dem, dq, idx, 0, k, srt, tot, combine_id)
     for a in range(k):
         _phi(dem, dq, a, srt, tot, k, map_id, combine_id, out[a])
     return out
@@ -258,7 +268,7 @@ def map_instant(me, others, map_id, combine_id):
     srt = np.zeros((3, 2), dtype=np.float64)
     tot = np.zeros(3, dtype=np.int64)
     dq = quantize(dem)
-    _stats(dem, dq, idx, 0, k, srt, tot)
+    _stats(dem, dq, idx, 0, k, srt, tot, combine_id)
     out = np.empty(n_features(map_id), dtype=np.float64)
     _phi(dem, dq, 0, srt, tot, k, map_id, combine_id, out)
     return out
@@ -306,7 +316,7 @@ def finalize(acc, wsum, seen, me, map_id, combine_id, agg_id):
         dem[0] = me
         idx = np.zeros(1, dtype=np.int64)
         dq = quantize(dem)
-        _stats(dem, dq, idx, 0, 1, srt, tot)
+        _stats(dem, dq, idx, 0, 1, srt, tot, combine_id)
         _phi(dem, dq, 0, srt, tot, 1, map_id, combine_id, acc)
     elif agg_id == AGG_TIME_WEIGHTED:
         for f in range(acc.shape[0]):
@@ -345,7 +355,7 @@ def features(seg_start, seg_end, seg_ptr, members, dem, map_id, combine_id, agg_
                     break
             if not need:
                 continue
-        _stats(dem, dq, members, lo, k, srt, tot)
+        _stats(dem, dq, members, lo, k, srt, tot, combine_id)
         dur = seg_end[s] - seg_start[s]
         for a in range(lo, hi):
             i = members[a]
@@ -411,7 +421,7 @@ def stream_settle(acc, seen, cur, dem, k, map_id, combine_id, agg_id, alpha):
     srt = np.zeros((3, 2), dtype=np.float64)
     tot = np.zeros(3, dtype=np.int64)
     dq = quantize(dem[:k])
-    _stats(dem, dq, idx, 0, k, srt, tot)
+    _stats(dem, dq, idx, 0, k, srt, tot, combine_id)
     for a in range(k):
         _phi(dem, dq, a, srt, tot, k, map_id, combine_id, cur[a])
         if agg_id != AGG_TIME_WEIGHTED:
