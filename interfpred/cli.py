@@ -390,8 +390,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except (InterfpredError, OSError) as exc:
-        msg = str(exc).replace("\n", " ")
-        print(f"interfpred: error: {msg}", file=sys.stderr)
+        if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+            msg = f"{exc.filename}: {exc.strerror}"  # not "[Errno 2] ..."
+        else:
+            msg = str(exc)
+        print(f"interfpred: error: {msg}".replace("\n", " "), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("interfpred: interrupted", file=sys.stderr)

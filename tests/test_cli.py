@@ -29,3 +29,10 @@ def test_unknown_command_is_one_line_exit_2():
     assert "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("interfpred: error:")
+
+
+def test_missing_input_file_is_one_readable_line(tmp_path, capsys):
+    missing = tmp_path / "nope.csv"
+    assert main(["ingest", str(missing), "--gpu", "l4", "--model", "m", "--batch-size", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"interfpred: error: {missing}: No such file or directory"]
