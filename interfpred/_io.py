@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Iterator
 from typing import IO
 
-__all__ = ["atomic_open", "atomic_write_text", "read_text"]
+__all__ = ["atomic_open", "atomic_write_text", "read_json", "read_text"]
 
 
 @contextlib.contextmanager
@@ -94,3 +94,29 @@ def read_text(path: str | os.PathLike[str], what: str = "a CSV") -> str:
     if "\x00" in text:
         raise InputError(f"contains NUL bytes: a binary file, not {what}", path=path)
     return text
+
+
+def read_json(path: str | os.PathLike[str]) -> object:
+    """Parse a JSON file; invalid JSON is an :class:`InterfpredError` naming the file and line.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "m.json"
+    >>> _ = target.write_text('{"a": 1, oops}')
+    >>> read_json(target)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: ...m.json line 1: not valid JSON: Expecting property name enclosed in double quotes
+    """
+    import json
+
+    from interfpred.errors import InterfpredError
+
+    with open(path, encoding="utf-8") as fh:
+        try:
+            return json.load(fh)
+        except json.JSONDecodeError as exc:
+            raise InterfpredError(f"{os.fspath(path)} line {exc.lineno}: not valid JSON: {exc.msg}") from None
+        except UnicodeDecodeError:
+            raise InterfpredError(f"{os.fspath(path)}: not a UTF-8 JSON file (is it a binary file?)") from None

@@ -218,7 +218,8 @@ def _add_reproduce(sub) -> None:
     p = sub.add_parser(
         "reproduce", help="run the paper's experiments on the simulator and write a report",
         description="Run E1 (co-location dynamics) and E2 (workload change) on simulated traces, with "
-                    "interfpred's best configuration beside the paper's methods; print the tables and write "
+                    "interfpred's best configuration beside the paper's methods, and E3 (SLO-aware scheduling "
+                    "with the tracker); print the tables and write "
                     "report.md, results.json and the figures into --out (written beside it, then renamed).")
     p.add_argument("--quick", action="store_true", help="smaller traces (about a minute on two cores)")
     p.add_argument("--out", default=REPRODUCE_DEFAULT_OUT, help=f"output folder (default ./{REPRODUCE_DEFAULT_OUT})")

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from interfpred._io import atomic_open, atomic_write_text
+from interfpred._io import atomic_open, atomic_write_text, read_json
 from interfpred._version import __version__
 from interfpred.constants import (
     MODEL_DEFAULT_EXTRACTOR,
@@ -321,13 +321,7 @@ def load_model(path: str | os.PathLike[str]) -> InterferenceModel:
     ...
     interfpred.errors.InterfpredError: ...m.json: kind 'rls' is not an interference model ('interfpred.model') (a bare predictor state: fit a model with 'interfpred fit')
     """
-    source = os.fspath(path)
-    with open(path, encoding="utf-8") as fh:
-        try:
-            state = json.load(fh)
-        except json.JSONDecodeError as exc:
-            raise InterfpredError(f"{source} line {exc.lineno}: not valid JSON: {exc.msg}") from None
-    return InterferenceModel.from_state(state, source=source)
+    return InterferenceModel.from_state(read_json(path), source=os.fspath(path))
 
 
 def write_predictions(model: InterferenceModel, trace: Trace, profiles: ProfileTable,

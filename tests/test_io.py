@@ -56,3 +56,19 @@ def test_atomic_write_gives_normal_permissions_and_keeps_existing_mode(tmp_path)
         assert stat.S_IMODE(kept.stat().st_mode) == 0o640
     finally:
         os.umask(umask)
+
+
+def test_read_json_refuses_bad_and_binary_files(tmp_path):
+    from interfpred._io import read_json
+
+    good = tmp_path / "g.json"
+    good.write_text('{"a": [1, 2]}')
+    assert read_json(good) == {"a": [1, 2]}
+    bad = tmp_path / "b.json"
+    bad.write_text('{\n"a": }')
+    with pytest.raises(InterfpredError, match=r"b.json line 2: not valid JSON"):
+        read_json(bad)
+    binary = tmp_path / "x.json"
+    binary.write_bytes(b"\xff\xfe\x00\x81")
+    with pytest.raises(InterfpredError, match="binary"):
+        read_json(binary)

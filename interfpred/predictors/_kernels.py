@@ -158,18 +158,27 @@ def rls_update_one(buf, x, y):
 
 
 @njit(cache=True)
+def _check_rows(X, y):
+    """``OK``, or ``status * 2**32 + row`` for the first row with a NaN/inf in X or y."""
+    for r in range(X.shape[0]):
+        for i in range(X.shape[1]):
+            if not math.isfinite(X[r, i]):
+                return BAD_X * 4294967296 + r
+        if not math.isfinite(y[r]):
+            return BAD_Y * 4294967296 + r
+    return OK
+
+
+@njit(cache=True)
 def rls_update_many(buf, X, y):
     """Validate all rows first (state untouched on refusal), then update row by row.
 
     Returns ``status * 2**32 + row`` packed in an int (row of the first bad value)."""
     m = int(buf[1])
     n = X.shape[0]
-    for r in range(n):
-        for i in range(X.shape[1]):
-            if not math.isfinite(X[r, i]):
-                return BAD_X * 4294967296 + r
-        if not math.isfinite(y[r]):
-            return BAD_Y * 4294967296 + r
+    status = _check_rows(X, y)
+    if status != OK:
+        return status
     for r in range(n):
         st = _rls_step(buf, m, X[r], y[r])
         if st != OK:
@@ -295,12 +304,9 @@ def sgd_update_many(buf, X, y):
     m = int(buf[1])
     d = int(buf[2])
     n = X.shape[0]
-    for r in range(n):
-        for i in range(X.shape[1]):
-            if not math.isfinite(X[r, i]):
-                return BAD_X * 4294967296 + r
-        if not math.isfinite(y[r]):
-            return BAD_Y * 4294967296 + r
+    status = _check_rows(X, y)
+    if status != OK:
+        return status
     z = np.empty(m)
     for r in range(n):
         _sgd_step(buf, m, d, X[r], y[r], z)

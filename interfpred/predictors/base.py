@@ -36,7 +36,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from interfpred._io import atomic_write_text
+from interfpred._io import atomic_write_text, read_json
 from interfpred.constants import PRIOR_SLOWDOWN, SCHEMA_VERSION
 from interfpred.errors import InterfpredError
 
@@ -321,13 +321,7 @@ class BasePredictor(abc.ABC):
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> BasePredictor:
         """Read a file written by :meth:`save` (refuses another kind, version or width)."""
-        source = os.fspath(path)
-        with open(path, encoding="utf-8") as fh:
-            try:
-                state = json.load(fh)
-            except json.JSONDecodeError as exc:
-                raise InterfpredError(f"{source} line {exc.lineno}: not valid JSON: {exc.msg}") from None
-        return cls.from_state(state, source=source)
+        return cls.from_state(read_json(path), source=os.fspath(path))
 
 
 def _state_array(state: dict[str, Any], key: str, length: int) -> np.ndarray:
