@@ -74,6 +74,7 @@ from interfpred.constants import (
     MIN_PREDICTED_RATE,
     TARGETS,
 )
+from interfpred.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.profiles import ProfileTable
 from interfpred.timeline import Timeline, segment_arrays
@@ -176,6 +177,9 @@ class FeatureMatrix:
         (n,) the profile's solo latency of each row (what ``y`` is relative to).
     latency_ms
         (n,) observed latency ``end_ms - start_ms``.
+    entities
+        Which models each row involves (:class:`~interfpred.entities.Entities`), for
+        predictors that learn per-model terms; None when the extractor did not compute them.
     """
 
     X: np.ndarray
@@ -184,6 +188,7 @@ class FeatureMatrix:
     target: str
     solo_ms: np.ndarray
     latency_ms: np.ndarray
+    entities: Entities | None = None
 
     def __len__(self) -> int:
         return self.X.shape[0]
