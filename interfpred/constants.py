@@ -155,3 +155,5 @@ MAP_COUNTERS = (("default", ("sm", "l2", "dram")), ("rich", ("sm", "l2", "dram")
 E4_TRAIN_SHARE = 0.7
 E4_REPEATS = 20
 E4_QUICK_REPEATS = 20
+#: E4 tables, one per learning target: the rate first (bounded; Gavel's slowdowns reach 119), then the slowdown.
+E4_TARGETS = ("rate", "slowdown")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from interfpred.measurements import Measurements
 
-__all__ = ["gavel_v100"]
+__all__ = ["DATASETS", "gavel_v100", "load_dataset"]
 
 
 def gavel_v100() -> Measurements:
@@ -31,3 +31,26 @@ def gavel_v100() -> Measurements:
     second); pairs Gavel recorded as ``0.0`` (not measured) are left out.
     """
     return Measurements.from_csv(Path(__file__).with_name("gavel_v100.csv"))
+
+
+#: The shipped datasets by name (what ``dataset:NAME`` on the command line refers to).
+DATASETS = {"gavel_v100": gavel_v100}
+
+
+def load_dataset(name: str) -> Measurements:
+    """A shipped dataset by name.
+
+    Examples
+    --------
+    >>> load_dataset("gavel_v100").n_runs
+    330
+    >>> load_dataset("nope")
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: no dataset named 'nope'; shipped: gavel_v100
+    """
+    from interfpred.errors import InterfpredError
+
+    if name not in DATASETS:
+        raise InterfpredError(f"no dataset named {name!r}; shipped: {', '.join(sorted(DATASETS))}")
+    return DATASETS[name]()
