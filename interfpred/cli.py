@@ -286,6 +286,9 @@ def _add_fit(sub) -> None:
     p.add_argument("--map", choices=FEATURE_MAPS, default=None,
                    help=f"feature map (default {d['map']}, or one the profiles' counters support)")
     p.add_argument("--shares", action="store_true", help="append the MPS share features to the map")
+    p.add_argument("--measurement-weight", type=float, default=None, metavar="W",
+                   help="weight of every measurement row against trace rows (weight 1) when both are given; "
+                        "for predictors that take row weights (offline_linear and the baselines)")
     p.add_argument("--combine", choices=COMBINES, default=d["combine"],
                    help=f"how co-runners combine (default {d['combine']})")
     p.add_argument("--target", choices=TARGETS, default=d["target"], help=f"learning target (default {d['target']})")
@@ -347,7 +350,12 @@ def _run_fit(args) -> int:
     profiles, trace, meas = _load_inputs(args)
     model = InterferenceModel(spec, predictor)
     model.auto_map = args.map is None
-    model.fit(trace, profiles, measurements=meas)
+    weights = None
+    if args.measurement_weight is not None:
+        if trace is None or meas is None:
+            raise InterfpredError("--measurement-weight weighs measurement rows against trace rows: give both")
+        weights = [1.0] * len(trace) + [args.measurement_weight] * len(meas)
+    model.fit(trace, profiles, measurements=meas, weights=weights)
     if model.note:
         print(f"interfpred: {model.note}", file=sys.stderr)
     model.save(args.out)

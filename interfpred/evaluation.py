@@ -52,11 +52,14 @@ def make_baselines() -> dict[str, BasePredictor]:
     return {kind: make_predictor(kind) for kind in BASELINE_KINDS}
 
 
-def fit_baselines(X: np.ndarray, y: np.ndarray, *, entities: Entities | None = None) -> dict[str, BasePredictor]:
-    """The three baselines fitted on the rows ``X``, ``y`` (pair mean keyed by ``entities``)."""
+def fit_baselines(X: np.ndarray, y: np.ndarray, *, entities: Entities | None = None,
+                  sample_weight: Any = None) -> dict[str, BasePredictor]:
+    """The three baselines fitted on the rows ``X``, ``y`` (pair mean keyed by ``entities``; weighted
+    means with ``sample_weight``)."""
     out = make_baselines()
+    extra = {} if sample_weight is None else {"sample_weight": sample_weight}
     for p in out.values():
-        call(p, "fit", X, y, entities=entities)
+        call(p, "fit", X, y, entities=entities, **extra)
     return out
 
 

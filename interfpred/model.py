@@ -53,7 +53,7 @@ from interfpred.evaluation import call, fit_baselines, prequential_entities, pre
 from interfpred.experiments.metrics import AccuracySummary, accuracy_summary
 from interfpred.features import Extractor, FeatureMatrix, make_extractor, supported_maps
 from interfpred.measurements import Measurements
-from interfpred.predictors import BasePredictor, make_predictor, predictor_from_state
+from interfpred.predictors import BasePredictor, make_predictor, predictor_from_state, registered
 from interfpred.profiles import ProfileTable
 from interfpred.run_features import concat_features, measurement_features
 from interfpred.trace import Trace
@@ -278,19 +278,27 @@ class InterferenceModel:
 
     # ------------------------------------------------------------------ learning
     def fit(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,
-            measurements: Measurements | None = None) -> InterferenceModel:
+            measurements: Measurements | None = None, weights: Any = None) -> InterferenceModel:
         """Forget, then learn from every execution of ``trace`` and every row of ``measurements``; returns self.
 
         Traces need ``profiles``; measurements use them for counters when given. With no feature
-        map given, a map the profiles support is chosen (see :attr:`note`). The three baselines
-        are fitted on the same rows.
+        map given, a map the profiles support is chosen (see :attr:`note`). ``weights`` gives each
+        row a weight (trace rows first, then measurement rows), for predictors that take row
+        weights (``supports_weights``). The three baselines are fitted on the same rows.
         """
         self.choose_map(profiles)
         fm = self.features(trace, profiles, measurements=measurements)
         if len(fm) == 0:
             raise InterfpredError("cannot fit on no rows")
-        call(self.predictor, "fit", fm.X, fm.y, entities=fm.entities)
-        self.baselines = fit_baselines(fm.X, fm.y, entities=fm.entities)
+        extra = {}
+        if weights is not None:
+            if not getattr(self.predictor, "supports_weights", False):
+                raise InterfpredError(f"predictor {self.predictor.kind!r} does not take row weights; these do: "
+                                      + ", ".join(k for k, c in sorted(registered().items())
+                                                  if getattr(c, "supports_weights", False)))
+            extra["sample_weight"] = weights
+        call(self.predictor, "fit", fm.X, fm.y, entities=fm.entities, **extra)
+        self.baselines = fit_baselines(fm.X, fm.y, entities=fm.entities, sample_weight=weights)
         return self
 
     def update(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,

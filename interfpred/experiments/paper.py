@@ -394,7 +394,7 @@ def run_e2(ctx: ReproduceContext) -> Section:
     }
     goal = {"best_test2_mse": best_t2, "offline_test2_mse": off, "ratio": best_t2 / off if off > 0 else None,
             "target_ratio": 1 / 3, "met": bool(best_t2 <= off / 3)}
-    chosen = "; ".join(f"{label}: {cfg.label()}" for label, cfg, _ in configs)
+    chosen = "; ".join(f"{label}: {cfg.label()}" for label, cfg, _ in configs if label not in BASELINE_LABELS.values())
     sel_rows = [[c.label(), s, "chosen" if c == cfg else ""] for _, cfg, scores in configs[1:3] for c, s in scores]
     md = [
         "Each learner is fitted on the first 75 % of the `train` set (four models, moderate load) and then run, "

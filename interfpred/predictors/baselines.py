@@ -38,15 +38,32 @@ from interfpred.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.predictors.base import BasePredictor, as_rows, as_targets, register
 
-__all__ = ["GlobalMean", "NoInterference", "PairMean"]
+__all__ = ["GlobalMean", "NoInterference", "PairMean", "as_weights"]
 
 
-def _finite_count(state: dict[str, Any], key: str) -> tuple[float, int]:
-    mean, n = state[key]
-    mean, n = float(mean), int(n)
-    if not np.isfinite(mean) or n < 0:
-        raise InterfpredError(f"state {key!r} holds mean {mean!r} and count {n!r}; expected finite and >= 0")
-    return mean, n
+def _finite_count(state: dict[str, Any], key: str) -> list:
+    """``[mean, count, weight sum]`` from a state entry (older entries without the weight sum: the count)."""
+    vals = list(state[key])
+    mean, n = float(vals[0]), int(vals[1])
+    wsum = float(vals[2]) if len(vals) > 2 else float(n)
+    if not np.isfinite(mean) or n < 0 or not np.isfinite(wsum) or wsum < 0:
+        raise InterfpredError(f"state {key!r} holds {vals!r}; expected a finite mean, a count and a weight sum >= 0")
+    return [mean, n, wsum]
+
+
+def as_weights(sample_weight: Any, n: int) -> np.ndarray | None:
+    """Validate row weights: None, or (n,) finite values >= 0 that are not all zero."""
+    if sample_weight is None:
+        return None
+    try:
+        w = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise InterfpredError(f"sample_weight must be numeric, got {type(sample_weight).__name__}") from None
+    if w.shape != (n,):
+        raise InterfpredError(f"sample_weight has {w.size} values, X has {n} rows")
+    if not np.isfinite(w).all() or (w < 0).any() or (n and not (w > 0).any()):
+        raise InterfpredError("sample_weight must be finite, >= 0 and not all zero")
+    return w
 
 
 @register
@@ -63,9 +80,19 @@ class NoInterference(BasePredictor):
 
     kind = "no_interference"
     learns_online = False
+    #: ``fit`` accepts ``sample_weight`` (row weights).
+    supports_weights = True
 
     def __init__(self) -> None:
         self._d = None
+
+    def fit(self, X: Any, y: Any, *, sample_weight: Any = None) -> NoInterference:
+        """Validate ``X``, ``y`` (and weights) and fix the width; learns nothing."""
+        Xa, single = as_rows(X, width=None)
+        as_targets(y, Xa.shape[0], single)
+        as_weights(sample_weight, Xa.shape[0])
+        self._d = Xa.shape[1]
+        return self
 
     def _allocate(self, d: int) -> None:
         self._d = d
@@ -96,22 +123,32 @@ class GlobalMean(BasePredictor):
     """
 
     kind = "global_mean"
+    supports_weights = True
 
     def __init__(self) -> None:
         self._d = None
         self._mean = PRIOR_SLOWDOWN
         self._n = 0
+        self._w = 0.0
+
+    def fit(self, X: Any, y: Any, *, sample_weight: Any = None) -> GlobalMean:
+        """Forget, then learn the (weighted) mean of ``y``; returns self."""
+        Xa, single = as_rows(X, width=None)
+        ya = as_targets(y, Xa.shape[0], single)
+        w = as_weights(sample_weight, Xa.shape[0])
+        self._allocate(Xa.shape[1])
+        self._learn(Xa, ya, w)
+        return self
 
     def _allocate(self, d: int) -> None:
         self._d = d
-        self._mean, self._n = PRIOR_SLOWDOWN, 0
+        self._mean, self._n, self._w = PRIOR_SLOWDOWN, 0, 0.0
 
-    def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
-        mean, n = self._mean, self._n
-        for t in y.tolist():
-            n += 1
-            mean += (t - mean) / n
-        self._mean, self._n = mean, n
+    def _learn(self, X: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> None:
+        acc = [self._mean, self._n, self._w]
+        for i, t in enumerate(y.tolist()):
+            _push(acc, t, 1.0 if w is None else float(w[i]))
+        self._mean, self._n, self._w = acc
 
     def _predict_rows(self, X: np.ndarray) -> np.ndarray:
         return np.full(X.shape[0], self._mean if self._n else PRIOR_SLOWDOWN)
@@ -127,10 +164,10 @@ class GlobalMean(BasePredictor):
         return self._n
 
     def _get_state(self) -> dict[str, Any]:
-        return {"mean": [self._mean, self._n]}
+        return {"mean": [self._mean, self._n, self._w]}
 
     def _set_state(self, state: dict[str, Any], d: int) -> None:
-        self._mean, self._n = _finite_count(state, "mean")
+        self._mean, self._n, self._w = _finite_count(state, "mean")
         self._d = d
 
 
@@ -157,10 +194,11 @@ class PairMean(BasePredictor):
 
     kind = "pair_mean"
     uses_entities = True
+    supports_weights = True
 
     def __init__(self) -> None:
         self._d = None
-        self._global = [PRIOR_SLOWDOWN, 0]
+        self._global = [PRIOR_SLOWDOWN, 0, 0.0]
         self._models: dict[str, list] = {}
         self._pairs: dict[tuple[str, tuple[str, ...]], list] = {}
 
@@ -175,13 +213,15 @@ class PairMean(BasePredictor):
             raise InterfpredError(f"entities has {len(entities)} rows, X has {n}")
         return entities.pair_keys()
 
-    def fit(self, X: Any, y: Any, *, entities: Entities | None = None) -> PairMean:
-        """Forget everything, then learn rows ``X``, ``y`` keyed by ``entities``; returns self."""
+    def fit(self, X: Any, y: Any, *, entities: Entities | None = None, sample_weight: Any = None) -> PairMean:
+        """Forget everything, then learn rows ``X``, ``y`` keyed by ``entities`` (weighted means
+        with ``sample_weight``); returns self."""
         Xa, single = as_rows(X, width=self.fixed_width)
         ya = as_targets(y, Xa.shape[0], single)
         keys = self._keys(entities, Xa.shape[0])
+        w = as_weights(sample_weight, Xa.shape[0])
         self._allocate(Xa.shape[1])
-        self._learn_keys(ya, keys)
+        self._learn_keys(ya, keys, w)
         return self
 
     def update(self, X: Any, y: Any, *, entities: Entities | None = None) -> None:
@@ -208,17 +248,20 @@ class PairMean(BasePredictor):
         return float(out[0]) if single else out
 
     # -- learning --------------------------------------------------------------------------------
-    def _learn_keys(self, y: np.ndarray, keys: list | None) -> None:
+    def _learn_keys(self, y: np.ndarray, keys: list | None, w: np.ndarray | None = None) -> None:
         for i, t in enumerate(y.tolist()):
-            _push(self._global, t)
+            wi = 1.0 if w is None else float(w[i])
+            if wi == 0.0:
+                continue
+            _push(self._global, t, wi)
             if keys is not None:
                 own, co = keys[i]
-                _push(self._models.setdefault(own, [0.0, 0]), t)
-                _push(self._pairs.setdefault((own, co), [0.0, 0]), t)
+                _push(self._models.setdefault(own, [0.0, 0, 0.0]), t, wi)
+                _push(self._pairs.setdefault((own, co), [0.0, 0, 0.0]), t, wi)
 
     def _allocate(self, d: int) -> None:
         self._d = d
-        self._global = [PRIOR_SLOWDOWN, 0]
+        self._global = [PRIOR_SLOWDOWN, 0, 0.0]
         self._models, self._pairs = {}, {}
 
     def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
@@ -245,17 +288,20 @@ class PairMean(BasePredictor):
     # -- persistence -----------------------------------------------------------------------------
     def _get_state(self) -> dict[str, Any]:
         return {"global": list(self._global),
-                "models": [[k, m, n] for k, (m, n) in self._models.items()],
-                "pairs": [[own, list(co), m, n] for (own, co), (m, n) in self._pairs.items()]}
+                "models": [[k, *acc] for k, acc in self._models.items()],
+                "pairs": [[own, list(co), *acc] for (own, co), acc in self._pairs.items()]}
 
     def _set_state(self, state: dict[str, Any], d: int) -> None:
-        glob = list(_finite_count(state, "global"))
-        models = {str(k): list(_finite_count({"v": [m, n]}, "v")) for k, m, n in state["models"]}
-        pairs = {(str(own), tuple(str(c) for c in co)): list(_finite_count({"v": [m, n]}, "v"))
-                 for own, co, m, n in state["pairs"]}
+        glob = _finite_count(state, "global")
+        models = {str(k[0]): _finite_count({"v": k[1:]}, "v") for k in state["models"]}
+        pairs = {(str(k[0]), tuple(str(c) for c in k[1])): _finite_count({"v": k[2:]}, "v") for k in state["pairs"]}
         self._global, self._models, self._pairs, self._d = glob, models, pairs, d
 
 
-def _push(acc: list, t: float) -> None:
+def _push(acc: list, t: float, w: float = 1.0) -> None:
+    """Add target ``t`` with weight ``w`` to a running ``[mean, count, weight sum]``."""
+    if w <= 0.0:
+        return
     acc[1] += 1
-    acc[0] += (t - acc[0]) / acc[1]
+    acc[2] += w
+    acc[0] += w * (t - acc[0]) / acc[2]
