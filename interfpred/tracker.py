@@ -84,6 +84,7 @@ from interfpred.errors import InterfpredError
 from interfpred.features import Extractor, TimeWeighted
 from interfpred.predictors import RLS, GpuletsModel, OfflineLinear, OnlineSGD
 from interfpred.profiles import ProfileTable
+from interfpred.projection import project_affine_unchecked
 from interfpred.streaming import FinishedExecution, TimelineState, grown
 
 __all__ = ["ColocationTracker", "FinishResult"]
@@ -120,42 +121,6 @@ def _affine_rates(dem, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, o
             p += w[j] * phi[a, j]
         p = max(p, pred_lo)
         out[a] = _to_rate(p, is_rate, rmin, rmax)
-
-
-@njit(cache=True)
-def _affine_project(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, rtol, end):
-    """Fluid projection: ``end[i]`` = projected completion of member i of ``dem`` with work ``rem``."""
-    n = dem.shape[0]
-    idx = np.arange(n)
-    r = rem.copy()
-    sub = np.empty((n, 3))
-    rate = np.empty(n)
-    na = n
-    t = t0
-    while na > 0:
-        for a in range(na):
-            i = idx[a]
-            sub[a, 0] = dem[i, 0]
-            sub[a, 1] = dem[i, 1]
-            sub[a, 2] = dem[i, 2]
-        _affine_rates(sub[:na], map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, rate)
-        tmin = np.inf
-        for a in range(na):
-            tau = r[idx[a]] / rate[a]
-            tmin = min(tmin, tau)
-        t_new = t + tmin
-        lim = tmin * (1.0 + rtol)
-        keep = 0
-        for a in range(na):
-            i = idx[a]
-            if r[i] / rate[a] <= lim:
-                end[i] = t_new
-            else:
-                r[i] -= rate[a] * tmin
-                idx[keep] = i
-                keep += 1
-        na = keep
-        t = t_new
 
 
 # ---------------------------------------------------------------------------- results
@@ -377,9 +342,8 @@ class ColocationTracker:
         ex = self.extractor
         if self._fast:
             w, b, lo = self._affine()
-            _affine_project(dem, rem, t, ex._map_id, ex._combine_id, w, b, lo, self._is_rate, self.min_rate,
-                            self.max_rate, TRACKER_FINISH_RTOL, end)
-            return end
+            return project_affine_unchecked(dem, rem, t, ex._map_id, ex._combine_id, w, b, lo, self._is_rate,
+                                            self.min_rate, self.max_rate, TRACKER_FINISH_RTOL)
         idx = np.arange(n)
         r = rem.copy()
         while idx.size:
