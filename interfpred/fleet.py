@@ -39,6 +39,7 @@ from typing import Any
 from interfpred.constants import FLEET_MARGIN
 from interfpred.errors import InterfpredError
 from interfpred.features import Extractor
+from interfpred.placement import PlacementCache
 from interfpred.profiles import ProfileTable
 from interfpred.tracker import ColocationTracker, FinishResult
 
@@ -93,6 +94,7 @@ class Fleet:
         self.max_running = max_running
         self._where: dict[Any, tuple[str, float]] = {}   # running id -> (gpu, deadline)
         self._lock = threading.RLock()
+        self._placement = PlacementCache()   # per-GPU projections between events, for choose_gpu
 
     @classmethod
     def from_profiles(cls, profiles: ProfileTable, predictor_factory: Callable[[], Any], gpus: Sequence[str], *,
@@ -135,6 +137,10 @@ class Fleet:
             raise InterfpredError(f"id {id!r} is not running on this fleet")
         return self._where[id][1]
 
+    def _deadline_or_none(self, id: Any) -> float | None:
+        entry = self._where.get(id)
+        return None if entry is None else entry[1]
+
     # ------------------------------------------------------------------ events
     def _check_deadline(self, deadline: Any, t: Any, what: str) -> float:
         try:
@@ -174,6 +180,7 @@ class Fleet:
                 raise InterfpredError(f"{what} refused: it is already running on gpu {self._where[id][0]!r}")
             tr.start(id, model, batch_size, t)
             self._where[id] = (gpu, d)
+            self._placement.invalidate(gpu)
 
     def finish(self, id: Any, t: float) -> FinishResult:
         """``id`` finished at ``t``: its tracker learns; returns the tracker's :class:`FinishResult`."""
@@ -184,6 +191,7 @@ class Fleet:
                 entry = None
             if entry is None:
                 raise InterfpredError(f"finish of id {id!r} refused: it is not running on this fleet")
+            self._placement.invalidate(entry[0])
             res = self._trackers[entry[0]].finish(id, t)
             del self._where[id]
             return res
@@ -245,8 +253,10 @@ class Fleet:
                 raise InterfpredError(f"choose_gpu refused: candidate id {cid!r} is already running on gpu "
                                       f"{self._where[cid][0]!r}")
             best, best_added = None, math.inf
+            fast = self._placement.assess_all(self._trackers, self._deadline_or_none, candidate, d, float(t),
+                                              margin=self.margin, max_running=self.max_running)
             for name, tr in self._trackers.items():
-                ok, added = self._assess(tr, candidate, d, float(t))
+                ok, added = fast[name] if name in fast else self._assess(tr, candidate, d, float(t))
                 if ok and (best is None or added < best_added):
                     best, best_added = name, added
             return best

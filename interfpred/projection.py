@@ -37,6 +37,7 @@ array([1.33333333, 4.33333333])
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -45,7 +46,7 @@ from interfpred._timeline_kernels import COMBINE_MAX, MAP_DEFAULT, MAP_GPULETS, 
 from interfpred.constants import TRACKER_FINISH_RTOL, TRACKER_MAX_RATE, TRACKER_MIN_RATE
 from interfpred.errors import InterfpredError
 
-__all__ = ["project_affine", "project_affine_unchecked", "project_groups_unchecked", "MAP_CODES", "COMBINE_CODES"]
+__all__ = ["ProjectionInputs", "project_affine", "project_affine_unchecked", "project_stacked_unchecked", "MAP_CODES", "COMBINE_CODES"]
 
 #: Feature map and combine names -> the codes the kernels take.
 MAP_CODES = {"default": MAP_DEFAULT, "gpulets": MAP_GPULETS, "rich": MAP_RICH}
@@ -162,14 +163,23 @@ def _kernel(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax
 
 
 @njit(cache=True)
-def _groups(ptr, dem, rem, t, W, B, LO, map_id, combine_id, is_rate, rmin, rmax, rtol, end):
-    """One projection per group ``g`` (members ``ptr[g]:ptr[g + 1]``, weights ``W[g]``)."""
-    for g in range(ptr.shape[0] - 1):
-        lo = ptr[g]
-        hi = ptr[g + 1]
-        if hi > lo:
-            _kernel(dem[lo:hi], rem[lo:hi], t, map_id, combine_id, W[g], B[g], LO[g], is_rate, rmin, rmax,
-                    rtol, end[lo:hi])
+def _stacked(dem, rem, n, t, W, B, LO, use, map_id, combine_id, is_rate, rmin, rmax, rtol, end):
+    """One projection per row block ``g`` where ``use[g]``: members ``dem[g, :n[g]]`` under ``W[g]``."""
+    for g in range(dem.shape[0]):
+        m = n[g]
+        if use[g] and m > 0:
+            _kernel(dem[g, :m], rem[g, :m], t, map_id, combine_id, W[g], B[g], LO[g], is_rate, rmin, rmax, rtol,
+                    end[g, :m])
+
+
+def project_stacked_unchecked(dem: np.ndarray, rem: np.ndarray, n: np.ndarray, t: float, W: np.ndarray,
+                              B: np.ndarray, LO: np.ndarray, use: np.ndarray, map_id: int, combine_id: int,
+                              is_rate: bool, rmin: float, rmax: float, end: np.ndarray,
+                              rtol: float = TRACKER_FINISH_RTOL) -> None:
+    """Many projections in one compiled call, in blocks of fixed capacity (a fleet's GPUs): block ``g``
+    is ``dem[g, :n[g]]`` (G, C, 3) with ``rem[g, :n[g]]`` under ``W[g]``, ``B[g]``, ``LO[g]``; blocks
+    with ``use[g]`` false are skipped. Writes ``end[g, :n[g]]`` (G, C)."""
+    _stacked(dem, rem, n, float(t), W, B, LO, use, map_id, combine_id, is_rate, rmin, rmax, rtol, end)
 
 
 def project_affine_unchecked(dem: np.ndarray, rem: np.ndarray, t: float, map_id: int, combine_id: int,
@@ -178,16 +188,6 @@ def project_affine_unchecked(dem: np.ndarray, rem: np.ndarray, t: float, map_id:
     """:func:`project_affine` on codes, without checks (the tracker's hot path): C-contiguous float64 inputs."""
     end = np.empty(dem.shape[0])
     _kernel(dem, rem, t, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, rtol, end)
-    return end
-
-
-def project_groups_unchecked(ptr: np.ndarray, dem: np.ndarray, rem: np.ndarray, t: float, W: np.ndarray,
-                             B: np.ndarray, LO: np.ndarray, map_id: int, combine_id: int, is_rate: bool,
-                             rmin: float, rmax: float, rtol: float = TRACKER_FINISH_RTOL) -> np.ndarray:
-    """Many independent projections in one compiled call (a fleet's GPUs): group ``g`` is rows
-    ``ptr[g]:ptr[g + 1]`` of ``dem``/``rem`` under weights ``W[g]``, intercept ``B[g]``, clip ``LO[g]``."""
-    end = np.empty(dem.shape[0])
-    _groups(ptr, dem, rem, float(t), W, B, LO, map_id, combine_id, is_rate, rmin, rmax, rtol, end)
     return end
 
 
@@ -256,3 +256,26 @@ def project_affine(dem, rem, t: float, weights, intercept: float, *, feature_map
         raise InterfpredError(f"need 0 < min_rate <= max_rate < inf, got {min_rate!r}, {max_rate!r}")
     return project_affine_unchecked(d, r, tf, map_id, COMBINE_CODES[combine], w, b, lo, target == "rate",
                                     rmin, rmax)
+
+
+class ProjectionInputs(NamedTuple):
+    """A tracker's running set as a vectorised projection reads it (see ``ColocationTracker.projection_inputs``).
+
+    Remaining work at a time ``t >= t0`` is ``max(rem - rates * (t - t0), TRACKER_MIN_REMAINING * solo)``.
+    """
+
+    ids: tuple
+    dem: np.ndarray
+    solo: np.ndarray
+    rem: np.ndarray
+    rates: np.ndarray
+    t0: float
+    now: float | None
+    weights: np.ndarray
+    intercept: float
+    pred_lo: float
+    map_id: int
+    combine_id: int
+    is_rate: bool
+    min_rate: float
+    max_rate: float

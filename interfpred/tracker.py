@@ -84,7 +84,7 @@ from interfpred.errors import InterfpredError
 from interfpred.features import Extractor, TimeWeighted
 from interfpred.predictors import RLS, GpuletsModel, OfflineLinear, OnlineSGD
 from interfpred.profiles import ProfileTable
-from interfpred.projection import project_affine_unchecked
+from interfpred.projection import ProjectionInputs, project_affine_unchecked
 from interfpred.streaming import FinishedExecution, TimelineState, grown
 
 __all__ = ["ColocationTracker", "FinishResult"]
@@ -519,6 +519,41 @@ class ColocationTracker:
         {'x': 12.0}
         """
         return self.what_if((), t)
+
+    # ------------------------------------------------------------------ vectorised placement
+    def projection_inputs(self) -> ProjectionInputs | None:
+        """The running set as a projection over many trackers at once reads it, or None.
+
+        None when this tracker's projection is not the compiled affine one (a predictor it
+        cannot read as affine, or a custom map). The weights are the predictor's now; the rates
+        are those of the current running set, with which remaining work is integrated until the
+        next event. Arrays are copies.
+
+        Examples
+        --------
+        >>> from interfpred import RLS, ProfileTable
+        >>> prof = ProfileTable.from_columns(gpu=["l4"], model=["a"], batch_size=[1],
+        ...     solo_ms=[2.0], sm=[0.5], l2=[0.5], dram=[0.25])
+        >>> tr = ColocationTracker(prof, RLS())
+        >>> tr.start("x", "a", 1, 0.0)
+        >>> inp = tr.projection_inputs()
+        >>> inp.ids, inp.rem.tolist(), inp.rates.tolist()
+        (('x',), [2.0], [1.0])
+        """
+        with self._lock:
+            if not self._fast:
+                return None
+            k = len(self._ids)
+            w, b, lo = self._affine()
+            rates = self._current_rates().copy()
+            ex = self.extractor
+            return ProjectionInputs(tuple(self._ids), self._dem[:k].copy(), self._solo[:k].copy(),
+                                    self._rem[:k].copy(), rates, self._t, self._state.now, w, b, lo,
+                                    ex._map_id, ex._combine_id, self._is_rate, self.min_rate, self.max_rate)
+
+    def candidate_demand(self, id: Any, model: str, batch_size: float) -> tuple[float, float, float, float]:
+        """``(sm, l2, dram, solo_ms)`` of candidate ``id``, looked up (and refused) as :meth:`what_if` does."""
+        return self._state.lookup_profile(model, batch_size, f"what_if candidate {id!r}")
 
     # ------------------------------------------------------------------ storage
     def _remove(self, a: int) -> None:

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from interfpred import InterfpredError
-from interfpred.projection import project_affine, project_groups_unchecked, MAP_CODES, COMBINE_CODES
+from interfpred.projection import project_affine, project_stacked_unchecked, MAP_CODES, COMBINE_CODES
 
 try:
     from naive import naive_feature_map, naive_tracker_projection
@@ -51,23 +51,24 @@ def test_matches_the_per_segment_definition(n, seed, feature_map, combine, targe
         assert got[i] == pytest.approx(want[i], rel=1e-9, abs=1e-9)
 
 
-def test_groups_equal_one_call_per_group():
+def test_stacked_blocks_equal_one_call_per_block():
     rng = np.random.default_rng(4)
-    sizes = [3, 0, 5, 1]
-    ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    dem = rng.random((ptr[-1], 3))
-    rem = rng.uniform(1.0, 5.0, ptr[-1])
+    n = np.array([3, 0, 5, 1], dtype=np.int64)
+    dem = rng.random((4, 6, 3))
+    rem = rng.uniform(1.0, 5.0, (4, 6))
     W = rng.normal(0.0, 0.1, (4, 16))
     B = np.full(4, 0.9)
     LO = np.full(4, -np.inf)
-    got = project_groups_unchecked(ptr, dem, rem, 2.0, W, B, LO, MAP_CODES["rich"], COMBINE_CODES["sum"],
-                                   True, 0.01, 1.0)
-    for g in range(4):
-        lo, hi = ptr[g], ptr[g + 1]
-        if hi > lo:
-            one = project_affine(dem[lo:hi], rem[lo:hi], 2.0, W[g], B[g])
-            # The same kernel on the same slice: identical to the bit (documented property).
-            assert np.array_equal(got[lo:hi], one)
+    use = np.array([True, True, True, False])
+    end = np.full((4, 6), -1.0)
+    project_stacked_unchecked(dem, rem, n, 2.0, W, B, LO, use, MAP_CODES["rich"], COMBINE_CODES["sum"], True,
+                              0.01, 1.0, end)
+    for g in range(3):
+        if n[g]:
+            one = project_affine(dem[g, :n[g]], rem[g, :n[g]], 2.0, W[g], B[g])
+            # The same kernel on the same rows: identical to the bit (documented property).
+            assert np.array_equal(end[g, :n[g]], one)
+    assert np.all(end[3] == -1.0) and np.all(end[0, 3:] == -1.0)   # skipped blocks and rows untouched
 
 
 def test_clamps_and_clip():
