@@ -80,8 +80,9 @@ def _kernel(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax
             tot[r] += dq[i, r]
     # For the max combine: per resource, members in decreasing demand as a doubly linked list.
     use_max = combine_id == COMBINE_MAX
-    nxt = np.full((3, n + 1), -1, dtype=np.int64)
-    prv = np.full((3, n + 1), -1, dtype=np.int64)
+    nl = n + 1 if use_max else 1
+    nxt = np.full((3, nl), -1, dtype=np.int64)
+    prv = np.full((3, nl), -1, dtype=np.int64)
     head = np.full(3, -1, dtype=np.int64)
     if use_max:
         for r in range(3):
