@@ -182,6 +182,8 @@ def _add_simulate(sub) -> None:
     p.add_argument("--rho", type=float, default=None, help="mix: offered utilisation per GPU")
     p.add_argument("--batch-sizes", default=None, help="mix: comma-separated batch sizes (default all profiled)")
     p.add_argument("--force", action="store_true", help="replace a non-empty --out")
+    p.add_argument("--format", choices=("csv", "parquet"), default="csv",
+                   help="file format of the profiles and traces (parquet needs pyarrow; default csv)")
     p.set_defaults(func=_run_simulate)
 
 
@@ -207,8 +209,8 @@ def _run_simulate(args) -> int:
                 raise InterfpredError(f"--batch-sizes {args.batch_sizes!r} must be comma-separated integers") from None
         scenario = mix_scenario(models, rho=args.rho, gpu=args.gpu, seed=args.seed, executions=n,
                                 batch_sizes=batches, gpus=args.gpus)
-    names = write_scenario(scenario, args.out, force=args.force)
-    sizes = ", ".join(f"{k}.csv ({len(t)} executions)" for k, t in scenario.traces.items())
+    names = write_scenario(scenario, args.out, force=args.force, format=args.format)
+    sizes = ", ".join(f"{k}.{args.format} ({len(t)} executions)" for k, t in scenario.traces.items())
     print(f"wrote {args.out}: {names[0]}, {sizes}, {names[-1]} (synthetic, gpu {scenario.spec.name}, seed {args.seed})")
     return 0
 
@@ -299,8 +301,6 @@ def _add_fit(sub) -> None:
 def _load_inputs(args):
     """(profiles, trace, measurements) from --profiles, --trace and --measurements (None when absent)."""
     from interfpred.measurements import Measurements
-    from interfpred.profiles import ProfileTable
-    from interfpred.trace import Trace
 
     trace_path = getattr(args, "trace", None)
     meas_path = getattr(args, "measurements", None)
@@ -308,8 +308,10 @@ def _load_inputs(args):
         raise InterfpredError("give --trace (with --profiles) or --measurements")
     if trace_path is not None and args.profiles is None:
         raise InterfpredError("--trace needs --profiles (solo latency and counters of each model)")
-    profiles = None if args.profiles is None else ProfileTable.from_csv(args.profiles)
-    trace = None if trace_path is None else Trace.from_csv(trace_path)
+    from interfpred.columnar import read_profiles, read_trace   # CSV, Parquet or Arrow by suffix
+
+    profiles = None if args.profiles is None else read_profiles(args.profiles)
+    trace = None if trace_path is None else read_trace(trace_path)
     if meas_path is not None and meas_path.startswith("dataset:"):
         from interfpred.datasets import load_dataset
 

@@ -157,3 +157,6 @@ E4_REPEATS = 20
 E4_QUICK_REPEATS = 20
 #: E4 tables, one per learning target: the rate first (bounded; Gavel's slowdowns reach 119), then the slowdown.
 E4_TARGETS = ("rate", "slowdown")
+# ---------------------------------------------------------------- fleet scale: columnar I/O, chunks, Dask
+#: File suffixes (lower case) of the columnar formats; any other suffix is CSV.
+COLUMNAR_SUFFIXES = {"parquet": (".parquet", ".pq"), "arrow": (".arrow", ".feather", ".ipc")}

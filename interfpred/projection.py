@@ -42,11 +42,18 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from interfpred._timeline_kernels import COMBINE_MAX, MAP_DEFAULT, MAP_GPULETS, MAP_RICH, n_features, quantize
+from interfpred._timeline_kernels import (
+    COMBINE_MAX,
+    MAP_DEFAULT,
+    MAP_GPULETS,
+    MAP_RICH,
+    n_features,
+    quantize,
+)
 from interfpred.constants import TRACKER_FINISH_RTOL, TRACKER_MAX_RATE, TRACKER_MIN_RATE
 from interfpred.errors import InterfpredError
 
-__all__ = ["ProjectionInputs", "project_affine", "project_affine_unchecked", "project_stacked_unchecked", "MAP_CODES", "COMBINE_CODES"]
+__all__ = ["COMBINE_CODES", "MAP_CODES", "ProjectionInputs", "project_affine", "project_affine_unchecked", "project_stacked_unchecked"]
 
 #: Feature map and combine names -> the codes the kernels take.
 MAP_CODES = {"default": MAP_DEFAULT, "gpulets": MAP_GPULETS, "rich": MAP_RICH}
@@ -134,8 +141,7 @@ def _kernel(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax
             v = min(max(v, rmin), rmax)
             rate[a] = v
             tau = work[i] / v
-            if tau < tmin:
-                tmin = tau
+            tmin = min(tmin, tau)
         t_new = t + tmin
         lim = tmin * (1.0 + rtol)
         keep = 0

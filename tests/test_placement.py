@@ -7,7 +7,15 @@ import math
 import numpy as np
 import pytest
 
-from interfpred import RLS, ColocationTracker, Fleet, InterfpredError, OfflineLinear, OnlineSGD, TimeWeighted
+from interfpred import (
+    RLS,
+    ColocationTracker,
+    Fleet,
+    InterfpredError,
+    OfflineLinear,
+    OnlineSGD,
+    TimeWeighted,
+)
 from interfpred.placement import PlacementCache
 from interfpred.sim.zoo import zoo_profiles
 

@@ -8,7 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from interfpred import InterfpredError
-from interfpred.projection import project_affine, project_stacked_unchecked, MAP_CODES, COMBINE_CODES
+from interfpred.projection import (
+    COMBINE_CODES,
+    MAP_CODES,
+    project_affine,
+    project_stacked_unchecked,
+)
 
 try:
     from naive import naive_feature_map, naive_tracker_projection

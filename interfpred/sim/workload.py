@@ -425,8 +425,11 @@ def mix_scenario(models: Sequence[str], *, rho: float, gpu: GpuSpec | str = "l4"
                     sets={"trace": desc}, seed=seed)
 
 
-def write_scenario(scenario: Scenario, out: str | os.PathLike[str], *, force: bool = False) -> list[str]:
+def write_scenario(scenario: Scenario, out: str | os.PathLike[str], *, force: bool = False,
+                   format: str = "csv") -> list[str]:
     """Write ``profiles.csv``, one ``<set>.csv`` per trace and ``scenario.json`` into ``out``.
+
+    ``format="parquet"`` writes ``.parquet`` files instead (needs pyarrow, the ``parquet`` extra).
 
     The files are written into a temporary folder beside ``out`` which is then renamed, so
     ``out`` is never left half-written.  An existing non-empty ``out`` is refused unless
@@ -452,12 +455,16 @@ def write_scenario(scenario: Scenario, out: str | os.PathLike[str], *, force: bo
     parent = os.path.dirname(out)
     if not os.path.isdir(parent):
         raise InterfpredError(f"parent folder {parent} of the output does not exist")
+    if format not in ("csv", "parquet"):
+        raise InterfpredError(f"format {format!r} must be 'csv' or 'parquet'")
+    from interfpred.columnar import write_profiles, write_trace
+
     tmp = tempfile.mkdtemp(prefix=".tmp-simulate-", dir=parent)
-    names = ["profiles.csv", *(f"{k}.csv" for k in scenario.traces), "scenario.json"]
+    names = [f"profiles.{format}", *(f"{k}.{format}" for k in scenario.traces), "scenario.json"]
     try:
-        scenario.profiles.to_csv(os.path.join(tmp, "profiles.csv"))
+        write_profiles(scenario.profiles, os.path.join(tmp, names[0]))
         for k, t in scenario.traces.items():
-            t.to_csv(os.path.join(tmp, f"{k}.csv"))
+            write_trace(t, os.path.join(tmp, f"{k}.{format}"))
         with open(os.path.join(tmp, "scenario.json"), "w", encoding="utf-8") as fh:
             json.dump(scenario.manifest(), fh, indent=2, sort_keys=True)
             fh.write("\n")
