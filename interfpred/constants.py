@@ -160,3 +160,9 @@ E4_TARGETS = ("rate", "slowdown")
 # ---------------------------------------------------------------- fleet scale: columnar I/O, chunks, Dask
 #: File suffixes (lower case) of the columnar formats; any other suffix is CSV.
 COLUMNAR_SUFFIXES = {"parquet": (".parquet", ".pq"), "arrow": (".arrow", ".feather", ".ipc")}
+#: Trace.codes factorises a name column with at most this many distinct names by whole-array
+#: comparisons (one vectorised pass per name) instead of a Python loop over the rows.
+TRACE_FEW_NAMES = 32
+#: Launches per time window of the chunked (bounded-memory) timelines and features, per GPU:
+#: small enough for a window's arrays to stay in the CPU caches.
+CHUNK_ROWS = 1 << 15

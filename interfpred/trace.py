@@ -24,10 +24,31 @@ import numpy as np
 
 from interfpred._arrow import have_pyarrow, require_pyarrow, write_csv
 from interfpred._io import atomic_open, read_text
-from interfpred.constants import TRACE_COLUMNS, TRACE_OPTIONAL_COLUMNS
+from interfpred.constants import TRACE_COLUMNS, TRACE_FEW_NAMES, TRACE_OPTIONAL_COLUMNS
 from interfpred.errors import InputError, InterfpredError
 
 __all__ = ["Trace"]
+
+
+def _few_codes(arr: np.ndarray, limit: int = TRACE_FEW_NAMES) -> tuple[tuple[str, ...], np.ndarray] | None:
+    """Factorise a column with at most ``limit`` distinct names by whole-array comparisons (one
+    vectorised pass per name, no Python loop over rows); None when it has more."""
+    n = len(arr)
+    first = np.full(n, -1, dtype=np.int64)
+    names: list[str] = []
+    pos = 0
+    while pos < n:
+        if len(names) == limit:
+            return None
+        name = arr[pos]
+        first[arr == name] = len(names)
+        names.append(str(name))
+        rest = np.flatnonzero(first[pos:] < 0)
+        pos = pos + int(rest[0]) if rest.size else n
+    order = sorted(range(len(names)), key=names.__getitem__)
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[order] = np.arange(len(names))
+    return tuple(names[i] for i in order), (rank[first] if names else first)
 
 
 class Trace:
@@ -218,6 +239,11 @@ class Trace:
         if column not in ("gpu", "model"):
             raise InterfpredError(f"codes() factorises 'gpu' or 'model', not {column!r}")
         if column not in self._codes:
+            fast = _few_codes(self._cols[column])
+            if fast is not None:
+                fast[1].setflags(write=False)
+                self._codes[column] = fast
+                return fast
             seen: dict[str, int] = {}
             first = np.fromiter((seen.setdefault(x, len(seen)) for x in self._cols[column].tolist()),
                                 dtype=np.int64, count=len(self))
