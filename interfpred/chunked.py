@@ -44,11 +44,16 @@ import numpy as np
 from interfpred import _timeline_kernels as _k
 from interfpred.constants import CHUNK_ROWS, MAX_RUNNING_SET
 from interfpred.errors import InterfpredError
-from interfpred.features import Extractor, FeatureMatrix, checked_demands, profile_arrays
+from interfpred.features import (
+    Extractor,
+    FeatureMatrix,
+    checked_demands,
+    profile_arrays,
+)
 from interfpred.profiles import ProfileTable
 from interfpred.trace import Trace
 
-__all__ = ["FeatureChunk", "TimelineChunk", "iter_timeline", "iter_features", "transform_chunked"]
+__all__ = ["FeatureChunk", "TimelineChunk", "iter_features", "iter_timeline", "transform_chunked"]
 
 _AGG = {"static": _k.AGG_STATIC, "ewma": _k.AGG_EWMA, "time-weighted": _k.AGG_TIME_WEIGHTED}
 
@@ -120,7 +125,7 @@ def _windows(rows: np.ndarray, start: np.ndarray, end: np.ndarray, chunk_rows: i
         so = live[np.argsort(s[live], kind="stable")]
         eo = live[np.argsort(e[live], kind="stable")]
         gcode = np.zeros(idx.size, dtype=np.int64)
-        seg_gpu, seg_start, seg_end, seg_ptr, members = _k.sweep(gcode, s, e, so, eo, idx.size)
+        _, seg_start, seg_end, seg_ptr, members = _k.sweep(gcode, s, e, so, eo, idx.size)
         a = np.searchsorted(seg_start, t0, side="left")
         b = np.searchsorted(seg_start, t1, side="left")
         segs = (seg_start[a:b], seg_end[a:b], seg_ptr[a:b + 1] - seg_ptr[a], members[seg_ptr[a]:seg_ptr[b]])
@@ -248,7 +253,7 @@ def transform_chunked(trace: Trace, profiles: ProfileTable, extractors: Sequence
     for chunk in iter_features(trace, profiles, exs, chunk_rows=chunk_rows, extrapolate=extrapolate):
         for j, fm in enumerate(chunk.features):
             X[j][chunk.rows] = fm.X
-    dem, solo = profile_arrays(trace, profiles, extrapolate=extrapolate)
+    _, solo = profile_arrays(trace, profiles, extrapolate=extrapolate)
     latency = np.ascontiguousarray(trace.end_ms) - np.ascontiguousarray(trace.start_ms)
     return [FeatureMatrix(X=X[j], names=ex.names, y=latency / solo if ex.target == "slowdown" else solo / latency,
                           target=ex.target, solo_ms=solo, latency_ms=latency) for j, ex in enumerate(exs)]

@@ -7,7 +7,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interfpred import EWMA, InterfpredError, Static, TimeWeighted, Trace, build_timeline, transform_many
+from interfpred import (
+    EWMA,
+    InterfpredError,
+    Static,
+    TimeWeighted,
+    Trace,
+    build_timeline,
+    transform_many,
+)
 from interfpred.chunked import iter_features, iter_timeline, transform_chunked
 from interfpred.features import CustomMap
 from interfpred.sim.workload import mix_scenario
