@@ -73,8 +73,14 @@ def _per_file(values, name: str, n: int, default=None) -> list:
 
 def _run_ingest(args) -> int:
     from interfpred import constants
-    from interfpred.ingest import (ManifestEntry, example_path, profile_from_kernels, read_kernels,
-                                   read_manifest, write_profiles)
+    from interfpred.ingest import (
+        ManifestEntry,
+        example_path,
+        profile_from_kernels,
+        read_kernels,
+        read_manifest,
+        write_profiles,
+    )
     from interfpred.profiles import ProfileTable
 
     sources = int(bool(args.files)) + int(args.manifest is not None) + int(args.example)
@@ -148,7 +154,12 @@ def _add_bench(sub) -> None:
 
 
 def _run_bench(args) -> int:
-    from interfpred.benchmarking import first_call_seconds, format_bench, parse_param, run_bench
+    from interfpred.benchmarking import (
+        first_call_seconds,
+        format_bench,
+        parse_param,
+        run_bench,
+    )
     from interfpred.predictors import make_predictor
 
     params = dict(parse_param(t) for t in args.param)
@@ -263,7 +274,13 @@ _COMMANDS.append(_add_reproduce)
 
 # ---------------------------------------------------------------------------- fit / evaluate / predict (issue 6)
 def _add_fit(sub) -> None:
-    from interfpred.constants import AGGREGATIONS, COMBINES, FEATURE_MAPS, MODEL_DEFAULT_EXTRACTOR, TARGETS
+    from interfpred.constants import (
+        AGGREGATIONS,
+        COMBINES,
+        FEATURE_MAPS,
+        MODEL_DEFAULT_EXTRACTOR,
+        TARGETS,
+    )
 
     d = dict(MODEL_DEFAULT_EXTRACTOR)
     p = sub.add_parser(
@@ -295,6 +312,11 @@ def _add_fit(sub) -> None:
                    help=f"how co-runners combine (default {d['combine']})")
     p.add_argument("--target", choices=TARGETS, default=d["target"], help=f"learning target (default {d['target']})")
     p.add_argument("--out", required=True, help="model file to write (JSON, atomically)")
+    p.add_argument("--dask", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="run on Dask, one task per GPU of the Parquet trace files --trace names (a folder, a glob "
+                        "or a file): a new local cluster, or the scheduler at ADDRESS (needs interfpred[fleet])")
+    p.add_argument("--workers", type=int, default=None, help="worker processes of the local Dask cluster "
+                                                             "(default: one per CPU core)")
     p.set_defaults(func=_run_fit)
 
 
@@ -308,7 +330,10 @@ def _load_inputs(args):
         raise InterfpredError("give --trace (with --profiles) or --measurements")
     if trace_path is not None and args.profiles is None:
         raise InterfpredError("--trace needs --profiles (solo latency and counters of each model)")
-    from interfpred.columnar import read_profiles, read_trace   # CSV, Parquet or Arrow by suffix
+    from interfpred.columnar import (  # CSV, Parquet or Arrow by suffix
+        read_profiles,
+        read_trace,
+    )
 
     profiles = None if args.profiles is None else read_profiles(args.profiles)
     trace = None if trace_path is None else read_trace(trace_path)
@@ -349,6 +374,8 @@ def _run_fit(args) -> int:
         spec["alpha"] = args.alpha
     make_extractor(spec)  # a bad combination fails before any file is read
     predictor = make_predictor(args.predictor, **dict(parse_param(t) for t in args.param))
+    if args.dask is not None:
+        return _run_fit_dask(args, spec, predictor)
     profiles, trace, meas = _load_inputs(args)
     model = InterferenceModel(spec, predictor)
     model.auto_map = args.map is None
@@ -373,6 +400,52 @@ def _run_fit(args) -> int:
 _COMMANDS.append(_add_fit)
 
 
+def _dask_inputs(args):
+    """(profiles, partitions' files) for --dask: a Parquet trace in files, profiles in any format."""
+    from interfpred.columnar import read_profiles
+    from interfpred.distributed import trace_files
+
+    if args.trace is None or args.profiles is None:
+        raise InterfpredError("--dask needs --trace (Parquet files: a folder, a glob or a file) and --profiles")
+    if getattr(args, "measurements", None) is not None:
+        raise InterfpredError("--dask partitions traces by GPU; fit or evaluate --measurements without it")
+    if args.workers is not None and (args.workers < 1 or args.dask):
+        raise InterfpredError("--workers sizes a new local cluster: a positive number, and --dask without an address")
+    return read_profiles(args.profiles), trace_files(args.trace)
+
+
+def _run_fit_dask(args, spec, predictor) -> int:
+    from interfpred.distributed import fit_dask
+    from interfpred.model import InterferenceModel
+
+    if args.measurement_weight is not None:
+        raise InterfpredError("--measurement-weight does not apply with --dask (traces only)")
+    profiles, files = _dask_inputs(args)
+    model = InterferenceModel(spec, predictor)
+    model.auto_map = args.map is None
+    report: dict = {}
+    fit_dask(files, profiles, model, address=args.dask or None, n_workers=args.workers, report=report)
+    if model.note:
+        print(f"interfpred: {model.note}", file=sys.stderr)
+    model.save(args.out)
+    rows = sum(r["rows"] for r in report.values())
+    print(f"wrote {args.out}: {model!r}, fitted on {rows} executions of {len(report)} GPUs in {len(files)} files "
+          "(Dask, merged per GPU)", file=sys.stderr)
+    return 0
+
+
+def _run_evaluate_dask(args, model) -> int:
+    from interfpred.distributed import evaluate_dask
+
+    profiles, files = _dask_inputs(args)
+    ev = evaluate_dask(files, profiles, model, online=args.online, address=args.dask or None,
+                       n_workers=args.workers)
+    how = "online (prequential per GPU)" if args.online else "offline"
+    _print_summary(ev.summary, f"{how} evaluation of {args.model} on {ev.summary.n} executions (Dask)",
+                   ev.baselines)
+    return 0
+
+
 def _add_evaluate(sub) -> None:
     p = sub.add_parser(
         "evaluate", help="accuracy of a saved model on a trace or measurements, beside the baselines",
@@ -392,6 +465,11 @@ def _add_evaluate(sub) -> None:
                    help="held-out evaluation inside --measurements: pair = 70/30 by run, model = leave-one-model-out")
     p.add_argument("--repeats", type=int, default=None, help="seeded repeats of --split pair (default 20)")
     p.add_argument("--seed", type=int, default=0, help="seed of --split pair (default 0)")
+    p.add_argument("--dask", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="run on Dask, one task per GPU of the Parquet trace files --trace names (a folder, a glob "
+                        "or a file): a new local cluster, or the scheduler at ADDRESS (needs interfpred[fleet])")
+    p.add_argument("--workers", type=int, default=None, help="worker processes of the local Dask cluster "
+                                                             "(default: one per CPU core)")
     p.set_defaults(func=_run_evaluate)
 
 
@@ -407,6 +485,8 @@ def _run_evaluate(args) -> int:
     if args.trace is not None and args.measurements is not None:
         raise InterfpredError("evaluate one data set at a time: --trace or --measurements")
     model = load_model(args.model)
+    if args.dask is not None:
+        return _run_evaluate_dask(args, model)
     profiles, trace, meas = _load_inputs(args)
     ev = model.evaluate(trace, profiles, measurements=meas, online=args.online)
     n, what = (len(trace), "executions") if trace is not None else (len(meas), "measurement rows")
@@ -453,7 +533,11 @@ def _add_predict(sub) -> None:
 
 
 def _run_predict(args) -> int:
-    from interfpred.model import load_model, write_measurement_predictions, write_predictions
+    from interfpred.model import (
+        load_model,
+        write_measurement_predictions,
+        write_predictions,
+    )
 
     if args.trace is not None and args.measurements is not None:
         raise InterfpredError("predict one data set at a time: --trace or --measurements")

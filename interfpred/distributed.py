@@ -46,6 +46,7 @@ True
 from __future__ import annotations
 
 import glob
+import logging
 import os
 import resource
 from collections.abc import Callable, Iterator, Sequence
@@ -284,6 +285,7 @@ def _fit_partition(part: TracePartition, profiles: ProfileTable, state: dict) ->
     out["baselines"] = {k: b.clone().fit(fm.X, fm.y).to_state() if len(fm) else None
                         for k, b in _fresh_baselines().items()}
     out["peak_rss_mb"] = _peak_rss_mb()
+    out["pid"] = os.getpid()
     return out
 
 
@@ -354,13 +356,15 @@ def fit_partitions(parts: Sequence[TracePartition], profiles: ProfileTable, mode
                    client: Any = None, report: dict | None = None) -> InterferenceModel:
     """Fit ``model`` on every partition and merge (in this process, or on a Dask ``client``); returns it.
 
-    ``report`` (a dict), when given, receives the rows and peak RSS (MB) of each partition's worker.
+    ``report`` (a dict), when given, receives per GPU the rows, the peak RSS (MB) and the process id
+    of the worker that computed it.
     """
     _check_mergeable(model)
     model.choose_map(profiles)
     results = _run(_fit_partition, list(parts), (profiles, model.to_state()), client)
     if report is not None:
-        report.update({r["gpu"]: {"rows": r["n"], "peak_rss_mb": r["peak_rss_mb"]} for r in results})
+        report.update({r["gpu"]: {"rows": r["n"], "peak_rss_mb": r["peak_rss_mb"], "pid": r["pid"]}
+                       for r in results})
     return _assemble(model, results)
 
 
@@ -400,14 +404,15 @@ def connect(address: str | None = None, *, n_workers: int | None = None) -> Iter
             client.close()
         return
     n = n_workers or os.cpu_count() or 1
-    with distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None) \
-            as cluster, distributed.Client(cluster) as client:
+    with distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=logging.ERROR) as cluster, distributed.Client(cluster) as client:
         yield client
 
 
 def fit_dask(trace: Any, profiles: ProfileTable, model: InterferenceModel, *, address: str | None = None,
              n_workers: int | None = None, report: dict | None = None) -> InterferenceModel:
     """:func:`fit_partitions` of the Parquet files ``trace`` (see :func:`trace_files`) on Dask."""
+    _check_mergeable(model)
     with connect(address, n_workers=n_workers) as client:
         parts = trace_partitions(trace_files(trace), client=client)
         return fit_partitions(parts, profiles, model, client=client, report=report)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -69,15 +71,27 @@ def test_refusals(data, tmp_path):
     assert trace_files(folder) == sorted(paths) == trace_files(str(folder / "*.parquet"))
 
 
-def test_dask_two_worker_processes_equal_the_local_results(data):
+@pytest.fixture(scope="module")
+def cluster():
+    """One LocalCluster of 2 worker processes for the module; yields its scheduler address."""
+    distributed = pytest.importorskip("distributed")
+    import logging
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=logging.ERROR) as lc:
+        yield lc.scheduler_address
+
+
+def test_dask_two_worker_processes_equal_the_local_results(data, cluster):
     trace, prof, folder, _ = data
     model = InterferenceModel({"map": "rich"}, {"kind": "rls", "params": {"forgetting": 1.0}})
     report: dict = {}
-    fitted = fit_dask(folder, prof, model, n_workers=2, report=report)
+    fitted = fit_dask(folder, prof, model, address=cluster, report=report)
     local = InterferenceModel({"map": "rich"}, {"kind": "rls", "params": {"forgetting": 1.0}}).fit(trace, prof)
     np.testing.assert_allclose(fitted.predictor.coef_, local.predictor.coef_, rtol=1e-9, atol=1e-9)
     assert sorted(report) == ["gpu0", "gpu1", "gpu2"] and sum(r["rows"] for r in report.values()) == len(trace)
-    ev = evaluate_dask(folder, prof, local, n_workers=2)
+    assert os.getpid() not in {r["pid"] for r in report.values()}     # the work ran in the worker processes
+    ev = evaluate_dask(folder, prof, local, address=cluster)
     want = local.evaluate(trace, prof)
     assert ev.summary.n == want.summary.n
     assert ev.summary.mse == pytest.approx(want.summary.mse, rel=1e-9)
@@ -85,3 +99,24 @@ def test_dask_two_worker_processes_equal_the_local_results(data):
     assert ev.baselines["global_mean"].mape == pytest.approx(want.baselines["global_mean"].mape, rel=1e-9)
     online = evaluate_partitions(trace_partitions(trace_files(folder)), prof, local, online=True)
     assert online.online and online.summary.n == len(trace)
+
+
+def test_cli_fit_and_evaluate_on_dask(data, cluster, tmp_path, capsys):
+    from interfpred.cli import main
+    from interfpred.columnar import write_profiles
+    from interfpred.model import load_model
+
+    trace, prof, folder, _ = data
+    write_profiles(prof, tmp_path / "p.parquet")
+    out = tmp_path / "m.json"
+    assert main(["fit", "--trace", str(folder), "--profiles", str(tmp_path / "p.parquet"), "--predictor",
+                 "offline_linear", "--map", "default", "--out", str(out), "--dask", cluster]) == 0
+    local = InterferenceModel({"map": "default"}, "offline_linear").fit(trace, prof)
+    np.testing.assert_allclose(load_model(out).predictor.coef_, local.predictor.coef_, rtol=1e-9, atol=1e-9)
+    assert "merged per GPU" in capsys.readouterr().err
+    assert main(["fit", "--trace", str(folder), "--profiles", str(tmp_path / "p.parquet"), "--predictor",
+                 "online_sgd", "--out", str(out), "--dask"]) == 2
+    assert "sufficient statistics" in capsys.readouterr().err
+    assert main(["evaluate", "--model", str(out), "--trace", str(tmp_path / "nothing"), "--profiles",
+                 str(tmp_path / "p.parquet"), "--dask"]) == 2
+    assert "no Parquet trace files" in capsys.readouterr().err
