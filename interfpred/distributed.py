@@ -49,6 +49,7 @@ import glob
 import logging
 import os
 import resource
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -270,9 +271,12 @@ def _peak_rss_mb() -> float:
 
 def _fit_partition(part: TracePartition, profiles: ProfileTable, state: dict) -> dict:
     """On a worker: one device's features and what its rows teach each predictor (plain data back)."""
+    t0 = time.perf_counter()
     model = InterferenceModel.from_state(state)
     trace = read_partition(part)
+    t1 = time.perf_counter()
     fm = model.features(trace, profiles)
+    t2 = time.perf_counter()
     out: dict[str, Any] = {"gpu": part.gpu, "n": len(fm), "d": fm.X.shape[1]}
     p = model.predictor
     if p.kind == "rls":
@@ -286,6 +290,7 @@ def _fit_partition(part: TracePartition, profiles: ProfileTable, state: dict) ->
                         for k, b in _fresh_baselines().items()}
     out["peak_rss_mb"] = _peak_rss_mb()
     out["pid"] = os.getpid()
+    out["seconds"] = {"read": t1 - t0, "features": t2 - t1, "learn": time.perf_counter() - t2}
     return out
 
 
@@ -357,14 +362,14 @@ def fit_partitions(parts: Sequence[TracePartition], profiles: ProfileTable, mode
     """Fit ``model`` on every partition and merge (in this process, or on a Dask ``client``); returns it.
 
     ``report`` (a dict), when given, receives per GPU the rows, the peak RSS (MB) and the process id
-    of the worker that computed it.
+    of the worker that computed it, and its seconds spent reading, computing features and learning.
     """
     _check_mergeable(model)
     model.choose_map(profiles)
     results = _run(_fit_partition, list(parts), (profiles, model.to_state()), client)
     if report is not None:
-        report.update({r["gpu"]: {"rows": r["n"], "peak_rss_mb": r["peak_rss_mb"], "pid": r["pid"]}
-                       for r in results})
+        report.update({r["gpu"]: {"rows": r["n"], "peak_rss_mb": r["peak_rss_mb"], "pid": r["pid"],
+                                  "seconds": r["seconds"]} for r in results})
     return _assemble(model, results)
 
 
