@@ -42,6 +42,7 @@ from typing import NamedTuple
 import numpy as np
 
 from interfpred import _timeline_kernels as _k
+from interfpred._arrow import require_pyarrow
 from interfpred.constants import CHUNK_ROWS, MAX_RUNNING_SET
 from interfpred.errors import InterfpredError
 from interfpred.features import (
@@ -257,3 +258,131 @@ def transform_chunked(trace: Trace, profiles: ProfileTable, extractors: Sequence
     latency = np.ascontiguousarray(trace.end_ms) - np.ascontiguousarray(trace.start_ms)
     return [FeatureMatrix(X=X[j], names=ex.names, y=latency / solo if ex.target == "slowdown" else solo / latency,
                           target=ex.target, solo_ms=solo, latency_ms=latency) for j, ex in enumerate(exs)]
+
+
+# ---------------------------------------------------------------------------- from a file, batch by batch
+class _Carry:
+    """One GPU's executions still open at the last cut: their columns and feature accumulators."""
+
+    def __init__(self, n_aggs: int, d: int) -> None:
+        self.t0 = -np.inf
+        self.rows = np.empty(0, dtype=np.int64)
+        self.start = np.empty(0)
+        self.end = np.empty(0)
+        self.dem = np.empty((0, 3))
+        self.solo = np.empty(0)
+        self.out = np.zeros((n_aggs, 0, d))
+        self.wsum = np.empty(0)
+        self.seen = np.empty(0, dtype=np.bool_)
+
+    def add(self, rows, start, end, dem, solo) -> None:
+        k = rows.size
+        self.rows = np.concatenate([self.rows, rows])
+        self.start = np.concatenate([self.start, start])
+        self.end = np.concatenate([self.end, end])
+        self.dem = np.concatenate([self.dem, dem])
+        self.solo = np.concatenate([self.solo, solo])
+        self.out = np.concatenate([self.out, np.zeros((self.out.shape[0], k, self.out.shape[2]))], axis=1)
+        self.wsum = np.concatenate([self.wsum, np.zeros(k)])
+        self.seen = np.concatenate([self.seen, np.zeros(k, dtype=np.bool_)])
+
+    def take(self, keep: np.ndarray) -> None:
+        for name in ("rows", "start", "end", "dem", "solo", "wsum", "seen"):
+            setattr(self, name, getattr(self, name)[keep])
+        self.out = self.out[:, keep]
+
+
+def _advance(c: _Carry, t1: float, map_id: int, combine_id: int, agg_ids, alphas) -> tuple[np.ndarray, ...] | None:
+    """Window ``[c.t0, t1)`` over the open executions: fold its segments, emit what ends in it."""
+    s, e = c.start, c.end
+    live = np.flatnonzero(e > s)
+    so = live[np.argsort(s[live], kind="stable")]
+    eo = live[np.argsort(e[live], kind="stable")]
+    _, seg_start, seg_end, seg_ptr, members = _k.sweep(np.zeros(s.size, dtype=np.int64), s, e, so, eo, s.size)
+    a = np.searchsorted(seg_start, c.t0, side="left")
+    b = np.searchsorted(seg_start, t1, side="left")
+    ptr = seg_ptr[a:b + 1] - seg_ptr[a]
+    if ptr.size > 1 and int(np.diff(ptr).max()) > MAX_RUNNING_SET:
+        raise InterfpredError(f"more than MAX_RUNNING_SET={MAX_RUNNING_SET} executions run at once on one GPU")
+    dem = np.ascontiguousarray(c.dem)
+    _k.features_into(seg_start[a:b], seg_end[a:b], ptr, members[seg_ptr[a]:seg_ptr[b]], dem, map_id, combine_id,
+                     agg_ids, alphas, c.out, c.wsum, c.seen)
+    final = np.flatnonzero(((e <= t1) & (e > s)) | ((e == s) & (s < t1)))
+    _k.finalize_rows(c.out, c.wsum, c.seen, dem, final, map_id, combine_id, agg_ids)
+    emitted = (c.rows[final], c.out[:, final], e[final] - s[final], c.solo[final], b - a)
+    keep = np.ones(s.size, dtype=np.bool_)
+    keep[final] = False
+    c.take(keep)
+    c.t0 = t1
+    return emitted
+
+
+def iter_features_parquet(path: str, profiles: ProfileTable, extractors: Sequence[Extractor], *,
+                          batch_rows: int = CHUNK_ROWS, extrapolate: bool = False) -> Iterator[FeatureChunk]:
+    """:func:`iter_features` of a Parquet trace read ``batch_rows`` rows at a time: memory O(batch).
+
+    The file's rows must be in launch order (``start_ms`` non-decreasing), as a trace is; rows are
+    numbered from 0 in file order (``FeatureChunk.rows``). Each GPU keeps its own open executions
+    across batches; a batch is cut at its latest launch, so the features equal ``transform_many``
+    on the whole file to the bit. Ids are checked for duplicates within a batch only.
+
+    Raises
+    ------
+    InterfpredError
+        A row launched before an earlier batch's latest launch, plus what :func:`iter_features` raises.
+    """
+    pa = require_pyarrow(f"reading {path} in batches")
+    import pyarrow.parquet as pq
+
+    from interfpred.columnar import trace_from_arrow
+
+    exs = list(extractors)
+    if not exs or not all(isinstance(ex, Extractor) for ex in exs):
+        raise InterfpredError("iter_features_parquet needs a non-empty list of Extractor objects")
+    if any(not ex.is_builtin or ex.uses_shares for ex in exs) or len({(ex.feature_map, ex.combine)
+                                                                      for ex in exs}) != 1:
+        raise InterfpredError("chunked features need built-in maps (one map and combine, no share features)")
+    batch_rows = _check_chunk_rows(batch_rows)
+    map_id, combine_id = exs[0]._map_id, exs[0]._combine_id
+    agg_ids = np.array([_AGG[ex.aggregation] for ex in exs], dtype=np.int64)
+    alphas = np.array([ex._agg_alpha for ex in exs], dtype=np.float64)
+    carries: dict[str, _Carry] = {}
+    offset = 0
+    latest = -np.inf
+
+    def emit(gpu: str, got) -> FeatureChunk:
+        rows, out, lat, so, nseg = got
+        mats = [FeatureMatrix(X=np.ascontiguousarray(out[j]), names=ex.names,
+                              y=lat / so if ex.target == "slowdown" else so / lat, target=ex.target,
+                              solo_ms=so, latency_ms=lat) for j, ex in enumerate(exs)]
+        return FeatureChunk(gpu, rows, mats, int(nseg))
+
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_rows):
+        tr = trace_from_arrow(pa.Table.from_batches([batch]), path=path)
+        n = len(tr)
+        start, end = tr.start_ms, tr.end_ms
+        if n and (start.min() < latest or np.any(start[1:] < start[:-1])):
+            i = int(np.flatnonzero(start < np.maximum.accumulate(np.concatenate([[latest], start]))[:-1])[0])
+            raise InterfpredError(f"{path}: row {offset + i}: start_ms {float(start[i])!r} is before an earlier "
+                                  "row's; the file must be in launch order")
+        if n and any(ex.target == "rate" for ex in exs) and np.any(end <= start):
+            i = int(np.flatnonzero(end <= start)[0])
+            raise InterfpredError(f"{path}: row {offset + i} has zero latency: its rate is undefined; use "
+                                  "target='slowdown'")
+        dem, solo = profile_arrays(tr, profiles, extrapolate=extrapolate)
+        dem = checked_demands(exs, dem, tr.model)
+        names, gcode = tr.codes("gpu")
+        for g, name in enumerate(names):
+            sel = np.flatnonzero(gcode == g)
+            c = carries.setdefault(name, _Carry(len(exs), exs[0].n_features))
+            c.add(offset + sel, start[sel], end[sel], dem[sel], solo[sel])
+            pos = end[sel] > start[sel]
+            if pos.any():
+                t1 = float(start[sel][pos].max())
+                if t1 > c.t0:
+                    yield emit(name, _advance(c, t1, map_id, combine_id, agg_ids, alphas))
+        if n:
+            latest = max(latest, float(start.max()))
+        offset += n
+    for name in sorted(carries):
+        yield emit(name, _advance(carries[name], np.inf, map_id, combine_id, agg_ids, alphas))
