@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from itertools import pairwise
 
 import numpy as np
 
@@ -36,13 +37,10 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 def _stream(path: str) -> dict:
     """A fresh process: features of a Parquet trace read batch by batch (nothing of the trace held whole)."""
-    from bench_timeline import make_profiles
+    from bench_timeline import make_profiles, make_trace
 
     from interfpred import EWMA, Static, TimeWeighted
     from interfpred.chunked import iter_features_parquet
-
-    from bench_timeline import make_trace
-
     from interfpred.columnar import write_trace
 
     rng = np.random.default_rng(0)
@@ -159,7 +157,7 @@ def main() -> None:
     for k in keys:
         print(f"{k:<{width}}  " + "  ".join(f"{r[k]:>12.3f}" if k in r else f"{'-':>12}" for r in rows))
     print()
-    for a, b in zip(rows, rows[1:]):
+    for a, b in pairwise(rows):
         growth = {k: b[k] / a[k] for k in keys if k in a and k in b and a[k] > 0 and "RSS" not in k
                   and k != "segments"}
         print(f"growth {a['n']:,} -> {b['n']:,} (x{b['n'] / a['n']:.0f}): "
