@@ -8,7 +8,7 @@ fitted models must agree (printed). Each run happens in a fresh process, after a
 small trace (first use of pyarrow and of the compiled kernels in every process), and the peak RSS of the
 process (one-process run) or of each worker (Dask) is printed beside the wall time.
 
-Goal (no fixed number in the issue): Dask on 2 workers faster than one process, with each worker
+Goal (no fixed number): Dask on 2 workers faster than one process, with each worker
 holding only its partitions.
 
 Run: python benchmarks/bench_dask.py [--n 10000000] [--files 8] [--workers 2]
