@@ -102,9 +102,9 @@ def _kernel(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax
     idx = np.arange(n)
     work = rem.copy()
     rate = np.empty(n)
+    taus = np.empty(n)
     na = n
     t = t0
-    o = np.zeros(3)
     top1 = np.zeros(3)
     top2 = np.zeros(3)
     while na > 0:
@@ -121,16 +121,22 @@ def _kernel(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax
                 i2 = nxt[r, i1]
                 top2[r] = dem[i2, r] if i2 >= 0 else 0.0
         tmin = np.inf
+        t0s = tot[0]
+        t1s = tot[1]
+        t2s = tot[2]
         for a in range(na):
             i = idx[a]
             p = c[i] + g
             if na > 1:
-                for r in range(3):
-                    if use_max:
-                        o[r] = top2[r] if dem[i, r] == top1[r] else top1[r]
-                    else:
-                        o[r] = (tot[r] - dq[i, r]) * _INV_SCALE
-                p += h[i, 0] * o[0] + h[i, 1] * o[1] + h[i, 2] * o[2]
+                if use_max:
+                    o0 = top2[0] if dem[i, 0] == top1[0] else top1[0]
+                    o1 = top2[1] if dem[i, 1] == top1[1] else top1[1]
+                    o2 = top2[2] if dem[i, 2] == top1[2] else top1[2]
+                else:
+                    o0 = (t0s - dq[i, 0]) * _INV_SCALE
+                    o1 = (t1s - dq[i, 1]) * _INV_SCALE
+                    o2 = (t2s - dq[i, 2]) * _INV_SCALE
+                p += h[i, 0] * o0 + h[i, 1] * o1 + h[i, 2] * o2
             p = max(p, pred_lo)
             if is_rate:
                 v = p
@@ -141,13 +147,14 @@ def _kernel(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax
             v = min(max(v, rmin), rmax)
             rate[a] = v
             tau = work[i] / v
+            taus[a] = tau
             tmin = min(tmin, tau)
         t_new = t + tmin
         lim = tmin * (1.0 + rtol)
         keep = 0
         for a in range(na):
             i = idx[a]
-            if work[i] / rate[a] <= lim:
+            if taus[a] <= lim:
                 end[i] = t_new
                 for r in range(3):
                     tot[r] -= dq[i, r]
