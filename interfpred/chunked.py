@@ -43,7 +43,7 @@ import numpy as np
 
 from interfpred import _timeline_kernels as _k
 from interfpred._arrow import require_pyarrow
-from interfpred.constants import CHUNK_ROWS, MAX_RUNNING_SET
+from interfpred.constants import CHUNK_ROWS, MAX_RUNNING_SET, PARQUET_BATCH_ROWS
 from interfpred.errors import InterfpredError
 from interfpred.features import (
     Extractor,
@@ -104,8 +104,9 @@ def _device_rows(trace: Trace) -> list[tuple[str, np.ndarray]]:
 def _windows(rows: np.ndarray, start: np.ndarray, end: np.ndarray, chunk_rows: int) -> Iterator[_Window]:
     """Windows of one GPU's rows (see the module docstring)."""
     st = start[rows]
-    order = np.argsort(st, kind="stable")
-    rows, st = rows[order], st[order]
+    if st.size > 1 and not bool(np.all(st[1:] >= st[:-1])):   # a trace is usually in launch order already:
+        order = np.argsort(st, kind="stable")                   # then no O(n log n) sort of the whole GPU
+        rows, st = rows[order], st[order]
     en = end[rows]
     pos_st = st[en > st]
     cuts = np.unique(pos_st[chunk_rows::chunk_rows]) if pos_st.size > chunk_rows else np.empty(0)
@@ -318,7 +319,7 @@ def _advance(c: _Carry, t1: float, map_id: int, combine_id: int, agg_ids, alphas
 
 
 def iter_features_parquet(path: str, profiles: ProfileTable, extractors: Sequence[Extractor], *,
-                          batch_rows: int = CHUNK_ROWS, extrapolate: bool = False) -> Iterator[FeatureChunk]:
+                          batch_rows: int = PARQUET_BATCH_ROWS, extrapolate: bool = False) -> Iterator[FeatureChunk]:
     """:func:`iter_features` of a Parquet trace read ``batch_rows`` rows at a time: memory O(batch).
 
     The file's rows must be in launch order (``start_ms`` non-decreasing), as a trace is; rows are

@@ -166,3 +166,5 @@ TRACE_FEW_NAMES = 32
 #: Launches per time window of the chunked (bounded-memory) timelines and features, per GPU:
 #: small enough for a window's arrays to stay in the CPU caches.
 CHUNK_ROWS = 1 << 15
+#: Rows per batch when chunked features read a Parquet trace (a few tens of MB of arrays per batch).
+PARQUET_BATCH_ROWS = 1 << 17
