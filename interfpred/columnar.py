@@ -44,6 +44,7 @@ from interfpred._arrow import have_pyarrow, require_pyarrow, write_csv
 from interfpred._io import atomic_open
 from interfpred.constants import (
     COLUMNAR_SUFFIXES,
+    CSV_BLOCK_BYTES,
     PROFILE_COLUMNS,
     TRACE_COLUMNS,
     TRACE_OPTIONAL_COLUMNS,
@@ -230,7 +231,8 @@ def _read_trace_csv_fast(path: str | os.PathLike[str]) -> Trace | None:
     try:
         table = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(
             include_columns=wanted, column_types=types, strings_can_be_null=False, quoted_strings_can_be_null=False),
-            parse_options=pcsv.ParseOptions(newlines_in_values=False))
+            parse_options=pcsv.ParseOptions(newlines_in_values=False),
+            read_options=pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError):
         return None                           # string ids, bad cells, ragged rows: the standard reader
     for c in ("gpu", "model"):

@@ -168,3 +168,5 @@ TRACE_FEW_NAMES = 32
 CHUNK_ROWS = 1 << 15
 #: Rows per batch when chunked features read a Parquet trace (a few tens of MB of arrays per batch).
 PARQUET_BATCH_ROWS = 1 << 17
+#: Bytes per block of pyarrow's CSV reader (fewer, larger blocks: fewer chunks to convert).
+CSV_BLOCK_BYTES = 8 << 20
