@@ -34,8 +34,9 @@ the per-segment map, which the projection then uses anyway: coarser, as the pape
 **Speed.** For a built-in map and an affine predictor (:class:`~interfpred.RLS`,
 :class:`~interfpred.OnlineSGD`, :class:`~interfpred.OfflineLinear`,
 :class:`~interfpred.GpuletsModel`) the whole projection is one compiled loop: the predictor's
-weights are read by probing it on the unit rows (exact for an affine model) and every segment's
-map and rates are computed in place. Any other predictor (or a :class:`CustomMap`) takes a
+weights are read by probing it on the unit rows (exact for an affine model) and the projection
+(:mod:`interfpred.projection`) updates the running set's sums as members finish, a few flops per
+member and segment instead of the whole map. Any other predictor (or a :class:`CustomMap`) takes a
 Python loop with one ``predictor.predict`` call on the stacked rows of each segment.
 
 **Thread safety.** Every public method holds one re-entrant lock for its whole duration, so a
