@@ -8,6 +8,8 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from interfpred import InputError, InterfpredError, Trace
 from interfpred.columnar import (
@@ -172,3 +174,21 @@ def test_cli_simulate_parquet_then_fit_and_evaluate(tmp_path, capsys):
     assert main(["evaluate", "--model", str(model), "--trace", str(out / "trace.parquet"), "--profiles",
                  str(out / "profiles.parquet")]) == 0
     assert "mape" in capsys.readouterr().out
+
+
+_names = st.text(alphabet=st.sampled_from(list("ab ,\"xyz-_0")), min_size=1, max_size=6).filter(
+    lambda s: s.strip() == s)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 30), seed=st.integers(0, 1000), names=st.lists(_names, min_size=1, max_size=4),
+       string_ids=st.booleans(), engine=st.sampled_from(["python", "pyarrow"]))
+def test_fast_csv_reader_agrees_with_the_standard_one(tmp_path_factory, n, seed, names, string_ids, engine):
+    rng = np.random.default_rng(seed)
+    start = rng.uniform(-1e3, 1e3, n) * 10.0 ** rng.integers(-3, 4, n)
+    ids = [f"r{i}" for i in range(n)] if string_ids else rng.permutation(n) - n // 2
+    tr = Trace(id=ids, gpu=rng.choice(names, n), model=rng.choice(names, n), batch_size=rng.integers(1, 64, n),
+               start_ms=start, end_ms=start + rng.exponential(5.0, n))
+    path = tmp_path_factory.mktemp("csv") / "t.csv"
+    tr.to_csv(path, engine=engine)
+    assert read_trace(path) == Trace.from_csv(path) == tr
