@@ -43,8 +43,9 @@ def _few_codes(arr: np.ndarray, limit: int = TRACE_FEW_NAMES) -> tuple[tuple[str
         name = arr[pos]
         first[arr == name] = len(names)
         names.append(str(name))
-        rest = np.flatnonzero(first[pos:] < 0)
-        pos = pos + int(rest[0]) if rest.size else n
+        open_ = first[pos:] < 0
+        nxt = int(np.argmax(open_))     # the first row still without a code (no index array of them all)
+        pos = pos + nxt if open_[nxt] else n
     order = sorted(range(len(names)), key=names.__getitem__)
     rank = np.empty(len(names), dtype=np.int64)
     rank[order] = np.arange(len(names))
