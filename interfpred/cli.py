@@ -528,7 +528,7 @@ def _add_predict(sub) -> None:
     p.add_argument("--profiles", help="tidy profile CSV (needed with --trace)")
     p.add_argument("--trace", help="trace CSV")
     p.add_argument("--measurements", help="measurement runs, CSV or Parquet, or dataset:gavel_v100")
-    p.add_argument("--out", required=True, help="predictions CSV to write")
+    p.add_argument("--out", required=True, help="predictions file to write: CSV, or .parquet / .arrow")
     p.set_defaults(func=_run_predict)
 
 

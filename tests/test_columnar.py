@@ -192,3 +192,21 @@ def test_fast_csv_reader_agrees_with_the_standard_one(tmp_path_factory, n, seed,
     path = tmp_path_factory.mktemp("csv") / "t.csv"
     tr.to_csv(path, engine=engine)
     assert read_trace(path) == Trace.from_csv(path) == tr
+
+
+def test_cli_predict_writes_parquet(tmp_path, trace):
+    from interfpred.cli import main
+
+    prof = zoo_profiles("l4")
+    write_trace(trace, tmp_path / "t.parquet")
+    write_profiles(prof, tmp_path / "p.parquet")
+    model = tmp_path / "m.json"
+    assert main(["fit", "--trace", str(tmp_path / "t.parquet"), "--profiles", str(tmp_path / "p.parquet"),
+                 "--out", str(model)]) == 0
+    for name in ("pred.parquet", "pred.csv"):
+        assert main(["predict", "--model", str(model), "--trace", str(tmp_path / "t.parquet"), "--profiles",
+                     str(tmp_path / "p.parquet"), "--out", str(tmp_path / name)]) == 0
+    pq, csv = pd.read_parquet(tmp_path / "pred.parquet"), pd.read_csv(tmp_path / "pred.csv")
+    assert list(pq.columns) == list(csv.columns) == ["id", "predicted_latency_ms", "predicted_slowdown",
+                                                      "observed_latency_ms"]
+    np.testing.assert_array_equal(pq.to_numpy(), csv.to_numpy())   # both exact (shortest round-trip text)
