@@ -37,7 +37,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -293,7 +293,7 @@ class _Carry:
         self.out = self.out[:, keep]
 
 
-def _advance(c: _Carry, t1: float, map_id: int, combine_id: int, agg_ids, alphas) -> tuple[np.ndarray, ...] | None:
+def _advance(c: _Carry, t1: float, map_id: int, combine_id: int, agg_ids, alphas) -> tuple[Any, ...]:
     """Window ``[c.t0, t1)`` over the open executions: fold its segments, emit what ends in it."""
     s, e = c.start, c.end
     live = np.flatnonzero(e > s)

@@ -170,7 +170,7 @@ def trace_from_arrow(table: Any, *, path: str | os.PathLike[str] | None = None) 
     if missing:
         raise InterfpredError(f"{where}missing column(s) {', '.join(missing)}; columns are "
                               f"{','.join(table.column_names)}")
-    cols: dict[str, np.ndarray] = {}
+    cols: dict[str, Any] = {}
     for c in (*TRACE_COLUMNS, *TRACE_OPTIONAL_COLUMNS):
         if c not in table.column_names:
             continue
@@ -314,9 +314,12 @@ def profiles_from_frame(frame: Any, *, path: str | os.PathLike[str] | None = Non
     def num(c: str):
         return None if c not in names else np.asarray(frame[c], dtype=np.float64)
 
-    extra = {c: np.asarray(frame[c]).astype(str) for c in names if c not in (*PROFILE_COLUMNS, "share")}
+    extra: dict[str, Any] = {c: np.asarray(frame[c]).astype(str) for c in names
+                             if c not in (*PROFILE_COLUMNS, "share")}
+    gpu: Any = np.asarray(frame["gpu"])
+    model: Any = np.asarray(frame["model"])
     return ProfileTable.from_columns(
-        gpu=np.asarray(frame["gpu"]), model=np.asarray(frame["model"]), batch_size=num("batch_size"),
+        gpu=gpu, model=model, batch_size=num("batch_size"),
         solo_ms=num("solo_ms"), sm=num("sm"), l2=num("l2"), dram=num("dram"), share=num("share"), extra=extra,
         path=path, lines=list(range(1, len(frame) + 1)))
 

@@ -62,7 +62,7 @@ from interfpred.errors import InterfpredError
 from interfpred.evaluation import call
 from interfpred.experiments.metrics import accuracy_summary
 from interfpred.model import Evaluation, InterferenceModel, prequential
-from interfpred.predictors import predictor_from_state
+from interfpred.predictors import RLS, predictor_from_state
 from interfpred.profiles import ProfileTable
 from interfpred.trace import Trace
 
@@ -327,16 +327,19 @@ def _assemble(model: InterferenceModel, results: list[dict]) -> InterferenceMode
         raise InterfpredError("cannot fit on no rows")
     d = results[0]["d"]
     p = model.predictor
-    if p.kind == "rls":
-        merged = p.clone()
+    if isinstance(p, RLS):
+        merged = RLS(**p.get_params())
         for r in results:
-            merged.merge(predictor_from_state(r["rls"]))
+            part = predictor_from_state(r["rls"])
+            assert isinstance(part, RLS)
+            merged.merge(part)
         model.predictor = merged
     else:
         stats = results[0]["linear"]
         for r in results[1:]:
             stats = stats.merge(r["linear"])
-        coef, intercept = stats.solve(ridge=float(p.ridge), fit_intercept=bool(p.fit_intercept))
+        params = p.get_params()
+        coef, intercept = stats.solve(ridge=float(params["ridge"]), fit_intercept=bool(params["fit_intercept"]))
         model.predictor = predictor_from_state({"schema_version": p.to_state()["schema_version"], "kind": p.kind,
                                                 "params": p.get_params(), "n_features_in": d,
                                                 "state": {"coef": coef.tolist(), "intercept": intercept}})

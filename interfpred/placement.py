@@ -99,7 +99,7 @@ class PlacementCache:
         self._now = np.full(g, -math.inf)
         self._n = np.zeros(g, dtype=np.int64)
         self._fast = np.zeros(g, dtype=np.bool_)
-        self._mode: list[tuple | None] = [None] * g
+        self._mode: list[tuple] = [()] * g
         self._pred: list[Any] = [None] * g
         self._look: list[tuple] = [()] * g
         self._base = np.zeros((g, cap))
@@ -225,6 +225,6 @@ class PlacementCache:
             _judge(n, self._base, end_c, self._dl, sel, float(t), f, float(deadline), ok, added)
         okl = ok.tolist()
         addl = added.tolist()
-        for g in gs.tolist():
-            out[names[g]] = (okl[g], addl[g])
+        for gi in gs.tolist():
+            out[names[gi]] = (okl[gi], addl[gi])
         return out

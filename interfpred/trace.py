@@ -349,15 +349,15 @@ class Trace:
         cols = [c for c in (*TRACE_COLUMNS, *TRACE_OPTIONAL_COLUMNS) if c in self._cols]
         if engine == "pyarrow" or (engine == "auto" and have_pyarrow()):
             pa = require_pyarrow("Trace.to_csv(engine='pyarrow')")
-            arrays = {}
+            table: dict = {}
             for c in cols:
                 if c in ("gpu", "model"):
                     labels, codes = self.codes(c)
-                    arrays[c] = pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)),
-                                                               pa.array(list(labels), pa.string()))
+                    table[c] = pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)),
+                                                              pa.array(list(labels), pa.string()))
                 else:
-                    arrays[c] = pa.array(self._cols[c])
-            write_csv(pa.table(arrays), path)
+                    table[c] = pa.array(self._cols[c])
+            write_csv(pa.table(table), path)
             return
         with atomic_open(path, "w", encoding="utf-8", newline="") as fh:
             writer = csv.writer(fh, lineterminator="\n")

@@ -254,7 +254,8 @@ class RLS(BasePredictor):
         mine, theirs = self.get_params(), other.get_params()
         if mine != theirs:
             raise InterfpredError(f"merge needs the same hyperparameters: {mine} vs {theirs}")
-        if other._buf is None or other.n_seen_ == 0:
+        obuf = other._buf
+        if obuf is None or other._d is None or other.n_seen_ == 0:
             return self
         if self._buf is None:
             self._allocate(other._d)
@@ -263,13 +264,14 @@ class RLS(BasePredictor):
         m = self._m()
         wo, w0o, po = _H, _H + m, _H + 2 * m
         buf = self._buf
+        assert buf is not None
         w0 = buf[w0o:w0o + m]
         Ra = np.linalg.inv(buf[po:po + m * m].reshape(m, m))
-        Rb = np.linalg.inv(other._buf[po:po + m * m].reshape(m, m))
+        Rb = np.linalg.inv(obuf[po:po + m * m].reshape(m, m))
         pib = self._prior_information(other.n_seen_)
         R = Ra + Rb
         R[np.diag_indices(m)] -= pib
-        eta = Ra @ buf[wo:wo + m] + Rb @ other._buf[wo:wo + m] - pib * w0
+        eta = Ra @ buf[wo:wo + m] + Rb @ obuf[wo:wo + m] - pib * w0
         R = 0.5 * (R + R.T)
         try:
             P = np.linalg.inv(R)
@@ -282,7 +284,7 @@ class RLS(BasePredictor):
         na, nb = self.n_seen_, other.n_seen_
         buf[wo:wo + m] = w
         buf[po:po + m * m] = P.reshape(-1)
-        buf[5] = (na * buf[5] + nb * other._buf[5]) / (na + nb)
+        buf[5] = (na * buf[5] + nb * obuf[5]) / (na + nb)
         buf[0] = na + nb
         if self.stabilize and float(self.forgetting) < 1.0:
             buf[7] = float((na + nb) % m)   # the cycle of a model that saw as many rows
