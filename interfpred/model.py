@@ -286,9 +286,15 @@ class InterferenceModel:
         row a weight (trace rows first, then measurement rows), for predictors that take row
         weights (``supports_weights``). The three baselines are fitted on the same rows.
         """
-        self.choose_map(profiles)
-        fm = self.features(trace, profiles, measurements=measurements)
+        saved = (self.extractor, self.note)
+        try:
+            self.choose_map(profiles)
+            fm = self.features(trace, profiles, measurements=measurements)
+        except BaseException:
+            self.extractor, self.note = saved   # a refused fit leaves the model as it was
+            raise
         if len(fm) == 0:
+            self.extractor, self.note = saved
             raise InterfpredError("cannot fit on no rows")
         extra = {}
         if weights is not None:

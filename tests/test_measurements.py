@@ -65,6 +65,7 @@ def test_defaults_throughput_form_and_solo_runs(tmp_path):
 
 
 def test_csv_parquet_and_frame_round_trips(tmp_path):
+    pytest.importorskip("pyarrow")
     m = Measurements.from_columns(run=["r1", "r1", "r2"], gpu=["g"] * 3, model=["a", "b", "a"], batch_size=[1, 2, 1],
                                   share=[50, 50, 100], solo_ms=[1.0, 2.0, 1.0], observed_ms=[1.5, 2.25, 1.0],
                                   extra={"note": ["x", "", "z"]})
