@@ -99,7 +99,6 @@ __all__ = [
     "feature_names",
     "make_extractor",
     "profile_arrays",
-    "supported_maps",
     "transform_many",
 ]
 

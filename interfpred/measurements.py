@@ -218,9 +218,9 @@ class Measurements:
             for h, cell in zip(header, row):
                 cols[h].append(cell.strip())
         known = set(need) | {"share", "member"}
-        share = cols.get("share")
-        if share is not None:
-            share = [c if c != "" else DEFAULT_SHARE for c in share]
+        share: list[Any] | None = None
+        if "share" in cols:
+            share = [c if c != "" else DEFAULT_SHARE for c in cols["share"]]
         kw = {k: cols[k] for k in need}
         return cls.from_columns(**kw, share=share, member=cols.get("member"),
                                 extra={h: cols[h] for h in header if h not in known}, path=path, lines=lines)

@@ -47,11 +47,12 @@ from interfpred.constants import (
     MODEL_FILE_KIND,
     SCHEMA_VERSION,
 )
+from interfpred.counters import supported_maps
 from interfpred.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.evaluation import call, fit_baselines, prequential_entities, prequential_runs
 from interfpred.experiments.metrics import AccuracySummary, accuracy_summary
-from interfpred.features import Extractor, FeatureMatrix, make_extractor, supported_maps
+from interfpred.features import Extractor, FeatureMatrix, make_extractor
 from interfpred.measurements import Measurements
 from interfpred.predictors import BasePredictor, make_predictor, predictor_from_state, registered
 from interfpred.profiles import ProfileTable
@@ -361,6 +362,7 @@ class InterferenceModel:
                 pred = prequential(copy, fm.X, fm.y, start_ms=trace.start_ms, end_ms=trace.end_ms,
                                    entities=fm.entities)
             else:
+                assert measurements is not None
                 pred = prequential_runs(copy, fm.X, fm.y, measurements.run_code, entities=fm.entities)
             return self._latency(fm, pred)
 

@@ -522,6 +522,7 @@ class ColocationTracker:
             ids = list(self._ids)
             seen: set[Any] = set()
             for j, c in enumerate(cands):
+                rest: list[Any]
                 try:
                     cid, model, batch, *rest = c
                     if len(rest) > 1:

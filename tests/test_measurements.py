@@ -25,8 +25,8 @@ def _write(tmp_path, body, header=HEADER):
 
 @pytest.mark.parametrize("body, needle", [
     ("1,g,a,1,100,2.0,3.0\n1,g,b,1,100,2.0,-1\n", "line 3: observed_ms -1.0 must be a positive"),
-    ("1,g,a,1,100,2.0,3.0\n1,g,a,1,100,2.0,3.5\n", "line 3: duplicate member: run '1' already has model 'a' "
-                                                   "at batch_size 1 and share 100 at line 2"),
+    ("1,g,a,1,100,2.0,3.0\n1,g,a,1,100,2.0,3.5\n", ("line 3: duplicate member: run '1' already has model 'a' "
+                                                    "at batch_size 1 and share 100 at line 2")),
     ("1,g,a,1,100,2.0,3.0\n1,h,b,1,100,2.0,3.0\n", "line 3: run '1' spans two GPUs: 'h' here, 'g' at line 2"),
     ("1,g,a,1,0,2.0,3.0\n", "line 2: share 0.0 must be an MPS active thread percentage in (0, 100]"),
     ("1,g,a,1,101,2.0,3.0\n", "line 2: share 101.0"),

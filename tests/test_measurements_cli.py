@@ -102,7 +102,7 @@ def test_split_evaluation_and_bad_rows_exit_2(tmp_path, capsys):
     bad = tmp_path / "bad.csv"
     bad.write_text("run,gpu,model,batch_size,solo_ms,observed_ms\n1,g,a,1,1,2\n1,g2,b,1,1,2\n")
     proc = subprocess.run([sys.executable, "-m", "interfpred", "fit", "--measurements", str(bad), "--out",
-                           str(tmp_path / "x.json")], capture_output=True, text=True, cwd=ROOT)
+                           str(tmp_path / "x.json")], capture_output=True, text=True, cwd=ROOT, check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip() == (f"interfpred: error: {bad} line 3: run '1' spans two GPUs: 'g2' here, 'g' at line 2")
     assert not (tmp_path / "x.json").exists()

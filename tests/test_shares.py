@@ -5,8 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from interfpred import (EWMA, InputError, InterfpredError, ProfileTable, Static, TimeWeighted, TimelineState, Trace,
-                        make_extractor)
+from interfpred import (
+    EWMA,
+    InputError,
+    InterfpredError,
+    ProfileTable,
+    Static,
+    TimelineState,
+    TimeWeighted,
+    Trace,
+    make_extractor,
+)
 from interfpred.entities import Entities
 from interfpred.predictors import GlobalMean, NoInterference, PairMean
 

@@ -104,7 +104,7 @@ def e4_methods(seed: int = 0) -> list[tuple[str, BasePredictor | str]]:
             continue
         try:
             out.append((kind, make_predictor(kind, **_seeded(kind, seed))))
-        except Exception as exc:  # a wrapper that needs arguments: reported, never hidden
+        except (TypeError, ValueError) as exc:  # a wrapper that needs arguments: reported, never hidden
             out.append((kind, f"n/a: cannot be built with defaults ({exc})"))
     out += [(BASELINE_LABELS[k], make_predictor(k)) for k in BASELINE_KINDS]
     return out
@@ -137,7 +137,7 @@ def _winners(columns: dict[str, dict[str, Any]]) -> list[str]:
     lines = []
     for col, scores in columns.items():
         ok = {k: float(np.mean(v)) for k, v in scores.items() if not isinstance(v, str)}
-        best = min(ok, key=ok.get)
+        best = min(ok, key=lambda k: ok[k])
         kind = "a baseline" if best.startswith("baseline") else "a predictor"
         lines.append(f"- {col}: **{best}** wins ({100 * ok[best]:.2f} % MAPE; {kind}).")
     return lines
