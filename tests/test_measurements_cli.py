@@ -180,3 +180,15 @@ def test_refused_fit_leaves_the_model_as_it_was(tmp_path):
     with pytest.raises(ValueError, match="share 100 of model"):
         model.fit(profiles=prof, measurements=m)
     assert (repr(model), model.note) == before and not model.baselines
+
+
+def test_manifest_share_column(tmp_path, capsys):
+    from interfpred.ingest import example_path
+
+    man = tmp_path / "runs.csv"
+    man.write_text(f"file,gpu,model,batch_size,share\n{example_path()},b200,gemm,1,30\n{example_path()},b200,gemm,1,\n")
+    assert main(["ingest", "--manifest", str(man), "--share", "60", "--out", str(tmp_path / "p.csv")]) == 0
+    assert sorted(ProfileTable.from_csv(tmp_path / "p.csv").column("share").tolist()) == [30.0, 60.0]
+    man.write_text(f"file,gpu,model,batch_size,share\n{example_path()},b200,gemm,1,120\n")
+    assert main(["ingest", "--manifest", str(man)]) == 2
+    assert f"{man} line 2: share '120' must be an MPS active thread percentage" in capsys.readouterr().err
