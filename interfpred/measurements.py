@@ -380,12 +380,31 @@ class Measurements:
         return Measurements({k: v[idx] for k, v in self._cols.items()}, {k: v[idx] for k, v in self._extra.items()})
 
     def runs_mask(self, runs: Any) -> np.ndarray:
-        """Boolean row mask of the runs named (labels) in ``runs``."""
+        """Boolean row mask of the runs named (labels) in ``runs``.
+
+        Examples
+        --------
+        >>> m = Measurements.from_columns(run=["a", "a", "b"], gpu=["g"] * 3, model=["x", "y", "x"],
+        ...     batch_size=[1, 1, 1], solo_ms=[1.0] * 3, observed_ms=[2.0] * 3)
+        >>> m.runs_mask(["b"]).tolist(), m.take(m.runs_mask(["a"])).n_runs
+        ([False, False, True], 1)
+        """
         return np.isin(self.run, np.asarray([str(r) for r in runs], dtype=str))
 
     @staticmethod
     def concat(tables: Sequence[Measurements]) -> Measurements:
-        """Rows of several tables one after another; equal run labels are one run."""
+        """Rows of several tables one after another; equal run labels are one run.
+
+        Examples
+        --------
+        >>> a = Measurements.from_columns(run=["r"], gpu=["g"], model=["x"], batch_size=[1], solo_ms=[1.0],
+        ...     observed_ms=[1.5])
+        >>> b = Measurements.from_columns(run=["r"], gpu=["g"], model=["y"], batch_size=[1], solo_ms=[1.0],
+        ...     observed_ms=[1.2])
+        >>> both = Measurements.concat([a, b])
+        >>> both.n_runs, both.co_runners(0)
+        (1, [1])
+        """
         if not tables:
             raise InterfpredError("concat needs at least one table")
         keys = [set(t._cols) for t in tables]
