@@ -74,7 +74,9 @@ def new_model_streams(measurements: Measurements, *, seed: int = 0) -> list[Fold
         half = min(n_runs // 2, len(old_runs))
         if half == 0:
             continue
-        later = rng.permutation(np.concatenate([old_runs[half:], np.flatnonzero(new)]))
+        new_runs = rng.permutation(np.flatnonzero(new))
+        # The model's first run opens the second half; the rest of the stream is shuffled.
+        later = np.concatenate([new_runs[:1], rng.permutation(np.concatenate([old_runs[half:], new_runs[1:]]))])
         train = np.isin(codes, old_runs[:half])
         position = np.empty(n_runs, dtype=np.int64)
         position[later] = np.arange(len(later))
@@ -119,8 +121,7 @@ def score_methods(methods: list[tuple[str, BasePredictor | str]], extractor: Ext
         if isinstance(p, str):
             out[label] = p
         elif p.fixed_width is not None and p.fixed_width != fm.X.shape[1]:
-            out[label] = (f"n/a: takes {p.fixed_width} throughput features; these data have no counters "
-                          f"({fm.X.shape[1]} features: {', '.join(fm.names)})")
+            out[label] = f"n/a: takes {p.fixed_width} counter features, these data have no counters"
         else:
             out[label] = [held_out_mape(fm, extractor, measurements.run_code, p, f, online=True) for f in folds]
     return out
