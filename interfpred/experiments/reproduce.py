@@ -13,7 +13,8 @@ Examples
 >>> out = pathlib.Path(tempfile.mkdtemp()) / "report"
 >>> sections = reproduce(out, executions=400)
 >>> [s.title for s in sections]
-['E1: co-location dynamics', 'E2: workload change', 'E3: SLO-aware scheduling with co-location', 'E4: real co-location measurements (Gavel V100 pairs)']
+['E1: co-location dynamics', 'E2: workload change', 'E3: SLO-aware scheduling with co-location',
+ 'E4: real co-location measurements (Gavel V100 pairs)']
 >>> sorted(p.name for p in out.iterdir() if p.suffix != ".png")
 ['report.md', 'results.json']
 >>> reproduce(out, executions=400)
