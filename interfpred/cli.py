@@ -322,6 +322,9 @@ def _add_evaluate(sub) -> None:
                     "relative errors of latency). With --online, prequentially: predict each execution at its "
                     "launch, learn from it once finished (the model file is not changed).")
     p.add_argument("--model", required=True, help="model file written by 'interfpred fit'")
+    p.add_argument("--trust-model-file", action="store_true",
+                   help="allow a model wrapping a river/scikit-learn estimator, stored as a pickle: loading it "
+                        "runs code from the file, so pass this only for files you wrote yourself")
     p.add_argument("--profiles", required=True, help="tidy profile CSV")
     p.add_argument("--trace", required=True, help="trace CSV")
     p.add_argument("--online", action="store_true", help="prequential evaluation (predict, then learn)")
@@ -331,7 +334,7 @@ def _add_evaluate(sub) -> None:
 def _run_evaluate(args) -> int:
     from interfpred.model import load_model
 
-    model = load_model(args.model)
+    model = load_model(args.model, trusted=args.trust_model_file)
     profiles, trace = _load_inputs(args)
     ev = model.evaluate(trace, profiles, online=args.online)
     _print_summary(ev.summary, f"{'online (prequential)' if args.online else 'offline'} evaluation of "
@@ -348,6 +351,9 @@ def _add_predict(sub) -> None:
         description="Write id, predicted_latency_ms, predicted_slowdown and observed_latency_ms for every "
                     "execution of --trace to a CSV (atomically).")
     p.add_argument("--model", required=True, help="model file written by 'interfpred fit'")
+    p.add_argument("--trust-model-file", action="store_true",
+                   help="allow a model wrapping a river/scikit-learn estimator, stored as a pickle: loading it "
+                        "runs code from the file, so pass this only for files you wrote yourself")
     p.add_argument("--profiles", required=True, help="tidy profile CSV")
     p.add_argument("--trace", required=True, help="trace CSV")
     p.add_argument("--out", required=True, help="predictions CSV to write")
@@ -357,7 +363,7 @@ def _add_predict(sub) -> None:
 def _run_predict(args) -> int:
     from interfpred.model import load_model, write_predictions
 
-    model = load_model(args.model)
+    model = load_model(args.model, trusted=args.trust_model_file)
     profiles, trace = _load_inputs(args)
     n = write_predictions(model, trace, profiles, args.out)
     print(f"wrote {n} predictions to {args.out}", file=sys.stderr)

@@ -135,3 +135,27 @@ REPRODUCE_TRAIN_SHARE = 0.75
 REPRODUCE_EWMA_ALPHAS = (0.2, 0.5, 0.8)
 #: Default output folder of ``interfpred reproduce``.
 REPRODUCE_DEFAULT_OUT = "interfpred-report"
+# ---------------------------------------------------------------- reliability and security
+#: Largest model or predictor JSON file read (bytes); a bigger file is refused before it is parsed.
+MODEL_FILE_MAX_BYTES = 64 * 2**20
+#: Deepest nesting of JSON arrays and objects accepted in a model or predictor file.
+MODEL_FILE_MAX_DEPTH = 32
+#: Physical range of a slowdown target (observed / solo latency) an online predictor learns from;
+#: a target outside it (a glitched timer, a unit error) is refused and the state left unchanged.
+#: For ``target="rate"`` the same range applies to 1 / rate.
+SLOWDOWN_MIN = 1e-3
+SLOWDOWN_MAX = 1e3
+#: Largest absolute feature value an online predictor learns from (throughput features are
+#: fractions of peak, summed over at most MAX_RUNNING_SET co-runners).
+FEATURE_ABS_MAX = 1e6
+#: Largest learning rate OnlineSGD accepts (NLMS is stable below 2; larger values only diverge).
+SGD_MAX_LEARNING_RATE = 1e3
+#: Largest feature width ``interfpred bench --d`` accepts (RLS state grows as d**2).
+BENCH_MAX_WIDTH = 1024
+#: Largest integer accepted for ids and batch sizes read from CSV files (int64's maximum).
+MAX_INT64 = 2**63 - 1
+#: Largest CSV field (characters) the trace, profile and manifest readers accept.
+CSV_FIELD_MAX_CHARS = 1 << 20
+#: Segments the tracker's what-if projection may take per projected execution before it gives up
+#: (each segment retires at least one execution, so a correct projection takes at most one each).
+TRACKER_MAX_SEGMENTS_PER_EXECUTION = 4

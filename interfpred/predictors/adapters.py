@@ -8,8 +8,9 @@
   ``partial_fit``, ``clone``, pipelines, grid search).  Both pass their library's own
   estimator-check suite (tests/test_adapters.py).
 
-Adapters' state files embed the wrapped object pickled (base64) inside the JSON: load them
-only from trusted sources, as with any pickle.
+Adapters' state files embed the wrapped object pickled (base64) inside the JSON. Unpickling
+runs code named by the file, so loading such a state is refused unless the caller passes
+``trusted=True`` (CLI ``--trust-model-file``); native predictors never use pickle.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ def _default_predictor() -> BasePredictor:
 class _WrappedPredictor(BasePredictor):
     """Shared persistence of the wrappers: the wrapped estimator travels pickled in the JSON."""
 
+    stores_pickle = True
+
     def _get_state(self) -> dict[str, Any]:
         return {"pickle": base64.b64encode(pickle.dumps(self)).decode("ascii")}
 
@@ -55,9 +58,20 @@ class _WrappedPredictor(BasePredictor):
         }
 
     @classmethod
-    def from_state(cls, state: dict[str, Any], *, source: str = "state") -> BasePredictor:
-        if not isinstance(state, dict) or state.get("schema_version") != SCHEMA_VERSION:
+    def from_state(cls, state: dict[str, Any], *, source: str = "state", trusted: bool = False) -> BasePredictor:
+        """Restore a wrapped model; refused unless ``trusted`` (the state is a pickle, which runs code)."""
+        from interfpred.schema import check_predictor_file
+
+        if not isinstance(state, dict):
+            raise InterfpredError(f"{source}: expected a JSON object, got {type(state).__name__}")
+        check_predictor_file(state, source=source)
+        if state.get("schema_version") != SCHEMA_VERSION:
             raise InterfpredError(f"{source}: missing or unsupported schema_version")
+        if not trusted:
+            raise InterfpredError(
+                f"{source}: holds a pickled {state.get('kind')} model, and loading a pickle runs any code the "
+                "file contains; refused. Load it only if you wrote the file yourself: pass trusted=True "
+                "(CLI: --trust-model-file)")
         if cls is not BasePredictor and cls is not _WrappedPredictor and state.get("kind") != cls.kind:
             raise InterfpredError(f"{source}: holds a predictor of kind {state.get('kind')!r}, not {cls.kind!r}")
         target = registered().get(state.get("kind")) if cls in (BasePredictor, _WrappedPredictor) else cls

@@ -150,6 +150,8 @@ class BasePredictor(abc.ABC):
     learns_online: ClassVar[bool] = True
     #: Fixed input width, if the predictor defines one (gpulets: 4); None means any.
     fixed_width: ClassVar[int | None] = None
+    #: Whether saved states hold a pickle (wrapped third-party models): loading them needs ``trusted=True``.
+    stores_pickle: ClassVar[bool] = False
     #: Parameter sets the shared contract suite runs this predictor with.
     _test_params: ClassVar[list[dict[str, Any]]] = [{}]
 
@@ -264,10 +266,17 @@ class BasePredictor(abc.ABC):
         }
 
     @classmethod
-    def from_state(cls, state: dict[str, Any], *, source: str = "state") -> BasePredictor:
-        """Rebuild a predictor from :meth:`to_state`'s dict (checks kind, version and width)."""
+    def from_state(cls, state: dict[str, Any], *, source: str = "state", trusted: bool = False) -> BasePredictor:
+        """Rebuild a predictor from :meth:`to_state`'s dict (checks format, kind, version and width).
+
+        ``trusted`` allows states of wrapped river / scikit-learn models, which are pickled and
+        so run code from the file when restored (see :func:`load_predictor`).
+        """
         if not isinstance(state, dict):
             raise InterfpredError(f"{source}: expected a JSON object, got {type(state).__name__}")
+        from interfpred.schema import check_predictor_file
+
+        check_predictor_file(state, source=source)
         version = state.get("schema_version")
         if version != SCHEMA_VERSION:
             raise InterfpredError(
@@ -277,7 +286,8 @@ class BasePredictor(abc.ABC):
             raise InterfpredError(f"{source}: holds a predictor of kind {kind!r}, not {cls.kind!r}")
         target = _lookup(kind, source=source) if cls is BasePredictor else cls
         if cls is BasePredictor and target.from_state.__func__ is not BasePredictor.from_state.__func__:
-            return target.from_state(state, source=source)  # predictors with their own state format
+            # predictors with their own state format
+            return target.from_state(state, source=source, trusted=trusted)
         params = state.get("params")
         if not isinstance(params, dict):
             raise InterfpredError(f"{source}: 'params' must be an object, got {params!r}")
@@ -319,9 +329,13 @@ class BasePredictor(abc.ABC):
         atomic_write_text(path, json.dumps(self.to_state(), allow_nan=False))
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> BasePredictor:
-        """Read a file written by :meth:`save` (refuses another kind, version or width)."""
-        return cls.from_state(read_json(path), source=os.fspath(path))
+    def load(cls, path: str | os.PathLike[str], *, trusted: bool = False) -> BasePredictor:
+        """Read a file written by :meth:`save` (refuses another kind, version or width).
+
+        ``trusted=True`` is needed for wrapped river / scikit-learn models (pickled: see
+        :func:`load_predictor`).
+        """
+        return cls.from_state(read_json(path), source=os.fspath(path), trusted=trusted)
 
 
 def _state_array(state: dict[str, Any], key: str, length: int) -> np.ndarray:
@@ -426,13 +440,30 @@ def make_predictor(kind: str | PredictorSpec | dict[str, Any], **params: Any) ->
     return cls(**params)
 
 
-def predictor_from_state(state: dict[str, Any], *, source: str = "state") -> BasePredictor:
-    """Rebuild any predictor from its :meth:`BasePredictor.to_state` dict (dispatch on kind)."""
-    return BasePredictor.from_state(state, source=source)
+def predictor_from_state(state: dict[str, Any], *, source: str = "state", trusted: bool = False) -> BasePredictor:
+    """Rebuild any predictor from its :meth:`BasePredictor.to_state` dict (dispatch on kind).
+
+    ``trusted`` as in :func:`load_predictor`.
+    """
+    return BasePredictor.from_state(state, source=source, trusted=trusted)
 
 
-def load_predictor(path: str | os.PathLike[str]) -> BasePredictor:
+def load_predictor(path: str | os.PathLike[str], *, trusted: bool = False) -> BasePredictor:
     """Read any saved predictor, dispatching on the kind recorded in the file.
+
+    Native predictors (RLS, OnlineSGD, OfflineLinear, GpuletsModel) are stored as plain
+    numbers and are safe to load from anywhere.  Wrapped river and scikit-learn models
+    (``kind`` ``"river"`` or ``"sklearn"``) are stored pickled, and unpickling runs whatever
+    code the file names: they are refused unless ``trusted=True``, which you should pass only
+    for files you wrote yourself.  Files are validated against
+    :class:`~interfpred.schema.PredictorFile` and capped in size and nesting first.
+
+    Parameters
+    ----------
+    path
+        The JSON file.
+    trusted
+        Allow a pickled wrapped model to be restored (runs code from the file).
 
     Examples
     --------
@@ -443,4 +474,4 @@ def load_predictor(path: str | os.PathLike[str]) -> BasePredictor:
     >>> load_predictor(path)
     RLS(forgetting=0.9)
     """
-    return BasePredictor.load(path)
+    return BasePredictor.load(path, trusted=trusted)
