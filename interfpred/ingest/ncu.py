@@ -384,6 +384,12 @@ def read_kernels(path: str | os.PathLike[str]) -> KernelTable:
     (406240, 0.1512)
     """
     path_s = os.fspath(path)
+    if os.path.exists(path_s):  # a FIFO or device would block or never end
+        import stat
+
+        mode = os.stat(path_s).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise NcuFormatError("is not a regular file (a FIFO, socket or device)", path=path_s)
     if path_s.lower().endswith(".ncu-rep"):
         return _read_report(path_s)
     try:

@@ -1,14 +1,15 @@
 """Tidy CSV helpers for ingestion: run manifests in, profile tables out.
 
 A manifest lists profiled runs, one per row, with the columns
-``file,gpu,model,batch_size[,iterations][,kernel_filter][,nvtx_filter]``; relative file
-paths are resolved against the manifest's folder.
+``file,gpu,model,batch_size[,iterations][,kernel_filter][,nvtx_filter]``; file paths are
+relative to the manifest's folder and must stay inside it, and must name regular files.
 
 Examples
 --------
 >>> import pathlib, tempfile
 >>> folder = pathlib.Path(tempfile.mkdtemp())
 >>> _ = (folder / "runs.csv").write_text("file,gpu,model,batch_size,iterations\\nrun8.csv,l4,resnet50,8,10\\n")
+>>> _ = (folder / "run8.csv").write_text("")
 >>> [entry] = read_manifest(folder / "runs.csv")
 >>> entry.file == str(folder / "run8.csv"), entry.model, entry.batch_size, entry.iterations
 (True, 'resnet50', 8, 10)
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import os
+import stat
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
@@ -63,8 +65,32 @@ def _positive_int(text: str, name: str, path: str, line: int) -> int:
     return int(value)
 
 
+def _entry_path(file: str, base: Path, path: str, line: int) -> str:
+    """A manifest entry's file, resolved against the manifest's folder and confined to it."""
+    if os.path.isabs(file) or file.startswith("~"):
+        raise InputError(f"file {file!r} is an absolute path; manifest entries are relative to the manifest's "
+                         "folder", path=path, line=line)
+    full = os.path.normpath(os.path.join(base, file))
+    if os.path.commonpath([full, str(base)]) != str(base):
+        raise InputError(f"file {file!r} leaves the manifest's folder {str(base)!r}; entries must lie inside it",
+                         path=path, line=line)
+    try:
+        st = os.stat(full)
+    except OSError as exc:
+        raise InputError(f"file {file!r}: {exc.strerror}", path=path, line=line) from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file (a FIFO, socket or device)"
+        raise InputError(f"file {file!r} is {kind}", path=path, line=line)
+    return full
+
+
 def read_manifest(path: str | os.PathLike[str]) -> list[ManifestEntry]:
-    """Read a run manifest (``file,gpu,model,batch_size[,iterations]``), checking every row."""
+    """Read a run manifest (``file,gpu,model,batch_size[,iterations]``), checking every row.
+
+    Each entry's ``file`` is resolved against the manifest's folder and must lie inside it
+    (no absolute paths, no ``..`` out of the folder) and be a regular file (a FIFO would block
+    the reader for ever); any other entry is refused naming the manifest's line.
+    """
     path_s = os.fspath(path)
     base = Path(path_s).resolve().parent
     text = read_text(path_s, "a manifest CSV")
@@ -95,13 +121,11 @@ def read_manifest(path: str | os.PathLike[str]) -> list[ManifestEntry]:
         for name in ("file", "gpu", "model"):
             if not cells[name]:
                 raise InputError(f"{name} is empty", path=path_s, line=line)
-        file = cells["file"]
-        if not os.path.isabs(file):
-            file = str(base / file)
+        batch_size = _positive_int(cells["batch_size"], "batch_size", path_s, line)
+        iterations = _positive_int(cells.get("iterations") or "1", "iterations", path_s, line)
+        file = _entry_path(cells["file"], base, path_s, line)
         entries.append(ManifestEntry(
-            file=file, gpu=cells["gpu"], model=cells["model"],
-            batch_size=_positive_int(cells["batch_size"], "batch_size", path_s, line),
-            iterations=_positive_int(cells.get("iterations") or "1", "iterations", path_s, line),
+            file=file, gpu=cells["gpu"], model=cells["model"], batch_size=batch_size, iterations=iterations,
             kernel_filter=cells.get("kernel_filter") or None,
             nvtx_filter=cells.get("nvtx_filter") or None,
             line=line,
