@@ -145,7 +145,9 @@ MODEL_FILE_MAX_DEPTH = 32
 #: For ``target="rate"`` the same range applies to 1 / rate.
 SLOWDOWN_MIN = 1e-3
 SLOWDOWN_MAX = 1e3
-#: Largest absolute feature value an online predictor learns from (throughput features are
+#: Largest absolute target (slowdown or rate) a predictor learns from; larger values are refused.
+TARGET_ABS_MAX = SLOWDOWN_MAX
+#: Largest absolute feature value a predictor learns from (throughput features are
 #: fractions of peak, summed over at most MAX_RUNNING_SET co-runners).
 FEATURE_ABS_MAX = 1e6
 #: Largest learning rate OnlineSGD accepts (NLMS is stable below 2; larger values only diverge).
@@ -156,6 +158,3 @@ BENCH_MAX_WIDTH = 1024
 MAX_INT64 = 2**63 - 1
 #: Largest CSV field (characters) the trace, profile and manifest readers accept.
 CSV_FIELD_MAX_CHARS = 1 << 20
-#: Segments the tracker's what-if projection may take per projected execution before it gives up
-#: (each segment retires at least one execution, so a correct projection takes at most one each).
-TRACKER_MAX_SEGMENTS_PER_EXECUTION = 4

@@ -89,12 +89,23 @@ from interfpred.streaming import FinishedExecution, TimelineState, grown
 __all__ = ["ColocationTracker", "FinishResult"]
 
 _AFFINE = (RLS, OnlineSGD, OfflineLinear)
+#: Status of ``_affine_project`` when a rate is not finite.
+_PROJECT_NONFINITE = 1
+
+
+def _nonfinite_error(what: str, values: np.ndarray) -> InterfpredError:
+    bad = values[~np.isfinite(values)]
+    shown = bad[0] if bad.size else "a non-finite value"
+    return InterfpredError(f"{what}: the predictor returned {shown}; predictions must be finite (is its state "
+                           "corrupt, or its input out of range?)")
 
 
 # ---------------------------------------------------------------------------- kernels
 @njit(cache=True, inline="always")
 def _to_rate(p, is_rate, rmin, rmax):
-    """A prediction -> a clamped rate (for a slowdown, its inverse)."""
+    """A prediction -> a clamped rate (for a slowdown, its inverse); NaN stays NaN (the caller refuses it)."""
+    if p != p:
+        return p
     if is_rate:
         r = p
     elif p > 0.0:
@@ -118,13 +129,18 @@ def _affine_rates(dem, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, o
         p = b
         for j in range(d):
             p += w[j] * phi[a, j]
-        p = max(p, pred_lo)
+        if p == p:
+            p = max(p, pred_lo)
         out[a] = _to_rate(p, is_rate, rmin, rmax)
 
 
 @njit(cache=True)
 def _affine_project(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, rtol, end):
-    """Fluid projection: ``end[i]`` = projected completion of member i of ``dem`` with work ``rem``."""
+    """Fluid projection: ``end[i]`` = projected completion of member i of ``dem`` with work ``rem``.
+
+    Returns 0, or ``_PROJECT_NONFINITE`` when a rate or a remaining work is not finite (a NaN
+    prediction): every segment then retires at least one execution, so the loop is bounded by n.
+    """
     n = dem.shape[0]
     idx = np.arange(n)
     r = rem.copy()
@@ -142,6 +158,8 @@ def _affine_project(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rm
         tmin = np.inf
         for a in range(na):
             tau = r[idx[a]] / rate[a]
+            if not (rate[a] > 0.0 and tau >= 0.0 and tau < np.inf):  # NaN fails every comparison
+                return _PROJECT_NONFINITE
             tmin = min(tmin, tau)
         t_new = t + tmin
         lim = tmin * (1.0 + rtol)
@@ -154,8 +172,21 @@ def _affine_project(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rm
                 r[i] -= rate[a] * tmin
                 idx[keep] = i
                 keep += 1
+        if keep == na:  # nothing retired: impossible with finite rates, but never loop for ever
+            return _PROJECT_NONFINITE
         na = keep
         t = t_new
+    return 0
+
+
+def _snapshot(obj: Any) -> dict[str, Any]:
+    """A copy of ``obj``'s attributes deep enough to undo a failed event (arrays and containers copied)."""
+    out = {}
+    for k, v in obj.__dict__.items():
+        if isinstance(v, (np.ndarray, list, dict, set)):
+            v = v.copy()
+        out[k] = v
+    return out
 
 
 # ---------------------------------------------------------------------------- results
@@ -328,8 +359,13 @@ class ColocationTracker:
             raise InterfpredError(f"the predictor now takes {p._d} features but the extractor gives {d}; "
                                   "it was refitted with another width")
         vals = p._predict_rows(self._probe)
+        if not np.isfinite(vals).all():
+            raise _nonfinite_error("projection refused", vals)
         b = float(vals[0])
-        return vals[1:] - b, b, -np.inf
+        w = vals[1:] - b
+        if not np.isfinite(w).all():
+            raise _nonfinite_error("projection refused", w)
+        return w, b, -np.inf
 
     def _rates_of(self, dem: np.ndarray) -> np.ndarray:
         """Predicted, clamped rates of the running set ``dem`` (k, 3), C-contiguous."""
@@ -342,9 +378,13 @@ class ColocationTracker:
             w, b, lo = self._affine()
             _affine_rates(dem, ex._map_id, ex._combine_id, w, b, lo, self._is_rate, self.min_rate,
                           self.max_rate, out)
+            if not np.isfinite(out).all():
+                raise _nonfinite_error("rates refused", out)
             return out
         phi = ex._map_set_unchecked(dem)
         pred = np.asarray(self.predictor.predict(phi), dtype=np.float64).reshape(k)
+        if not np.isfinite(pred).all():
+            raise _nonfinite_error(f"rates of a running set of {k} refused", pred)
         return self._clamp(pred)
 
     def _clamp(self, pred: np.ndarray) -> np.ndarray:
@@ -377,21 +417,32 @@ class ColocationTracker:
         ex = self.extractor
         if self._fast:
             w, b, lo = self._affine()
-            _affine_project(dem, rem, t, ex._map_id, ex._combine_id, w, b, lo, self._is_rate, self.min_rate,
-                            self.max_rate, TRACKER_FINISH_RTOL, end)
+            status = _affine_project(dem, rem, t, ex._map_id, ex._combine_id, w, b, lo, self._is_rate,
+                                     self.min_rate, self.max_rate, TRACKER_FINISH_RTOL, end)
+            if status != 0:
+                raise InterfpredError("projection refused: a predicted rate or remaining work is not finite "
+                                      "(the predictor's weights overflow on this running set)")
             return end
         idx = np.arange(n)
         r = rem.copy()
-        while idx.size:
+        if not np.isfinite(r).all():
+            raise _nonfinite_error("projection refused: remaining work", r)
+        for _segment in range(n):  # each segment retires at least one execution
+            if not idx.size:
+                break
             rate = self._rates_of(np.ascontiguousarray(dem[idx]))
             tau = r[idx] / rate
             tmin = float(tau.min())
+            if not math.isfinite(tmin):
+                raise _nonfinite_error("projection refused", tau)
             t_new = t + tmin
             done = tau <= tmin * (1.0 + TRACKER_FINISH_RTOL)
             end[idx[done]] = t_new
             r[idx] -= rate * tmin
             idx = idx[~done]
             t = t_new
+        if idx.size:  # pragma: no cover - finite rates retire one execution per segment
+            raise InterfpredError("projection refused: it did not retire every execution")
         return end
 
     # ------------------------------------------------------------------ events
@@ -435,36 +486,53 @@ class ColocationTracker:
         then ``predictor.update(x, y)`` is called (unless ``learn=False``, or the execution
         had zero length, whose rate is undefined).
 
+        The call is atomic: if anything fails (the predictor's ``predict`` or ``update`` raises,
+        or returns a non-finite prediction) the execution is still running afterwards and
+        the tracker is exactly as before, so the call can be repeated.
+
         Raises
         ------
         InterfpredError
-            ``id`` not running, or ``t`` before the latest event; the state is unchanged.
+            ``id`` not running, ``t`` before the latest event, or a non-finite prediction;
+            the state is unchanged.
         """
         with self._lock:
-            rates = self._current_rates()
-            if id not in self:
-                names = ", ".join(repr(i) for i in self._ids[:8]) or "none"
-                raise InterfpredError(f"finish of id {id!r} refused: it is not running (running: {names})")
-            done = self._state.finish(id, t)   # validates time; raises before changing anything
-            tf = float(t)
-            k = len(self._ids)
-            if tf > self._t:
-                rem = self._rem[:k]
-                rem -= rates * (tf - self._t)
-                np.maximum(rem, TRACKER_MIN_REMAINING * self._solo[:k], out=rem)
-            self._t = tf
-            self._remove(self._slot[id])
-            self._rates = None
-            pred = float(np.asarray(self.predictor.predict(done.x), dtype=np.float64).reshape(-1)[0])
-            rate = float(self._clamp(np.array([pred]))[0])
-            predicted = done.solo_ms / rate
-            lat = done.latency_ms
-            err = (predicted - lat) / lat if lat > 0 else math.inf
-            learned = False
-            if self.learn and lat > 0 and math.isfinite(done.y):
-                self.predictor.update(done.x, float(done.y))
-                learned = True
-            return FinishResult(done, predicted, err, learned)
+            saved = (_snapshot(self), _snapshot(self._state))
+            try:
+                return self._finish(id, t)
+            except BaseException:
+                self.__dict__.update(saved[0])
+                self._state.__dict__.update(saved[1])
+                raise
+
+    def _finish(self, id: Any, t: float) -> FinishResult:
+        rates = self._current_rates()
+        if id not in self:
+            names = ", ".join(repr(i) for i in self._ids[:8]) or "none"
+            raise InterfpredError(f"finish of id {id!r} refused: it is not running (running: {names})")
+        done = self._state.finish(id, t)   # validates time; raises before changing anything
+        tf = float(t)
+        k = len(self._ids)
+        if tf > self._t:
+            rem = self._rem[:k]
+            rem -= rates * (tf - self._t)
+            np.maximum(rem, TRACKER_MIN_REMAINING * self._solo[:k], out=rem)
+        self._t = tf
+        self._remove(self._slot[id])
+        self._rates = None
+        pred = float(np.asarray(self.predictor.predict(done.x), dtype=np.float64).reshape(-1)[0])
+        if not math.isfinite(pred):
+            raise InterfpredError(f"finish of id {id!r} refused: the predictor returned {pred} for its "
+                                  "features; predictions must be finite (the execution is still running)")
+        rate = float(self._clamp(np.array([pred]))[0])
+        predicted = done.solo_ms / rate
+        lat = done.latency_ms
+        err = (predicted - lat) / lat if lat > 0 else math.inf
+        learned = False
+        if self.learn and lat > 0 and math.isfinite(done.y):
+            self.predictor.update(done.x, float(done.y))
+            learned = True
+        return FinishResult(done, predicted, err, learned)
 
     # ------------------------------------------------------------------ questions
     def what_if(self, candidates: Sequence[tuple[Any, str, float]], t: float) -> dict[Any, float]:

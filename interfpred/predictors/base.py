@@ -133,6 +133,29 @@ def as_targets(y: Any, n: int, single: bool) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
+def check_learnable(X: np.ndarray, y: np.ndarray) -> None:
+    """Refuse rows a predictor should not learn from: features beyond ``FEATURE_ABS_MAX`` or
+    targets beyond ``TARGET_ABS_MAX`` (non-physical; they would overflow the learned state).
+
+    Examples
+    --------
+    >>> check_learnable(np.array([[0.5]]), np.array([1e300]))
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: y[0] = 1e+300 is beyond +-1000; a slowdown or rate that large is non-physical (a glitched timer?); refused, the state is unchanged
+    """
+    from interfpred.constants import FEATURE_ABS_MAX, TARGET_ABS_MAX
+
+    if X.size and np.abs(X).max() > FEATURE_ABS_MAX:
+        r, c = np.argwhere(np.abs(X) > FEATURE_ABS_MAX)[0]
+        raise InterfpredError(f"X[{r}, {c}] = {X[r, c]:g} is beyond +-{FEATURE_ABS_MAX:g}; refused as non-physical "
+                              "(the state is unchanged)")
+    if y.size and np.abs(y).max() > TARGET_ABS_MAX:
+        i = int(np.argmax(np.abs(y) > TARGET_ABS_MAX))
+        raise InterfpredError(f"y[{i}] = {y[i]:g} is beyond +-{TARGET_ABS_MAX:g}; a slowdown or rate that large is "
+                              "non-physical (a glitched timer?); refused, the state is unchanged")
+
+
 # ----------------------------------------------------------------------------- base class
 
 
@@ -223,6 +246,7 @@ class BasePredictor(abc.ABC):
         """Forget everything, then learn from ``X`` (n, d) and ``y`` (n,); returns self."""
         Xa, single = as_rows(X, width=self.fixed_width)
         ya = as_targets(y, Xa.shape[0], single)
+        check_learnable(Xa, ya)
         saved = self.__dict__.copy()
         try:
             self._allocate(Xa.shape[1])
@@ -240,6 +264,7 @@ class BasePredictor(abc.ABC):
         """Learn from rows ``X`` (n, d) with ``y`` (n,), or one row (d,) with a float."""
         Xa, single = as_rows(X, width=self._width())
         ya = as_targets(y, Xa.shape[0], single)
+        check_learnable(Xa, ya)
         if self._d is None:
             self._allocate(Xa.shape[1])
         self._learn(Xa, ya)

@@ -46,16 +46,7 @@ _H = K.RLS_HEADER
 
 
 def _status_error(status: int, row: int | None = None) -> InterfpredError:
-    where = "" if row is None else f" (row {row})"
-    if status == K.BAD_WIDTH:
-        return InterfpredError("X has the wrong number of features")
-    if status == K.BAD_X:
-        return InterfpredError(f"X contains NaN or inf{where}; features must be finite")
-    if status == K.BAD_Y:
-        return InterfpredError(f"y contains NaN or inf{where}; targets must be finite")
-    return InterfpredError(
-        f"RLS covariance wound up or lost positive definiteness{where}; the update was refused "
-        "(use stabilize=True, the default, to prevent this)")
+    return K.status_error(status, row, kind="RLS")  # type: ignore[return-value]
 
 
 @register

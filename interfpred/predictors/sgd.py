@@ -29,7 +29,14 @@ from typing import Any
 
 import numpy as np
 
-from interfpred.constants import PRIOR_SLOWDOWN, SGD_EPS, SGD_LEARNING_RATE, SGD_POWER_T, SGD_SCHEDULE
+from interfpred.constants import (
+    PRIOR_SLOWDOWN,
+    SGD_EPS,
+    SGD_LEARNING_RATE,
+    SGD_MAX_LEARNING_RATE,
+    SGD_POWER_T,
+    SGD_SCHEDULE,
+)
 from interfpred.errors import InterfpredError
 from interfpred.predictors import _kernels as K
 from interfpred.predictors.base import BasePredictor, _state_array, as_rows, check_positive, register
@@ -105,7 +112,8 @@ class OnlineSGD(BasePredictor):
         self._d = None
 
     def _check_params(self) -> None:
-        check_positive("learning_rate", self.learning_rate)
+        if check_positive("learning_rate", self.learning_rate) > SGD_MAX_LEARNING_RATE:
+            raise InterfpredError(f"learning_rate must be at most {SGD_MAX_LEARNING_RATE:g}, got {self.learning_rate!r}")
         check_positive("power_t", self.power_t, allow_zero=True)
         if self.schedule not in SCHEDULES:
             raise InterfpredError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
@@ -136,9 +144,11 @@ class OnlineSGD(BasePredictor):
         self._d = d
 
     def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
+        saved = self._buf.copy()  # small; restores the state if a row is refused mid-batch
         code = int(K.sgd_update_many(self._buf, X, y))
-        if code != K.OK:  # pragma: no cover - inputs are validated before
-            raise InterfpredError(f"refused row {code & 0xFFFFFFFF}")
+        if code != K.OK:
+            self._buf[:] = saved
+            raise K.status_error(code >> 32, code & 0xFFFFFFFF, kind="OnlineSGD")
 
     def _predict_rows(self, X: np.ndarray) -> np.ndarray:
         out = np.empty(X.shape[0])
@@ -154,10 +164,10 @@ class OnlineSGD(BasePredictor):
                 status = _FAST.sgd_update_one(buf, X, y)
                 if status == K.BAD_WIDTH:
                     raise InterfpredError(f"X has {X.shape[0]} features, but the predictor was fitted with {self._d}")
-                if status == K.BAD_X:
-                    raise InterfpredError("X contains NaN or inf; features must be finite")
                 if status == K.BAD_Y:
                     raise InterfpredError(f"y is {y}; targets must be finite")
+                if status:
+                    raise K.status_error(status, kind="OnlineSGD")
                 return
         BasePredictor.update(self, X, y)
 
