@@ -75,6 +75,8 @@ from interfpred import _timeline_kernels as _k
 from interfpred.constants import (
     MAX_RUNNING_SET,
     PRIOR_SLOWDOWN,
+    SLOWDOWN_MAX,
+    SLOWDOWN_MIN,
     TRACKER_FINISH_RTOL,
     TRACKER_MAX_RATE,
     TRACKER_MIN_RATE,
@@ -199,7 +201,8 @@ class FinishResult(NamedTuple):
     predicted_latency_ms: float
     #: ``(predicted - observed) / observed`` latency.
     relative_error: float
-    #: Whether ``predictor.update`` was called (False with ``learn=False`` or a zero-length execution).
+    #: Whether ``predictor.update`` was called (False with ``learn=False``, a zero-length execution, or an
+    #: observed slowdown outside ``[SLOWDOWN_MIN, SLOWDOWN_MAX]``, which is non-physical: a glitched timer).
     learned: bool
 
 
@@ -529,7 +532,9 @@ class ColocationTracker:
         lat = done.latency_ms
         err = (predicted - lat) / lat if lat > 0 else math.inf
         learned = False
-        if self.learn and lat > 0 and math.isfinite(done.y):
+        slowdown = 1.0 / done.y if self._is_rate and done.y > 0 else done.y
+        physical = SLOWDOWN_MIN <= slowdown <= SLOWDOWN_MAX   # else a glitched timer: not learned
+        if self.learn and lat > 0 and math.isfinite(done.y) and physical:
             self.predictor.update(done.x, float(done.y))
             learned = True
         return FinishResult(done, predicted, err, learned)

@@ -1,0 +1,182 @@
+"""Reliability regressions: no hang, no lost state, non-physical input refused, clean errors."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from interfpred import RLS, ColocationTracker, OnlineSGD, ProfileTable
+from interfpred.errors import InterfpredError
+
+
+def _profiles():
+    return ProfileTable.from_columns(gpu=["t"] * 2, model=["a", "b"], batch_size=[1, 1], solo_ms=[2.0, 4.0],
+                                     sm=[0.5, 0.25], l2=[0.5, 0.5], dram=[0.25, 0.5])
+
+
+def _within(seconds, fn):
+    """Run ``fn`` in a thread; fail if it has not returned after ``seconds`` (a hang)."""
+    box: dict = {}
+
+    def run():
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            box["error"] = exc
+
+    th = threading.Thread(target=run, daemon=True)
+    th.start()
+    th.join(seconds)
+    assert not th.is_alive(), f"did not return within {seconds} s"
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+class _Opaque:
+    """A predictor the tracker cannot read as affine: it takes the generic projection loop."""
+
+    def __init__(self, value=np.nan, fail_update=False):
+        self.value = value
+        self.fail_update = fail_update
+        self.updates = 0
+
+    def predict(self, X):
+        X = np.asarray(X, dtype=float)
+        return self.value if X.ndim == 1 else np.full(X.shape[0], self.value)
+
+    def update(self, X, y):
+        if self.fail_update:
+            raise InterfpredError("update failed on purpose")
+        self.updates += 1
+
+
+# ---------------------------------------------------------------------------- projection never hangs
+@pytest.mark.parametrize("target", ["rate", "slowdown"])
+def test_nan_prediction_raises_instead_of_hanging(target):
+    from interfpred import TimeWeighted
+
+    ex = TimeWeighted(feature_map="rich", target=target)
+    tr = ColocationTracker(_profiles(), _Opaque(1.0), ex)
+    tr.start("x", "a", 1, 0.0)
+    tr.predictor.value = np.nan
+    with pytest.raises(InterfpredError, match="predictions must be finite"):
+        _within(20, lambda: tr.what_if([("y", "b", 1)], 1.0))
+    with pytest.raises(InterfpredError, match="predictions must be finite"):
+        _within(20, lambda: tr.predict_finish(1.0))
+    # the lock was released: another thread can use the tracker
+    tr.predictor.value = 1.0
+    assert _within(20, lambda: tr.predict_finish(1.0)) == {"x": pytest.approx(2.0)}
+
+
+def test_nan_state_in_fast_path_raises_instead_of_hanging():
+    rls = RLS().fit(np.full((4, 16), 0.1), np.ones(4))
+    tr = ColocationTracker(_profiles(), rls)
+    tr.start("x", "a", 1, 0.0)
+    rls._buf[8] = np.nan  # a corrupted weight
+    with pytest.raises(InterfpredError, match="must be finite"):
+        _within(20, lambda: tr.what_if([("y", "b", 1)], 1.0))
+
+
+def test_affine_kernel_is_bounded_for_nan_rates():
+    from interfpred.tracker import _PROJECT_NONFINITE, _affine_project
+
+    dem = np.array([[0.5, 0.5, 0.25], [0.25, 0.5, 0.5]])
+    end = np.empty(2)
+    w = np.full(16, np.nan)
+    status = _within(60, lambda: _affine_project(dem, np.array([1.0, 2.0]), 0.0, 2, 0, w, 1.0, -np.inf, True,
+                                                 0.01, 1.0, 1e-12, end))
+    assert status == _PROJECT_NONFINITE
+
+
+# ---------------------------------------------------------------------------- finish is atomic
+def test_finish_restores_the_execution_when_update_raises():
+    tr = ColocationTracker(_profiles(), _Opaque(1.0, fail_update=True))
+    tr.start("x", "a", 1, 0.0)
+    tr.start("y", "b", 1, 1.0)
+    before = (tr.running, tr.now, tr.remaining_ms(), tr.predict_finish(1.0))
+    with pytest.raises(InterfpredError, match="on purpose"):
+        tr.finish("x", 3.0)
+    assert (tr.running, tr.now, tr.remaining_ms(), tr.predict_finish(1.0)) == before
+    tr.predictor.fail_update = False
+    done = tr.finish("x", 3.0)  # the same call succeeds once the predictor works
+    assert done.learned and tr.running == ["y"] and tr.predictor.updates == 1
+
+
+def test_finish_refuses_nan_prediction_and_keeps_the_execution():
+    tr = ColocationTracker(_profiles(), _Opaque(1.0))
+    tr.start("x", "a", 1, 0.0)
+    tr.what_if([], 1.0)  # caches the running set's rates
+    tr.predictor.value = np.nan
+    with pytest.raises(InterfpredError, match="predictions must be finite.*still running"):
+        tr.finish("x", 2.0)
+    assert tr.running == ["x"]
+
+
+def test_glitched_latency_is_not_learned():
+    rls = RLS()
+    tr = ColocationTracker(_profiles(), rls)
+    tr.start("x", "a", 1, 0.0)
+    done = tr.finish("x", 1e-300)  # latency 1e-300 ms: rate 2e300
+    assert not done.learned and rls.n_seen_ == 0
+    tr.start("y", "a", 1, 1.0)
+    assert tr.finish("y", 3.5).learned
+
+
+# ---------------------------------------------------------------------------- non-physical input
+@pytest.mark.parametrize("make", [RLS, OnlineSGD, lambda: OnlineSGD(schedule="constant", learning_rate=1e3)])
+@pytest.mark.parametrize("X, y, match", [
+    ([0.5, 0.5], 1e300, "beyond"),
+    ([1e300, 0.5], 1.0, "beyond"),
+    ([1e50, 1e50], 2.0, "beyond"),
+])
+def test_predictors_refuse_non_physical_input_and_keep_state(make, X, y, match):
+    p = make()
+    p.update(np.array([[0.1, 0.2], [0.3, 0.1]]), np.array([1.1, 1.2]))
+    before = p.to_state()
+    for args in [(np.array(X, dtype=float), float(y)), (np.array([X], dtype=float), np.array([y], dtype=float)),
+                 ([X], [y])]:
+        with pytest.raises(InterfpredError, match=match):
+            p.update(*args)
+        assert p.to_state() == before
+
+
+def test_sgd_refuses_huge_learning_rate_and_never_stores_nonfinite(tmp_path):
+    with pytest.raises(InterfpredError, match="learning_rate must be at most"):
+        OnlineSGD(learning_rate=1e308)
+    p = OnlineSGD(schedule="constant", learning_rate=1e3)
+    rng = np.random.default_rng(0)
+    refused = 0
+    for _ in range(200):
+        x = rng.random(3) * 1e3
+        try:
+            p.update(x, float(rng.random() * 1e3))
+        except InterfpredError as exc:
+            assert "non-finite" in str(exc)
+            refused += 1
+        assert np.isfinite(p._buf).all()
+    assert refused > 0
+    p.save(tmp_path / "sgd.json")  # a state that stays finite can always be saved
+
+
+def test_rls_bursts_keep_covariance_positive_definite(tmp_path):
+    p = RLS(forgetting=0.99)
+    rng = np.random.default_rng(1)
+    for i in range(500):
+        x = rng.random(3) * (1e6 if i % 50 == 0 else 1.0)
+        try:
+            p.update(x, float(1.0 + rng.random()))
+        except InterfpredError:
+            pass
+        assert np.isfinite(p._buf).all()
+    assert (np.linalg.eigvalsh(p.covariance_) > 0).all()
+    p.save(tmp_path / "rls.json")
+
+
+def test_offline_fit_refuses_non_physical_targets():
+    from interfpred import OfflineLinear
+
+    with pytest.raises(InterfpredError, match="beyond"):
+        OfflineLinear().fit([[0.1], [0.2]], [1.0, 1e300])
