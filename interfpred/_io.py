@@ -1,18 +1,147 @@
-"""Atomic file output shared by every writer in the library.
+"""Atomic file and folder output shared by every writer in the library.
 
 Files are written to a temporary file in the destination folder and renamed over the
 target, so a reader never sees a half-written file and a crash leaves the old one intact.
+Folders (``reproduce``, ``simulate``) are written into a temporary sibling which replaces
+the target only once complete (:func:`temp_folder`, :func:`replace_folder`).
+
+Temporary names carry the writer's process id, ``.<name>.<pid>.tmp-XXXX`` and, while a
+folder is being swapped, ``.<name>.<pid>.old``.  A writer killed at any point (even with
+``kill -9``) leaves them behind; the next write to the same target removes the leftovers of
+dead processes and, if the kill fell between the two renames of a folder swap, first puts
+the old folder back at the target's path (:func:`recover`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from typing import IO
 
-__all__ = ["atomic_open", "atomic_write_text", "check_regular_file", "read_json", "read_text"]
+__all__ = ["atomic_open", "atomic_write_text", "check_regular_file", "read_json", "read_text", "recover",
+           "replace_folder", "temp_folder"]
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (on this machine)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def _leftovers(path: str) -> list[tuple[str, int, str]]:
+    """(full path, pid, "tmp" or "old") of the temporary siblings of ``path`` left by any writer."""
+    folder, base = os.path.split(os.path.abspath(path))
+    prefix = f".{base}."
+    out = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return out
+    for name in names:
+        if not name.startswith(prefix):
+            continue
+        pid_s, _, rest = name[len(prefix):].partition(".")
+        if not pid_s.isdigit():
+            continue
+        if rest == "old":
+            out.append((os.path.join(folder, name), int(pid_s), "old"))
+        elif rest.startswith("tmp-"):
+            out.append((os.path.join(folder, name), int(pid_s), "tmp"))
+    return out
+
+
+def _remove(path: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def recover(path: str | os.PathLike[str]) -> None:
+    """Clean up after writers of ``path`` that were killed: restore or remove their leftovers.
+
+    If ``path`` is missing and a dead writer's ``.<name>.<pid>.old`` exists (a kill between the
+    two renames of a folder swap), it is renamed back to ``path``; every other leftover of a
+    dead process is removed.  Leftovers of live processes are never touched.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> (folder / ".out.999999999.old").mkdir()         # a swap killed half-way
+    >>> _ = (folder / ".out.999999999.tmp-x").write_text("partial")
+    >>> recover(folder / "out")
+    >>> sorted(p.name for p in folder.iterdir())
+    ['out']
+    """
+    path = os.path.abspath(os.fspath(path))
+    stale = [(p, pid, kind) for p, pid, kind in _leftovers(path) if not _alive(pid)]
+    for p, _pid, kind in sorted(stale, key=lambda e: e[2] != "old"):
+        if kind == "old" and not os.path.lexists(path):
+            with contextlib.suppress(OSError):
+                os.rename(p, path)
+                continue
+        _remove(p)
+
+
+def temp_folder(out: str | os.PathLike[str]) -> str:
+    """A fresh temporary sibling folder of ``out`` to write into, after :func:`recover` of ``out``.
+
+    An unwritable parent raises ``PermissionError`` naming ``out``'s folder, not the temporary name.
+    """
+    out = os.path.abspath(os.fspath(out))
+    recover(out)
+    folder, base = os.path.split(out)
+    try:
+        return tempfile.mkdtemp(prefix=f".{base}.{os.getpid()}.tmp-", dir=folder)
+    except OSError as exc:
+        raise type(exc)(exc.errno, exc.strerror, folder) from None
+
+
+def replace_folder(tmp: str | os.PathLike[str], out: str | os.PathLike[str]) -> None:
+    """Move the complete folder ``tmp`` to ``out``, replacing an existing ``out`` as a whole.
+
+    The old ``out`` stays in place until ``tmp`` is complete; it is then renamed to
+    ``.<name>.<pid>.old``, ``tmp`` renamed to ``out`` and the old one removed. A failure between
+    the renames puts the old one back; a kill there is repaired by the next :func:`recover`.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "report"
+    >>> out.mkdir(); _ = (out / "old.txt").write_text("old")
+    >>> tmp = temp_folder(out); _ = (pathlib.Path(tmp) / "new.txt").write_text("new")
+    >>> replace_folder(tmp, out)
+    >>> sorted(p.name for p in out.parent.iterdir()), sorted(p.name for p in out.iterdir())
+    (['report'], ['new.txt'])
+    """
+    out = os.path.abspath(os.fspath(out))
+    tmp = os.fspath(tmp)
+    if not os.path.lexists(out):
+        os.rename(tmp, out)
+        return
+    folder, base = os.path.split(out)
+    old = os.path.join(folder, f".{base}.{os.getpid()}.old")
+    if os.path.lexists(old):
+        _remove(old)
+    os.rename(out, old)
+    try:
+        os.rename(tmp, out)
+    except BaseException:
+        os.rename(old, out)
+        raise
+    _remove(old)
 
 
 @contextlib.contextmanager
@@ -31,8 +160,12 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kwargs) -> Iter
     'hello'
     """
     path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix="-" + os.path.basename(path), dir=folder)
+    folder, base = os.path.split(os.path.abspath(path))
+    recover(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{base}.{os.getpid()}.tmp-", dir=folder)
+    except OSError as exc:  # name the target, not the hidden temporary file
+        raise type(exc)(exc.errno, exc.strerror, path) from None
     try:
         with os.fdopen(fd, mode, **kwargs) as fh:
             yield fh
@@ -47,7 +180,10 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kwargs) -> Iter
             os.umask(umask)
             perm = 0o666 & ~umask
         os.chmod(tmp, perm)
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise type(exc)(exc.errno, exc.strerror, path) from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

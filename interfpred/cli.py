@@ -400,7 +400,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
             msg = f"{exc.filename}: {exc.strerror}"  # not "[Errno 2] ..."
         else:
-            msg = str(exc)
+            msg = str(exc).replace(" (force=True)", "")  # library messages name both spellings
         print(f"interfpred: error: {msg}".replace("\n", " "), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

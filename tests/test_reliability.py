@@ -180,3 +180,95 @@ def test_offline_fit_refuses_non_physical_targets():
 
     with pytest.raises(InterfpredError, match="beyond"):
         OfflineLinear().fit([[0.1], [0.2]], [1.0, 1e300])
+
+
+# ---------------------------------------------------------------------------- crash-safe output
+_KILL_BETWEEN_RENAMES = r"""
+import os, signal, sys
+real = os.rename
+def rename(src, dst):
+    real(src, dst)
+    if str(dst).endswith(".old"):        # the old folder is aside, the new one not yet in place
+        os.kill(os.getpid(), signal.SIGKILL)
+os.rename = rename
+from interfpred.sim.workload import mix_scenario, write_scenario
+write_scenario(mix_scenario(["vgg19"], rho=0.5, executions=20, seed=2), sys.argv[1], force=True)
+"""
+
+_KILL_INSIDE_ATOMIC_WRITE = r"""
+import os, signal, sys
+from interfpred._io import atomic_open
+with atomic_open(sys.argv[1]) as fh:
+    fh.write("partial")
+    fh.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def _run_killed(code, *args):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(__import__("pathlib").Path(__file__).parents[1]),
+                                                         os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-c", code, *map(str, args)], env=env, capture_output=True, timeout=300)
+    assert proc.returncode == -9, proc.stderr.decode()
+
+
+def test_killed_folder_swap_is_recovered_by_the_next_run(tmp_path):
+    from interfpred.sim.workload import mix_scenario, write_scenario
+
+    out = tmp_path / "sim"
+    write_scenario(mix_scenario(["vgg19"], rho=0.5, executions=10, seed=1), out)
+    before = (out / "trace.csv").read_text()
+    _run_killed(_KILL_BETWEEN_RENAMES, out)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert "sim" not in names and any(n.endswith(".old") for n in names)  # the window the kill hit
+    from interfpred._io import recover
+
+    recover(out)  # what every later write to ``out`` does first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sim"]
+    assert (out / "trace.csv").read_text() == before
+    _run_killed(_KILL_BETWEEN_RENAMES, out)
+    write_scenario(mix_scenario(["vgg19"], rho=0.5, executions=10, seed=3), out, force=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sim"]
+
+
+def test_killed_atomic_write_leaves_nothing_after_the_next_write(tmp_path):
+    from interfpred._io import atomic_write_text
+
+    target = tmp_path / "profiles.csv"
+    target.write_text("old")
+    for _ in range(3):
+        _run_killed(_KILL_INSIDE_ATOMIC_WRITE, target)
+    # each killed run removed the previous one's leftover: they never accumulate
+    assert target.read_text() == "old" and len(list(tmp_path.iterdir())) == 2
+    atomic_write_text(target, "new")
+    assert [p.name for p in tmp_path.iterdir()] == ["profiles.csv"] and target.read_text() == "new"
+
+
+def test_live_writers_leftovers_are_not_touched(tmp_path):
+    import os
+
+    from interfpred._io import recover
+
+    mine = tmp_path / f".out.{os.getpid()}.tmp-abc"
+    mine.write_text("in progress")
+    recover(tmp_path / "out")
+    assert mine.exists()
+
+
+def test_unwritable_out_names_the_target(tmp_path, capsys):
+    from interfpred._io import atomic_write_text
+    from interfpred.cli import main
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    target = blocker / "out.csv"  # its "folder" is a file: no temporary file can be made there
+    with pytest.raises(OSError) as info:
+        atomic_write_text(target, "x")
+    assert info.value.filename == str(target)
+    assert main(["ingest", "--example", "--out", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"interfpred: error: {target}:") and ".tmp" not in err

@@ -23,12 +23,12 @@ import contextlib
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from interfpred._io import recover, replace_folder, temp_folder
 from interfpred.constants import (
     SCHEMA_VERSION,
     SIM_DEFAULT_EXECUTIONS,
@@ -428,8 +428,9 @@ def mix_scenario(models: Sequence[str], *, rho: float, gpu: GpuSpec | str = "l4"
 def write_scenario(scenario: Scenario, out: str | os.PathLike[str], *, force: bool = False) -> list[str]:
     """Write ``profiles.csv``, one ``<set>.csv`` per trace and ``scenario.json`` into ``out``.
 
-    The files are written into a temporary folder beside ``out`` which is then renamed, so
-    ``out`` is never left half-written.  An existing non-empty ``out`` is refused unless
+    The files are written into a temporary folder beside ``out`` which replaces it only once
+    complete, so ``out`` is never left half-written; a run killed at any point leaves the old
+    ``out`` (or a leftover the next run puts back and cleans up: :func:`interfpred._io.recover`).  An existing non-empty ``out`` is refused unless
     ``force`` (then it is replaced as a whole).  Returns the file names written.
 
     Examples
@@ -441,18 +442,19 @@ def write_scenario(scenario: Scenario, out: str | os.PathLike[str], *, force: bo
     >>> write_scenario(mix_scenario(["vgg19"], rho=0.5, executions=10), out)
     Traceback (most recent call last):
     ...
-    interfpred.errors.InterfpredError: output folder ... exists and is not empty; pass force=True (--force) to replace it
+    interfpred.errors.InterfpredError: output folder ... exists and is not empty; pass --force (force=True) to replace it
     """
     out = os.path.abspath(os.fspath(out))
+    recover(out)  # a run killed while replacing ``out`` left it aside: put it back first
     if os.path.exists(out):
         if not os.path.isdir(out):
             raise InterfpredError(f"output {out} exists and is not a folder")
         if os.listdir(out) and not force:
-            raise InterfpredError(f"output folder {out} exists and is not empty; pass force=True (--force) to replace it")
+            raise InterfpredError(f"output folder {out} exists and is not empty; pass --force (force=True) to replace it")
     parent = os.path.dirname(out)
     if not os.path.isdir(parent):
         raise InterfpredError(f"parent folder {parent} of the output does not exist")
-    tmp = tempfile.mkdtemp(prefix=".tmp-simulate-", dir=parent)
+    tmp = temp_folder(out)
     names = ["profiles.csv", *(f"{k}.csv" for k in scenario.traces), "scenario.json"]
     try:
         scenario.profiles.to_csv(os.path.join(tmp, "profiles.csv"))
@@ -462,17 +464,7 @@ def write_scenario(scenario: Scenario, out: str | os.PathLike[str], *, force: bo
             json.dump(scenario.manifest(), fh, indent=2, sort_keys=True)
             fh.write("\n")
         os.chmod(tmp, 0o755)
-        if os.path.exists(out):
-            old = tempfile.mkdtemp(prefix=".old-simulate-", dir=parent)
-            os.rename(out, os.path.join(old, "x"))
-            try:
-                os.rename(tmp, out)
-            except BaseException:
-                os.rename(os.path.join(old, "x"), out)
-                raise
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(tmp, out)
+        replace_folder(tmp, out)
     except BaseException:
         with contextlib.suppress(OSError):
             shutil.rmtree(tmp)
