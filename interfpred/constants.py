@@ -158,3 +158,6 @@ BENCH_MAX_WIDTH = 1024
 MAX_INT64 = 2**63 - 1
 #: Largest CSV field (characters) the trace, profile and manifest readers accept.
 CSV_FIELD_MAX_CHARS = 1 << 20
+#: Most (segment, running execution) pairs a timeline may hold (8 bytes each); a trace needing more
+#: (very long with many executions running at once) is refused during the sweep, before allocating.
+TIMELINE_MAX_MEMBERS = 2**28

@@ -272,3 +272,35 @@ def test_unwritable_out_names_the_target(tmp_path, capsys):
     assert main(["ingest", "--example", "--out", str(target)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"interfpred: error: {target}:") and ".tmp" not in err
+
+
+# ---------------------------------------------------------------------------- bounded sweep
+def test_everything_overlapping_is_refused_during_the_sweep():
+    import tracemalloc
+
+    from interfpred import Trace, build_timeline
+    from interfpred.constants import MAX_RUNNING_SET
+
+    n = 20_000
+    t = Trace(id=np.arange(n), gpu=["g"] * n, model=["m"] * n, batch_size=[1] * n,
+              start_ms=np.arange(n, dtype=float), end_ms=np.full(n, 1e9))
+    tracemalloc.start()
+    try:
+        with pytest.raises(InterfpredError, match=f"row {MAX_RUNNING_SET}: {MAX_RUNNING_SET + 1} executions run"):
+            build_timeline(t)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 512 * 2**20  # the O(n^2) members (1.6 GB) were never built
+
+
+def test_member_cap_refuses_long_dense_traces(monkeypatch):
+    from interfpred import Trace, build_timeline
+    from interfpred import timeline as tl
+
+    monkeypatch.setattr(tl, "TIMELINE_MAX_MEMBERS", 100)
+    n = 200
+    t = Trace(id=np.arange(n), gpu=["g"] * n, model=["m"] * n, batch_size=[1] * n,
+              start_ms=np.arange(n, dtype=float), end_ms=np.arange(n, dtype=float) + 3.5)
+    with pytest.raises(InterfpredError, match="TIMELINE_MAX_MEMBERS=100"):
+        build_timeline(t)
