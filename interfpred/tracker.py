@@ -69,7 +69,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
-from numba import njit
+from interfpred._jit import njit
 
 from interfpred import _timeline_kernels as _k
 from interfpred.constants import (

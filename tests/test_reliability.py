@@ -304,3 +304,29 @@ def test_member_cap_refuses_long_dense_traces(monkeypatch):
               start_ms=np.arange(n, dtype=float), end_ms=np.arange(n, dtype=float) + 3.5)
     with pytest.raises(InterfpredError, match="TIMELINE_MAX_MEMBERS=100"):
         build_timeline(t)
+
+
+# ---------------------------------------------------------------------------- numba cache fallback
+def test_import_works_when_numba_cannot_cache():
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    code = (
+        "import warnings\n"
+        "from numba.core import caching\n"
+        "caching.CacheImpl._locator_classes = []   # as with a read-only package folder and HOME\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    import interfpred, numpy as np\n"
+        "    from interfpred import RLS, build_timeline, Trace\n"
+        "    import interfpred.tracker, interfpred.sim.engine, interfpred.sim.contention\n"
+        "    RLS().update(np.ones(2), 1.0)\n"
+        "msgs = [str(x.message) for x in w if 'cannot cache' in str(x.message)]\n"
+        "assert len(msgs) == 1, msgs\n"
+        "print('ok')\n")
+    root = pathlib.Path(__file__).parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]

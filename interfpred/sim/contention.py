@@ -30,7 +30,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from numba import njit
+from interfpred._jit import njit
 from pydantic import BaseModel, ConfigDict, Field
 
 from interfpred.constants import (
