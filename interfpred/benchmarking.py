@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from interfpred.constants import BENCH_MAX_WIDTH
 from interfpred.errors import InterfpredError
 from interfpred.predictors.base import BasePredictor, make_predictor
 
@@ -170,6 +171,9 @@ def run_bench(
     for d in ds:
         if int(d) < 1:
             raise InterfpredError(f"d must be >= 1, got {d}")
+        if int(d) > BENCH_MAX_WIDTH:
+            raise InterfpredError(f"d {d} is larger than BENCH_MAX_WIDTH={BENCH_MAX_WIDTH} (RLS keeps a d x d "
+                                  f"covariance: d={d} would need {8.0 * int(d) ** 2 * 2 / 2**30:.3g} GiB)")
     rows: list[BenchRow] = []
     for d in ds:
         chosen = list(predictors) if predictors is not None else [
@@ -191,6 +195,20 @@ def run_bench(
                 if r is not None:
                     rows.append(r)
     return rows
+
+
+def missing_peers() -> list[str]:
+    """Peer libraries (pip names) the benchmark compares against that are not installed (rows skipped).
+
+    Examples
+    --------
+    >>> isinstance(missing_peers(), list)
+    True
+    """
+    import importlib.util
+
+    peers = (("river", "river"), ("sklearn", "scikit-learn"), ("padasip", "padasip"))
+    return [pip for module, pip in peers if importlib.util.find_spec(module) is None]
 
 
 def format_bench(rows: Sequence[BenchRow]) -> str:

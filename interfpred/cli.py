@@ -142,7 +142,7 @@ def _add_bench(sub) -> None:
 
 
 def _run_bench(args) -> int:
-    from interfpred.benchmarking import first_call_seconds, format_bench, parse_param, run_bench
+    from interfpred.benchmarking import first_call_seconds, format_bench, missing_peers, parse_param, run_bench
     from interfpred.predictors import make_predictor
 
     params = dict(parse_param(t) for t in args.param)
@@ -154,6 +154,9 @@ def _run_bench(args) -> int:
         if "rls" not in kinds:
             predictors.insert(0, make_predictor("rls"))
     rows = run_bench(args.d, predictors, n=args.n, peers=not args.no_peers)
+    if not args.no_peers:
+        for name in missing_peers():
+            print(f"note: {name} is not installed, so its row is skipped (pip install {name})", file=sys.stderr)
     print(f"first RLS update+predict in this process (compile or numba cache load): {first * 1e3:.1f} ms")
     print(format_bench(rows))
     return 0

@@ -154,10 +154,10 @@ FEATURE_ABS_MAX = 1e6
 SGD_MAX_LEARNING_RATE = 1e3
 #: Largest feature width ``interfpred bench --d`` accepts (RLS state grows as d**2).
 BENCH_MAX_WIDTH = 1024
-#: Largest integer accepted for ids and batch sizes read from CSV files (int64's maximum).
+#: Largest integer id a trace stores as an integer (int64's maximum); larger ids are kept as strings.
 MAX_INT64 = 2**63 - 1
-#: Largest CSV field (characters) the trace, profile and manifest readers accept.
-CSV_FIELD_MAX_CHARS = 1 << 20
+#: Largest batch size accepted anywhere (exact in float64; far beyond any real batch).
+MAX_BATCH_SIZE = 2**24
 #: Most (segment, running execution) pairs a timeline may hold (8 bytes each); a trace needing more
 #: (very long with many executions running at once) is refused during the sweep, before allocating.
 TIMELINE_MAX_MEMBERS = 2**28

@@ -26,8 +26,8 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from interfpred._io import atomic_open, read_text
-from interfpred.constants import PROFILE_COLUMNS, PROFILE_DUPLICATE_RTOL, RESOURCES
+from interfpred._io import atomic_open, csv_rows, read_text
+from interfpred.constants import MAX_BATCH_SIZE, PROFILE_COLUMNS, PROFILE_DUPLICATE_RTOL, RESOURCES
 from interfpred.errors import InputError, InterfpredError
 
 __all__ = ["Profile", "ProfileTable"]
@@ -57,7 +57,7 @@ class Profile(BaseModel):
 
     gpu: str = Field(min_length=1)
     model: str = Field(min_length=1)
-    batch_size: int = Field(gt=0)
+    batch_size: int = Field(gt=0, le=MAX_BATCH_SIZE)
     solo_ms: float = Field(gt=0, allow_inf_nan=False)
     sm: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
     l2: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
@@ -180,6 +180,8 @@ class ProfileTable:
             ("model", np.char.str_len(model_a) == 0, "must not be empty"),
             ("batch_size", ~np.isfinite(batch_a) | (batch_a <= 0) | (batch_a != np.round(batch_a)),
              "must be a positive integer"),
+            ("batch_size", np.isfinite(batch_a) & (batch_a > MAX_BATCH_SIZE),
+             f"is larger than MAX_BATCH_SIZE={MAX_BATCH_SIZE}"),
             ("solo_ms", ~np.isfinite(nums["solo_ms"]) | (nums["solo_ms"] <= 0),
              "must be a positive finite latency in ms"),
         ]
@@ -243,11 +245,14 @@ class ProfileTable:
         Errors name the file and the line of the offending value.
         """
         text = read_text(path)
-        return cls._from_text(text, path=path)
+        table = cls._from_text(text, path=path)
+        if len(table) == 0:
+            raise InputError("has a header but no profile rows", path=path)
+        return table
 
     @classmethod
     def _from_text(cls, text: str, *, path: str | os.PathLike[str] | None = None) -> ProfileTable:
-        reader = csv.reader(io.StringIO(text))
+        reader = csv_rows(text, path=path)
         header = None
         for header in reader:
             if header and any(h.strip() for h in header):

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from interfpred._io import atomic_open, read_text
-from interfpred.constants import TRACE_COLUMNS, TRACE_OPTIONAL_COLUMNS
+from interfpred._io import atomic_open, csv_rows, read_text
+from interfpred.constants import MAX_BATCH_SIZE, MAX_INT64, TRACE_COLUMNS, TRACE_OPTIONAL_COLUMNS
 from interfpred.errors import InputError, InterfpredError
 
 __all__ = ["Trace"]
@@ -68,6 +68,9 @@ class Trace:
         if ids.dtype.kind not in "iu":
             ids = ids.astype(str)
         else:
+            if ids.dtype.kind == "u" and ids.size and int(ids.max()) > MAX_INT64:
+                raise InterfpredError(f"id {int(ids.max())} does not fit in a 64-bit signed integer; pass ids as "
+                                      "strings")
             ids = ids.astype(np.int64)
         n = len(ids)
         gpu_a = np.asarray(gpu).astype(str)
@@ -108,6 +111,9 @@ class Trace:
         bad = np.flatnonzero(~np.isfinite(batch_f) | (batch_f <= 0) | (batch_f != np.round(batch_f)))
         if bad.size:
             fail(int(bad[0]), f"batch_size {float(batch_f[bad[0]]):g} is not a positive integer")
+        bad = np.flatnonzero(batch_f > MAX_BATCH_SIZE)
+        if bad.size:
+            fail(int(bad[0]), f"batch_size {float(batch_f[bad[0]]):g} is larger than MAX_BATCH_SIZE={MAX_BATCH_SIZE}")
         if solo is not None:
             bad = np.flatnonzero(~np.isfinite(solo) | (solo <= 0))
             if bad.size:
@@ -256,7 +262,7 @@ class Trace:
         Extra columns are ignored. Errors name the file and line.
         """
         text = read_text(path)
-        reader = csv.reader(io.StringIO(text))
+        reader = csv_rows(text, path=path)
         header = next((row for row in reader if row and any(c.strip() for c in row)), None)
         if header is None:
             raise InputError("empty file: expected a header " + ",".join(TRACE_COLUMNS), path=path)
@@ -288,8 +294,12 @@ class Trace:
                     raise InputError(f"{c} {cell!r} is not a number", path=path, line=lines[i]) from None
             parsed[c] = out
         try:
-            ids = np.array([int(x) for x in raw["id"]], dtype=np.int64)
+            ints = [int(x) for x in raw["id"]]
         except ValueError:
+            ints = None
+        if ints is not None and all(-MAX_INT64 - 1 <= v <= MAX_INT64 for v in ints):
+            ids = np.array(ints, dtype=np.int64)
+        else:  # not all integers, or too large for int64: keep them exactly, as strings
             ids = np.array(raw["id"], dtype=str)
         return cls(id=ids, gpu=np.array(raw["gpu"], dtype=str), model=np.array(raw["model"], dtype=str),
                    **parsed, _lines=lines, _path=path)

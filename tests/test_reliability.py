@@ -330,3 +330,130 @@ def test_import_works_when_numba_cannot_cache():
     env = {**os.environ, "PYTHONPATH": str(root)}
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
+# ---------------------------------------------------------------------------- one clean line, exit 2
+_PROFILES = "gpu,model,batch_size,solo_ms,sm,l2,dram\nl4,vgg19,1,2.0,0.5,0.25,0.5\nl4,vgg19,8,9.0,0.7,0.3,0.6\n"
+_TRACE_HEAD = "id,gpu,model,batch_size,start_ms,end_ms\n"
+
+
+def _cli(args, capsys):
+    from interfpred.cli import main
+
+    code = main([str(a) for a in args])
+    err = capsys.readouterr().err.strip()
+    return code, err
+
+
+@pytest.mark.parametrize("name, profiles, trace, match", [
+    ("batch 2^63 in profiles", _PROFILES + f"l4,vgg19,{2**63},9.0,0.7,0.3,0.6\n", None,
+     "profiles.csv line 4: batch_size .* MAX_BATCH_SIZE"),
+    ("batch 2^63 in trace", _PROFILES, _TRACE_HEAD + f"1,l4,vgg19,{2**63},0.0,1.0\n",
+     "trace.csv line 2: batch_size .* MAX_BATCH_SIZE"),
+    ("batch 1e23 in trace", _PROFILES, _TRACE_HEAD + "1,l4,vgg19,1e23,0.0,1.0\n", "trace.csv line 2: batch_size"),
+    ("huge field in trace", _PROFILES, _TRACE_HEAD + "1,l4," + "v" * 140_000 + ",1,0.0,1.0\n",
+     "trace.csv line 2: not a readable CSV: field larger than field limit"),
+    ("huge field in profiles", _PROFILES + "l4," + "v" * 140_000 + ",1,1,1,1,1\n", None,
+     "profiles.csv line 4: not a readable CSV"),
+    ("header-only profiles", "gpu,model,batch_size,solo_ms,sm,l2,dram\n", None,
+     "profiles.csv: has a header but no profile rows"),
+])
+def test_bad_inputs_give_one_line_naming_file_and_line(tmp_path, capsys, name, profiles, trace, match):
+    import re
+
+    (tmp_path / "profiles.csv").write_text(profiles)
+    (tmp_path / "trace.csv").write_text(trace or _TRACE_HEAD + "1,l4,vgg19,1,0.0,2.5\n2,l4,vgg19,8,0.5,12.0\n")
+    code, err = _cli(["fit", "--profiles", tmp_path / "profiles.csv", "--trace", tmp_path / "trace.csv",
+                      "--out", tmp_path / "m.json"], capsys)
+    assert code == 2 and "\n" not in err and "Traceback" not in err, err
+    assert re.search(match, err), err
+
+
+def test_bom_and_lone_cr_are_accepted(tmp_path, capsys):
+    (tmp_path / "profiles.csv").write_bytes(b"\xef\xbb\xbf" + _PROFILES.replace("\n", "\r").encode())
+    (tmp_path / "trace.csv").write_bytes(b"\xef\xbb\xbf" + (_TRACE_HEAD + "1,l4,vgg19,1,0.0,2.5\n"
+                                                           "2,l4,vgg19,8,0.5,12.0\n").encode())
+    code, err = _cli(["fit", "--profiles", tmp_path / "profiles.csv", "--trace", tmp_path / "trace.csv",
+                      "--out", tmp_path / "m.json"], capsys)
+    assert code == 0, err
+
+
+def test_bom_and_lone_cr_in_manifest(tmp_path):
+    from interfpred.ingest import read_manifest
+
+    (tmp_path / "run.csv").write_text("")
+    (tmp_path / "m.csv").write_bytes(b"\xef\xbb\xbffile,gpu,model,batch_size\rrun.csv,l4,m,2\r")
+    [entry] = read_manifest(tmp_path / "m.csv")
+    assert entry.batch_size == 2 and entry.line == 2
+    (tmp_path / "m.csv").write_text("file,gpu,model,batch_size\nrun.csv,l4,m,1e23\n")
+    with pytest.raises(InterfpredError, match="m.csv line 2: batch_size '1e23' is larger than MAX_BATCH_SIZE"):
+        read_manifest(tmp_path / "m.csv")
+
+
+def test_huge_ids_stay_exact():
+    from interfpred import Trace
+
+    path_ids = [str(2**63), "1e23", "5"]
+    t = Trace(id=np.array(path_ids), gpu=["g"] * 3, model=["m"] * 3, batch_size=[1] * 3,
+              start_ms=[0.0, 1.0, 2.0], end_ms=[1.0, 2.0, 3.0])
+    assert t.id.tolist() == path_ids
+    with pytest.raises(InterfpredError, match="does not fit in a 64-bit"):
+        Trace(id=np.array([2**63], dtype=np.uint64), gpu=["g"], model=["m"], batch_size=[1], start_ms=[0.0],
+              end_ms=[1.0])
+
+
+def test_huge_ids_in_csv_are_kept_as_strings(tmp_path):
+    from interfpred import Trace
+
+    (tmp_path / "t.csv").write_text(_TRACE_HEAD + f"{2**63},g,m,1,0.0,1.0\n3,g,m,1,0.5,1.5\n")
+    assert Trace.from_csv(tmp_path / "t.csv").id.tolist() == [str(2**63), "3"]
+
+
+def test_simulate_negative_seed_and_bench_huge_width(tmp_path, capsys):
+    code, err = _cli(["simulate", "--scenario", "mix", "--models", "vgg19", "--rho", "0.5", "--executions", "10",
+                      "--seed", "-1", "--out", tmp_path / "sim"], capsys)
+    assert code == 2 and "seed -1 must be a non-negative integer" in err and "\n" not in err
+    code, err = _cli(["bench", "--d", "100000", "--no-peers", "--n", "10"], capsys)
+    assert code == 2 and "BENCH_MAX_WIDTH" in err and "\n" not in err
+
+
+def test_bench_says_when_a_peer_is_missing(monkeypatch, capsys):
+    from interfpred import benchmarking
+
+    monkeypatch.setattr(benchmarking, "missing_peers", lambda: ["padasip"])
+    monkeypatch.setattr(benchmarking, "_padasip", lambda d, n, repeats: None)
+    code, err = _cli(["bench", "--d", "2", "--n", "20", "--predictor", "rls"], capsys)
+    assert code == 0 and "padasip is not installed" in err
+
+
+@pytest.mark.parametrize("index, value, match", [
+    (0, -1.0, "observation count"), (0, 0.5, "observation count"), (5, -1.0, "noise variance"),
+    (7, 0.5, "cycle position"), (8, 0.0, "")])
+def test_corrupt_rls_header_is_refused(tmp_path, index, value, match):
+    import json
+
+    from interfpred import load_predictor
+
+    p = RLS().fit(np.random.default_rng(0).random((10, 2)), np.ones(10))
+    state = p.to_state()
+    state["state"]["buffer"][index] = value
+    path = tmp_path / "rls.json"
+    path.write_text(json.dumps(state))
+    if not match:  # a weight may be anything finite
+        load_predictor(path)
+        return
+    with pytest.raises(InterfpredError, match=f"rls.json: .*{match}"):
+        load_predictor(path)
+
+
+def test_corrupt_rls_covariance_is_refused(tmp_path):
+    import json
+
+    from interfpred import load_predictor
+
+    p = RLS().fit(np.random.default_rng(0).random((10, 2)), np.ones(10))
+    state = p.to_state()
+    state["state"]["buffer"][8 + 2 * 3] = -1.0  # P[0, 0] (m = 3: w and w0 come first)
+    (tmp_path / "rls.json").write_text(json.dumps(state))
+    with pytest.raises(InterfpredError, match="positive diagonal"):
+        load_predictor(tmp_path / "rls.json")

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
-from interfpred._io import read_text
-from interfpred.constants import NCU_EXAMPLE_FILE
+from interfpred._io import csv_rows, read_text
+from interfpred.constants import MAX_BATCH_SIZE, NCU_EXAMPLE_FILE
 from interfpred.errors import InputError, InterfpredError
 from interfpred.profiles import ProfileTable
 
@@ -62,6 +62,8 @@ def _positive_int(text: str, name: str, path: str, line: int) -> int:
         raise InputError(f"{name} {text!r} is not a number", path=path, line=line) from None
     if not value.is_integer() or value <= 0:
         raise InputError(f"{name} {text!r} must be a positive integer", path=path, line=line)
+    if value > MAX_BATCH_SIZE:
+        raise InputError(f"{name} {text!r} is larger than MAX_BATCH_SIZE={MAX_BATCH_SIZE}", path=path, line=line)
     return int(value)
 
 
@@ -94,7 +96,7 @@ def read_manifest(path: str | os.PathLike[str]) -> list[ManifestEntry]:
     path_s = os.fspath(path)
     base = Path(path_s).resolve().parent
     text = read_text(path_s, "a manifest CSV")
-    reader = csv.reader(text.splitlines())
+    reader = csv_rows(text, path=path_s)
     header: list[str] = []
     for header in reader:
         if any(h.strip() for h in header):

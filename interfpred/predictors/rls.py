@@ -244,8 +244,16 @@ class RLS(BasePredictor):
         buf = _state_array(state, "buffer", size)
         if int(buf[1]) != m or int(buf[2]) != d:
             raise InterfpredError(f"state buffer describes width {int(buf[2])}, file says {d}")
-        if not 0 <= buf[7] < m:
+        if not (0 <= buf[7] < m and float(buf[7]).is_integer()):
             raise InterfpredError(f"state buffer has a bad cycle position {buf[7]}")
+        if not (buf[0] >= 0 and float(buf[0]).is_integer()):
+            raise InterfpredError(f"state buffer has a bad observation count {buf[0]} (expected an integer >= 0)")
+        if not buf[5] >= 0:
+            raise InterfpredError(f"state buffer has a negative noise variance {buf[5]}")
+        po = _H + 2 * m
+        P = buf[po:po + m * m].reshape(m, m)
+        if not (np.diag(P) > 0).all() or not np.array_equal(P, P.T):
+            raise InterfpredError("state covariance is not symmetric with a positive diagonal")
         # hyperparameters in the header follow the file's params
         buf[3] = float(self.forgetting)
         buf[4] = (1.0 - float(self.forgetting)) / float(self.delta) if self.stabilize else 0.0

@@ -224,6 +224,10 @@ class OnlineSGD(BasePredictor):
         buf = _state_array(state, "buffer", size)
         if int(buf[1]) != m or int(buf[2]) != d:
             raise InterfpredError(f"state buffer describes width {int(buf[2])}, file says {d}")
+        if not (buf[0] >= 0 and float(buf[0]).is_integer()):
+            raise InterfpredError(f"state buffer has a bad observation count {buf[0]} (expected an integer >= 0)")
+        if (buf[_H + m:_H + 2 * m] < 0).any() or (buf[_H + 2 * m + d:] < 0).any():
+            raise InterfpredError("state buffer has negative sums of squares")
         self._header(buf, m, d)
         self._buf = buf
         self._d = d

@@ -233,7 +233,7 @@ def poisson_arrivals(
     mean_solo = np.array([_mean_solo(profiles, spec.name, m, *table[m]) for m in models])
     lam = rho * gpus * w / mean_solo              # arrivals per ms, per model
     total = lam.sum()
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(check_seed(seed))
     times = start_ms + np.cumsum(rng.exponential(1.0 / total, size=executions))
     which = rng.choice(len(models), size=executions, p=lam / total)
     batch = np.empty(executions, dtype=np.int64)
@@ -396,7 +396,7 @@ def paper_scenario(gpu: GpuSpec | str = "l4", *, seed: int = 0, executions: int 
         "test3": [dict(models=every, rho=r, executions=q, batch_sizes=hetero, weights=PAPER_HETERO_WEIGHTS)
                   for r, q in zip((SIM_RHO_LIGHT, SIM_RHO_MODERATE, SIM_RHO_STRESS, SIM_RHO_MODERATE), quarter)],
     }
-    children = np.random.SeedSequence(seed).spawn(len(plans))
+    children = np.random.SeedSequence(check_seed(seed)).spawn(len(plans))
     traces, arrivals, sets = {}, {}, {}
     for i, (name, phases) in enumerate(plans.items()):
         trace, arr, desc = _run_phases(name, phases, spec=spec, profiles=profiles, gpus=gpus,
@@ -420,9 +420,26 @@ def mix_scenario(models: Sequence[str], *, rho: float, gpu: GpuSpec | str = "l4"
     profiles = zoo_profiles(spec.name) if profiles is None else profiles
     phases = [dict(models=list(models), rho=rho, executions=executions, batch_sizes=batch_sizes)]
     trace, arr, desc = _run_phases("trace", phases, spec=spec, profiles=profiles, gpus=gpus, first_id=0,
-                                   seed=np.random.SeedSequence(seed))
+                                   seed=np.random.SeedSequence(check_seed(seed)))
     return Scenario(profiles=profiles, spec=spec, traces={"trace": trace}, arrival_ms={"trace": arr},
                     sets={"trace": desc}, seed=seed)
+
+
+def check_seed(seed: object) -> int | None:
+    """``seed`` if it is None or a non-negative integer, else an :class:`InterfpredError`.
+
+    Examples
+    --------
+    >>> check_seed(-1)
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: seed -1 must be a non-negative integer (or None)
+    """
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InterfpredError(f"seed {seed!r} must be a non-negative integer (or None)")
+    return int(seed)
 
 
 def write_scenario(scenario: Scenario, out: str | os.PathLike[str], *, force: bool = False) -> list[str]:
