@@ -73,6 +73,7 @@ def _run_ingest(args) -> int:
     from interfpred import constants
     from interfpred.ingest import (ManifestEntry, example_path, profile_from_kernels, read_kernels,
                                    read_manifest, write_profiles)
+    from interfpred.ingest.tables import ProfileConflict
     from interfpred.profiles import ProfileTable
 
     sources = int(bool(args.files)) + int(args.manifest is not None) + int(args.example)
@@ -85,6 +86,8 @@ def _run_ingest(args) -> int:
         entries = read_manifest(args.manifest)
     else:
         files = [str(example_path())] if args.example else list(args.files)
+        if args.example:
+            print(f"example: {files[0]} (Nsight Compute details page, B200 cuBLASLt GEMM)", file=sys.stderr)
         n = len(files)
         ex = args.example
         gpus = _per_file(args.gpu, "gpu", n, constants.NCU_EXAMPLE_GPU if ex else None)
@@ -120,8 +123,12 @@ def _run_ingest(args) -> int:
         profiles.append(prof)
     table = ProfileTable.from_profiles(profiles)
     if args.out is not None:
-        written = write_profiles(table, args.out, append=not args.overwrite)
-        print(f"wrote {len(written)} profiles to {args.out}", file=sys.stderr)
+        try:
+            written = write_profiles(table, args.out, append=not args.overwrite)
+        except ProfileConflict as exc:
+            raise InterfpredError(f"{exc} (the new profile comes from {seen[exc.key][1]})") from None
+        n = len(written)
+        print(f"wrote {n} profile{'' if n == 1 else 's'} to {args.out}", file=sys.stderr)
     sys.stdout.write(table.to_csv_text())
     return 0
 

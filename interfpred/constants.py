@@ -161,3 +161,6 @@ MAX_BATCH_SIZE = 2**24
 #: Most (segment, running execution) pairs a timeline may hold (8 bytes each); a trace needing more
 #: (very long with many executions running at once) is refused during the sweep, before allocating.
 TIMELINE_MAX_MEMBERS = 2**28
+#: Significant digits kept in a profile computed from Nsight Compute output (Nsight prints at most
+#: about 7): removes the float noise of converting percent to fractions and ms.
+PROFILE_SIGNIFICANT_DIGITS = 10

@@ -250,7 +250,7 @@ def profile_arrays(trace: Trace, profiles: ProfileTable, *,
                 profiles.lookup_arrays([trace.model[i]], [batch[i]], gpus=None if gpus is None else [trace.gpu[i]],
                                        extrapolate=extrapolate)
             except InterfpredError as row_exc:
-                raise InterfpredError(f"row {i} (id {trace.id[i]}): {row_exc}") from None
+                raise InterfpredError(f"{trace.where(int(i))}: {row_exc}") from None
         raise
     vals = {k: v[inverse.reshape(-1)] for k, v in vals.items()}
     dem = np.column_stack([vals["sm"], vals["l2"], vals["dram"]]).astype(np.float64)
@@ -574,7 +574,7 @@ def transform_many(extractors: Sequence[Extractor], trace: Trace, profiles: Prof
     if any(ex.target == "rate" for ex in exs) and len(trace) and np.any(latency <= 0):
         i = int(np.flatnonzero(latency <= 0)[0])
         raise InterfpredError(
-            f"row {i} (id {trace.id[i]}) has zero latency: its rate solo_ms / latency is undefined; "
+            f"{trace.where(i)} has zero latency: its rate solo_ms / latency is undefined; "
             "drop zero-length executions or use target='slowdown'")
     if timeline is not None:
         if not isinstance(timeline, Timeline) or timeline.n_executions != len(trace):

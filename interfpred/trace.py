@@ -130,6 +130,9 @@ class Trace:
                 other = f"line {_lines[first]}" if _lines is not None else f"row {first}"
                 fail(second, f"duplicate id {ids[second].item()!r} (first seen at {other})")
         self._cols = {**cols, "batch_size": batch_f.astype(np.int64)}
+        # Where each row came from (a CSV reader passes them), for messages about a row later on.
+        self._path = None if _path is None else os.fspath(_path)
+        self._lines = None if _lines is None else list(_lines)
         for arr in self._cols.values():
             arr.setflags(write=False)
         self._codes: dict[str, tuple[tuple[str, ...], np.ndarray]] = {}
@@ -222,6 +225,19 @@ class Trace:
     def columns(self) -> dict[str, np.ndarray]:
         """All columns as a dict of read-only arrays."""
         return dict(self._cols)
+
+    def where(self, i: int) -> str:
+        """Where row ``i`` came from, for messages: ``"trace.csv line 7 (id 6)"`` or ``"row 5 (id 6)"``.
+
+        Examples
+        --------
+        >>> Trace(id=[4], gpu=["g"], model=["m"], batch_size=[1], start_ms=[0.0], end_ms=[1.0]).where(0)
+        'row 0 (id 4)'
+        """
+        label = f"id {self.id[i].item()!r}" if self.id.dtype.kind == "U" else f"id {self.id[i].item()}"
+        if self._path is not None and self._lines is not None:
+            return f"{self._path} line {self._lines[i]} ({label})"
+        return f"row {i} ({label})"
 
     def take(self, index: np.ndarray | Sequence[int] | slice) -> Trace:
         """A new trace with the selected rows (an index array, boolean mask or slice).

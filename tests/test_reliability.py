@@ -457,3 +457,94 @@ def test_corrupt_rls_covariance_is_refused(tmp_path):
     (tmp_path / "rls.json").write_text(json.dumps(state))
     with pytest.raises(InterfpredError, match="positive diagonal"):
         load_predictor(tmp_path / "rls.json")
+
+
+# ---------------------------------------------------------------------------- core-only install
+_NO_MATPLOTLIB = r"""
+import sys, importlib.abc
+
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "matplotlib" or name.startswith("matplotlib."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, Block())
+from interfpred.experiments import paper, scheduling
+paper.REPRODUCE_QUICK_EXECUTIONS = 400
+scheduling.E3_QUICK_LOADS = (1.0, 3.0)
+scheduling.E3_QUICK_REQUESTS = 150
+scheduling.E3_PAIR_BATCHES = (1, 8)
+from interfpred.cli import main
+sys.exit(main(["reproduce", "--quick", "--out", sys.argv[1]]))
+"""
+
+
+def test_reproduce_without_matplotlib_skips_every_figure(tmp_path):
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.run([sys.executable, "-c", _NO_MATPLOTLIB, str(tmp_path / "r")], env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert report.count("figure skipped: matplotlib is not installed") == 3  # E1, E2 and E3
+    assert not list((tmp_path / "r").glob("*.png"))
+
+
+# ---------------------------------------------------------------------------- messages
+def test_ingest_messages(tmp_path, capsys):
+    out = tmp_path / "p.csv"
+    code, err = _cli(["ingest", "--example", "--out", out], capsys)
+    assert code == 0 and "wrote 1 profile to" in err and "example: " in err
+    assert "superbenchmark_cublaslt_b200_details.log" in err
+    lines = out.read_text().splitlines()
+    lines.insert(1, "b200,other,1,1.0,0.1,0.1,0.1")
+    lines[2] = lines[2].replace("0.40624", "9.5")
+    out.write_text("\n".join(lines) + "\n")
+    before = out.read_bytes()
+    code, err = _cli(["ingest", "--example", "--out", out], capsys)
+    err = err.splitlines()[-1]  # after the "example: PATH" note
+    assert code == 2 and err.startswith("interfpred: error: ")
+    assert f"{out} line 3: cannot append" in err and "solo_ms 9.5 in the file vs 0.40624 new" in err
+    assert "superbenchmark_cublaslt_b200_details.log" in err and out.read_bytes() == before
+
+
+def test_percentages_keep_their_printed_precision():
+    from interfpred.ingest import KernelTable, profile_from_kernels
+
+    t = KernelTable.from_columns(name=["k"], duration_ms=[0.40624], sm=[10.877 * 0.01], l2=[0.1512],
+                                 dram=[0.0074])
+    p = profile_from_kernels(t, gpu="g", model="m", batch_size=1)
+    assert repr(p.sm) == "0.10877" and repr(p.solo_ms) == "0.40624"
+
+
+def test_missing_profile_names_the_trace_file_and_line(tmp_path, capsys):
+    (tmp_path / "profiles.csv").write_text(_PROFILES)
+    (tmp_path / "trace.csv").write_text(_TRACE_HEAD + "1,l4,vgg19,1,0.0,2.5\n10,l4,resnet50,8,0.5,12.0\n")
+    code, err = _cli(["fit", "--profiles", tmp_path / "profiles.csv", "--trace", tmp_path / "trace.csv",
+                      "--out", tmp_path / "m.json"], capsys)
+    assert code == 2 and f"{tmp_path / 'trace.csv'} line 3 (id 10):" in err and "resnet50" in err
+
+
+def test_force_message_names_the_flag(tmp_path, capsys):
+    (tmp_path / "sim").mkdir()
+    (tmp_path / "sim" / "x").write_text("")
+    code, err = _cli(["simulate", "--scenario", "mix", "--models", "vgg19", "--rho", "0.5", "--executions", "10",
+                      "--out", tmp_path / "sim"], capsys)
+    assert code == 2 and "pass --force to replace it" in err and "force=True" not in err
+
+
+def test_e3_names_the_simulated_gpu(tmp_path, monkeypatch):
+    from interfpred.experiments import scheduling
+    from interfpred.experiments.report import ReproduceContext
+
+    monkeypatch.setattr(scheduling, "E3_QUICK_LOADS", (1.0,))
+    monkeypatch.setattr(scheduling, "E3_QUICK_REQUESTS", 100)
+    monkeypatch.setattr(scheduling, "E3_PAIR_BATCHES", (1, 8))
+    sec = scheduling.run_e3(ReproduceContext(tmp_path, seed=1, quick=True, progress=lambda m: None, gpu="a100"))
+    assert "simulated A100 GPUs" in sec.markdown and "L4" not in sec.markdown

@@ -91,6 +91,8 @@ from interfpred.sim.workload import poisson_arrivals
 from interfpred.sim.zoo import zoo_profiles
 from interfpred.tracker import ColocationTracker
 
+_NO_MPL = "_(figure skipped: matplotlib is not installed; `pip install \".[plot]\"` draws it)_"
+
 __all__ = ["POLICIES", "ServingResult", "fit_pair_models", "run_e3", "simulate_serving"]
 
 #: Policy names in report order: (a), (b), (c), (d).
@@ -576,12 +578,14 @@ def run_e3(ctx: ReproduceContext) -> Section:
     fig = _plot(ctx, loads, results)
     err = [r.tracker_error for r in results["tracker"]]
     verdict = _verdict(goals)
-    setup = (f"{E3_GPUS} simulated L4 GPUs (ground-truth contention, noise sigma={spec.sigma}), six zoo models, "
+    setup = (f"{E3_GPUS} simulated {spec.name.upper()} GPUs (ground-truth contention, noise sigma={spec.sigma}), "
+             "six zoo models, "
              f"{requests} Poisson requests per run, SLO = {E3_SLO_FACTOR:g} x solo latency at batch "
              f"{E3_SLO_BATCH}, dynamic batching up to {E3_MAX_BATCH}, at most {spec.max_concurrency} batches per GPU, "
              f"margin {E3_MARGIN:g} for (b) and (c); load = offered utilisation per GPU at batch size 1. "
              "See interfpred/experiments/scheduling.py for the exact rules.")
-    md = "\n\n".join([setup, markdown_table(header, rows), f"![SLO attainment against load]({fig})",
+    figure = f"![SLO attainment against load]({fig})" if fig is not None else _NO_MPL
+    md = "\n\n".join([setup, markdown_table(header, rows), figure,
                       "Tracker's mean absolute relative latency error per finished batch (before learning), "
                       "per load: " + ", ".join(f"{e:.3f}" for e in err if e is not None), verdict])
     terminal = "\n".join([setup, "", text_table(header, rows), "", verdict])
@@ -590,7 +594,7 @@ def run_e3(ctx: ReproduceContext) -> Section:
                        "max_batch": E3_MAX_BATCH, "margin": E3_MARGIN, "gpu": spec.name},
             "results": {p: [r.as_dict() for r in results[p]] for p in POLICIES}, "goals": goals}
     return Section(title="E3: SLO-aware scheduling with co-location", markdown=md, terminal=terminal,
-                   figures=[fig], data=data)
+                   figures=[fig] if fig is not None else [], data=data)
 
 
 def _verdict(goals: dict[str, Any]) -> str:
@@ -604,11 +608,13 @@ def _verdict(goals: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _plot(ctx: ReproduceContext, loads: list[float], results: dict[str, list[ServingResult]]) -> str:
-    import matplotlib
+def _plot(ctx: ReproduceContext, loads: list[float], results: dict[str, list[ServingResult]]) -> str | None:
+    """Draw the attainment figure; None (figure skipped) when matplotlib is not installed."""
+    from interfpred.experiments.paper import _pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
+    if plt is None:
+        return None
 
     name = "e3_slo_attainment.png"
     fig, ax = plt.subplots(figsize=(6, 4))

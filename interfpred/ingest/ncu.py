@@ -40,7 +40,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from pydantic import ValidationError
 
-from interfpred.constants import NCU_PERCENT_TOLERANCE, NCU_SNIFF_BYTES
+from interfpred.constants import NCU_PERCENT_TOLERANCE, NCU_SNIFF_BYTES, PROFILE_SIGNIFICANT_DIGITS
 from interfpred.errors import InputError, InterfpredError
 from interfpred.profiles import Profile
 
@@ -326,6 +326,8 @@ def profile_from_kernels(kernels: KernelTable, *, gpu: str, model: str, batch_si
 
     ``solo_ms`` is the summed kernel time divided by ``iterations`` (the number of batches the
     profiled run executed); the throughputs are duration-weighted means over the launches.
+    Every number is rounded to ``PROFILE_SIGNIFICANT_DIGITS`` significant digits (more than
+    Nsight prints), so a percentage of 10.877 becomes 0.10877, not 0.10876999999999999.
     ``kernel_filter`` and ``nvtx_filter`` (regular expressions, searched) keep only matching
     launches, e.g. one batch size's NVTX range of a run that profiled several.
 
@@ -353,10 +355,14 @@ def profile_from_kernels(kernels: KernelTable, *, gpu: str, model: str, batch_si
             f"({len(kernels)} launches, e.g. {str(kernels.name[0])!r})")
     d = selected.duration_ms
     total = float(d.sum())
-    values = {r: float(np.clip(np.dot(d, selected.column(r)) / total, 0.0, 1.0)) for r in ("sm", "l2", "dram")}
+    # Nsight prints at most about 7 significant digits: keep PROFILE_SIGNIFICANT_DIGITS, dropping the
+    # float noise of the unit conversion and the weighted mean (0.10876999999999999 -> 0.10877).
+    digits = PROFILE_SIGNIFICANT_DIGITS
+    values = {r: float(f"{float(np.clip(np.dot(d, selected.column(r)) / total, 0.0, 1.0)):.{digits}g}")
+              for r in ("sm", "l2", "dram")}
     try:
-        return Profile(gpu=gpu, model=model, batch_size=batch_size, solo_ms=total / int(iterations),
-                       **values)
+        return Profile(gpu=gpu, model=model, batch_size=batch_size,
+                       solo_ms=float(f"{total / int(iterations):.{digits}g}"), **values)
     except ValidationError as exc:
         parts = [f"{'.'.join(map(str, e['loc']))} {e.get('input')!r}: {e['msg']}" for e in exc.errors()]
         raise InterfpredError("invalid profile: " + "; ".join(parts)) from None

@@ -29,7 +29,7 @@ from interfpred.constants import MAX_BATCH_SIZE, NCU_EXAMPLE_FILE
 from interfpred.errors import InputError, InterfpredError
 from interfpred.profiles import ProfileTable
 
-__all__ = ["ManifestEntry", "read_manifest", "write_profiles", "example_path"]
+__all__ = ["ManifestEntry", "ProfileConflict", "read_manifest", "write_profiles", "example_path"]
 
 _REQUIRED = ("file", "gpu", "model", "batch_size")
 _OPTIONAL = ("iterations", "kernel_filter", "nvtx_filter")
@@ -137,6 +137,60 @@ def read_manifest(path: str | os.PathLike[str]) -> list[ManifestEntry]:
     return entries
 
 
+class ProfileConflict(InputError):
+    """A new profile disagrees with the one already in a profile file; ``key`` is (gpu, model, batch_size)."""
+
+    def __init__(self, message: str, *, path: str | os.PathLike[str], line: int | None,
+                 key: tuple[str, str, int]) -> None:
+        super().__init__(message, path=path, line=line)
+        self.key = key
+
+
+def _check_no_conflict(existing: ProfileTable, new: ProfileTable, path: str | os.PathLike[str]) -> None:
+    """Raise :class:`ProfileConflict` naming the file's line when a new profile disagrees with it."""
+    import math
+
+    from interfpred.constants import PROFILE_DUPLICATE_RTOL
+
+    old = {(p.gpu, p.model, p.batch_size): p for p in existing}
+    for p in new:
+        key = (p.gpu, p.model, p.batch_size)
+        q = old.get(key)
+        if q is None:
+            continue
+        diff = [f"{name} {getattr(q, name)!r} in the file vs {getattr(p, name)!r} new"
+                for name in ("solo_ms", "sm", "l2", "dram")
+                if not math.isclose(getattr(q, name), getattr(p, name), rel_tol=PROFILE_DUPLICATE_RTOL, abs_tol=0.0)]
+        if diff:
+            line = _line_of(path, key)
+            raise ProfileConflict(f"cannot append: the profile for (gpu={key[0]!r}, model={key[1]!r}, "
+                                  f"batch_size={key[2]}) here conflicts with the new one: {'; '.join(diff)}; "
+                                  "the file is unchanged (use --overwrite to replace it)",
+                                  path=path, line=line, key=key)
+
+
+def _line_of(path: str | os.PathLike[str], key: tuple[str, str, int]) -> int | None:
+    """Line of the profile file holding ``key`` (the header tells the columns)."""
+    rows = csv_rows(read_text(path), path=path)
+    header: list[str] = []
+    for header in rows:
+        if any(h.strip() for h in header):
+            break
+    header = [h.strip() for h in header]
+    try:
+        ig, im, ib = header.index("gpu"), header.index("model"), header.index("batch_size")
+    except ValueError:
+        return None
+    for row in rows:
+        if len(row) == len(header) and (row[ig].strip(), row[im].strip()) == key[:2]:
+            try:
+                if float(row[ib]) == key[2]:
+                    return rows.line_num
+            except ValueError:
+                continue
+    return None
+
+
 def write_profiles(table: ProfileTable, path: str | os.PathLike[str], *, append: bool = False) -> ProfileTable:
     """Write ``table`` as a tidy profile CSV, atomically; with ``append`` merge into the file first.
 
@@ -157,6 +211,7 @@ def write_profiles(table: ProfileTable, path: str | os.PathLike[str], *, append:
     """
     if append and os.path.exists(path):
         existing = ProfileTable.from_csv(path)
+        _check_no_conflict(existing, table, path)
         try:
             table = existing.merge(table)
         except InterfpredError as exc:
