@@ -548,3 +548,58 @@ def test_e3_names_the_simulated_gpu(tmp_path, monkeypatch):
     monkeypatch.setattr(scheduling, "E3_PAIR_BATCHES", (1, 8))
     sec = scheduling.run_e3(ReproduceContext(tmp_path, seed=1, quick=True, progress=lambda m: None, gpu="a100"))
     assert "simulated A100 GPUs" in sec.markdown and "L4" not in sec.markdown
+
+
+# ---------------------------------------------------------------------------- across CPUs
+_SMALL_REPRODUCE = r"""
+import sys
+from interfpred.experiments import paper, scheduling
+paper.REPRODUCE_QUICK_EXECUTIONS = 600
+scheduling.E3_QUICK_LOADS = (1.0, 3.0)
+scheduling.E3_QUICK_REQUESTS = 200
+scheduling.E3_PAIR_BATCHES = (1, 8)
+from interfpred.experiments.reproduce import reproduce
+reproduce(sys.argv[1], quick=True, seed=4)
+"""
+_NO_AVX512 = " ".join(["AVX512F", "AVX512CD", "AVX512VL", "AVX512BW", "AVX512DQ", "AVX512_SKX", "AVX512_CLX",
+                       "AVX512_CNL", "AVX512_ICL", "AVX512_SPR", "AVX512VNNI", "AVX512IFMA", "AVX512VBMI",
+                       "AVX512VBMI2", "AVX512BITALG", "AVX512BF16", "AVX512VPOPCNTDQ", "AVX512FP16"])
+
+
+def _numbers(obj, path=""):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if not (k.endswith("_s") or k in ("generated", "command")):  # timings and the output path
+                yield from _numbers(v, f"{path}/{k}")
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _numbers(v, f"{path}[{i}]")
+    else:
+        yield path, obj
+
+
+def test_reproduce_agrees_across_simd_widths_and_blas_kernels(tmp_path):
+    import json
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).parents[1]
+    runs = {"default": {}, "narrow": {"NPY_DISABLE_CPU_FEATURES": _NO_AVX512, "OPENBLAS_CORETYPE": "Haswell"}}
+    results = {}
+    for name, extra in runs.items():
+        env = {**os.environ, "PYTHONPATH": str(root), **extra}
+        proc = subprocess.run([sys.executable, "-c", _SMALL_REPRODUCE, str(tmp_path / name)], env=env,
+                              capture_output=True, text=True, timeout=900)
+        if proc.returncode != 0 and "NPY_DISABLE_CPU_FEATURES" in proc.stderr:
+            pytest.skip("this numpy cannot disable AVX-512 dispatch")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        results[name] = dict(_numbers(json.loads((tmp_path / name / "results.json").read_text())))
+    a, b = results["default"], results["narrow"]
+    assert a.keys() == b.keys()
+    for key in a:
+        if isinstance(a[key], float):
+            assert b[key] == pytest.approx(a[key], rel=1e-9, abs=1e-12), key
+        else:
+            assert a[key] == b[key], key
