@@ -603,3 +603,35 @@ def test_reproduce_agrees_across_simd_widths_and_blas_kernels(tmp_path):
             assert b[key] == pytest.approx(a[key], rel=1e-9, abs=1e-12), key
         else:
             assert a[key] == b[key], key
+
+
+# ---------------------------------------------------------------------------- lazy imports
+def test_help_and_version_import_nothing_heavy():
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from interfpred.cli import main\n"
+            "for argv in (['--help'], ['--version'], ['fit', '--help']):\n"
+            "    try:\n"
+            "        main(argv)\n"
+            "    except SystemExit:\n"
+            "        pass\n"
+            "heavy = sorted(m for m in ('numba', 'pydantic', 'sklearn', 'river', 'scipy', 'matplotlib')\n"
+            "               if m in sys.modules)\n"
+            "print('HEAVY', heavy)\n")
+    env = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).parents[1])}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "HEAVY []"
+
+
+def test_lazy_names_resolve_and_are_all_listed():
+    import interfpred
+
+    for name in interfpred.__all__:
+        assert getattr(interfpred, name) is not None, name
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        interfpred.nope  # noqa: B018
