@@ -54,6 +54,13 @@ def _data(d: int, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 def _ours(p: BasePredictor, d: int, n: int, repeats: int) -> BenchRow:
     X, y = _data(d, max(n, BATCH))
+    if not p.learns_online:  # frozen: update is refused, so only predict is timed
+        p.predict(X[:10])
+        rows = [X[i].copy() for i in range(n)]
+        Xf = X[:BATCH].copy()
+        return BenchRow(name=repr(p), d=d, predict_one=_best(lambda: [p.predict(x) for x in rows], n, repeats),
+                        update_one=np.nan, predict_batch=_best(lambda: p.predict(Xf), BATCH, repeats),
+                        update_batch=np.nan)
     p.update(X[:10], y[:10])  # allocate and compile (or load from cache)
     rows = [X[i].copy() for i in range(n)]
     ys = [float(v) for v in y[:n]]

@@ -229,7 +229,13 @@ class InterferenceModel:
         return self
 
     def update(self, trace: Trace, profiles: ProfileTable) -> None:
-        """Learn from more finished executions without forgetting (a frozen predictor ignores them)."""
+        """Learn from more finished executions without forgetting.
+
+        Raises
+        ------
+        FrozenPredictorError
+            The predictor is frozen (``learns_online`` false): refit with :meth:`fit` instead.
+        """
         fm = self.features(trace, profiles)
         self._check_width(fm)
         if len(fm):

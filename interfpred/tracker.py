@@ -82,7 +82,7 @@ from interfpred.constants import (
     TRACKER_MIN_RATE,
     TRACKER_MIN_REMAINING,
 )
-from interfpred.errors import InterfpredError
+from interfpred.errors import FrozenPredictorError, InterfpredError
 from interfpred.features import Extractor, TimeWeighted
 from interfpred.predictors import RLS, GpuletsModel, OfflineLinear, OnlineSGD
 from interfpred.profiles import ProfileTable
@@ -201,7 +201,8 @@ class FinishResult(NamedTuple):
     predicted_latency_ms: float
     #: ``(predicted - observed) / observed`` latency.
     relative_error: float
-    #: Whether ``predictor.update`` was called (False with ``learn=False``, a zero-length execution, or an
+    #: Whether ``predictor.update`` was called (False with ``learn=False``, a frozen predictor
+    #: (``learns_online`` false), a zero-length execution, or an
     #: observed slowdown outside ``[SLOWDOWN_MIN, SLOWDOWN_MAX]``, which is non-physical: a glitched timer).
     learned: bool
 
@@ -534,9 +535,13 @@ class ColocationTracker:
         learned = False
         slowdown = 1.0 / done.y if self._is_rate and done.y > 0 else done.y
         physical = SLOWDOWN_MIN <= slowdown <= SLOWDOWN_MAX   # else a glitched timer: not learned
-        if self.learn and lat > 0 and math.isfinite(done.y) and physical:
-            self.predictor.update(done.x, float(done.y))
-            learned = True
+        online = getattr(self.predictor, "learns_online", True)   # a frozen predictor refuses update
+        if self.learn and online and lat > 0 and math.isfinite(done.y) and physical:
+            try:
+                self.predictor.update(done.x, float(done.y))
+                learned = True
+            except FrozenPredictorError:  # a wrapped frozen predictor: nothing learned, and reported so
+                learned = False
         return FinishResult(done, predicted, err, learned)
 
     # ------------------------------------------------------------------ questions

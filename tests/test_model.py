@@ -120,7 +120,10 @@ def test_update_learns_and_offline_is_frozen(scenario):
     assert m.predictor.n_seen_ == n0 + len(b)
     off = InterferenceModel(None, "offline_linear").fit(a, prof)
     coef = off.predictor.coef_.copy()
-    off.update(b, prof)
+    from interfpred.errors import FrozenPredictorError
+
+    with pytest.raises(FrozenPredictorError, match="frozen"):
+        off.update(b, prof)
     np.testing.assert_array_equal(off.predictor.coef_, coef)
 
 

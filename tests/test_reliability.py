@@ -635,3 +635,47 @@ def test_lazy_names_resolve_and_are_all_listed():
         assert getattr(interfpred, name) is not None, name
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         interfpred.nope  # noqa: B018
+
+
+# ---------------------------------------------------------------------------- frozen learners say so
+def test_frozen_predictors_refuse_update():
+    from sklearn.linear_model import Ridge
+
+    from interfpred import GpuletsModel, OfflineLinear
+    from interfpred.errors import FrozenPredictorError
+    from interfpred.predictors.adapters import RiverFacade, SklearnRegressor
+
+    X = np.random.default_rng(3).random((8, 4))
+    y = 1.0 + X @ np.array([0.1, 0.2, 0.3, 0.1])
+    for p in (OfflineLinear().fit(X, y), GpuletsModel().fit(X, y), SklearnRegressor(estimator=Ridge()).fit(X, y)):
+        before = p.predict(X)
+        with pytest.raises(FrozenPredictorError, match="frozen|partial_fit"):
+            p.update(X, y * 2)
+        with pytest.raises(FrozenPredictorError):
+            p.update(X[0], 2.0)
+        np.testing.assert_allclose(p.predict(X), before)
+    with pytest.raises(FrozenPredictorError, match="RiverFacade needs an online predictor"):
+        RiverFacade(predictor=OfflineLinear()).learn_one({"a": 0.1}, 1.2)
+
+
+def test_tracker_with_frozen_predictor_reports_not_learned():
+    from interfpred import GpuletsModel, TimeWeighted
+
+    tr = ColocationTracker(_profiles(), GpuletsModel(), TimeWeighted(feature_map="gpulets"))
+    tr.start("x", "a", 1, 0.0)
+    assert tr.finish("x", 3.0).learned is False
+
+
+def test_bench_whatif_learn_row_learns():
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.run([sys.executable, str(root / "benchmarks" / "bench_whatif.py"), "--repeat", "3"], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("start + finish learned"))
+    assert int(line.split()[4]) > 0

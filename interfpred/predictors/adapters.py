@@ -157,8 +157,8 @@ class SklearnRegressor(_WrappedPredictor):
     """Any scikit-learn regressor as an interfpred predictor.
 
     ``fit`` fits a clone of ``estimator``; ``update`` calls ``partial_fit`` when the estimator
-    has it (``learns_online`` is then true) and otherwise validates its input and learns
-    nothing, like :class:`~interfpred.OfflineLinear`.
+    has it (``learns_online`` is then true) and otherwise raises
+    :class:`~interfpred.errors.FrozenPredictorError`, like :class:`~interfpred.OfflineLinear`.
 
     Examples
     --------
@@ -217,11 +217,14 @@ class SklearnRegressor(_WrappedPredictor):
     def update(self, X: Any, y: Any) -> None:
         """``partial_fit`` on the rows (or validate and learn nothing without it)."""
         if not self.learns_online:
+            from interfpred.errors import FrozenPredictorError
             from interfpred.predictors.base import as_rows, as_targets
 
             Xa, single = as_rows(X, width=self._d)
             as_targets(y, Xa.shape[0], single)
-            return
+            raise FrozenPredictorError(
+                f"{type(self.estimator).__name__} has no partial_fit, so update() cannot learn online; refit "
+                "with fit(X, y) on all the data, or wrap an estimator with partial_fit (SGDRegressor)")
         BasePredictor.update(self, X, y)
 
     def _predict_rows(self, X: np.ndarray) -> np.ndarray:
@@ -284,6 +287,13 @@ class RiverFacade(_RiverRegressorBase):
         return out
 
     def learn_one(self, x: dict, y: float) -> None:
+        """Learn one observation; a frozen (offline) predictor is refused with FrozenPredictorError."""
+        if not getattr(self.predictor or _default_predictor(), "learns_online", True):
+            from interfpred.errors import FrozenPredictorError
+
+            raise FrozenPredictorError(
+                f"RiverFacade needs an online predictor; {type(self.predictor).__name__} is frozen and "
+                "cannot learn_one (use RLS or OnlineSGD)")
         if self._features is None:
             try:
                 features = tuple(sorted(x))
@@ -303,15 +313,27 @@ class RiverFacade(_RiverRegressorBase):
 
 try:
     from sklearn.base import BaseEstimator, RegressorMixin
+    from sklearn.utils.metaestimators import available_if
 except ImportError:  # pragma: no cover
     BaseEstimator = RegressorMixin = object  # type: ignore[misc,assignment]
+
+    def available_if(check: Any) -> Any:  # type: ignore[no-redef]
+        return lambda fn: fn
+
+
+def _learns_online(facade: Any) -> bool:
+    """Whether the facade's predictor learns online (``partial_fit`` exists only then)."""
+    p = facade.predictor if facade.predictor is not None else _default_predictor()
+    return bool(getattr(p, "learns_online", True))
 
 
 class SklearnFacade(RegressorMixin, BaseEstimator):
     """An interfpred predictor as a scikit-learn regressor (fit / predict / partial_fit).
 
-    ``fit`` trains a fresh clone of ``predictor``; ``partial_fit`` keeps learning (online
-    predictors) so the facade works in pipelines, ``clone``, grid search and out-of-core loops.
+    ``fit`` trains a fresh clone of ``predictor``; ``partial_fit`` keeps learning so the facade
+    works in pipelines, ``clone``, grid search and out-of-core loops. A frozen predictor
+    (``OfflineLinear``, ``GpuletsModel``) has no ``partial_fit`` here, as scikit-learn's own
+    offline estimators have none.
 
     Parameters
     ----------
@@ -346,7 +368,9 @@ class SklearnFacade(RegressorMixin, BaseEstimator):
         self.model_ = model
         return self
 
+    @available_if(_learns_online)
     def partial_fit(self, X: Any, y: Any) -> SklearnFacade:
+        """Keep learning from more rows (only offered when the predictor learns online)."""
         from sklearn.utils.validation import validate_data
 
         first = not hasattr(self, "model_")
