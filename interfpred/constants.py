@@ -164,3 +164,6 @@ TIMELINE_MAX_MEMBERS = 2**28
 #: Significant digits kept in a profile computed from Nsight Compute output (Nsight prints at most
 #: about 7): removes the float noise of converting percent to fractions and ms.
 PROFILE_SIGNIFICANT_DIGITS = 10
+#: Fleet.choose_gpu: added projected latencies within this relative tolerance are a tie, broken by the
+#: least loaded GPU (an untrained model predicts the same added latency everywhere).
+FLEET_TIE_RTOL = 1e-9

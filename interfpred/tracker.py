@@ -650,6 +650,46 @@ class ColocationTracker:
         cap = 2 * self._dem.shape[0]
         self._dem, self._solo, self._rem = (grown(a, cap) for a in (self._dem, self._solo, self._rem))
 
+    @classmethod
+    def from_model(cls, model: Any, profiles: ProfileTable, **options: Any) -> ColocationTracker:
+        """A tracker warm-started from a fitted :class:`~interfpred.InterferenceModel`.
+
+        The tracker uses the model's extractor and *shares* its predictor: what it learns on
+        every finish updates ``model.predictor`` (save the model to keep it). An untrained
+        tracker assumes no interference until it has learned; a model fitted offline
+        (``interfpred fit``, or :meth:`InterferenceModel.fit`) predicts interference from
+        the first launch.
+
+        Parameters
+        ----------
+        model
+            A fitted (or fresh) :class:`~interfpred.InterferenceModel`, e.g. from
+            :func:`~interfpred.load_model`.
+        profiles
+            Solo profiles of the models that will run.
+        **options
+            Passed to the constructor (``gpu``, ``learn``, ``extrapolate``, ``min_rate``, ``max_rate``).
+
+        Examples
+        --------
+        >>> from interfpred import InterferenceModel
+        >>> from interfpred.sim.workload import mix_scenario
+        >>> sc = mix_scenario(["resnet50", "vgg19"], rho=1.2, executions=400, seed=2)
+        >>> model = InterferenceModel().fit(sc.traces["trace"], sc.profiles)
+        >>> tr = ColocationTracker.from_model(model, sc.profiles)
+        >>> tr.predictor is model.predictor
+        True
+        >>> tr.start("a", "vgg19", 8, 0.0)
+        >>> solo = sc.profiles.lookup("resnet50", 8).solo_ms
+        >>> tr.what_if([("b", "resnet50", 8)], 0.0)["b"] > solo     # interference predicted at once
+        True
+        """
+        from interfpred.model import InterferenceModel
+
+        if not isinstance(model, InterferenceModel):
+            raise InterfpredError(f"from_model expects an InterferenceModel, got {type(model).__name__}")
+        return cls(profiles, model.predictor, model.extractor, **options)
+
     def __repr__(self) -> str:
         return (f"ColocationTracker({self.extractor!r}, predictor={self.predictor!r}, gpu={self.gpu!r}, "
                 f"running={len(self._ids)})")

@@ -679,3 +679,37 @@ def test_bench_whatif_learn_row_learns():
     assert proc.returncode == 0, proc.stderr[-2000:]
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("start + finish learned"))
     assert int(line.split()[4]) > 0
+
+
+# ---------------------------------------------------------------------------- warm start and ties
+def test_untrained_fleet_puts_work_on_the_idle_gpu():
+    from interfpred import Fleet
+    from interfpred.sim.zoo import zoo_profiles
+
+    prof = zoo_profiles("l4")
+    fleet = Fleet({"gpu0": ColocationTracker(prof, RLS()), "gpu1": ColocationTracker(prof, RLS())})
+    fleet.start("gpu0", "busy", "vgg19", 8, 0.0, deadline=1e6)
+    assert fleet.choose_gpu(("c", "resnet50", 4), 1e6, 1.0) == "gpu1"  # a tie: the least loaded wins
+    fleet.start("gpu1", "b2", "vgg19", 8, 1.0, deadline=1e6)
+    fleet.start("gpu1", "b3", "vgg19", 8, 1.0, deadline=1e6)
+    assert fleet.choose_gpu(("c", "resnet50", 4), 1e6, 2.0) == "gpu0"
+
+
+def test_from_model_warm_starts_the_tracker():
+    from interfpred import InterferenceModel
+    from interfpred.sim.workload import mix_scenario
+
+    sc = mix_scenario(["resnet50", "vgg19"], rho=1.2, executions=400, seed=2)
+    model = InterferenceModel().fit(sc.traces["trace"], sc.profiles)
+    cold = ColocationTracker(sc.profiles, RLS(), model.extractor)
+    warm = ColocationTracker.from_model(model, sc.profiles)
+    for tr in (cold, warm):
+        tr.start("a", "vgg19", 8, 0.0)
+    solo = sc.profiles.lookup("resnet50", 8).solo_ms
+    assert cold.what_if([("b", "resnet50", 8)], 0.0)["b"] == pytest.approx(solo)
+    assert warm.what_if([("b", "resnet50", 8)], 0.0)["b"] > 1.05 * solo
+    n0 = model.predictor.n_seen_
+    warm.finish("a", 30.0)
+    assert model.predictor.n_seen_ == n0 + 1  # learning goes into the model
+    with pytest.raises(InterfpredError, match="expects an InterferenceModel"):
+        ColocationTracker.from_model(RLS(), sc.profiles)
