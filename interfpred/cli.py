@@ -221,7 +221,7 @@ _COMMANDS.append(_add_simulate)
 
 
 
-# ---------------------------------------------------------------------------- reproduce (issue 6)
+# ---------------------------------------------------------------------------- reproduce
 def _add_reproduce(sub) -> None:
     from interfpred.constants import REPRODUCE_DEFAULT_OUT
 
@@ -262,7 +262,7 @@ def _run_reproduce(args) -> int:
 _COMMANDS.append(_add_reproduce)
 
 
-# ---------------------------------------------------------------------------- fit / evaluate / predict (issue 6)
+# ---------------------------------------------------------------------------- fit / evaluate / predict
 def _add_fit(sub) -> None:
     from interfpred.constants import AGGREGATIONS, COMBINES, FEATURE_MAPS, MODEL_DEFAULT_EXTRACTOR, TARGETS
 

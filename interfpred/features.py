@@ -1,6 +1,6 @@
 """Extractors: a feature map evaluated per segment, aggregated over an execution's timeline.
 
-An extractor is three choices (see docs/concepts.md and DESIGN.md):
+An extractor is three choices (see docs/concepts.md):
 
 **Feature map** φ(me, co-runners), evaluated on one running set at one instant. Demands are a
 profile's ``(sm, l2, dram)`` throughputs as fractions of peak.

@@ -25,7 +25,7 @@ has half its solo work left, whatever its elapsed time.
 **One feature map.** With the default extractor, ``TimeWeighted(feature_map="rich",
 target="rate")``, training and projection use the same map: the time-weighted mean of the map
 over an execution's segments, regressed on its observed mean rate, fits exactly the linear
-model whose per-segment predictions the projection integrates (DESIGN.md, "Features"). The
+model whose per-segment predictions the projection integrates (docs/concepts.md). The
 rich map is the default because the ground truth depends on what it holds: the total pressure
 per resource and its excess over capacity (saturation) and the co-runner count (concurrency
 overhead). Any extractor is accepted (a Static or EWMA one trains on aggregates that are not

@@ -1,4 +1,4 @@
-"""Extractors against the plain-Python reference (issue 3)."""
+"""Extractors against the plain-Python reference."""
 
 from __future__ import annotations
 

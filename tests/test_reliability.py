@@ -713,3 +713,59 @@ def test_from_model_warm_starts_the_tracker():
     assert model.predictor.n_seen_ == n0 + 1  # learning goes into the model
     with pytest.raises(InterfpredError, match="expects an InterferenceModel"):
         ColocationTracker.from_model(RLS(), sc.profiles)
+
+
+# ---------------------------------------------------------------------------- example and docs stand alone
+def _example(*args, cwd=None):
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run([sys.executable, str(root / "examples" / "fit_from_csv.py"), *map(str, args)], env=env,
+                          capture_output=True, text=True, timeout=600, cwd=cwd)
+
+
+def test_fit_from_csv_example_arguments_and_cleanup(tmp_path, monkeypatch):
+    import tempfile
+
+    proc = _example("--help")
+    assert proc.returncode == 0 and "usage: fit_from_csv.py" in proc.stdout
+    proc = _example("only_one.csv")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "PROFILES_CSV" in proc.stderr
+    proc = _example(tmp_path / "missing.csv", tmp_path / "missing2.csv")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "missing.csv" in proc.stderr
+    before = set(pathlib_glob(tempfile.gettempdir()))
+    from interfpred.sim.workload import mix_scenario, write_scenario
+
+    write_scenario(mix_scenario(["vgg19", "resnet50"], rho=0.8, executions=300, seed=0), tmp_path / "sim")
+    proc = _example(tmp_path / "sim" / "profiles.csv", tmp_path / "sim" / "trace.csv", "--out", tmp_path / "m.json")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "m.json").exists()
+    assert set(pathlib_glob(tempfile.gettempdir())) <= before  # no temporary folder left behind
+
+
+def pathlib_glob(folder):
+    import pathlib
+
+    return {p.name for p in pathlib.Path(folder).glob("interfpred-example-*")}
+
+
+def test_docs_and_sources_stand_alone():
+    import pathlib
+    import re
+
+    root = pathlib.Path(__file__).parents[1]
+    pattern = re.compile(r"DESIGN\.md|STYLE\.md|\.\./shared|\bissues? #?\d+|\(issue \d+\)", re.IGNORECASE)
+    offenders = []
+    for folder in ("docs", "interfpred", "tests", "benchmarks", "examples", "tools"):
+        for path in (root / folder).rglob("*"):
+            if path.suffix in (".py", ".md", ".txt", ".json") and path.is_file():
+                for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+                    if pattern.search(line) and "pattern = re.compile" not in line:
+                        offenders.append(f"{path.relative_to(root)}:{n}: {line.strip()[:80]}")
+    readme = (root / "README.md").read_text()
+    offenders += [f"README.md: {m}" for m in pattern.findall(readme)]
+    assert not offenders, "\n".join(offenders)

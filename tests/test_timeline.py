@@ -1,4 +1,4 @@
-"""Sweep-line segmentation against the O(n^2) reference (issue 3)."""
+"""Sweep-line segmentation against the O(n^2) reference."""
 
 from __future__ import annotations
 

@@ -347,7 +347,7 @@ def _split(total: int, parts: int) -> list[int]:
 
 def paper_scenario(gpu: GpuSpec | str = "l4", *, seed: int = 0, executions: int = SIM_DEFAULT_EXECUTIONS,
                    gpus: int = 1, profiles: ProfileTable | None = None) -> Scenario:
-    """The paper's E2 sets (DESIGN.md), simulated on the synthetic zoo.
+    """The paper's E2 sets (docs/simulator.md), simulated on the synthetic zoo.
 
     * ``train``: {resnet50, vgg19, roberta_base, vit_b16} at moderate load (rho 0.9), batch sizes
       uniform over 1, 2, 4, 8, 16 (experiments split it 75/25);
