@@ -8,8 +8,8 @@ fields, rule rows, long kernel names, profiler lines before and after; 40 rows p
 
 from __future__ import annotations
 
-import csv
 import argparse
+import csv
 import os
 import sys
 import tempfile

@@ -42,7 +42,7 @@ def _leftovers(path: str) -> list[tuple[str, int, str]]:
     """(full path, pid, "tmp" or "old") of the temporary siblings of ``path`` left by any writer."""
     folder, base = os.path.split(os.path.abspath(path))
     prefix = f".{base}."
-    out = []
+    out: list[tuple[str, int, str]] = []
     try:
         names = os.listdir(folder)
     except OSError:

@@ -14,6 +14,7 @@ largest two values. The batch form (sweep over a trace) and the streaming form
 from __future__ import annotations
 
 import numpy as np
+
 from interfpred._jit import njit
 
 # Map and combine codes (kept in sync with interfpred.features).

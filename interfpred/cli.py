@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from interfpred._version import __version__
 from interfpred.errors import InterfpredError
@@ -20,7 +21,7 @@ EXIT_USAGE = 2
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2 (argparse's own convention)
+    def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse's own convention)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
@@ -71,8 +72,14 @@ def _per_file(values, name: str, n: int, default=None) -> list:
 
 def _run_ingest(args) -> int:
     from interfpred import constants
-    from interfpred.ingest import (ManifestEntry, example_path, profile_from_kernels, read_kernels,
-                                   read_manifest, write_profiles)
+    from interfpred.ingest import (
+        ManifestEntry,
+        example_path,
+        profile_from_kernels,
+        read_kernels,
+        read_manifest,
+        write_profiles,
+    )
     from interfpred.ingest.tables import ProfileConflict
     from interfpred.profiles import ProfileTable
 

@@ -329,6 +329,12 @@ class Extractor:
         """Number of features d."""
         return len(self.names)
 
+    def _custom_map(self, me: np.ndarray, others: np.ndarray) -> np.ndarray:
+        """Evaluate the CustomMap of a non-built-in extractor."""
+        fm = self.feature_map
+        assert isinstance(fm, CustomMap)
+        return fm(me, others)
+
     @property
     def is_builtin(self) -> bool:
         """True when the map runs inside the numba kernels (not a CustomMap)."""
@@ -377,7 +383,7 @@ class Extractor:
         me_a = _as_demand(me, "me", two_d=False)
         oth = _as_demand(others, "others", two_d=True)
         if not self.is_builtin:
-            return self.feature_map(me_a, oth)
+            return self._custom_map(me_a, oth)
         return _k.map_instant(me_a, oth, self._map_id, self._combine_id)
 
     def map_running_set(self, demands: Any, *, check: bool = True) -> np.ndarray:
@@ -406,7 +412,7 @@ class Extractor:
         k = dem.shape[0]
         out = np.empty((k, self.n_features))
         for a in range(k):
-            out[a] = self.feature_map(dem[a], np.delete(dem, a, axis=0))
+            out[a] = self._custom_map(dem[a], np.delete(dem, a, axis=0))
         return out
 
     # ------------------------------------------------------------------ batch
@@ -453,7 +459,7 @@ class Extractor:
                 seen[i] = True
         for i in range(n):
             if not seen[i]:
-                out[i] = self.feature_map(dem[i], np.empty((0, 3)))
+                out[i] = self._custom_map(dem[i], np.empty((0, 3)))
             elif agg_id == _k.AGG_TIME_WEIGHTED:
                 out[i] = out[i] / wsum[i]
         return out
@@ -601,6 +607,7 @@ def transform_many(extractors: Sequence[Extractor], trace: Trace, profiles: Prof
             X[j] = out[row]
     results = []
     for ex, x in zip(exs, X):
+        assert x is not None  # every extractor's features were computed above
         y = latency / solo if ex.target == "slowdown" else solo / latency
         results.append(FeatureMatrix(X=x, names=ex.names, y=y, target=ex.target, solo_ms=solo, latency_ms=latency))
     return results

@@ -309,7 +309,7 @@ class InterferenceModel:
             ex = make_extractor(spec)
         except InterfpredError as exc:
             raise InterfpredError(f"{source}: extractor: {exc}") from None
-        pred = predictor_from_state(state.get("predictor"), source=f"{source}: predictor", trusted=trusted)
+        pred = predictor_from_state(state["predictor"], source=f"{source}: predictor", trusted=trusted)
         d = pred.n_features_in_
         if d is not None and d != ex.n_features:
             raise InterfpredError(f"{source}: the predictor takes {d} features but the extractor makes {ex.n_features}")

@@ -22,6 +22,7 @@ import io
 import math
 import os
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, cast
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -278,7 +279,7 @@ class ProfileTable:
             lines.append(reader.line_num)
             for h, cell in zip(header, row):
                 cols[h].append(cell.strip())
-        numeric: dict[str, list[float]] = {}
+        numeric: dict[str, Any] = {}
         for name in ("batch_size", *_NUMERIC):
             values = []
             for cell, line in zip(cols[name], lines):
@@ -326,7 +327,7 @@ class ProfileTable:
         return ProfileTable.from_columns(
             gpu=[*self._gpu, *other._gpu], model=[*self._model, *other._model],
             batch_size=[*self._batch, *other._batch],
-            **{k: [*self._num[k], *other._num[k]] for k in _NUMERIC},
+            **cast(dict[str, Any], {k: [*self._num[k], *other._num[k]] for k in _NUMERIC}),
             extra={k: col(self, k) + col(other, k) for k in extra_names},
         )
 
@@ -494,7 +495,7 @@ class ProfileTable:
         for u, key in enumerate(uniq):
             idx = np.flatnonzero(inverse == u)
             if gpus_a is None:
-                gpu, model = gpus, str(key)
+                gpu, model = (gpus if isinstance(gpus, str) else None), str(key)
             else:
                 gpu, model = str(key).split("\x1f", 1)
             vals = self._interp(model, batch_a[idx], gpu, extrapolate)

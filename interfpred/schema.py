@@ -27,7 +27,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictInt, StrictStr, ValidationError
 
-from interfpred.constants import MODEL_FILE_KIND
 from interfpred.errors import InterfpredError
 
 __all__ = ["PredictorFile", "ModelFile", "check_predictor_file", "check_model_file", "model_file_json_schema"]
@@ -51,7 +50,7 @@ class ModelFile(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     schema_version: StrictInt
-    kind: Literal["interfpred.model"] = MODEL_FILE_KIND
+    kind: Literal["interfpred.model"] = "interfpred.model"  # constants.MODEL_FILE_KIND
     interfpred_version: StrictStr
     extractor: dict[StrictStr, JsonValue]
     feature_names: list[StrictStr]

@@ -319,7 +319,7 @@ class TimelineState:
             _k.finalize(acc, wsum, seen, self._dem[a].copy(),
                         self.extractor._map_id, self.extractor._combine_id, self._agg_id)
         elif not seen:
-            acc = self.extractor.feature_map(self._dem[a].copy(), np.empty((0, 3)))
+            acc = self.extractor._custom_map(self._dem[a].copy(), np.empty((0, 3)))
         elif self._agg_id == _k.AGG_TIME_WEIGHTED:
             acc = acc / wsum
         latency = tf - float(self._start[a])

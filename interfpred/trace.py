@@ -15,9 +15,9 @@ Examples
 from __future__ import annotations
 
 import csv
-import io
 import os
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -249,7 +249,8 @@ class Trace:
         >>> t.take(t.start_ms >= 1.0).id
         array([2, 3])
         """
-        return Trace(**{k: v[index] for k, v in self._cols.items()})
+        cols: dict[str, Any] = {k: v[index] for k, v in self._cols.items()}
+        return Trace(**cols)
 
     def sorted(self) -> Trace:
         """The same executions ordered by (start_ms, end_ms), stable."""
@@ -267,7 +268,7 @@ class Trace:
         ids = [t.id for t in traces]
         if len({a.dtype.kind for a in ids}) > 1:
             ids = [a.astype(str) for a in ids]
-        cols = {k: np.concatenate([t._cols[k] for t in traces]) for k in keys if k != "id"}
+        cols: dict[str, Any] = {k: np.concatenate([t._cols[k] for t in traces]) for k in keys if k != "id"}
         return Trace(id=np.concatenate(ids), **cols)
 
     # ------------------------------------------------------------------ CSV

@@ -69,9 +69,9 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
-from interfpred._jit import njit
 
 from interfpred import _timeline_kernels as _k
+from interfpred._jit import njit
 from interfpred.constants import (
     MAX_RUNNING_SET,
     PRIOR_SLOWDOWN,

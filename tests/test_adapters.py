@@ -155,11 +155,12 @@ def test_pickled_state_is_refused_unless_trusted(tmp_path):
 def test_cli_refuses_pickled_model_unless_trusted(tmp_path, capsys):
     import json
 
+    from sklearn.linear_model import Ridge
+
     from interfpred.cli import main
     from interfpred.model import InterferenceModel
     from interfpred.predictors.adapters import SklearnRegressor
     from interfpred.sim.workload import mix_scenario, write_scenario
-    from sklearn.linear_model import Ridge
 
     sc = mix_scenario(["vgg19"], rho=0.8, executions=60, seed=0)
     write_scenario(sc, tmp_path / "sim")

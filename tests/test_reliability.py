@@ -270,7 +270,7 @@ def test_unwritable_out_names_the_target(tmp_path, capsys):
         atomic_write_text(target, "x")
     assert info.value.filename == str(target)
     assert main(["ingest", "--example", "--out", str(target)]) == 2
-    err = capsys.readouterr().err
+    err = capsys.readouterr().err.strip().splitlines()[-1]  # after the "example: PATH" note
     assert err.startswith(f"interfpred: error: {target}:") and ".tmp" not in err
 
 
@@ -769,3 +769,18 @@ def test_docs_and_sources_stand_alone():
     readme = (root / "README.md").read_text()
     offenders += [f"README.md: {m}" for m in pattern.findall(readme)]
     assert not offenders, "\n".join(offenders)
+
+
+# ---------------------------------------------------------------------------- static checks
+def test_ruff_passes():
+    import pathlib
+    import shutil
+    import subprocess
+
+    ruff = shutil.which("ruff")
+    if ruff is None:
+        pytest.skip("ruff is not installed")
+    root = pathlib.Path(__file__).parents[1]
+    proc = subprocess.run([ruff, "check", "--no-cache", str(root)], capture_output=True, text=True, timeout=300,
+                          cwd=root)
+    assert proc.returncode == 0, proc.stdout[-3000:]

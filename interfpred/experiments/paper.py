@@ -349,7 +349,7 @@ def run_e2(ctx: ReproduceContext) -> Section:
     results: dict[str, dict[str, dict[str, float]]] = {}
     errors: dict[str, dict[str, np.ndarray]] = {s: {} for s in E2_SETS}
     variance: dict[str, float] = {}
-    for label, cfg, _ in configs:
+    for label, _cfg, _ in configs:
         results[label] = {}
     for set_name in E2_SETS:
         src = "train" if set_name == "held-out" else set_name

@@ -316,7 +316,7 @@ class _Serving:
         else:
             gpu.rates = np.empty(0)
 
-    def run(self, policy: _Policy, arrival: np.ndarray, model: np.ndarray) -> dict[str, np.ndarray]:
+    def run(self, policy: _Policy, arrival: np.ndarray, model: np.ndarray) -> dict[str, Any]:
         n = len(arrival)
         deadline = np.array([arrival[i] + self.slo[model[i]] for i in range(n)])
         done_at = np.full(n, np.nan)
@@ -352,6 +352,7 @@ class _Serving:
                     done_at[b.requests] = t
                     policy.on_finish(g, b, t)
                 if not gpu.running:
+                    assert gpu.busy_since is not None  # set when its first batch started
                     gpu.busy_ms += t - gpu.busy_since
                     gpu.busy_since = None
                 self._set_rates(gpu)
@@ -376,8 +377,8 @@ class _Serving:
                 cands.sort()
                 placed = False
                 for dl, m, size in cands:
-                    g = policy.place(next_bid, m, size, dl, t)
-                    if g is None:
+                    gi = policy.place(next_bid, m, size, dl, t)
+                    if gi is None:
                         continue
                     q = queues[m]
                     reqs = np.array([q.popleft() for _ in range(size)], dtype=np.int64)
@@ -385,14 +386,14 @@ class _Serving:
                     work = solo * math.exp(self.spec.sigma * self.rng.standard_normal())
                     b = _Batch(next_bid, m, size, reqs, dl, t, np.array([sm, l2, dr]), solo, work, work)
                     next_bid += 1
-                    gpu = self.gpus[g]
+                    gpu = self.gpus[gi]
                     if not gpu.running:
                         gpu.busy_since = t
                     gpu.running.append(b)
                     gpu.max_running = max(gpu.max_running, len(gpu.running))
                     self._set_rates(gpu)
                     self.batch_sizes.append(size)
-                    policy.on_start(g, b, t)
+                    policy.on_start(gi, b, t)
                     placed = True
                     break
                 if not placed:
@@ -450,8 +451,10 @@ def fit_pair_models(profiles: ProfileTable, spec: GpuSpec, *, seed: int = 0,
     res = simulate(model, batch, np.zeros(len(model)), gpu=gpu, spec=spec, profiles=profiles, queue=False, seed=seed)
     static, tw = transform_many([Static(feature_map="gpulets", combine="max", target="slowdown"),
                                  TimeWeighted(feature_map="rich", target="rate")], res.trace, profiles)
-    g = GpuletsModel(clip=True).fit(static.X, static.y)
-    r = RLS().fit(tw.X, tw.y)
+    g = GpuletsModel(clip=True)
+    g.fit(static.X, static.y)
+    r = RLS()
+    r.fit(tw.X, tw.y)
     return g, r
 
 
@@ -500,8 +503,10 @@ def simulate_serving(policy: str, load: float, *, requests: int, seed: int = 0, 
     if policy == "fifo":
         pol = _Fifo(sim)
     elif policy == "gpulets":
+        assert pair_models is not None
         pol = _Gpulets(sim, pair_models[0], margin)
     elif policy == "tracker":
+        assert pair_models is not None
         warm = pair_models[1]
         shared = type(warm).from_state(warm.to_state())
         fleet = Fleet({str(g): ColocationTracker(profiles, shared, gpu=spec.name) for g in range(n_gpus)},
@@ -555,7 +560,8 @@ def run_e3(ctx: ReproduceContext) -> Section:
     """
     small = ctx.executions is not None  # the tests' size knob: few requests, the quick loads
     loads = list(E3_QUICK_LOADS if (ctx.quick or small) else E3_FULL_LOADS)
-    requests = ctx.executions if small else (E3_QUICK_REQUESTS if ctx.quick else E3_FULL_REQUESTS)
+    requests = ctx.executions if ctx.executions is not None else (
+        E3_QUICK_REQUESTS if ctx.quick else E3_FULL_REQUESTS)
     spec = get_gpu_spec(ctx.gpu)
     profiles = zoo_profiles(spec.name)
     ctx.progress("E3: fitting gpulets and the warm RLS on simulated pairs")

@@ -35,7 +35,7 @@ import csv
 import math
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 from pydantic import ValidationError
@@ -190,9 +190,10 @@ class KernelTable:
             arr.setflags(write=False)
 
     @classmethod
-    def from_columns(cls, *, name: Sequence[str], duration_ms: Sequence[float], sm: Sequence[float],
-                     l2: Sequence[float], dram: Sequence[float],
-                     identity: dict[str, Sequence[str]] | None = None,
+    def from_columns(cls, *, name: Sequence[str], duration_ms: Sequence[float] | np.ndarray,
+                     sm: Sequence[float] | np.ndarray, l2: Sequence[float] | np.ndarray,
+                     dram: Sequence[float] | np.ndarray,
+                     identity: Mapping[str, Sequence[str]] | None = None,
                      lines: Sequence[int] | None = None, path: str | os.PathLike[str] | None = None,
                      ) -> KernelTable:
         """Build a table from equal-length columns, checking every value."""
@@ -610,7 +611,7 @@ def _read_raw(reader, header: list[str], offset: int, path: str) -> KernelTable:
     units = units + [""] * (len(header) - len(units))
     # For each quantity the candidate columns, best first.
     cands: list[list[int]] = []
-    for q, qname in enumerate(_QUANTITIES):
+    for q, _qname in enumerate(_QUANTITIES):
         present = sorted((_WANTED[h][1], i) for i, h in enumerate(header) if _WANTED.get(h, (-1,))[0] == q)
         cands.append([i for _, i in present])
     lo = max([max(ident_idx)] + [c for cs in cands for c in cs]) + 1
@@ -730,6 +731,6 @@ def _read_report(path: str) -> KernelTable:
             ident["id"].append(str(len(names) - 1))
     if not names:
         raise NcuFormatError(f"the report's {n_ranges} range(s) hold no kernel launches", path=path)
-    v = np.array(values, dtype=np.float64)
-    return KernelTable.from_columns(name=names, duration_ms=v[:, 0], sm=v[:, 1], l2=v[:, 2],
-                                    dram=v[:, 3], identity=ident, path=path)
+    arr = np.array(values, dtype=np.float64)
+    return KernelTable.from_columns(name=names, duration_ms=arr[:, 0], sm=arr[:, 1], l2=arr[:, 2],
+                                    dram=arr[:, 3], identity=ident, path=path)

@@ -17,7 +17,6 @@ Examples
 
 from __future__ import annotations
 
-import csv
 import os
 import stat
 from dataclasses import dataclass

@@ -30,8 +30,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from interfpred._jit import njit
 
+from interfpred._jit import njit
 from interfpred.constants import FEATURE_ABS_MAX, TARGET_ABS_MAX
 
 OK = 0

@@ -58,7 +58,7 @@ class _WrappedPredictor(BasePredictor):
         }
 
     @classmethod
-    def from_state(cls, state: dict[str, Any], *, source: str = "state", trusted: bool = False) -> BasePredictor:
+    def from_state(cls, state: Any, *, source: str = "state", trusted: bool = False) -> BasePredictor:
         """Restore a wrapped model; refused unless ``trusted`` (the state is a pickle, which runs code)."""
         from interfpred.schema import check_predictor_file
 
@@ -74,7 +74,7 @@ class _WrappedPredictor(BasePredictor):
                 "(CLI: --trust-model-file)")
         if cls is not BasePredictor and cls is not _WrappedPredictor and state.get("kind") != cls.kind:
             raise InterfpredError(f"{source}: holds a predictor of kind {state.get('kind')!r}, not {cls.kind!r}")
-        target = registered().get(state.get("kind")) if cls in (BasePredictor, _WrappedPredictor) else cls
+        target = registered().get(str(state.get("kind"))) if cls in (BasePredictor, _WrappedPredictor) else cls
         if target is None or not issubclass(target, _WrappedPredictor):
             raise InterfpredError(f"{source}: restored object does not match kind or width")
         obj = target.__new__(target)  # the whole object comes from the pickle, not from params
@@ -116,7 +116,7 @@ class RiverRegressor(_WrappedPredictor):
     def __init__(self, *, model: Any = None) -> None:
         self.model = model
         self._check_params()
-        self._est = None
+        self._est: Any = None
         self._d = None
         self._n = 0
 
@@ -182,7 +182,7 @@ class SklearnRegressor(_WrappedPredictor):
     def __init__(self, *, estimator: Any = None) -> None:
         self.estimator = estimator
         self._check_params()
-        self._est = None
+        self._est: Any = None
         self._d = None
         self._fitted = False
 
@@ -280,8 +280,9 @@ class RiverFacade(_RiverRegressorBase):
         yield {"predictor": OnlineSGD(standardize=True)}
 
     def _vector(self, x: dict) -> np.ndarray:
-        out = np.zeros(len(self._features))
-        for i, k in enumerate(self._features):
+        features = self._features or ()
+        out = np.zeros(len(features))
+        for i, k in enumerate(features):
             v = x.get(k, 0.0)
             out[i] = v if v is not None else 0.0
         return out
@@ -303,6 +304,7 @@ class RiverFacade(_RiverRegressorBase):
             model.update(np.array([float(x[k]) for k in features]), float(y))
             self._features, self._model = features, model
             return
+        assert self._model is not None  # set together with _features
         self._model.update(self._vector(x), float(y))
 
     def predict_one(self, x: dict) -> float:
@@ -315,9 +317,9 @@ try:
     from sklearn.base import BaseEstimator, RegressorMixin
     from sklearn.utils.metaestimators import available_if
 except ImportError:  # pragma: no cover
-    BaseEstimator = RegressorMixin = object  # type: ignore[misc,assignment]
+    BaseEstimator = RegressorMixin = object
 
-    def available_if(check: Any) -> Any:  # type: ignore[no-redef]
+    def available_if(check: Any) -> Any:
         return lambda fn: fn
 
 

@@ -31,7 +31,7 @@ import inspect
 import json
 import math
 import os
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, cast, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -78,13 +78,13 @@ class Predictor(Protocol):
         """This predictor (a fresh clone) as a river regressor (:class:`~interfpred.predictors.adapters.RiverFacade`)."""
         from interfpred.predictors.adapters import RiverFacade
 
-        return RiverFacade(predictor=self.clone())
+        return RiverFacade(predictor=cast("BasePredictor", self.clone()))
 
     def as_sklearn(self) -> Any:
         """This predictor (a fresh clone) as a scikit-learn regressor (:class:`~interfpred.predictors.adapters.SklearnFacade`)."""
         from interfpred.predictors.adapters import SklearnFacade
 
-        return SklearnFacade(predictor=self.clone())
+        return SklearnFacade(predictor=cast("BasePredictor", self.clone()))
 
     def save(self, path: str | os.PathLike[str]) -> None: ...
 
@@ -291,7 +291,7 @@ class BasePredictor(abc.ABC):
         }
 
     @classmethod
-    def from_state(cls, state: dict[str, Any], *, source: str = "state", trusted: bool = False) -> BasePredictor:
+    def from_state(cls, state: Any, *, source: str = "state", trusted: bool = False) -> BasePredictor:
         """Rebuild a predictor from :meth:`to_state`'s dict (checks format, kind, version and width).
 
         ``trusted`` allows states of wrapped river / scikit-learn models, which are pickled and
@@ -310,7 +310,7 @@ class BasePredictor(abc.ABC):
         if cls is not BasePredictor and kind != cls.kind:
             raise InterfpredError(f"{source}: holds a predictor of kind {kind!r}, not {cls.kind!r}")
         target = _lookup(kind, source=source) if cls is BasePredictor else cls
-        if cls is BasePredictor and target.from_state.__func__ is not BasePredictor.from_state.__func__:
+        if cls is BasePredictor and _overrides_from_state(target):
             # predictors with their own state format
             return target.from_state(state, source=source, trusted=trusted)
         params = state.get("params")
@@ -361,6 +361,12 @@ class BasePredictor(abc.ABC):
         :func:`load_predictor`).
         """
         return cls.from_state(read_json(path), source=os.fspath(path), trusted=trusted)
+
+
+def _overrides_from_state(target: type[BasePredictor]) -> bool:
+    """Whether ``target`` (a subclass) has its own ``from_state`` (predictors with their own state format)."""
+    mro = target.__mro__
+    return any("from_state" in vars(k) for k in mro[:mro.index(BasePredictor)])
 
 
 def _state_array(state: dict[str, Any], key: str, length: int) -> np.ndarray:

@@ -168,10 +168,12 @@ class GpuletsModel(BasePredictor):
         pass
 
     def _predict_rows(self, X: np.ndarray) -> np.ndarray:
+        assert self._c is not None  # only called on a fitted predictor
         a = X @ self._c[_ORDER] + self._c[4]
         return np.maximum(a, 1.0) if self.clip else a
 
     def _get_state(self) -> dict[str, Any]:
+        assert self._c is not None  # only called on a fitted predictor
         return {"coefficients": self._c.tolist()}
 
     def _set_state(self, state: dict[str, Any], d: int) -> None:

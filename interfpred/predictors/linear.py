@@ -90,6 +90,7 @@ class OfflineLinear(BasePredictor):
         self._pack()
 
     def _pack(self) -> None:
+        assert self._coef is not None
         d = self._coef.shape[0]
         buf = np.zeros(K.RLS_HEADER + d + 1)
         buf[1], buf[2] = d + 1, d
@@ -144,6 +145,7 @@ class OfflineLinear(BasePredictor):
         return self._intercept
 
     def _get_state(self) -> dict[str, Any]:
+        assert self._coef is not None  # only called on a fitted predictor
         return {"coef": self._coef.tolist(), "intercept": self._intercept}
 
     def _set_state(self, state: dict[str, Any], d: int) -> None:

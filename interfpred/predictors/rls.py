@@ -131,10 +131,12 @@ class RLS(BasePredictor):
         self._d = d
 
     def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
-        saved = self._buf.copy()  # small (m^2); restores the state if a row is refused mid-batch
-        code = int(K.rls_update_many(self._buf, X, y))
+        buf = self._buf
+        assert buf is not None  # allocated before _learn
+        saved = buf.copy()  # small (m^2); restores the state if a row is refused mid-batch
+        code = int(K.rls_update_many(buf, X, y))
         if code != K.OK:
-            self._buf[:] = saved
+            buf[:] = saved
             raise _status_error(code >> 32, code & 0xFFFFFFFF)
 
     def _predict_rows(self, X: np.ndarray) -> np.ndarray:
@@ -195,19 +197,20 @@ class RLS(BasePredictor):
 
     # -- read-only views of the state -------------------------------------------------------
     def _m(self) -> int:
+        assert self._buf is not None
         return int(self._buf[1])
 
     @property
     def coef_(self) -> np.ndarray:
         """Feature weights (copy); zeros before any data."""
-        if self._buf is None:
+        if self._buf is None or self._d is None:
             raise AttributeError("coef_ is not available before fit/update")
         return self._buf[_H:_H + self._d].copy()
 
     @property
     def intercept_(self) -> float:
         """Intercept (0.0 when ``fit_intercept`` is false)."""
-        if self._buf is None:
+        if self._buf is None or self._d is None:
             raise AttributeError("intercept_ is not available before fit/update")
         return float(self._buf[_H + self._d]) if self.fit_intercept else 0.0
 
@@ -237,6 +240,7 @@ class RLS(BasePredictor):
 
     # -- persistence ----------------------------------------------------------------------
     def _get_state(self) -> dict[str, Any]:
+        assert self._buf is not None  # only called on a fitted predictor
         return {"buffer": self._buf.tolist()}
 
     def _set_state(self, state: dict[str, Any], d: int) -> None:

@@ -144,10 +144,12 @@ class OnlineSGD(BasePredictor):
         self._d = d
 
     def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
-        saved = self._buf.copy()  # small; restores the state if a row is refused mid-batch
-        code = int(K.sgd_update_many(self._buf, X, y))
+        buf = self._buf
+        assert buf is not None  # allocated before _learn
+        saved = buf.copy()  # small; restores the state if a row is refused mid-batch
+        code = int(K.sgd_update_many(buf, X, y))
         if code != K.OK:
-            self._buf[:] = saved
+            buf[:] = saved
             raise K.status_error(code >> 32, code & 0xFFFFFFFF, kind="OnlineSGD")
 
     def _predict_rows(self, X: np.ndarray) -> np.ndarray:
@@ -199,6 +201,7 @@ class OnlineSGD(BasePredictor):
 
     def _unscaled(self) -> tuple[np.ndarray, float]:
         buf, d = self._buf, self._d
+        assert buf is not None and d is not None  # callers check that the predictor is fitted
         m = int(buf[1])
         w = buf[_H:_H + d].copy()
         b = float(buf[_H + d]) if m > d else 0.0
@@ -217,6 +220,7 @@ class OnlineSGD(BasePredictor):
         return 0 if self._buf is None else int(self._buf[0])
 
     def _get_state(self) -> dict[str, Any]:
+        assert self._buf is not None  # only called on a fitted predictor
         return {"buffer": self._buf.tolist()}
 
     def _set_state(self, state: dict[str, Any], d: int) -> None:

@@ -30,9 +30,9 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from interfpred._jit import njit
 from pydantic import BaseModel, ConfigDict, Field
 
+from interfpred._jit import njit
 from interfpred.constants import (
     SIM_EPSILON,
     SIM_MAX_CONCURRENCY,

@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from interfpred._jit import njit
 
+from interfpred._jit import njit
 from interfpred.constants import SIM_FINISH_RTOL
 from interfpred.errors import InterfpredError
 from interfpred.profiles import ProfileTable

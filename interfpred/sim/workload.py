@@ -25,6 +25,7 @@ import os
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -114,9 +115,9 @@ def _batch_table(models: Sequence[str], batch_sizes: BatchSpec | Mapping[str, Ba
         profiled = profiles.batch_sizes(m, gpu)  # raises for an unknown model, listing the known
         spec: BatchSpec | None
         if isinstance(batch_sizes, Mapping) and batch_sizes and all(isinstance(k, str) for k in batch_sizes):
-            spec = batch_sizes.get(m)          # per model
+            spec = cast(Mapping[str, BatchSpec], batch_sizes).get(m)   # per model
         else:
-            spec = batch_sizes                 # one distribution for every model
+            spec = cast("BatchSpec | None", batch_sizes)                # one distribution for every model
         if spec is None:
             sizes, w = np.asarray(profiled, dtype=np.int64), np.ones(len(profiled))
         elif isinstance(spec, Mapping):
