@@ -181,14 +181,12 @@ def _affine_project(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rm
     return 0
 
 
+_COPIED = frozenset({np.ndarray, list, dict, set})
+
+
 def _snapshot(obj: Any) -> dict[str, Any]:
     """A copy of ``obj``'s attributes deep enough to undo a failed event (arrays and containers copied)."""
-    out = {}
-    for k, v in obj.__dict__.items():
-        if isinstance(v, (np.ndarray, list, dict, set)):
-            v = v.copy()
-        out[k] = v
-    return out
+    return {k: v.copy() if type(v) in _COPIED else v for k, v in obj.__dict__.items()}
 
 
 # ---------------------------------------------------------------------------- results
