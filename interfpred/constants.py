@@ -150,6 +150,9 @@ TARGET_ABS_MAX = SLOWDOWN_MAX
 #: Largest absolute feature value a predictor learns from (throughput features are
 #: fractions of peak, summed over at most MAX_RUNNING_SET co-runners).
 FEATURE_ABS_MAX = 1e6
+#: Largest initial covariance scale RLS accepts (delta * |x|^2 squared must stay finite for |x| <= FEATURE_ABS_MAX
+#: in practice; larger priors only overflow in the first update).
+RLS_MAX_DELTA = 1e15
 #: Largest learning rate OnlineSGD accepts (NLMS is stable below 2; larger values only diverge).
 SGD_MAX_LEARNING_RATE = 1e3
 #: Largest feature width ``interfpred bench --d`` accepts (RLS state grows as d**2).

@@ -146,6 +146,8 @@ def test_predictors_refuse_non_physical_input_and_keep_state(make, X, y, match):
 def test_sgd_refuses_huge_learning_rate_and_never_stores_nonfinite(tmp_path):
     with pytest.raises(InterfpredError, match="learning_rate must be at most"):
         OnlineSGD(learning_rate=1e308)
+    with pytest.raises(InterfpredError, match="delta must be at most"):
+        RLS(delta=1e200)
     p = OnlineSGD(schedule="constant", learning_rate=1e3)
     rng = np.random.default_rng(0)
     refused = 0

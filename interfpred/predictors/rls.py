@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from interfpred.constants import PRIOR_SLOWDOWN, PRIOR_STD, RLS_DELTA, RLS_FORGETTING
+from interfpred.constants import PRIOR_SLOWDOWN, PRIOR_STD, RLS_DELTA, RLS_FORGETTING, RLS_MAX_DELTA
 from interfpred.errors import InterfpredError
 from interfpred.predictors import _kernels as K
 from interfpred.predictors.base import BasePredictor, _state_array, as_rows, check_positive, register
@@ -104,7 +104,9 @@ class RLS(BasePredictor):
         f = check_positive("forgetting", self.forgetting)
         if f > 1.0:
             raise InterfpredError(f"forgetting must be in (0, 1], got {self.forgetting!r}")
-        check_positive("delta", self.delta)
+        if check_positive("delta", self.delta) > RLS_MAX_DELTA:
+            raise InterfpredError(f"delta must be at most {RLS_MAX_DELTA:g} (a larger prior covariance overflows "
+                                  f"in the first update), got {self.delta!r}")
         for name in ("fit_intercept", "stabilize"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise InterfpredError(f"{name} must be True or False, got {getattr(self, name)!r}")
