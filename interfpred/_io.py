@@ -273,7 +273,7 @@ def check_regular_file(path: str | os.PathLike[str], what: str = "file") -> int:
     return st.st_size
 
 
-class csv_rows:  # noqa: N801 - used like csv.reader
+class csv_rows:  # lower case: used like csv.reader
     r"""``csv.reader`` over ``text`` whose errors are :class:`InputError` naming the file and line.
 
     A leading UTF-8 byte-order mark is dropped and lone carriage returns count as line breaks

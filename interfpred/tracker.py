@@ -103,6 +103,15 @@ def _nonfinite_error(what: str, values: np.ndarray) -> InterfpredError:
 
 
 # ---------------------------------------------------------------------------- kernels
+@njit(cache=True)
+def _all_finite(a):
+    """Whether every value of the 1-d array ``a`` is finite (cheaper than numpy on a handful of values)."""
+    for v in a:
+        if not np.isfinite(v):
+            return False
+    return True
+
+
 @njit(cache=True, inline="always")
 def _to_rate(p, is_rate, rmin, rmax):
     """A prediction -> a clamped rate (for a slowdown, its inverse); NaN stays NaN (the caller refuses it)."""
@@ -182,11 +191,23 @@ def _affine_project(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rm
 
 
 _COPIED = frozenset({np.ndarray, list, dict, set})
+#: (class, attribute count) -> names of the attributes holding arrays or containers.
+_SNAPSHOT_NAMES: dict[tuple[type, int], tuple[str, ...]] = {}
 
 
 def _snapshot(obj: Any) -> dict[str, Any]:
     """A copy of ``obj``'s attributes deep enough to undo a failed event (arrays and containers copied)."""
-    return {k: v.copy() if type(v) in _COPIED else v for k, v in obj.__dict__.items()}
+    attrs = obj.__dict__
+    key = (type(obj), len(attrs))
+    names = _SNAPSHOT_NAMES.get(key)
+    if names is None:
+        names = _SNAPSHOT_NAMES[key] = tuple(k for k, v in attrs.items() if type(v) in _COPIED)
+    out = attrs.copy()
+    for k in names:
+        v = out[k]
+        if type(v) in _COPIED:
+            out[k] = v.copy()
+    return out
 
 
 # ---------------------------------------------------------------------------- results
@@ -361,12 +382,10 @@ class ColocationTracker:
             raise InterfpredError(f"the predictor now takes {p._d} features but the extractor gives {d}; "
                                   "it was refitted with another width")
         vals = p._predict_rows(self._probe)
-        if not np.isfinite(vals).all():
-            raise _nonfinite_error("projection refused", vals)
         b = float(vals[0])
         w = vals[1:] - b
-        if not np.isfinite(w).all():
-            raise _nonfinite_error("projection refused", w)
+        if not (_all_finite(vals) and _all_finite(w)):
+            raise _nonfinite_error("projection refused", np.concatenate([vals, w]))
         return w, b, -np.inf
 
     def _rates_of(self, dem: np.ndarray) -> np.ndarray:
@@ -380,7 +399,7 @@ class ColocationTracker:
             w, b, lo = self._affine()
             _affine_rates(dem, ex._map_id, ex._combine_id, w, b, lo, self._is_rate, self.min_rate,
                           self.max_rate, out)
-            if not np.isfinite(out).all():
+            if not _all_finite(out):
                 raise _nonfinite_error("rates refused", out)
             return out
         phi = ex._map_set_unchecked(dem)
