@@ -32,6 +32,8 @@ import numpy as np
 from interfpred.constants import (
     SCHEMA_VERSION,
     SIM_DEFAULT_EXECUTIONS,
+    SIM_DEFAULT_TRUTH,
+    SIM_TRUTHS,
     SIM_RHO_LIGHT,
     SIM_RHO_MODERATE,
     SIM_RHO_STRESS,
@@ -40,6 +42,8 @@ from interfpred.errors import InterfpredError
 from interfpred.profiles import ProfileTable
 from interfpred.sim.contention import GpuSpec, get_gpu_spec
 from interfpred.sim.engine import simulate
+from interfpred.sim.operators import PhaseZoo
+from interfpred.sim.phased import simulate_phased
 from interfpred.sim.zoo import zoo_profiles
 from interfpred.trace import Trace
 
@@ -259,8 +263,11 @@ def offered_load(arrivals: Arrivals, profiles: ProfileTable, gpu: str = "l4") ->
 
 
 def simulate_arrivals(arrivals: Arrivals, *, spec: GpuSpec | str = "l4", profiles: ProfileTable | None = None,
-                      seed: int | np.random.Generator | None = 0):
+                      seed: int | np.random.Generator | None = 0, zoo: PhaseZoo | None = None):
     """Run an arrival stream through the FIFO queue and the engine (a :class:`SimResult`).
+
+    With ``zoo`` the phase-structured engine (:func:`interfpred.sim.phased.simulate_phased`)
+    runs the stream on that family's programs; without, the fluid engine on ``profiles``.
 
     Examples
     --------
@@ -269,6 +276,9 @@ def simulate_arrivals(arrivals: Arrivals, *, spec: GpuSpec | str = "l4", profile
     >>> len(r.trace), bool(np.all(r.slowdown > 0.9))
     (200, True)
     """
+    if zoo is not None:
+        return simulate_phased(arrivals.model, arrivals.batch_size, arrivals.time_ms, gpu=arrivals.gpu,
+                               id=arrivals.id, spec=spec, zoo=zoo, queue=True, seed=seed)
     return simulate(arrivals.model, arrivals.batch_size, arrivals.time_ms, gpu=arrivals.gpu, id=arrivals.id,
                     spec=spec, profiles=profiles, queue=True, seed=seed)
 
@@ -280,7 +290,7 @@ class Scenario:
     Attributes
     ----------
     profiles
-        The (synthetic) solo profiles.
+        The solo profiles (time averages of the programs under the phase-structured truth).
     spec
         The GPU type.
     traces
@@ -297,16 +307,26 @@ class Scenario:
     arrival_ms: dict[str, np.ndarray]
     sets: dict[str, dict] = field(default_factory=dict)
     seed: int | None = None
+    zoo: PhaseZoo | None = None
+
+    @property
+    def truth(self) -> str:
+        """``"phases"`` (operator-level truth on :attr:`zoo`) or ``"fluid"``."""
+        return "fluid" if self.zoo is None else "phases"
 
     def manifest(self) -> dict:
         """A JSON-able description (what :func:`write_scenario` stores as scenario.json)."""
-        return {"schema_version": SCHEMA_VERSION, "source": "synthetic", "seed": self.seed,
+        source = "synthetic" if self.zoo is None else self.zoo.source
+        extra = {} if self.zoo is None else {"zoo": self.zoo.family, "max_phases": self.zoo.max_phases,
+                                              "hidden": {m: vars(h) for m, h in sorted(self.zoo.hidden.items())}}
+        return {"schema_version": SCHEMA_VERSION, "source": source, "truth": self.truth, **extra, "seed": self.seed,
                 "gpu": self.spec.model_dump(), "sets": self.sets,
                 "files": {"profiles": "profiles.csv", **{k: f"{k}.csv" for k in self.traces}}}
 
 
 def _run_phases(name: str, phases: list[dict], *, spec: GpuSpec, profiles: ProfileTable, gpus: int,
-                first_id: int, seed: np.random.SeedSequence) -> tuple[Trace, np.ndarray, dict]:
+                first_id: int, seed: np.random.SeedSequence, zoo: PhaseZoo | None = None
+                ) -> tuple[Trace, np.ndarray, dict]:
     arr_rng, noise_rng = (np.random.default_rng(s) for s in seed.spawn(2))
     parts: list[Arrivals] = []
     t0 = 0.0
@@ -324,8 +344,39 @@ def _run_phases(name: str, phases: list[dict], *, spec: GpuSpec, profiles: Profi
             t0 = float(a.time_ms[-1])
         next_id += len(a)
     arrivals = Arrivals.concat(parts)
-    res = simulate_arrivals(arrivals, spec=spec, profiles=profiles, seed=noise_rng)
+    res = simulate_arrivals(arrivals, spec=spec, profiles=profiles, seed=noise_rng, zoo=zoo)
     return res.trace, res.arrival_ms, {"name": name, "gpus": gpus, "phases": described}
+
+
+def _truth_setup(spec: GpuSpec, truth: str, zoo: str | PhaseZoo | None,
+                 profiles: ProfileTable | None) -> tuple[ProfileTable, PhaseZoo | None]:
+    """Profiles and (under the phase-structured truth) the model family of a scenario."""
+    if truth not in SIM_TRUTHS:
+        raise InterfpredError(f"unknown truth {truth!r}; known: {', '.join(SIM_TRUTHS)}")
+    if truth == "fluid":
+        if zoo is not None and zoo != "synthetic":
+            raise InterfpredError(f"zoo {zoo if isinstance(zoo, str) else zoo.family!r} needs truth 'phases'; "
+                                  "the fluid truth runs the synthetic zoo's profiles")
+        return (zoo_profiles(spec.name) if profiles is None else profiles), None
+    if profiles is not None:
+        raise InterfpredError("profiles apply to the fluid truth; under truth 'phases' pass a zoo")
+    from interfpred.sim.orion import phase_zoo
+
+    pz = zoo if isinstance(zoo, PhaseZoo) else phase_zoo(spec.name, zoo)
+    if pz.gpu != spec.name:
+        raise InterfpredError(f"zoo built for gpu {pz.gpu!r} cannot run on gpu {spec.name!r}")
+    return pz.profiles(), pz
+
+
+def _paper_models(pz: PhaseZoo | None):
+    """(train, new, every, test-3 batch ranges, test-3 weights) of a family."""
+    if pz is not None and pz.family == "orion":
+        from interfpred.sim import orion
+
+        return (list(orion.ORION_TRAIN_MODELS), list(orion.ORION_NEW_MODELS), sorted(orion.ORION_MODELS),
+                orion.ORION_HETERO_BATCHES, orion.ORION_HETERO_WEIGHTS)
+    train, new = list(PAPER_TRAIN_MODELS), list(PAPER_NEW_MODELS)
+    return train, new, train + new, PAPER_HETERO_BATCHES, PAPER_HETERO_WEIGHTS
 
 
 def _describe_batches(b) -> object:
@@ -346,8 +397,14 @@ def _split(total: int, parts: int) -> list[int]:
 
 
 def paper_scenario(gpu: GpuSpec | str = "l4", *, seed: int = 0, executions: int = SIM_DEFAULT_EXECUTIONS,
-                   gpus: int = 1, profiles: ProfileTable | None = None) -> Scenario:
-    """The paper's E2 sets (DESIGN.md), simulated on the synthetic zoo.
+                   gpus: int = 1, profiles: ProfileTable | None = None, truth: str = SIM_DEFAULT_TRUTH,
+                   zoo: str | PhaseZoo | None = None) -> Scenario:
+    """The paper's E2 sets, simulated on a model family.
+
+    The synthetic family's sets are listed below; the orion family's use
+    :data:`~interfpred.sim.orion.ORION_TRAIN_MODELS` (resnet50, mobilenetv2, bert, transformer_xl)
+    for training and test 1, :data:`~interfpred.sim.orion.ORION_NEW_MODELS` (efficientnet,
+    retinanet) for test 2, and all seven (with resnet101, seen nowhere else) for test 3.
 
     * ``train``: {resnet50, vgg19, roberta_base, vit_b16} at moderate load (rho 0.9), batch sizes
       uniform over 1, 2, 4, 8, 16 (experiments split it 75/25);
@@ -367,7 +424,13 @@ def paper_scenario(gpu: GpuSpec | str = "l4", *, seed: int = 0, executions: int 
     gpus
         GPUs per set (``gpu0..``), arrivals spread uniformly; rho is per GPU.
     profiles
-        Override the zoo (must cover the six models on ``gpu``).
+        Override the zoo (must cover the six models on ``gpu``; fluid truth only).
+    truth
+        ``"phases"`` (operator-level ground truth with hidden per-model factors) or ``"fluid"``
+        (one demand vector per execution, the profile's).
+    zoo
+        Family under ``truth="phases"``: ``"orion"``, ``"synthetic"``, a
+        :class:`~interfpred.sim.operators.PhaseZoo`, or None (orion on a v100, else synthetic).
 
     Examples
     --------
@@ -378,37 +441,37 @@ def paper_scenario(gpu: GpuSpec | str = "l4", *, seed: int = 0, executions: int 
     ['convnext_b', 'yolov8n']
     """
     spec = get_gpu_spec(gpu)
-    profiles = zoo_profiles(spec.name) if profiles is None else profiles
+    profiles, pz = _truth_setup(spec, truth, zoo, profiles)
     if not isinstance(executions, int | np.integer) or executions < 4:
         raise InterfpredError(f"executions {executions!r} must be an integer >= 4 (executions per set)")
-    train = list(PAPER_TRAIN_MODELS)
-    new = list(PAPER_NEW_MODELS)
-    every = train + new
+    train, new, every, hetero_b, hetero_w = _paper_models(pz)
     half = _split(executions, 2)
     quarter = _split(executions, 4)
     bs = list(PAPER_BATCH_SIZES)
-    hetero = {m: list(range(lo, hi + 1)) for m, (lo, hi) in PAPER_HETERO_BATCHES.items()}
+    hetero = {m: list(range(lo, hi + 1)) for m, (lo, hi) in hetero_b.items()}
     plans = {
         "train": [dict(models=train, rho=SIM_RHO_MODERATE, executions=executions, batch_sizes=bs)],
         "test1": [dict(models=train, rho=SIM_RHO_LIGHT, executions=half[0], batch_sizes=bs),
                   dict(models=train, rho=SIM_RHO_STRESS, executions=half[1], batch_sizes=bs)],
         "test2": [dict(models=new, rho=SIM_RHO_MODERATE, executions=executions, batch_sizes=bs)],
-        "test3": [dict(models=every, rho=r, executions=q, batch_sizes=hetero, weights=PAPER_HETERO_WEIGHTS)
+        "test3": [dict(models=every, rho=r, executions=q, batch_sizes=hetero, weights=hetero_w)
                   for r, q in zip((SIM_RHO_LIGHT, SIM_RHO_MODERATE, SIM_RHO_STRESS, SIM_RHO_MODERATE), quarter)],
     }
     children = np.random.SeedSequence(seed).spawn(len(plans))
     traces, arrivals, sets = {}, {}, {}
     for i, (name, phases) in enumerate(plans.items()):
         trace, arr, desc = _run_phases(name, phases, spec=spec, profiles=profiles, gpus=gpus,
-                                       first_id=i * 10 ** (len(str(executions)) + 1), seed=children[i])
+                                       first_id=i * 10 ** (len(str(executions)) + 1), seed=children[i], zoo=pz)
         traces[name], arrivals[name], sets[name] = trace, arr, desc
-    return Scenario(profiles=profiles, spec=spec, traces=traces, arrival_ms=arrivals, sets=sets, seed=seed)
+    return Scenario(profiles=profiles, spec=spec, traces=traces, arrival_ms=arrivals, sets=sets, seed=seed, zoo=pz)
 
 
 def mix_scenario(models: Sequence[str], *, rho: float, gpu: GpuSpec | str = "l4", seed: int = 0,
                  executions: int = SIM_DEFAULT_EXECUTIONS, batch_sizes: BatchSpec | None = None, gpus: int = 1,
-                 profiles: ProfileTable | None = None) -> Scenario:
-    """One set, ``trace``: the given models at one load (a custom workload).
+                 profiles: ProfileTable | None = None, truth: str = SIM_DEFAULT_TRUTH,
+                 zoo: str | PhaseZoo | None = None) -> Scenario:
+    """One set, ``trace``: the given models at one load (a custom workload); ``truth`` and ``zoo``
+    as in :func:`paper_scenario`.
 
     Examples
     --------
@@ -417,16 +480,21 @@ def mix_scenario(models: Sequence[str], *, rho: float, gpu: GpuSpec | str = "l4"
     (['trace'], [1, 32])
     """
     spec = get_gpu_spec(gpu)
-    profiles = zoo_profiles(spec.name) if profiles is None else profiles
+    profiles, pz = _truth_setup(spec, truth, zoo, profiles)
     phases = [dict(models=list(models), rho=rho, executions=executions, batch_sizes=batch_sizes)]
     trace, arr, desc = _run_phases("trace", phases, spec=spec, profiles=profiles, gpus=gpus, first_id=0,
-                                   seed=np.random.SeedSequence(seed))
+                                   seed=np.random.SeedSequence(seed), zoo=pz)
     return Scenario(profiles=profiles, spec=spec, traces={"trace": trace}, arrival_ms={"trace": arr},
-                    sets={"trace": desc}, seed=seed)
+                    sets={"trace": desc}, seed=seed, zoo=pz)
 
 
-def write_scenario(scenario: Scenario, out: str | os.PathLike[str], *, force: bool = False) -> list[str]:
+def write_scenario(scenario: Scenario, out: str | os.PathLike[str], *, force: bool = False,
+                   operators: bool = False) -> list[str]:
     """Write ``profiles.csv``, one ``<set>.csv`` per trace and ``scenario.json`` into ``out``.
+
+    With ``operators`` (phase-structured truth only) also ``operators.csv``: the operator-level
+    profile of every (model, batch size) the traces hold, one row per operator (or phase) with
+    its solo ``duration_ms`` and demands ``sm, l2, dram``; the hidden per-model factors are not in it.
 
     The files are written into a temporary folder beside ``out`` which is then renamed, so
     ``out`` is never left half-written.  An existing non-empty ``out`` is refused unless
@@ -453,9 +521,20 @@ def write_scenario(scenario: Scenario, out: str | os.PathLike[str], *, force: bo
     if not os.path.isdir(parent):
         raise InterfpredError(f"parent folder {parent} of the output does not exist")
     tmp = tempfile.mkdtemp(prefix=".tmp-simulate-", dir=parent)
-    names = ["profiles.csv", *(f"{k}.csv" for k in scenario.traces), "scenario.json"]
+    if operators and scenario.zoo is None:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise InterfpredError("an operator-level profile needs the phase-structured truth (truth 'phases')")
+    names = ["profiles.csv", *(f"{k}.csv" for k in scenario.traces), *(["operators.csv"] if operators else []),
+             "scenario.json"]
     try:
         scenario.profiles.to_csv(os.path.join(tmp, "profiles.csv"))
+        if operators:
+            keys = {(str(m), int(b)) for t in scenario.traces.values() for m, b in zip(t.model, t.batch_size)}
+            cols = scenario.zoo.operator_rows(keys)
+            with open(os.path.join(tmp, "operators.csv"), "w", encoding="utf-8", newline="") as fh:
+                fh.write(",".join(cols) + "\n")
+                for row in zip(*cols.values()):
+                    fh.write(",".join(repr(v) if isinstance(v, float) else str(v) for v in row) + "\n")
         for k, t in scenario.traces.items():
             t.to_csv(os.path.join(tmp, f"{k}.csv"))
         with open(os.path.join(tmp, "scenario.json"), "w", encoding="utf-8") as fh:
