@@ -63,6 +63,7 @@ from interfpred.experiments.report import (
     markdown_table,
     text_table,
 )
+from interfpred.experiments.trace_baselines import BASELINES, baseline_slowdowns
 from interfpred.features import (
     EWMA,
     Extractor,
@@ -121,10 +122,12 @@ def scenario_for(ctx: ReproduceContext) -> Scenario:
     Size: ``ctx.executions`` per set when given, else 5,000 with ``ctx.quick`` or 50,000.
     """
     n = ctx.executions or (REPRODUCE_QUICK_EXECUTIONS if ctx.quick else REPRODUCE_EXECUTIONS)
-    key = ("paper_scenario", ctx.gpu, ctx.seed, n)
+    key = ("paper_scenario", ctx.gpu, ctx.seed, n, ctx.truth, ctx.zoo)
     if key not in ctx.cache:
-        ctx.progress(f"simulating the paper scenario: 4 sets x {n} executions on a synthetic {ctx.gpu} GPU")
-        ctx.cache[key] = paper_scenario(ctx.gpu, seed=ctx.seed, executions=n)
+        what = "fluid truth, synthetic zoo" if ctx.truth == "fluid" else \
+            f"phase truth, {ctx.zoo or ('orion' if ctx.gpu == 'v100' else 'synthetic')} zoo"
+        ctx.progress(f"simulating the paper scenario: 4 sets x {n} executions on a simulated {ctx.gpu} GPU ({what})")
+        ctx.cache[key] = paper_scenario(ctx.gpu, seed=ctx.seed, executions=n, truth=ctx.truth, zoo=ctx.zoo)
     return ctx.cache[key]
 
 
@@ -226,9 +229,13 @@ def run_e1(ctx: ReproduceContext) -> Section:
         rows.append({"aggregation": label, "method": mlabel, "map": ex.feature_map, "target": ex.target,
                      **s.as_dict()})
         curves[f"{label} / {mlabel}"] = relative_error_cdf(lat, obs_lat)
+    train_sd = fms[0].latency_ms / fms[0].solo_ms
+    base = baseline_slowdowns(tr, slice(0, cut), tr, test_rows, train_sd)
+    base_rows = [{"aggregation": "baseline", "method": name, **accuracy_summary(base[name], obs_sd).as_dict()}
+                 for name in BASELINES]
     header = ["features", "method", "within 10%", "within 20%", "median", "p90", "p99", "> 60%", "MSE"]
     table = [[r["aggregation"], r["method"], r["within_10"], r["within_20"], r["median"], r["p90"], r["p99"],
-              r["beyond_60"], r["mse"]] for r in rows]
+              r["beyond_60"], r["mse"]] for r in rows + base_rows]
     figures, fig_note = _plot_e1(ctx, curves)
     paper_rows = rows[:-1]
     w10 = {(r["aggregation"], r["method"]): r["within_10"] for r in paper_rows}
@@ -250,6 +257,8 @@ def run_e1(ctx: ReproduceContext) -> Section:
         "",
         markdown_table(header, table),
         "",
+        _BASELINE_NOTE,
+        "",
         f"**interfpred best** = {best.label()}, chosen by prequential MAPE on a validation split inside the "
         "training rows (the test rows played no part):",
         "",
@@ -259,7 +268,8 @@ def run_e1(ctx: ReproduceContext) -> Section:
     md += [f"![Relative-error CDF, E1]({f})" for f in figures] + ([fig_note] if fig_note else [])
     md += ["", _e1_findings(patterns, goal)]
     terminal = text_table(header, table) + f"\n(interfpred best = {best.label()})"
-    data = {"executions": n, "train_rows": cut, "test_rows": n - cut, "rows": rows, "patterns": patterns,
+    data = {"executions": n, "train_rows": cut, "test_rows": n - cut, "rows": rows, "baselines": base_rows,
+            "patterns": patterns,
             "goal": goal, "best": {"label": best.label(), "extractor": best.extractor.get_spec(),
                                    "predictor": best.kind, "params": dict(best.params)},
             "selection": [{"candidate": c.label(), "validation_mape": s} for c, s in best_scores],
@@ -281,6 +291,11 @@ def _e1_findings(patterns: dict[str, bool], goal: dict[str, Any]) -> str:
         f"- interfpred best within 10 %: {goal['best_within_10']:.3f} (goal >= 0.9: {yes(goal['met'])})",
     ])
 
+
+_BASELINE_NOTE = ("Baselines are fitted on the same training rows and frozen: no interference predicts slowdown 1; "
+                  "global mean the training rows' mean slowdown; per-pair mean the mean slowdown of training rows "
+                  "with the same model, batch size and co-runner models at launch (falling back to the same model "
+                  "and batch size, the same model, then the global mean for keys never seen).")
 
 _NO_MPL = "_(figure skipped: matplotlib is not installed; `pip install \".[plot]\"` draws it)_"
 
@@ -349,6 +364,7 @@ def run_e2(ctx: ReproduceContext) -> Section:
     results: dict[str, dict[str, dict[str, float]]] = {}
     errors: dict[str, dict[str, np.ndarray]] = {s: {} for s in E2_SETS}
     variance: dict[str, float] = {}
+    baselines: dict[str, dict[str, dict[str, float]]] = {b: {} for b in BASELINES}
     for label, cfg, _ in configs:
         results[label] = {}
     for set_name in E2_SETS:
@@ -367,11 +383,20 @@ def run_e2(ctx: ReproduceContext) -> Section:
                                         "n": int(obs.size)}
             errors[set_name][label] = np.abs(lat - obs) / obs
             variance[set_name] = float(np.var(obs / solo))
+        fm0 = fms[extractors[0]]
+        tr0 = train_by[extractors[0]]
+        base = baseline_slowdowns(tr, slice(0, cut), trace, rows, tr0.latency_ms / tr0.solo_ms)
+        obs, solo = fm0.latency_ms[rows], fm0.solo_ms[rows]
+        for b in BASELINES:
+            baselines[b][set_name] = {"mse": mse(base[b], obs / solo), "mape": mape(base[b] * solo, obs),
+                                      "n": int(obs.size)}
     cols = [_SET_LABELS[s] for s in E2_SETS]
     mse_rows = [[label] + [results[label][s]["mse"] for s in E2_SETS] for label, _, _ in configs]
+    mse_rows += [[f"baseline: {b}"] + [baselines[b][s]["mse"] for s in E2_SETS] for b in BASELINES]
     mse_rows.append(["(variance of observed slowdown)"] + [variance[s] for s in E2_SETS])
     figures, fig_note = _plot_e2(ctx, errors, sc)
     mape_rows = [[label] + [results[label][s]["mape"] for s in E2_SETS] for label, _, _ in configs]
+    mape_rows += [[f"baseline: {b}"] + [baselines[b][s]["mape"] for s in E2_SETS] for b in BASELINES]
     off, sgd, rls = (results[k]["test2"]["mse"] for k in ("Offline linear", "Online SGD", "RLS"))
     best_t2 = results["interfpred best"]["test2"]["mse"]
     patterns = {
@@ -386,7 +411,8 @@ def run_e2(ctx: ReproduceContext) -> Section:
     md = [
         "Each learner is fitted on the first 75 % of the `train` set (four models, moderate load) and then run, "
         "from that trained state, on the held-out last 25 % (models seen in training), test set 1 (same models, "
-        "light then stress load), test set 2 (new models convnext_b and yolov8n) and test set 3 (all six, "
+        f"light then stress load), test set 2 (new models {' and '.join(sorted(set(sc.traces['test2'].model.tolist())))}) "
+        f"and test set 3 (all {len(set(sc.traces['test3'].model.tolist()))} models, "
         "heterogeneous batch sizes and loads). Online learners run prequentially: each execution is predicted "
         "at its launch with what finished before it, and learned from once it has finished. The offline model "
         "only predicts. Paper rows use the paper's co-location features (gpulets' inputs smoothed by EWMA(0.5), "
@@ -397,7 +423,7 @@ def run_e2(ctx: ReproduceContext) -> Section:
         markdown_table(["method"] + cols, mse_rows),
         "",
         "The last row is the variance of the observed slowdown in each set: the MSE of always predicting "
-        "the set's mean, so MSEs of different sets compare only relative to it.",
+        "the set's mean, so MSEs of different sets compare only relative to it. " + _BASELINE_NOTE,
         "",
         "MAPE of latency:",
         "",
@@ -416,7 +442,7 @@ def run_e2(ctx: ReproduceContext) -> Section:
         [fig_note] if fig_note else [])
     terminal = "\n".join(["MSE of slowdown", text_table(["method"] + cols, mse_rows), "",
                           "MAPE of latency", text_table(["method"] + cols, mape_rows)])
-    data = {"results": results, "slowdown_variance": variance, "patterns": patterns, "goal": goal,
+    data = {"results": results, "baselines": baselines, "slowdown_variance": variance, "patterns": patterns, "goal": goal,
             "configs": {label: {"label": cfg.label(), "extractor": cfg.extractor.get_spec(), "predictor": cfg.kind,
                                 "params": dict(cfg.params)} for label, cfg, _ in configs},
             "paper_mse": PAPER_E2_MSE, "runtime_s": time.perf_counter() - t0}

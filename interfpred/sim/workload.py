@@ -33,6 +33,7 @@ from interfpred.constants import (
     SCHEMA_VERSION,
     SIM_DEFAULT_EXECUTIONS,
     SIM_DEFAULT_TRUTH,
+    SIM_HIDDEN_SEED,
     SIM_TRUTHS,
     SIM_RHO_LIGHT,
     SIM_RHO_MODERATE,
@@ -318,7 +319,7 @@ class Scenario:
         """A JSON-able description (what :func:`write_scenario` stores as scenario.json)."""
         source = "synthetic" if self.zoo is None else self.zoo.source
         extra = {} if self.zoo is None else {"zoo": self.zoo.family, "max_phases": self.zoo.max_phases,
-                                              "hidden": {m: vars(h) for m, h in sorted(self.zoo.hidden.items())}}
+                                              "hidden_seed": SIM_HIDDEN_SEED}
         return {"schema_version": SCHEMA_VERSION, "source": source, "truth": self.truth, **extra, "seed": self.seed,
                 "gpu": self.spec.model_dump(), "sets": self.sets,
                 "files": {"profiles": "profiles.csv", **{k: f"{k}.csv" for k in self.traces}}}
