@@ -264,3 +264,38 @@ def test_orion_paper_scenario_and_operator_profile_file(tmp_path):
     with pytest.raises(InterfpredError, match="operator-level profile needs"):
         write_scenario(fluid, tmp_path / "f", operators=True)
     assert zoo_profiles("v100").lookup("vgg19", 1).extra["source"] == "synthetic"
+
+
+# ---------------------------------------------------------------------------- CLI and reproduce
+def test_cli_simulate_orion_with_operator_profile(tmp_path, capsys):
+    from interfpred.cli import main
+    from interfpred.profiles import ProfileTable
+    from interfpred.trace import Trace
+
+    out = tmp_path / "sim"
+    assert main(["simulate", "--gpu", "v100", "--zoo", "orion", "--out", str(out), "--executions", "40",
+                 "--operators"]) == 0
+    said = capsys.readouterr().out
+    assert "operators.csv" in said and "orion operators, derived demands, phases truth" in said
+    sc = paper_scenario("v100", seed=0, executions=40)
+    assert ProfileTable.from_csv(out / "profiles.csv") == sc.profiles
+    assert Trace.from_csv(out / "test2.csv") == sc.traces["test2"]
+    assert main(["simulate", "--gpu", "l4", "--zoo", "orion", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "measured on a v100, not 'l4'" in err
+    assert main(["simulate", "--truth", "fluid", "--operators", "--out", str(tmp_path / "y"),
+                 "--executions", "8"]) == 2
+    assert "operator-level profile needs" in capsys.readouterr().err
+
+
+def test_reproduce_keeps_the_fluid_truth_selectable(tmp_path):
+    from interfpred.experiments.reproduce import reproduce
+
+    reproduce(tmp_path / "f", executions=200, sections=["e2"], truth="fluid")
+    report = (tmp_path / "f" / "report.md").read_text()
+    assert "Ground truth of E1 and E2: fluid" in report and "simulated GPU l4" in report
+    assert "convnext_b and yolov8n" in report and "baseline: per-pair mean" in report
+    with pytest.raises(InterfpredError, match="needs truth 'phases'"):
+        reproduce(tmp_path / "g", executions=200, truth="fluid", zoo="orion")
+    with pytest.raises(InterfpredError, match="unknown truth"):
+        reproduce(tmp_path / "g", executions=200, truth="exact")
