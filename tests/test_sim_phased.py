@@ -299,3 +299,17 @@ def test_reproduce_keeps_the_fluid_truth_selectable(tmp_path):
         reproduce(tmp_path / "g", executions=200, truth="fluid", zoo="orion")
     with pytest.raises(InterfpredError, match="unknown truth"):
         reproduce(tmp_path / "g", executions=200, truth="exact")
+
+
+def test_pair_slowdowns_in_steady_state_follow_the_rates():
+    from interfpred.sim.calibration import pair_slowdowns
+    from interfpred.sim.contention import rates
+
+    spec = GPU_PRESETS["l4"].model_copy(update={"sigma": 0.0})
+    z = synthetic_phase_zoo("l4")
+    sd = pair_slowdowns(spec, zoo=z, truth="fluid", batch_sizes=(4, 32), models=("vgg19", "yolov8n"))
+    items = [(m, b) for m in ("vgg19", "yolov8n") for b in (4, 32)]
+    dem = {k: z.program(*k).mean_demand for k in items}
+    want = [1.0 / rates([dem[a], dem[b]], spec)[0] for a in items for b in items]
+    np.testing.assert_allclose(sd, want, rtol=1e-9)
+    assert np.all(pair_slowdowns(spec, zoo=z, batch_sizes=(32,), models=("vgg19",)) > 1.0)
