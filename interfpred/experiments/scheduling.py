@@ -576,7 +576,8 @@ def run_e3(ctx: ReproduceContext) -> Section:
     fig = _plot(ctx, loads, results)
     err = [r.tracker_error for r in results["tracker"]]
     verdict = _verdict(goals)
-    setup = (f"{E3_GPUS} simulated L4 GPUs (ground-truth contention, noise sigma={spec.sigma}), six zoo models, "
+    setup = (f"{E3_GPUS} simulated {spec.name.upper()} GPUs (fluid ground-truth contention on the synthetic zoo's "
+             f"profiles: the serving simulator does not run operator phases; noise sigma={spec.sigma}), six zoo models, "
              f"{requests} Poisson requests per run, SLO = {E3_SLO_FACTOR:g} x solo latency at batch "
              f"{E3_SLO_BATCH}, dynamic batching up to {E3_MAX_BATCH}, at most {spec.max_concurrency} batches per GPU, "
              f"margin {E3_MARGIN:g} for (b) and (c); load = offered utilisation per GPU at batch size 1. "
