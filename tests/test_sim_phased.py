@@ -18,7 +18,14 @@ from interfpred.constants import ORION_DEMANDS, ORION_SMS
 from interfpred.errors import InterfpredError
 from interfpred.sim.contention import GPU_PRESETS, GpuSpec
 from interfpred.sim.engine import simulate, simulate_work
-from interfpred.sim.operators import NEUTRAL, HiddenFactors, PhaseZoo, Program, draw_hidden, merge_phases
+from interfpred.sim.operators import (
+    NEUTRAL,
+    HiddenFactors,
+    PhaseZoo,
+    Program,
+    draw_hidden,
+    merge_phases,
+)
 from interfpred.sim.orion import (
     ORION_MODELS,
     _shipped,
@@ -213,7 +220,7 @@ def test_conversion_script_regenerates_the_shipped_tables(tmp_path):
     out = tmp_path / "out"
     subprocess.run([sys.executable, str(ROOT / "scripts/convert_orion.py"), str(src), "--out", str(out)],
                    check=True, capture_output=True)
-    for _, (fname, _) in ORION_MODELS.items():
+    for fname, _ in ORION_MODELS.values():
         assert (out / fname).read_bytes() == (ROOT / "interfpred/data/orion" / fname).read_bytes()
 
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from interfpred.experiments.trace_baselines import BASELINES, baseline_slowdowns, launch_keys
+from interfpred.experiments.trace_baselines import (
+    BASELINES,
+    baseline_slowdowns,
+    launch_keys,
+)
 from interfpred.sim.engine import simulate
 from interfpred.trace import Trace
 

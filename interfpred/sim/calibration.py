@@ -16,6 +16,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -86,7 +87,7 @@ def pair_slowdowns(gpu: str | GpuSpec = "v100", *, zoo: str | PhaseZoo | None = 
     tiled = []
     for p in progs:
         tiled.append(_tile(p, max(1, int(round(span_ms / p.solo_ms)))))
-        tiled.append(_tile(p, int(np.ceil(3.5 * longest / p.solo_ms)) + 1))
+        tiled.append(_tile(p, math.ceil(3.5 * longest / p.solo_ms) + 1))
     offsets = np.cumsum([0] + [len(p) for p in tiled])
     dur = np.concatenate([p.duration_ms for p in tiled])
     dem = np.concatenate([p.demand for p in tiled])

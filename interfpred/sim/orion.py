@@ -47,7 +47,12 @@ from importlib import resources
 
 import numpy as np
 
-from interfpred.constants import ORION_DEMANDS, ORION_MIN_OP_MS, ORION_SMS, SIM_MAX_PHASES
+from interfpred.constants import (
+    ORION_DEMANDS,
+    ORION_MIN_OP_MS,
+    ORION_SMS,
+    SIM_MAX_PHASES,
+)
 from interfpred.errors import InterfpredError
 from interfpred.sim.operators import PhaseZoo, Program, draw_hidden
 from interfpred.sim.zoo import ZOO_BATCH_SIZES, zoo_profiles
