@@ -168,8 +168,9 @@ def _add_truth_options(p, *, operators: bool) -> None:
                    help="ground truth: phases (operator phases, hidden per-model factors; default) or fluid "
                         "(one demand vector per execution, the earlier simulator)")
     p.add_argument("--zoo", choices=SIM_ZOOS, default=None,
-                   help="model family with --truth phases: orion (real V100 operator tables, derived demands; "
-                        "default on v100) or synthetic (default elsewhere)")
+                   help="model family: orion (real V100 operator tables, derived demands; default on v100 with "
+                        "--truth phases) or synthetic (default elsewhere); with --truth fluid, orion runs the "
+                        "passes' time-averaged profiles")
     if operators:
         p.add_argument("--operators", action="store_true",
                        help="also write operators.csv, the operator-level profile (--truth phases)")
@@ -221,7 +222,7 @@ def _run_simulate(args) -> int:
     names = write_scenario(scenario, args.out, force=args.force, operators=args.operators)
     sizes = ", ".join(f"{k}.csv ({len(t)} executions)" for k, t in scenario.traces.items())
     ops = ", operators.csv" if args.operators else ""
-    source = "synthetic" if scenario.zoo is None else scenario.zoo.source
+    source = scenario.source
     print(f"wrote {args.out}: {names[0]}, {sizes}{ops}, {names[-1]} ({source}, {scenario.truth} truth, "
           f"gpu {scenario.spec.name}, seed {args.seed})")
     return 0

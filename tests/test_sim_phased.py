@@ -249,8 +249,20 @@ def test_engine_bad_input():
         simulate_programs(one[0], one[1], np.array([[0.5, 0.5, 0.95]]), np.array([0]), [0.0], spec="l4")
     with pytest.raises(InterfpredError, match="unknown truth 'exact'"):
         paper_scenario("v100", executions=10, truth="exact")
-    with pytest.raises(InterfpredError, match="needs truth 'phases'"):
-        mix_scenario(["bert"], rho=0.5, gpu="v100", truth="fluid", zoo="orion", executions=10)
+    with pytest.raises(InterfpredError, match="measured on a v100, not 'l4'"):
+        mix_scenario(["bert"], rho=0.5, gpu="l4", truth="fluid", zoo="orion", executions=10)
+
+
+def test_fluid_truth_on_the_orion_family_runs_its_profiles_without_phases_or_hidden_factors():
+    sc = mix_scenario(["bert", "resnet50"], rho=0.8, gpu="v100", truth="fluid", zoo="orion", executions=60,
+                      batch_sizes=[1, 8])
+    assert sc.truth == "fluid" and sc.source == "orion operators, derived demands"
+    assert sc.profiles == orion_zoo().profiles()
+    same = mix_scenario(["bert", "resnet50"], rho=0.8, gpu="v100", truth="fluid", profiles=orion_zoo().profiles(),
+                        executions=60, batch_sizes=[1, 8])
+    assert same.traces["trace"] == sc.traces["trace"]
+    phased = mix_scenario(["bert", "resnet50"], rho=0.8, gpu="v100", zoo="orion", executions=60, batch_sizes=[1, 8])
+    assert not np.allclose(phased.traces["trace"].end_ms, sc.traces["trace"].end_ms)
 
 
 # ---------------------------------------------------------------------------- scenarios
@@ -302,8 +314,8 @@ def test_reproduce_keeps_the_fluid_truth_selectable(tmp_path):
     report = (tmp_path / "f" / "report.md").read_text()
     assert "Ground truth of E1 and E2: fluid" in report and "simulated GPU l4" in report
     assert "convnext_b and yolov8n" in report and "baseline: per-pair mean" in report
-    with pytest.raises(InterfpredError, match="needs truth 'phases'"):
-        reproduce(tmp_path / "g", executions=200, truth="fluid", zoo="orion")
+    with pytest.raises(InterfpredError, match="measured on a v100, not 'l4'"):
+        reproduce(tmp_path / "g", executions=200, truth="fluid", zoo="orion", gpu="l4")
     with pytest.raises(InterfpredError, match="unknown truth"):
         reproduce(tmp_path / "g", executions=200, truth="exact")
 

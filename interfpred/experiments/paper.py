@@ -124,7 +124,7 @@ def scenario_for(ctx: ReproduceContext) -> Scenario:
     n = ctx.executions or (REPRODUCE_QUICK_EXECUTIONS if ctx.quick else REPRODUCE_EXECUTIONS)
     key = ("paper_scenario", ctx.gpu, ctx.seed, n, ctx.truth, ctx.zoo)
     if key not in ctx.cache:
-        what = "fluid truth, synthetic zoo" if ctx.truth == "fluid" else \
+        what = f"fluid truth, {ctx.zoo or 'synthetic'} zoo" if ctx.truth == "fluid" else \
             f"phase truth, {ctx.zoo or ('orion' if ctx.gpu == 'v100' else 'synthetic')} zoo"
         ctx.progress(f"simulating the paper scenario: 4 sets x {n} executions on a simulated {ctx.gpu} GPU ({what})")
         ctx.cache[key] = paper_scenario(ctx.gpu, seed=ctx.seed, executions=n, truth=ctx.truth, zoo=ctx.zoo)

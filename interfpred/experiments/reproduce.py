@@ -132,8 +132,9 @@ def reproduce(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: int
         ``"phases"`` (operator phases and hidden per-model factors) or ``"fluid"`` (the earlier
         ground truth: one demand vector per execution, a function of its profile).
     zoo
-        Model family under ``truth="phases"``: ``"orion"`` or ``"synthetic"`` (None: orion on a
-        v100, synthetic elsewhere).
+        Model family: ``"orion"`` or ``"synthetic"`` (None: under ``truth="phases"`` orion on a
+        v100, synthetic elsewhere; under ``"fluid"`` synthetic).  ``truth="fluid", zoo="orion"``
+        runs the orion passes' time-averaged profiles without phases or hidden factors.
 
     Returns
     -------
@@ -145,12 +146,10 @@ def reproduce(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: int
     if truth not in SIM_TRUTHS:
         raise InterfpredError(f"unknown truth {truth!r}; known: {', '.join(SIM_TRUTHS)}")
     if gpu is None:
-        gpu = "v100" if truth == "phases" else "l4"
+        gpu = "v100" if truth == "phases" or zoo == "orion" else "l4"
     get_gpu_spec(gpu)  # an unknown preset fails here, before any work
-    if truth == "phases":
+    if truth == "phases" or zoo is not None:
         phase_zoo(gpu, zoo)  # an unknown or mismatched zoo too
-    elif zoo not in (None, "synthetic"):
-        raise InterfpredError(f"zoo {zoo!r} needs truth 'phases'; the fluid truth runs the synthetic zoo")
     if executions is not None and (not isinstance(executions, int) or executions < 40):
         raise InterfpredError(f"executions {executions!r} must be an integer >= 40")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
@@ -228,7 +227,8 @@ def _report_markdown(sections: Sequence[Section], meta: dict) -> str:
 
 def _truth_words(meta: dict) -> str:
     if meta.get("truth") == "fluid":
-        return "fluid (one demand vector per execution, its profile's; synthetic zoo)"
+        family = "orion passes' time-averaged demands" if meta.get("zoo") == "orion" else "synthetic zoo"
+        return f"fluid (one demand vector per execution, its profile's; {family})"
     zoo = meta.get("zoo") or ("orion" if meta["gpu"] == "v100" else "synthetic")
     family = ("Orion's real V100 operator sequences with derived demands" if zoo == "orion"
               else "the synthetic zoo, one operator per pass")

@@ -309,6 +309,12 @@ class Scenario:
     sets: dict[str, dict] = field(default_factory=dict)
     seed: int | None = None
     zoo: PhaseZoo | None = None
+    family: str = "synthetic"
+
+    @property
+    def source(self) -> str:
+        """The label of the profiles' family (what their ``source`` column says)."""
+        return "orion operators, derived demands" if self.family == "orion" else "synthetic"
 
     @property
     def truth(self) -> str:
@@ -317,9 +323,9 @@ class Scenario:
 
     def manifest(self) -> dict:
         """A JSON-able description (what :func:`write_scenario` stores as scenario.json)."""
-        source = "synthetic" if self.zoo is None else self.zoo.source
-        extra = {} if self.zoo is None else {"zoo": self.zoo.family, "max_phases": self.zoo.max_phases,
-                                              "hidden_seed": SIM_HIDDEN_SEED}
+        source = self.source
+        extra = {"zoo": self.family} if self.zoo is None else {"zoo": self.family, "max_phases": self.zoo.max_phases,
+                                                                "hidden_seed": SIM_HIDDEN_SEED}
         return {"schema_version": SCHEMA_VERSION, "source": source, "truth": self.truth, **extra, "seed": self.seed,
                 "gpu": self.spec.model_dump(), "sets": self.sets,
                 "files": {"profiles": "profiles.csv", **{k: f"{k}.csv" for k in self.traces}}}
@@ -350,15 +356,21 @@ def _run_phases(name: str, phases: list[dict], *, spec: GpuSpec, profiles: Profi
 
 
 def _truth_setup(spec: GpuSpec, truth: str, zoo: str | PhaseZoo | None,
-                 profiles: ProfileTable | None) -> tuple[ProfileTable, PhaseZoo | None]:
-    """Profiles and (under the phase-structured truth) the model family of a scenario."""
+                 profiles: ProfileTable | None) -> tuple[ProfileTable, PhaseZoo | None, str]:
+    """Profiles, the model family the phase-structured engine runs (None: the fluid engine) and
+    the family's name.  The fluid truth on a phase family runs that family's profiles (each pass's
+    time-averaged demand, no hidden factors)."""
     if truth not in SIM_TRUTHS:
         raise InterfpredError(f"unknown truth {truth!r}; known: {', '.join(SIM_TRUTHS)}")
     if truth == "fluid":
-        if zoo is not None and zoo != "synthetic":
-            raise InterfpredError(f"zoo {zoo if isinstance(zoo, str) else zoo.family!r} needs truth 'phases'; "
-                                  "the fluid truth runs the synthetic zoo's profiles")
-        return (zoo_profiles(spec.name) if profiles is None else profiles), None
+        if zoo is None or zoo == "synthetic":
+            return (zoo_profiles(spec.name) if profiles is None else profiles), None, "synthetic"
+        if profiles is not None:
+            raise InterfpredError("pass either profiles or a zoo, not both")
+        from interfpred.sim.orion import phase_zoo
+
+        pz = zoo if isinstance(zoo, PhaseZoo) else phase_zoo(spec.name, zoo)
+        return pz.profiles(), None, pz.family
     if profiles is not None:
         raise InterfpredError("profiles apply to the fluid truth; under truth 'phases' pass a zoo")
     from interfpred.sim.orion import phase_zoo
@@ -366,12 +378,12 @@ def _truth_setup(spec: GpuSpec, truth: str, zoo: str | PhaseZoo | None,
     pz = zoo if isinstance(zoo, PhaseZoo) else phase_zoo(spec.name, zoo)
     if pz.gpu != spec.name:
         raise InterfpredError(f"zoo built for gpu {pz.gpu!r} cannot run on gpu {spec.name!r}")
-    return pz.profiles(), pz
+    return pz.profiles(), pz, pz.family
 
 
-def _paper_models(pz: PhaseZoo | None):
+def _paper_models(family: str):
     """(train, new, every, test-3 batch ranges, test-3 weights) of a family."""
-    if pz is not None and pz.family == "orion":
+    if family == "orion":
         from interfpred.sim import orion
 
         return (list(orion.ORION_TRAIN_MODELS), list(orion.ORION_NEW_MODELS), sorted(orion.ORION_MODELS),
@@ -430,8 +442,10 @@ def paper_scenario(gpu: GpuSpec | str = "l4", *, seed: int = 0, executions: int 
         ``"phases"`` (operator-level ground truth with hidden per-model factors) or ``"fluid"``
         (one demand vector per execution, the profile's).
     zoo
-        Family under ``truth="phases"``: ``"orion"``, ``"synthetic"``, a
-        :class:`~interfpred.sim.operators.PhaseZoo`, or None (orion on a v100, else synthetic).
+        Family: ``"orion"``, ``"synthetic"``, a :class:`~interfpred.sim.operators.PhaseZoo`, or None
+        (under ``truth="phases"`` orion on a v100, else synthetic; under ``"fluid"`` synthetic).
+        The fluid truth on the orion family runs its profiles (each pass's time-averaged demand,
+        without the hidden factors): the phase structure and hidden factors removed, the rest equal.
 
     Examples
     --------
@@ -442,10 +456,10 @@ def paper_scenario(gpu: GpuSpec | str = "l4", *, seed: int = 0, executions: int 
     ['convnext_b', 'yolov8n']
     """
     spec = get_gpu_spec(gpu)
-    profiles, pz = _truth_setup(spec, truth, zoo, profiles)
+    profiles, pz, family = _truth_setup(spec, truth, zoo, profiles)
     if not isinstance(executions, int | np.integer) or executions < 4:
         raise InterfpredError(f"executions {executions!r} must be an integer >= 4 (executions per set)")
-    train, new, every, hetero_b, hetero_w = _paper_models(pz)
+    train, new, every, hetero_b, hetero_w = _paper_models(family)
     half = _split(executions, 2)
     quarter = _split(executions, 4)
     bs = list(PAPER_BATCH_SIZES)
@@ -464,7 +478,8 @@ def paper_scenario(gpu: GpuSpec | str = "l4", *, seed: int = 0, executions: int 
         trace, arr, desc = _run_phases(name, phases, spec=spec, profiles=profiles, gpus=gpus,
                                        first_id=i * 10 ** (len(str(executions)) + 1), seed=children[i], zoo=pz)
         traces[name], arrivals[name], sets[name] = trace, arr, desc
-    return Scenario(profiles=profiles, spec=spec, traces=traces, arrival_ms=arrivals, sets=sets, seed=seed, zoo=pz)
+    return Scenario(profiles=profiles, spec=spec, traces=traces, arrival_ms=arrivals, sets=sets, seed=seed, zoo=pz,
+                    family=family)
 
 
 def mix_scenario(models: Sequence[str], *, rho: float, gpu: GpuSpec | str = "l4", seed: int = 0,
@@ -481,12 +496,12 @@ def mix_scenario(models: Sequence[str], *, rho: float, gpu: GpuSpec | str = "l4"
     (['trace'], [1, 32])
     """
     spec = get_gpu_spec(gpu)
-    profiles, pz = _truth_setup(spec, truth, zoo, profiles)
+    profiles, pz, family = _truth_setup(spec, truth, zoo, profiles)
     phases = [dict(models=list(models), rho=rho, executions=executions, batch_sizes=batch_sizes)]
     trace, arr, desc = _run_phases("trace", phases, spec=spec, profiles=profiles, gpus=gpus, first_id=0,
                                    seed=np.random.SeedSequence(seed), zoo=pz)
     return Scenario(profiles=profiles, spec=spec, traces={"trace": trace}, arrival_ms={"trace": arr},
-                    sets={"trace": desc}, seed=seed, zoo=pz)
+                    sets={"trace": desc}, seed=seed, zoo=pz, family=family)
 
 
 def write_scenario(scenario: Scenario, out: str | os.PathLike[str], *, force: bool = False,
