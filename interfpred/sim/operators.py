@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
@@ -54,9 +54,11 @@ from interfpred.profiles import ProfileTable
 __all__ = ["Program", "HiddenFactors", "PhaseZoo", "draw_hidden", "merge_phases"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Program:
     """The operator sequence of one pass: durations (ms) and demands (fractions of peak).
+
+    Compared by identity (two programs with equal arrays are different objects).
 
     Attributes
     ----------
@@ -257,7 +259,7 @@ def merge_phases(program: Program, max_phases: int) -> tuple[Program, np.ndarray
 
 
 # ---------------------------------------------------------------------------- the zoo
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PhaseZoo:
     """Programs of a model family on one GPU, with each model's hidden factors.
 
@@ -280,7 +282,6 @@ class PhaseZoo:
     programs: Mapping[tuple[str, int], Program]
     hidden: Mapping[str, HiddenFactors]
     max_phases: int = 0
-    _index: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_programs(cls, family: str, gpu: str, programs: Mapping[tuple[str, int], Program | tuple],
