@@ -52,14 +52,18 @@ from interfpred.constants import (
     ORION_MIN_OP_MS,
     ORION_SMS,
     SIM_MAX_PHASES,
+    SIM_TRUTHS,
 )
 from interfpred.errors import InterfpredError
+from interfpred.profiles import ProfileTable
+from interfpred.sim.contention import GpuSpec
 from interfpred.sim.operators import PhaseZoo, Program, draw_hidden
 from interfpred.sim.zoo import ZOO_BATCH_SIZES, zoo_profiles
 
 __all__ = ["ORION_MODELS", "ORION_TRAIN_MODELS", "ORION_NEW_MODELS", "ORION_HETERO_BATCHES", "ORION_HETERO_WEIGHTS",
            "OrionTable", "read_orion_csv", "read_operator_table", "write_operator_table", "to_orion_csv",
-           "operator_demands", "scale_operators", "orion_zoo", "synthetic_phase_zoo", "phase_zoo"]
+           "operator_demands", "scale_operators", "orion_zoo", "synthetic_phase_zoo", "phase_zoo", "scenario_family",
+           "paper_sets"]
 
 #: Shipped tables: model -> (file, batch size of the measured pass).
 ORION_MODELS: dict[str, tuple[str, int]] = {
@@ -278,3 +282,41 @@ def phase_zoo(gpu: str, zoo: str | None = None, *, max_phases: int = SIM_MAX_PHA
     if zoo == "synthetic":
         return synthetic_phase_zoo(gpu)
     raise InterfpredError(f"unknown zoo {zoo!r}; known: orion, synthetic")
+
+
+def scenario_family(spec: GpuSpec, truth: str, zoo: str | PhaseZoo | None,
+                 profiles: ProfileTable | None) -> tuple[ProfileTable, PhaseZoo | None, str]:
+    """Profiles, the model family the phase-structured engine runs (None: the fluid engine) and
+    the family's name.  The fluid truth on a phase family runs that family's profiles (each pass's
+    time-averaged demand, no hidden factors)."""
+    if truth not in SIM_TRUTHS:
+        raise InterfpredError(f"unknown truth {truth!r}; known: {', '.join(SIM_TRUTHS)}")
+    if truth == "fluid":
+        if zoo is None or zoo == "synthetic":
+            return (zoo_profiles(spec.name) if profiles is None else profiles), None, "synthetic"
+        if profiles is not None:
+            raise InterfpredError("pass either profiles or a zoo, not both")
+        pz = zoo if isinstance(zoo, PhaseZoo) else phase_zoo(spec.name, zoo)
+        return pz.profiles(), None, pz.family
+    if profiles is not None:
+        raise InterfpredError("profiles apply to the fluid truth; under truth 'phases' pass a zoo")
+    pz = zoo if isinstance(zoo, PhaseZoo) else phase_zoo(spec.name, zoo)
+    if pz.gpu != spec.name:
+        raise InterfpredError(f"zoo built for gpu {pz.gpu!r} cannot run on gpu {spec.name!r}")
+    return pz.profiles(), pz, pz.family
+
+
+def paper_sets(family: str):
+    """(train, new, every, test-3 batch ranges, test-3 weights) of a family."""
+    if family == "orion":
+        return (list(ORION_TRAIN_MODELS), list(ORION_NEW_MODELS), sorted(ORION_MODELS), ORION_HETERO_BATCHES,
+                ORION_HETERO_WEIGHTS)
+    from interfpred.sim.workload import (
+        PAPER_HETERO_BATCHES,
+        PAPER_HETERO_WEIGHTS,
+        PAPER_NEW_MODELS,
+        PAPER_TRAIN_MODELS,
+    )
+
+    train, new = list(PAPER_TRAIN_MODELS), list(PAPER_NEW_MODELS)
+    return train, new, train + new, PAPER_HETERO_BATCHES, PAPER_HETERO_WEIGHTS

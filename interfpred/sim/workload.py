@@ -34,7 +34,6 @@ from interfpred.constants import (
     SIM_DEFAULT_EXECUTIONS,
     SIM_DEFAULT_TRUTH,
     SIM_HIDDEN_SEED,
-    SIM_TRUTHS,
     SIM_RHO_LIGHT,
     SIM_RHO_MODERATE,
     SIM_RHO_STRESS,
@@ -44,6 +43,7 @@ from interfpred.profiles import ProfileTable
 from interfpred.sim.contention import GpuSpec, get_gpu_spec
 from interfpred.sim.engine import simulate
 from interfpred.sim.operators import PhaseZoo
+from interfpred.sim.orion import paper_sets, scenario_family
 from interfpred.sim.phased import simulate_phased
 from interfpred.sim.zoo import zoo_profiles
 from interfpred.trace import Trace
@@ -355,43 +355,6 @@ def _run_phases(name: str, phases: list[dict], *, spec: GpuSpec, profiles: Profi
     return res.trace, res.arrival_ms, {"name": name, "gpus": gpus, "phases": described}
 
 
-def _truth_setup(spec: GpuSpec, truth: str, zoo: str | PhaseZoo | None,
-                 profiles: ProfileTable | None) -> tuple[ProfileTable, PhaseZoo | None, str]:
-    """Profiles, the model family the phase-structured engine runs (None: the fluid engine) and
-    the family's name.  The fluid truth on a phase family runs that family's profiles (each pass's
-    time-averaged demand, no hidden factors)."""
-    if truth not in SIM_TRUTHS:
-        raise InterfpredError(f"unknown truth {truth!r}; known: {', '.join(SIM_TRUTHS)}")
-    if truth == "fluid":
-        if zoo is None or zoo == "synthetic":
-            return (zoo_profiles(spec.name) if profiles is None else profiles), None, "synthetic"
-        if profiles is not None:
-            raise InterfpredError("pass either profiles or a zoo, not both")
-        from interfpred.sim.orion import phase_zoo
-
-        pz = zoo if isinstance(zoo, PhaseZoo) else phase_zoo(spec.name, zoo)
-        return pz.profiles(), None, pz.family
-    if profiles is not None:
-        raise InterfpredError("profiles apply to the fluid truth; under truth 'phases' pass a zoo")
-    from interfpred.sim.orion import phase_zoo
-
-    pz = zoo if isinstance(zoo, PhaseZoo) else phase_zoo(spec.name, zoo)
-    if pz.gpu != spec.name:
-        raise InterfpredError(f"zoo built for gpu {pz.gpu!r} cannot run on gpu {spec.name!r}")
-    return pz.profiles(), pz, pz.family
-
-
-def _paper_models(family: str):
-    """(train, new, every, test-3 batch ranges, test-3 weights) of a family."""
-    if family == "orion":
-        from interfpred.sim import orion
-
-        return (list(orion.ORION_TRAIN_MODELS), list(orion.ORION_NEW_MODELS), sorted(orion.ORION_MODELS),
-                orion.ORION_HETERO_BATCHES, orion.ORION_HETERO_WEIGHTS)
-    train, new = list(PAPER_TRAIN_MODELS), list(PAPER_NEW_MODELS)
-    return train, new, train + new, PAPER_HETERO_BATCHES, PAPER_HETERO_WEIGHTS
-
-
 def _describe_batches(b) -> object:
     if b is None:
         return "all profiled"
@@ -456,10 +419,10 @@ def paper_scenario(gpu: GpuSpec | str = "l4", *, seed: int = 0, executions: int 
     ['convnext_b', 'yolov8n']
     """
     spec = get_gpu_spec(gpu)
-    profiles, pz, family = _truth_setup(spec, truth, zoo, profiles)
+    profiles, pz, family = scenario_family(spec, truth, zoo, profiles)
     if not isinstance(executions, int | np.integer) or executions < 4:
         raise InterfpredError(f"executions {executions!r} must be an integer >= 4 (executions per set)")
-    train, new, every, hetero_b, hetero_w = _paper_models(family)
+    train, new, every, hetero_b, hetero_w = paper_sets(family)
     half = _split(executions, 2)
     quarter = _split(executions, 4)
     bs = list(PAPER_BATCH_SIZES)
@@ -496,7 +459,7 @@ def mix_scenario(models: Sequence[str], *, rho: float, gpu: GpuSpec | str = "l4"
     (['trace'], [1, 32])
     """
     spec = get_gpu_spec(gpu)
-    profiles, pz, family = _truth_setup(spec, truth, zoo, profiles)
+    profiles, pz, family = scenario_family(spec, truth, zoo, profiles)
     phases = [dict(models=list(models), rho=rho, executions=executions, batch_sizes=batch_sizes)]
     trace, arr, desc = _run_phases("trace", phases, spec=spec, profiles=profiles, gpus=gpus, first_id=0,
                                    seed=np.random.SeedSequence(seed), zoo=pz)
