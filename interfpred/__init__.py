@@ -5,6 +5,7 @@ The public names, nothing else; see docs/ for the guide.
 
 from interfpred._version import __version__
 from interfpred.errors import InputError, InterfpredError
+from interfpred.entities import Entities
 from interfpred.ingest import KernelTable, NcuFormatError, profile_from_kernels, read_kernels
 from interfpred.profiles import Profile, ProfileTable
 from interfpred.predictors import (
@@ -17,6 +18,7 @@ from interfpred.predictors import (
     make_predictor,
 )
 from interfpred.trace import Trace
+from interfpred.measurements import Measurements
 from interfpred.timeline import Timeline, build_timeline
 from interfpred.features import (
     EWMA,
@@ -34,12 +36,14 @@ from interfpred.fleet import Fleet
 from interfpred.model import InterferenceModel, load_model
 
 __all__ = [
+    "Entities",
     "__version__",
     "InterfpredError",
     "InputError",
     "Profile",
     "ProfileTable",
     "Trace",
+    "Measurements",
     "KernelTable",
     "NcuFormatError",
     "read_kernels",

@@ -313,7 +313,7 @@ def test_reproduce_keeps_the_fluid_truth_selectable(tmp_path):
     reproduce(tmp_path / "f", executions=200, sections=["e2"], truth="fluid")
     report = (tmp_path / "f" / "report.md").read_text()
     assert "Ground truth of E1 and E2: fluid" in report and "simulated GPU l4" in report
-    assert "convnext_b and yolov8n" in report and "baseline: per-pair mean" in report
+    assert "convnext_b and yolov8n" in report and "baseline: pair mean" in report
     with pytest.raises(InterfpredError, match="measured on a v100, not 'l4'"):
         reproduce(tmp_path / "g", executions=200, truth="fluid", zoo="orion", gpu="l4")
     with pytest.raises(InterfpredError, match="unknown truth"):

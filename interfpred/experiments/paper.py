@@ -38,6 +38,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ from interfpred.constants import (
     REPRODUCE_QUICK_EXECUTIONS,
     REPRODUCE_TRAIN_SHARE,
 )
+from interfpred.experiments.launch_keys import launch_entities
 from interfpred.experiments.metrics import (
     accuracy_summary,
     mape,
@@ -63,7 +65,6 @@ from interfpred.experiments.report import (
     markdown_table,
     text_table,
 )
-from interfpred.experiments.trace_baselines import BASELINES, baseline_slowdowns
 from interfpred.features import (
     EWMA,
     Extractor,
@@ -73,6 +74,8 @@ from interfpred.features import (
     transform_many,
 )
 from interfpred.model import prequential
+from interfpred.constants import BASELINE_KINDS
+from interfpred.evaluation import BASELINE_LABELS, call
 from interfpred.predictors import BasePredictor, make_predictor
 from interfpred.sim.workload import Scenario, paper_scenario
 
@@ -137,8 +140,11 @@ def _features(ctx: ReproduceContext, set_name: str, extractors: Sequence[Extract
     store = ctx.cache.setdefault(("paper_features", id(sc)), {})
     missing = [ex for ex in dict.fromkeys(extractors) if (set_name, ex) not in store]
     if missing:
+        # Entity-aware predictors (the per-pair mean) key each row by its model and the models
+        # running at its launch, the co-runners known when it is predicted.
+        ent = launch_entities(sc.traces[set_name])
         for ex, fm in zip(missing, transform_many(missing, sc.traces[set_name], sc.profiles)):
-            store[(set_name, ex)] = fm
+            store[(set_name, ex)] = fm if fm.entities is not None else dataclasses.replace(fm, entities=ent)
     return [store[(set_name, ex)] for ex in extractors]
 
 
@@ -148,10 +154,16 @@ def _cut(n: int) -> int:
 
 def _run(cfg: Config, fit: FeatureMatrix, rows_fit: slice, test: FeatureMatrix, rows_test: slice,
          start_ms: np.ndarray, end_ms: np.ndarray) -> np.ndarray:
-    """Predicted latency of ``test[rows_test]`` after fitting on ``fit[rows_fit]`` (prequential if online)."""
-    p = cfg.predictor().fit(fit.X[rows_fit], fit.y[rows_fit])
+    """Predicted latency of ``test[rows_test]`` after fitting on ``fit[rows_fit]`` (prequential if online).
+
+    A predictor with ``uses_entities`` also gets the rows' entities, when the features carry them.
+    """
+    p = cfg.predictor()
+    ent_fit = None if fit.entities is None else fit.entities.take(np.arange(len(fit))[rows_fit])
+    ent_test = None if test.entities is None else test.entities.take(np.arange(len(test))[rows_test])
+    call(p, "fit", fit.X[rows_fit], fit.y[rows_fit], entities=ent_fit)
     pred = prequential(p, test.X[rows_test], test.y[rows_test], start_ms=start_ms[rows_test],
-                       end_ms=end_ms[rows_test])
+                       end_ms=end_ms[rows_test], entities=ent_test)
     return np.asarray(cfg.extractor.latency_from_target(pred, test.solo_ms[rows_test]), dtype=np.float64)
 
 
@@ -221,6 +233,8 @@ def run_e1(ctx: ReproduceContext) -> Section:
     entries = [(label, ex, fm, mlabel, kind) for (label, ex), fm in zip(named, fms[:-1])
                for mlabel, kind in _METHODS]
     entries.append(("interfpred best", best.extractor, fms[-1], "RLS", best.kind))
+    # The baselines on the same rows, same protocol (they ignore the features).
+    entries += [(BASELINE_LABELS[k], named[-1][1], fms[len(named) - 1], "-", k) for k in BASELINE_KINDS]
     for label, ex, fm, mlabel, kind in entries:
         params = best.params if label == "interfpred best" else ()
         cfg = Config(ex, kind, params)
@@ -229,22 +243,18 @@ def run_e1(ctx: ReproduceContext) -> Section:
         rows.append({"aggregation": label, "method": mlabel, "map": ex.feature_map, "target": ex.target,
                      **s.as_dict()})
         curves[f"{label} / {mlabel}"] = relative_error_cdf(lat, obs_lat)
-    train_sd = fms[0].latency_ms / fms[0].solo_ms
-    base = baseline_slowdowns(tr, slice(0, cut), tr, test_rows, train_sd)
-    base_rows = [{"aggregation": "baseline", "method": name, **accuracy_summary(base[name], obs_sd).as_dict()}
-                 for name in BASELINES]
     header = ["features", "method", "within 10%", "within 20%", "median", "p90", "p99", "> 60%", "MSE"]
     table = [[r["aggregation"], r["method"], r["within_10"], r["within_20"], r["median"], r["p90"], r["p99"],
-              r["beyond_60"], r["mse"]] for r in rows + base_rows]
+              r["beyond_60"], r["mse"]] for r in rows]
     figures, fig_note = _plot_e1(ctx, curves)
-    paper_rows = rows[:-1]
+    paper_rows = rows[:2 * len(named)]
     w10 = {(r["aggregation"], r["method"]): r["within_10"] for r in paper_rows}
     patterns = {}
     for kind_label, _ in _METHODS:
         by_agg = {a: w10[(a, kind_label)] for a, _ in named}
         patterns[f"static_worst_{kind_label}"] = bool(by_agg["Static"] <= min(by_agg.values()))
         patterns[f"timeweighted_best_{kind_label}"] = bool(by_agg["TimeWeighted"] >= max(by_agg.values()))
-    best_row = rows[-1]
+    best_row = rows[2 * len(named)]
     goal = {"best_within_10": best_row["within_10"], "target": 0.9, "met": bool(best_row["within_10"] >= 0.9)}
     md = [
         f"Trace: the `train` set of the paper scenario ({n} executions; models "
@@ -253,11 +263,12 @@ def run_e1(ctx: ReproduceContext) -> Section:
         "(`l2_me, dram_me, l2_other, dram_other`, co-runners summed), target slowdown, aggregated five ways. "
         "OfflineLinear is fitted once and frozen; RLS is fitted on the same rows, then runs prequentially "
         "over the test rows (predict at launch, learn at finish). Errors are relative errors of latency; "
-        "MSE is of slowdown.",
+        "MSE is of slowdown. The three baselines (no interference; running global mean; running mean per "
+        "model and set of co-runner models running at its launch, falling back to the model's mean, then the "
+        "global mean, for a key not seen yet) "
+        "run the same way on the same rows.",
         "",
         markdown_table(header, table),
-        "",
-        _BASELINE_NOTE,
         "",
         f"**interfpred best** = {best.label()}, chosen by prequential MAPE on a validation split inside the "
         "training rows (the test rows played no part):",
@@ -268,8 +279,7 @@ def run_e1(ctx: ReproduceContext) -> Section:
     md += [f"![Relative-error CDF, E1]({f})" for f in figures] + ([fig_note] if fig_note else [])
     md += ["", _e1_findings(patterns, goal)]
     terminal = text_table(header, table) + f"\n(interfpred best = {best.label()})"
-    data = {"executions": n, "train_rows": cut, "test_rows": n - cut, "rows": rows, "baselines": base_rows,
-            "patterns": patterns,
+    data = {"executions": n, "train_rows": cut, "test_rows": n - cut, "rows": rows, "patterns": patterns,
             "goal": goal, "best": {"label": best.label(), "extractor": best.extractor.get_spec(),
                                    "predictor": best.kind, "params": dict(best.params)},
             "selection": [{"candidate": c.label(), "validation_mape": s} for c, s in best_scores],
@@ -291,11 +301,6 @@ def _e1_findings(patterns: dict[str, bool], goal: dict[str, Any]) -> str:
         f"- interfpred best within 10 %: {goal['best_within_10']:.3f} (goal >= 0.9: {yes(goal['met'])})",
     ])
 
-
-_BASELINE_NOTE = ("Baselines are fitted on the same training rows and frozen: no interference predicts slowdown 1; "
-                  "global mean the training rows' mean slowdown; per-pair mean the mean slowdown of training rows "
-                  "with the same model, batch size and co-runner models at launch (falling back to the same model "
-                  "and batch size, the same model, then the global mean for keys never seen).")
 
 _NO_MPL = "_(figure skipped: matplotlib is not installed; `pip install \".[plot]\"` draws it)_"
 
@@ -349,7 +354,7 @@ def _e2_configs(ctx: ReproduceContext) -> list[tuple[str, Config, list[tuple[Con
     rls, rls_scores = _select(ctx, "rls", [Config(ex, "rls", (("forgetting", f),)) for f in _RLS_GRID])
     best, best_scores = best_config(ctx)
     return [("Offline linear", offline, []), ("Online SGD", sgd, sgd_scores), ("RLS", rls, rls_scores),
-            ("interfpred best", best, best_scores)]
+            ("interfpred best", best, best_scores)] + [(BASELINE_LABELS[k], Config(ex, k), []) for k in BASELINE_KINDS]
 
 
 def run_e2(ctx: ReproduceContext) -> Section:
@@ -364,7 +369,6 @@ def run_e2(ctx: ReproduceContext) -> Section:
     results: dict[str, dict[str, dict[str, float]]] = {}
     errors: dict[str, dict[str, np.ndarray]] = {s: {} for s in E2_SETS}
     variance: dict[str, float] = {}
-    baselines: dict[str, dict[str, dict[str, float]]] = {b: {} for b in BASELINES}
     for label, cfg, _ in configs:
         results[label] = {}
     for set_name in E2_SETS:
@@ -381,22 +385,14 @@ def run_e2(ctx: ReproduceContext) -> Section:
             solo = fm.solo_ms[rows]
             results[label][set_name] = {"mse": mse(lat / solo, obs / solo), "mape": mape(lat, obs),
                                         "n": int(obs.size)}
-            errors[set_name][label] = np.abs(lat - obs) / obs
+            if label not in BASELINE_LABELS.values():
+                errors[set_name][label] = np.abs(lat - obs) / obs
             variance[set_name] = float(np.var(obs / solo))
-        fm0 = fms[extractors[0]]
-        tr0 = train_by[extractors[0]]
-        base = baseline_slowdowns(tr, slice(0, cut), trace, rows, tr0.latency_ms / tr0.solo_ms)
-        obs, solo = fm0.latency_ms[rows], fm0.solo_ms[rows]
-        for b in BASELINES:
-            baselines[b][set_name] = {"mse": mse(base[b], obs / solo), "mape": mape(base[b] * solo, obs),
-                                      "n": int(obs.size)}
     cols = [_SET_LABELS[s] for s in E2_SETS]
     mse_rows = [[label] + [results[label][s]["mse"] for s in E2_SETS] for label, _, _ in configs]
-    mse_rows += [[f"baseline: {b}"] + [baselines[b][s]["mse"] for s in E2_SETS] for b in BASELINES]
     mse_rows.append(["(variance of observed slowdown)"] + [variance[s] for s in E2_SETS])
     figures, fig_note = _plot_e2(ctx, errors, sc)
     mape_rows = [[label] + [results[label][s]["mape"] for s in E2_SETS] for label, _, _ in configs]
-    mape_rows += [[f"baseline: {b}"] + [baselines[b][s]["mape"] for s in E2_SETS] for b in BASELINES]
     off, sgd, rls = (results[k]["test2"]["mse"] for k in ("Offline linear", "Online SGD", "RLS"))
     best_t2 = results["interfpred best"]["test2"]["mse"]
     patterns = {
@@ -406,7 +402,7 @@ def run_e2(ctx: ReproduceContext) -> Section:
     }
     goal = {"best_test2_mse": best_t2, "offline_test2_mse": off, "ratio": best_t2 / off if off > 0 else None,
             "target_ratio": 1 / 3, "met": bool(best_t2 <= off / 3)}
-    chosen = "; ".join(f"{label}: {cfg.label()}" for label, cfg, _ in configs)
+    chosen = "; ".join(f"{label}: {cfg.label()}" for label, cfg, _ in configs if label not in BASELINE_LABELS.values())
     sel_rows = [[c.label(), s, "chosen" if c == cfg else ""] for _, cfg, scores in configs[1:3] for c, s in scores]
     md = [
         "Each learner is fitted on the first 75 % of the `train` set (four models, moderate load) and then run, "
@@ -416,14 +412,15 @@ def run_e2(ctx: ReproduceContext) -> Section:
         "heterogeneous batch sizes and loads). Online learners run prequentially: each execution is predicted "
         "at its launch with what finished before it, and learned from once it has finished. The offline model "
         "only predicts. Paper rows use the paper's co-location features (gpulets' inputs smoothed by EWMA(0.5), "
-        "target slowdown); step sizes were chosen on training data.",
+        "target slowdown); step sizes were chosen on training data. The three baselines are fitted on the same "
+        "rows and run the same way (the global and pair means keep learning).",
         "",
         "MSE of slowdown:",
         "",
         markdown_table(["method"] + cols, mse_rows),
         "",
         "The last row is the variance of the observed slowdown in each set: the MSE of always predicting "
-        "the set's mean, so MSEs of different sets compare only relative to it. " + _BASELINE_NOTE,
+        "the set's mean, so MSEs of different sets compare only relative to it.",
         "",
         "MAPE of latency:",
         "",
@@ -442,7 +439,7 @@ def run_e2(ctx: ReproduceContext) -> Section:
         [fig_note] if fig_note else [])
     terminal = "\n".join(["MSE of slowdown", text_table(["method"] + cols, mse_rows), "",
                           "MAPE of latency", text_table(["method"] + cols, mape_rows)])
-    data = {"results": results, "baselines": baselines, "slowdown_variance": variance, "patterns": patterns, "goal": goal,
+    data = {"results": results, "slowdown_variance": variance, "patterns": patterns, "goal": goal,
             "configs": {label: {"label": cfg.label(), "extractor": cfg.extractor.get_spec(), "predictor": cfg.kind,
                                 "params": dict(cfg.params)} for label, cfg, _ in configs},
             "paper_mse": PAPER_E2_MSE, "runtime_s": time.perf_counter() - t0}

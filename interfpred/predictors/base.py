@@ -150,6 +150,10 @@ class BasePredictor(abc.ABC):
     learns_online: ClassVar[bool] = True
     #: Fixed input width, if the predictor defines one (gpulets: 4); None means any.
     fixed_width: ClassVar[int | None] = None
+    #: Whether ``fit``/``predict``/``update`` accept ``entities=`` (an
+    #: :class:`~interfpred.entities.Entities` table naming the models each row involves).
+    #: Callers pass entities only to predictors that set this; the others never see them.
+    uses_entities: ClassVar[bool] = False
     #: Parameter sets the shared contract suite runs this predictor with.
     _test_params: ClassVar[list[dict[str, Any]]] = [{}]
 
@@ -362,7 +366,7 @@ def registered() -> dict[str, type[BasePredictor]]:
     Examples
     --------
     >>> sorted(registered())
-    ['gpulets', 'offline_linear', 'online_sgd', 'river', 'rls', 'sklearn']
+    ['global_mean', 'gpulets', 'no_interference', 'offline_linear', 'online_sgd', 'pair_mean', 'river', 'rls', 'sklearn']
     """
     _ensure_loaded()
     return dict(_REGISTRY)
