@@ -18,6 +18,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from interfpred.sim.calibration import GAVEL_V100_PAIRS, INFERENCE_PAIRS_RANGE, pair_slowdowns, summarise  # noqa: E402
+from interfpred.sim.operators import NEUTRAL, PhaseZoo  # noqa: E402
+from interfpred.sim.orion import orion_zoo  # noqa: E402
 
 
 def main() -> None:
@@ -27,11 +29,16 @@ def main() -> None:
           f"{g['p90']:>7.2f} {g['max']:>7.1f} {'0.27':>7}")
     lo, hi = INFERENCE_PAIRS_RANGE
     print(f"{'inference pairs under MPS (typical, published)':<44} {'small':<18} {'':>6} {f'{lo}-{hi}':>7}")
+    z = orion_zoo()
+    neutral = PhaseZoo(family="orion", gpu="v100", programs=z.programs, hidden={m: NEUTRAL for m in z.hidden},
+                       max_phases=z.max_phases)
     runs = [("v100 orion, phase truth", "v100", "orion", "phases"),
+            ("v100 orion, phases without hidden factors", "v100", neutral, "phases"),
+            ("v100 orion, full operator sequences", "v100", orion_zoo(max_phases=0), "phases"),
             ("v100 orion, fluid truth (averaged demands)", "v100", "orion", "fluid"),
             ("v100 synthetic, phase truth", "v100", "synthetic", "phases")]
     for label, gpu, zoo, truth in runs:
-        for bs in ((1, 2, 4, 8, 16, 32), (1,), (8,), (32,)):
+        for bs in ((1, 2, 4, 8, 16, 32),) if not isinstance(zoo, str) else ((1, 2, 4, 8, 16, 32), (1,), (8,), (32,)):
             s = summarise(pair_slowdowns(gpu, zoo=zoo, truth=truth, batch_sizes=bs))
             print(f"{label:<44} {','.join(map(str, bs)):<18} {s['n']:>6} {s['median']:>7.2f} {s['p90']:>7.2f} "
                   f"{s['max']:>7.2f} {s['within_1.3']:>7.2f}")
