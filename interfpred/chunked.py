@@ -43,7 +43,7 @@ import numpy as np
 
 from interfpred import _timeline_kernels as _k
 from interfpred._arrow import require_pyarrow
-from interfpred.constants import CHUNK_ROWS, MAX_RUNNING_SET, PARQUET_BATCH_ROWS
+from interfpred.constants import CHUNK_ROWS, MAX_RUNNING_SET, PARQUET_BATCH_ROWS, TIMELINE_MAX_MEMBERS
 from interfpred.errors import InterfpredError
 from interfpred.features import (
     Extractor,
@@ -127,7 +127,7 @@ def _windows(rows: np.ndarray, start: np.ndarray, end: np.ndarray, chunk_rows: i
         so = live[np.argsort(s[live], kind="stable")]
         eo = live[np.argsort(e[live], kind="stable")]
         gcode = np.zeros(idx.size, dtype=np.int64)
-        _, seg_start, seg_end, seg_ptr, members = _k.sweep(gcode, s, e, so, eo, idx.size)
+        seg_start, seg_end, seg_ptr, members = _sweep(gcode, s, e, so, eo)
         a = np.searchsorted(seg_start, t0, side="left")
         b = np.searchsorted(seg_start, t1, side="left")
         segs = (seg_start[a:b], seg_end[a:b], seg_ptr[a:b + 1] - seg_ptr[a], members[seg_ptr[a]:seg_ptr[b]])
@@ -293,13 +293,24 @@ class _Carry:
         self.out = self.out[:, keep]
 
 
+def _sweep(gcode: np.ndarray, s: np.ndarray, e: np.ndarray, so: np.ndarray, eo: np.ndarray) -> tuple[Any, ...]:
+    """One window's sweep, refused (before it allocates more) past the running-set and membership limits."""
+    _, seg_start, seg_end, seg_ptr, members, stop = _k.sweep(gcode, s, e, so, eo, s.size, MAX_RUNNING_SET,
+                                                             TIMELINE_MAX_MEMBERS)
+    if stop >= 0:
+        raise InterfpredError(f"more than MAX_RUNNING_SET={MAX_RUNNING_SET} executions run at once on one GPU "
+                              f"at {s[stop]!r} ms, or a window's timeline exceeds "
+                              f"TIMELINE_MAX_MEMBERS={TIMELINE_MAX_MEMBERS} memberships")
+    return seg_start, seg_end, seg_ptr, members
+
+
 def _advance(c: _Carry, t1: float, map_id: int, combine_id: int, agg_ids, alphas) -> tuple[Any, ...]:
     """Window ``[c.t0, t1)`` over the open executions: fold its segments, emit what ends in it."""
     s, e = c.start, c.end
     live = np.flatnonzero(e > s)
     so = live[np.argsort(s[live], kind="stable")]
     eo = live[np.argsort(e[live], kind="stable")]
-    _, seg_start, seg_end, seg_ptr, members = _k.sweep(np.zeros(s.size, dtype=np.int64), s, e, so, eo, s.size)
+    seg_start, seg_end, seg_ptr, members = _sweep(np.zeros(s.size, dtype=np.int64), s, e, so, eo)
     a = np.searchsorted(seg_start, c.t0, side="left")
     b = np.searchsorted(seg_start, t1, side="left")
     ptr = seg_ptr[a:b + 1] - seg_ptr[a]

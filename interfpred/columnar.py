@@ -35,6 +35,7 @@ True
 
 from __future__ import annotations
 
+import csv
 import os
 from typing import Any
 
@@ -162,8 +163,13 @@ def trace_to_arrow(trace: Trace):
     return pa.table(out)
 
 
-def trace_from_arrow(table: Any, *, path: str | os.PathLike[str] | None = None) -> Trace:
-    """A :class:`Trace` from a ``pyarrow.Table`` with the CSV's columns (extra columns ignored)."""
+def trace_from_arrow(table: Any, *, path: str | os.PathLike[str] | None = None,
+                     _first_line: int | None = None) -> Trace:
+    """A :class:`Trace` from a ``pyarrow.Table`` with the CSV's columns (extra columns ignored).
+
+    ``_first_line``: the table was read from the CSV file ``path`` whose row i is on line
+    ``_first_line + i``; later messages about a row then name the file and line.
+    """
     pa = _pa("trace_from_arrow")
     where = f"{os.fspath(path)}: " if path is not None else ""
     missing = [c for c in TRACE_COLUMNS if c not in table.column_names]
@@ -186,6 +192,9 @@ def trace_from_arrow(table: Any, *, path: str | os.PathLike[str] | None = None) 
                                                                       dtype=np.float64)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 raise InterfpredError(f"{where}column {c} has type {col.type}, expected numbers") from None
+    if _first_line is not None and path is not None:
+        cols["_path"] = path
+        cols["_lines"] = range(_first_line, _first_line + table.num_rows)
     try:
         return Trace(**cols)
     except InterfpredError as exc:
@@ -231,7 +240,8 @@ def _read_trace_csv_fast(path: str | os.PathLike[str]) -> Trace | None:
     try:
         table = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(
             include_columns=wanted, column_types=types, strings_can_be_null=False, quoted_strings_can_be_null=False),
-            parse_options=pcsv.ParseOptions(newlines_in_values=False),
+            # No blank lines and no line breaks inside cells: row i is then on line i + 2.
+            parse_options=pcsv.ParseOptions(newlines_in_values=False, ignore_empty_lines=False),
             read_options=pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError):
         return None                           # string ids, bad cells, ragged rows: the standard reader
@@ -241,8 +251,10 @@ def _read_trace_csv_fast(path: str | os.PathLike[str]) -> Trace | None:
             d = chunk.dictionary
             if len(d) and pc.any(pc.not_equal(d, pc.utf8_trim_whitespace(d))).as_py():
                 return None                   # cells with blanks: the standard reader strips them
+            if len(d) and pc.max(pc.binary_length(d)).as_py() > csv.field_size_limit():
+                return None                   # a field the standard reader refuses: it names the line
     try:
-        return trace_from_arrow(table)
+        return trace_from_arrow(table, path=path, _first_line=2)
     except InterfpredError:
         return None
 

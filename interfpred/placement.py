@@ -41,8 +41,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
-from numba import njit
 
+from interfpred._jit import njit
 from interfpred.constants import MAX_RUNNING_SET, TRACKER_MIN_REMAINING
 from interfpred.projection import project_stacked_unchecked
 

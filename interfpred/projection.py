@@ -40,8 +40,8 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
+from interfpred._jit import njit
 from interfpred._timeline_kernels import (
     COMBINE_MAX,
     MAP_DEFAULT,
@@ -60,14 +60,20 @@ MAP_CODES = {"default": MAP_DEFAULT, "gpulets": MAP_GPULETS, "rich": MAP_RICH}
 COMBINE_CODES = {"sum": 0, "max": COMBINE_MAX}
 
 _INV_SCALE = 2.0 ** -50
+_NONFINITE = ("projection refused: a predicted rate or remaining work is not finite "
+              "(the predictor's weights overflow on this running set)")
 
 
 @njit(cache=True)
 def _kernel(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, rtol, end):
-    """Projected completion of every member of ``dem`` (n, 3) with remaining work ``rem`` into ``end``."""
+    """Projected completion of every member of ``dem`` (n, 3) with remaining work ``rem`` into ``end``.
+
+    Returns 0, or 1 when a rate or a remaining work is not finite (a NaN prediction): every
+    segment then retires at least one member, so the loop is bounded by n whatever the weights.
+    """
     n = dem.shape[0]
     if n == 0:
-        return
+        return 0
     dq = quantize(dem)
     c = np.empty(n)
     h = np.zeros((n, 3))
@@ -147,6 +153,8 @@ def _kernel(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax
             v = min(max(v, rmin), rmax)
             rate[a] = v
             tau = work[i] / v
+            if not (v > 0.0 and tau >= 0.0 and tau < np.inf):  # NaN fails every comparison
+                return 1
             taus[a] = tau
             tmin = min(tmin, tau)
         t_new = t + tmin
@@ -172,8 +180,11 @@ def _kernel(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax
                 idx[keep] = i
                 rate[keep] = rate[a]
                 keep += 1
+        if keep == na:  # nothing retired: impossible with finite rates, but never loop for ever
+            return 1
         na = keep
         t = t_new
+    return 0
 
 
 @njit(cache=True)
@@ -182,8 +193,11 @@ def _stacked(dem, rem, n, t, W, B, LO, use, map_id, combine_id, is_rate, rmin, r
     for g in range(dem.shape[0]):
         m = n[g]
         if use[g] and m > 0:
-            _kernel(dem[g, :m], rem[g, :m], t, map_id, combine_id, W[g], B[g], LO[g], is_rate, rmin, rmax, rtol,
-                    end[g, :m])
+            status = _kernel(dem[g, :m], rem[g, :m], t, map_id, combine_id, W[g], B[g], LO[g], is_rate, rmin, rmax,
+                             rtol, end[g, :m])
+            if status != 0:
+                return status
+    return 0
 
 
 def project_stacked_unchecked(dem: np.ndarray, rem: np.ndarray, n: np.ndarray, t: float, W: np.ndarray,
@@ -193,7 +207,8 @@ def project_stacked_unchecked(dem: np.ndarray, rem: np.ndarray, n: np.ndarray, t
     """Many projections in one compiled call, in blocks of fixed capacity (a fleet's GPUs): block ``g``
     is ``dem[g, :n[g]]`` (G, C, 3) with ``rem[g, :n[g]]`` under ``W[g]``, ``B[g]``, ``LO[g]``; blocks
     with ``use[g]`` false are skipped. Writes ``end[g, :n[g]]`` (G, C)."""
-    _stacked(dem, rem, n, float(t), W, B, LO, use, map_id, combine_id, is_rate, rmin, rmax, rtol, end)
+    if _stacked(dem, rem, n, float(t), W, B, LO, use, map_id, combine_id, is_rate, rmin, rmax, rtol, end) != 0:
+        raise InterfpredError(_NONFINITE)
 
 
 def project_affine_unchecked(dem: np.ndarray, rem: np.ndarray, t: float, map_id: int, combine_id: int,
@@ -201,7 +216,8 @@ def project_affine_unchecked(dem: np.ndarray, rem: np.ndarray, t: float, map_id:
                              rtol: float = TRACKER_FINISH_RTOL) -> np.ndarray:
     """:func:`project_affine` on codes, without checks (the tracker's hot path): C-contiguous float64 inputs."""
     end = np.empty(dem.shape[0])
-    _kernel(dem, rem, t, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, rtol, end)
+    if _kernel(dem, rem, t, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, rtol, end) != 0:
+        raise InterfpredError(_NONFINITE)
     return end
 
 
