@@ -69,7 +69,17 @@ def main() -> None:
     ap.add_argument("--max-n", type=int, default=1_000_000)
     ap.add_argument("--naive-n", type=int, default=20_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--stages", action="store_true",
+                    help="instead: per-stage time, growth and peak RSS at 10^5, 10^6 and 10^7 executions of the "
+                         "bounded-memory (windowed) path, each size in a fresh process (bench_chunked.py)")
     args = ap.parse_args()
+    if args.stages:
+        sys.path.insert(0, os.path.dirname(__file__))
+        import bench_chunked
+
+        sys.argv = [bench_chunked.__file__]
+        bench_chunked.main()
+        return
     rng = np.random.default_rng(0)
     prof = make_profiles(rng)
     extractors = {"static": Static(), "ewma(0.5)": EWMA(0.5), "time-weighted": TimeWeighted(),

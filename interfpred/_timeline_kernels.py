@@ -433,3 +433,65 @@ def stream_settle(acc, seen, cur, dem, k, map_id, combine_id, agg_id, alpha):
         if agg_id != AGG_TIME_WEIGHTED:
             fold(acc[a], cur[a], not seen[a], 0.0, agg_id, alpha)
             seen[a] = True
+
+
+# --------------------------------------------------------------------------- windows (bounded memory)
+@njit(cache=True)
+def features_into(seg_start, seg_end, seg_ptr, members, dem, map_id, combine_id, agg_ids, alphas, out, wsum, seen):
+    """:func:`features` folding into caller-owned state ``out`` (a, n, d), ``wsum`` and ``seen``
+    (n,) without finalising: one time window of a longer timeline, whose executions carry their
+    accumulators from the window before. The same arithmetic in the same order as
+    :func:`features`, so windows chained this way equal the one-shot result to the bit."""
+    d = out.shape[2]
+    na = agg_ids.shape[0]
+    nseg = seg_ptr.shape[0] - 1
+    srt = np.zeros((3, 2), dtype=np.float64)
+    tot = np.zeros(3, dtype=np.int64)
+    phi = np.empty(d, dtype=np.float64)
+    dq = quantize(dem)
+    for s in range(nseg):
+        lo = seg_ptr[s]
+        hi = seg_ptr[s + 1]
+        k = hi - lo
+        _stats(dem, dq, members, lo, k, srt, tot, combine_id)
+        dur = seg_end[s] - seg_start[s]
+        for a in range(lo, hi):
+            i = members[a]
+            _phi(dem, dq, i, srt, tot, k, map_id, combine_id, phi)
+            first = not seen[i]
+            for j in range(na):
+                agg = agg_ids[j]
+                if agg == AGG_STATIC:
+                    if first:
+                        for f in range(d):
+                            out[j, i, f] = phi[f]
+                elif agg == AGG_EWMA:
+                    if first:
+                        for f in range(d):
+                            out[j, i, f] = phi[f]
+                    else:
+                        alpha = alphas[j]
+                        beta = 1.0 - alpha
+                        for f in range(d):
+                            out[j, i, f] = alpha * phi[f] + beta * out[j, i, f]
+                else:
+                    if first:
+                        for f in range(d):
+                            out[j, i, f] = dur * phi[f]
+                    else:
+                        for f in range(d):
+                            out[j, i, f] += dur * phi[f]
+            if first:
+                wsum[i] = dur
+            else:
+                wsum[i] += dur
+            seen[i] = True
+
+
+@njit(cache=True)
+def finalize_rows(out, wsum, seen, dem, rows, map_id, combine_id, agg_ids):
+    """:func:`finalize` of rows ``rows`` of ``out`` (a, n, d) for every aggregation."""
+    for j in range(agg_ids.shape[0]):
+        for r in range(rows.shape[0]):
+            i = rows[r]
+            finalize(out[j, i], wsum[i], seen[i], dem[i], map_id, combine_id, agg_ids[j])

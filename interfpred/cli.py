@@ -217,6 +217,8 @@ def _add_simulate(sub) -> None:
     p.add_argument("--rho", type=float, default=None, help="mix: offered utilisation per GPU")
     p.add_argument("--batch-sizes", default=None, help="mix: comma-separated batch sizes (default all profiled)")
     p.add_argument("--force", action="store_true", help="replace a non-empty --out")
+    p.add_argument("--format", choices=("csv", "parquet"), default="csv",
+                   help="file format of the profiles and traces (parquet needs pyarrow; default csv)")
     p.set_defaults(func=_run_simulate)
 
 
@@ -243,8 +245,8 @@ def _run_simulate(args) -> int:
                 raise InterfpredError(f"--batch-sizes {args.batch_sizes!r} must be comma-separated integers") from None
         scenario = mix_scenario(models, rho=args.rho, gpu=args.gpu, seed=args.seed, executions=n,
                                 batch_sizes=batches, gpus=args.gpus, truth=args.truth, zoo=args.zoo)
-    names = write_scenario(scenario, args.out, force=args.force, operators=args.operators)
-    sizes = ", ".join(f"{k}.csv ({len(t)} executions)" for k, t in scenario.traces.items())
+    names = write_scenario(scenario, args.out, force=args.force, operators=args.operators, format=args.format)
+    sizes = ", ".join(f"{k}.{args.format} ({len(t)} executions)" for k, t in scenario.traces.items())
     ops = ", operators.csv" if args.operators else ""
     source = scenario.source
     print(f"wrote {args.out}: {names[0]}, {sizes}{ops}, {names[-1]} ({source}, {scenario.truth} truth, "
@@ -302,7 +304,13 @@ _COMMANDS.append(_add_reproduce)
 
 # ---------------------------------------------------------------------------- fit / evaluate / predict
 def _add_fit(sub) -> None:
-    from interfpred.constants import AGGREGATIONS, COMBINES, FEATURE_MAPS, MODEL_DEFAULT_EXTRACTOR, TARGETS
+    from interfpred.constants import (
+        AGGREGATIONS,
+        COMBINES,
+        FEATURE_MAPS,
+        MODEL_DEFAULT_EXTRACTOR,
+        TARGETS,
+    )
 
     d = dict(MODEL_DEFAULT_EXTRACTOR)
     p = sub.add_parser(
@@ -334,14 +342,17 @@ def _add_fit(sub) -> None:
                    help=f"how co-runners combine (default {d['combine']})")
     p.add_argument("--target", choices=TARGETS, default=d["target"], help=f"learning target (default {d['target']})")
     p.add_argument("--out", required=True, help="model file to write (JSON, atomically)")
+    p.add_argument("--dask", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="run on Dask, one task per GPU of the Parquet trace files --trace names (a folder, a glob "
+                        "or a file): a new local cluster, or the scheduler at ADDRESS (needs interfpred[fleet])")
+    p.add_argument("--workers", type=int, default=None, help="worker processes of the local Dask cluster "
+                                                             "(default: one per CPU core)")
     p.set_defaults(func=_run_fit)
 
 
 def _load_inputs(args):
     """(profiles, trace, measurements) from --profiles, --trace and --measurements (None when absent)."""
     from interfpred.measurements import Measurements
-    from interfpred.profiles import ProfileTable
-    from interfpred.trace import Trace
 
     trace_path = getattr(args, "trace", None)
     meas_path = getattr(args, "measurements", None)
@@ -349,8 +360,13 @@ def _load_inputs(args):
         raise InterfpredError("give --trace (with --profiles) or --measurements")
     if trace_path is not None and args.profiles is None:
         raise InterfpredError("--trace needs --profiles (solo latency and counters of each model)")
-    profiles = None if args.profiles is None else ProfileTable.from_csv(args.profiles)
-    trace = None if trace_path is None else Trace.from_csv(trace_path)
+    from interfpred.columnar import (  # CSV, Parquet or Arrow by suffix
+        read_profiles,
+        read_trace,
+    )
+
+    profiles = None if args.profiles is None else read_profiles(args.profiles)
+    trace = None if trace_path is None else read_trace(trace_path)
     if meas_path is not None and meas_path.startswith("dataset:"):
         from interfpred.datasets import load_dataset
 
@@ -388,6 +404,8 @@ def _run_fit(args) -> int:
         spec["alpha"] = args.alpha
     make_extractor(spec)  # a bad combination fails before any file is read
     predictor = make_predictor(args.predictor, **dict(parse_param(t) for t in args.param))
+    if args.dask is not None:
+        return _run_fit_dask(args, spec, predictor)
     profiles, trace, meas = _load_inputs(args)
     model = InterferenceModel(spec, predictor)
     model.auto_map = args.map is None
@@ -412,6 +430,52 @@ def _run_fit(args) -> int:
 _COMMANDS.append(_add_fit)
 
 
+def _dask_inputs(args):
+    """(profiles, partitions' files) for --dask: a Parquet trace in files, profiles in any format."""
+    from interfpred.columnar import read_profiles
+    from interfpred.distributed import trace_files
+
+    if args.trace is None or args.profiles is None:
+        raise InterfpredError("--dask needs --trace (Parquet files: a folder, a glob or a file) and --profiles")
+    if getattr(args, "measurements", None) is not None:
+        raise InterfpredError("--dask partitions traces by GPU; fit or evaluate --measurements without it")
+    if args.workers is not None and (args.workers < 1 or args.dask):
+        raise InterfpredError("--workers sizes a new local cluster: a positive number, and --dask without an address")
+    return read_profiles(args.profiles), trace_files(args.trace)
+
+
+def _run_fit_dask(args, spec, predictor) -> int:
+    from interfpred.distributed import fit_dask
+    from interfpred.model import InterferenceModel
+
+    if args.measurement_weight is not None:
+        raise InterfpredError("--measurement-weight does not apply with --dask (traces only)")
+    profiles, files = _dask_inputs(args)
+    model = InterferenceModel(spec, predictor)
+    model.auto_map = args.map is None
+    report: dict = {}
+    fit_dask(files, profiles, model, address=args.dask or None, n_workers=args.workers, report=report)
+    if model.note:
+        print(f"interfpred: {model.note}", file=sys.stderr)
+    model.save(args.out)
+    rows = sum(r["rows"] for r in report.values())
+    print(f"wrote {args.out}: {model!r}, fitted on {rows} executions of {len(report)} GPUs in {len(files)} files "
+          "(Dask, merged per GPU)", file=sys.stderr)
+    return 0
+
+
+def _run_evaluate_dask(args, model) -> int:
+    from interfpred.distributed import evaluate_dask
+
+    profiles, files = _dask_inputs(args)
+    ev = evaluate_dask(files, profiles, model, online=args.online, address=args.dask or None,
+                       n_workers=args.workers)
+    how = "online (prequential per GPU)" if args.online else "offline"
+    _print_summary(ev.summary, f"{how} evaluation of {args.model} on {ev.summary.n} executions (Dask)",
+                   ev.baselines)
+    return 0
+
+
 def _add_evaluate(sub) -> None:
     p = sub.add_parser(
         "evaluate", help="accuracy of a saved model on a trace or measurements, beside the baselines",
@@ -434,6 +498,11 @@ def _add_evaluate(sub) -> None:
                    help="held-out evaluation inside --measurements: pair = 70/30 by run, model = leave-one-model-out")
     p.add_argument("--repeats", type=int, default=None, help="seeded repeats of --split pair (default 20)")
     p.add_argument("--seed", type=int, default=0, help="seed of --split pair (default 0)")
+    p.add_argument("--dask", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="run on Dask, one task per GPU of the Parquet trace files --trace names (a folder, a glob "
+                        "or a file): a new local cluster, or the scheduler at ADDRESS (needs interfpred[fleet])")
+    p.add_argument("--workers", type=int, default=None, help="worker processes of the local Dask cluster "
+                                                             "(default: one per CPU core)")
     p.set_defaults(func=_run_evaluate)
 
 
@@ -449,6 +518,8 @@ def _run_evaluate(args) -> int:
     if args.trace is not None and args.measurements is not None:
         raise InterfpredError("evaluate one data set at a time: --trace or --measurements")
     model = load_model(args.model, trusted=args.trust_model_file)
+    if args.dask is not None:
+        return _run_evaluate_dask(args, model)
     profiles, trace, meas = _load_inputs(args)
     ev = model.evaluate(trace, profiles, measurements=meas, online=args.online)
     n, what = (len(trace), "executions") if trace is not None else (len(meas), "measurement rows")
@@ -493,12 +564,16 @@ def _add_predict(sub) -> None:
     p.add_argument("--profiles", help="tidy profile CSV (needed with --trace)")
     p.add_argument("--trace", help="trace CSV")
     p.add_argument("--measurements", help="measurement runs, CSV or Parquet, or dataset:gavel_v100")
-    p.add_argument("--out", required=True, help="predictions CSV to write")
+    p.add_argument("--out", required=True, help="predictions file to write: CSV, or .parquet / .arrow")
     p.set_defaults(func=_run_predict)
 
 
 def _run_predict(args) -> int:
-    from interfpred.model import load_model, write_measurement_predictions, write_predictions
+    from interfpred.model import (
+        load_model,
+        write_measurement_predictions,
+        write_predictions,
+    )
 
     if args.trace is not None and args.measurements is not None:
         raise InterfpredError("predict one data set at a time: --trace or --measurements")

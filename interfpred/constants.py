@@ -223,3 +223,16 @@ ORION_SMS = 80
 ORION_DEMANDS = {1: (0.85, 0.45, 0.20), 0: (0.30, 0.55, 0.80), -1: (0.50, 0.45, 0.45)}
 #: Shortest operator (ms) after batch scaling (a kernel launch).
 ORION_MIN_OP_MS = 0.002
+# ---------------------------------------------------------------- fleet scale: columnar I/O, chunks, Dask
+#: File suffixes (lower case) of the columnar formats; any other suffix is CSV.
+COLUMNAR_SUFFIXES = {"parquet": (".parquet", ".pq"), "arrow": (".arrow", ".feather", ".ipc")}
+#: Trace.codes factorises a name column with at most this many distinct names by whole-array
+#: comparisons (one vectorised pass per name) instead of a Python loop over the rows.
+TRACE_FEW_NAMES = 32
+#: Launches per time window of the chunked (bounded-memory) timelines and features, per GPU:
+#: small enough for a window's arrays to stay in the CPU caches.
+CHUNK_ROWS = 1 << 15
+#: Rows per batch when chunked features read a Parquet trace (a few tens of MB of arrays per batch).
+PARQUET_BATCH_ROWS = 1 << 17
+#: Bytes per block of pyarrow's CSV reader (fewer, larger blocks: fewer chunks to convert).
+CSV_BLOCK_BYTES = 8 << 20

@@ -41,6 +41,7 @@ from typing import Any
 from interfpred.constants import FLEET_MARGIN, FLEET_TIE_RTOL
 from interfpred.errors import InterfpredError
 from interfpred.features import Extractor
+from interfpred.placement import PlacementCache
 from interfpred.profiles import ProfileTable
 from interfpred.tracker import ColocationTracker, FinishResult
 
@@ -95,6 +96,7 @@ class Fleet:
         self.max_running = max_running
         self._where: dict[Any, tuple[str, float]] = {}   # running id -> (gpu, deadline)
         self._lock = threading.RLock()
+        self._placement = PlacementCache()   # per-GPU projections between events, for choose_gpu
 
     @classmethod
     def from_profiles(cls, profiles: ProfileTable, predictor_factory: Callable[[], Any], gpus: Sequence[str], *,
@@ -137,6 +139,10 @@ class Fleet:
             raise InterfpredError(f"id {id!r} is not running on this fleet")
         return self._where[id][1]
 
+    def _deadline_or_none(self, id: Any) -> float | None:
+        entry = self._where.get(id)
+        return None if entry is None else entry[1]
+
     # ------------------------------------------------------------------ events
     def _check_deadline(self, deadline: Any, t: Any, what: str) -> float:
         try:
@@ -176,6 +182,7 @@ class Fleet:
                 raise InterfpredError(f"{what} refused: it is already running on gpu {self._where[id][0]!r}")
             tr.start(id, model, batch_size, t)
             self._where[id] = (gpu, d)
+            self._placement.invalidate(gpu)
 
     def finish(self, id: Any, t: float) -> FinishResult:
         """``id`` finished at ``t``: its tracker learns; returns the tracker's :class:`FinishResult`."""
@@ -186,6 +193,7 @@ class Fleet:
                 entry = None
             if entry is None:
                 raise InterfpredError(f"finish of id {id!r} refused: it is not running on this fleet")
+            self._placement.invalidate(entry[0])
             res = self._trackers[entry[0]].finish(id, t)
             del self._where[id]
             return res
@@ -246,18 +254,22 @@ class Fleet:
             if running:
                 raise InterfpredError(f"choose_gpu refused: candidate id {cid!r} is already running on gpu "
                                       f"{self._where[cid][0]!r}")
+            fast = self._placement.assess_all(self._trackers, self._deadline_or_none, candidate, d, float(t),
+                                              margin=self.margin, max_running=self.max_running)
             feasible = []
             for name, tr in self._trackers.items():
-                ok, added = self._assess(tr, candidate, d, float(t))
+                ok, added = fast[name] if name in fast else self._assess(tr, candidate, d, float(t))
                 if ok:
-                    feasible.append((added, len(tr), sum(tr.remaining_ms(float(t)).values()), name))
+                    feasible.append((added, name, tr))
             if not feasible:
                 return None
             least = min(f[0] for f in feasible)
             tied = [f for f in feasible if f[0] <= least + FLEET_TIE_RTOL * abs(least)]
+            if len(tied) == 1:
+                return tied[0][1]
             # Ties (an untrained model sees no interference anywhere) go to the least loaded GPU:
             # fewest running executions, then least remaining solo work, then the first listed.
-            return min(tied, key=lambda f: (f[1], f[2]))[3]
+            return min(tied, key=lambda f: (len(f[2]), sum(f[2].remaining_ms(float(t)).values())))[1]
 
     def __repr__(self) -> str:
         return f"Fleet(gpus={list(self._trackers)}, running={len(self._where)}, margin={self.margin})"

@@ -41,6 +41,7 @@ import numpy as np
 
 from interfpred._io import atomic_open, atomic_write_text, read_json
 from interfpred._version import __version__
+from interfpred.columnar import format_of, write_predictions_table
 from interfpred.constants import (
     MODEL_DEFAULT_EXTRACTOR,
     MODEL_DEFAULT_PREDICTOR,
@@ -462,6 +463,8 @@ def write_predictions(model: InterferenceModel, trace: Trace, profiles: ProfileT
                       path: str | os.PathLike[str]) -> int:
     """Write ``id, predicted_latency_ms, predicted_slowdown, observed_latency_ms`` per execution (atomically).
 
+    CSV, or Parquet / Arrow for a ``.parquet`` / ``.arrow`` path (needs pyarrow).
+
     Returns the number of rows written.
 
     Examples
@@ -478,6 +481,9 @@ def write_predictions(model: InterferenceModel, trace: Trace, profiles: ProfileT
     """
     fm = model.features(trace, profiles)
     lat = model._latency(fm)
+    if format_of(path) != "csv":      # Parquet or Arrow by suffix (needs pyarrow)
+        return write_predictions_table(dict(zip(PREDICTION_COLUMNS, (trace.id, lat, lat / fm.solo_ms,
+                                                                      fm.latency_ms))), path)
     ids = trace.id.tolist()
     with atomic_open(path, "w", encoding="utf-8", newline="") as fh:
         w = csv.writer(fh, lineterminator="\n")
@@ -505,6 +511,10 @@ def write_measurement_predictions(model: InterferenceModel, measurements: Measur
     """
     fm = model.features(profiles=profiles, measurements=measurements)
     lat = model._latency(fm)
+    if format_of(path) != "csv":      # Parquet or Arrow by suffix (needs pyarrow)
+        cols = (measurements.run, measurements.model, measurements.batch_size, measurements.share, lat,
+                lat / fm.solo_ms, fm.latency_ms)
+        return write_predictions_table(dict(zip(MEASUREMENT_PREDICTION_COLUMNS, cols)), path)
     with atomic_open(path, "w", encoding="utf-8", newline="") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(MEASUREMENT_PREDICTION_COLUMNS)

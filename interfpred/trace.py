@@ -22,11 +22,34 @@ from typing import Any
 
 import numpy as np
 
+from interfpred._arrow import have_pyarrow, require_pyarrow, write_csv
 from interfpred._io import atomic_open, csv_rows, read_text
-from interfpred.constants import MAX_BATCH_SIZE, MAX_INT64, TRACE_COLUMNS, TRACE_OPTIONAL_COLUMNS
+from interfpred.constants import MAX_BATCH_SIZE, MAX_INT64, TRACE_COLUMNS, TRACE_FEW_NAMES, TRACE_OPTIONAL_COLUMNS
 from interfpred.errors import InputError, InterfpredError
 
 __all__ = ["Trace"]
+
+
+def _few_codes(arr: np.ndarray, limit: int = TRACE_FEW_NAMES) -> tuple[tuple[str, ...], np.ndarray] | None:
+    """Factorise a column with at most ``limit`` distinct names by whole-array comparisons (one
+    vectorised pass per name, no Python loop over rows); None when it has more."""
+    n = len(arr)
+    first = np.full(n, -1, dtype=np.int64)
+    names: list[str] = []
+    pos = 0
+    while pos < n:
+        if len(names) == limit:
+            return None
+        name = arr[pos]
+        first[arr == name] = len(names)
+        names.append(str(name))
+        open_ = first[pos:] < 0
+        nxt = int(np.argmax(open_))     # the first row still without a code (no index array of them all)
+        pos = pos + nxt if open_[nxt] else n
+    order = sorted(range(len(names)), key=names.__getitem__)
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[order] = np.arange(len(names))
+    return tuple(names[i] for i in order), (rank[first] if names else first)
 
 
 class Trace:
@@ -143,7 +166,7 @@ class Trace:
         self._cols = {**cols, "batch_size": batch_f.astype(np.int64)}
         # Where each row came from (a CSV reader passes them), for messages about a row later on.
         self._path = None if _path is None else os.fspath(_path)
-        self._lines = None if _lines is None else list(_lines)
+        self._lines = None if _lines is None else (_lines if isinstance(_lines, range) else list(_lines))
         for arr in self._cols.values():
             arr.setflags(write=False)
         self._codes: dict[str, tuple[tuple[str, ...], np.ndarray]] = {}
@@ -226,6 +249,11 @@ class Trace:
         if column not in ("gpu", "model"):
             raise InterfpredError(f"codes() factorises 'gpu' or 'model', not {column!r}")
         if column not in self._codes:
+            fast = _few_codes(self._cols[column])
+            if fast is not None:
+                fast[1].setflags(write=False)
+                self._codes[column] = fast
+                return fast
             seen: dict[str, int] = {}
             first = np.fromiter((seen.setdefault(x, len(seen)) for x in self._cols[column].tolist()),
                                 dtype=np.int64, count=len(self))
@@ -337,9 +365,27 @@ class Trace:
         return cls(id=ids, gpu=np.array(raw["gpu"], dtype=str), model=np.array(raw["model"], dtype=str),
                    **parsed, _lines=lines, _path=path)
 
-    def to_csv(self, path: str | os.PathLike[str]) -> None:
-        """Write the trace as CSV, atomically; floats are written with full precision."""
+    def to_csv(self, path: str | os.PathLike[str], *, engine: str = "auto") -> None:
+        """Write the trace as CSV, atomically; floats are written with full precision.
+
+        ``engine``: ``"pyarrow"`` (its writer, several times faster), ``"python"`` (the standard
+        library) or ``"auto"`` (pyarrow when installed). Both read back to the same trace.
+        """
+        if engine not in ("auto", "pyarrow", "python"):
+            raise InterfpredError(f"engine {engine!r} must be 'auto', 'pyarrow' or 'python'")
         cols = [c for c in (*TRACE_COLUMNS, *TRACE_OPTIONAL_COLUMNS) if c in self._cols]
+        if engine == "pyarrow" or (engine == "auto" and have_pyarrow()):
+            pa = require_pyarrow("Trace.to_csv(engine='pyarrow')")
+            table: dict = {}
+            for c in cols:
+                if c in ("gpu", "model"):
+                    labels, codes = self.codes(c)
+                    table[c] = pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)),
+                                                              pa.array(list(labels), pa.string()))
+                else:
+                    table[c] = pa.array(self._cols[c])
+            write_csv(pa.table(table), path)
+            return
         with atomic_open(path, "w", encoding="utf-8", newline="") as fh:
             writer = csv.writer(fh, lineterminator="\n")
             writer.writerow(cols)

@@ -34,8 +34,9 @@ the per-segment map, which the projection then uses anyway: coarser, as the pape
 **Speed.** For a built-in map and an affine predictor (:class:`~interfpred.RLS`,
 :class:`~interfpred.OnlineSGD`, :class:`~interfpred.OfflineLinear`,
 :class:`~interfpred.GpuletsModel`) the whole projection is one compiled loop: the predictor's
-weights are read by probing it on the unit rows (exact for an affine model) and every segment's
-map and rates are computed in place. Any other predictor (or a :class:`CustomMap`) takes a
+weights are read by probing it on the unit rows (exact for an affine model) and the projection
+(:mod:`interfpred.projection`) updates the running set's sums as members finish, a few flops per
+member and segment instead of the whole map. Any other predictor (or a :class:`CustomMap`) takes a
 Python loop with one ``predictor.predict`` call on the stacked rows of each segment.
 
 **Thread safety.** Every public method holds one re-entrant lock for its whole duration, so a
@@ -87,6 +88,7 @@ from interfpred.errors import FrozenPredictorError, InterfpredError
 from interfpred.features import Extractor, TimeWeighted
 from interfpred.predictors import RLS, GpuletsModel, OfflineLinear, OnlineSGD
 from interfpred.profiles import ProfileTable
+from interfpred.projection import ProjectionInputs, project_affine_unchecked
 from interfpred.streaming import FinishedExecution, TimelineState, grown
 
 __all__ = ["ColocationTracker", "FinishResult"]
@@ -144,51 +146,6 @@ def _affine_rates(dem, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, o
         if p == p:
             p = max(p, pred_lo)
         out[a] = _to_rate(p, is_rate, rmin, rmax)
-
-
-@njit(cache=True)
-def _affine_project(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, rtol, end):
-    """Fluid projection: ``end[i]`` = projected completion of member i of ``dem`` with work ``rem``.
-
-    Returns 0, or ``_PROJECT_NONFINITE`` when a rate or a remaining work is not finite (a NaN
-    prediction): every segment then retires at least one execution, so the loop is bounded by n.
-    """
-    n = dem.shape[0]
-    idx = np.arange(n)
-    r = rem.copy()
-    sub = np.empty((n, 3))
-    rate = np.empty(n)
-    na = n
-    t = t0
-    while na > 0:
-        for a in range(na):
-            i = idx[a]
-            sub[a, 0] = dem[i, 0]
-            sub[a, 1] = dem[i, 1]
-            sub[a, 2] = dem[i, 2]
-        _affine_rates(sub[:na], map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, rate)
-        tmin = np.inf
-        for a in range(na):
-            tau = r[idx[a]] / rate[a]
-            if not (rate[a] > 0.0 and tau >= 0.0 and tau < np.inf):  # NaN fails every comparison
-                return _PROJECT_NONFINITE
-            tmin = min(tmin, tau)
-        t_new = t + tmin
-        lim = tmin * (1.0 + rtol)
-        keep = 0
-        for a in range(na):
-            i = idx[a]
-            if r[i] / rate[a] <= lim:
-                end[i] = t_new
-            else:
-                r[i] -= rate[a] * tmin
-                idx[keep] = i
-                keep += 1
-        if keep == na:  # nothing retired: impossible with finite rates, but never loop for ever
-            return _PROJECT_NONFINITE
-        na = keep
-        t = t_new
-    return 0
 
 
 _COPIED = frozenset({np.ndarray, list, dict, set})
@@ -439,12 +396,8 @@ class ColocationTracker:
         ex = self.extractor
         if self._fast:
             w, b, lo = self._affine()
-            status = _affine_project(dem, rem, t, ex._map_id, ex._combine_id, w, b, lo, self._is_rate,
-                                     self.min_rate, self.max_rate, TRACKER_FINISH_RTOL, end)
-            if status != 0:
-                raise InterfpredError("projection refused: a predicted rate or remaining work is not finite "
-                                      "(the predictor's weights overflow on this running set)")
-            return end
+            return project_affine_unchecked(dem, rem, t, ex._map_id, ex._combine_id, w, b, lo, self._is_rate,
+                                            self.min_rate, self.max_rate, TRACKER_FINISH_RTOL)
         idx = np.arange(n)
         r = rem.copy()
         if not np.isfinite(r).all():
@@ -656,6 +609,41 @@ class ColocationTracker:
         {'x': 12.0}
         """
         return self.what_if((), t)
+
+    # ------------------------------------------------------------------ vectorised placement
+    def projection_inputs(self) -> ProjectionInputs | None:
+        """The running set as a projection over many trackers at once reads it, or None.
+
+        None when this tracker's projection is not the compiled affine one (a predictor it
+        cannot read as affine, or a custom map). The weights are the predictor's now; the rates
+        are those of the current running set, with which remaining work is integrated until the
+        next event. Arrays are copies.
+
+        Examples
+        --------
+        >>> from interfpred import RLS, ProfileTable
+        >>> prof = ProfileTable.from_columns(gpu=["l4"], model=["a"], batch_size=[1],
+        ...     solo_ms=[2.0], sm=[0.5], l2=[0.5], dram=[0.25])
+        >>> tr = ColocationTracker(prof, RLS())
+        >>> tr.start("x", "a", 1, 0.0)
+        >>> inp = tr.projection_inputs()
+        >>> inp.ids, inp.rem.tolist(), inp.rates.tolist()
+        (('x',), [2.0], [1.0])
+        """
+        with self._lock:
+            if not self._fast:
+                return None
+            k = len(self._ids)
+            w, b, lo = self._affine()
+            rates = self._current_rates().copy()
+            ex = self.extractor
+            return ProjectionInputs(tuple(self._ids), self._dem[:k].copy(), self._solo[:k].copy(),
+                                    self._rem[:k].copy(), rates, self._t, self._state.now, w, b, lo,
+                                    ex._map_id, ex._combine_id, self._is_rate, self.min_rate, self.max_rate)
+
+    def candidate_demand(self, id: Any, model: str, batch_size: float) -> tuple[float, float, float, float]:
+        """``(sm, l2, dram, solo_ms)`` of candidate ``id``, looked up (and refused) as :meth:`what_if` does."""
+        return self._state.lookup_profile(model, batch_size, f"what_if candidate {id!r}")
 
     # ------------------------------------------------------------------ storage
     def _remove(self, a: int) -> None:

@@ -80,15 +80,14 @@ def test_nan_state_in_fast_path_raises_instead_of_hanging():
         _within(20, lambda: tr.what_if([("y", "b", 1)], 1.0))
 
 
-def test_affine_kernel_is_bounded_for_nan_rates():
-    from interfpred.tracker import _PROJECT_NONFINITE, _affine_project
+def test_affine_projection_is_bounded_for_nan_rates():
+    from interfpred.projection import project_affine_unchecked
 
     dem = np.array([[0.5, 0.5, 0.25], [0.25, 0.5, 0.5]])
-    end = np.empty(2)
     w = np.full(16, np.nan)
-    status = _within(60, lambda: _affine_project(dem, np.array([1.0, 2.0]), 0.0, 2, 0, w, 1.0, -np.inf, True,
-                                                 0.01, 1.0, 1e-12, end))
-    assert status == _PROJECT_NONFINITE
+    with pytest.raises(InterfpredError, match="not finite"):
+        _within(60, lambda: project_affine_unchecked(dem, np.array([1.0, 2.0]), 0.0, 2, 0, w, 1.0, -np.inf, True,
+                                                     0.01, 1.0, 1e-12))
 
 
 # ---------------------------------------------------------------------------- finish is atomic

@@ -197,6 +197,94 @@ class RLS(BasePredictor):
             std = np.sqrt(buf[5] * (1.0 + q))
         return (mean, float(std[0])) if single else (mean, std)
 
+    # -- fleet learning -------------------------------------------------------------------
+    def _prior_information(self, n: int) -> np.ndarray:
+        """Diagonal of the information the prior (and, when stabilised, the cyclic pseudo-observations)
+        holds after ``n`` updates: ``f**n / delta`` plus ``rho f**(n - i)`` on coordinate ``(i - 1) mod m``."""
+        m = self._m()
+        f = float(self.forgetting)
+        diag = np.full(m, f ** n / float(self.delta))
+        c = (1.0 - f) / float(self.delta) if self.stabilize else 0.0
+        if c > 0.0 and n > 0:
+            ages = np.arange(n - 1, -1, -1, dtype=np.float64)   # step i = 1..n has age n - i
+            np.add.at(diag, np.arange(n) % m, m * c * f ** ages)
+        return diag
+
+    def merge(self, other: RLS) -> RLS:
+        """Absorb what ``other`` learned (another GPU of the same type), in information form; returns self.
+
+        With ``R = P^-1`` the information and ``R w`` its weighted targets, each model holds its
+        prior's part plus its data's part; the merged model keeps this model's prior and adds
+        ``other``'s data part: ``R = R_self + R_other - Pi_other`` and
+        ``R w = R_self w_self + R_other w_other - Pi_other w0``, where ``Pi_other`` is the
+        (diagonal) information of ``other``'s prior after its ``n_seen_`` updates.
+
+        **Exact** with ``forgetting=1``: the merged weights equal one RLS fed both streams (in
+        any order; to rounding). **With forgetting < 1** each observation keeps the weight it has in
+        its own stream, ``forgetting ** (later rows on its own GPU)``: the merge is exact for
+        that per-device ageing, which is not what one RLS fed the interleaved stream would hold
+        (that depends on the interleaving, which neither side knows). ``n_seen_`` becomes the
+        sum, so the prior part of a model that was itself merged is then approximated by that of
+        a model that saw as many rows (negligible once ``n_seen_`` is many times
+        ``1 / (1 - forgetting)``). The noise variance is the count-weighted mean.
+
+        Raises
+        ------
+        InterfpredError
+            ``other`` is not an RLS with the same hyperparameters and width; nothing changes.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.random((100, 2)); y = 1.0 + X @ [2.0, -1.0] + 0.01 * rng.normal(size=100)
+        >>> a = RLS(forgetting=1.0); a.update(X[:60], y[:60])
+        >>> b = RLS(forgetting=1.0); b.update(X[60:], y[60:])
+        >>> both = RLS(forgetting=1.0); both.update(X, y)
+        >>> bool(np.allclose(a.merge(b).coef_, both.coef_, rtol=1e-9, atol=1e-12)), a.n_seen_
+        (True, 100)
+        """
+        if not isinstance(other, RLS):
+            raise InterfpredError(f"merge needs an RLS, got {type(other).__name__}")
+        mine, theirs = self.get_params(), other.get_params()
+        if mine != theirs:
+            raise InterfpredError(f"merge needs the same hyperparameters: {mine} vs {theirs}")
+        obuf = other._buf
+        if obuf is None or other._d is None or other.n_seen_ == 0:
+            return self
+        if self._buf is None:
+            self._allocate(other._d)
+        if self._d != other._d:
+            raise InterfpredError(f"merge needs the same width: {self._d} features vs {other._d}")
+        m = self._m()
+        wo, w0o, po = _H, _H + m, _H + 2 * m
+        buf = self._buf
+        assert buf is not None
+        w0 = buf[w0o:w0o + m]
+        Ra = np.linalg.inv(buf[po:po + m * m].reshape(m, m))
+        Rb = np.linalg.inv(obuf[po:po + m * m].reshape(m, m))
+        pib = self._prior_information(other.n_seen_)
+        R = Ra + Rb
+        R[np.diag_indices(m)] -= pib
+        eta = Ra @ buf[wo:wo + m] + Rb @ obuf[wo:wo + m] - pib * w0
+        R = 0.5 * (R + R.T)
+        try:
+            P = np.linalg.inv(R)
+        except np.linalg.LinAlgError:
+            raise InterfpredError("merge refused: the merged information matrix is singular") from None
+        P = 0.5 * (P + P.T)
+        w = P @ eta
+        if not (np.all(np.isfinite(P)) and np.all(np.isfinite(w)) and np.all(np.diag(P) > 0.0)):
+            raise InterfpredError("merge refused: the merged covariance is not positive definite")
+        na, nb = self.n_seen_, other.n_seen_
+        buf[wo:wo + m] = w
+        buf[po:po + m * m] = P.reshape(-1)
+        buf[5] = (na * buf[5] + nb * obuf[5]) / (na + nb)
+        buf[0] = na + nb
+        if self.stabilize and float(self.forgetting) < 1.0:
+            buf[7] = float((na + nb) % m)   # the cycle of a model that saw as many rows
+        return self
+
     # -- read-only views of the state -------------------------------------------------------
     def _m(self) -> int:
         assert self._buf is not None

@@ -486,12 +486,14 @@ def check_seed(seed: object) -> int | None:
 
 
 def write_scenario(scenario: Scenario, out: str | os.PathLike[str], *, force: bool = False,
-                   operators: bool = False) -> list[str]:
+                   operators: bool = False, format: str = "csv") -> list[str]:
     """Write ``profiles.csv``, one ``<set>.csv`` per trace and ``scenario.json`` into ``out``.
 
     With ``operators`` (phase-structured truth only) also ``operators.csv``: the operator-level
     profile of every (model, batch size) the traces hold, one row per operator (or phase) with
     its solo ``duration_ms`` and demands ``sm, l2, dram``; the hidden per-model factors are not in it.
+    ``format="parquet"`` writes the profiles and traces as ``.parquet`` files instead (needs
+    pyarrow, the ``parquet`` extra); ``operators.csv`` stays CSV.
 
     The files are written into a temporary folder beside ``out`` which replaces it only once
     complete, so ``out`` is never left half-written; a run killed at any point leaves the old
@@ -519,14 +521,18 @@ def write_scenario(scenario: Scenario, out: str | os.PathLike[str], *, force: bo
     parent = os.path.dirname(out)
     if not os.path.isdir(parent):
         raise InterfpredError(f"parent folder {parent} of the output does not exist")
+    if format not in ("csv", "parquet"):
+        raise InterfpredError(f"format {format!r} must be 'csv' or 'parquet'")
+    from interfpred.columnar import write_profiles, write_trace
+
     tmp = temp_folder(out)
     if operators and scenario.zoo is None:
         shutil.rmtree(tmp, ignore_errors=True)
         raise InterfpredError("an operator-level profile needs the phase-structured truth (truth 'phases')")
-    names = ["profiles.csv", *(f"{k}.csv" for k in scenario.traces), *(["operators.csv"] if operators else []),
-             "scenario.json"]
+    names = [f"profiles.{format}", *(f"{k}.{format}" for k in scenario.traces),
+             *(["operators.csv"] if operators else []), "scenario.json"]
     try:
-        scenario.profiles.to_csv(os.path.join(tmp, "profiles.csv"))
+        write_profiles(scenario.profiles, os.path.join(tmp, names[0]))
         if operators and scenario.zoo is not None:
             keys = {(str(m), int(b)) for t in scenario.traces.values() for m, b in zip(t.model, t.batch_size)}
             cols = scenario.zoo.operator_rows(keys)
@@ -535,7 +541,7 @@ def write_scenario(scenario: Scenario, out: str | os.PathLike[str], *, force: bo
                 for row in zip(*cols.values()):
                     fh.write(",".join(repr(v) if isinstance(v, float) else str(v) for v in row) + "\n")
         for k, t in scenario.traces.items():
-            t.to_csv(os.path.join(tmp, f"{k}.csv"))
+            write_trace(t, os.path.join(tmp, f"{k}.{format}"))
         with open(os.path.join(tmp, "scenario.json"), "w", encoding="utf-8") as fh:
             json.dump(scenario.manifest(), fh, indent=2, sort_keys=True)
             fh.write("\n")

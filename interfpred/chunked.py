@@ -1,0 +1,400 @@
+"""Timelines and features of a trace of any length, in bounded memory: per device and per time window.
+
+A one-shot :func:`~interfpred.features.transform_many` holds the whole timeline (every segment's
+running set), the per-execution segment index and one (n, d) matrix per extractor; at 10^7
+executions that is several GB, and arrays that outgrow the CPU caches make every stage slower
+per row. Here each GPU's executions are cut into **windows** of about ``chunk_rows`` launches:
+
+* a window ``[T0, T1)`` ends at the launch time ``T1`` of an execution of positive length, so a
+  segment never straddles two windows (the running set changes at ``T1`` anyway);
+* the window's sweep runs over the executions launched in it (those launched exactly at ``T1``
+  included, so the boundary exists) and those **carried** from the window before (still running
+  at ``T0``), and keeps the segments that start in ``[T0, T1)``;
+* each execution carries its feature accumulators (one row per aggregation, its total duration,
+  whether it has met a segment) from window to window, and is finalised and emitted in the
+  window where it ends; a zero-length execution is emitted in the window of its launch.
+
+The segments, their order per execution and the arithmetic are those of the one-shot sweep (the
+built-in maps do not depend on the order of a running set's members), so the features equal
+``transform_many``'s **to the bit**. Memory is the trace's columns, its demands, and per window
+O(chunk_rows) plus the carried running set.
+
+Examples
+--------
+>>> import numpy as np
+>>> from interfpred import TimeWeighted, transform_many
+>>> from interfpred.sim.workload import mix_scenario
+>>> sc = mix_scenario(["vgg19", "resnet50"], rho=0.8, executions=500, seed=1)
+>>> tr, prof = sc.traces["trace"], sc.profiles
+>>> chunks = list(iter_features(tr, prof, [TimeWeighted()], chunk_rows=64))
+>>> len(chunks) > 5, sum(len(c.rows) for c in chunks)
+(True, 500)
+>>> whole = transform_chunked(tr, prof, [TimeWeighted()], chunk_rows=64)[0]
+>>> bool(np.array_equal(whole.X, transform_many([TimeWeighted()], tr, prof)[0].X))
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from interfpred import _timeline_kernels as _k
+from interfpred._arrow import require_pyarrow
+from interfpred.constants import CHUNK_ROWS, MAX_RUNNING_SET, PARQUET_BATCH_ROWS, TIMELINE_MAX_MEMBERS
+from interfpred.errors import InterfpredError
+from interfpred.features import (
+    Extractor,
+    FeatureMatrix,
+    checked_demands,
+    profile_arrays,
+)
+from interfpred.profiles import ProfileTable
+from interfpred.trace import Trace
+
+__all__ = ["FeatureChunk", "TimelineChunk", "iter_features", "iter_timeline", "transform_chunked"]
+
+_AGG = {"static": _k.AGG_STATIC, "ewma": _k.AGG_EWMA, "time-weighted": _k.AGG_TIME_WEIGHTED}
+
+
+class TimelineChunk(NamedTuple):
+    """The segments of one window of one GPU; running sets as trace rows."""
+
+    gpu: str
+    seg_start: np.ndarray
+    seg_end: np.ndarray
+    seg_ptr: np.ndarray
+    seg_members: np.ndarray
+
+
+class FeatureChunk(NamedTuple):
+    """The executions whose features became final in one window: trace rows and one matrix per extractor."""
+
+    gpu: str
+    rows: np.ndarray
+    features: list[FeatureMatrix]
+    n_segments: int
+
+
+class _Window(NamedTuple):
+    idx: np.ndarray         # trace rows of the window's local arrays (carried first)
+    n_carried: int
+    segs: tuple             # (seg_start, seg_end, seg_ptr, members) with local member indices
+    final: np.ndarray       # local rows that end in this window (or launch, for zero length)
+    keep: np.ndarray        # local rows carried to the next window
+
+
+def _check_chunk_rows(chunk_rows: int) -> int:
+    if not isinstance(chunk_rows, (int, np.integer)) or isinstance(chunk_rows, bool) or chunk_rows < 1:
+        raise InterfpredError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
+    return int(chunk_rows)
+
+
+def _device_rows(trace: Trace) -> list[tuple[str, np.ndarray]]:
+    names, gcode = trace.codes("gpu")
+    if len(names) <= 1:
+        return [(names[0], np.arange(len(trace)))] if names else []
+    order = np.argsort(gcode, kind="stable")
+    bounds = np.searchsorted(gcode[order], np.arange(len(names) + 1))
+    return [(names[g], order[bounds[g]:bounds[g + 1]]) for g in range(len(names))]
+
+
+def _windows(rows: np.ndarray, start: np.ndarray, end: np.ndarray, chunk_rows: int) -> Iterator[_Window]:
+    """Windows of one GPU's rows (see the module docstring)."""
+    st = start[rows]
+    if st.size > 1 and not bool(np.all(st[1:] >= st[:-1])):   # a trace is usually in launch order already:
+        order = np.argsort(st, kind="stable")                   # then no O(n log n) sort of the whole GPU
+        rows, st = rows[order], st[order]
+    en = end[rows]
+    pos_st = st[en > st]
+    cuts = np.unique(pos_st[chunk_rows::chunk_rows]) if pos_st.size > chunk_rows else np.empty(0)
+    bounds = np.concatenate([[-np.inf], cuts, [np.inf]])
+    carry = np.empty(0, dtype=np.int64)           # trace rows carried into the window
+    for w in range(len(bounds) - 1):
+        t0, t1 = bounds[w], bounds[w + 1]
+        lo = np.searchsorted(st, t0, side="left") if w else 0
+        hi = np.searchsorted(st, t1, side="right")
+        new = rows[lo:hi]
+        # At t0 only the zero-length launches are new (the others were carried); at t1 only the
+        # positive ones are taken (they make the boundary; zero-length ones belong to the next window).
+        ns, ne = start[new], end[new]
+        new = new[((ns > t0) | (ne == ns)) & ((ns < t1) | (ne > ns))]
+        idx = np.concatenate([carry, new])
+        s, e = start[idx], end[idx]
+        live = np.flatnonzero(e > s)
+        so = live[np.argsort(s[live], kind="stable")]
+        eo = live[np.argsort(e[live], kind="stable")]
+        gcode = np.zeros(idx.size, dtype=np.int64)
+        seg_start, seg_end, seg_ptr, members = _sweep(gcode, s, e, so, eo)
+        a = np.searchsorted(seg_start, t0, side="left")
+        b = np.searchsorted(seg_start, t1, side="left")
+        segs = (seg_start[a:b], seg_end[a:b], seg_ptr[a:b + 1] - seg_ptr[a], members[seg_ptr[a]:seg_ptr[b]])
+        ends_here = (e <= t1) & (e > s) | (e == s) & (s < t1)
+        yield _Window(idx, carry.size, segs, np.flatnonzero(ends_here), np.flatnonzero(~ends_here))
+        carry = idx[~ends_here]
+
+
+def iter_timeline(trace: Trace, *, chunk_rows: int = CHUNK_ROWS) -> Iterator[TimelineChunk]:
+    """The segments of every GPU of ``trace``, window by window (GPUs in name order, windows in time order).
+
+    Concatenated, the chunks of a GPU hold exactly the segments of
+    :func:`~interfpred.timeline.build_timeline` for it, in the same order, with the same
+    running sets (members possibly in another order).
+
+    Examples
+    --------
+    >>> from interfpred import Trace
+    >>> t = Trace(id=[1, 2, 3], gpu=["g"] * 3, model=["m"] * 3, batch_size=[1] * 3,
+    ...           start_ms=[0.0, 2.0, 5.0], end_ms=[4.0, 5.0, 6.0])
+    >>> [c.seg_start.tolist() for c in iter_timeline(t, chunk_rows=1)]
+    [[0.0], [2.0, 4.0], [5.0]]
+    """
+    if not isinstance(trace, Trace):
+        raise InterfpredError(f"iter_timeline expects a Trace, got {type(trace).__name__}")
+    chunk_rows = _check_chunk_rows(chunk_rows)
+    start = np.ascontiguousarray(trace.start_ms)
+    end = np.ascontiguousarray(trace.end_ms)
+    for name, rows in _device_rows(trace):
+        for win in _windows(rows, start, end, chunk_rows):
+            seg_start, seg_end, seg_ptr, members = win.segs
+            yield TimelineChunk(name, seg_start, seg_end, seg_ptr, win.idx[members])
+
+
+def iter_features(trace: Trace, profiles: ProfileTable, extractors: Sequence[Extractor], *,
+                  chunk_rows: int = CHUNK_ROWS, extrapolate: bool = False) -> Iterator[FeatureChunk]:
+    """Features of every execution, yielded window by window as they become final.
+
+    Parameters
+    ----------
+    trace, profiles
+        The executions and their profiles.
+    extractors
+        Extractors with built-in maps sharing one map and combine (any aggregations), without
+        the MPS share features.
+    chunk_rows
+        About how many launches a window holds (per GPU).
+    extrapolate
+        Passed to the profile lookup.
+
+    Yields
+    ------
+    FeatureChunk
+        Trace rows and, per extractor, their :class:`~interfpred.features.FeatureMatrix`
+        (rows in that order). Every row appears in exactly one chunk.
+
+    Raises
+    ------
+    InterfpredError
+        Extractors this path does not take, a row without a profile, a zero-latency row with
+        ``target="rate"``, or more than ``MAX_RUNNING_SET`` executions at once.
+    """
+    exs = list(extractors)
+    if not exs or not all(isinstance(ex, Extractor) for ex in exs):
+        raise InterfpredError("iter_features needs a non-empty list of Extractor objects")
+    if any(not ex.is_builtin or ex.uses_shares for ex in exs):
+        raise InterfpredError("chunked features need built-in maps without share features; use transform_many")
+    maps = {(ex.feature_map, ex.combine) for ex in exs}
+    if len(maps) != 1:
+        raise InterfpredError(f"chunked features need one map and combine for all extractors, got {sorted(maps)}")
+    chunk_rows = _check_chunk_rows(chunk_rows)
+    dem, solo = profile_arrays(trace, profiles, extrapolate=extrapolate)
+    dem = checked_demands(exs, dem, trace.model)
+    start = np.ascontiguousarray(trace.start_ms)
+    end = np.ascontiguousarray(trace.end_ms)
+    latency = end - start
+    if any(ex.target == "rate" for ex in exs) and len(trace) and np.any(latency <= 0):
+        i = int(np.flatnonzero(latency <= 0)[0])
+        raise InterfpredError(f"row {i} (id {trace.id[i]}) has zero latency: its rate solo_ms / latency is "
+                              "undefined; drop zero-length executions or use target='slowdown'")
+    ex0 = exs[0]
+    map_id, combine_id = ex0._map_id, ex0._combine_id
+    agg_ids = np.array([_AGG[ex.aggregation] for ex in exs], dtype=np.int64)
+    alphas = np.array([ex._agg_alpha for ex in exs], dtype=np.float64)
+    d = ex0.n_features
+    for name, rows in _device_rows(trace):
+        c_out = np.zeros((len(exs), 0, d))
+        c_wsum = np.zeros(0)
+        c_seen = np.zeros(0, dtype=np.bool_)
+        for win in _windows(rows, start, end, chunk_rows):
+            seg_start, seg_end, seg_ptr, members = win.segs
+            if seg_ptr.size > 1 and int(np.diff(seg_ptr).max()) > MAX_RUNNING_SET:
+                raise InterfpredError(f"more than MAX_RUNNING_SET={MAX_RUNNING_SET} executions run at once on "
+                                      f"gpu {name!r}")
+            n = win.idx.size
+            out = np.zeros((len(exs), n, d))
+            wsum = np.zeros(n)
+            seen = np.zeros(n, dtype=np.bool_)
+            k = win.n_carried
+            out[:, :k] = c_out
+            wsum[:k] = c_wsum
+            seen[:k] = c_seen
+            dem_l = np.ascontiguousarray(dem[win.idx])
+            _k.features_into(seg_start, seg_end, seg_ptr, members, dem_l, map_id, combine_id, agg_ids, alphas,
+                             out, wsum, seen)
+            _k.finalize_rows(out, wsum, seen, dem_l, win.final, map_id, combine_id, agg_ids)
+            c_out, c_wsum, c_seen = out[:, win.keep], wsum[win.keep], seen[win.keep]
+            g_rows = win.idx[win.final]
+            lat, so = latency[g_rows], solo[g_rows]
+            mats = [FeatureMatrix(X=np.ascontiguousarray(out[j, win.final]), names=ex.names,
+                                  y=lat / so if ex.target == "slowdown" else so / lat, target=ex.target,
+                                  solo_ms=so, latency_ms=lat) for j, ex in enumerate(exs)]
+            yield FeatureChunk(name, g_rows, mats, int(seg_start.size))
+
+
+def transform_chunked(trace: Trace, profiles: ProfileTable, extractors: Sequence[Extractor], *,
+                      chunk_rows: int = CHUNK_ROWS, extrapolate: bool = False) -> list[FeatureMatrix]:
+    """:func:`iter_features` assembled in trace row order: equal to ``transform_many`` to the bit.
+
+    Holds every row's features at the end (like ``transform_many``) but never the whole timeline.
+    """
+    exs = list(extractors)
+    n = len(trace)
+    X = [np.empty((n, ex.n_features)) for ex in exs] if exs else []
+    for chunk in iter_features(trace, profiles, exs, chunk_rows=chunk_rows, extrapolate=extrapolate):
+        for j, fm in enumerate(chunk.features):
+            X[j][chunk.rows] = fm.X
+    _, solo = profile_arrays(trace, profiles, extrapolate=extrapolate)
+    latency = np.ascontiguousarray(trace.end_ms) - np.ascontiguousarray(trace.start_ms)
+    return [FeatureMatrix(X=X[j], names=ex.names, y=latency / solo if ex.target == "slowdown" else solo / latency,
+                          target=ex.target, solo_ms=solo, latency_ms=latency) for j, ex in enumerate(exs)]
+
+
+# ---------------------------------------------------------------------------- from a file, batch by batch
+class _Carry:
+    """One GPU's executions still open at the last cut: their columns and feature accumulators."""
+
+    def __init__(self, n_aggs: int, d: int) -> None:
+        self.t0 = -np.inf
+        self.rows = np.empty(0, dtype=np.int64)
+        self.start = np.empty(0)
+        self.end = np.empty(0)
+        self.dem = np.empty((0, 3))
+        self.solo = np.empty(0)
+        self.out = np.zeros((n_aggs, 0, d))
+        self.wsum = np.empty(0)
+        self.seen = np.empty(0, dtype=np.bool_)
+
+    def add(self, rows, start, end, dem, solo) -> None:
+        k = rows.size
+        self.rows = np.concatenate([self.rows, rows])
+        self.start = np.concatenate([self.start, start])
+        self.end = np.concatenate([self.end, end])
+        self.dem = np.concatenate([self.dem, dem])
+        self.solo = np.concatenate([self.solo, solo])
+        self.out = np.concatenate([self.out, np.zeros((self.out.shape[0], k, self.out.shape[2]))], axis=1)
+        self.wsum = np.concatenate([self.wsum, np.zeros(k)])
+        self.seen = np.concatenate([self.seen, np.zeros(k, dtype=np.bool_)])
+
+    def take(self, keep: np.ndarray) -> None:
+        for name in ("rows", "start", "end", "dem", "solo", "wsum", "seen"):
+            setattr(self, name, getattr(self, name)[keep])
+        self.out = self.out[:, keep]
+
+
+def _sweep(gcode: np.ndarray, s: np.ndarray, e: np.ndarray, so: np.ndarray, eo: np.ndarray) -> tuple[Any, ...]:
+    """One window's sweep, refused (before it allocates more) past the running-set and membership limits."""
+    _, seg_start, seg_end, seg_ptr, members, stop = _k.sweep(gcode, s, e, so, eo, s.size, MAX_RUNNING_SET,
+                                                             TIMELINE_MAX_MEMBERS)
+    if stop >= 0:
+        raise InterfpredError(f"more than MAX_RUNNING_SET={MAX_RUNNING_SET} executions run at once on one GPU "
+                              f"at {s[stop]!r} ms, or a window's timeline exceeds "
+                              f"TIMELINE_MAX_MEMBERS={TIMELINE_MAX_MEMBERS} memberships")
+    return seg_start, seg_end, seg_ptr, members
+
+
+def _advance(c: _Carry, t1: float, map_id: int, combine_id: int, agg_ids, alphas) -> tuple[Any, ...]:
+    """Window ``[c.t0, t1)`` over the open executions: fold its segments, emit what ends in it."""
+    s, e = c.start, c.end
+    live = np.flatnonzero(e > s)
+    so = live[np.argsort(s[live], kind="stable")]
+    eo = live[np.argsort(e[live], kind="stable")]
+    seg_start, seg_end, seg_ptr, members = _sweep(np.zeros(s.size, dtype=np.int64), s, e, so, eo)
+    a = np.searchsorted(seg_start, c.t0, side="left")
+    b = np.searchsorted(seg_start, t1, side="left")
+    ptr = seg_ptr[a:b + 1] - seg_ptr[a]
+    if ptr.size > 1 and int(np.diff(ptr).max()) > MAX_RUNNING_SET:
+        raise InterfpredError(f"more than MAX_RUNNING_SET={MAX_RUNNING_SET} executions run at once on one GPU")
+    dem = np.ascontiguousarray(c.dem)
+    _k.features_into(seg_start[a:b], seg_end[a:b], ptr, members[seg_ptr[a]:seg_ptr[b]], dem, map_id, combine_id,
+                     agg_ids, alphas, c.out, c.wsum, c.seen)
+    final = np.flatnonzero(((e <= t1) & (e > s)) | ((e == s) & (s < t1)))
+    _k.finalize_rows(c.out, c.wsum, c.seen, dem, final, map_id, combine_id, agg_ids)
+    emitted = (c.rows[final], c.out[:, final], e[final] - s[final], c.solo[final], b - a)
+    keep = np.ones(s.size, dtype=np.bool_)
+    keep[final] = False
+    c.take(keep)
+    c.t0 = t1
+    return emitted
+
+
+def iter_features_parquet(path: str, profiles: ProfileTable, extractors: Sequence[Extractor], *,
+                          batch_rows: int = PARQUET_BATCH_ROWS, extrapolate: bool = False) -> Iterator[FeatureChunk]:
+    """:func:`iter_features` of a Parquet trace read ``batch_rows`` rows at a time: memory O(batch).
+
+    The file's rows must be in launch order (``start_ms`` non-decreasing), as a trace is; rows are
+    numbered from 0 in file order (``FeatureChunk.rows``). Each GPU keeps its own open executions
+    across batches; a batch is cut at its latest launch, so the features equal ``transform_many``
+    on the whole file to the bit. Ids are checked for duplicates within a batch only.
+
+    Raises
+    ------
+    InterfpredError
+        A row launched before an earlier batch's latest launch, plus what :func:`iter_features` raises.
+    """
+    pa = require_pyarrow(f"reading {path} in batches")
+    import pyarrow.parquet as pq
+
+    from interfpred.columnar import trace_from_arrow
+
+    exs = list(extractors)
+    if not exs or not all(isinstance(ex, Extractor) for ex in exs):
+        raise InterfpredError("iter_features_parquet needs a non-empty list of Extractor objects")
+    if any(not ex.is_builtin or ex.uses_shares for ex in exs) or len({(ex.feature_map, ex.combine)
+                                                                      for ex in exs}) != 1:
+        raise InterfpredError("chunked features need built-in maps (one map and combine, no share features)")
+    batch_rows = _check_chunk_rows(batch_rows)
+    map_id, combine_id = exs[0]._map_id, exs[0]._combine_id
+    agg_ids = np.array([_AGG[ex.aggregation] for ex in exs], dtype=np.int64)
+    alphas = np.array([ex._agg_alpha for ex in exs], dtype=np.float64)
+    carries: dict[str, _Carry] = {}
+    offset = 0
+    latest = -np.inf
+
+    def emit(gpu: str, got) -> FeatureChunk:
+        rows, out, lat, so, nseg = got
+        mats = [FeatureMatrix(X=np.ascontiguousarray(out[j]), names=ex.names,
+                              y=lat / so if ex.target == "slowdown" else so / lat, target=ex.target,
+                              solo_ms=so, latency_ms=lat) for j, ex in enumerate(exs)]
+        return FeatureChunk(gpu, rows, mats, int(nseg))
+
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_rows):
+        tr = trace_from_arrow(pa.Table.from_batches([batch]), path=path)
+        n = len(tr)
+        start, end = tr.start_ms, tr.end_ms
+        if n and (start.min() < latest or np.any(start[1:] < start[:-1])):
+            i = int(np.flatnonzero(start < np.maximum.accumulate(np.concatenate([[latest], start]))[:-1])[0])
+            raise InterfpredError(f"{path}: row {offset + i}: start_ms {float(start[i])!r} is before an earlier "
+                                  "row's; the file must be in launch order")
+        if n and any(ex.target == "rate" for ex in exs) and np.any(end <= start):
+            i = int(np.flatnonzero(end <= start)[0])
+            raise InterfpredError(f"{path}: row {offset + i} has zero latency: its rate is undefined; use "
+                                  "target='slowdown'")
+        dem, solo = profile_arrays(tr, profiles, extrapolate=extrapolate)
+        dem = checked_demands(exs, dem, tr.model)
+        names, gcode = tr.codes("gpu")
+        for g, name in enumerate(names):
+            sel = np.flatnonzero(gcode == g)
+            c = carries.setdefault(name, _Carry(len(exs), exs[0].n_features))
+            c.add(offset + sel, start[sel], end[sel], dem[sel], solo[sel])
+            pos = end[sel] > start[sel]
+            if pos.any():
+                t1 = float(start[sel][pos].max())
+                if t1 > c.t0:
+                    yield emit(name, _advance(c, t1, map_id, combine_id, agg_ids, alphas))
+        if n:
+            latest = max(latest, float(start.max()))
+        offset += n
+    for name in sorted(carries):
+        yield emit(name, _advance(carries[name], np.inf, map_id, combine_id, agg_ids, alphas))

@@ -1,0 +1,119 @@
+"""Vectorised placement: every GPU's answer equals one what_if and one predict_finish on it, to the bit."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from interfpred import (
+    RLS,
+    ColocationTracker,
+    Fleet,
+    InterfpredError,
+    OfflineLinear,
+    OnlineSGD,
+    TimeWeighted,
+)
+from interfpred.constants import FLEET_TIE_RTOL
+from interfpred.placement import PlacementCache
+from interfpred.sim.zoo import zoo_profiles
+
+
+class Opaque:
+    """Hides a predictor's type: its tracker cannot take the compiled path."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def predict(self, X):
+        return self.inner.predict(X)
+
+    def update(self, X, y):
+        self.inner.update(X, y)
+
+
+def _fleet(max_running=None):
+    prof = zoo_profiles("l4")
+    rng = np.random.default_rng(3)
+    X = rng.random((60, 16))
+    shared = RLS(forgetting=0.99).fit(X, 1.0 - 0.2 * X[:, 9] - 0.05 * X[:, 15])
+    off = OfflineLinear().fit(X, 1.2 + 0.3 * X[:, 10])
+    trackers = {
+        "a": ColocationTracker(prof, shared),
+        "b": ColocationTracker(prof, shared),
+        "c": ColocationTracker(prof, off, TimeWeighted(feature_map="rich", target="slowdown")),
+        "d": ColocationTracker(prof, OnlineSGD(), TimeWeighted(feature_map="default", combine="max", target="rate")),
+        "e": ColocationTracker(prof, Opaque(RLS())),
+        "f": ColocationTracker(prof, shared),
+    }
+    return Fleet(trackers, margin=0.05, max_running=max_running)
+
+
+@pytest.mark.parametrize("max_running", [None, 3])
+def test_every_answer_equals_the_per_gpu_assessment(max_running):
+    """Bit-identity with Fleet.assess (what_if + predict_finish per GPU) is the documented property."""
+    fleet = _fleet(max_running)
+    prof = zoo_profiles("l4")
+    rng = np.random.default_rng(11)
+    t = 0.0
+    nxt = 0
+    checked = 0
+    cache = PlacementCache()          # kept beside the fleet's own, invalidated on the same events
+    for step in range(120):
+        t += float(rng.uniform(0.0, 2.0)) if step % 3 else 0.0
+        running = [i for i in range(nxt) if fleet.where(i) is not None]
+        if running and rng.random() < 0.4:
+            victim = running[int(rng.integers(len(running)))]
+            cache.invalidate(fleet.where(victim))
+            fleet.finish(victim, t)   # the shared RLS learns
+        else:
+            g = fleet.gpus[int(rng.integers(len(fleet.gpus)))]
+            if max_running is None or len(fleet.trackers[g]) < max_running:
+                fleet.start(g, nxt, prof.models[int(rng.integers(6))], int(rng.integers(1, 33)), t,
+                            deadline=t + float(rng.uniform(5.0, 200.0)))
+                cache.invalidate(g)
+                nxt += 1
+        for _ in range(2):     # twice at one instant: the second call reuses the cached projections
+            cand = ("cand", prof.models[int(rng.integers(6))], int(rng.integers(1, 33)))
+            deadline = t + float(rng.uniform(5.0, 150.0))
+            fast = cache.assess_all(fleet.trackers, fleet.deadline, cand, deadline, t, margin=fleet.margin,
+                                    max_running=fleet.max_running)
+            assert fast.get("e", (False, math.inf)) == (False, math.inf)   # not compiled unless full
+            for g in fleet.gpus:
+                want = fleet.assess(g, cand, deadline, t)
+                if g in fast:
+                    assert fast[g] == want
+                    checked += 1
+            ok = {g: fleet.assess(g, cand, deadline, t)[1] for g in fleet.gpus if fleet.assess(g, cand, deadline, t)[0]}
+            best = None
+            if ok:   # least added latency; ties go to the least loaded GPU (fewest running, least remaining work)
+                least = min(ok.values())
+                tied = [g for g, a in ok.items() if a <= least + FLEET_TIE_RTOL * abs(least)]
+                best = min(tied, key=lambda g: (len(fleet.trackers[g]),
+                                                sum(fleet.trackers[g].remaining_ms(t).values())))
+            assert fleet.choose_gpu(cand, deadline, t) == best
+    assert checked > 400
+
+
+def test_errors_are_those_of_what_if():
+    fleet = _fleet()
+    fleet.start("a", 1, "vgg19", 8, 5.0, deadline=100.0)
+    with pytest.raises(InterfpredError, match="what_if candidate 'c' refused: no profile for model 'zz'"):
+        fleet.choose_gpu(("c", "zz", 4), 50.0, 6.0)
+    with pytest.raises(InterfpredError, match="before the latest event"):
+        fleet.choose_gpu(("c", "vgg19", 4), 50.0, 4.0)
+
+
+def test_an_idle_fleet_and_a_full_one():
+    cache = PlacementCache()
+    trs = {g: ColocationTracker(zoo_profiles("l4"), RLS()) for g in ("x", "y")}
+    res = cache.assess_all(trs, lambda i: None, ("c", "resnet50", 4), 100.0, 0.0, margin=0.0)
+    solo = zoo_profiles("l4").lookup("resnet50", 4).solo_ms
+    assert res["x"] == res["y"]
+    assert res["x"][0] and res["x"][1] == pytest.approx(solo)
+    trs["x"].start(1, "vgg19", 8, 0.0)
+    cache.invalidate("x")
+    res = cache.assess_all(trs, lambda i: None, ("c", "resnet50", 4), 100.0, 0.0, margin=0.0, max_running=1)
+    assert res["x"] == (False, math.inf) and res["y"][0]
