@@ -10,6 +10,7 @@ from interfpred.ingest import KernelTable, NcuFormatError, profile_from_kernels,
 from interfpred.profiles import Profile, ProfileTable
 from interfpred.predictors import (
     RLS,
+    EntityRLS,
     GpuletsModel,
     OfflineLinear,
     OnlineSGD,
@@ -36,6 +37,7 @@ from interfpred.model import InterferenceModel, load_model
 
 __all__ = [
     "Entities",
+    "EntityRLS",
     "__version__",
     "InterfpredError",
     "InputError",

@@ -135,3 +135,22 @@ REPRODUCE_TRAIN_SHARE = 0.75
 REPRODUCE_EWMA_ALPHAS = (0.2, 0.5, 0.8)
 #: Default output folder of ``interfpred reproduce``.
 REPRODUCE_DEFAULT_OUT = "interfpred-report"
+# ---------------------------------------------------------------- per-entity terms (EntityRLS)
+#: EntityRLS: forgetting of each entity term, applied each time the term is touched by an observation
+#: (memory of about 1 / (1 - f) observations *of that entity*, so a rarely seen pair is not forgotten by time alone).
+ENTITY_FORGETTING = 0.999
+#: EntityRLS: prior variances (zero-mean Gaussian shrinkage) of a model's sensitivity, a co-runner's
+#: aggressiveness, a per-pair residual and each latent-factor coordinate, in units of the target
+#: (slowdown, rate or log slowdown: slowdowns of a few tens of percent give deviations of order 0.1-0.3).
+ENTITY_SENSITIVITY_VAR = 0.1
+ENTITY_AGGRESSIVENESS_VAR = 0.1
+ENTITY_PAIR_VAR = 0.05
+ENTITY_FACTOR_VAR = 0.05
+#: EntityRLS: a new entity's latent factors start at N(0, (ENTITY_FACTOR_INIT * sqrt(factor_var))^2), seeded:
+#: non-zero to break the symmetry of the bilinear term, small so that a new entity stays near g(phi).
+ENTITY_FACTOR_INIT = 0.1
+#: Largest rank of EntityRLS's latent factors.
+ENTITY_MAX_RANK = 8
+#: Grids of the validation rule that tunes EntityRLS's prior variances (``select_prior_variances``): each
+#: grid value multiplies every default variance of the term family it scales.
+ENTITY_VAR_SCALES = (0.1, 0.3, 1.0, 3.0, 10.0)

@@ -1,0 +1,628 @@
+"""EntityRLS: a throughput-feature model plus each model's own sensitivity and aggressiveness, online.
+
+The prediction of a row whose own entity is ``m`` and whose co-runners ``c`` ran beside it with
+weights ``w_c`` (mean number of ``c`` running beside it, :class:`~interfpred.entities.Entities`) is
+
+    f = g(phi) + s[m] h_m + sum_c w_c (a[c] + p[m, c]) + <u[m], sum_c w_c v[c]>
+
+with ``g(phi) = w . phi + b`` the population model of the throughput features (all there is for
+a model never seen), ``s`` the sensitivity of a model (``h_m = min(1, sum_c w_c)``: it suffers
+only while someone runs beside it), ``a`` the aggressiveness of a co-runner, ``p`` a per-pair
+residual and ``u, v`` optional rank-``r`` latent factors that share pair structure between pairs
+never measured together. The prediction is ``f`` or, with ``log_target=True``, ``exp(f)``
+(interference is multiplicative; the fit is then on ``log y``).
+
+**Entity terms are zero-mean deviations.** Each has a zero-mean Gaussian prior (variances
+``sensitivity_var``, ``aggressiveness_var``, ``pair_var``, ``factor_var``): with few observations
+an entity stays near ``g(phi)``; an entity never seen contributes exactly 0, so its prediction is
+``g(phi)``. The global weights have the weak prior of :class:`~interfpred.RLS` (``delta``), so the
+shared intercept absorbs the population mean and the entity terms only what is specific.
+
+**Alone is solo.** With ``alone_is_solo=True`` (default) a row given with entities and no
+co-runner weight predicts exactly 1.0 (slowdown 1 or rate 1) and teaches nothing: there is no
+interference to learn, so a model trained on pairs never invents a slowdown for a lone batch.
+
+**The update** is one joint Kalman (RLS) step over the global weights and the few entity
+parameters an observation touches (``k = 1 + 2K + r (1 + K)`` for ``K`` co-runners), in one of
+two covariance structures:
+
+- ``covariance="blocks"`` (default, ``O(m^2 + k)`` per update, memory ``O(m^2 + parameters)``):
+  the global block keeps its dense covariance; every entity parameter keeps only its own
+  variance. Cross-covariances between the global weights and entity terms, and between entity
+  terms, are *not kept* (a decoupled Kalman filter): after each step they are dropped. The
+  update therefore equals plain :class:`~interfpred.RLS` exactly when no entity term is touched,
+  and otherwise approximates the joint posterior (it over-counts information shared between a
+  model's terms and the intercept, which the zero-mean priors keep small).
+- ``covariance="full"`` (``O(N^2)`` per update for ``N`` parameters in all; for small problems and
+  as the reference): one dense covariance over every parameter. With ``rank=0`` this *is* RLS on
+  the augmented linear model, so after any stream with ``forgetting=1`` its estimate equals the
+  batch generalised ridge solution ``argmin sum_i (y_i - h_i . theta)^2 + (theta - theta0)' Q0
+  (theta - theta0)`` with ``Q0`` the prior information (1/delta for global weights, 1/variance
+  for entity terms) to rounding (tests check 1e-9). Latent factors need ``"blocks"``.
+
+The bilinear factor term is linearised around the current factors at every step (an extended
+Kalman step): exact in neither mode, seeded at ``N(0, (ENTITY_FACTOR_INIT * sqrt(factor_var))^2)``
+to break the symmetry.
+
+**Forgetting applies to every part.** The global block forgets per observation (``forgetting``,
+with :class:`~interfpred.RLS`'s stabilised forgetting). In "blocks" mode each entity parameter
+forgets each time it is touched (``entity_forgetting``: the information of *that* entity decays,
+so a model whose behaviour drifts is followed while a rarely seen pair keeps what it knew); with
+``stabilize`` what forgetting removes is put back as prior information (``R <- f R + (1 - f) R0``,
+mean shrunk by the same ratio), which bounds every variance by its prior. In "full" mode the whole
+covariance forgets per observation, as RLS.
+
+**Entities** are created on first sight by ``update`` (no refit); memory grows with the number of
+entities and pairs seen, never with the number of observations. Rows given without entities use
+``g(phi)`` alone (and learn only ``g``).
+
+Examples
+--------
+>>> import numpy as np
+>>> from interfpred.entities import Entities
+>>> rng = np.random.default_rng(0)
+>>> X = rng.random((400, 2))
+>>> own = rng.choice(["a", "b"], 400)
+>>> ent = Entities.from_lists(own, [{"b": 1.0} if o == "a" else {"a": 1.0} for o in own])
+>>> y = 1.0 + X[:, 0] + np.where(own == "a", 0.3, -0.1)
+>>> p = EntityRLS(forgetting=1.0).fit(X, y, entities=ent)
+>>> one = Entities.from_lists(["a", "new"], [{"b": 1.0}, {"b": 1.0}])
+>>> np.round(p.predict(np.array([[0.5, 0.5], [0.5, 0.5]]), entities=one), 1)   # a learned; new = g(phi)
+array([1.8, 1.7])
+>>> p.predict(np.array([0.5, 0.5]), entities=Entities.from_lists(["a"], [{}]))    # alone: solo
+1.0
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from interfpred.constants import (
+    ENTITY_AGGRESSIVENESS_VAR,
+    ENTITY_FACTOR_INIT,
+    ENTITY_FACTOR_VAR,
+    ENTITY_FORGETTING,
+    ENTITY_MAX_RANK,
+    ENTITY_PAIR_VAR,
+    ENTITY_SENSITIVITY_VAR,
+    PRIOR_SLOWDOWN,
+    RLS_DELTA,
+    RLS_FORGETTING,
+)
+from interfpred.entities import Entities
+from interfpred.errors import InterfpredError
+from interfpred.predictors import _entity_kernels as EK
+from interfpred.predictors import _kernels as K
+from interfpred.predictors.base import BasePredictor, as_rows, as_targets, check_positive, register
+
+__all__ = ["EntityRLS"]
+
+_NDARRAY = np.ndarray
+_F64 = np.dtype(np.float64)
+_EH = EK.EH
+_FAST = EK.FAST
+_NO_I = np.zeros(0, dtype=np.int64)
+_NO_F = np.zeros(0)
+_NO_I2 = np.full((1, 4), -1, dtype=np.int64)
+_NO_F2 = np.zeros((1, 1))
+_PTR0 = np.zeros(2, dtype=np.int64)
+_OWN0 = np.zeros(1, dtype=np.int64)
+_CACHE = ("_vm_key", "_vm_n", "_vmap", "_y1")
+
+
+def _status_error(status: int, row: int | None = None, d: Any = None) -> InterfpredError:
+    where = "" if row is None else f" (row {row})"
+    if status == K.BAD_WIDTH:
+        return InterfpredError(f"X has the wrong number of features; the predictor was fitted with {d}")
+    if status == K.BAD_X:
+        return InterfpredError(f"X contains NaN or inf{where}; features must be finite")
+    if status == K.BAD_Y:
+        return InterfpredError(f"y contains NaN or inf{where}; targets must be finite")
+    if status == EK.BAD_LOG:
+        return InterfpredError(f"y holds a value <= 0{where}; log_target=True needs positive targets")
+    return InterfpredError(f"EntityRLS covariance lost positive definiteness{where}; the update was refused")
+
+
+@register
+class EntityRLS(BasePredictor):
+    """Throughput-feature RLS plus per-model sensitivity, aggressiveness, pair and latent terms.
+
+    Parameters
+    ----------
+    forgetting
+        Forgetting of the global weights per observation, in (0, 1] (as :class:`~interfpred.RLS`).
+    delta
+        Prior variance of the global weights (weak: the population model is learned from data).
+    entity_forgetting
+        Forgetting of each entity term per observation that touches it, in (0, 1].
+    sensitivity_var, aggressiveness_var, pair_var, factor_var
+        Prior variances of the entity terms; 0 turns that family of terms off.
+    rank
+        Rank of the latent factors ``u, v`` (0 = none), at most ``ENTITY_MAX_RANK``.
+    log_target
+        Learn ``log y`` and predict ``exp`` of the model (targets must be positive).
+    alone_is_solo
+        A row with entities and no co-runner predicts exactly 1.0 and teaches nothing.
+    entity_terms
+        False ignores the entity terms (the ablation: ``g(phi)`` with the same target and
+        alone-is-solo rule).
+    covariance
+        ``"blocks"`` (decoupled, fast) or ``"full"`` (exact joint RLS, small problems, rank 0).
+    stabilize
+        Stabilised forgetting of every part (see the module docstring).
+    seed
+        Seed of the latent factors' initial values.
+    """
+
+    kind = "entity_rls"
+    uses_entities = True
+    _test_params = [{}, {"log_target": True, "rank": 2, "forgetting": 0.99}, {"covariance": "full"},
+                    {"entity_terms": False, "alone_is_solo": False}]
+
+    def __init__(
+        self,
+        *,
+        forgetting: float = RLS_FORGETTING,
+        delta: float = RLS_DELTA,
+        entity_forgetting: float = ENTITY_FORGETTING,
+        sensitivity_var: float = ENTITY_SENSITIVITY_VAR,
+        aggressiveness_var: float = ENTITY_AGGRESSIVENESS_VAR,
+        pair_var: float = ENTITY_PAIR_VAR,
+        factor_var: float = ENTITY_FACTOR_VAR,
+        rank: int = 0,
+        log_target: bool = False,
+        alone_is_solo: bool = True,
+        entity_terms: bool = True,
+        covariance: str = "blocks",
+        stabilize: bool = True,
+        seed: int = 0,
+    ) -> None:
+        self.forgetting = forgetting
+        self.delta = delta
+        self.entity_forgetting = entity_forgetting
+        self.sensitivity_var = sensitivity_var
+        self.aggressiveness_var = aggressiveness_var
+        self.pair_var = pair_var
+        self.factor_var = factor_var
+        self.rank = rank
+        self.log_target = log_target
+        self.alone_is_solo = alone_is_solo
+        self.entity_terms = entity_terms
+        self.covariance = covariance
+        self.stabilize = stabilize
+        self.seed = seed
+        self._check_params()
+        self._g: np.ndarray | None = None
+        self._d = None
+
+    def _check_params(self) -> None:
+        for name in ("forgetting", "entity_forgetting"):
+            v = check_positive(name, getattr(self, name))
+            if v > 1.0:
+                raise InterfpredError(f"{name} must be in (0, 1], got {getattr(self, name)!r}")
+        check_positive("delta", self.delta)
+        for name in ("sensitivity_var", "aggressiveness_var", "pair_var", "factor_var"):
+            check_positive(name, getattr(self, name), allow_zero=True)
+        for name in ("log_target", "alone_is_solo", "entity_terms", "stabilize"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise InterfpredError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        for name, hi in (("rank", ENTITY_MAX_RANK), ("seed", 2**63 - 1)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= v <= hi:
+                raise InterfpredError(f"{name} must be an integer in [0, {hi}], got {v!r}")
+        if self.covariance not in ("blocks", "full"):
+            raise InterfpredError(f"covariance must be 'blocks' or 'full', got {self.covariance!r}")
+        if self.covariance == "full" and self.rank:
+            raise InterfpredError(f"covariance='full' is exact RLS for the linear terms only; rank {self.rank!r} "
+                                  "needs covariance='blocks'")
+
+    # ------------------------------------------------------------------ state
+    def _allocate(self, d: int) -> None:
+        self._check_params()
+        m = d + 1
+        full = self.covariance == "full"
+        size = _EH + (0 if full else 3 * m + m * m)
+        g = np.zeros(size)
+        f = float(self.forgetting)
+        g[1], g[2], g[3] = m, d, f
+        g[4] = (1.0 - f) / float(self.delta) if self.stabilize else 0.0
+        g[6] = 1.0 / float(self.delta)
+        g[8] = float(self.entity_forgetting)
+        g[9] = float(bool(self.stabilize))
+        g[10] = float(bool(self.log_target))
+        g[11] = float(bool(self.alone_is_solo))
+        g[12] = float(self.rank)
+        b0 = 0.0 if self.log_target else PRIOR_SLOWDOWN
+        cap = 16
+        if full:
+            g[13] = m
+            self._mu = np.zeros(m + cap)
+            self._mu[d] = b0
+            self._t0 = self._mu.copy()
+            self._r0 = np.zeros(m + cap)
+            self._r0[:m] = 1.0 / float(self.delta)
+            self._P = np.zeros((m + cap, m + cap))
+            self._P[np.arange(m), np.arange(m)] = float(self.delta)
+            self._info = _NO_F
+        else:
+            g[_EH + d] = b0
+            g[_EH + m + d] = b0
+            g[_EH + 2 * m:_EH + 2 * m + m * m].reshape(m, m)[np.diag_indices(m)] = float(self.delta)
+            self._mu = np.zeros(cap)
+            self._info = np.zeros(cap)
+            self._r0 = np.zeros(cap)
+            self._t0 = _NO_F
+            self._P = _NO_F2
+        self._g = g
+        self._np = 0
+        self._names: list[str] = []
+        self._eid: dict[str, int] = {}
+        self._etab = np.full((8, 4), -1, dtype=np.int64)
+        self._ptab = np.full((8, 8), -1, dtype=np.int64)
+        self._d = d
+        self._reset_cache()
+
+    def _reset_cache(self) -> None:
+        self._vm_key: Any = None
+        self._vm_n = -1
+        self._vmap = _NO_I
+        self._y1 = np.empty(1)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k not in _CACHE}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self._g is not None:
+            self._reset_cache()
+
+    def _snapshot(self) -> dict[str, Any]:
+        return {k: (v.copy() if isinstance(v, np.ndarray) else (type(v)(v) if isinstance(v, (list, dict)) else v))
+                for k, v in self.__dict__.items()}
+
+    def _restore(self, snap: dict[str, Any]) -> None:
+        self.__dict__.clear()
+        self.__dict__.update(snap)
+
+    # ------------------------------------------------------------------ entities
+    def _new_param(self, var: float, value: float = 0.0) -> int:
+        p = self._np
+        full = self.covariance == "full"
+        off = int(self._g[1]) if full else 0
+        if off + p >= self._mu.shape[0]:
+            cap = 2 * self._mu.shape[0]
+            grow = cap - self._mu.shape[0]
+            self._mu = np.concatenate([self._mu, np.zeros(grow)])
+            self._r0 = np.concatenate([self._r0, np.zeros(grow)])
+            if full:
+                self._t0 = np.concatenate([self._t0, np.zeros(grow)])
+                P = np.zeros((cap, cap))
+                P[:cap - grow, :cap - grow] = self._P
+                self._P = P
+            else:
+                self._info = np.concatenate([self._info, np.zeros(grow)])
+        self._mu[off + p] = value
+        self._r0[off + p] = 1.0 / var
+        if full:
+            self._P[off + p, off + p] = var
+            self._g[13] = off + p + 1
+        else:
+            self._info[p] = 1.0 / var
+        self._np = p + 1
+        return p
+
+    def _new_entity(self, name: str) -> int:
+        e = len(self._names)
+        if e == self._etab.shape[0]:
+            cap = 2 * e
+            etab = np.full((cap, 4), -1, dtype=np.int64)
+            etab[:e] = self._etab
+            ptab = np.full((cap, cap), -1, dtype=np.int64)
+            ptab[:e, :e] = self._ptab
+            self._etab, self._ptab = etab, ptab
+        row = self._etab[e]
+        if self.sensitivity_var > 0:
+            row[0] = self._new_param(float(self.sensitivity_var))
+        if self.aggressiveness_var > 0:
+            row[1] = self._new_param(float(self.aggressiveness_var))
+        r = int(self.rank)
+        if r and self.factor_var > 0:
+            init = np.random.default_rng([int(self.seed), e]).normal(
+                0.0, ENTITY_FACTOR_INIT * math.sqrt(float(self.factor_var)), 2 * r)
+            base = [self._new_param(float(self.factor_var), float(v)) for v in init]
+            row[2], row[3] = base[0], base[r]
+        self._names.append(name)
+        self._eid[name] = e
+        return e
+
+    def _vmap_for(self, ent: Entities) -> np.ndarray:
+        if ent.names is not self._vm_key or self._vm_n != len(self._names):
+            eid = self._eid
+            self._vmap = np.array([eid.get(s, -1) for s in ent.names], dtype=np.int64)
+            self._vm_key = ent.names
+            self._vm_n = len(self._names)
+        return self._vmap
+
+    def _create_missing(self, ent: Entities) -> None:
+        """Create the entities (and pairs) the rows of ``ent`` name for the first time."""
+        want_pairs = self.pair_var > 0
+        vmap = self._vmap_for(ent)
+        if not _FAST.count_missing(self._etab, self._ptab, vmap, ent.own, ent.indptr, ent.co, want_pairs):
+            return
+        # in order of first sight (row order, own before co-runners): the same ids, and so the same
+        # seeded factors, whether the rows come in one batch or one by one
+        counts = np.diff(ent.indptr)
+        seq = np.concatenate([ent.own, ent.co])
+        row = np.concatenate([np.arange(len(ent)), np.repeat(np.arange(len(ent)), counts)])
+        pos = np.concatenate([np.full(len(ent), -1), np.arange(ent.co.shape[0])])
+        seq = seq[np.lexsort((pos, row))]
+        _, first = np.unique(seq, return_index=True)
+        for v in seq[np.sort(first)].tolist():
+            name = ent.names[v]
+            if name not in self._eid:
+                self._new_entity(name)
+        vmap = self._vmap_for(ent)
+        if want_pairs:
+            rows = np.repeat(np.arange(len(ent)), np.diff(ent.indptr))
+            eo, ec = vmap[ent.own[rows]], vmap[ent.co]
+            missing = self._ptab[eo, ec] < 0
+            for a, b in set(zip(eo[missing].tolist(), ec[missing].tolist())):
+                self._ptab[a, b] = self._new_param(float(self.pair_var))
+
+    @staticmethod
+    def _check_entities(entities: Any, n: int) -> Entities | None:
+        if entities is None:
+            return None
+        if not isinstance(entities, Entities):
+            raise InterfpredError(f"entities must be an Entities table or None, got {type(entities).__name__}")
+        if len(entities) != n:
+            raise InterfpredError(f"entities has {len(entities)} rows but X has {n}")
+        return entities
+
+    # ------------------------------------------------------------------ the API
+    def fit(self, X: Any, y: Any, *, entities: Entities | None = None) -> EntityRLS:
+        """Forget everything, then learn rows ``X`` with targets ``y`` (and their entities); returns self."""
+        Xa, single = as_rows(X, width=None)
+        ya = as_targets(y, Xa.shape[0], single)
+        ent = self._check_entities(entities, Xa.shape[0])
+        saved = self.__dict__.copy()
+        try:
+            self._allocate(Xa.shape[1])
+            self._learn(Xa, ya, ent)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+        return self
+
+    def update(self, X: Any, y: Any, *, entities: Entities | None = None) -> None:
+        """Learn from rows ``X`` (n, d) with ``y`` (n,), or one row with a float, and their entities.
+
+        Entities named for the first time are created. Refused input raises InterfpredError and
+        changes nothing.
+        """
+        g = self._g
+        if (g is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1
+                and type(y) in (float, np.float64) and (entities is None or (type(entities) is Entities
+                                                                              and entities.own.shape[0] == 1))):
+            mark = self._create_missing_row(entities) if entities is not None and self.entity_terms else None
+            self._y1[0] = y
+            status = self._run_update(X.reshape(1, -1), self._y1, entities)
+            if status:
+                if mark is not None:
+                    self._restore(mark)
+                raise _status_error(status >> 32, None, self._d)
+            return
+        Xa, single = as_rows(X, width=self._d)
+        ya = as_targets(y, Xa.shape[0], single)
+        ent = self._check_entities(entities, Xa.shape[0])
+        if self._g is None:
+            self._allocate(Xa.shape[1])
+        self._learn(Xa, ya, ent)
+
+    def _create_missing_row(self, ent: Entities) -> dict[str, Any] | None:
+        """Create what one row names for the first time; the state before, when anything was created."""
+        vmap = self._vmap_for(ent)
+        if not _FAST.count_missing(self._etab, self._ptab, vmap, ent.own, ent.indptr, ent.co, self.pair_var > 0):
+            return None
+        mark = self._snapshot()
+        self._create_missing(ent)
+        return mark
+
+    def _run_update(self, X: np.ndarray, y: np.ndarray, ent: Entities | None) -> int:
+        if ent is None:
+            own, ptr, co, w, vmap, has = (_OWN0 if X.shape[0] == 1 else np.zeros(X.shape[0], dtype=np.int64),
+                                          _PTR0 if X.shape[0] == 1 else np.zeros(X.shape[0] + 1, dtype=np.int64),
+                                          _NO_I, _NO_F, _NO_I, 0)
+        else:
+            own, ptr, co, w, vmap, has = ent.own, ent.indptr, ent.co, ent.weight, self._vmap_for(ent), 1
+        return int(_FAST.update_rows(self._g, self._mu, self._info, self._r0, self._t0, self._P, self._etab,
+                                     self._ptab, vmap, X, y, own, ptr, co, w, has))
+
+    def _learn(self, X: np.ndarray, y: np.ndarray, ent: Entities | None = None) -> None:
+        saved = self._snapshot()
+        if ent is not None and self.entity_terms and self.covariance == "full" and X.shape[0] > 1:
+            # the joint covariance forgets per observation: create each entity at its first row
+            bad = int(EK.check_rows(self._g, X, y))
+            if bad != K.OK:
+                raise _status_error(bad >> 32, bad & 0xFFFFFFFF, self._d)
+            for i in range(X.shape[0]):
+                try:
+                    self._learn(X[i:i + 1], y[i:i + 1], ent.take([i]))
+                except InterfpredError:
+                    self._restore(saved)
+                    raise
+            return
+        if ent is not None and self.entity_terms:
+            self._create_missing(ent)
+        code = self._run_update(X, y, ent)
+        if code != K.OK:
+            self._restore(saved)
+            raise _status_error(code >> 32, code & 0xFFFFFFFF, self._d)
+
+    def predict(self, X: Any, *, entities: Entities | None = None) -> Any:
+        """Predicted targets: (n, d) -> (n,); one row (d,) -> float. Unknown entities contribute 0."""
+        g = self._g
+        if (g is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1 and X.shape[0] == self._d
+                and (entities is None or (type(entities) is Entities and entities.own.shape[0] == 1))):
+            out = self._y1
+            if self._run_predict(X.reshape(1, -1), entities, out):
+                as_rows(X, width=self._d)  # raises with a precise message
+            return float(out[0])
+        Xa, single = as_rows(X, width=self._d)
+        ent = self._check_entities(entities, Xa.shape[0])
+        if g is None:
+            out = np.full(Xa.shape[0], PRIOR_SLOWDOWN)
+        else:
+            out = np.empty(Xa.shape[0])
+            self._run_predict(Xa, ent, out)
+        return float(out[0]) if single else out
+
+    def _predict_rows(self, X: np.ndarray) -> np.ndarray:
+        out = np.empty(X.shape[0])
+        self._run_predict(X, None, out)
+        return out
+
+    def _run_predict(self, X: np.ndarray, ent: Entities | None, out: np.ndarray) -> int:
+        if ent is None:
+            n = X.shape[0]
+            own, ptr, co, w, vmap, has = (_OWN0 if n == 1 else np.zeros(n, dtype=np.int64),
+                                          _PTR0 if n == 1 else np.zeros(n + 1, dtype=np.int64), _NO_I, _NO_F,
+                                          _NO_I, 0)
+        else:
+            own, ptr, co, w, vmap, has = ent.own, ent.indptr, ent.co, ent.weight, self._vmap_for(ent), 1
+        return _FAST.predict_rows(self._g, self._mu, self._etab, self._ptab, vmap, X, own, ptr, co, w, has, out)
+
+    # ------------------------------------------------------------------ read-only views
+    def _need(self, what: str) -> None:
+        if self._g is None:
+            raise AttributeError(f"{what} is not available before fit/update")
+
+    def _global(self) -> np.ndarray:
+        m = int(self._g[1])
+        return self._mu[:m] if self.covariance == "full" else self._g[_EH:_EH + m]
+
+    def _entity_values(self) -> np.ndarray:
+        off = int(self._g[1]) if self.covariance == "full" else 0
+        return self._mu[off:off + self._np]
+
+    @property
+    def coef_(self) -> np.ndarray:
+        """Weights of the population model ``g`` on the features (copy)."""
+        self._need("coef_")
+        return self._global()[:self._d].copy()
+
+    @property
+    def intercept_(self) -> float:
+        """Intercept of ``g`` (on the log scale with ``log_target``)."""
+        self._need("intercept_")
+        return float(self._global()[self._d])
+
+    @property
+    def n_seen_(self) -> int:
+        """Number of observations received (lone rows included)."""
+        return 0 if self._g is None else int(self._g[0])
+
+    @property
+    def entities_(self) -> tuple[str, ...]:
+        """Names of the entities learned so far, in order of first sight."""
+        return () if self._g is None else tuple(self._names)
+
+    @property
+    def entity_terms_(self) -> dict[str, dict[str, float]]:
+        """Per entity: its ``sensitivity`` and ``aggressiveness`` (0.0 for a family turned off)."""
+        if self._g is None:
+            return {}
+        vals = self._entity_values()
+        out = {}
+        for e, name in enumerate(self._names):
+            s, a = int(self._etab[e, 0]), int(self._etab[e, 1])
+            out[name] = {"sensitivity": float(vals[s]) if s >= 0 else 0.0,
+                         "aggressiveness": float(vals[a]) if a >= 0 else 0.0}
+        return out
+
+    @property
+    def pair_terms_(self) -> dict[tuple[str, str], float]:
+        """Per (own, co-runner) pair seen: its residual term."""
+        if self._g is None:
+            return {}
+        vals = self._entity_values()
+        n = len(self._names)
+        eo, ec = np.nonzero(self._ptab[:n, :n] >= 0)
+        return {(self._names[a], self._names[b]): float(vals[self._ptab[a, b]])
+                for a, b in zip(eo.tolist(), ec.tolist())}
+
+    # ------------------------------------------------------------------ persistence
+    def _get_state(self) -> dict[str, Any]:
+        n = len(self._names)
+        eo, ec = np.nonzero(self._ptab[:n, :n] >= 0)
+        full = self.covariance == "full"
+        N = int(self._g[13]) if full else self._np
+        state = {"header": self._g.tolist(), "names": list(self._names), "etab": self._etab[:n].tolist(),
+                 "pairs": [[a, b, int(self._ptab[a, b])] for a, b in zip(eo.tolist(), ec.tolist())],
+                 "n_params": self._np, "mu": self._mu[:N].tolist(), "r0": self._r0[:N].tolist()}
+        if full:
+            state["t0"] = self._t0[:N].tolist()
+            state["P"] = self._P[:N, :N].tolist()
+        else:
+            state["info"] = self._info[:N].tolist()
+        return state
+
+    def _set_state(self, state: dict[str, Any], d: int) -> None:
+        self._allocate(d)
+        full = self.covariance == "full"
+        m = d + 1
+        g = np.asarray(state["header"], dtype=np.float64)
+        if g.shape != self._g.shape or not np.isfinite(g).all() or int(g[2]) != d:
+            raise InterfpredError(f"state header has shape {g.shape} or width {g[2] if g.size > 2 else None}, "
+                                  f"expected {self._g.shape} and {d}")
+        names = [str(s) for s in state["names"]]
+        etab = np.asarray(state["etab"], dtype=np.int64).reshape(-1, 4)
+        n_params = int(state["n_params"])
+        N = m + n_params if full else n_params
+        mu = np.asarray(state["mu"], dtype=np.float64)
+        r0 = np.asarray(state["r0"], dtype=np.float64)
+        if len(names) != etab.shape[0] or len(set(names)) != len(names) or mu.shape != (N,) or r0.shape != (N,):
+            raise InterfpredError("state entity tables do not match (names, etab, mu, r0)")
+        if etab.size and (etab.max() >= n_params or etab.min() < -1):
+            raise InterfpredError("state etab refers to a parameter that does not exist")
+        keep = self._g.copy()
+        self._g = g
+        self._g[3], self._g[8] = keep[3], keep[8]  # hyperparameters follow the file's params
+        self._g[4], self._g[6], self._g[9:13] = keep[4], keep[6], keep[9:13]
+        cap_e = max(8, 1 << max(len(names) - 1, 0).bit_length())
+        self._etab = np.full((cap_e, 4), -1, dtype=np.int64)
+        self._etab[:len(names)] = etab
+        self._ptab = np.full((cap_e, cap_e), -1, dtype=np.int64)
+        for a, b, p in state["pairs"]:
+            if not (0 <= a < len(names) and 0 <= b < len(names) and 0 <= p < n_params):
+                raise InterfpredError(f"state pair {[a, b, p]} is out of range")
+            self._ptab[a, b] = p
+        cap = max(N + 1, 16)
+        self._mu = np.zeros(cap)
+        self._mu[:N] = mu
+        self._r0 = np.zeros(cap)
+        self._r0[:N] = r0
+        if full:
+            t0 = np.asarray(state["t0"], dtype=np.float64)
+            P = np.asarray(state["P"], dtype=np.float64)
+            if t0.shape != (N,) or P.shape != (N, N) or int(g[13]) != N:
+                raise InterfpredError("state covariance does not match the number of parameters")
+            self._t0 = np.zeros(cap)
+            self._t0[:N] = t0
+            self._P = np.zeros((cap, cap))
+            self._P[:N, :N] = P
+        else:
+            info = np.asarray(state["info"], dtype=np.float64)
+            if info.shape != (N,):
+                raise InterfpredError("state info does not match the number of parameters")
+            self._info = np.zeros(cap)
+            self._info[:N] = info
+        self._np = n_params
+        self._names = names
+        self._eid = {s: i for i, s in enumerate(names)}
+        if not all(np.isfinite(a).all() for a in (self._mu, self._r0, self._info, self._t0, self._P)):
+            raise InterfpredError("state contains non-finite values")
