@@ -14,7 +14,8 @@ State (see entity_rls.py for the model)::
     P2  (cap, cap) joint covariance (full mode only)
     etab (E, 4) int64: parameter index of each entity's sensitivity, aggressiveness, first
         latent factor u, first latent factor v (-1: none)
-    ptab (E, E) int64: parameter index of the pair term (own, co-runner) (-1: none)
+    ptab (cap, 3) int64: open-addressing hash table (own entity, co-runner entity, parameter index
+        of their pair term), linear probing, cap a power of two, empty slots -1, at most half full
     vmap int64: entity index of each name of the caller's vocabulary (-1: unknown)
 
 Row input (CSR as in :class:`~interfpred.entities.Entities`): ``own`` (n,) vocabulary indices,
@@ -52,6 +53,63 @@ def _check(g, x, y):
 
 
 @njit(cache=True)
+def pair_get(ptab, eo, ec):
+    """Parameter index of the pair term (eo, ec), or -1."""
+    mask = ptab.shape[0] - 1
+    i = ((eo * 73856093) ^ (ec * 19349663)) & mask
+    while True:
+        a = ptab[i, 0]
+        if a < 0:
+            return -1
+        if a == eo and ptab[i, 1] == ec:
+            return ptab[i, 2]
+        i = (i + 1) & mask
+
+
+@njit(cache=True)
+def pair_put(ptab, eo, ec, p):
+    """Insert (eo, ec) -> p (the caller keeps the table at most half full)."""
+    mask = ptab.shape[0] - 1
+    i = ((eo * 73856093) ^ (ec * 19349663)) & mask
+    while ptab[i, 0] >= 0 and not (ptab[i, 0] == eo and ptab[i, 1] == ec):
+        i = (i + 1) & mask
+    ptab[i, 0] = eo
+    ptab[i, 1] = ec
+    ptab[i, 2] = p
+
+
+@njit(cache=True)
+def pair_del(ptab, eo, ec):
+    """Remove (eo, ec), which must be the most recent insertion on its probe chain."""
+    mask = ptab.shape[0] - 1
+    i = ((eo * 73856093) ^ (ec * 19349663)) & mask
+    while ptab[i, 0] >= 0:
+        if ptab[i, 0] == eo and ptab[i, 1] == ec:
+            ptab[i, 0] = -1
+            ptab[i, 1] = -1
+            ptab[i, 2] = -1
+            return
+        i = (i + 1) & mask
+
+
+@njit(cache=True)
+def pair_missing(ptab, vmap, own, indptr, co):
+    """(own entity, co entity) of every co-runner entry whose pair is unknown (-1 where an entity is)."""
+    n = co.shape[0]
+    out = np.full((n, 2), -1, dtype=np.int64)
+    k = 0
+    for i in range(own.shape[0]):
+        eo = vmap[own[i]]
+        for j in range(indptr[i], indptr[i + 1]):
+            ec = vmap[co[j]]
+            if eo >= 0 and ec >= 0 and pair_get(ptab, eo, ec) < 0:
+                out[k, 0] = eo
+                out[k, 1] = ec
+                k += 1
+    return out[:k]
+
+
+@njit(cache=True)
 def _terms(g, etab, ptab, vmap, own_v, lo, hi, co, w, idx, h, vb, vw):
     """Fill the linear entity terms of one row: idx/h (count returned as L), and the factor
     terms: own factor base (returned) and co-runner factor bases vb / weights vw (count K).
@@ -83,7 +141,7 @@ def _terms(g, etab, ptab, vmap, own_v, lo, hi, co, w, idx, h, vb, vw):
             h[L] = w[j]
             L += 1
         if eo >= 0:
-            pp = ptab[eo, ec]
+            pp = pair_get(ptab, eo, ec)
             if pp >= 0:
                 idx[L] = pp
                 h[L] = w[j]
@@ -403,7 +461,7 @@ def count_missing(etab, ptab, vmap, own, indptr, co, want_pairs):
             ec = vmap[co[j]]
             if ec < 0:
                 miss += 1
-            elif want_pairs and eo >= 0 and ptab[eo, ec] < 0:
+            elif want_pairs and eo >= 0 and pair_get(ptab, eo, ec) < 0:
                 miss += 1
     return miss
 

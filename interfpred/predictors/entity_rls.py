@@ -261,7 +261,8 @@ class EntityRLS(BasePredictor):
         self._names: list[str] = []
         self._eid: dict[str, int] = {}
         self._etab = np.full((8, 4), -1, dtype=np.int64)
-        self._ptab = np.full((8, 8), -1, dtype=np.int64)
+        self._ptab = np.full((16, 3), -1, dtype=np.int64)
+        self._n_pairs = 0
         self._d = d
         self._reset_cache()
 
@@ -320,9 +321,7 @@ class EntityRLS(BasePredictor):
             cap = 2 * e
             etab = np.full((cap, 4), -1, dtype=np.int64)
             etab[:e] = self._etab
-            ptab = np.full((cap, cap), -1, dtype=np.int64)
-            ptab[:e, :e] = self._ptab
-            self._etab, self._ptab = etab, ptab
+            self._etab = etab
         row = self._etab[e]
         if self.sensitivity_var > 0:
             row[0] = self._new_param(float(self.sensitivity_var))
@@ -337,6 +336,41 @@ class EntityRLS(BasePredictor):
         self._names.append(name)
         self._eid[name] = e
         return e
+
+    def _new_pair(self, eo: int, ec: int, p: int | None = None) -> None:
+        if 2 * (self._n_pairs + 1) > self._ptab.shape[0]:
+            old = self._ptab
+            self._ptab = np.full((2 * old.shape[0], 3), -1, dtype=np.int64)
+            for a, b, q in old[old[:, 0] >= 0].tolist():
+                EK.pair_put(self._ptab, a, b, q)
+        if p is None:
+            p = self._new_param(float(self.pair_var))
+        EK.pair_put(self._ptab, eo, ec, p)
+        self._n_pairs += 1
+
+    def _pairs(self) -> np.ndarray:
+        """(own, co, parameter) of every pair term, in order of creation."""
+        rows = self._ptab[self._ptab[:, 0] >= 0]
+        return rows[np.argsort(rows[:, 2], kind="stable")]
+
+    def _rollback(self, n_names: int, n_params: int, n_pairs: int) -> None:
+        """Forget the entities, parameters and pairs created after the given counts."""
+        pairs = self._pairs()
+        for a, b, _ in pairs[n_pairs:][::-1].tolist():
+            EK.pair_del(self._ptab, a, b)
+        self._n_pairs = n_pairs
+        for name in self._names[n_names:]:
+            del self._eid[name]
+        self._etab[n_names:len(self._names)] = -1
+        del self._names[n_names:]
+        off = int(self._g[1]) if self.covariance == "full" else 0
+        for arr in (self._mu, self._r0) + ((self._t0,) if off else (self._info,)):
+            arr[off + n_params:] = 0.0
+        if off:
+            self._P[off + n_params:, :] = 0.0
+            self._P[:, off + n_params:] = 0.0
+            self._g[13] = off + n_params
+        self._np = n_params
 
     def _vmap_for(self, ent: Entities) -> np.ndarray:
         if ent.names is not self._vm_key or self._vm_n != len(self._names):
@@ -366,11 +400,9 @@ class EntityRLS(BasePredictor):
                 self._new_entity(name)
         vmap = self._vmap_for(ent)
         if want_pairs:
-            rows = np.repeat(np.arange(len(ent)), np.diff(ent.indptr))
-            eo, ec = vmap[ent.own[rows]], vmap[ent.co]
-            missing = self._ptab[eo, ec] < 0
-            for a, b in set(zip(eo[missing].tolist(), ec[missing].tolist())):
-                self._ptab[a, b] = self._new_param(float(self.pair_var))
+            for a, b in dict.fromkeys(map(tuple, EK.pair_missing(self._ptab, vmap, ent.own, ent.indptr,
+                                                                 ent.co).tolist())):
+                self._new_pair(a, b)
 
     @staticmethod
     def _check_entities(entities: Any, n: int) -> Entities | None:
@@ -408,12 +440,15 @@ class EntityRLS(BasePredictor):
         if (g is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1
                 and type(y) in (float, np.float64) and (entities is None or (type(entities) is Entities
                                                                               and entities.own.shape[0] == 1))):
-            mark = self._create_missing_row(entities) if entities is not None and self.entity_terms else None
+            X2 = X.reshape(1, -1)
             self._y1[0] = y
-            status = self._run_update(X.reshape(1, -1), self._y1, entities)
+            mark = None
+            if entities is not None and self.entity_terms:
+                mark = self._create_missing_row(X2, entities)
+            status = self._run_update(X2, self._y1, entities)
             if status:
                 if mark is not None:
-                    self._restore(mark)
+                    self._rollback(*mark)
                 raise _status_error(status >> 32, None, self._d)
             return
         Xa, single = as_rows(X, width=self._d)
@@ -423,12 +458,15 @@ class EntityRLS(BasePredictor):
             self._allocate(Xa.shape[1])
         self._learn(Xa, ya, ent)
 
-    def _create_missing_row(self, ent: Entities) -> dict[str, Any] | None:
-        """Create what one row names for the first time; the state before, when anything was created."""
+    def _create_missing_row(self, X: np.ndarray, ent: Entities) -> tuple[int, int, int] | None:
+        """Create what one valid row names for the first time; the counts before, when anything was created."""
         vmap = self._vmap_for(ent)
         if not _FAST.count_missing(self._etab, self._ptab, vmap, ent.own, ent.indptr, ent.co, self.pair_var > 0):
             return None
-        mark = self._snapshot()
+        bad = int(EK.check_rows(self._g, X, self._y1))
+        if bad != K.OK:  # refuse before creating anything
+            raise _status_error(bad >> 32, None, self._d)
+        mark = (len(self._names), self._np, self._n_pairs)
         self._create_missing(ent)
         return mark
 
@@ -550,19 +588,15 @@ class EntityRLS(BasePredictor):
         if self._g is None:
             return {}
         vals = self._entity_values()
-        n = len(self._names)
-        eo, ec = np.nonzero(self._ptab[:n, :n] >= 0)
-        return {(self._names[a], self._names[b]): float(vals[self._ptab[a, b]])
-                for a, b in zip(eo.tolist(), ec.tolist())}
+        return {(self._names[a], self._names[b]): float(vals[p]) for a, b, p in self._pairs().tolist()}
 
     # ------------------------------------------------------------------ persistence
     def _get_state(self) -> dict[str, Any]:
         n = len(self._names)
-        eo, ec = np.nonzero(self._ptab[:n, :n] >= 0)
         full = self.covariance == "full"
         N = int(self._g[13]) if full else self._np
         state = {"header": self._g.tolist(), "names": list(self._names), "etab": self._etab[:n].tolist(),
-                 "pairs": [[a, b, int(self._ptab[a, b])] for a, b in zip(eo.tolist(), ec.tolist())],
+                 "pairs": self._pairs().tolist(),
                  "n_params": self._np, "mu": self._mu[:N].tolist(), "r0": self._r0[:N].tolist()}
         if full:
             state["t0"] = self._t0[:N].tolist()
@@ -596,11 +630,10 @@ class EntityRLS(BasePredictor):
         cap_e = max(8, 1 << max(len(names) - 1, 0).bit_length())
         self._etab = np.full((cap_e, 4), -1, dtype=np.int64)
         self._etab[:len(names)] = etab
-        self._ptab = np.full((cap_e, cap_e), -1, dtype=np.int64)
         for a, b, p in state["pairs"]:
             if not (0 <= a < len(names) and 0 <= b < len(names) and 0 <= p < n_params):
                 raise InterfpredError(f"state pair {[a, b, p]} is out of range")
-            self._ptab[a, b] = p
+            self._new_pair(int(a), int(b), int(p))
         cap = max(N + 1, 16)
         self._mu = np.zeros(cap)
         self._mu[:N] = mu

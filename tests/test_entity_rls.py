@@ -1,0 +1,201 @@
+"""EntityRLS: closed form, kernels against the plain reference, shrinkage, alone-is-solo, persistence, soak."""
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+from interfpred import RLS, EntityRLS, Entities, InterfpredError, load_predictor
+from interfpred.constants import ENTITY_FACTOR_INIT
+from naive import naive_entity_blocks
+
+NAMES = ["resnet50", "vgg19", "bert", "yolo"]
+
+
+def _stream(n, seed=0, d=3, alone_share=0.0, names=NAMES):
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, d))
+    sens = dict(zip(names, rng.normal(0.0, 0.3, len(names))))
+    aggr = dict(zip(names, rng.normal(0.0, 0.3, len(names))))
+    own, co, y = [], [], []
+    for i in range(n):
+        o = names[int(rng.integers(len(names)))]
+        if rng.random() < alone_share:
+            c = {}
+        else:
+            k = int(rng.integers(1, 3))
+            c = {names[j]: float(rng.choice([0.5, 1.0])) for j in rng.choice(len(names), k, replace=False)}
+        own.append(o)
+        co.append(c)
+        tot = sum(c.values())
+        y.append(1.0 if tot == 0 else 1.2 + X[i] @ np.linspace(0.2, 0.6, d) + sens[o]
+                 + sum(w * aggr[k] for k, w in c.items()) + 0.01 * rng.normal())
+    return X, np.array(y), Entities.from_lists(own, co)
+
+
+def _design(X, ent, names, pairs):
+    """Dense design [x, 1, s (per name), a (per name), p (per pair)] of the linear model."""
+    n = X.shape[0]
+    cols = {("s", s): i for i, s in enumerate(names)}
+    cols.update({("a", s): len(names) + i for i, s in enumerate(names)})
+    cols.update({("p",) + pr: 2 * len(names) + i for i, pr in enumerate(pairs)})
+    H = np.zeros((n, len(cols)))
+    for i in range(n):
+        own, co = ent.row(i)
+        H[i, cols[("s", own)]] = min(1.0, sum(co.values()))
+        for c, w in co.items():
+            H[i, cols[("a", c)]] += w
+            H[i, cols[("p", own, c)]] += w
+    return np.hstack([X, np.ones((n, 1)), H])
+
+
+def test_full_covariance_equals_batch_generalised_ridge():
+    X, y, ent = _stream(60, seed=1)
+    p = EntityRLS(covariance="full", forgetting=1.0, sensitivity_var=0.2, aggressiveness_var=0.3, pair_var=0.05)
+    for i in range(30):
+        p.update(X[i], float(y[i]), entities=ent.take([i]))
+    p.update(X[30:], y[30:], entities=ent.take(np.arange(30, 60)))
+    names = list(p.entities_)
+    pairs = list(p.pair_terms_)
+    H = _design(X, ent, names, pairs)
+    d = X.shape[1]
+    q0 = np.concatenate([np.full(d + 1, 1.0 / p.delta), np.full(len(names), 1 / 0.2), np.full(len(names), 1 / 0.3),
+                         np.full(len(pairs), 1 / 0.05)])
+    theta0 = np.zeros(H.shape[1])
+    theta0[d] = 1.0
+    theta = np.linalg.solve(H.T @ H + np.diag(q0), H.T @ y + q0 * theta0)
+    np.testing.assert_allclose(p.coef_, theta[:d], rtol=0, atol=1e-9)
+    assert abs(p.intercept_ - theta[d]) < 1e-9
+    terms = p.entity_terms_
+    for i, s in enumerate(names):
+        assert abs(terms[s]["sensitivity"] - theta[d + 1 + i]) < 1e-9
+        assert abs(terms[s]["aggressiveness"] - theta[d + 1 + len(names) + i]) < 1e-9
+    for i, pr in enumerate(pairs):
+        assert abs(p.pair_terms_[pr] - theta[d + 1 + 2 * len(names) + i]) < 1e-9
+    np.testing.assert_allclose(p.predict(X, entities=ent), H @ theta, rtol=0, atol=1e-9)
+
+
+def test_blocks_without_entities_is_rls():
+    rng = np.random.default_rng(3)
+    X = rng.random((500, 4))
+    y = 1.0 + X @ np.array([0.3, -0.2, 0.5, 0.1]) + 0.01 * rng.normal(size=500)
+    a = EntityRLS(forgetting=0.97).fit(X[:100], y[:100])
+    b = RLS(forgetting=0.97).fit(X[:100], y[:100])
+    for x, t in zip(X[100:], y[100:]):
+        a.update(x, float(t))
+        b.update(x, float(t))
+    np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("rank, log_target", [(0, False), (2, False), (3, True)])
+def test_blocks_kernel_matches_plain_reference(rank, log_target):
+    X, y, ent = _stream(150, seed=4, alone_share=0.1)
+    kw = dict(forgetting=0.98, delta=50.0, entity_forgetting=0.99, sensitivity_var=0.2, aggressiveness_var=0.1,
+              pair_var=0.05, factor_var=0.3, rank=rank, log_target=log_target, seed=7)
+    p = EntityRLS(stabilize=False, **kw).fit(X, y, entities=ent)
+
+    def init(e):
+        return np.random.default_rng([7, e]).normal(0.0, ENTITY_FACTOR_INIT * math.sqrt(0.3), 2 * rank)
+
+    ref = naive_entity_blocks([(X[i], y[i]) + ent.row(i) for i in range(len(y))], d=3, forgetting=0.98, delta=50.0,
+                              entity_forgetting=0.99, variances=(0.2, 0.1, 0.05, 0.3), rank=rank,
+                              seed_factors=init, log_target=log_target)
+    Xt, _, et = _stream(40, seed=5)
+    expected = [ref(Xt[i], *et.row(i)) for i in range(40)]
+    np.testing.assert_allclose(p.predict(Xt, entities=et), expected, rtol=1e-10, atol=1e-10)
+
+
+def test_unseen_entity_predicts_exactly_the_population_model():
+    X, y, ent = _stream(300, seed=2)
+    for rank in (0, 2):
+        p = EntityRLS(rank=rank).fit(X, y, entities=ent)
+        x = X[:5]
+        unseen = Entities.from_lists(["never"] * 5, [{"seen-nowhere": 1.0}] * 5)
+        g = x @ p.coef_ + p.intercept_
+        np.testing.assert_allclose(p.predict(x, entities=unseen), g, rtol=1e-15, atol=0)
+        np.testing.assert_allclose(p.predict(x, entities=unseen), p.predict(x), rtol=1e-15, atol=0)
+
+
+def test_shrinkage_one_observation_moves_less_than_a_hundred():
+    X, y, ent = _stream(400, seed=6)
+    p = EntityRLS().fit(X, y, entities=ent)
+    x = np.array([0.5, 0.5, 0.5])
+    g = float(x @ p.coef_ + p.intercept_)
+    moved = {}
+    for n in (1, 100):
+        q = pickle.loads(pickle.dumps(p))
+        e = Entities.from_lists([f"new{n}"], [{"resnet50": 1.0}])
+        base = q.predict(x, entities=e)
+        for _ in range(n):
+            q.update(x, g + 1.0, entities=e)
+        moved[n] = q.predict(x, entities=e) - base
+    assert 0.0 < moved[1] < moved[100] < 1.0 + 1e-9
+    assert moved[1] < 0.5 * moved[100]
+
+
+def test_alone_is_solo_and_teaches_nothing():
+    X, y, ent = _stream(200, seed=8)
+    p = EntityRLS(log_target=True).fit(X, y, entities=ent)
+    alone = Entities.from_lists(["resnet50", "brand-new"], [{}, {"vgg19": 0.0}])
+    assert p.predict(X[:2], entities=alone).tolist() == [1.0, 1.0]
+    before = p.predict(X, entities=ent)
+    p.update(X[:2], np.array([5.0, 7.0]), entities=alone)
+    np.testing.assert_array_equal(p.predict(X, entities=ent), before)
+    assert p.n_seen_ == 202
+    off = EntityRLS(alone_is_solo=False).fit(X, y, entities=ent)
+    assert off.predict(X[0], entities=alone.take([0])) != 1.0
+
+
+def test_log_target_refuses_non_positive_targets_unchanged():
+    X, y, ent = _stream(50, seed=9)
+    p = EntityRLS(log_target=True).fit(X, y, entities=ent)
+    state = pickle.dumps(p)
+    with pytest.raises(InterfpredError, match="log_target"):
+        p.update(X[0], -1.0, entities=Entities.from_lists(["zz"], [{"yy": 1.0}]))
+    with pytest.raises(InterfpredError, match="log_target"):
+        p.update(X[:2], np.array([1.0, 0.0]), entities=ent.take([0, 1]))
+    assert pickle.dumps(p) == state
+
+
+def test_save_load_round_trip_with_unicode_names(tmp_path):
+    names = ["résnet-50", "模型", "vgg19 ✓"]
+    X, y, ent = _stream(120, seed=10, names=names)
+    for params in ({"rank": 2}, {"covariance": "full"}):
+        p = EntityRLS(**params).fit(X, y, entities=ent)
+        path = tmp_path / "p.json"
+        p.save(path)
+        assert "模型" in path.read_text(encoding="utf-8") or "\\u6a21" in path.read_text(encoding="utf-8")
+        q = load_predictor(path)
+        assert q.entities_ == p.entities_ and q.pair_terms_ == p.pair_terms_
+        np.testing.assert_array_equal(q.predict(X, entities=ent), p.predict(X, entities=ent))
+        q.update(X[:10], y[:10], entities=ent.take(np.arange(10)))
+        p.update(X[:10], y[:10], entities=ent.take(np.arange(10)))
+        np.testing.assert_array_equal(q.predict(X, entities=ent), p.predict(X, entities=ent))
+
+
+def test_bad_parameters_are_refused():
+    for kw, needle in (({"rank": 2, "covariance": "full"}, "rank"), ({"covariance": "dense"}, "covariance"),
+                       ({"pair_var": -1.0}, "pair_var"), ({"entity_forgetting": 1.5}, "entity_forgetting"),
+                       ({"rank": 99}, "rank")):
+        with pytest.raises(InterfpredError, match=needle):
+            EntityRLS(**kw)
+
+
+def test_soak_with_entities_that_appear_once_stays_finite():
+    """A shorter version of benchmarks/soak_entity_rls.py (10**7 updates)."""
+    rng = np.random.default_rng(11)
+    p = EntityRLS(forgetting=0.95, entity_forgetting=0.9, rank=2)
+    x = np.zeros(4)
+    for i in range(20_000):
+        x[:] = 0.0
+        x[i % 4] = rng.random()                      # one feature active at a time
+        if i % 10 == 0:
+            e = Entities.from_lists([f"once-{i}"], [{f"gone-{i}": 1.0}])
+        else:
+            e = Entities.from_lists([NAMES[i % 4]], [{NAMES[(i // 4) % 4]: 1.0}])
+        p.update(x, 1.0 + x.sum() + 0.01 * rng.normal(), entities=e)
+    assert np.isfinite(p.coef_).all() and np.isfinite(p.intercept_)
+    vals = np.array([v for t in p.entity_terms_.values() for v in t.values()] + list(p.pair_terms_.values()))
+    assert np.isfinite(vals).all() and np.abs(vals).max() < 10.0
+    assert len(p.entities_) == 4 + 2 * 2000
