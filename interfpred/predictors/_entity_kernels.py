@@ -7,10 +7,9 @@ State (see entity_rls.py for the model)::
         [5] noise variance [6] 1/delta [7] next stabilised coordinate [8] entity_forgetting
         [9] stabilise flag [10] log-target flag [11] alone-is-solo flag [12] rank
         [13] "full": number of parameters N (global + entity)
-    mu  entity parameter means (blocks); every parameter (full: the m global weights first)
-    info  entity parameter information 1/variance (blocks; unused in full mode)
-    r0  prior information of each parameter (blocks: entity; full: all N)
-    t0  prior mean of each parameter (full mode only)
+    est (4, cap) rows: mu, the parameter means (blocks: entity parameters; full: every parameter,
+        the m global weights first); info, each entity parameter's information 1/variance
+        (blocks only); r0, each parameter's prior information; t0, its prior mean (full only)
     P2  (cap, cap) joint covariance (full mode only)
     etab (E, 4) int64: parameter index of each entity's sensitivity, aggressiveness, first
         latent factor u, first latent factor v (-1: none)
@@ -34,6 +33,7 @@ from numba import types as _t
 from interfpred.predictors._kernels import BAD_WIDTH, BAD_X, BAD_Y, NOT_PD, OK
 
 BAD_LOG = 5
+MISSING = 6
 EH = 16
 
 
@@ -380,7 +380,7 @@ def check_rows(g, X, y):
 
 
 @njit(cache=True)
-def update_rows(g, mu, info, r0, t0, P, etab, ptab, vmap, X, y, own, indptr, co, w, has_ent):
+def update_rows(g, est, P, etab, ptab, vmap, X, y, own, indptr, co, w, has_ent):
     """Validate every row, then learn them in order.
 
     Returns ``OK`` or ``status * 2**32 + row`` of the first refused row; rows before it are learned
@@ -390,6 +390,7 @@ def update_rows(g, mu, info, r0, t0, P, etab, ptab, vmap, X, y, own, indptr, co,
     st = check_rows(g, X, y)
     if st != OK:
         return st
+    mu, info, r0, t0 = est[0], est[1], est[2], est[3]
     r = int(g[12])
     full = g[13] > 0.0
     size, kmax = _max_touched(indptr, n if has_ent else 0, r)
@@ -420,13 +421,14 @@ def update_rows(g, mu, info, r0, t0, P, etab, ptab, vmap, X, y, own, indptr, co,
 
 
 @njit(cache=True)
-def predict_rows(g, mu, etab, ptab, vmap, X, own, indptr, co, w, has_ent, out):
+def predict_rows(g, est, etab, ptab, vmap, X, own, indptr, co, w, has_ent, out):
     """Predictions of rows of the right width into ``out``; ``BAD_X`` if one holds NaN/inf (else OK)."""
     n = X.shape[0]
     for i in range(n):
         for k in range(X.shape[1]):
             if not math.isfinite(X[i, k]):
                 return BAD_X
+    mu = est[0]
     r = int(g[12])
     full = g[13] > 0.0
     size, kmax = _max_touched(indptr, n if has_ent else 0, r)
@@ -447,6 +449,79 @@ def predict_rows(g, mu, etab, ptab, vmap, X, own, indptr, co, w, has_ent, out):
             s = _blocks_value(g, mu, X[i], idx, h, L, ub, vb, vw, K, r)
         out[i] = math.exp(s) if g[10] != 0.0 else s
     return OK
+
+
+@njit(cache=True)
+def _row_missing(etab, ptab, vmap, own, co, want_pairs):
+    eo = vmap[own]
+    if eo < 0:
+        return True
+    for j in range(co.shape[0]):
+        ec = vmap[co[j]]
+        if ec < 0 or (want_pairs and pair_get(ptab, eo, ec) < 0):
+            return True
+    return False
+
+
+@njit(cache=True)
+def update_one(g, est, P, etab, ptab, vmap, x, y, own, co, w, create):
+    """One row (``own`` -1: no entities): ``MISSING`` if ``create`` and it names something new
+    (nothing changed; the caller creates it and calls again), else validate and learn."""
+    st = _check(g, x, y)
+    if st != OK:
+        return st
+    if own >= 0 and create > 0 and _row_missing(etab, ptab, vmap, own, co, create > 1):
+        return MISSING
+    r = int(g[12])
+    K0 = co.shape[0]
+    size = 1 + 2 * K0 + r * (1 + K0)
+    idx = np.empty(size, dtype=np.int64)
+    h = np.empty(size)
+    vb = np.empty(K0 + 1, dtype=np.int64)
+    vw = np.empty(K0 + 1)
+    L, ub, K, alone = 0, -1, 0, 0
+    if own >= 0:
+        L, ub, K, alone = _terms(g, etab, ptab, vmap, own, 0, K0, co, w, idx, h, vb, vw)
+    if alone and g[11] != 0.0:
+        g[0] += 1.0
+        return OK
+    yi = math.log(y) if g[10] != 0.0 else y
+    if g[13] > 0.0:
+        z = np.empty(est.shape[1])
+        return _full_step(g, est[0], P, est[2], est[3], x, yi, idx, h, L, z)
+    tmu = np.empty(size)
+    tvar = np.empty(size)
+    th = np.empty(size)
+    tix = np.empty(size, dtype=np.int64)
+    return _blocks_step(g, est[0], est[1], est[2], x, yi, idx, h, L, ub, vb, vw, K, tmu, tvar, th, tix)
+
+
+@njit(cache=True)
+def predict_one(g, est, etab, ptab, vmap, x, own, co, w):
+    """One row's prediction (``own`` -1: no entities); NaN for a wrong width or a NaN/inf feature."""
+    d = int(g[2])
+    if x.shape[0] != d:
+        return np.nan
+    for k in range(d):
+        if not math.isfinite(x[k]):
+            return np.nan
+    r = int(g[12])
+    K0 = co.shape[0]
+    size = 1 + 2 * K0 + r * (1 + K0)
+    idx = np.empty(size, dtype=np.int64)
+    h = np.empty(size)
+    vb = np.empty(K0 + 1, dtype=np.int64)
+    vw = np.empty(K0 + 1)
+    L, ub, K, alone = 0, -1, 0, 0
+    if own >= 0:
+        L, ub, K, alone = _terms(g, etab, ptab, vmap, own, 0, K0, co, w, idx, h, vb, vw)
+    if alone and g[11] != 0.0:
+        return 1.0
+    if g[13] > 0.0:
+        s = _full_value(g, est[0], x, idx, h, L)
+    else:
+        s = _blocks_value(g, est[0], x, idx, h, L, ub, vb, vw, K, r)
+    return math.exp(s) if g[10] != 0.0 else s
 
 
 @njit(cache=True)
@@ -472,10 +547,12 @@ _F2 = _t.Array(_t.float64, 2, "C")
 _F2A = _t.Array(_t.float64, 2, "A")
 _I1 = _t.Array(_t.int64, 1, "C")
 _I2 = _t.Array(_t.int64, 2, "C")
+_ROW = _t.Array(_t.float64, 1, "A")
 _ENTRY_SPECS = {
-    "update_rows": (update_rows, (_F1, _F1, _F1, _F1, _F1, _F2, _I2, _I2, _I1, _F2A, _F1, _I1, _I1, _I1, _F1,
-                                  _t.int64)),
-    "predict_rows": (predict_rows, (_F1, _F1, _I2, _I2, _I1, _F2A, _I1, _I1, _I1, _F1, _t.int64, _F1)),
+    "update_rows": (update_rows, (_F1, _F2, _F2, _I2, _I2, _I1, _F2A, _F1, _I1, _I1, _I1, _F1, _t.int64)),
+    "predict_rows": (predict_rows, (_F1, _F2, _I2, _I2, _I1, _F2A, _I1, _I1, _I1, _F1, _t.int64, _F1)),
+    "update_one": (update_one, (_F1, _F2, _F2, _I2, _I2, _I1, _ROW, _t.float64, _t.int64, _I1, _F1, _t.int64)),
+    "predict_one": (predict_one, (_F1, _F2, _I2, _I2, _I1, _ROW, _t.int64, _I1, _F1)),
     "count_missing": (count_missing, (_I2, _I2, _I1, _I1, _I1, _I1, _t.boolean)),
 }
 

@@ -110,7 +110,9 @@ _NO_I2 = np.full((1, 4), -1, dtype=np.int64)
 _NO_F2 = np.zeros((1, 1))
 _PTR0 = np.zeros(2, dtype=np.int64)
 _OWN0 = np.zeros(1, dtype=np.int64)
-_CACHE = ("_vm_key", "_vm_n", "_vmap", "_y1")
+_CACHE = ("_vm_key", "_vm_n", "_vmap", "_vm_cache")
+_VMAP_CACHE = 4096
+_FLOATS = (float, np.float64)
 
 
 def _status_error(status: int, row: int | None = None, d: Any = None) -> InterfpredError:
@@ -239,22 +241,16 @@ class EntityRLS(BasePredictor):
         cap = 16
         if full:
             g[13] = m
-            self._mu = np.zeros(m + cap)
-            self._mu[d] = b0
-            self._t0 = self._mu.copy()
-            self._r0 = np.zeros(m + cap)
-            self._r0[:m] = 1.0 / float(self.delta)
+            self._est = np.zeros((4, m + cap))
+            self._est[0, d] = self._est[3, d] = b0
+            self._est[2, :m] = 1.0 / float(self.delta)
             self._P = np.zeros((m + cap, m + cap))
             self._P[np.arange(m), np.arange(m)] = float(self.delta)
-            self._info = _NO_F
         else:
             g[_EH + d] = b0
             g[_EH + m + d] = b0
             g[_EH + 2 * m:_EH + 2 * m + m * m].reshape(m, m)[np.diag_indices(m)] = float(self.delta)
-            self._mu = np.zeros(cap)
-            self._info = np.zeros(cap)
-            self._r0 = np.zeros(cap)
-            self._t0 = _NO_F
+            self._est = np.zeros((4, cap))
             self._P = _NO_F2
         self._g = g
         self._np = 0
@@ -264,13 +260,14 @@ class EntityRLS(BasePredictor):
         self._ptab = np.full((16, 3), -1, dtype=np.int64)
         self._n_pairs = 0
         self._d = d
+        self._create = (1 + int(self.pair_var > 0)) if self.entity_terms else 0
         self._reset_cache()
 
     def _reset_cache(self) -> None:
         self._vm_key: Any = None
         self._vm_n = -1
         self._vmap = _NO_I
-        self._y1 = np.empty(1)
+        self._vm_cache: dict[tuple[str, ...], np.ndarray] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k not in _CACHE}
@@ -293,25 +290,22 @@ class EntityRLS(BasePredictor):
         p = self._np
         full = self.covariance == "full"
         off = int(self._g[1]) if full else 0
-        if off + p >= self._mu.shape[0]:
-            cap = 2 * self._mu.shape[0]
-            grow = cap - self._mu.shape[0]
-            self._mu = np.concatenate([self._mu, np.zeros(grow)])
-            self._r0 = np.concatenate([self._r0, np.zeros(grow)])
+        old = self._est.shape[1]
+        if off + p >= old:
+            est = np.zeros((4, 2 * old))
+            est[:, :old] = self._est
+            self._est = est
             if full:
-                self._t0 = np.concatenate([self._t0, np.zeros(grow)])
-                P = np.zeros((cap, cap))
-                P[:cap - grow, :cap - grow] = self._P
+                P = np.zeros((2 * old, 2 * old))
+                P[:old, :old] = self._P
                 self._P = P
-            else:
-                self._info = np.concatenate([self._info, np.zeros(grow)])
-        self._mu[off + p] = value
-        self._r0[off + p] = 1.0 / var
+        est = self._est
+        est[0, off + p] = value
+        est[1, off + p] = 1.0 / var
+        est[2, off + p] = 1.0 / var
         if full:
             self._P[off + p, off + p] = var
             self._g[13] = off + p + 1
-        else:
-            self._info[p] = 1.0 / var
         self._np = p + 1
         return p
 
@@ -364,8 +358,7 @@ class EntityRLS(BasePredictor):
         self._etab[n_names:len(self._names)] = -1
         del self._names[n_names:]
         off = int(self._g[1]) if self.covariance == "full" else 0
-        for arr in (self._mu, self._r0) + ((self._t0,) if off else (self._info,)):
-            arr[off + n_params:] = 0.0
+        self._est[:, off + n_params:] = 0.0
         if off:
             self._P[off + n_params:, :] = 0.0
             self._P[:, off + n_params:] = 0.0
@@ -373,12 +366,21 @@ class EntityRLS(BasePredictor):
         self._np = n_params
 
     def _vmap_for(self, ent: Entities) -> np.ndarray:
-        if ent.names is not self._vm_key or self._vm_n != len(self._names):
+        """Entity index of each name of ``ent``'s vocabulary (-1: unknown), cached per vocabulary."""
+        names = ent.names
+        if names is self._vm_key and self._vm_n == len(self._names):
+            return self._vmap
+        if self._vm_n != len(self._names) or len(self._vm_cache) > _VMAP_CACHE:
+            self._vm_cache = {}
+        vmap = self._vm_cache.get(names)
+        if vmap is None:
             eid = self._eid
-            self._vmap = np.array([eid.get(s, -1) for s in ent.names], dtype=np.int64)
-            self._vm_key = ent.names
-            self._vm_n = len(self._names)
-        return self._vmap
+            vmap = np.array([eid.get(s, -1) for s in names], dtype=np.int64)
+            self._vm_cache[names] = vmap
+        self._vmap = vmap
+        self._vm_key = names
+        self._vm_n = len(self._names)
+        return vmap
 
     def _create_missing(self, ent: Entities) -> None:
         """Create the entities (and pairs) the rows of ``ent`` name for the first time."""
@@ -437,38 +439,34 @@ class EntityRLS(BasePredictor):
         changes nothing.
         """
         g = self._g
-        if (g is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1
-                and type(y) in (float, np.float64) and (entities is None or (type(entities) is Entities
-                                                                              and entities.own.shape[0] == 1))):
-            X2 = X.reshape(1, -1)
-            self._y1[0] = y
-            mark = None
-            if entities is not None and self.entity_terms:
-                mark = self._create_missing_row(X2, entities)
-            status = self._run_update(X2, self._y1, entities)
-            if status:
-                if mark is not None:
-                    self._rollback(*mark)
-                raise _status_error(status >> 32, None, self._d)
-            return
+        if g is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1 and type(y) in _FLOATS:
+            if entities is None:
+                st = _FAST.update_one(g, self._est, self._P, self._etab, self._ptab, _NO_I, X, y, -1, _NO_I, _NO_F, 0)
+            elif type(entities) is Entities and entities.own.shape[0] == 1:
+                vmap = (self._vmap if entities.names is self._vm_key and self._vm_n == len(self._names)
+                        else self._vmap_for(entities))
+                own = int(entities.own[0])
+                st = _FAST.update_one(g, self._est, self._P, self._etab, self._ptab, vmap, X, y, own, entities.co,
+                                      entities.weight, self._create)
+                if st == EK.MISSING:  # nothing changed yet: create what is new, then learn
+                    mark = (len(self._names), self._np, self._n_pairs)
+                    self._create_missing(entities)
+                    st = _FAST.update_one(self._g, self._est, self._P, self._etab, self._ptab,
+                                          self._vmap_for(entities), X, y, own, entities.co, entities.weight, 0)
+                    if st:
+                        self._rollback(*mark)
+            else:
+                st = -1
+            if st > 0:
+                raise _status_error(st, None, self._d)
+            if st == 0:
+                return
         Xa, single = as_rows(X, width=self._d)
         ya = as_targets(y, Xa.shape[0], single)
         ent = self._check_entities(entities, Xa.shape[0])
         if self._g is None:
             self._allocate(Xa.shape[1])
         self._learn(Xa, ya, ent)
-
-    def _create_missing_row(self, X: np.ndarray, ent: Entities) -> tuple[int, int, int] | None:
-        """Create what one valid row names for the first time; the counts before, when anything was created."""
-        vmap = self._vmap_for(ent)
-        if not _FAST.count_missing(self._etab, self._ptab, vmap, ent.own, ent.indptr, ent.co, self.pair_var > 0):
-            return None
-        bad = int(EK.check_rows(self._g, X, self._y1))
-        if bad != K.OK:  # refuse before creating anything
-            raise _status_error(bad >> 32, None, self._d)
-        mark = (len(self._names), self._np, self._n_pairs)
-        self._create_missing(ent)
-        return mark
 
     def _run_update(self, X: np.ndarray, y: np.ndarray, ent: Entities | None) -> int:
         if ent is None:
@@ -477,7 +475,7 @@ class EntityRLS(BasePredictor):
                                           _NO_I, _NO_F, _NO_I, 0)
         else:
             own, ptr, co, w, vmap, has = ent.own, ent.indptr, ent.co, ent.weight, self._vmap_for(ent), 1
-        return int(_FAST.update_rows(self._g, self._mu, self._info, self._r0, self._t0, self._P, self._etab,
+        return int(_FAST.update_rows(self._g, self._est, self._P, self._etab,
                                      self._ptab, vmap, X, y, own, ptr, co, w, has))
 
     def _learn(self, X: np.ndarray, y: np.ndarray, ent: Entities | None = None) -> None:
@@ -504,12 +502,19 @@ class EntityRLS(BasePredictor):
     def predict(self, X: Any, *, entities: Entities | None = None) -> Any:
         """Predicted targets: (n, d) -> (n,); one row (d,) -> float. Unknown entities contribute 0."""
         g = self._g
-        if (g is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1 and X.shape[0] == self._d
-                and (entities is None or (type(entities) is Entities and entities.own.shape[0] == 1))):
-            out = self._y1
-            if self._run_predict(X.reshape(1, -1), entities, out):
-                as_rows(X, width=self._d)  # raises with a precise message
-            return float(out[0])
+        if g is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1:
+            r = None
+            if entities is None:
+                r = _FAST.predict_one(g, self._est, self._etab, self._ptab, _NO_I, X, -1, _NO_I, _NO_F)
+            elif type(entities) is Entities and entities.own.shape[0] == 1:
+                vmap = (self._vmap if entities.names is self._vm_key and self._vm_n == len(self._names)
+                        else self._vmap_for(entities))
+                r = _FAST.predict_one(g, self._est, self._etab, self._ptab, vmap, X, int(entities.own[0]),
+                                      entities.co, entities.weight)
+            if r is not None:
+                if r != r:
+                    as_rows(X, width=self._d)  # raises with a precise message
+                return r
         Xa, single = as_rows(X, width=self._d)
         ent = self._check_entities(entities, Xa.shape[0])
         if g is None:
@@ -532,7 +537,7 @@ class EntityRLS(BasePredictor):
                                           _NO_I, 0)
         else:
             own, ptr, co, w, vmap, has = ent.own, ent.indptr, ent.co, ent.weight, self._vmap_for(ent), 1
-        return _FAST.predict_rows(self._g, self._mu, self._etab, self._ptab, vmap, X, own, ptr, co, w, has, out)
+        return _FAST.predict_rows(self._g, self._est, self._etab, self._ptab, vmap, X, own, ptr, co, w, has, out)
 
     # ------------------------------------------------------------------ read-only views
     def _need(self, what: str) -> None:
@@ -541,11 +546,11 @@ class EntityRLS(BasePredictor):
 
     def _global(self) -> np.ndarray:
         m = int(self._g[1])
-        return self._mu[:m] if self.covariance == "full" else self._g[_EH:_EH + m]
+        return self._est[0, :m] if self.covariance == "full" else self._g[_EH:_EH + m]
 
     def _entity_values(self) -> np.ndarray:
         off = int(self._g[1]) if self.covariance == "full" else 0
-        return self._mu[off:off + self._np]
+        return self._est[0, off:off + self._np]
 
     @property
     def coef_(self) -> np.ndarray:
@@ -597,12 +602,12 @@ class EntityRLS(BasePredictor):
         N = int(self._g[13]) if full else self._np
         state = {"header": self._g.tolist(), "names": list(self._names), "etab": self._etab[:n].tolist(),
                  "pairs": self._pairs().tolist(),
-                 "n_params": self._np, "mu": self._mu[:N].tolist(), "r0": self._r0[:N].tolist()}
+                 "n_params": self._np, "mu": self._est[0, :N].tolist(), "r0": self._est[2, :N].tolist()}
         if full:
-            state["t0"] = self._t0[:N].tolist()
+            state["t0"] = self._est[3, :N].tolist()
             state["P"] = self._P[:N, :N].tolist()
         else:
-            state["info"] = self._info[:N].tolist()
+            state["info"] = self._est[1, :N].tolist()
         return state
 
     def _set_state(self, state: dict[str, Any], d: int) -> None:
@@ -635,27 +640,24 @@ class EntityRLS(BasePredictor):
                 raise InterfpredError(f"state pair {[a, b, p]} is out of range")
             self._new_pair(int(a), int(b), int(p))
         cap = max(N + 1, 16)
-        self._mu = np.zeros(cap)
-        self._mu[:N] = mu
-        self._r0 = np.zeros(cap)
-        self._r0[:N] = r0
+        self._est = np.zeros((4, cap))
+        self._est[0, :N] = mu
+        self._est[2, :N] = r0
         if full:
             t0 = np.asarray(state["t0"], dtype=np.float64)
             P = np.asarray(state["P"], dtype=np.float64)
             if t0.shape != (N,) or P.shape != (N, N) or int(g[13]) != N:
                 raise InterfpredError("state covariance does not match the number of parameters")
-            self._t0 = np.zeros(cap)
-            self._t0[:N] = t0
+            self._est[3, :N] = t0
             self._P = np.zeros((cap, cap))
             self._P[:N, :N] = P
         else:
             info = np.asarray(state["info"], dtype=np.float64)
             if info.shape != (N,):
                 raise InterfpredError("state info does not match the number of parameters")
-            self._info = np.zeros(cap)
-            self._info[:N] = info
+            self._est[1, :N] = info
         self._np = n_params
         self._names = names
         self._eid = {s: i for i, s in enumerate(names)}
-        if not all(np.isfinite(a).all() for a in (self._mu, self._r0, self._info, self._t0, self._P)):
+        if not all(np.isfinite(a).all() for a in (self._est, self._P)):
             raise InterfpredError("state contains non-finite values")
