@@ -47,6 +47,7 @@ from interfpred.constants import (
     MODEL_FILE_KIND,
     SCHEMA_VERSION,
 )
+from interfpred.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.experiments.metrics import AccuracySummary, accuracy_summary
 from interfpred.features import Extractor, FeatureMatrix, make_extractor
@@ -60,7 +61,7 @@ PREDICTION_COLUMNS = ("id", "predicted_latency_ms", "predicted_slowdown", "obser
 
 
 def prequential(predictor: BasePredictor, X: np.ndarray, y: np.ndarray, *, start_ms: np.ndarray | None = None,
-                end_ms: np.ndarray | None = None) -> np.ndarray:
+                end_ms: np.ndarray | None = None, entities: Entities | None = None) -> np.ndarray:
     """Predict every row, then learn from it: the online ("test-then-train") evaluation.
 
     With ``start_ms`` and ``end_ms`` the feedback is delayed as in a live system: row ``i`` is
@@ -77,6 +78,8 @@ def prequential(predictor: BasePredictor, X: np.ndarray, y: np.ndarray, *, start
         Features (n, d) and targets (n,), in launch order.
     start_ms, end_ms
         Launch and finish times (n,), for delayed feedback.
+    entities
+        The rows' entities, passed to a predictor with ``uses_entities`` (ignored otherwise).
 
     Returns
     -------
@@ -102,16 +105,35 @@ def prequential(predictor: BasePredictor, X: np.ndarray, y: np.ndarray, *, start
         raise InterfpredError("give both start_ms and end_ms, or neither")
     if n == 0:
         return np.empty(0)
-    if not predictor.learns_online:
-        return np.asarray(predictor.predict(X), dtype=np.float64)
+    if entities is not None and getattr(predictor, "uses_entities", False):
+        if len(entities) != n:
+            raise InterfpredError(f"entities has {len(entities)} rows, X has {n}")
+        if not predictor.learns_online:
+            return np.asarray(predictor.predict(X, entities=entities), dtype=np.float64)
+        ents = entities.split_rows()
+
+        def predict(x, i):
+            return predictor.predict(x, entities=ents[i])
+
+        def update(x, t, i):
+            predictor.update(x, t, entities=ents[i])
+    else:
+        if not predictor.learns_online:
+            return np.asarray(predictor.predict(X), dtype=np.float64)
+        p_, u_ = predictor.predict, predictor.update
+
+        def predict(x, i):
+            return p_(x)
+
+        def update(x, t, i):
+            u_(x, t)
     out = np.empty(n)
-    predict, update = predictor.predict, predictor.update
     rows = list(X)                     # row views, built once
     ys = y.tolist()                    # Python floats: the predictors' single-row fast path
     if start_ms is None:
         for i in range(n):
-            out[i] = predict(rows[i])
-            update(rows[i], ys[i])
+            out[i] = predict(rows[i], i)
+            update(rows[i], ys[i], i)
         return out
     start = np.asarray(start_ms, dtype=np.float64)
     end = np.asarray(end_ms, dtype=np.float64)
@@ -126,9 +148,9 @@ def prequential(predictor: BasePredictor, X: np.ndarray, y: np.ndarray, *, start
         stop = learned[i]
         while j < stop:
             k = order_l[j]
-            update(rows[k], ys[k])
+            update(rows[k], ys[k], k)
             j += 1
-        out[i] = predict(rows[i])
+        out[i] = predict(rows[i], i)
     return out
 
 
@@ -211,8 +233,17 @@ class InterferenceModel:
 
     # ------------------------------------------------------------------ data
     def features(self, trace: Trace, profiles: ProfileTable) -> FeatureMatrix:
-        """The extractor's features and target for every execution of ``trace``."""
-        return self.extractor.transform(trace, profiles)
+        """The extractor's features and target for every execution of ``trace`` (and, for a
+        predictor that ``uses_entities``, their entities keyed by its ``entity`` parameter)."""
+        key = getattr(self.predictor, "entity", "model") if self._uses_entities else None
+        return self.extractor.transform(trace, profiles, entities=key)
+
+    @property
+    def _uses_entities(self) -> bool:
+        return bool(getattr(self.predictor, "uses_entities", False))
+
+    def _ent(self, fm: FeatureMatrix) -> dict[str, Any]:
+        return {"entities": fm.entities} if self._uses_entities else {}
 
     def _check_width(self, fm: FeatureMatrix) -> None:
         d = self.predictor.n_features_in_
@@ -225,7 +256,7 @@ class InterferenceModel:
         fm = self.features(trace, profiles)
         if len(fm) == 0:
             raise InterfpredError("cannot fit on an empty trace")
-        self.predictor.fit(fm.X, fm.y)
+        self.predictor.fit(fm.X, fm.y, **self._ent(fm))
         return self
 
     def update(self, trace: Trace, profiles: ProfileTable) -> None:
@@ -233,7 +264,7 @@ class InterferenceModel:
         fm = self.features(trace, profiles)
         self._check_width(fm)
         if len(fm):
-            self.predictor.update(fm.X, fm.y)
+            self.predictor.update(fm.X, fm.y, **self._ent(fm))
 
     # ------------------------------------------------------------------ prediction
     def predict_slowdown(self, trace: Trace, profiles: ProfileTable) -> np.ndarray:
@@ -248,7 +279,8 @@ class InterferenceModel:
     def _latency(self, fm: FeatureMatrix, pred: np.ndarray | None = None) -> np.ndarray:
         self._check_width(fm)
         if pred is None:
-            pred = np.asarray(self.predictor.predict(fm.X), dtype=np.float64) if len(fm) else np.empty(0)
+            pred = (np.asarray(self.predictor.predict(fm.X, **self._ent(fm)), dtype=np.float64) if len(fm)
+                    else np.empty(0))
         return np.asarray(self.extractor.latency_from_target(pred, fm.solo_ms), dtype=np.float64).reshape(-1)
 
     def evaluate(self, trace: Trace, profiles: ProfileTable, *, online: bool = False) -> Evaluation:
@@ -262,7 +294,8 @@ class InterferenceModel:
             raise InterfpredError("cannot evaluate on an empty trace")
         if online:
             copy = predictor_from_state(self.predictor.to_state())
-            pred = prequential(copy, fm.X, fm.y, start_ms=trace.start_ms, end_ms=trace.end_ms)
+            pred = prequential(copy, fm.X, fm.y, start_ms=trace.start_ms, end_ms=trace.end_ms,
+                               entities=fm.entities)
         else:
             pred = None
         lat = self._latency(fm, pred)

@@ -475,3 +475,33 @@ def naive_entity_blocks(rows, *, d, forgetting, delta, entity_forgetting, varian
         return float(np.exp(s)) if log_target else s
 
     return predict
+
+
+def naive_trace_entities(trace, aggregation, alpha=0.5):
+    """Per row, (own model, {co-runner model: weight}) from the timeline's exposure, in plain Python."""
+    from interfpred import build_timeline
+
+    tl = build_timeline(trace)
+    out = []
+    for i in range(len(trace)):
+        segs = tl.exposure(i)
+        counts = []
+        for dur, rows in segs:
+            c = {}
+            for j in rows:
+                c[trace.model[j]] = c.get(trace.model[j], 0.0) + 1.0
+            counts.append((dur, c))
+        acc = {}
+        if aggregation == "static" and counts:
+            acc = dict(counts[0][1])
+        elif aggregation == "ewma" and counts:
+            acc = dict(counts[0][1])
+            for _, c in counts[1:]:
+                acc = {k: alpha * c.get(k, 0.0) + (1 - alpha) * acc.get(k, 0.0) for k in set(acc) | set(c)}
+        elif aggregation == "time-weighted" and counts:
+            total = sum(dur for dur, _ in counts)
+            for dur, c in counts:
+                for k, v in c.items():
+                    acc[k] = acc.get(k, 0.0) + v * dur / total
+        out.append((str(trace.model[i]), {k: v for k, v in acc.items() if v > 0}))
+    return out

@@ -156,7 +156,11 @@ class EntityRLS(BasePredictor):
     stabilize
         Stabilised forgetting of every part (see the module docstring).
     seed
-        Seed of the latent factors' initial values.
+        Seed of the latent factors' initial values (with each entity's order of first sight).
+    entity
+        What an entity is when the library computes entities for this predictor (an
+        :class:`~interfpred.InterferenceModel`, a :class:`~interfpred.ColocationTracker`):
+        ``"model"`` or ``"model_batch"`` (model and batch size).
     """
 
     kind = "entity_rls"
@@ -181,6 +185,7 @@ class EntityRLS(BasePredictor):
         covariance: str = "blocks",
         stabilize: bool = True,
         seed: int = 0,
+        entity: str = "model",
     ) -> None:
         self.forgetting = forgetting
         self.delta = delta
@@ -196,6 +201,7 @@ class EntityRLS(BasePredictor):
         self.covariance = covariance
         self.stabilize = stabilize
         self.seed = seed
+        self.entity = entity
         self._check_params()
         self._g: np.ndarray | None = None
         self._d = None
@@ -215,6 +221,8 @@ class EntityRLS(BasePredictor):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= v <= hi:
                 raise InterfpredError(f"{name} must be an integer in [0, {hi}], got {v!r}")
+        if self.entity not in ("model", "model_batch"):
+            raise InterfpredError(f"entity must be 'model' or 'model_batch', got {self.entity!r}")
         if self.covariance not in ("blocks", "full"):
             raise InterfpredError(f"covariance must be 'blocks' or 'full', got {self.covariance!r}")
         if self.covariance == "full" and self.rank:
