@@ -36,7 +36,7 @@ from interfpred.errors import InterfpredError
 from interfpred.timeline import segment_arrays
 from interfpred.trace import Trace
 
-__all__ = ["ENTITY_KEYS", "entity_names", "trace_entities"]
+__all__ = ["ENTITY_KEYS", "RunningEntities", "entity_names", "trace_entities"]
 
 #: How entities are keyed: by model, or by model and batch size.
 ENTITY_KEYS = ("model", "model_batch")
@@ -140,3 +140,89 @@ def trace_entities(trace: Trace, aggregation: str = "time-weighted", *, alpha: f
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(r, minlength=n), out=indptr[1:])
     return Entities(tuple(vocab.tolist()), code, indptr, e.astype(np.int64), w)
+
+
+class RunningEntities:
+    """Live counterpart of :func:`trace_entities` for one GPU: each running execution's entity and
+    its co-runners' counts, aggregated over the segments it has lived through.
+
+    Feed it every start and finish in time order (events at one instant in any order: a segment
+    of zero duration is no segment). :meth:`finish` returns ``(own, {co-runner: weight})``, the
+    row :func:`trace_entities` gives for that execution.
+
+    Examples
+    --------
+    >>> run = RunningEntities("time-weighted")
+    >>> run.start(1, "a", 1, 0.0)
+    >>> run.start(2, "b", 1, 1.0)
+    >>> run.finish(1, 4.0)          # beside b for 3 of its 4 ms
+    ('a', {'b': 0.75})
+    >>> run.names([2])
+    ['b']
+    """
+
+    def __init__(self, aggregation: str = "time-weighted", *, alpha: float = 0.5, key: str = "model") -> None:
+        if aggregation not in _AGG:
+            raise InterfpredError(f"aggregation {aggregation!r} is not one of {', '.join(AGGREGATIONS)}")
+        if key not in ENTITY_KEYS:
+            raise InterfpredError(f"entity key {key!r} is not one of {', '.join(ENTITY_KEYS)}")
+        self.aggregation = aggregation
+        self.alpha = float(alpha)
+        self.key = key
+        self._name: dict = {}
+        self._acc: dict = {}
+        self._total: dict = {}
+        self._nseg: dict = {}
+        self._t: float | None = None
+
+    def entity_name(self, model: str, batch_size: float) -> str:
+        """The entity name of (model, batch size) under this key."""
+        return str(model) if self.key == "model" else f"{model}@{float(batch_size):g}"
+
+    def names(self, ids: list) -> list[str]:
+        """The entity names of running executions ``ids``."""
+        return [self._name[i] for i in ids]
+
+    def advance(self, t: float) -> None:
+        """Fold the segment from the previous event to ``t`` into every running execution."""
+        if self._t is not None and t > self._t and self._name:
+            dur = t - self._t
+            counts: dict[str, float] = {}
+            for name in self._name.values():
+                counts[name] = counts.get(name, 0.0) + 1.0
+            agg, alpha = _AGG[self.aggregation], self.alpha
+            for i, own in self._name.items():
+                cur = {k: c - (k == own) for k, c in counts.items() if c - (k == own) > 0}
+                acc, first = self._acc[i], self._nseg[i] == 0
+                if agg == 0:
+                    if first:
+                        self._acc[i] = cur
+                elif agg == 1:
+                    self._acc[i] = cur if first else {k: alpha * cur.get(k, 0.0) + (1.0 - alpha) * acc.get(k, 0.0)
+                                                      for k in acc.keys() | cur.keys()}
+                else:
+                    for k, c in cur.items():
+                        acc[k] = acc.get(k, 0.0) + dur * c
+                    self._total[i] += dur
+                self._nseg[i] += 1
+        if self._t is None or t > self._t:
+            self._t = t
+
+    def start(self, id: object, model: str, batch_size: float, t: float) -> None:
+        """Execution ``id`` starts at ``t`` (the caller has checked id and time)."""
+        self.advance(t)
+        self._name[id] = self.entity_name(model, batch_size)
+        self._acc[id] = {}
+        self._total[id] = 0.0
+        self._nseg[id] = 0
+
+    def finish(self, id: object, t: float) -> tuple[str, dict[str, float]]:
+        """Execution ``id`` ends at ``t``: its own entity and aggregated co-runners."""
+        self.advance(t)
+        own = self._name.pop(id)
+        acc = self._acc.pop(id)
+        total = self._total.pop(id)
+        self._nseg.pop(id)
+        if self.aggregation == "time-weighted":
+            acc = {k: v / total for k, v in acc.items()} if total > 0 else {}
+        return own, {k: v for k, v in sorted(acc.items()) if v > 0}

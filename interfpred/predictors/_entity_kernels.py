@@ -541,6 +541,43 @@ def count_missing(etab, ptab, vmap, own, indptr, co, want_pairs):
     return miss
 
 
+@njit(cache=True)
+def pairwise_terms(g, est, etab, ptab, ids, S, M):
+    """Entity part of each member's prediction in a running set of entities ``ids`` (-1: unknown).
+
+    ``S[a]``: sensitivity of member a (applied with ``min(1, number of co-runners)``);
+    ``M[a, b]``: what member b adds to member a's prediction when they run together
+    (aggressiveness of b, pair term (a, b), latent factors u[a] . v[b]); ``M[a, a] = 0``.
+    """
+    k = ids.shape[0]
+    off = int(g[1]) if g[13] > 0.0 else 0
+    mu = est[0]
+    r = int(g[12])
+    for a in range(k):
+        ea = ids[a]
+        S[a] = 0.0
+        if ea >= 0 and etab[ea, 0] >= 0:
+            S[a] = mu[off + etab[ea, 0]]
+        for b in range(k):
+            M[a, b] = 0.0
+            eb = ids[b]
+            if a == b or eb < 0:
+                continue
+            v = 0.0
+            if etab[eb, 1] >= 0:
+                v += mu[off + etab[eb, 1]]
+            if ea >= 0:
+                pp = pair_get(ptab, ea, eb)
+                if pp >= 0:
+                    v += mu[off + pp]
+                ub = etab[ea, 2]
+                vb = etab[eb, 3]
+                if ub >= 0 and vb >= 0:
+                    for q in range(r):
+                        v += mu[ub + q] * mu[vb + q]
+            M[a, b] = v
+
+
 # ----------------------------------------------------------------------------- dispatch-free entry points
 _F1 = _t.Array(_t.float64, 1, "C")
 _F2 = _t.Array(_t.float64, 2, "C")

@@ -547,6 +547,33 @@ class EntityRLS(BasePredictor):
             own, ptr, co, w, vmap, has = ent.own, ent.indptr, ent.co, ent.weight, self._vmap_for(ent), 1
         return _FAST.predict_rows(self._g, self._est, self._etab, self._ptab, vmap, X, own, ptr, co, w, has, out)
 
+    def pairwise_terms(self, names: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The entity part of predictions inside a running set of entities ``names`` (k,).
+
+        Returns ``S`` (k,) and ``M`` (k, k): for any subset ``A`` of the members running together
+        (each co-runner with weight 1), member ``a``'s model value is ``g(phi_a) + S[a] min(1,
+        |A| - 1) + sum_{b in A, b != a} M[a, b]`` (before ``exp`` with ``log_target``; a member
+        alone predicts 1.0 with ``alone_is_solo``). A tracker's what-if projection uses this to
+        predict every projected segment without building entity tables. Unknown names give 0.
+
+        Examples
+        --------
+        >>> p = EntityRLS(pair_var=0.0).fit([[0.0], [0.0]], [1.5, 1.5], entities=Entities.from_lists(
+        ...     ["a", "b"], [{"b": 1.0}, {"a": 1.0}]))
+        >>> S, M = p.pairwise_terms(["a", "b", "new"])
+        >>> M.shape, float(M[0, 2]), float(M[2, 2])
+        ((3, 3), 0.0, 0.0)
+        """
+        names = [str(s) for s in names]
+        k = len(names)
+        S, M = np.zeros(k), np.zeros((k, k))
+        if self._g is None or not self.entity_terms:
+            return S, M
+        eid = self._eid
+        ids = np.array([eid.get(s, -1) for s in names], dtype=np.int64)
+        EK.pairwise_terms(self._g, self._est, self._etab, self._ptab, ids, S, M)
+        return S, M
+
     # ------------------------------------------------------------------ read-only views
     def _need(self, what: str) -> None:
         if self._g is None:
