@@ -134,7 +134,7 @@ def _features(ctx: ReproduceContext, set_name: str, extractors: Sequence[Extract
     store = ctx.cache.setdefault(("paper_features", id(sc)), {})
     missing = [ex for ex in dict.fromkeys(extractors) if (set_name, ex) not in store]
     if missing:
-        for ex, fm in zip(missing, transform_many(missing, sc.traces[set_name], sc.profiles)):
+        for ex, fm in zip(missing, transform_many(missing, sc.traces[set_name], sc.profiles, entities="model")):
             store[(set_name, ex)] = fm
     return [store[(set_name, ex)] for ex in extractors]
 
@@ -146,9 +146,15 @@ def _cut(n: int) -> int:
 def _run(cfg: Config, fit: FeatureMatrix, rows_fit: slice, test: FeatureMatrix, rows_test: slice,
          start_ms: np.ndarray, end_ms: np.ndarray) -> np.ndarray:
     """Predicted latency of ``test[rows_test]`` after fitting on ``fit[rows_fit]`` (prequential if online)."""
-    p = cfg.predictor().fit(fit.X[rows_fit], fit.y[rows_fit])
+    p = cfg.predictor()
+    if p.uses_entities:  # predictors that learn per-model terms see which models each row involves
+        p.fit(fit.X[rows_fit], fit.y[rows_fit], entities=fit.entities.take(np.arange(len(fit))[rows_fit]))
+        ent = test.entities.take(np.arange(len(test))[rows_test])
+    else:
+        p.fit(fit.X[rows_fit], fit.y[rows_fit])
+        ent = None
     pred = prequential(p, test.X[rows_test], test.y[rows_test], start_ms=start_ms[rows_test],
-                       end_ms=end_ms[rows_test])
+                       end_ms=end_ms[rows_test], entities=ent)
     return np.asarray(cfg.extractor.latency_from_target(pred, test.solo_ms[rows_test]), dtype=np.float64)
 
 
@@ -177,6 +183,17 @@ def best_config(ctx: ReproduceContext) -> tuple[Config, list[tuple[Config, float
     """interfpred's best configuration, chosen on training data (see the module docstring)."""
     cands = [Config(TimeWeighted(feature_map=m, target=t), "rls") for m in _BEST_MAPS for t in _BEST_TARGETS]
     return _select(ctx, "best", cands)
+
+
+def entity_configs(ctx: ReproduceContext) -> tuple[Config, Config, list[tuple[Config, float]]]:
+    """EntityRLS on interfpred's best extractor (its ``log_target`` chosen on training data, like the
+    best configuration), and the same predictor without its entity terms (the ablation)."""
+    best, _ = best_config(ctx)
+    cands = [Config(best.extractor, "entity_rls", (("forgetting", f), ("log_target", lt)))
+             for f in _RLS_GRID for lt in (False, True)]
+    chosen, scores = _select(ctx, "entity_rls", cands)
+    ablation = Config(chosen.extractor, "entity_rls", chosen.params + (("entity_terms", False),))
+    return chosen, ablation, scores
 
 
 def _scores_table(scores: Sequence[tuple[Config, float]], chosen: Config) -> list[list[object]]:
@@ -218,9 +235,15 @@ def run_e1(ctx: ReproduceContext) -> Section:
     entries = [(label, ex, fm, mlabel, kind) for (label, ex), fm in zip(named, fms[:-1])
                for mlabel, kind in _METHODS]
     entries.append(("interfpred best", best.extractor, fms[-1], "RLS", best.kind))
+    ent_cfg, ent_abl, _ = entity_configs(ctx)
+    entries.append(("interfpred best", best.extractor, fms[-1], "EntityRLS", ent_cfg))
+    entries.append(("interfpred best", best.extractor, fms[-1], "EntityRLS, no entity terms", ent_abl))
     for label, ex, fm, mlabel, kind in entries:
-        params = best.params if label == "interfpred best" else ()
-        cfg = Config(ex, kind, params)
+        if isinstance(kind, Config):
+            cfg = kind
+        else:
+            params = best.params if label == "interfpred best" else ()
+            cfg = Config(ex, kind, params)
         lat = _run(cfg, fm, slice(0, cut), fm, test_rows, tr.start_ms, tr.end_ms)
         s = accuracy_summary(lat / solo, obs_sd)
         rows.append({"aggregation": label, "method": mlabel, "map": ex.feature_map, "target": ex.target,
@@ -230,14 +253,14 @@ def run_e1(ctx: ReproduceContext) -> Section:
     table = [[r["aggregation"], r["method"], r["within_10"], r["within_20"], r["median"], r["p90"], r["p99"],
               r["beyond_60"], r["mse"]] for r in rows]
     figures, fig_note = _plot_e1(ctx, curves)
-    paper_rows = rows[:-1]
+    paper_rows = rows[:-3]
     w10 = {(r["aggregation"], r["method"]): r["within_10"] for r in paper_rows}
     patterns = {}
     for kind_label, _ in _METHODS:
         by_agg = {a: w10[(a, kind_label)] for a, _ in named}
         patterns[f"static_worst_{kind_label}"] = bool(by_agg["Static"] <= min(by_agg.values()))
         patterns[f"timeweighted_best_{kind_label}"] = bool(by_agg["TimeWeighted"] >= max(by_agg.values()))
-    best_row = rows[-1]
+    best_row = rows[-3]
     goal = {"best_within_10": best_row["within_10"], "target": 0.9, "met": bool(best_row["within_10"] >= 0.9)}
     md = [
         f"Trace: the `train` set of the paper scenario ({n} executions; models "
@@ -254,6 +277,11 @@ def run_e1(ctx: ReproduceContext) -> Section:
         "training rows (the test rows played no part):",
         "",
         markdown_table(["candidate", "validation MAPE", ""], _scores_table(best_scores, best)),
+        "",
+        f"**EntityRLS** = {ent_cfg.label()}: the same features plus each model's learned sensitivity, "
+        "aggressiveness and per-pair terms (entities: the models each execution met, aggregated like the "
+        "features), its forgetting and log target chosen the same way; **EntityRLS, no entity terms** is "
+        "the same predictor with the entity terms turned off (the ablation).",
         "",
     ]
     md += [f"![Relative-error CDF, E1]({f})" for f in figures] + ([fig_note] if fig_note else [])
@@ -307,7 +335,10 @@ def _plot_e1(ctx: ReproduceContext, curves: dict[str, tuple[np.ndarray, np.ndarr
         for name, (x, f) in curves.items():
             label, m = name.split(" / ")
             if label == "interfpred best":
-                ax.plot(x, f, color="black", lw=2.2, ls="--", label="interfpred best")
+                if m == "RLS":
+                    ax.plot(x, f, color="black", lw=2.2, ls="--", label="interfpred best")
+                elif m == "EntityRLS":
+                    ax.plot(x, f, color="tab:red", lw=1.8, ls="-.", label="EntityRLS (best extractor)")
             elif m == method:
                 ax.plot(x, f, lw=1.5, label=label)
         ax.set_xlim(0, 0.8)
@@ -333,8 +364,10 @@ def _e2_configs(ctx: ReproduceContext) -> list[tuple[str, Config, list[tuple[Con
     sgd, sgd_scores = _select(ctx, "sgd", [Config(ex, "online_sgd", (("learning_rate", lr),)) for lr in _SGD_GRID])
     rls, rls_scores = _select(ctx, "rls", [Config(ex, "rls", (("forgetting", f),)) for f in _RLS_GRID])
     best, best_scores = best_config(ctx)
+    ent_cfg, ent_abl, ent_scores = entity_configs(ctx)
     return [("Offline linear", offline, []), ("Online SGD", sgd, sgd_scores), ("RLS", rls, rls_scores),
-            ("interfpred best", best, best_scores)]
+            ("interfpred best", best, best_scores), ("EntityRLS", ent_cfg, ent_scores),
+            ("EntityRLS, no entity terms", ent_abl, [])]
 
 
 def run_e2(ctx: ReproduceContext) -> Section:
@@ -382,7 +415,8 @@ def run_e2(ctx: ReproduceContext) -> Section:
     goal = {"best_test2_mse": best_t2, "offline_test2_mse": off, "ratio": best_t2 / off if off > 0 else None,
             "target_ratio": 1 / 3, "met": bool(best_t2 <= off / 3)}
     chosen = "; ".join(f"{label}: {cfg.label()}" for label, cfg, _ in configs)
-    sel_rows = [[c.label(), s, "chosen" if c == cfg else ""] for _, cfg, scores in configs[1:3] for c, s in scores]
+    sel_rows = [[c.label(), s, "chosen" if c == cfg else ""] for _, cfg, scores in configs[1:3] + configs[4:5]
+                for c, s in scores]
     md = [
         "Each learner is fitted on the first 75 % of the `train` set (four models, moderate load) and then run, "
         "from that trained state, on the held-out last 25 % (models seen in training), test set 1 (same models, "
