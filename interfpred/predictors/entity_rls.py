@@ -605,6 +605,33 @@ class EntityRLS(BasePredictor):
         return 0 if self._g is None else int(self._g[0])
 
     @property
+    def covariance_(self) -> np.ndarray:
+        """Covariance of the global weights (m, m), m = d + 1; with ``covariance="full"`` the joint
+        covariance of every parameter (global weights first, then entity terms in order of creation)."""
+        self._need("covariance_")
+        m = int(self._g[1])
+        if self.covariance == "full":
+            n = int(self._g[13])
+            return self._P[:n, :n].copy()
+        return self._g[_EH + 2 * m:_EH + 2 * m + m * m].reshape(m, m).copy()
+
+    @property
+    def entity_variances_(self) -> np.ndarray:
+        """Posterior variance of every entity parameter, in order of creation (copy)."""
+        self._need("entity_variances_")
+        if self.covariance == "full":
+            m = int(self._g[1])
+            return np.diag(self._P)[m:m + self._np].copy()
+        return 1.0 / self._est[1, :self._np]
+
+    @property
+    def entity_priors_(self) -> np.ndarray:
+        """Prior variance of every entity parameter, in order of creation."""
+        self._need("entity_priors_")
+        off = int(self._g[1]) if self.covariance == "full" else 0
+        return 1.0 / self._est[2, off:off + self._np]
+
+    @property
     def entities_(self) -> tuple[str, ...]:
         """Names of the entities learned so far, in order of first sight."""
         return () if self._g is None else tuple(self._names)
