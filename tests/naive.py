@@ -395,7 +395,8 @@ def naive_prequential(predictor, X, y, start_ms=None, end_ms=None):
 
 
 # --- per-entity terms (EntityRLS) -------------------------------------------------------------------------------------
-def naive_entity_blocks(rows, *, d, forgetting, delta, entity_forgetting, variances, rank, seed_factors, log_target=False):
+def naive_entity_blocks(rows, *, d, forgetting, delta, entity_forgetting, variances, rank, seed_factors, log_target=False,
+                        population="joint"):
     """Plain-Python decoupled Kalman filter of EntityRLS's "blocks" mode, without stabilisation.
 
     ``rows``: (x, y, own, {co: w}); ``variances``: (sensitivity, aggressiveness, pair, factor);
@@ -459,14 +460,23 @@ def naive_entity_blocks(rows, *, d, forgetting, delta, entity_forgetting, varian
                 h[("v", c, k)] = wc * mu[("u", own, k)]
         xt = np.append(x, 1.0)
         Pt = P / forgetting
-        S = 1.0 + xt @ Pt @ xt + sum(h[k] ** 2 * tvar[k] for k in keys)
-        e = y - value(x, own, co, lambda k: mu[k])
+        ent = sum(h[k] ** 2 * tvar[k] for k in keys)
+        full_pred = value(x, own, co, lambda k: mu[k])
+        if population == "joint":
+            S = S_e = 1.0 + xt @ Pt @ xt + ent
+            e = e_e = y - full_pred
+        else:   # g learns y alone; the entity terms learn what the updated g leaves
+            S, S_e = 1.0 + xt @ Pt @ xt, 1.0 + ent
+            e = y - float(w @ xt)
         kg = Pt @ xt / S
-        w = w + kg * e
+        w_new = w + kg * e
+        if population != "joint":
+            e_e = y - (full_pred - float(w @ xt) + float(w_new @ xt))
+        w = w_new
         P = Pt - np.outer(Pt @ xt, Pt @ xt) / S
         for k in keys:
-            mu[k] = mu[k] + tvar[k] * h[k] / S * e
-            var[k] = tvar[k] - tvar[k] ** 2 * h[k] ** 2 / S
+            mu[k] = mu[k] + tvar[k] * h[k] / S_e * e_e
+            var[k] = tvar[k] - tvar[k] ** 2 * h[k] ** 2 / S_e
 
     def predict(x, own, co):
         if sum(co.values()) == 0.0:

@@ -52,7 +52,7 @@ def _design(X, ent, names, pairs):
 
 def test_full_covariance_equals_batch_generalised_ridge():
     X, y, ent = _stream(60, seed=1)
-    p = EntityRLS(covariance="full", forgetting=1.0, sensitivity_var=0.2, aggressiveness_var=0.3, pair_var=0.05)
+    p = EntityRLS(covariance="full", population="joint", forgetting=1.0, sensitivity_var=0.2, aggressiveness_var=0.3, pair_var=0.05)
     for i in range(30):
         p.update(X[i], float(y[i]), entities=ent.take([i]))
     p.update(X[30:], y[30:], entities=ent.take(np.arange(30, 60)))
@@ -80,7 +80,7 @@ def test_blocks_without_entities_is_rls():
     rng = np.random.default_rng(3)
     X = rng.random((500, 4))
     y = 1.0 + X @ np.array([0.3, -0.2, 0.5, 0.1]) + 0.01 * rng.normal(size=500)
-    a = EntityRLS(forgetting=0.97).fit(X[:100], y[:100])
+    a = EntityRLS(forgetting=0.97, population="joint").fit(X[:100], y[:100])
     b = RLS(forgetting=0.97).fit(X[:100], y[:100])
     for x, t in zip(X[100:], y[100:]):
         a.update(x, float(t))
@@ -88,11 +88,12 @@ def test_blocks_without_entities_is_rls():
     np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("rank, log_target", [(0, False), (2, False), (3, True)])
-def test_blocks_kernel_matches_plain_reference(rank, log_target):
+@pytest.mark.parametrize("rank, log_target, population", [(0, False, "joint"), (2, False, "joint"),
+                                                          (3, True, "marginal"), (0, False, "marginal")])
+def test_blocks_kernel_matches_plain_reference(rank, log_target, population):
     X, y, ent = _stream(150, seed=4, alone_share=0.1)
     kw = dict(forgetting=0.98, delta=50.0, entity_forgetting=0.99, sensitivity_var=0.2, aggressiveness_var=0.1,
-              pair_var=0.05, factor_var=0.3, rank=rank, log_target=log_target, seed=7)
+              pair_var=0.05, factor_var=0.3, rank=rank, log_target=log_target, seed=7, population=population)
     p = EntityRLS(stabilize=False, **kw).fit(X, y, entities=ent)
 
     def init(e):
@@ -100,7 +101,7 @@ def test_blocks_kernel_matches_plain_reference(rank, log_target):
 
     ref = naive_entity_blocks([(X[i], y[i]) + ent.row(i) for i in range(len(y))], d=3, forgetting=0.98, delta=50.0,
                               entity_forgetting=0.99, variances=(0.2, 0.1, 0.05, 0.3), rank=rank,
-                              seed_factors=init, log_target=log_target)
+                              seed_factors=init, log_target=log_target, population=population)
     Xt, _, et = _stream(40, seed=5)
     expected = [ref(Xt[i], *et.row(i)) for i in range(40)]
     np.testing.assert_allclose(p.predict(Xt, entities=et), expected, rtol=1e-10, atol=1e-10)
@@ -126,10 +127,9 @@ def test_shrinkage_one_observation_moves_less_than_a_hundred():
     for n in (1, 100):
         q = pickle.loads(pickle.dumps(p))
         e = Entities.from_lists([f"new{n}"], [{"resnet50": 1.0}])
-        base = q.predict(x, entities=e)
         for _ in range(n):
             q.update(x, g + 1.0, entities=e)
-        moved[n] = q.predict(x, entities=e) - base
+        moved[n] = q.predict(x, entities=e) - q.predict(x)    # the new entity's own terms
     assert 0.0 < moved[1] < moved[100] < 1.0 + 1e-9
     assert moved[1] < 0.5 * moved[100]
 
@@ -161,7 +161,7 @@ def test_log_target_refuses_non_positive_targets_unchanged():
 def test_save_load_round_trip_with_unicode_names(tmp_path):
     names = ["résnet-50", "模型", "vgg19 ✓"]
     X, y, ent = _stream(120, seed=10, names=names)
-    for params in ({"rank": 2}, {"covariance": "full"}):
+    for params in ({"rank": 2}, {"covariance": "full", "population": "joint"}):
         p = EntityRLS(**params).fit(X, y, entities=ent)
         path = tmp_path / "p.json"
         p.save(path)
@@ -177,7 +177,8 @@ def test_save_load_round_trip_with_unicode_names(tmp_path):
 def test_bad_parameters_are_refused():
     for kw, needle in (({"rank": 2, "covariance": "full"}, "rank"), ({"covariance": "dense"}, "covariance"),
                        ({"pair_var": -1.0}, "pair_var"), ({"entity_forgetting": 1.5}, "entity_forgetting"),
-                       ({"rank": 99}, "rank")):
+                       ({"rank": 99}, "rank"), ({"covariance": "full"}, "population='joint'"),
+                       ({"population": "mixed"}, "population")):
         with pytest.raises(InterfpredError, match=needle):
             EntityRLS(**kw)
 

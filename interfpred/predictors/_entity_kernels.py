@@ -6,7 +6,7 @@ State (see entity_rls.py for the model)::
         [0] n_seen [1] m [2] d [3] forgetting [4] (1-f)/delta with stabilisation, else 0
         [5] noise variance [6] 1/delta [7] next stabilised coordinate [8] entity_forgetting
         [9] stabilise flag [10] log-target flag [11] alone-is-solo flag [12] rank
-        [13] "full": number of parameters N (global + entity)
+        [13] "full": number of parameters N (global + entity) [14] marginal population flag
     est (4, cap) rows: mu, the parameter means (blocks: entity parameters; full: every parameter,
         the m global weights first); info, each entity parameter's information 1/variance
         (blocks only); r0, each parameter's prior information; t0, its prior mean (full only)
@@ -224,6 +224,7 @@ def _blocks_step(g, mu, info, r0, x, y, idx, h, L, ub, vb, vw, K, tmu, tvar, th,
             Rt = lame * R
             tmu[t] = mu[p]
         tvar[t] = 1.0 / Rt
+    yg = yhat
     for t in range(L):
         yhat += th[t] * tmu[t]
     if ub >= 0 and r > 0:
@@ -237,12 +238,17 @@ def _blocks_step(g, mu, info, r0, x, y, idx, h, L, ub, vb, vw, K, tmu, tvar, th,
         for cc in range(K):
             for k in range(r):
                 th[L + r + cc * r + k] = vw[cc] * tmu[L + k]
-    den = lam + q
+    marginal = g[14] != 0.0
+    ent = 0.0
     for t in range(n_t):
-        den += lam * th[t] * th[t] * tvar[t]
-    if not (den > 0.0 and den < np.inf):
+        ent += lam * th[t] * th[t] * tvar[t]
+    den = lam + q if marginal else lam + q + ent
+    den_e = lam + ent if marginal else den
+    if not (den > 0.0 and den < np.inf and den_e > 0.0 and den_e < np.inf):
         return NOT_PD
-    e = y - yhat
+    # joint: one innovation for every part; marginal: g learns y as if the entity terms were noise
+    # (the population model), the entity terms learn what g, after this row, still leaves
+    e = y - yg if marginal else y - yhat
     gain = e / den
     inv_den = 1.0 / den
     inv_lam = 1.0 / lam
@@ -252,11 +258,18 @@ def _blocks_step(g, mu, info, r0, x, y, idx, h, L, ub, vb, vw, K, tmu, tvar, th,
         row = po + i * m
         for j in range(m):
             g[row + j] = (g[row + j] - (zi * g[zo + j]) * inv_den) * inv_lam
+    if marginal:
+        e_e = y - (yhat + q * gain)
+        gain_e = e_e / den_e
+        inv_den_e = 1.0 / den_e
+    else:
+        gain_e = gain
+        inv_den_e = inv_den
     for t in range(n_t):
         p = tix[t]
         kv = lam * tvar[t] * th[t]
-        mu[p] = tmu[t] + kv * gain
-        var = tvar[t] - kv * th[t] * tvar[t] * inv_den
+        mu[p] = tmu[t] + kv * gain_e
+        var = tvar[t] - kv * th[t] * tvar[t] * inv_den_e
         info[p] = 1.0 / var
     n = g[0] + 1.0
     g[0] = n

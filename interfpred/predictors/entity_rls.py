@@ -165,8 +165,8 @@ class EntityRLS(BasePredictor):
 
     kind = "entity_rls"
     uses_entities = True
-    _test_params = [{}, {"log_target": True, "rank": 2, "forgetting": 0.99}, {"covariance": "full"},
-                    {"entity_terms": False, "alone_is_solo": False}]
+    _test_params = [{}, {"log_target": True, "rank": 2, "forgetting": 0.99}, {"covariance": "full", "population": "joint"},
+                    {"population": "joint"}, {"entity_terms": False, "alone_is_solo": False}]
 
     def __init__(
         self,
@@ -186,6 +186,7 @@ class EntityRLS(BasePredictor):
         stabilize: bool = True,
         seed: int = 0,
         entity: str = "model",
+        population: str = "marginal",
     ) -> None:
         self.forgetting = forgetting
         self.delta = delta
@@ -202,6 +203,7 @@ class EntityRLS(BasePredictor):
         self.stabilize = stabilize
         self.seed = seed
         self.entity = entity
+        self.population = population
         self._check_params()
         self._g: np.ndarray | None = None
         self._d = None
@@ -223,11 +225,15 @@ class EntityRLS(BasePredictor):
                 raise InterfpredError(f"{name} must be an integer in [0, {hi}], got {v!r}")
         if self.entity not in ("model", "model_batch"):
             raise InterfpredError(f"entity must be 'model' or 'model_batch', got {self.entity!r}")
+        if self.population not in ("marginal", "joint"):
+            raise InterfpredError(f"population must be 'marginal' or 'joint', got {self.population!r}")
         if self.covariance not in ("blocks", "full"):
             raise InterfpredError(f"covariance must be 'blocks' or 'full', got {self.covariance!r}")
         if self.covariance == "full" and self.rank:
             raise InterfpredError(f"covariance='full' is exact RLS for the linear terms only; rank {self.rank!r} "
                                   "needs covariance='blocks'")
+        if self.covariance == "full" and self.population != "joint":
+            raise InterfpredError("covariance='full' is the exact joint solution: it needs population='joint'")
 
     # ------------------------------------------------------------------ state
     def _allocate(self, d: int) -> None:
@@ -245,6 +251,7 @@ class EntityRLS(BasePredictor):
         g[10] = float(bool(self.log_target))
         g[11] = float(bool(self.alone_is_solo))
         g[12] = float(self.rank)
+        g[14] = float(self.population == "marginal")
         b0 = 0.0 if self.log_target else PRIOR_SLOWDOWN
         cap = 16
         if full:
@@ -693,7 +700,7 @@ class EntityRLS(BasePredictor):
         keep = self._g.copy()
         self._g = g
         self._g[3], self._g[8] = keep[3], keep[8]  # hyperparameters follow the file's params
-        self._g[4], self._g[6], self._g[9:13] = keep[4], keep[6], keep[9:13]
+        self._g[4], self._g[6], self._g[9:13], self._g[14] = keep[4], keep[6], keep[9:13], keep[14]
         cap_e = max(8, 1 << max(len(names) - 1, 0).bit_length())
         self._etab = np.full((cap_e, 4), -1, dtype=np.int64)
         self._etab[:len(names)] = etab
