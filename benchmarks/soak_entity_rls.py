@@ -16,7 +16,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from interfpred import Entities, EntityRLS  # noqa: E402
+from interfpred import Entities, EntityRLS
 
 MODELS = ["resnet50", "vgg19", "convnext_b", "roberta_base", "vit_b16", "yolov8n"]
 

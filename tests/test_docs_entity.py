@@ -9,7 +9,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 def test_entity_example_in_docs_runs(capsys):
     text = (ROOT / "docs" / "predictors.md").read_text(encoding="utf-8")
     section = text.split("## Per-model terms: entities and EntityRLS", 1)[1]
-    (code,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    (code,) = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
     exec(compile(code, "docs/predictors.md", "exec"), {})
     out = capsys.readouterr().out.splitlines()
     assert "sensitivity" in out[0] and out[2] == "1.0"

@@ -2,12 +2,12 @@
 
 import numpy as np
 import pytest
+from naive import naive_trace_entities
 
-from interfpred import TimeWeighted, Trace, EWMA, Static
+from interfpred import EWMA, Static, TimeWeighted, Trace
 from interfpred.entity_features import trace_entities
 from interfpred.errors import InterfpredError
 from interfpred.sim.workload import mix_scenario
-from naive import naive_trace_entities
 
 
 def _random_trace(n=60, seed=0):

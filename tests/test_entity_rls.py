@@ -5,10 +5,10 @@ import pickle
 
 import numpy as np
 import pytest
-
-from interfpred import RLS, EntityRLS, Entities, InterfpredError, load_predictor
-from interfpred.constants import ENTITY_FACTOR_INIT
 from naive import naive_entity_blocks
+
+from interfpred import RLS, Entities, EntityRLS, InterfpredError, load_predictor
+from interfpred.constants import ENTITY_FACTOR_INIT
 
 NAMES = ["resnet50", "vgg19", "bert", "yolo"]
 

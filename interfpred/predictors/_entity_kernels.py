@@ -30,6 +30,7 @@ import numpy as np
 from numba import njit
 from numba import types as _t
 
+from interfpred.predictors._entity_tables import row_missing, count_missing, pair_get
 from interfpred.predictors._kernels import BAD_WIDTH, BAD_X, BAD_Y, NOT_PD, OK
 
 BAD_LOG = 5
@@ -53,63 +54,6 @@ def _check(g, x, y):
 
 
 @njit(cache=True)
-def pair_get(ptab, eo, ec):
-    """Parameter index of the pair term (eo, ec), or -1."""
-    mask = ptab.shape[0] - 1
-    i = ((eo * 73856093) ^ (ec * 19349663)) & mask
-    while True:
-        a = ptab[i, 0]
-        if a < 0:
-            return -1
-        if a == eo and ptab[i, 1] == ec:
-            return ptab[i, 2]
-        i = (i + 1) & mask
-
-
-@njit(cache=True)
-def pair_put(ptab, eo, ec, p):
-    """Insert (eo, ec) -> p (the caller keeps the table at most half full)."""
-    mask = ptab.shape[0] - 1
-    i = ((eo * 73856093) ^ (ec * 19349663)) & mask
-    while ptab[i, 0] >= 0 and not (ptab[i, 0] == eo and ptab[i, 1] == ec):
-        i = (i + 1) & mask
-    ptab[i, 0] = eo
-    ptab[i, 1] = ec
-    ptab[i, 2] = p
-
-
-@njit(cache=True)
-def pair_del(ptab, eo, ec):
-    """Remove (eo, ec), which must be the most recent insertion on its probe chain."""
-    mask = ptab.shape[0] - 1
-    i = ((eo * 73856093) ^ (ec * 19349663)) & mask
-    while ptab[i, 0] >= 0:
-        if ptab[i, 0] == eo and ptab[i, 1] == ec:
-            ptab[i, 0] = -1
-            ptab[i, 1] = -1
-            ptab[i, 2] = -1
-            return
-        i = (i + 1) & mask
-
-
-@njit(cache=True)
-def pair_missing(ptab, vmap, own, indptr, co):
-    """(own entity, co entity) of every co-runner entry whose pair is unknown (-1 where an entity is)."""
-    n = co.shape[0]
-    out = np.full((n, 2), -1, dtype=np.int64)
-    k = 0
-    for i in range(own.shape[0]):
-        eo = vmap[own[i]]
-        for j in range(indptr[i], indptr[i + 1]):
-            ec = vmap[co[j]]
-            if eo >= 0 and ec >= 0 and pair_get(ptab, eo, ec) < 0:
-                out[k, 0] = eo
-                out[k, 1] = ec
-                k += 1
-    return out[:k]
-
-
-@njit(cache=True)
 def _terms(g, etab, ptab, vmap, own_v, lo, hi, co, w, idx, h, vb, vw):
     """Fill the linear entity terms of one row: idx/h (count returned as L), and the factor
     terms: own factor base (returned) and co-runner factor bases vb / weights vw (count K).
@@ -128,7 +72,7 @@ def _terms(g, etab, ptab, vmap, own_v, lo, hi, co, w, idx, h, vb, vw):
         p = etab[eo, 0]
         if p >= 0:
             idx[L] = p
-            h[L] = tot if tot < 1.0 else 1.0
+            h[L] = min(1.0, tot)
             L += 1
         ub = etab[eo, 2]
     for j in range(lo, hi):
@@ -156,7 +100,6 @@ def _terms(g, etab, ptab, vmap, own_v, lo, hi, co, w, idx, h, vb, vw):
 # ----------------------------------------------------------------------------- blocks mode
 @njit(cache=True)
 def _blocks_value(g, mu, x, idx, h, L, ub, vb, vw, K, r):
-    m = int(g[1])
     d = int(g[2])
     s = 0.0
     for i in range(d):
@@ -291,8 +234,7 @@ def _blocks_step(g, mu, info, r0, x, y, idx, h, L, ub, vb, vw, K, tmu, tvar, th,
         jj += 1
         g[7] = 0.0 if jj == m else float(jj)
     a = 1.0 - lam
-    if a < 1.0 / n:
-        a = 1.0 / n
+    a = max(a, 1.0 / n)
     g[5] += a * (e * e * lam / den - g[5])
     return OK
 
@@ -365,8 +307,7 @@ def _full_step(g, mu, P, r0, t0, x, y, idx, h, L, z):
         jj += 1
         g[7] = 0.0 if jj >= N else float(jj)
     a = 1.0 - lam
-    if a < 1.0 / n:
-        a = 1.0 / n
+    a = max(a, 1.0 / n)
     g[5] += a * (e * e * lam / den - g[5])
     return OK
 
@@ -377,8 +318,7 @@ def _max_touched(indptr, n, r):
     kmax = 0
     for i in range(n):
         k = indptr[i + 1] - indptr[i]
-        if k > kmax:
-            kmax = k
+        kmax = max(kmax, k)
     return 1 + 2 * kmax + r * (1 + kmax), kmax
 
 
@@ -465,25 +405,13 @@ def predict_rows(g, est, etab, ptab, vmap, X, own, indptr, co, w, has_ent, out):
 
 
 @njit(cache=True)
-def _row_missing(etab, ptab, vmap, own, co, want_pairs):
-    eo = vmap[own]
-    if eo < 0:
-        return True
-    for j in range(co.shape[0]):
-        ec = vmap[co[j]]
-        if ec < 0 or (want_pairs and pair_get(ptab, eo, ec) < 0):
-            return True
-    return False
-
-
-@njit(cache=True)
 def update_one(g, est, P, etab, ptab, vmap, x, y, own, co, w, create):
     """One row (``own`` -1: no entities): ``MISSING`` if ``create`` and it names something new
     (nothing changed; the caller creates it and calls again), else validate and learn."""
     st = _check(g, x, y)
     if st != OK:
         return st
-    if own >= 0 and create > 0 and _row_missing(etab, ptab, vmap, own, co, create > 1):
+    if own >= 0 and create > 0 and row_missing(etab, ptab, vmap, own, co, create > 1):
         return MISSING
     r = int(g[12])
     K0 = co.shape[0]
@@ -535,60 +463,6 @@ def predict_one(g, est, etab, ptab, vmap, x, own, co, w):
     else:
         s = _blocks_value(g, est[0], x, idx, h, L, ub, vb, vw, K, r)
     return math.exp(s) if g[10] != 0.0 else s
-
-
-@njit(cache=True)
-def count_missing(etab, ptab, vmap, own, indptr, co, want_pairs):
-    """How many of the rows' entities (or, with ``want_pairs``, their pairs) are not known yet."""
-    miss = 0
-    for i in range(own.shape[0]):
-        eo = vmap[own[i]]
-        if eo < 0:
-            miss += 1
-        for j in range(indptr[i], indptr[i + 1]):
-            ec = vmap[co[j]]
-            if ec < 0:
-                miss += 1
-            elif want_pairs and eo >= 0 and pair_get(ptab, eo, ec) < 0:
-                miss += 1
-    return miss
-
-
-@njit(cache=True)
-def pairwise_terms(g, est, etab, ptab, ids, S, M):
-    """Entity part of each member's prediction in a running set of entities ``ids`` (-1: unknown).
-
-    ``S[a]``: sensitivity of member a (applied with ``min(1, number of co-runners)``);
-    ``M[a, b]``: what member b adds to member a's prediction when they run together
-    (aggressiveness of b, pair term (a, b), latent factors u[a] . v[b]); ``M[a, a] = 0``.
-    """
-    k = ids.shape[0]
-    off = int(g[1]) if g[13] > 0.0 else 0
-    mu = est[0]
-    r = int(g[12])
-    for a in range(k):
-        ea = ids[a]
-        S[a] = 0.0
-        if ea >= 0 and etab[ea, 0] >= 0:
-            S[a] = mu[off + etab[ea, 0]]
-        for b in range(k):
-            M[a, b] = 0.0
-            eb = ids[b]
-            if a == b or eb < 0:
-                continue
-            v = 0.0
-            if etab[eb, 1] >= 0:
-                v += mu[off + etab[eb, 1]]
-            if ea >= 0:
-                pp = pair_get(ptab, ea, eb)
-                if pp >= 0:
-                    v += mu[off + pp]
-                ub = etab[ea, 2]
-                vb = etab[eb, 3]
-                if ub >= 0 and vb >= 0:
-                    for q in range(r):
-                        v += mu[ub + q] * mu[vb + q]
-            M[a, b] = v
 
 
 # ----------------------------------------------------------------------------- dispatch-free entry points

@@ -44,7 +44,7 @@ def validation_error(params: Mapping[str, Any], X: np.ndarray, y: np.ndarray, en
     """Mean relative latency error of ``EntityRLS(**params)`` fitted on the first rows and run
     prequentially over the last ``validation_share`` of ``X, y, entities`` (in their order)."""
     n = X.shape[0]
-    cut = min(n - 1, max(1, int(round(n * (1.0 - validation_share)))))
+    cut = min(n - 1, max(1, round(n * (1.0 - validation_share))))
     p = EntityRLS(**params)
     p.fit(X[:cut], y[:cut], entities=entities.take(np.arange(cut)))
     rows = entities.take(np.arange(cut, n)).split_rows()
