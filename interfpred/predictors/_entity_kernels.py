@@ -416,10 +416,12 @@ def update_one(g, est, P, etab, ptab, vmap, x, y, own, co, w, create):
     r = int(g[12])
     K0 = co.shape[0]
     size = 1 + 2 * K0 + r * (1 + K0)
-    idx = np.empty(size, dtype=np.int64)
-    h = np.empty(size)
-    vb = np.empty(K0 + 1, dtype=np.int64)
-    vw = np.empty(K0 + 1)
+    # two scratch allocations, sliced (each allocation costs about as much as the arithmetic)
+    iscr = np.empty(2 * size + K0 + 1, dtype=np.int64)
+    fscr = np.empty(4 * size + K0 + 1)
+    idx, tix, vb = iscr[:size], iscr[size:2 * size], iscr[2 * size:]
+    h, tmu, tvar, th, vw = (fscr[:size], fscr[size:2 * size], fscr[2 * size:3 * size], fscr[3 * size:4 * size],
+                            fscr[4 * size:])
     L, ub, K, alone = 0, -1, 0, 0
     if own >= 0:
         L, ub, K, alone = _terms(g, etab, ptab, vmap, own, 0, K0, co, w, idx, h, vb, vw)
@@ -430,10 +432,6 @@ def update_one(g, est, P, etab, ptab, vmap, x, y, own, co, w, create):
     if g[13] > 0.0:
         z = np.empty(est.shape[1])
         return _full_step(g, est[0], P, est[2], est[3], x, yi, idx, h, L, z)
-    tmu = np.empty(size)
-    tvar = np.empty(size)
-    th = np.empty(size)
-    tix = np.empty(size, dtype=np.int64)
     return _blocks_step(g, est[0], est[1], est[2], x, yi, idx, h, L, ub, vb, vw, K, tmu, tvar, th, tix)
 
 
@@ -449,10 +447,9 @@ def predict_one(g, est, etab, ptab, vmap, x, own, co, w):
     r = int(g[12])
     K0 = co.shape[0]
     size = 1 + 2 * K0 + r * (1 + K0)
-    idx = np.empty(size, dtype=np.int64)
-    h = np.empty(size)
-    vb = np.empty(K0 + 1, dtype=np.int64)
-    vw = np.empty(K0 + 1)
+    iscr = np.empty(size + K0 + 1, dtype=np.int64)
+    fscr = np.empty(size + K0 + 1)
+    idx, vb, h, vw = iscr[:size], iscr[size:], fscr[:size], fscr[size:]
     L, ub, K, alone = 0, -1, 0, 0
     if own >= 0:
         L, ub, K, alone = _terms(g, etab, ptab, vmap, own, 0, K0, co, w, idx, h, vb, vw)
