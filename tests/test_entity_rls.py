@@ -52,7 +52,8 @@ def _design(X, ent, names, pairs):
 
 def test_full_covariance_equals_batch_generalised_ridge():
     X, y, ent = _stream(60, seed=1)
-    p = EntityRLS(covariance="full", population="joint", forgetting=1.0, sensitivity_var=0.2, aggressiveness_var=0.3, pair_var=0.05)
+    p = EntityRLS(covariance="full", population="joint", log_target=False, forgetting=1.0, sensitivity_var=0.2,
+                  aggressiveness_var=0.3, pair_var=0.05)
     for i in range(30):
         p.update(X[i], float(y[i]), entities=ent.take([i]))
     p.update(X[30:], y[30:], entities=ent.take(np.arange(30, 60)))
@@ -80,7 +81,7 @@ def test_blocks_without_entities_is_rls():
     rng = np.random.default_rng(3)
     X = rng.random((500, 4))
     y = 1.0 + X @ np.array([0.3, -0.2, 0.5, 0.1]) + 0.01 * rng.normal(size=500)
-    a = EntityRLS(forgetting=0.97, population="joint").fit(X[:100], y[:100])
+    a = EntityRLS(forgetting=0.97, population="joint", log_target=False).fit(X[:100], y[:100])
     b = RLS(forgetting=0.97).fit(X[:100], y[:100])
     for x, t in zip(X[100:], y[100:]):
         a.update(x, float(t))
@@ -110,7 +111,7 @@ def test_blocks_kernel_matches_plain_reference(rank, log_target, population):
 def test_unseen_entity_predicts_exactly_the_population_model():
     X, y, ent = _stream(300, seed=2)
     for rank in (0, 2):
-        p = EntityRLS(rank=rank).fit(X, y, entities=ent)
+        p = EntityRLS(rank=rank, log_target=False).fit(X, y, entities=ent)
         x = X[:5]
         unseen = Entities.from_lists(["never"] * 5, [{"seen-nowhere": 1.0}] * 5)
         g = x @ p.coef_ + p.intercept_
@@ -120,7 +121,7 @@ def test_unseen_entity_predicts_exactly_the_population_model():
 
 def test_shrinkage_one_observation_moves_less_than_a_hundred():
     X, y, ent = _stream(400, seed=6)
-    p = EntityRLS().fit(X, y, entities=ent)
+    p = EntityRLS(log_target=False).fit(X, y, entities=ent)
     x = np.array([0.5, 0.5, 0.5])
     g = float(x @ p.coef_ + p.intercept_)
     moved = {}
@@ -200,3 +201,58 @@ def test_soak_with_entities_that_appear_once_stays_finite():
     vals = np.array([v for t in p.entity_terms_.values() for v in t.values()] + list(p.pair_terms_.values()))
     assert np.isfinite(vals).all() and np.abs(vals).max() < 10.0
     assert len(p.entities_) == 4 + 2 * 2000
+
+
+def _hier_stream(n, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, 2))
+    leaves = ["m@1", "m@8", "n@1", "n@4", "o@2"]
+    own = [leaves[i] for i in rng.integers(0, 5, n)]
+    co = [{leaves[j]: float(rng.choice([0.5, 1.0]))} for j in rng.integers(0, 5, n)]
+    y = 1.1 + 0.3 * X[:, 0] + np.array([0.2 * (o[0] == "m") + 0.1 * (c.get("n@4", 0)) for o, c in zip(own, co)])
+    return X, y + 0.01 * rng.normal(size=n), Entities.from_lists(own, co)
+
+
+def test_hierarchy_full_covariance_equals_batch_generalised_ridge():
+    X, y, ent = _hier_stream(80, 12)
+    p = EntityRLS(covariance="full", population="joint", log_target=False, forgetting=1.0, sensitivity_var=0.2,
+                  aggressiveness_var=0.3, pair_var=0.05)
+    p.update(X, y, entities=ent)
+    names, pairs = list(p.entities_), list(p.pair_terms_)
+    assert {"m", "n", "o"} <= set(names) and ("m", "n") in pairs
+    cols = {("s", s): i for i, s in enumerate(names)}
+    cols.update({("a", s): len(names) + i for i, s in enumerate(names)})
+    cols.update({("p",) + pr: 2 * len(names) + i for i, pr in enumerate(pairs)})
+    H = np.zeros((len(y), len(cols)))
+    for i in range(len(y)):
+        own, co = ent.row(i)
+        tot = sum(co.values())
+        for o in (own, own.split("@")[0]):
+            H[i, cols[("s", o)]] += min(1.0, tot)
+        for c, w in co.items():
+            for k in (("a", c), ("a", c.split("@")[0]), ("p", own, c), ("p", own.split("@")[0], c.split("@")[0])):
+                H[i, cols[k]] += w
+    H = np.hstack([X, np.ones((len(y), 1)), H])
+    q0 = np.concatenate([np.full(3, 1.0 / p.delta), np.full(len(names), 1 / 0.2), np.full(len(names), 1 / 0.3),
+                         np.full(len(pairs), 1 / 0.05)])
+    theta0 = np.zeros(H.shape[1])
+    theta0[2] = 1.0
+    theta = np.linalg.solve(H.T @ H + np.diag(q0), H.T @ y + q0 * theta0)
+    np.testing.assert_allclose(p.predict(X, entities=ent), H @ theta, rtol=0, atol=1e-9)
+    for i, s in enumerate(names):
+        assert abs(p.entity_terms_[s]["sensitivity"] - theta[3 + i]) < 1e-9
+
+
+def test_unseen_batch_size_of_a_known_model_starts_from_the_model():
+    X, y, ent = _hier_stream(300, 13)
+    p = EntityRLS(log_target=False).fit(X, y, entities=ent)
+    x = np.array([0.5, 0.5])
+    t, pt = p.entity_terms_, p.pair_terms_
+    g = float(x @ p.coef_ + p.intercept_)
+    new = Entities.from_lists(["m@64"], [{"n@4": 1.0}])       # m known, m@64 never seen
+    expect = g + t["m"]["sensitivity"] + t["n@4"]["aggressiveness"] + t["n"]["aggressiveness"] + pt[("m", "n")]
+    assert abs(p.predict(x, entities=new) - expect) < 1e-12
+    flat = EntityRLS(hierarchy=False).fit(X, y, entities=ent)
+    assert "m" not in flat.entities_
+    S, M = p.pairwise_terms(["m@64", "n@4"])
+    assert abs(g + S[0] + M[0, 1] - expect) < 1e-12

@@ -15,7 +15,8 @@ State (see entity_rls.py for the model)::
         latent factor u, first latent factor v (-1: none)
     ptab (cap, 3) int64: open-addressing hash table (own entity, co-runner entity, parameter index
         of their pair term), linear probing, cap a power of two, empty slots -1, at most half full
-    vmap int64: entity index of each name of the caller's vocabulary (-1: unknown)
+    vmap (V, 2) int64: entity index and parent entity index ("model" of "model@batch") of each
+        name of the caller's vocabulary (-1: unknown, or no parent)
 
 Row input (CSR as in :class:`~interfpred.entities.Entities`): ``own`` (n,) vocabulary indices,
 ``indptr`` (n + 1,), ``co`` and ``w`` (nnz,); ``has_ent`` 0 when the caller gave no entities.
@@ -54,43 +55,53 @@ def _check(g, x, y):
 
 
 @njit(cache=True)
+def _add(etab, e, col, hv, idx, h, L):
+    if e >= 0 and etab[e, col] >= 0:
+        idx[L] = etab[e, col]
+        h[L] = hv
+        return L + 1
+    return L
+
+
+@njit(cache=True)
+def _add_pair(ptab, a, b, hv, idx, h, L):
+    if a >= 0 and b >= 0:
+        pp = pair_get(ptab, a, b)
+        if pp >= 0:
+            idx[L] = pp
+            h[L] = hv
+            return L + 1
+    return L
+
+
+@njit(cache=True)
 def _terms(g, etab, ptab, vmap, own_v, lo, hi, co, w, idx, h, vb, vw):
     """Fill the linear entity terms of one row: idx/h (count returned as L), and the factor
     terms: own factor base (returned) and co-runner factor bases vb / weights vw (count K).
 
+    ``vmap[v]`` is (entity, parent entity) of vocabulary name v (-1: unknown or none): a name
+    ``"model@batch"`` also gets the terms of ``"model"`` (and the pair of parents).
     Returns (L, ubase, K, alone); ``alone`` is 1 when the row has no co-runner weight.
     """
     tot = 0.0
     for j in range(lo, hi):
         tot += w[j]
     alone = 1 if tot == 0.0 else 0
-    eo = vmap[own_v] if own_v >= 0 else -1
-    L = 0
+    eo = vmap[own_v, 0]
+    po = vmap[own_v, 1]
+    hs = min(1.0, tot)
+    L = _add(etab, eo, 0, hs, idx, h, 0)
+    L = _add(etab, po, 0, hs, idx, h, L)
     K = 0
-    ub = -1
-    if eo >= 0:
-        p = etab[eo, 0]
-        if p >= 0:
-            idx[L] = p
-            h[L] = min(1.0, tot)
-            L += 1
-        ub = etab[eo, 2]
+    ub = etab[eo, 2] if eo >= 0 else -1
     for j in range(lo, hi):
-        ec = vmap[co[j]]
-        if ec < 0:
-            continue
-        p = etab[ec, 1]
-        if p >= 0:
-            idx[L] = p
-            h[L] = w[j]
-            L += 1
-        if eo >= 0:
-            pp = pair_get(ptab, eo, ec)
-            if pp >= 0:
-                idx[L] = pp
-                h[L] = w[j]
-                L += 1
-        if etab[ec, 3] >= 0:
+        ec = vmap[co[j], 0]
+        pc = vmap[co[j], 1]
+        L = _add(etab, ec, 1, w[j], idx, h, L)
+        L = _add(etab, pc, 1, w[j], idx, h, L)
+        L = _add_pair(ptab, eo, ec, w[j], idx, h, L)
+        L = _add_pair(ptab, po, pc, w[j], idx, h, L)
+        if ec >= 0 and etab[ec, 3] >= 0:
             vb[K] = etab[ec, 3]
             vw[K] = w[j]
             K += 1
@@ -319,7 +330,7 @@ def _max_touched(indptr, n, r):
     for i in range(n):
         k = indptr[i + 1] - indptr[i]
         kmax = max(kmax, k)
-    return 1 + 2 * kmax + r * (1 + kmax), kmax
+    return 2 + 4 * kmax + r * (1 + kmax), kmax
 
 
 @njit(cache=True)
@@ -415,7 +426,7 @@ def update_one(g, est, P, etab, ptab, vmap, x, y, own, co, w, create):
         return MISSING
     r = int(g[12])
     K0 = co.shape[0]
-    size = 1 + 2 * K0 + r * (1 + K0)
+    size = 2 + 4 * K0 + r * (1 + K0)
     # two scratch allocations, sliced (each allocation costs about as much as the arithmetic)
     iscr = np.empty(2 * size + K0 + 1, dtype=np.int64)
     fscr = np.empty(4 * size + K0 + 1)
@@ -446,7 +457,7 @@ def predict_one(g, est, etab, ptab, vmap, x, own, co, w):
             return np.nan
     r = int(g[12])
     K0 = co.shape[0]
-    size = 1 + 2 * K0 + r * (1 + K0)
+    size = 2 + 4 * K0 + r * (1 + K0)
     iscr = np.empty(size + K0 + 1, dtype=np.int64)
     fscr = np.empty(size + K0 + 1)
     idx, vb, h, vw = iscr[:size], iscr[size:], fscr[:size], fscr[size:]
@@ -470,11 +481,11 @@ _I1 = _t.Array(_t.int64, 1, "C")
 _I2 = _t.Array(_t.int64, 2, "C")
 _ROW = _t.Array(_t.float64, 1, "A")
 _ENTRY_SPECS = {
-    "update_rows": (update_rows, (_F1, _F2, _F2, _I2, _I2, _I1, _F2A, _F1, _I1, _I1, _I1, _F1, _t.int64)),
-    "predict_rows": (predict_rows, (_F1, _F2, _I2, _I2, _I1, _F2A, _I1, _I1, _I1, _F1, _t.int64, _F1)),
-    "update_one": (update_one, (_F1, _F2, _F2, _I2, _I2, _I1, _ROW, _t.float64, _t.int64, _I1, _F1, _t.int64)),
-    "predict_one": (predict_one, (_F1, _F2, _I2, _I2, _I1, _ROW, _t.int64, _I1, _F1)),
-    "count_missing": (count_missing, (_I2, _I2, _I1, _I1, _I1, _I1, _t.boolean)),
+    "update_rows": (update_rows, (_F1, _F2, _F2, _I2, _I2, _I2, _F2A, _F1, _I1, _I1, _I1, _F1, _t.int64)),
+    "predict_rows": (predict_rows, (_F1, _F2, _I2, _I2, _I2, _F2A, _I1, _I1, _I1, _F1, _t.int64, _F1)),
+    "update_one": (update_one, (_F1, _F2, _F2, _I2, _I2, _I2, _ROW, _t.float64, _t.int64, _I1, _F1, _t.int64)),
+    "predict_one": (predict_one, (_F1, _F2, _I2, _I2, _I2, _ROW, _t.int64, _I1, _F1)),
+    "count_missing": (count_missing, (_I2, _I2, _I2, _I1, _I1, _I1, _t.boolean)),
 }
 
 

@@ -23,7 +23,7 @@ __all__ = ["EntityStore"]
 
 _EH = EK.EH
 _FAST = EK.FAST
-_NO_I = np.zeros(0, dtype=np.int64)
+_NO_I = np.zeros((0, 2), dtype=np.int64)
 _CACHE = ("_vm_key", "_vm_n", "_vmap", "_vm_cache")
 _VMAP_CACHE = 4096
 
@@ -142,13 +142,23 @@ class EntityStore:
             self._vm_cache = {}
         vmap = self._vm_cache.get(names)
         if vmap is None:
-            eid = self._eid
-            vmap = np.array([eid.get(s, -1) for s in names], dtype=np.int64)
+            vmap = self._ids_of(names)
             self._vm_cache[names] = vmap
         self._vmap = vmap
         self._vm_key = names
         self._vm_n = len(self._names)
         return vmap
+
+    def _ids_of(self, names: Any) -> np.ndarray:
+        """(entity, parent entity) of each name: -1 unknown / no parent, -2 a parent not created yet."""
+        eid = self._eid
+        out = np.full((len(names), 2), -1, dtype=np.int64)
+        hier = bool(self.hierarchy)
+        for i, s in enumerate(names):
+            out[i, 0] = eid.get(s, -1)
+            if hier and "@" in s:
+                out[i, 1] = eid.get(s.rsplit("@", 1)[0], -2)
+        return out
 
     def _create_missing(self, ent: Entities) -> None:
         """Create the entities (and pairs) the rows of ``ent`` name for the first time."""
@@ -164,8 +174,11 @@ class EntityStore:
         pos = np.concatenate([np.full(len(ent), -1), np.arange(ent.co.shape[0])])
         seq = seq[np.lexsort((pos, row))]
         _, first = np.unique(seq, return_index=True)
+        hier = bool(self.hierarchy)
         for v in seq[np.sort(first)].tolist():
             name = ent.names[v]
+            if hier and "@" in name and name.rsplit("@", 1)[0] not in self._eid:
+                self._new_entity(name.rsplit("@", 1)[0])
             if name not in self._eid:
                 self._new_entity(name)
         vmap = self._vmap_for(ent)

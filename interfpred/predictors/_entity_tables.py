@@ -55,77 +55,88 @@ def pair_del(ptab, eo, ec):
 
 @njit(cache=True)
 def pair_missing(ptab, vmap, own, indptr, co):
-    """(own entity, co entity) of every co-runner entry whose pair is unknown (-1 where an entity is)."""
+    """(own entity, co entity) of every pair a row names whose term is unknown (leaves, then parents;
+    -1 where an entity is unknown)."""
     n = co.shape[0]
-    out = np.full((n, 2), -1, dtype=np.int64)
+    out = np.full((2 * n, 2), -1, dtype=np.int64)
     k = 0
     for i in range(own.shape[0]):
-        eo = vmap[own[i]]
-        for j in range(indptr[i], indptr[i + 1]):
-            ec = vmap[co[j]]
-            if eo >= 0 and ec >= 0 and pair_get(ptab, eo, ec) < 0:
-                out[k, 0] = eo
-                out[k, 1] = ec
-                k += 1
+        for lvl in range(2):
+            eo = vmap[own[i], lvl]
+            for j in range(indptr[i], indptr[i + 1]):
+                ec = vmap[co[j], lvl]
+                if eo >= 0 and ec >= 0 and pair_get(ptab, eo, ec) < 0:
+                    out[k, 0] = eo
+                    out[k, 1] = ec
+                    k += 1
     return out[:k]
 
 
 @njit(cache=True)
 def row_missing(etab, ptab, vmap, own, co, want_pairs):
-    eo = vmap[own]
-    if eo < 0:
+    """Whether one row names an entity or (with ``want_pairs``) a pair not known yet.
+
+    ``vmap[v, 1]`` is -2 for a name whose parent should exist but does not."""
+    if vmap[own, 0] < 0 or vmap[own, 1] == -2:
         return True
     for j in range(co.shape[0]):
-        ec = vmap[co[j]]
-        if ec < 0 or (want_pairs and pair_get(ptab, eo, ec) < 0):
+        c = co[j]
+        if vmap[c, 0] < 0 or vmap[c, 1] == -2:
             return True
+        if want_pairs:
+            if pair_get(ptab, vmap[own, 0], vmap[c, 0]) < 0:
+                return True
+            if vmap[own, 1] >= 0 and vmap[c, 1] >= 0 and pair_get(ptab, vmap[own, 1], vmap[c, 1]) < 0:
+                return True
     return False
 
 
 @njit(cache=True)
 def count_missing(etab, ptab, vmap, own, indptr, co, want_pairs):
-    """How many of the rows' entities (or, with ``want_pairs``, their pairs) are not known yet."""
+    """How many rows name an entity or (with ``want_pairs``) a pair not known yet."""
     miss = 0
     for i in range(own.shape[0]):
-        eo = vmap[own[i]]
-        if eo < 0:
+        if row_missing(etab, ptab, vmap, own[i], co[indptr[i]:indptr[i + 1]], want_pairs):
             miss += 1
-        for j in range(indptr[i], indptr[i + 1]):
-            ec = vmap[co[j]]
-            if ec < 0 or want_pairs and eo >= 0 and pair_get(ptab, eo, ec) < 0:
-                miss += 1
     return miss
 
 
 @njit(cache=True)
 def pairwise_terms(g, est, etab, ptab, ids, S, M):
-    """Entity part of each member's prediction in a running set of entities ``ids`` (-1: unknown).
+    """Entity part of each member's prediction in a running set of entities ``ids`` (k, 2): entity and
+    parent entity of each member (-1: unknown or none).
 
     ``S[a]``: sensitivity of member a (applied with ``min(1, number of co-runners)``);
     ``M[a, b]``: what member b adds to member a's prediction when they run together
-    (aggressiveness of b, pair term (a, b), latent factors u[a] . v[b]); ``M[a, a] = 0``.
+    (aggressiveness of b, pair terms (a, b), latent factors u[a] . v[b]); ``M[a, a] = 0``.
     """
     k = ids.shape[0]
     off = int(g[1]) if g[13] > 0.0 else 0
     mu = est[0]
     r = int(g[12])
     for a in range(k):
-        ea = ids[a]
         S[a] = 0.0
-        if ea >= 0 and etab[ea, 0] >= 0:
-            S[a] = mu[off + etab[ea, 0]]
+        for lvl in range(2):
+            ea = ids[a, lvl]
+            if ea >= 0 and etab[ea, 0] >= 0:
+                S[a] += mu[off + etab[ea, 0]]
         for b in range(k):
             M[a, b] = 0.0
-            eb = ids[b]
-            if a == b or eb < 0:
+            if a == b:
                 continue
             v = 0.0
-            if etab[eb, 1] >= 0:
-                v += mu[off + etab[eb, 1]]
-            if ea >= 0:
-                pp = pair_get(ptab, ea, eb)
-                if pp >= 0:
-                    v += mu[off + pp]
+            for lvl in range(2):
+                ea = ids[a, lvl]
+                eb = ids[b, lvl]
+                if eb >= 0 and etab[eb, 1] >= 0:
+                    v += mu[off + etab[eb, 1]]
+                if ea >= 0 and eb >= 0:
+                    pp = pair_get(ptab, ea, eb)
+                    if pp >= 0:
+                        v += mu[off + pp]
+            ea = ids[a, 0]
+            eb = ids[b, 0]
+            if ea >= 0 and eb >= 0:
                 ub = etab[ea, 2]
                 vb = etab[eb, 3]
                 if ub >= 0 and vb >= 0:

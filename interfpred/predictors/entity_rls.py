@@ -112,6 +112,7 @@ _F64 = np.dtype(np.float64)
 _EH = EK.EH
 _FAST = EK.FAST
 _NO_I = np.zeros(0, dtype=np.int64)
+_NO_V = np.zeros((0, 2), dtype=np.int64)
 _NO_F = np.zeros(0)
 _NO_I2 = np.full((1, 4), -1, dtype=np.int64)
 _NO_F2 = np.zeros((1, 1))
@@ -150,7 +151,8 @@ class EntityRLS(EntityStore, BasePredictor):
     rank
         Rank of the latent factors ``u, v`` (0 = none), at most ``ENTITY_MAX_RANK``.
     log_target
-        Learn ``log y`` and predict ``exp`` of the model (targets must be positive).
+        Learn ``log y`` and predict ``exp`` of the model (default: interference is multiplicative and
+        real slowdowns span orders of magnitude; targets must then be positive). False learns ``y``.
     alone_is_solo
         A row with entities and no co-runner predicts exactly 1.0 and teaches nothing.
     entity_terms
@@ -165,12 +167,20 @@ class EntityRLS(EntityStore, BasePredictor):
     entity
         What an entity is when the library computes entities for this predictor (an
         :class:`~interfpred.InterferenceModel`, a :class:`~interfpred.ColocationTracker`):
-        ``"model"`` or ``"model_batch"`` (model and batch size).
+        ``"model"`` or ``"model_batch"`` (model and batch size, named ``"model@batch"``).
+    population
+        ``"marginal"``: ``g`` learns as the feature-only model (the population model) and the
+        entity terms learn the residual it leaves; ``"joint"``: one innovation for all parts.
+    hierarchy
+        A name ``"parent@child"`` (such as ``"resnet50@8"``) also gets the terms of ``"parent"``,
+        so a batch size never seen of a known model starts from that model's terms, and pairs of
+        parents share what every batch size of them taught.
     """
 
     kind = "entity_rls"
     uses_entities = True
-    _test_params = [{}, {"log_target": True, "rank": 2, "forgetting": 0.99}, {"covariance": "full", "population": "joint"},
+    _test_params = [{}, {"log_target": False, "rank": 2, "forgetting": 0.99},
+                    {"covariance": "full", "population": "joint", "log_target": False},
                     {"population": "joint"}, {"entity_terms": False, "alone_is_solo": False}]
 
     def __init__(
@@ -184,14 +194,15 @@ class EntityRLS(EntityStore, BasePredictor):
         pair_var: float = ENTITY_PAIR_VAR,
         factor_var: float = ENTITY_FACTOR_VAR,
         rank: int = 0,
-        log_target: bool = False,
+        log_target: bool = True,
         alone_is_solo: bool = True,
         entity_terms: bool = True,
         covariance: str = "blocks",
         stabilize: bool = True,
         seed: int = 0,
-        entity: str = "model",
+        entity: str = "model_batch",
         population: str = "marginal",
+        hierarchy: bool = True,
     ) -> None:
         self.forgetting = forgetting
         self.delta = delta
@@ -209,6 +220,7 @@ class EntityRLS(EntityStore, BasePredictor):
         self.seed = seed
         self.entity = entity
         self.population = population
+        self.hierarchy = hierarchy
         self._check_params()
         self._g: np.ndarray | None = None
         self._d = None
@@ -221,7 +233,7 @@ class EntityRLS(EntityStore, BasePredictor):
         check_positive("delta", self.delta)
         for name in ("sensitivity_var", "aggressiveness_var", "pair_var", "factor_var"):
             check_positive(name, getattr(self, name), allow_zero=True)
-        for name in ("log_target", "alone_is_solo", "entity_terms", "stabilize"):
+        for name in ("log_target", "alone_is_solo", "entity_terms", "stabilize", "hierarchy"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise InterfpredError(f"{name} must be True or False, got {getattr(self, name)!r}")
         for name, hi in (("rank", ENTITY_MAX_RANK), ("seed", 2**63 - 1)):
@@ -308,7 +320,7 @@ class EntityRLS(EntityStore, BasePredictor):
         g = self._g
         if g is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1 and type(y) in _FLOATS:
             if entities is None:
-                st = _FAST.update_one(g, self._est, self._P, self._etab, self._ptab, _NO_I, X, y, -1, _NO_I, _NO_F, 0)
+                st = _FAST.update_one(g, self._est, self._P, self._etab, self._ptab, _NO_V, X, y, -1, _NO_I, _NO_F, 0)
             elif type(entities) is Entities and entities.own.shape[0] == 1:
                 vmap = (self._vmap if entities.names is self._vm_key and self._vm_n == len(self._names)
                         else self._vmap_for(entities))
@@ -339,7 +351,7 @@ class EntityRLS(EntityStore, BasePredictor):
         if ent is None:
             own, ptr, co, w, vmap, has = (_OWN0 if X.shape[0] == 1 else np.zeros(X.shape[0], dtype=np.int64),
                                           _PTR0 if X.shape[0] == 1 else np.zeros(X.shape[0] + 1, dtype=np.int64),
-                                          _NO_I, _NO_F, _NO_I, 0)
+                                          _NO_I, _NO_F, _NO_V, 0)
         else:
             own, ptr, co, w, vmap, has = ent.own, ent.indptr, ent.co, ent.weight, self._vmap_for(ent), 1
         return int(_FAST.update_rows(self._g, self._est, self._P, self._etab,
@@ -372,7 +384,7 @@ class EntityRLS(EntityStore, BasePredictor):
         if g is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1:
             r = None
             if entities is None:
-                r = _FAST.predict_one(g, self._est, self._etab, self._ptab, _NO_I, X, -1, _NO_I, _NO_F)
+                r = _FAST.predict_one(g, self._est, self._etab, self._ptab, _NO_V, X, -1, _NO_I, _NO_F)
             elif type(entities) is Entities and entities.own.shape[0] == 1:
                 vmap = (self._vmap if entities.names is self._vm_key and self._vm_n == len(self._names)
                         else self._vmap_for(entities))
@@ -401,7 +413,7 @@ class EntityRLS(EntityStore, BasePredictor):
             n = X.shape[0]
             own, ptr, co, w, vmap, has = (_OWN0 if n == 1 else np.zeros(n, dtype=np.int64),
                                           _PTR0 if n == 1 else np.zeros(n + 1, dtype=np.int64), _NO_I, _NO_F,
-                                          _NO_I, 0)
+                                          _NO_V, 0)
         else:
             own, ptr, co, w, vmap, has = ent.own, ent.indptr, ent.co, ent.weight, self._vmap_for(ent), 1
         return _FAST.predict_rows(self._g, self._est, self._etab, self._ptab, vmap, X, own, ptr, co, w, has, out)
@@ -428,8 +440,7 @@ class EntityRLS(EntityStore, BasePredictor):
         S, M = np.zeros(k), np.zeros((k, k))
         if self._g is None or not self.entity_terms:
             return S, M
-        eid = self._eid
-        ids = np.array([eid.get(s, -1) for s in names], dtype=np.int64)
+        ids = self._ids_of(names)
         ET.pairwise_terms(self._g, self._est, self._etab, self._ptab, ids, S, M)
         return S, M
 
