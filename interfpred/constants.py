@@ -153,4 +153,4 @@ ENTITY_FACTOR_INIT = 0.1
 ENTITY_MAX_RANK = 8
 #: Grids of the validation rule that tunes EntityRLS's prior variances (``select_prior_variances``): each
 #: grid value multiplies every default variance of the term family it scales.
-ENTITY_VAR_SCALES = (0.1, 0.3, 1.0, 3.0, 10.0)
+ENTITY_VAR_SCALES = (0.1, 1.0, 10.0, 100.0)

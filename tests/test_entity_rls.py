@@ -256,3 +256,20 @@ def test_unseen_batch_size_of_a_known_model_starts_from_the_model():
     assert "m" not in flat.entities_
     S, M = p.pairwise_terms(["m@64", "n@4"])
     assert abs(g + S[0] + M[0, 1] - expect) < 1e-12
+
+
+def test_tune_priors_chooses_on_the_fit_rows_and_is_saved(tmp_path):
+    from interfpred.constants import ENTITY_VAR_SCALES
+    from interfpred.predictors.entity_tuning import select_prior_variances
+
+    X, y, ent = _hier_stream(200, 14)
+    p = EntityRLS(tune_priors=True).fit(X, y, entities=ent)
+    best, scores = select_prior_variances(X, y, ent, params={**p.get_params(), "tune_priors": False})
+    assert p.prior_variances_ == best and len(scores) == len(ENTITY_VAR_SCALES) ** 2
+    assert min(s for _, s in scores) <= dict((tuple(v.items()), s) for v, s in scores)[
+        tuple({k: getattr(EntityRLS(), k) for k in best}.items())]
+    assert p.sensitivity_var == EntityRLS().sensitivity_var            # the hyperparameter is unchanged
+    p.save(tmp_path / "p.json")
+    q = EntityRLS.load(tmp_path / "p.json")
+    assert q.prior_variances_ == best
+    np.testing.assert_array_equal(q.predict(X, entities=ent), p.predict(X, entities=ent))

@@ -85,15 +85,16 @@ class EntityStore:
             etab[:e] = self._etab
             self._etab = etab
         row = self._etab[e]
-        if self.sensitivity_var > 0:
-            row[0] = self._new_param(float(self.sensitivity_var))
-        if self.aggressiveness_var > 0:
-            row[1] = self._new_param(float(self.aggressiveness_var))
+        var = self._var
+        if var["sensitivity_var"] > 0:
+            row[0] = self._new_param(var["sensitivity_var"])
+        if var["aggressiveness_var"] > 0:
+            row[1] = self._new_param(var["aggressiveness_var"])
         r = int(self.rank)
-        if r and self.factor_var > 0:
+        if r and var["factor_var"] > 0:
             init = np.random.default_rng([int(self.seed), e]).normal(
-                0.0, ENTITY_FACTOR_INIT * math.sqrt(float(self.factor_var)), 2 * r)
-            base = [self._new_param(float(self.factor_var), float(v)) for v in init]
+                0.0, ENTITY_FACTOR_INIT * math.sqrt(var["factor_var"]), 2 * r)
+            base = [self._new_param(var["factor_var"], float(v)) for v in init]
             row[2], row[3] = base[0], base[r]
         self._names.append(name)
         self._eid[name] = e
@@ -106,7 +107,7 @@ class EntityStore:
             for a, b, q in old[old[:, 0] >= 0].tolist():
                 ET.pair_put(self._ptab, a, b, q)
         if p is None:
-            p = self._new_param(float(self.pair_var))
+            p = self._new_param(self._var["pair_var"])
         ET.pair_put(self._ptab, eo, ec, p)
         self._n_pairs += 1
 
@@ -162,7 +163,7 @@ class EntityStore:
 
     def _create_missing(self, ent: Entities) -> None:
         """Create the entities (and pairs) the rows of ``ent`` name for the first time."""
-        want_pairs = self.pair_var > 0
+        want_pairs = self._var["pair_var"] > 0
         vmap = self._vmap_for(ent)
         if not _FAST.count_missing(self._etab, self._ptab, vmap, ent.own, ent.indptr, ent.co, want_pairs):
             return
@@ -248,6 +249,12 @@ class EntityStore:
         return 1.0 / self._est[1, :self._np]
 
     @property
+    def prior_variances_(self) -> dict[str, float]:
+        """The prior variances in use: the hyperparameters, or those chosen by ``tune_priors``."""
+        self._need("prior_variances_")
+        return dict(self._var)
+
+    @property
     def entity_priors_(self) -> np.ndarray:
         """Prior variance of every entity parameter, in order of creation."""
         self._need("entity_priors_")
@@ -285,7 +292,7 @@ class EntityStore:
         n = len(self._names)
         full = self.covariance == "full"
         N = int(self._g[13]) if full else self._np
-        state = {"header": self._g.tolist(), "names": list(self._names), "etab": self._etab[:n].tolist(),
+        state = {"prior_variances": dict(self._var), "header": self._g.tolist(), "names": list(self._names), "etab": self._etab[:n].tolist(),
                  "pairs": self._pairs().tolist(),
                  "n_params": self._np, "mu": self._est[0, :N].tolist(), "r0": self._est[2, :N].tolist()}
         if full:
@@ -297,6 +304,13 @@ class EntityStore:
 
     def _set_state(self, state: dict[str, Any], d: int) -> None:
         self._allocate(d)
+        var = state.get("prior_variances", self._var)
+        if not isinstance(var, dict) or set(var) != set(self._var):
+            raise InterfpredError(f"state prior_variances {var!r} must name {', '.join(sorted(self._var))}")
+        self._var = {k: float(v) for k, v in var.items()}
+        if not all(math.isfinite(v) and v >= 0 for v in self._var.values()):
+            raise InterfpredError(f"state prior_variances {var!r} must be finite and >= 0")
+        self._create = (1 + int(self._var["pair_var"] > 0)) if self.entity_terms else 0
         full = self.covariance == "full"
         m = d + 1
         g = np.asarray(state["header"], dtype=np.float64)

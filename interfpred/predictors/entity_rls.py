@@ -113,6 +113,7 @@ _EH = EK.EH
 _FAST = EK.FAST
 _NO_I = np.zeros(0, dtype=np.int64)
 _NO_V = np.zeros((0, 2), dtype=np.int64)
+_VARS = ("sensitivity_var", "aggressiveness_var", "pair_var", "factor_var")
 _NO_F = np.zeros(0)
 _NO_I2 = np.full((1, 4), -1, dtype=np.int64)
 _NO_F2 = np.zeros((1, 1))
@@ -175,13 +176,17 @@ class EntityRLS(EntityStore, BasePredictor):
         A name ``"parent@child"`` (such as ``"resnet50@8"``) also gets the terms of ``"parent"``,
         so a batch size never seen of a known model starts from that model's terms, and pairs of
         parents share what every batch size of them taught.
+    tune_priors
+        ``fit`` first chooses the prior variances by validation on its own rows (the last quarter,
+        prequentially; see :mod:`interfpred.predictors.entity_tuning`), scaling the variances given
+        here; the choice is kept in ``prior_variances_`` (the hyperparameters are not changed).
     """
 
     kind = "entity_rls"
     uses_entities = True
     _test_params = [{}, {"log_target": False, "rank": 2, "forgetting": 0.99},
                     {"covariance": "full", "population": "joint", "log_target": False},
-                    {"population": "joint"}, {"entity_terms": False, "alone_is_solo": False}]
+                    {"population": "joint", "tune_priors": True}, {"entity_terms": False, "alone_is_solo": False}]
 
     def __init__(
         self,
@@ -203,6 +208,7 @@ class EntityRLS(EntityStore, BasePredictor):
         entity: str = "model_batch",
         population: str = "marginal",
         hierarchy: bool = True,
+        tune_priors: bool = False,
     ) -> None:
         self.forgetting = forgetting
         self.delta = delta
@@ -221,6 +227,7 @@ class EntityRLS(EntityStore, BasePredictor):
         self.entity = entity
         self.population = population
         self.hierarchy = hierarchy
+        self.tune_priors = tune_priors
         self._check_params()
         self._g: np.ndarray | None = None
         self._d = None
@@ -233,7 +240,7 @@ class EntityRLS(EntityStore, BasePredictor):
         check_positive("delta", self.delta)
         for name in ("sensitivity_var", "aggressiveness_var", "pair_var", "factor_var"):
             check_positive(name, getattr(self, name), allow_zero=True)
-        for name in ("log_target", "alone_is_solo", "entity_terms", "stabilize", "hierarchy"):
+        for name in ("log_target", "alone_is_solo", "entity_terms", "stabilize", "hierarchy", "tune_priors"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise InterfpredError(f"{name} must be True or False, got {getattr(self, name)!r}")
         for name, hi in (("rank", ENTITY_MAX_RANK), ("seed", 2**63 - 1)):
@@ -292,6 +299,7 @@ class EntityRLS(EntityStore, BasePredictor):
         self._ptab = np.full((16, 3), -1, dtype=np.int64)
         self._n_pairs = 0
         self._d = d
+        self._var = {k: float(getattr(self, k)) for k in _VARS}
         self._create = (1 + int(self.pair_var > 0)) if self.entity_terms else 0
         self._reset_cache()
 
@@ -304,6 +312,13 @@ class EntityRLS(EntityStore, BasePredictor):
         saved = self.__dict__.copy()
         try:
             self._allocate(Xa.shape[1])
+            if self.tune_priors and ent is not None and self.entity_terms and Xa.shape[0] >= 8:
+                from interfpred.predictors.entity_tuning import select_prior_variances
+
+                params = {**self.get_params(), "tune_priors": False}
+                best, _ = select_prior_variances(Xa, ya, ent, params=params)
+                self._var = {k: float(v) for k, v in best.items()}
+                self._create = (1 + int(self._var["pair_var"] > 0)) if self.entity_terms else 0
             self._learn(Xa, ya, ent)
         except BaseException:
             self.__dict__.clear()
