@@ -36,7 +36,7 @@ from interfpred.errors import InterfpredError
 from interfpred.timeline import segment_arrays
 from interfpred.trace import Trace
 
-__all__ = ["ENTITY_KEYS", "RunningEntities", "entity_names", "trace_entities"]
+__all__ = ["ENTITY_KEYS", "RunningEntities", "entity_names", "parent_entities", "trace_entities"]
 
 #: How entities are keyed: by model, or by model and batch size.
 ENTITY_KEYS = ("model", "model_batch")
@@ -226,3 +226,25 @@ class RunningEntities:
         if self.aggregation == "time-weighted":
             acc = {k: v / total for k, v in acc.items()} if total > 0 else {}
         return own, {k: v for k, v in sorted(acc.items()) if v > 0}
+
+
+def parent_entities(ent: Entities) -> Entities:
+    """The same rows with every ``"model@batch"`` entity named by its model (weights of co-runners that
+    become one entity are added): model-level entities, as a per-pair baseline groups by.
+
+    Examples
+    --------
+    >>> parent_entities(Entities.from_lists(["a@1"], [{"b@2": 1.0, "b@4": 0.5}])).row(0)
+    ('a', {'b': 1.5})
+    """
+    names = [s.rsplit("@", 1)[0] for s in ent.names]
+    vocab, code = np.unique(np.array(names, dtype=object).astype(str), return_inverse=True)
+    code = code.reshape(-1).astype(np.int64)
+    n, nv = len(ent), max(len(vocab), 1)
+    rows = np.repeat(np.arange(n), np.diff(ent.indptr))
+    keyv = rows * nv + code[ent.co]
+    uniq, inv = np.unique(keyv, return_inverse=True)
+    w = np.bincount(inv.reshape(-1), weights=ent.weight, minlength=len(uniq)) if len(uniq) else np.zeros(0)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(uniq // nv, minlength=n), out=indptr[1:])
+    return Entities(tuple(vocab.tolist()), code[ent.own], indptr, (uniq % nv).astype(np.int64), w)

@@ -10,6 +10,7 @@ from interfpred.predictors.base import (
     register,
     registered,
 )
+from interfpred.predictors.baselines import GlobalMean, NoInterference, PairMean
 from interfpred.predictors.entity_rls import EntityRLS
 from interfpred.predictors.gpulets import GpuletsModel, gpulets_utilisation
 from interfpred.predictors.linear import OfflineLinear
@@ -19,6 +20,9 @@ from interfpred.predictors.sgd import OnlineSGD
 __all__ = [
     "BasePredictor",
     "EntityRLS",
+    "GlobalMean",
+    "NoInterference",
+    "PairMean",
     "GpuletsModel",
     "OfflineLinear",
     "OnlineSGD",

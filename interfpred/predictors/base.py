@@ -366,7 +366,8 @@ def registered() -> dict[str, type[BasePredictor]]:
     Examples
     --------
     >>> sorted(registered())
-    ['entity_rls', 'gpulets', 'offline_linear', 'online_sgd', 'river', 'rls', 'sklearn']
+    ['entity_rls', 'global_mean', 'gpulets', 'no_interference', 'offline_linear', 'online_sgd', 'pair_mean', 'river',
+     'rls', 'sklearn']
     """
     _ensure_loaded()
     return dict(_REGISTRY)
