@@ -162,8 +162,9 @@ E4_TARGETS = ("rate", "slowdown")
 #: (memory of about 1 / (1 - f) observations *of that entity*, so a rarely seen pair is not forgotten by time alone).
 ENTITY_FORGETTING = 0.999
 #: EntityRLS: prior variances (zero-mean Gaussian shrinkage) of a model's sensitivity, a co-runner's
-#: aggressiveness, a per-pair residual and each latent-factor coordinate, in units of the target
-#: (slowdown, rate or log slowdown: slowdowns of a few tens of percent give deviations of order 0.1-0.3).
+#: aggressiveness, a per-pair residual and each latent-factor coordinate, relative to the observation noise
+#: variance (1 / variance is the term's ridge penalty: that many pseudo-observations at 0); the centre of the
+#: grid ``tune_priors`` searches.
 ENTITY_SENSITIVITY_VAR = 0.1
 ENTITY_AGGRESSIVENESS_VAR = 0.1
 ENTITY_PAIR_VAR = 0.05
@@ -173,6 +174,6 @@ ENTITY_FACTOR_VAR = 0.05
 ENTITY_FACTOR_INIT = 0.1
 #: Largest rank of EntityRLS's latent factors.
 ENTITY_MAX_RANK = 8
-#: Grids of the validation rule that tunes EntityRLS's prior variances (``select_prior_variances``): each
-#: grid value multiplies every default variance of the term family it scales.
-ENTITY_VAR_SCALES = (0.1, 1.0, 10.0, 100.0)
+#: Grid of the validation rule that tunes EntityRLS's prior variances (``select_prior_variances``): each
+#: value multiplies the given variances of one family (model-level terms; pair-level terms).
+ENTITY_VAR_SCALES = (0.1, 1.0, 10.0, 100.0, 1000.0)

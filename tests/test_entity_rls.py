@@ -95,7 +95,7 @@ def test_blocks_kernel_matches_plain_reference(rank, log_target, population):
     X, y, ent = _stream(150, seed=4, alone_share=0.1)
     kw = dict(forgetting=0.98, delta=50.0, entity_forgetting=0.99, sensitivity_var=0.2, aggressiveness_var=0.1,
               pair_var=0.05, factor_var=0.3, rank=rank, log_target=log_target, seed=7, population=population)
-    p = EntityRLS(stabilize=False, **kw).fit(X, y, entities=ent)
+    p = EntityRLS(stabilize=False, tune_priors=False, **kw).fit(X, y, entities=ent)
 
     def init(e):
         return np.random.default_rng([7, e]).normal(0.0, ENTITY_FACTOR_INIT * math.sqrt(0.3), 2 * rank)
@@ -121,7 +121,7 @@ def test_unseen_entity_predicts_exactly_the_population_model():
 
 def test_shrinkage_one_observation_moves_less_than_a_hundred():
     X, y, ent = _stream(400, seed=6)
-    p = EntityRLS(log_target=False).fit(X, y, entities=ent)
+    p = EntityRLS(log_target=False, tune_priors=False).fit(X, y, entities=ent)
     x = np.array([0.5, 0.5, 0.5])
     g = float(x @ p.coef_ + p.intercept_)
     moved = {}

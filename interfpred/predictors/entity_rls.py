@@ -148,7 +148,8 @@ class EntityRLS(EntityStore, BasePredictor):
     entity_forgetting
         Forgetting of each entity term per observation that touches it, in (0, 1].
     sensitivity_var, aggressiveness_var, pair_var, factor_var
-        Prior variances of the entity terms; 0 turns that family of terms off.
+        Prior variances of the entity terms relative to the observation noise variance (``1 / var``
+        is the term's ridge penalty); 0 turns that family of terms off.
     rank
         Rank of the latent factors ``u, v`` (0 = none), at most ``ENTITY_MAX_RANK``.
     log_target
@@ -177,9 +178,10 @@ class EntityRLS(EntityStore, BasePredictor):
         so a batch size never seen of a known model starts from that model's terms, and pairs of
         parents share what every batch size of them taught.
     tune_priors
-        ``fit`` first chooses the prior variances by validation on its own rows (the last quarter,
-        prequentially; see :mod:`interfpred.predictors.entity_tuning`), scaling the variances given
-        here; the choice is kept in ``prior_variances_`` (the hyperparameters are not changed).
+        ``fit`` (with entities, at least 8 rows) first chooses the prior variances by validation on
+        its own rows (the last quarter, prequentially; see :mod:`interfpred.predictors.entity_tuning`),
+        scaling the variances given here; the choice is kept in ``prior_variances_`` (the
+        hyperparameters are not changed). ``update`` alone uses the given variances.
     """
 
     kind = "entity_rls"
@@ -208,7 +210,7 @@ class EntityRLS(EntityStore, BasePredictor):
         entity: str = "model_batch",
         population: str = "marginal",
         hierarchy: bool = True,
-        tune_priors: bool = False,
+        tune_priors: bool = True,
     ) -> None:
         self.forgetting = forgetting
         self.delta = delta
