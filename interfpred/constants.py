@@ -172,6 +172,9 @@ ENTITY_FACTOR_VAR = 0.05
 #: EntityRLS: a new entity's latent factors start at N(0, (ENTITY_FACTOR_INIT * sqrt(factor_var))^2), seeded:
 #: non-zero to break the symmetry of the bilinear term, small so that a new entity stays near g(phi).
 ENTITY_FACTOR_INIT = 0.1
+#: EntityRLS(covariance="auto"): the joint covariance of every parameter (exact RLS, O(N^2) per update) is kept
+#: while there are at most this many parameters; beyond, only the global block and each entity term's variance.
+ENTITY_FULL_MAX_PARAMS = 512
 #: Largest rank of EntityRLS's latent factors.
 ENTITY_MAX_RANK = 8
 #: Grid of the validation rule that tunes EntityRLS's prior variances (``select_prior_variances``): each

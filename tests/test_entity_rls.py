@@ -81,7 +81,7 @@ def test_blocks_without_entities_is_rls():
     rng = np.random.default_rng(3)
     X = rng.random((500, 4))
     y = 1.0 + X @ np.array([0.3, -0.2, 0.5, 0.1]) + 0.01 * rng.normal(size=500)
-    a = EntityRLS(forgetting=0.97, population="joint", log_target=False).fit(X[:100], y[:100])
+    a = EntityRLS(forgetting=0.97, population="joint", log_target=False, covariance="blocks").fit(X[:100], y[:100])
     b = RLS(forgetting=0.97).fit(X[:100], y[:100])
     for x, t in zip(X[100:], y[100:]):
         a.update(x, float(t))
@@ -95,7 +95,7 @@ def test_blocks_kernel_matches_plain_reference(rank, log_target, population):
     X, y, ent = _stream(150, seed=4, alone_share=0.1)
     kw = dict(forgetting=0.98, delta=50.0, entity_forgetting=0.99, sensitivity_var=0.2, aggressiveness_var=0.1,
               pair_var=0.05, factor_var=0.3, rank=rank, log_target=log_target, seed=7, population=population)
-    p = EntityRLS(stabilize=False, tune_priors=False, **kw).fit(X, y, entities=ent)
+    p = EntityRLS(stabilize=False, tune_priors=False, covariance="blocks", **kw).fit(X, y, entities=ent)
 
     def init(e):
         return np.random.default_rng([7, e]).normal(0.0, ENTITY_FACTOR_INIT * math.sqrt(0.3), 2 * rank)
@@ -273,3 +273,31 @@ def test_tune_priors_chooses_on_the_fit_rows_and_is_saved(tmp_path):
     q = EntityRLS.load(tmp_path / "p.json")
     assert q.prior_variances_ == best
     np.testing.assert_array_equal(q.predict(X, entities=ent), p.predict(X, entities=ent))
+
+
+def test_auto_covariance_is_exact_while_small_then_keeps_only_blocks(monkeypatch, tmp_path):
+    import interfpred.predictors._entity_store as store
+
+    monkeypatch.setattr(store, "ENTITY_FULL_MAX_PARAMS", 30)
+    X, y, ent = _stream(200, seed=15, names=[f"m{i}" for i in range(8)])
+    auto = EntityRLS(population="joint", tune_priors=False)
+    full = EntityRLS(population="joint", tune_priors=False, covariance="full")
+    i, Xt, et = 0, X[:20], ent.take(np.arange(20))
+    while True:                  # the joint covariance of every parameter (exact, as "full") up to 30
+        if auto.n_seen_ and auto.covariance_.shape[0] == 4 + len(auto.entity_priors_):
+            np.testing.assert_allclose(auto.predict(Xt, entities=et), full.predict(Xt, entities=et), rtol=1e-9)
+        elif auto.n_seen_:
+            break
+        for p in (auto, full):
+            p.update(X[i], float(y[i]), entities=ent.take([i]))
+        i += 1
+    assert 5 < i < 200
+    assert auto.covariance_.shape == (4, 4) and auto.entity_variances_.shape == (len(auto.entity_priors_),)
+    loop = pickle.loads(pickle.dumps(auto))
+    auto.update(X[i:], y[i:], entities=ent.take(np.arange(i, 200)))
+    for j in range(i, 200):
+        loop.update(X[j], float(y[j]), entities=ent.take([j]))
+    np.testing.assert_allclose(auto.predict(X, entities=ent), loop.predict(X, entities=ent), rtol=1e-12)
+    auto.save(tmp_path / "a.json")
+    np.testing.assert_array_equal(EntityRLS.load(tmp_path / "a.json").predict(X, entities=ent),
+                                  auto.predict(X, entities=ent))

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from interfpred.constants import ENTITY_FACTOR_INIT
+from interfpred.constants import ENTITY_FACTOR_INIT, ENTITY_FULL_MAX_PARAMS
 from interfpred.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.predictors import _entity_kernels as EK
@@ -54,9 +54,33 @@ class EntityStore:
         self.__dict__.update(snap)
 
     # ------------------------------------------------------------------ entities
+    def _is_full(self) -> bool:
+        """Whether the state keeps the joint covariance of every parameter (exact RLS)."""
+        return self._g is not None and self._g[13] > 0.0
+
+    def _to_blocks(self) -> None:
+        """Keep only the global block and each entity parameter's own variance from now on."""
+        g0, m, N = self._g, int(self._g[1]), int(self._g[13])
+        g = np.zeros(_EH + 3 * m + m * m)
+        g[:_EH] = g0[:_EH]
+        g[13] = 0.0
+        g[7] = g0[7] if g0[7] < m else 0.0
+        g[14] = float(self.population == "marginal")
+        est, P = self._est, self._P
+        g[_EH:_EH + m] = est[0, :m]
+        g[_EH + m:_EH + 2 * m] = est[3, :m]
+        g[_EH + 2 * m:_EH + 2 * m + m * m] = P[:m, :m].reshape(-1)
+        new = np.zeros((4, max(16, 2 * (N - m))))
+        new[0, :N - m] = est[0, m:N]
+        new[1, :N - m] = 1.0 / np.diag(P)[m:N]
+        new[2, :N - m] = est[2, m:N]
+        self._g, self._est, self._P = g, new, np.zeros((1, 1))
+
     def _new_param(self, var: float, value: float = 0.0) -> int:
         p = self._np
-        full = self.covariance == "full"
+        if self._is_full() and self.covariance == "auto" and int(self._g[1]) + p + 1 > ENTITY_FULL_MAX_PARAMS:
+            self._to_blocks()
+        full = self._is_full()
         off = int(self._g[1]) if full else 0
         old = self._est.shape[1]
         if off + p >= old:
@@ -126,7 +150,7 @@ class EntityStore:
             del self._eid[name]
         self._etab[n_names:len(self._names)] = -1
         del self._names[n_names:]
-        off = int(self._g[1]) if self.covariance == "full" else 0
+        off = int(self._g[1]) if self._is_full() else 0
         self._est[:, off + n_params:] = 0.0
         if off:
             self._P[off + n_params:, :] = 0.0
@@ -205,10 +229,10 @@ class EntityStore:
 
     def _global(self) -> np.ndarray:
         m = int(self._g[1])
-        return self._est[0, :m] if self.covariance == "full" else self._g[_EH:_EH + m]
+        return self._est[0, :m] if self._is_full() else self._g[_EH:_EH + m]
 
     def _entity_values(self) -> np.ndarray:
-        off = int(self._g[1]) if self.covariance == "full" else 0
+        off = int(self._g[1]) if self._is_full() else 0
         return self._est[0, off:off + self._np]
 
     @property
@@ -234,7 +258,7 @@ class EntityStore:
         covariance of every parameter (global weights first, then entity terms in order of creation)."""
         self._need("covariance_")
         m = int(self._g[1])
-        if self.covariance == "full":
+        if self._is_full():
             n = int(self._g[13])
             return self._P[:n, :n].copy()
         return self._g[_EH + 2 * m:_EH + 2 * m + m * m].reshape(m, m).copy()
@@ -243,7 +267,7 @@ class EntityStore:
     def entity_variances_(self) -> np.ndarray:
         """Posterior variance of every entity parameter, in order of creation (copy)."""
         self._need("entity_variances_")
-        if self.covariance == "full":
+        if self._is_full():
             m = int(self._g[1])
             return np.diag(self._P)[m:m + self._np].copy()
         return 1.0 / self._est[1, :self._np]
@@ -258,7 +282,7 @@ class EntityStore:
     def entity_priors_(self) -> np.ndarray:
         """Prior variance of every entity parameter, in order of creation."""
         self._need("entity_priors_")
-        off = int(self._g[1]) if self.covariance == "full" else 0
+        off = int(self._g[1]) if self._is_full() else 0
         return 1.0 / self._est[2, off:off + self._np]
 
     @property
@@ -290,7 +314,7 @@ class EntityStore:
     # ------------------------------------------------------------------ persistence
     def _get_state(self) -> dict[str, Any]:
         n = len(self._names)
-        full = self.covariance == "full"
+        full = self._is_full()
         N = int(self._g[13]) if full else self._np
         state = {"prior_variances": dict(self._var), "header": self._g.tolist(), "names": list(self._names), "etab": self._etab[:n].tolist(),
                  "pairs": self._pairs().tolist(),
@@ -303,7 +327,8 @@ class EntityStore:
         return state
 
     def _set_state(self, state: dict[str, Any], d: int) -> None:
-        self._allocate(d)
+        header = state["header"]
+        self._allocate(d, full=isinstance(header, list) and len(header) > 13 and header[13] > 0)
         var = state.get("prior_variances", self._var)
         if not isinstance(var, dict) or set(var) != set(self._var):
             raise InterfpredError(f"state prior_variances {var!r} must name {', '.join(sorted(self._var))}")
@@ -311,7 +336,7 @@ class EntityStore:
         if not all(math.isfinite(v) and v >= 0 for v in self._var.values()):
             raise InterfpredError(f"state prior_variances {var!r} must be finite and >= 0")
         self._create = (1 + int(self._var["pair_var"] > 0)) if self.entity_terms else 0
-        full = self.covariance == "full"
+        full = self._is_full()
         m = d + 1
         g = np.asarray(state["header"], dtype=np.float64)
         if g.shape != self._g.shape or not np.isfinite(g).all() or int(g[2]) != d:

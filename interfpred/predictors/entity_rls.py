@@ -23,8 +23,10 @@ co-runner weight predicts exactly 1.0 (slowdown 1 or rate 1) and teaches nothing
 interference to learn, so a model trained on pairs never invents a slowdown for a lone batch.
 
 **The update** is one joint Kalman (RLS) step over the global weights and the few entity
-parameters an observation touches (``k = 1 + 2K + r (1 + K)`` for ``K`` co-runners), in one of
-two covariance structures:
+parameters an observation touches (``k = 2 + 4K + r (1 + K)`` for ``K`` co-runners, with their
+parents), in one of two covariance structures (``covariance="auto"``, the default, keeps the
+exact one while there are at most ``ENTITY_FULL_MAX_PARAMS`` parameters and no latent factors,
+then keeps only the blocks; its exact phase is always "joint"):
 
 - ``covariance="blocks"`` (default, ``O(m^2 + k)`` per update, memory ``O(m^2 + parameters)``):
   the global block keeps its dense covariance; every entity parameter keeps only its own
@@ -161,7 +163,8 @@ class EntityRLS(EntityStore, BasePredictor):
         False ignores the entity terms (the ablation: ``g(phi)`` with the same target and
         alone-is-solo rule).
     covariance
-        ``"blocks"`` (decoupled, fast) or ``"full"`` (exact joint RLS, small problems, rank 0).
+        ``"auto"`` (exact while small, then blocks), ``"blocks"`` (decoupled, fast) or ``"full"``
+        (exact joint RLS, rank 0, ``O(N^2)`` per update for ``N`` parameters).
     stabilize
         Stabilised forgetting of every part (see the module docstring).
     seed
@@ -204,7 +207,7 @@ class EntityRLS(EntityStore, BasePredictor):
         log_target: bool = True,
         alone_is_solo: bool = True,
         entity_terms: bool = True,
-        covariance: str = "blocks",
+        covariance: str = "auto",
         stabilize: bool = True,
         seed: int = 0,
         entity: str = "model_batch",
@@ -253,8 +256,8 @@ class EntityRLS(EntityStore, BasePredictor):
             raise InterfpredError(f"entity must be 'model' or 'model_batch', got {self.entity!r}")
         if self.population not in ("marginal", "joint"):
             raise InterfpredError(f"population must be 'marginal' or 'joint', got {self.population!r}")
-        if self.covariance not in ("blocks", "full"):
-            raise InterfpredError(f"covariance must be 'blocks' or 'full', got {self.covariance!r}")
+        if self.covariance not in ("auto", "blocks", "full"):
+            raise InterfpredError(f"covariance must be 'auto', 'blocks' or 'full', got {self.covariance!r}")
         if self.covariance == "full" and self.rank:
             raise InterfpredError(f"covariance='full' is exact RLS for the linear terms only; rank {self.rank!r} "
                                   "needs covariance='blocks'")
@@ -262,10 +265,11 @@ class EntityRLS(EntityStore, BasePredictor):
             raise InterfpredError("covariance='full' is the exact joint solution: it needs population='joint'")
 
     # ------------------------------------------------------------------ state
-    def _allocate(self, d: int) -> None:
+    def _allocate(self, d: int, full: bool | None = None) -> None:
         self._check_params()
         m = d + 1
-        full = self.covariance == "full"
+        if full is None:  # "auto" starts exact (joint covariance) unless latent factors need blocks
+            full = self.covariance == "full" or (self.covariance == "auto" and not self.rank)
         size = _EH + (0 if full else 3 * m + m * m)
         g = np.zeros(size)
         f = float(self.forgetting)
@@ -376,7 +380,7 @@ class EntityRLS(EntityStore, BasePredictor):
 
     def _learn(self, X: np.ndarray, y: np.ndarray, ent: Entities | None = None) -> None:
         saved = self._snapshot()
-        if ent is not None and self.entity_terms and self.covariance == "full" and X.shape[0] > 1:
+        if ent is not None and self.entity_terms and self._is_full() and X.shape[0] > 1:
             # the joint covariance forgets per observation: create each entity at its first row
             bad = int(EK.check_rows(self._g, X, y))
             if bad != K.OK:
