@@ -178,7 +178,7 @@ def test_save_load_round_trip_with_unicode_names(tmp_path):
 def test_bad_parameters_are_refused():
     for kw, needle in (({"rank": 2, "covariance": "full"}, "rank"), ({"covariance": "dense"}, "covariance"),
                        ({"pair_var": -1.0}, "pair_var"), ({"entity_forgetting": 1.5}, "entity_forgetting"),
-                       ({"rank": 99}, "rank"), ({"covariance": "full"}, "population='joint'"),
+                       ({"rank": 99}, "rank"), ({"covariance": "full", "population": "marginal"}, "population='joint'"),
                        ({"population": "mixed"}, "population")):
         with pytest.raises(InterfpredError, match=needle):
             EntityRLS(**kw)
@@ -264,7 +264,8 @@ def test_tune_priors_chooses_on_the_fit_rows_and_is_saved(tmp_path):
 
     X, y, ent = _hier_stream(200, 14)
     p = EntityRLS(tune_priors=True).fit(X, y, entities=ent)
-    best, scores = select_prior_variances(X, y, ent, params={**p.get_params(), "tune_priors": False})
+    best, scores = select_prior_variances(X, y, ent, params={**p.get_params(), "tune_priors": False,
+                                                             "covariance": "blocks"})
     assert p.prior_variances_ == best and len(scores) == len(ENTITY_VAR_SCALES) ** 2
     assert min(s for _, s in scores) <= dict((tuple(v.items()), s) for v, s in scores)[
         tuple({k: getattr(EntityRLS(), k) for k in best}.items())]

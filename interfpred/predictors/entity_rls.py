@@ -28,7 +28,7 @@ parents), in one of two covariance structures (``covariance="auto"``, the defaul
 exact one while there are at most ``ENTITY_FULL_MAX_PARAMS`` parameters and no latent factors,
 then keeps only the blocks; its exact phase is always "joint"):
 
-- ``covariance="blocks"`` (default, ``O(m^2 + k)`` per update, memory ``O(m^2 + parameters)``):
+- ``covariance="blocks"`` (``O(m^2 + k)`` per update, memory ``O(m^2 + parameters)``):
   the global block keeps its dense covariance; every entity parameter keeps only its own
   variance. Cross-covariances between the global weights and entity terms, and between entity
   terms, are *not kept* (a decoupled Kalman filter): after each step they are dropped. The
@@ -41,6 +41,10 @@ then keeps only the blocks; its exact phase is always "joint"):
   batch generalised ridge solution ``argmin sum_i (y_i - h_i . theta)^2 + (theta - theta0)' Q0
   (theta - theta0)`` with ``Q0`` the prior information (1/delta for global weights, 1/variance
   for entity terms) to rounding (tests check 1e-9). Latent factors need ``"blocks"``.
+
+With ``population="joint"`` (default) one innovation drives every part; with ``"marginal"`` the
+global block learns ``y`` as if the entity terms were noise (exactly the feature-only RLS) and the
+entity terms the residual the updated ``g`` leaves (blocks only; the exact modes are joint).
 
 The bilinear factor term is linearised around the current factors at every step (an extended
 Kalman step): exact in neither mode, seeded at ``N(0, (ENTITY_FACTOR_INIT * sqrt(factor_var))^2)``
@@ -174,8 +178,9 @@ class EntityRLS(EntityStore, BasePredictor):
         :class:`~interfpred.InterferenceModel`, a :class:`~interfpred.ColocationTracker`):
         ``"model"`` or ``"model_batch"`` (model and batch size, named ``"model@batch"``).
     population
-        ``"marginal"``: ``g`` learns as the feature-only model (the population model) and the
-        entity terms learn the residual it leaves; ``"joint"``: one innovation for all parts.
+        ``"joint"`` (default): one innovation for all parts (the mixed-model posterior; exact with
+        the joint covariance); ``"marginal"``: ``g`` learns as the feature-only model (the
+        population model, to the bit) and the entity terms learn the residual it leaves.
     hierarchy
         A name ``"parent@child"`` (such as ``"resnet50@8"``) also gets the terms of ``"parent"``,
         so a batch size never seen of a known model starts from that model's terms, and pairs of
@@ -211,7 +216,7 @@ class EntityRLS(EntityStore, BasePredictor):
         stabilize: bool = True,
         seed: int = 0,
         entity: str = "model_batch",
-        population: str = "marginal",
+        population: str = "joint",
         hierarchy: bool = True,
         tune_priors: bool = True,
     ) -> None:
@@ -321,7 +326,10 @@ class EntityRLS(EntityStore, BasePredictor):
             if self.tune_priors and ent is not None and self.entity_terms and Xa.shape[0] >= 8:
                 from interfpred.predictors.entity_tuning import select_prior_variances
 
-                params = {**self.get_params(), "tune_priors": False}
+                # the search runs with the decoupled covariance (fast); the fit below uses the chosen
+                # variances with the configured one
+                params = {**self.get_params(), "tune_priors": False,
+                          "covariance": "blocks" if self.covariance == "auto" else self.covariance}
                 best, _ = select_prior_variances(Xa, ya, ent, params=params)
                 self._var = {k: float(v) for k, v in best.items()}
                 self._create = (1 + int(self._var["pair_var"] > 0)) if self.entity_terms else 0
