@@ -160,7 +160,10 @@ class EntityStore:
 
     def _vmap_for(self, ent: Entities) -> np.ndarray:
         """Entity index of each name of ``ent``'s vocabulary (-1: unknown), cached per vocabulary."""
-        names = ent.names
+        return self._ids_cached(ent.names)
+
+    def _ids_cached(self, names: tuple[str, ...]) -> np.ndarray:
+        """:meth:`_ids_of` of a tuple of names, cached until an entity is created."""
         if names is self._vm_key and self._vm_n == len(self._names):
             return self._vmap
         if self._vm_n != len(self._names) or len(self._vm_cache) > _VMAP_CACHE:

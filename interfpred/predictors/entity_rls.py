@@ -464,12 +464,12 @@ class EntityRLS(EntityStore, BasePredictor):
         >>> M.shape, float(M[0, 2]), float(M[2, 2])
         ((3, 3), 0.0, 0.0)
         """
-        names = [str(s) for s in names]
+        names = tuple(str(s) for s in names)
         k = len(names)
         S, M = np.zeros(k), np.zeros((k, k))
         if self._g is None or not self.entity_terms:
             return S, M
-        ids = self._ids_of(names)
+        ids = self._ids_cached(names)
         ET.pairwise_terms(self._g, self._est, self._etab, self._ptab, ids, S, M)
         return S, M
 
