@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from interfpred._version import __version__
 from interfpred.errors import InterfpredError
@@ -20,7 +21,7 @@ EXIT_USAGE = 2
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2 (argparse's own convention)
+    def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse's own convention)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
@@ -51,7 +52,7 @@ def _add_ingest(sub) -> None:
                    help="keep only kernels whose NVTX range stack matches (needs ncu --nvtx)")
     p.add_argument("--share", type=float, default=None, metavar="P",
                    help="MPS active thread percentage the profiled runs used, in (0, 100] (default 100)")
-    p.add_argument("--manifest", help="CSV of runs: file,gpu,model,batch_size[,iterations]")
+    p.add_argument("--manifest", help="CSV of runs: file,gpu,model,batch_size[,iterations][,share]")
     p.add_argument("--out", help="tidy profile CSV to write, or merge into if it exists")
     p.add_argument("--overwrite", action="store_true", help="replace --out instead of merging into it")
     p.add_argument("--example", action="store_true",
@@ -73,8 +74,15 @@ def _per_file(values, name: str, n: int, default=None) -> list:
 
 def _run_ingest(args) -> int:
     from interfpred import constants
-    from interfpred.ingest import (ManifestEntry, example_path, profile_from_kernels, read_kernels,
-                                   read_manifest, write_profiles)
+    from interfpred.ingest import (
+        ManifestEntry,
+        example_path,
+        profile_from_kernels,
+        read_kernels,
+        read_manifest,
+        write_profiles,
+    )
+    from interfpred.ingest.tables import ProfileConflict
     from interfpred.profiles import ProfileTable
 
     sources = int(bool(args.files)) + int(args.manifest is not None) + int(args.example)
@@ -87,6 +95,8 @@ def _run_ingest(args) -> int:
         entries = read_manifest(args.manifest)
     else:
         files = [str(example_path())] if args.example else list(args.files)
+        if args.example:
+            print(f"example: {files[0]} (Nsight Compute details page, B200 cuBLASLt GEMM)", file=sys.stderr)
         n = len(files)
         ex = args.example
         gpus = _per_file(args.gpu, "gpu", n, constants.NCU_EXAMPLE_GPU if ex else None)
@@ -109,10 +119,11 @@ def _run_ingest(args) -> int:
                 kernel_filter=e.kernel_filter, nvtx_filter=e.nvtx_filter)
         except InterfpredError as exc:
             raise InterfpredError(f"{where}: {exc}") from None
-        if args.share is not None:
-            if not 0.0 < args.share <= 100.0:
-                raise InterfpredError(f"--share {args.share:g} must be an MPS active thread percentage in (0, 100]")
-            prof = prof.model_copy(update={"share": float(args.share)})
+        share = args.share if e.share is None else e.share
+        if share is not None:
+            if not 0.0 < share <= 100.0:
+                raise InterfpredError(f"--share {share:g} must be an MPS active thread percentage in (0, 100]")
+            prof = prof.model_copy(update={"share": float(share)})
         key = (prof.gpu, prof.model, prof.batch_size, prof.share)
         if key in seen:
             other, other_where = seen[key]
@@ -126,8 +137,12 @@ def _run_ingest(args) -> int:
         profiles.append(prof)
     table = ProfileTable.from_profiles(profiles)
     if args.out is not None:
-        written = write_profiles(table, args.out, append=not args.overwrite)
-        print(f"wrote {len(written)} profiles to {args.out}", file=sys.stderr)
+        try:
+            written = write_profiles(table, args.out, append=not args.overwrite)
+        except ProfileConflict as exc:
+            raise InterfpredError(f"{exc} (the new profile comes from {seen[exc.key][1]})") from None
+        n = len(written)
+        print(f"wrote {n} profile{'' if n == 1 else 's'} to {args.out}", file=sys.stderr)
     sys.stdout.write(table.to_csv_text())
     return 0
 
@@ -148,7 +163,7 @@ def _add_bench(sub) -> None:
 
 
 def _run_bench(args) -> int:
-    from interfpred.benchmarking import first_call_seconds, format_bench, parse_param, run_bench
+    from interfpred.benchmarking import first_call_seconds, format_bench, missing_peers, parse_param, run_bench
     from interfpred.predictors import make_predictor
 
     params = dict(parse_param(t) for t in args.param)
@@ -160,12 +175,31 @@ def _run_bench(args) -> int:
         if "rls" not in kinds:
             predictors.insert(0, make_predictor("rls"))
     rows = run_bench(args.d, predictors, n=args.n, peers=not args.no_peers)
+    if not args.no_peers:
+        for name in missing_peers():
+            print(f"note: {name} is not installed, so its row is skipped (pip install {name})", file=sys.stderr)
     print(f"first RLS update+predict in this process (compile or numba cache load): {first * 1e3:.1f} ms")
     print(format_bench(rows))
     return 0
 
 
 _COMMANDS.append(_add_bench)
+def _add_truth_options(p, *, operators: bool) -> None:
+    """--truth / --zoo (and --operators) of simulate and reproduce."""
+    from interfpred.constants import SIM_DEFAULT_TRUTH, SIM_TRUTHS, SIM_ZOOS
+
+    p.add_argument("--truth", choices=SIM_TRUTHS, default=SIM_DEFAULT_TRUTH,
+                   help="ground truth: phases (operator phases, hidden per-model factors; default) or fluid "
+                        "(one demand vector per execution, the earlier simulator)")
+    p.add_argument("--zoo", choices=SIM_ZOOS, default=None,
+                   help="model family: orion (real V100 operator tables, derived demands; default on v100 with "
+                        "--truth phases) or synthetic (default elsewhere); with --truth fluid, orion runs the "
+                        "passes' time-averaged profiles")
+    if operators:
+        p.add_argument("--operators", action="store_true",
+                       help="also write operators.csv, the operator-level profile (--truth phases)")
+
+
 def _add_simulate(sub) -> None:
     p = sub.add_parser(
         "simulate", help="simulate traces on a synthetic GPU (ground truth, no GPU needed)",
@@ -173,7 +207,8 @@ def _add_simulate(sub) -> None:
                     "set and scenario.json into a new folder (written beside it, then renamed).")
     p.add_argument("--scenario", choices=("paper", "mix"), default="paper",
                    help="paper: the E2 sets train/test1/test2/test3; mix: one trace of --models at --rho")
-    p.add_argument("--gpu", default="l4", help="GPU preset (l4, a100); default l4")
+    p.add_argument("--gpu", default="l4", help="GPU preset (l4, a100, v100); default l4")
+    _add_truth_options(p, operators=True)
     p.add_argument("--seed", type=int, default=0, help="seed of arrivals and noise (default 0)")
     p.add_argument("--out", required=True, help="output folder (must not exist or be empty, unless --force)")
     p.add_argument("--executions", type=int, default=None, help="executions per set (default 20000)")
@@ -194,7 +229,8 @@ def _run_simulate(args) -> int:
         extra = [f"--{k.replace('_', '-')}" for k in ("models", "rho", "batch_sizes") if getattr(args, k) is not None]
         if extra:
             raise InterfpredError(f"{', '.join(extra)}: apply only to --scenario mix")
-        scenario = paper_scenario(args.gpu, seed=args.seed, executions=n, gpus=args.gpus)
+        scenario = paper_scenario(args.gpu, seed=args.seed, executions=n, gpus=args.gpus, truth=args.truth,
+                                  zoo=args.zoo)
     else:
         if args.models is None or args.rho is None:
             raise InterfpredError("--scenario mix needs --models and --rho")
@@ -206,10 +242,13 @@ def _run_simulate(args) -> int:
             except ValueError:
                 raise InterfpredError(f"--batch-sizes {args.batch_sizes!r} must be comma-separated integers") from None
         scenario = mix_scenario(models, rho=args.rho, gpu=args.gpu, seed=args.seed, executions=n,
-                                batch_sizes=batches, gpus=args.gpus)
-    names = write_scenario(scenario, args.out, force=args.force)
+                                batch_sizes=batches, gpus=args.gpus, truth=args.truth, zoo=args.zoo)
+    names = write_scenario(scenario, args.out, force=args.force, operators=args.operators)
     sizes = ", ".join(f"{k}.csv ({len(t)} executions)" for k, t in scenario.traces.items())
-    print(f"wrote {args.out}: {names[0]}, {sizes}, {names[-1]} (synthetic, gpu {scenario.spec.name}, seed {args.seed})")
+    ops = ", operators.csv" if args.operators else ""
+    source = scenario.source
+    print(f"wrote {args.out}: {names[0]}, {sizes}{ops}, {names[-1]} ({source}, {scenario.truth} truth, "
+          f"gpu {scenario.spec.name}, seed {args.seed})")
     return 0
 
 
@@ -217,7 +256,7 @@ _COMMANDS.append(_add_simulate)
 
 
 
-# ---------------------------------------------------------------------------- reproduce (issue 6)
+# ---------------------------------------------------------------------------- reproduce
 def _add_reproduce(sub) -> None:
     from interfpred.constants import REPRODUCE_DEFAULT_OUT
 
@@ -231,7 +270,9 @@ def _add_reproduce(sub) -> None:
     p.add_argument("--quick", action="store_true", help="smaller traces (about a minute on two cores)")
     p.add_argument("--out", default=REPRODUCE_DEFAULT_OUT, help=f"output folder (default ./{REPRODUCE_DEFAULT_OUT})")
     p.add_argument("--seed", type=int, default=0, help="seed of the simulated workloads (default 0)")
-    p.add_argument("--gpu", default="l4", help="simulated GPU preset: l4 or a100 (default l4)")
+    p.add_argument("--gpu", default=None, help="simulated GPU preset: v100, l4 or a100 (default v100; l4 with "
+                                               "--truth fluid)")
+    _add_truth_options(p, operators=False)
     p.add_argument("--force", action="store_true", help="replace an --out that already holds a report")
     p.set_defaults(func=_run_reproduce)
 
@@ -250,7 +291,7 @@ def _run_reproduce(args) -> int:
     argv = getattr(args, "_argv", None)
     command = shlex.join(["interfpred", *argv]) if argv is not None else None
     sections = reproduce(args.out, quick=args.quick, seed=args.seed, force=args.force, progress=progress,
-                         gpu=args.gpu, command=command)
+                         gpu=args.gpu, command=command, truth=args.truth, zoo=args.zoo)
     print(format_terminal(sections))
     print(f"wrote {args.out}/report.md and results.json in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return 0
@@ -259,7 +300,7 @@ def _run_reproduce(args) -> int:
 _COMMANDS.append(_add_reproduce)
 
 
-# ---------------------------------------------------------------------------- fit / evaluate / predict (issue 6)
+# ---------------------------------------------------------------------------- fit / evaluate / predict
 def _add_fit(sub) -> None:
     from interfpred.constants import AGGREGATIONS, COMBINES, FEATURE_MAPS, MODEL_DEFAULT_EXTRACTOR, TARGETS
 
@@ -382,6 +423,9 @@ def _add_evaluate(sub) -> None:
                     "configuration afresh on the rest, --repeats times (pair: by run; model: leave-one-model-out).")
     p.add_argument("--model", help="model file written by 'interfpred fit' (with --split: only its configuration "
                                    "is used; default configuration when omitted)")
+    p.add_argument("--trust-model-file", action="store_true",
+                   help="allow a model wrapping a river/scikit-learn estimator, stored as a pickle: loading it "
+                        "runs code from the file, so pass this only for files you wrote yourself")
     p.add_argument("--profiles", help="tidy profile CSV (needed with --trace)")
     p.add_argument("--trace", help="trace CSV")
     p.add_argument("--measurements", help="measurement runs, CSV or Parquet, or dataset:gavel_v100")
@@ -404,7 +448,7 @@ def _run_evaluate(args) -> int:
         raise InterfpredError("--model is required (a model file written by 'interfpred fit'), or use --split")
     if args.trace is not None and args.measurements is not None:
         raise InterfpredError("evaluate one data set at a time: --trace or --measurements")
-    model = load_model(args.model)
+    model = load_model(args.model, trusted=args.trust_model_file)
     profiles, trace, meas = _load_inputs(args)
     ev = model.evaluate(trace, profiles, measurements=meas, online=args.online)
     n, what = (len(trace), "executions") if trace is not None else (len(meas), "measurement rows")
@@ -423,7 +467,7 @@ def _run_split(args) -> int:
     if args.split == "model" and args.repeats is not None:
         raise InterfpredError("--repeats applies to --split pair (leave-one-model-out holds each model out once)")
     profiles, _, meas = _load_inputs(args)
-    model = load_model(args.model) if args.model is not None else InterferenceModel()
+    model = load_model(args.model, trusted=args.trust_model_file) if args.model is not None else InterferenceModel()
     model.choose_map(profiles)
     if model.note:
         print(f"interfpred: {model.note}", file=sys.stderr)
@@ -443,6 +487,9 @@ def _add_predict(sub) -> None:
                     "execution of --trace (or run, model, batch_size, share and the same three for every row of "
                     "--measurements) to a CSV (atomically).")
     p.add_argument("--model", required=True, help="model file written by 'interfpred fit'")
+    p.add_argument("--trust-model-file", action="store_true",
+                   help="allow a model wrapping a river/scikit-learn estimator, stored as a pickle: loading it "
+                        "runs code from the file, so pass this only for files you wrote yourself")
     p.add_argument("--profiles", help="tidy profile CSV (needed with --trace)")
     p.add_argument("--trace", help="trace CSV")
     p.add_argument("--measurements", help="measurement runs, CSV or Parquet, or dataset:gavel_v100")
@@ -455,7 +502,7 @@ def _run_predict(args) -> int:
 
     if args.trace is not None and args.measurements is not None:
         raise InterfpredError("predict one data set at a time: --trace or --measurements")
-    model = load_model(args.model)
+    model = load_model(args.model, trusted=args.trust_model_file)
     profiles, trace, meas = _load_inputs(args)
     if trace is not None:
         n = write_predictions(model, trace, profiles, args.out)
@@ -525,7 +572,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
             msg = f"{exc.filename}: {exc.strerror}"  # not "[Errno 2] ..."
         else:
-            msg = str(exc)
+            msg = str(exc).replace(" (force=True)", "")  # library messages name both spellings
         print(f"interfpred: error: {msg}".replace("\n", " "), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

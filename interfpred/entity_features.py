@@ -28,8 +28,8 @@ Examples
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from interfpred._jit import njit
 from interfpred.constants import AGGREGATIONS
 from interfpred.entities import Entities
 from interfpred.errors import InterfpredError
@@ -200,9 +200,11 @@ class RunningEntities:
                 elif agg == 1:
                     self._acc[i] = cur if first else {k: alpha * cur.get(k, 0.0) + (1.0 - alpha) * acc.get(k, 0.0)
                                                       for k in acc.keys() | cur.keys()}
-                else:
+                else:  # a new dict (never in place), so a shallow copy of this object can undo an event
+                    acc = dict(acc)
                     for k, c in cur.items():
                         acc[k] = acc.get(k, 0.0) + dur * c
+                    self._acc[i] = acc
                     self._total[i] += dur
                 self._nseg[i] += 1
         if self._t is None or t > self._t:

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from interfpred import _timeline_kernels as _k
-from interfpred.constants import MAX_RUNNING_SET, PROFILE_CACHE_SIZE
+from interfpred.constants import DEFAULT_SHARE, MAX_RUNNING_SET, PROFILE_CACHE_SIZE
 from interfpred.errors import InterfpredError
 from interfpred.features import _AGG_IDS, Extractor
 from interfpred.profiles import ProfileTable
@@ -149,7 +149,7 @@ class TimelineState:
         self._in_seg = np.zeros(cap, dtype=np.bool_)
         self._seg_t0 = 0.0
         self._now: float | None = None
-        self._profile_cache: dict[tuple[str, Any], tuple[float, float, float, float]] = {}
+        self._profile_cache: dict[tuple[str, Any, float], tuple[float, float, float, float]] = {}
         self._serial: list[int] = []
         self._next_serial = 0
         self._settled: frozenset[int] = frozenset()
@@ -214,8 +214,9 @@ class TimelineState:
                 self._seg_t0 = self._now
         self._now = t
 
-    def lookup_profile(self, model: Any, batch_size: Any, what: str = "lookup") -> tuple[float, float, float, float]:
-        """``(sm, l2, dram, solo_ms)`` of ``model`` at ``batch_size`` on this state's GPU, cached.
+    def lookup_profile(self, model: Any, batch_size: Any, what: str = "lookup",
+                       share: float = DEFAULT_SHARE) -> tuple[float, float, float, float]:
+        """``(sm, l2, dram, solo_ms)`` of ``model`` at ``batch_size`` and MPS ``share`` on this state's GPU, cached.
 
         Uses :meth:`ProfileTable.lookup_arrays`, the very arithmetic of the batch form, so
         streaming and batch features agree to the bit; ``what`` prefixes the error message.
@@ -228,7 +229,7 @@ class TimelineState:
         >>> TimelineState(TimeWeighted(), prof).lookup_profile("a", 1)
         (0.5, 0.25, 0.125, 2.0)
         """
-        key = (str(model), batch_size)
+        key = (str(model), batch_size, share)
         try:
             prof = self._profile_cache.get(key)
         except TypeError:
@@ -236,6 +237,7 @@ class TimelineState:
         if prof is None:
             try:
                 v = self.profiles.lookup_arrays([key[0]], [batch_size], gpus=None if self.gpu is None else [self.gpu],
+                                                shares=None if share == DEFAULT_SHARE else [share],
                                                 extrapolate=self.extrapolate)
             except (InterfpredError, TypeError, ValueError) as exc:
                 raise InterfpredError(f"{what} refused: {exc}") from None
@@ -243,15 +245,15 @@ class TimelineState:
             if lacking:
                 raise InterfpredError(f"{what} refused: feature map {self.extractor.feature_map!r} needs the "
                                       f"{lacking[0]} counter, which the profile of model {key[0]!r} lacks")
-            prof = tuple(0.0 if math.isnan(float(v[r][0])) else float(v[r][0]) for r in ("sm", "l2", "dram")) + (
-                float(v["solo_ms"][0]),)
+            sm, l2, dram = (0.0 if math.isnan(float(v[r][0])) else float(v[r][0]) for r in ("sm", "l2", "dram"))
+            prof = (sm, l2, dram, float(v["solo_ms"][0]))
             if len(self._profile_cache) >= PROFILE_CACHE_SIZE:
                 self._profile_cache.clear()
             self._profile_cache[key] = prof
         return prof
 
-    def start(self, id: Any, model: str, batch_size: float, t: float) -> None:
-        """An execution ``id`` of ``model`` at ``batch_size`` launches at time ``t`` (ms).
+    def start(self, id: Any, model: str, batch_size: float, t: float, *, share: float = DEFAULT_SHARE) -> None:
+        """An execution ``id`` of ``model`` at ``batch_size`` (MPS ``share``, percent) launches at time ``t`` (ms).
 
         Raises
         ------
@@ -270,7 +272,7 @@ class TimelineState:
         if len(self._ids) >= MAX_RUNNING_SET:
             raise InterfpredError(f"{what} refused: {len(self._ids)} executions already run, the most is "
                                   f"MAX_RUNNING_SET={MAX_RUNNING_SET}")
-        prof = self.lookup_profile(model, batch_size, what)
+        prof = self.lookup_profile(model, batch_size, what, share)
         # Validated; from here on nothing can fail.
         self._advance(tf)
         k = len(self._ids)
@@ -327,7 +329,7 @@ class TimelineState:
             _k.finalize(acc, wsum, seen, self._dem[a].copy(),
                         self.extractor._map_id, self.extractor._combine_id, self._agg_id)
         elif not seen:
-            acc = self.extractor.feature_map(self._dem[a].copy(), np.empty((0, 3)))
+            acc = self.extractor._custom_map(self._dem[a].copy(), np.empty((0, 3)))
         elif self._agg_id == _k.AGG_TIME_WEIGHTED:
             acc = acc / wsum
         latency = tf - float(self._start[a])

@@ -13,13 +13,14 @@ Examples
 >>> out = pathlib.Path(tempfile.mkdtemp()) / "report"
 >>> sections = reproduce(out, executions=400)
 >>> [s.title for s in sections]
-['E1: co-location dynamics', 'E2: workload change', 'E3: SLO-aware scheduling with co-location', 'E4: real co-location measurements (Gavel V100 pairs)']
+['E1: co-location dynamics', 'E2: workload change', 'E3: SLO-aware scheduling with co-location',
+ 'E4: real co-location measurements (Gavel V100 pairs)']
 >>> sorted(p.name for p in out.iterdir() if p.suffix != ".png")
 ['report.md', 'results.json']
 >>> reproduce(out, executions=400)
 Traceback (most recent call last):
 ...
-interfpred.errors.InterfpredError: ... already holds a report (report.md); pass force=True (--force) to replace it
+interfpred.errors.InterfpredError: ... already holds a report (report.md); pass --force (force=True) to replace it
 """
 
 from __future__ import annotations
@@ -29,18 +30,20 @@ import json
 import os
 import platform
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from interfpred._io import recover, replace_folder, temp_folder
 from interfpred._version import __version__
+from interfpred.constants import SIM_DEFAULT_TRUTH, SIM_TRUTHS
 from interfpred.errors import InterfpredError
 from interfpred.experiments.paper import run_e1, run_e2
 from interfpred.experiments.real import run_e4
 from interfpred.experiments.report import ReproduceContext, Section
 from interfpred.experiments.scheduling import run_e3
 from interfpred.sim.contention import get_gpu_spec
+from interfpred.sim.orion import phase_zoo
 
 __all__ = ["DEFAULT_SECTIONS", "REPORT_FILES", "reproduce"]
 
@@ -58,9 +61,9 @@ def _check_out(out: Path, force: bool) -> None:
         names = os.listdir(out)
         if any(n in names for n in REPORT_FILES) and not force:
             raise InterfpredError(f"--out {out} already holds a report (report.md); "
-                                  "pass force=True (--force) to replace it")
+                                  "pass --force (force=True) to replace it")
         if names and not force:
-            raise InterfpredError(f"--out {out} exists and is not empty; pass force=True (--force) to replace it")
+            raise InterfpredError(f"--out {out} exists and is not empty; pass --force (force=True) to replace it")
     parent = out.parent
     if not parent.is_dir():
         raise InterfpredError(f"cannot write --out {out}: its parent folder {parent} does not exist")
@@ -69,18 +72,8 @@ def _check_out(out: Path, force: bool) -> None:
 
 
 def _install(tmp: Path, out: Path) -> None:
-    """Rename ``tmp`` to ``out``, replacing an existing ``out`` only once ``tmp`` is complete."""
-    if out.exists():
-        old = Path(tempfile.mkdtemp(prefix=".old-report-", dir=out.parent))
-        os.rename(out, old / "x")
-        try:
-            os.rename(tmp, out)
-        except BaseException:
-            os.rename(old / "x", out)
-            raise
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.rename(tmp, out)
+    """Move the complete ``tmp`` to ``out``, replacing an existing ``out`` only now (crash-safe)."""
+    replace_folder(tmp, out)
 
 
 def _resolve(sections: Sequence[Callable[[ReproduceContext], Section] | str] | None) -> list[Callable]:
@@ -103,7 +96,8 @@ def _resolve(sections: Sequence[Callable[[ReproduceContext], Section] | str] | N
 def reproduce(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: int = 0, force: bool = False,
               progress: Callable[[str], None] | None = None,
               sections: Sequence[Callable[[ReproduceContext], Section] | str] | None = None,
-              gpu: str = "l4", executions: int | None = None, command: str | None = None) -> list[Section]:
+              gpu: str | None = None, executions: int | None = None, command: str | None = None,
+              truth: str = SIM_DEFAULT_TRUTH, zoo: str | None = None) -> list[Section]:
     """Run the experiments and write ``report.md``, ``results.json`` and the figures into ``out_dir``.
 
     Parameters
@@ -121,11 +115,19 @@ def reproduce(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: int
     sections
         Section functions (or names such as ``"e1"``) to run instead of :data:`DEFAULT_SECTIONS`.
     gpu
-        Simulated GPU preset (``l4``, ``a100``).
+        Simulated GPU preset (``v100``, ``l4``, ``a100``); None: ``v100`` under the phase-structured
+        truth, ``l4`` under the fluid one.
     executions
         Executions per simulated set, overriding the size ``quick`` implies (for tests).
     command
         The command line to record in the report (the CLI passes its own).
+    truth
+        ``"phases"`` (operator phases and hidden per-model factors) or ``"fluid"`` (the earlier
+        ground truth: one demand vector per execution, a function of its profile).
+    zoo
+        Model family: ``"orion"`` or ``"synthetic"`` (None: under ``truth="phases"`` orion on a
+        v100, synthetic elsewhere; under ``"fluid"`` synthetic).  ``truth="fluid", zoo="orion"``
+        runs the orion passes' time-averaged profiles without phases or hidden factors.
 
     Returns
     -------
@@ -133,8 +135,15 @@ def reproduce(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: int
         In the order run.
     """
     out = Path(os.path.abspath(os.fspath(out_dir)))
+    recover(out)  # a run killed while replacing ``out`` left it aside: put it back first
     _check_out(out, force)
+    if truth not in SIM_TRUTHS:
+        raise InterfpredError(f"unknown truth {truth!r}; known: {', '.join(SIM_TRUTHS)}")
+    if gpu is None:
+        gpu = "v100" if truth == "phases" or zoo == "orion" else "l4"
     get_gpu_spec(gpu)  # an unknown preset fails here, before any work
+    if truth == "phases" or zoo is not None:
+        phase_zoo(gpu, zoo)  # an unknown or mismatched zoo too
     if executions is not None and (not isinstance(executions, int) or executions < 40):
         raise InterfpredError(f"executions {executions!r} must be an integer >= 40")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
@@ -143,11 +152,12 @@ def reproduce(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: int
     say = progress or (lambda message: None)
     t0 = time.perf_counter()
     try:
-        tmp = Path(tempfile.mkdtemp(prefix=".tmp-report-", dir=out.parent))
+        tmp = Path(temp_folder(out))
     except OSError as exc:
         raise InterfpredError(f"cannot write --out {out}: {exc.strerror or exc}") from None
     try:
-        ctx = ReproduceContext(out_dir=tmp, seed=seed, quick=quick, progress=say, gpu=gpu, executions=executions)
+        ctx = ReproduceContext(out_dir=tmp, seed=seed, quick=quick, progress=say, gpu=gpu, executions=executions,
+                               truth=truth, zoo=zoo)
         done: list[Section] = []
         for f in funcs:
             t1 = time.perf_counter()
@@ -160,7 +170,7 @@ def reproduce(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: int
                                                                   ("executions", executions)) if v not in (None,)]
             command = f"python -c 'from interfpred.experiments.reproduce import reproduce; reproduce({', '.join(args)})'"
         meta = {"interfpred_version": __version__, "command": command, "seed": seed, "quick": quick, "gpu": gpu,
-                "executions": executions, "python": platform.python_version(), "runtime_s": runtime,
+                "executions": executions, "truth": truth, "zoo": zoo, "python": platform.python_version(), "runtime_s": runtime,
                 "generated": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
         with open(tmp / "report.md", "w", encoding="utf-8") as fh:
             fh.write(_report_markdown(done, meta))
@@ -192,9 +202,9 @@ def _report_markdown(sections: Sequence[Section], meta: dict) -> str:
         "# interfpred reproduction report",
         "",
         "E1 to E3, the experiments of Zhao & Georgantas (2026) and a scheduling study, run on interfpred's",
-        "simulator (a synthetic model zoo and a fluid ground-truth model of contention: no GPU was used, none of",
-        "their numbers was measured on hardware), with interfpred's own best configuration measured beside them",
-        "on the same data. E4 uses real measurements shipped with interfpred (Gavel's V100 pairs).",
+        "simulator (no GPU was used, none of their numbers was measured on hardware), with interfpred's own best",
+        f"configuration measured beside them on the same data. Ground truth of E1 and E2: {_truth_words(meta)}.",
+        "E4 uses real measurements shipped with interfpred (Gavel's V100 pairs).",
         "",
         f"- command: `{meta['command']}`",
         f"- interfpred {meta['interfpred_version']}, Python {meta['python']}, seed {meta['seed']}, "
@@ -208,6 +218,16 @@ def _report_markdown(sections: Sequence[Section], meta: dict) -> str:
         if isinstance(runtime, float):
             lines += [f"_Section runtime: {runtime:.1f} s._", ""]
     return "\n".join(lines)
+
+
+def _truth_words(meta: dict) -> str:
+    if meta.get("truth") == "fluid":
+        family = "orion passes' time-averaged demands" if meta.get("zoo") == "orion" else "synthetic zoo"
+        return f"fluid (one demand vector per execution, its profile's; {family})"
+    zoo = meta.get("zoo") or ("orion" if meta["gpu"] == "v100" else "synthetic")
+    family = ("Orion's real V100 operator sequences with derived demands" if zoo == "orion"
+              else "the synthetic zoo, one operator per pass")
+    return f"operator phases with hidden per-model L2 footprints and latency hiding ({family})"
 
 
 def format_terminal(sections: Sequence[Section]) -> str:

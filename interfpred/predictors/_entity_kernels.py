@@ -20,7 +20,8 @@ State (see entity_rls.py for the model)::
 
 Row input (CSR as in :class:`~interfpred.entities.Entities`): ``own`` (n,) vocabulary indices,
 ``indptr`` (n + 1,), ``co`` and ``w`` (nnz,); ``has_ent`` 0 when the caller gave no entities.
-Status codes as in ``_kernels`` plus ``BAD_LOG`` (a target <= 0 with a log target).
+Status codes as in ``_kernels`` plus ``BAD_LOG`` (a target <= 0 with a log target) and
+``MISSING`` (a row names an entity not created yet; nothing changed).
 """
 
 from __future__ import annotations
@@ -28,14 +29,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 from numba import types as _t
 
-from interfpred.predictors._entity_tables import row_missing, count_missing, pair_get
-from interfpred.predictors._kernels import BAD_WIDTH, BAD_X, BAD_Y, NOT_PD, OK
+from interfpred._jit import njit
+from interfpred.constants import FEATURE_ABS_MAX, TARGET_ABS_MAX
+from interfpred.predictors._entity_tables import count_missing, pair_get, row_missing
+from interfpred.predictors._kernels import BAD_WIDTH, BAD_X, BAD_Y, NOT_PD, OK, X_RANGE, Y_RANGE
 
-BAD_LOG = 5
-MISSING = 6
+BAD_LOG = 10
+MISSING = 11
 EH = 16
 
 
@@ -49,6 +51,11 @@ def _check(g, x, y):
             return BAD_X
     if not math.isfinite(y):
         return BAD_Y
+    for i in range(d):
+        if abs(x[i]) > FEATURE_ABS_MAX:
+            return X_RANGE
+    if abs(y) > TARGET_ABS_MAX:
+        return Y_RANGE
     if g[10] != 0.0 and not y > 0.0:
         return BAD_LOG
     return OK

@@ -9,7 +9,8 @@ hold -1 and the caller keeps it at most half full. Other arrays as in ``_entity_
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from interfpred._jit import njit
 
 __all__ = ["count_missing", "pair_del", "pair_get", "pair_missing", "pair_put", "pairwise_terms", "row_missing"]
 

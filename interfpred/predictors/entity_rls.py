@@ -138,6 +138,8 @@ def _status_error(status: int, row: int | None = None, d: Any = None) -> Interfp
         return InterfpredError(f"y contains NaN or inf{where}; targets must be finite")
     if status == EK.BAD_LOG:
         return InterfpredError(f"y holds a value <= 0{where}; log_target=True needs positive targets")
+    if status in (K.X_RANGE, K.Y_RANGE):
+        return K.status_error(status, row, kind="EntityRLS")
     return InterfpredError(f"EntityRLS covariance lost positive definiteness{where}; the update was refused")
 
 
