@@ -27,6 +27,7 @@ _LAZY: dict[str, str] = {
     "InterfpredError": "interfpred.errors",
     "InputError": "interfpred.errors",
     "Entities": "interfpred.entities",
+    "EntityRLS": "interfpred.predictors",
     "Measurements": "interfpred.measurements",
     "datasets": "interfpred.datasets",
     "Profile": "interfpred.profiles",
@@ -100,6 +101,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the real names
     from interfpred.model import InterferenceModel, load_model
     from interfpred.predictors import (
         RLS,
+        EntityRLS,
         GpuletsModel,
         OfflineLinear,
         OnlineSGD,

@@ -52,7 +52,24 @@ def _data(d: int, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return X, 1.0 + X @ rng.normal(size=d) * 0.1 + 0.01 * rng.normal(size=n)
 
 
+#: Entities of the benchmark rows of predictors that use them: this many models, 1-2 co-runners per row.
+BENCH_ENTITIES = 50
+
+
+def _bench_entities(n: int, seed: int = 0) -> Any:
+    from interfpred.entities import Entities
+
+    rng = np.random.default_rng(seed)
+    names = [f"model-{i}" for i in range(BENCH_ENTITIES)]
+    own = rng.integers(0, BENCH_ENTITIES, n)
+    co = [{names[j]: 1.0 for j in rng.choice(BENCH_ENTITIES, int(rng.integers(1, 3)), replace=False)}
+          for _ in range(n)]
+    return Entities.from_lists([names[i] for i in own], co)
+
+
 def _ours(p: BasePredictor, d: int, n: int, repeats: int) -> BenchRow:
+    if getattr(p, "uses_entities", False):
+        return _ours_entities(p, d, n, repeats)
     X, y = _data(d, max(n, BATCH))
     if not p.learns_online:  # frozen: update is refused, so only predict is timed
         p.predict(X[:10])
@@ -81,6 +98,35 @@ def _ours(p: BasePredictor, d: int, n: int, repeats: int) -> BenchRow:
         update_one=_best(u1, n, repeats),
         predict_batch=_best(lambda: predict(Xb), BATCH, repeats),
         update_batch=_best(lambda: update(Xb, yb), BATCH, repeats),
+    )
+
+
+def _ours_entities(p: Any, d: int, n: int, repeats: int) -> BenchRow:
+    """As ``_ours``, every row with its entities (BENCH_ENTITIES models, all seen in the warm-up)."""
+    m = max(n, BATCH)
+    X, y = _data(d, m)
+    ent = _bench_entities(m)
+    p.update(X, y, entities=ent)  # allocate, compile, create every entity and pair of the rows
+    rows = [X[i].copy() for i in range(n)]
+    ys = [float(v) for v in y[:n]]
+    ents = ent.split_rows()[:n]
+    predict, update = p.predict, p.update
+
+    def p1() -> None:
+        for x, e in zip(rows, ents):
+            predict(x, entities=e)
+
+    def u1() -> None:
+        for x, t, e in zip(rows, ys, ents):
+            update(x, t, entities=e)
+
+    Xb, yb, eb = X[:BATCH].copy(), y[:BATCH].copy(), ent.take(np.arange(BATCH))
+    return BenchRow(
+        name=repr(p) + f" +{BENCH_ENTITIES} entities", d=d,
+        predict_one=_best(p1, n, repeats),
+        update_one=_best(u1, n, repeats),
+        predict_batch=_best(lambda: predict(Xb, entities=eb), BATCH, repeats),
+        update_batch=_best(lambda: update(Xb, yb, entities=eb), BATCH, repeats),
     )
 
 

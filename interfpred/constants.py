@@ -236,3 +236,26 @@ CHUNK_ROWS = 1 << 15
 PARQUET_BATCH_ROWS = 1 << 17
 #: Bytes per block of pyarrow's CSV reader (fewer, larger blocks: fewer chunks to convert).
 CSV_BLOCK_BYTES = 8 << 20
+# ---------------------------------------------------------------- per-entity terms (EntityRLS)
+#: EntityRLS: forgetting of each entity term, applied each time the term is touched by an observation
+#: (memory of about 1 / (1 - f) observations *of that entity*, so a rarely seen pair is not forgotten by time alone).
+ENTITY_FORGETTING = 0.999
+#: EntityRLS: prior variances (zero-mean Gaussian shrinkage) of a model's sensitivity, a co-runner's
+#: aggressiveness, a per-pair residual and each latent-factor coordinate, relative to the observation noise
+#: variance (1 / variance is the term's ridge penalty: that many pseudo-observations at 0); the centre of the
+#: grid ``tune_priors`` searches.
+ENTITY_SENSITIVITY_VAR = 0.1
+ENTITY_AGGRESSIVENESS_VAR = 0.1
+ENTITY_PAIR_VAR = 0.05
+ENTITY_FACTOR_VAR = 0.05
+#: EntityRLS: a new entity's latent factors start at N(0, (ENTITY_FACTOR_INIT * sqrt(factor_var))^2), seeded:
+#: non-zero to break the symmetry of the bilinear term, small so that a new entity stays near g(phi).
+ENTITY_FACTOR_INIT = 0.1
+#: EntityRLS(covariance="auto"): the joint covariance of every parameter (exact RLS, O(N^2) per update) is kept
+#: while there are at most this many parameters; beyond, only the global block and each entity term's variance.
+ENTITY_FULL_MAX_PARAMS = 512
+#: Largest rank of EntityRLS's latent factors.
+ENTITY_MAX_RANK = 8
+#: Grid of the validation rule that tunes EntityRLS's prior variances (``select_prior_variances``): each
+#: value multiplies the given variances of one family (model-level terms; pair-level terms).
+ENTITY_VAR_SCALES = (0.1, 1.0, 10.0, 100.0, 1000.0)

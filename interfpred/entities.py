@@ -143,6 +143,33 @@ class Entities:
         pick = np.repeat(self.indptr[idx] - indptr[:-1], counts) + np.arange(int(indptr[-1]))
         return Entities(self.names, self.own[idx], indptr, self.co[pick], self.weight[pick])
 
+    def split_rows(self) -> list[Entities]:
+        """One single-row table per row (same vocabulary), for loops that learn row by row.
+
+        The rows are slices of this already validated table, so they are built without
+        re-validation (about a microsecond each instead of ten).
+
+        Examples
+        --------
+        >>> [r.row(0) for r in Entities.from_lists(["a", "b"], [{"b": 1.0}, {}]).split_rows()]
+        [('a', {'b': 1.0}), ('b', {})]
+        """
+        n = len(self)
+        ptrs = np.zeros((n, 2), dtype=np.int64)
+        ptrs[:, 1] = np.diff(self.indptr)
+        out = []
+        new, put = object.__new__, object.__setattr__
+        for i in range(n):
+            lo, hi = int(self.indptr[i]), int(self.indptr[i + 1])
+            e = new(Entities)
+            put(e, "names", self.names)
+            put(e, "own", self.own[i:i + 1])
+            put(e, "indptr", ptrs[i])
+            put(e, "co", self.co[lo:hi])
+            put(e, "weight", self.weight[lo:hi])
+            out.append(e)
+        return out
+
     def pair_keys(self) -> list[tuple[str, tuple[str, ...]]]:
         """Per row: ``(own name, sorted names of the co-runners with positive weight)``.
 

@@ -105,7 +105,7 @@ def prequential_entities(predictor: Any, X: np.ndarray, y: np.ndarray, *, start_
     taught; without them each row is learned right after it is predicted.
     """
     n = X.shape[0]
-    one = [entities.take([i]) for i in range(n)]
+    one = entities.split_rows()
     if not predictor.learns_online:
         return np.asarray(predictor.predict(X, entities=entities), dtype=np.float64)
     out = np.empty(n)

@@ -469,7 +469,7 @@ class Extractor:
 
     # ------------------------------------------------------------------ batch
     def transform(self, trace: Trace, profiles: ProfileTable, *, timeline: Timeline | None = None,
-                  extrapolate: bool = False) -> FeatureMatrix:
+                  extrapolate: bool = False, entities: str | None = None) -> FeatureMatrix:
         """Features and target of every execution of ``trace``, in its row order.
 
         Parameters
@@ -483,13 +483,17 @@ class Extractor:
             segmentation between several extractors; built here when omitted.
         extrapolate
             Passed to the profile lookup (batch sizes outside the profiled range).
+        entities
+            Also fill :attr:`FeatureMatrix.entities`, keyed ``"model"`` or ``"model_batch"``
+            (:func:`interfpred.entity_features.trace_entities`, aggregated like the features).
 
         Raises
         ------
         InterfpredError
             A row without a profile, or a zero-latency row with ``target="rate"``.
         """
-        return transform_many([self], trace, profiles, timeline=timeline, extrapolate=extrapolate)[0]
+        return transform_many([self], trace, profiles, timeline=timeline, extrapolate=extrapolate,
+                              entities=entities)[0]
 
     def _features(self, seg_start, seg_end, seg_ptr, members, dem) -> np.ndarray:
         agg_id = _AGG_IDS[self.aggregation]
@@ -603,12 +607,14 @@ class TimeWeighted(Extractor):
 
 
 def transform_many(extractors: Sequence[Extractor], trace: Trace, profiles: ProfileTable, *,
-                   timeline: Timeline | None = None, extrapolate: bool = False) -> list[FeatureMatrix]:
+                   timeline: Timeline | None = None, extrapolate: bool = False,
+                   entities: str | None = None) -> list[FeatureMatrix]:
     """:meth:`Extractor.transform` of several extractors over one trace, sharing the work.
 
     Profiles are looked up and the trace segmented once; extractors with the same built-in map
     and combine evaluate the map once per (segment, member) and fold it into every aggregation
-    in the same pass. Each result equals that extractor's own ``transform`` to the bit.
+    in the same pass. Each result equals that extractor's own ``transform`` to the bit. With
+    ``entities`` (``"model"`` or ``"model_batch"``) each result also carries the rows' entities.
 
     Examples
     --------
@@ -675,7 +681,13 @@ def transform_many(extractors: Sequence[Extractor], trace: Trace, profiles: Prof
     for ex, x in zip(exs, X):
         assert x is not None  # every extractor's features were computed above
         y = latency / solo if ex.target == "slowdown" else solo / latency
-        results.append(FeatureMatrix(X=x, names=ex.names, y=y, target=ex.target, solo_ms=solo, latency_ms=latency))
+        ent = None
+        if entities is not None:
+            from interfpred.entity_features import trace_entities
+
+            ent = trace_entities(trace, ex.aggregation, alpha=ex._agg_alpha, key=entities, segments=seg)
+        results.append(FeatureMatrix(X=x, names=ex.names, y=y, target=ex.target, solo_ms=solo, latency_ms=latency,
+                                     entities=ent))
     return results
 
 

@@ -50,6 +50,7 @@ from interfpred.constants import (
 )
 from interfpred.counters import supported_maps
 from interfpred.entities import Entities
+from interfpred.entity_features import parent_entities
 from interfpred.errors import InterfpredError
 from interfpred.evaluation import call, fit_baselines, prequential_entities, prequential_runs
 from interfpred.experiments.metrics import AccuracySummary, accuracy_summary
@@ -242,17 +243,32 @@ class InterferenceModel:
     # ------------------------------------------------------------------ data
     def features(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,
                  measurements: Measurements | None = None) -> FeatureMatrix:
-        """Features, target and entities of every execution of ``trace``, then every row of ``measurements``."""
+        """Features, target and entities of every execution of ``trace``, then every row of ``measurements``.
+
+        Entities are keyed by the predictor's ``entity`` parameter when it has one (``"model"`` or
+        ``"model_batch"``), else by model (what the per-pair baseline groups by).
+        """
+        key = getattr(self.predictor, "entity", "model") if getattr(self.predictor, "uses_entities", False) \
+            else "model"
         parts = []
         if trace is not None:
             if profiles is None:
                 raise InterfpredError("a trace needs profiles (solo latency and counters per model)")
-            parts.append(self.extractor.transform(trace, profiles))
+            parts.append(self.extractor.transform(trace, profiles, entities=key))
         if measurements is not None:
-            parts.append(measurement_features(self.extractor, measurements, profiles))
+            parts.append(measurement_features(self.extractor, measurements, profiles, entity_key=key))
         if not parts:
             raise InterfpredError("give a trace (with profiles) or measurements")
         return parts[0] if len(parts) == 1 else concat_features(parts)
+
+    def _baseline_entities(self, fm: FeatureMatrix) -> Entities | None:
+        """The rows' entities by model (the per-pair baseline's groups), whatever key the predictor asked."""
+        if fm.entities is None or getattr(self.predictor, "entity", "model") != "model_batch":
+            return fm.entities
+        return parent_entities(fm.entities)
+
+    def _entities_for(self, p: BasePredictor, fm: FeatureMatrix) -> Entities | None:
+        return fm.entities if p is self.predictor else self._baseline_entities(fm)
 
     def _check_width(self, fm: FeatureMatrix) -> None:
         d = self.predictor.n_features_in_
@@ -306,7 +322,7 @@ class InterferenceModel:
                                                   if getattr(c, "supports_weights", False)))
             extra["sample_weight"] = weights
         call(self.predictor, "fit", fm.X, fm.y, entities=fm.entities, **extra)
-        self.baselines = fit_baselines(fm.X, fm.y, entities=fm.entities, sample_weight=weights)
+        self.baselines = fit_baselines(fm.X, fm.y, entities=self._baseline_entities(fm), sample_weight=weights)
         return self
 
     def update(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,
@@ -322,7 +338,7 @@ class InterferenceModel:
         self._check_width(fm)
         if len(fm):
             for p in (self.predictor, *self.baselines.values()):
-                call(p, "update", fm.X, fm.y, entities=fm.entities)
+                call(p, "update", fm.X, fm.y, entities=self._entities_for(p, fm))
 
     # ------------------------------------------------------------------ prediction
     def predict_slowdown(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,
@@ -341,7 +357,7 @@ class InterferenceModel:
         self._check_width(fm)
         if pred is None:
             p = self.predictor if predictor is None else predictor
-            pred = (np.asarray(call(p, "predict", fm.X, entities=fm.entities), dtype=np.float64) if len(fm)
+            pred = (np.asarray(call(p, "predict", fm.X, entities=self._entities_for(p, fm)), dtype=np.float64) if len(fm)
                     else np.empty(0))
         return np.asarray(self.extractor.latency_from_target(pred, fm.solo_ms), dtype=np.float64).reshape(-1)
 
@@ -367,10 +383,11 @@ class InterferenceModel:
             copy = predictor_from_state(p.to_state(), trusted=True)  # our own state
             if trace is not None:
                 pred = prequential(copy, fm.X, fm.y, start_ms=trace.start_ms, end_ms=trace.end_ms,
-                                   entities=fm.entities)
+                                   entities=self._entities_for(p, fm))
             else:
                 assert measurements is not None
-                pred = prequential_runs(copy, fm.X, fm.y, measurements.run_code, entities=fm.entities)
+                pred = prequential_runs(copy, fm.X, fm.y, measurements.run_code,
+                                        entities=self._entities_for(p, fm))
             return self._latency(fm, pred)
 
         lat = run(self.predictor)

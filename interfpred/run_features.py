@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from interfpred.entities import Entities
+from interfpred.entity_features import entity_names
 from interfpred.errors import InterfpredError
 from interfpred.features import Extractor, FeatureMatrix, checked_demands
 from interfpred.measurements import Measurements
@@ -68,8 +69,10 @@ def measurement_demands(measurements: Measurements, profiles: ProfileTable | Non
     return np.column_stack([vals["sm"], vals["l2"], vals["dram"]])
 
 
-def measurement_entities(measurements: Measurements) -> Entities:
+def measurement_entities(measurements: Measurements, key: str = "model") -> Entities:
     """Own model and co-runner models (weight 1 per member) of every row.
+
+    ``key="model_batch"`` names each entity ``"model@batch"`` (model and batch size) instead.
 
     Examples
     --------
@@ -78,7 +81,7 @@ def measurement_entities(measurements: Measurements) -> Entities:
     >>> measurement_entities(m).row(0)
     ('a', {'a': 1.0, 'b': 1.0})
     """
-    model = measurements.model.tolist()
+    model = entity_names(measurements.model, measurements.batch_size, key).tolist()
     co: list[dict[str, float]] = []
     for i in range(len(model)):
         row: dict[str, float] = {}
@@ -89,7 +92,7 @@ def measurement_entities(measurements: Measurements) -> Entities:
 
 
 def measurement_features(extractor: Extractor, measurements: Measurements, profiles: ProfileTable | None = None,
-                         *, extrapolate: bool = False) -> FeatureMatrix:
+                         *, extrapolate: bool = False, entity_key: str = "model") -> FeatureMatrix:
     """Exact features, target and entities of every measurement row, in row order.
 
     Parameters
@@ -104,6 +107,8 @@ def measurement_features(extractor: Extractor, measurements: Measurements, profi
         counter (``"shares"``). The solo latency is the measurement's own ``solo_ms``.
     extrapolate
         Passed to the profile lookup.
+    entity_key
+        How the rows' entities are named: ``"model"`` or ``"model_batch"`` (``"model@batch"``).
 
     Raises
     ------
@@ -144,7 +149,7 @@ def measurement_features(extractor: Extractor, measurements: Measurements, profi
     y = extractor.target_from_latency(lat, solo)
     return FeatureMatrix(X=np.ascontiguousarray(X, dtype=np.float64), names=extractor.names, y=y,
                          target=extractor.target, solo_ms=solo, latency_ms=lat,
-                         entities=measurement_entities(measurements))
+                         entities=measurement_entities(measurements, entity_key))
 
 
 def concat_entities(tables: list[Entities]) -> Entities:

@@ -84,9 +84,11 @@ from interfpred.constants import (
     TRACKER_MIN_RATE,
     TRACKER_MIN_REMAINING,
 )
+from interfpred.entities import Entities
+from interfpred.entity_features import RunningEntities
 from interfpred.errors import FrozenPredictorError, InterfpredError
 from interfpred.features import Extractor, TimeWeighted
-from interfpred.predictors import RLS, GpuletsModel, OfflineLinear, OnlineSGD
+from interfpred.predictors import RLS, EntityRLS, GpuletsModel, OfflineLinear, OnlineSGD
 from interfpred.profiles import ProfileTable
 from interfpred.projection import ProjectionInputs, project_affine_unchecked
 from interfpred.streaming import FinishedExecution, TimelineState, grown
@@ -94,7 +96,7 @@ from interfpred.streaming import FinishedExecution, TimelineState, grown
 __all__ = ["ColocationTracker", "FinishResult"]
 
 _AFFINE = (RLS, OnlineSGD, OfflineLinear)
-#: Status of ``_affine_project`` when a rate is not finite.
+#: Status of ``_entity_project`` when a rate is not finite.
 _PROJECT_NONFINITE = 1
 
 
@@ -166,6 +168,76 @@ def _snapshot(obj: Any) -> dict[str, Any]:
         if type(v) in _COPIED:
             out[k] = v.copy()
     return out
+
+
+@njit(cache=True)
+def _entity_rates(dem, idx, na, map_id, combine_id, w, b, S, M, log_target, alone_solo, is_rate, rmin, rmax, sub,
+                  out):
+    """Rates of members ``idx[:na]`` of a what-if set running together under an EntityRLS:
+    ``g(phi) + S[a] min(1, na - 1) + sum_b M[a, b]`` (exp with a log target; 1 alone)."""
+    for a in range(na):
+        i = idx[a]
+        sub[a, 0] = dem[i, 0]
+        sub[a, 1] = dem[i, 1]
+        sub[a, 2] = dem[i, 2]
+    phi = _k.map_running_set(sub[:na], map_id, combine_id)
+    d = w.shape[0]
+    h = 1.0 if na > 1 else 0.0
+    for a in range(na):
+        if na == 1 and alone_solo:
+            out[a] = _to_rate(1.0, is_rate, rmin, rmax)
+            continue
+        i = idx[a]
+        p = b + S[i] * h
+        for j in range(d):
+            p += w[j] * phi[a, j]
+        for c in range(na):
+            p += M[i, idx[c]]
+        if log_target:
+            p = math.exp(p)
+        out[a] = _to_rate(p, is_rate, rmin, rmax)
+
+
+@njit(cache=True)
+def _entity_project(dem, rem, t0, map_id, combine_id, w, b, S, M, log_target, alone_solo, is_rate, rmin, rmax,
+                    rtol, end):
+    """Fluid projection with EntityRLS's entity terms (see ``_entity_rates``).
+
+    Returns 0, or ``_PROJECT_NONFINITE`` when a rate or a remaining work is not finite: every
+    segment then retires at least one execution, so the loop is bounded by n.
+    """
+    n = dem.shape[0]
+    idx = np.arange(n)
+    r = rem.copy()
+    sub = np.empty((n, 3))
+    rate = np.empty(n)
+    na = n
+    t = t0
+    while na > 0:
+        _entity_rates(dem, idx, na, map_id, combine_id, w, b, S, M, log_target, alone_solo, is_rate, rmin, rmax,
+                      sub, rate)
+        tmin = np.inf
+        for a in range(na):
+            tau = r[idx[a]] / rate[a]
+            if not (rate[a] > 0.0 and tau >= 0.0 and tau < np.inf):  # NaN fails every comparison
+                return _PROJECT_NONFINITE
+            tmin = min(tmin, tau)
+        t_new = t + tmin
+        lim = tmin * (1.0 + rtol)
+        keep = 0
+        for a in range(na):
+            i = idx[a]
+            if r[i] / rate[a] <= lim:
+                end[i] = t_new
+            else:
+                r[i] -= rate[a] * tmin
+                idx[keep] = i
+                keep += 1
+        if keep == na:  # nothing retired: impossible with finite rates, but never loop for ever
+            return _PROJECT_NONFINITE
+        na = keep
+        t = t_new
+    return 0
 
 
 # ---------------------------------------------------------------------------- results
@@ -260,6 +332,11 @@ class ColocationTracker:
         self.max_rate = hi
         self._is_rate = extractor.target == "rate"
         self._fast = extractor.is_builtin and isinstance(predictor, (*_AFFINE, GpuletsModel))
+        # predictors that learn per-model terms get the entities of every row they see
+        self._ents = (RunningEntities(extractor.aggregation, alpha=getattr(extractor, "alpha", 0.5),
+                                      key=getattr(predictor, "entity", "model"))
+                      if getattr(predictor, "uses_entities", False) else None)
+        self._entity_fast = extractor.is_builtin and isinstance(predictor, EntityRLS)
         self._probe = np.vstack([np.zeros((1, d)), np.eye(d)])
         self._lock = threading.RLock()
         self._ids: list[Any] = []
@@ -346,13 +423,45 @@ class ColocationTracker:
             raise _nonfinite_error("projection refused", np.concatenate([vals, w]))
         return w, b, -np.inf
 
-    def _rates_of(self, dem: np.ndarray) -> np.ndarray:
+    def _set_entities(self, names: list[str]) -> Entities:
+        """Entities of a running set: each member beside every other one (weight = count)."""
+        counts: dict[str, float] = {}
+        for s in names:
+            counts[s] = counts.get(s, 0.0) + 1.0
+        return Entities.from_lists(names, [{k: c - (k == s) for k, c in counts.items() if c - (k == s) > 0}
+                                           for s in names])
+
+    def _entity_args(self, names: list[str]) -> tuple:
+        p = self.predictor
+        d = self._probe.shape[1]
+        if p.n_features_in_ is None:
+            w, b = np.zeros(d), (0.0 if p.log_target else PRIOR_SLOWDOWN)
+        elif p.n_features_in_ != d:
+            raise InterfpredError(f"the predictor now takes {p.n_features_in_} features but the extractor gives {d}")
+        else:
+            w, b = p.coef_, p.intercept_   # the model before exp (log target): not a probe of predict
+        S, M = p.pairwise_terms(names)
+        ex = self.extractor
+        return (ex._map_id, ex._combine_id, w, b, S, M, bool(p.log_target), bool(p.alone_is_solo), self._is_rate,
+                self.min_rate, self.max_rate)
+
+    def _rates_of(self, dem: np.ndarray, names: list[str] | None = None) -> np.ndarray:
         """Predicted, clamped rates of the running set ``dem`` (k, 3), C-contiguous."""
         k = dem.shape[0]
         out = np.empty(k)
         if k == 0:
             return out
         ex = self.extractor
+        if self._ents is not None:
+            names = self._ents.names(self._ids) if names is None else names
+            if self._entity_fast:
+                (map_id, combine_id, w, b, S, M, lg, solo, is_rate, lo, hi) = self._entity_args(names)
+                _entity_rates(dem, np.arange(k), k, map_id, combine_id, w, b, S, M, lg, solo, is_rate, lo, hi,
+                              np.empty((k, 3)), out)
+                return out
+            phi = ex._map_set_unchecked(dem)
+            pred = self.predictor.predict(phi, entities=self._set_entities(names))
+            return self._clamp(np.asarray(pred, dtype=np.float64).reshape(k))
         if self._fast:
             w, b, lo = self._affine()
             _affine_rates(dem, ex._map_id, ex._combine_id, w, b, lo, self._is_rate, self.min_rate,
@@ -388,12 +497,19 @@ class ColocationTracker:
             np.maximum(rem, TRACKER_MIN_REMAINING * self._solo[:k], out=rem)
         return rem
 
-    def _project(self, dem: np.ndarray, rem: np.ndarray, t: float) -> np.ndarray:
+    def _project(self, dem: np.ndarray, rem: np.ndarray, t: float, names: list[str] | None = None) -> np.ndarray:
         n = dem.shape[0]
         end = np.empty(n)
         if n == 0:
             return end
         ex = self.extractor
+        if self._entity_fast and names is not None:
+            (map_id, combine_id, w, b, S, M, lg, solo, is_rate, lo, hi) = self._entity_args(names)
+            if _entity_project(dem, rem, t, map_id, combine_id, w, b, S, M, lg, solo, is_rate, lo, hi,
+                               TRACKER_FINISH_RTOL, end) != 0:
+                raise InterfpredError("projection refused: a predicted rate or remaining work is not finite "
+                                      "(the predictor's state overflows on this running set)")
+            return end
         if self._fast:
             w, b, lo = self._affine()
             return project_affine_unchecked(dem, rem, t, ex._map_id, ex._combine_id, w, b, lo, self._is_rate,
@@ -405,7 +521,8 @@ class ColocationTracker:
         for _segment in range(n):  # each segment retires at least one execution
             if not idx.size:
                 break
-            rate = self._rates_of(np.ascontiguousarray(dem[idx]))
+            rate = self._rates_of(np.ascontiguousarray(dem[idx]),
+                                  None if names is None else [names[i] for i in idx.tolist()])
             tau = r[idx] / rate
             tmin = float(tau.min())
             if not math.isfinite(tmin):
@@ -435,6 +552,8 @@ class ColocationTracker:
             rates = self._current_rates()   # may raise (predictor); nothing changed yet
             self._state.start(id, model, batch_size, t, share=share)  # validates; raises before changing anything
             tf = float(t)
+            if self._ents is not None:
+                self._ents.start(id, model, batch_size, tf)
             k = len(self._ids)
             if k and tf > self._t:
                 rem = self._rem[:k]
@@ -472,12 +591,14 @@ class ColocationTracker:
             the state is unchanged.
         """
         with self._lock:
-            saved = (_snapshot(self), _snapshot(self._state))
+            saved = (_snapshot(self), _snapshot(self._state), None if self._ents is None else _snapshot(self._ents))
             try:
                 return self._finish(id, t)
             except BaseException:
                 self.__dict__.update(saved[0])
                 self._state.__dict__.update(saved[1])
+                if saved[2] is not None:
+                    self._ents.__dict__.update(saved[2])
                 raise
 
     def _finish(self, id: Any, t: float) -> FinishResult:
@@ -487,6 +608,10 @@ class ColocationTracker:
             raise InterfpredError(f"finish of id {id!r} refused: it is not running (running: {names})")
         done = self._state.finish(id, t)   # validates time; raises before changing anything
         tf = float(t)
+        kw = {}
+        if self._ents is not None:   # its entities, aggregated over its timeline like its features
+            own, co = self._ents.finish(id, tf)
+            kw = {"entities": Entities.from_lists([own], [co])}
         k = len(self._ids)
         if tf > self._t:
             rem = self._rem[:k]
@@ -495,7 +620,7 @@ class ColocationTracker:
         self._t = tf
         self._remove(self._slot[id])
         self._rates = None
-        pred = float(np.asarray(self.predictor.predict(done.x), dtype=np.float64).reshape(-1)[0])
+        pred = float(np.asarray(self.predictor.predict(done.x, **kw), dtype=np.float64).reshape(-1)[0])
         if not math.isfinite(pred):
             raise InterfpredError(f"finish of id {id!r} refused: the predictor returned {pred} for its "
                                   "features; predictions must be finite (the execution is still running)")
@@ -509,7 +634,7 @@ class ColocationTracker:
         online = getattr(self.predictor, "learns_online", True)   # a frozen predictor refuses update
         if self.learn and online and lat > 0 and math.isfinite(done.y) and physical:
             try:
-                self.predictor.update(done.x, float(done.y))
+                self.predictor.update(done.x, float(done.y), **kw)
                 learned = True
             except FrozenPredictorError:  # a wrapped frozen predictor: nothing learned, and reported so
                 learned = False
@@ -568,6 +693,7 @@ class ColocationTracker:
             rem = np.empty(n)
             rem[:k] = self._rem_at(tf)
             ids = list(self._ids)
+            names = None if self._ents is None else self._ents.names(self._ids)
             seen: set[Any] = set()
             for j, c in enumerate(cands):
                 rest: list[Any]
@@ -592,7 +718,9 @@ class ColocationTracker:
                 dem[k + j, 2] = dram
                 rem[k + j] = solo
                 ids.append(cid)
-            end = self._project(dem, rem, tf)
+                if names is not None and self._ents is not None:
+                    names.append(self._ents.entity_name(model, batch))
+            end = self._project(dem, rem, tf, names)
             return dict(zip(ids, end.tolist()))
 
     def predict_finish(self, t: float) -> dict[Any, float]:

@@ -462,3 +462,126 @@ def naive_prequential(predictor, X, y, start_ms=None, end_ms=None):
         if start_ms is None:
             predictor.update(np.asarray(X[i], dtype=float), float(y[i]))
     return np.array(out)
+
+
+# --- per-entity terms (EntityRLS) -------------------------------------------------------------------------------------
+def naive_entity_blocks(rows, *, d, forgetting, delta, entity_forgetting, variances, rank, seed_factors, log_target=False,
+                        population="joint"):
+    """Plain-Python decoupled Kalman filter of EntityRLS's "blocks" mode, without stabilisation.
+
+    ``rows``: (x, y, own, {co: w}); ``variances``: (sensitivity, aggressiveness, pair, factor);
+    ``seed_factors(e) -> 2 * rank`` initial factor values of the e-th entity seen (u then v).
+    Returns a function predicting (x, own, {co: w}).
+    """
+    m = d + 1
+    w = np.zeros(m)
+    w[d] = 0.0 if log_target else 1.0
+    P = np.eye(m) * delta
+    mu, var = {}, {}          # key -> mean, variance
+    ents = []
+
+    def ensure(name):
+        if name not in ents:
+            e = len(ents)
+            ents.append(name)
+            mu[("s", name)], var[("s", name)] = 0.0, variances[0]
+            mu[("a", name)], var[("a", name)] = 0.0, variances[1]
+            init = seed_factors(e)
+            for k in range(rank):
+                mu[("u", name, k)], var[("u", name, k)] = init[k], variances[3]
+                mu[("v", name, k)], var[("v", name, k)] = init[rank + k], variances[3]
+
+    def terms(own, co):
+        tot = sum(co.values())
+        t = [(("s", own), min(1.0, tot))] if ("s", own) in mu else []
+        for c, wc in co.items():
+            if ("a", c) in mu:
+                t.append((("a", c), wc))
+            if ("p", own, c) in mu:
+                t.append((("p", own, c), wc))
+        return t
+
+    def value(x, own, co, mean):
+        xt = np.append(x, 1.0)
+        s = float(w @ xt) + sum(h * mean(k) for k, h in terms(own, co))
+        if rank and ("u", own, 0) in mu:
+            V = [sum(wc * mean(("v", c, k)) for c, wc in co.items() if ("v", c, k) in mu) for k in range(rank)]
+            s += sum(mean(("u", own, k)) * V[k] for k in range(rank))
+        return s
+
+    for x, y, own, co in rows:
+        if sum(co.values()) == 0.0:
+            continue
+        if log_target:
+            y = np.log(y)
+        ensure(own)
+        for c in co:
+            ensure(c)
+            if ("p", own, c) not in mu:
+                mu[("p", own, c)], var[("p", own, c)] = 0.0, variances[2]
+        keys = [k for k, _ in terms(own, co)]
+        if rank:
+            keys += [("u", own, k) for k in range(rank)] + [("v", c, k) for c in co for k in range(rank)]
+        tvar = {k: var[k] / entity_forgetting for k in keys}
+        h = dict(terms(own, co))
+        for k in range(rank):
+            h[("u", own, k)] = sum(wc * mu[("v", c, k)] for c, wc in co.items())
+            for c, wc in co.items():
+                h[("v", c, k)] = wc * mu[("u", own, k)]
+        xt = np.append(x, 1.0)
+        Pt = P / forgetting
+        ent = sum(h[k] ** 2 * tvar[k] for k in keys)
+        full_pred = value(x, own, co, lambda k: mu[k])
+        if population == "joint":
+            S = S_e = 1.0 + xt @ Pt @ xt + ent
+            e = e_e = y - full_pred
+        else:   # g learns y alone; the entity terms learn what the updated g leaves
+            S, S_e = 1.0 + xt @ Pt @ xt, 1.0 + ent
+            e = y - float(w @ xt)
+        kg = Pt @ xt / S
+        w_new = w + kg * e
+        if population != "joint":
+            e_e = y - (full_pred - float(w @ xt) + float(w_new @ xt))
+        w = w_new
+        P = Pt - np.outer(Pt @ xt, Pt @ xt) / S
+        for k in keys:
+            mu[k] = mu[k] + tvar[k] * h[k] / S_e * e_e
+            var[k] = tvar[k] - tvar[k] ** 2 * h[k] ** 2 / S_e
+
+    def predict(x, own, co):
+        if sum(co.values()) == 0.0:
+            return 1.0
+        s = value(x, own, co, lambda k: mu.get(k, 0.0))
+        return float(np.exp(s)) if log_target else s
+
+    return predict
+
+
+def naive_trace_entities(trace, aggregation, alpha=0.5):
+    """Per row, (own model, {co-runner model: weight}) from the timeline's exposure, in plain Python."""
+    from interfpred import build_timeline
+
+    tl = build_timeline(trace)
+    out = []
+    for i in range(len(trace)):
+        segs = tl.exposure(i)
+        counts = []
+        for dur, rows in segs:
+            c = {}
+            for j in rows:
+                c[trace.model[j]] = c.get(trace.model[j], 0.0) + 1.0
+            counts.append((dur, c))
+        acc = {}
+        if aggregation == "static" and counts:
+            acc = dict(counts[0][1])
+        elif aggregation == "ewma" and counts:
+            acc = dict(counts[0][1])
+            for _, c in counts[1:]:
+                acc = {k: alpha * c.get(k, 0.0) + (1 - alpha) * acc.get(k, 0.0) for k in set(acc) | set(c)}
+        elif aggregation == "time-weighted" and counts:
+            total = sum(dur for dur, _ in counts)
+            for dur, c in counts:
+                for k, v in c.items():
+                    acc[k] = acc.get(k, 0.0) + v * dur / total
+        out.append((str(trace.model[i]), {k: v for k, v in acc.items() if v > 0}))
+    return out

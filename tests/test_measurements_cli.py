@@ -132,7 +132,7 @@ def test_model_mixes_traces_and_measurements(tmp_path):
     model = InterferenceModel({"map": "gpulets"}, "offline_linear").fit(tr, prof, measurements=m)
     assert model.predictor.n_features_in_ == 4
     fm = model.features(tr, prof, measurements=m)
-    assert len(fm) == 63 and fm.entities is None          # trace rows carry no entities here
+    assert len(fm) == 63 and len(fm.entities) == 63      # trace rows carry their entities too
     ev = model.evaluate(profiles=prof, measurements=m)
     assert ev.summary.n == 60 and ev.baselines["pair_mean"].mape <= ev.baselines["global_mean"].mape
 

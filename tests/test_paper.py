@@ -32,7 +32,8 @@ def _row(section, agg, method):
 
 def test_e1_layout(e1, ctx):
     rows = e1.data["rows"]
-    assert len(rows) == 14                   # 5 aggregations x 2 methods + interfpred best + 3 baselines
+    assert len(rows) == 16                   # 5 aggregations x 2 methods + best, EntityRLS, ablation + 3 baselines
+    assert [r["method"] for r in rows[10:13]] == ["RLS", "EntityRLS", "EntityRLS, no entity terms"]
     assert {r["aggregation"] for r in rows} == {"Static", "EWMA(0.2)", "EWMA(0.5)", "EWMA(0.8)", "TimeWeighted",
                                                  "interfpred best", "baseline: no interference",
                                                  "baseline: global mean", "baseline: pair mean"}
@@ -64,8 +65,10 @@ def test_e1_sane_numbers(e1):
 
 def test_e2_layout_and_sanity(e2):
     res = e2.data["results"]
-    assert list(res) == ["Offline linear", "Online SGD", "RLS", "interfpred best", "baseline: no interference",
-                         "baseline: global mean", "baseline: pair mean"]
+    assert list(res) == ["Offline linear", "Online SGD", "RLS", "interfpred best", "EntityRLS",
+                         "EntityRLS, no entity terms", "baseline: no interference", "baseline: global mean",
+                         "baseline: pair mean"]
+    assert e2.data["configs"]["EntityRLS, no entity terms"]["params"]["entity_terms"] is False
     for label, per_set in res.items():
         assert list(per_set) == list(E2_SETS)
         for s, v in per_set.items():

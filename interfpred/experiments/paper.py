@@ -194,6 +194,17 @@ def best_config(ctx: ReproduceContext) -> tuple[Config, list[tuple[Config, float
     return _select(ctx, "best", cands)
 
 
+def entity_configs(ctx: ReproduceContext) -> tuple[Config, Config, list[tuple[Config, float]]]:
+    """EntityRLS on interfpred's best extractor (its ``log_target`` chosen on training data, like the
+    best configuration), and the same predictor without its entity terms (the ablation)."""
+    best, _ = best_config(ctx)
+    cands = [Config(best.extractor, "entity_rls", (("forgetting", f), ("log_target", lt)))
+             for f in _RLS_GRID for lt in (False, True)]
+    chosen, scores = _select(ctx, "entity_rls", cands)
+    ablation = Config(chosen.extractor, "entity_rls", chosen.params + (("entity_terms", False),))
+    return chosen, ablation, scores
+
+
 def _scores_table(scores: Sequence[tuple[Config, float]], chosen: Config) -> list[list[object]]:
     return [[c.label(), s, "chosen" if c == chosen else ""] for c, s in scores]
 
@@ -230,14 +241,21 @@ def run_e1(ctx: ReproduceContext) -> Section:
     ctx.progress(f"E1: fitting on {cut} executions, testing on {n - cut}")
     rows: list[dict[str, Any]] = []
     curves: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    entries = [(label, ex, fm, mlabel, kind) for (label, ex), fm in zip(named, fms[:-1])
+    entries: list[tuple[str, Extractor, FeatureMatrix, str, str | Config]] = [
+               (label, ex, fm, mlabel, kind) for (label, ex), fm in zip(named, fms[:-1])
                for mlabel, kind in _METHODS]
     entries.append(("interfpred best", best.extractor, fms[-1], "RLS", best.kind))
+    ent_cfg, ent_abl, _ = entity_configs(ctx)
+    entries.append(("interfpred best", best.extractor, fms[-1], "EntityRLS", ent_cfg))
+    entries.append(("interfpred best", best.extractor, fms[-1], "EntityRLS, no entity terms", ent_abl))
     # The baselines on the same rows, same protocol (they ignore the features).
     entries += [(BASELINE_LABELS[k], named[-1][1], fms[len(named) - 1], "-", k) for k in BASELINE_KINDS]
     for label, ex, fm, mlabel, kind in entries:
-        params = best.params if label == "interfpred best" else ()
-        cfg = Config(ex, kind, params)
+        if isinstance(kind, Config):
+            cfg = kind
+        else:
+            params = best.params if label == "interfpred best" else ()
+            cfg = Config(ex, kind, params)
         lat = _run(cfg, fm, slice(0, cut), fm, test_rows, tr.start_ms, tr.end_ms)
         s = accuracy_summary(lat / solo, obs_sd)
         rows.append({"aggregation": label, "method": mlabel, "map": ex.feature_map, "target": ex.target,
@@ -274,6 +292,11 @@ def run_e1(ctx: ReproduceContext) -> Section:
         "training rows (the test rows played no part):",
         "",
         markdown_table(["candidate", "validation MAPE", ""], _scores_table(best_scores, best)),
+        "",
+        f"**EntityRLS** = {ent_cfg.label()}: the same features plus each model's learned sensitivity, "
+        "aggressiveness and per-pair terms (entities: the models each execution met, aggregated like the "
+        "features), its forgetting and log target chosen the same way; **EntityRLS, no entity terms** is "
+        "the same predictor with the entity terms turned off (the ablation).",
         "",
     ]
     md += [f"![Relative-error CDF, E1]({f})" for f in figures] + ([fig_note] if fig_note else [])
@@ -327,7 +350,10 @@ def _plot_e1(ctx: ReproduceContext, curves: dict[str, tuple[np.ndarray, np.ndarr
         for name, (x, f) in curves.items():
             label, m = name.split(" / ")
             if label == "interfpred best":
-                ax.plot(x, f, color="black", lw=2.2, ls="--", label="interfpred best")
+                if m == "RLS":
+                    ax.plot(x, f, color="black", lw=2.2, ls="--", label="interfpred best")
+                elif m == "EntityRLS":
+                    ax.plot(x, f, color="tab:red", lw=1.8, ls="-.", label="EntityRLS (best extractor)")
             elif m == method:
                 ax.plot(x, f, lw=1.5, label=label)
         ax.set_xlim(0, 0.8)
@@ -353,8 +379,11 @@ def _e2_configs(ctx: ReproduceContext) -> list[tuple[str, Config, list[tuple[Con
     sgd, sgd_scores = _select(ctx, "sgd", [Config(ex, "online_sgd", (("learning_rate", lr),)) for lr in _SGD_GRID])
     rls, rls_scores = _select(ctx, "rls", [Config(ex, "rls", (("forgetting", f),)) for f in _RLS_GRID])
     best, best_scores = best_config(ctx)
+    ent_cfg, ent_abl, ent_scores = entity_configs(ctx)
     return [("Offline linear", offline, []), ("Online SGD", sgd, sgd_scores), ("RLS", rls, rls_scores),
-            ("interfpred best", best, best_scores)] + [(BASELINE_LABELS[k], Config(ex, k), []) for k in BASELINE_KINDS]
+            ("interfpred best", best, best_scores), ("EntityRLS", ent_cfg, ent_scores),
+            ("EntityRLS, no entity terms", ent_abl, [])] + [(BASELINE_LABELS[k], Config(ex, k), [])
+                                                            for k in BASELINE_KINDS]
 
 
 def run_e2(ctx: ReproduceContext) -> Section:
@@ -403,7 +432,8 @@ def run_e2(ctx: ReproduceContext) -> Section:
     goal = {"best_test2_mse": best_t2, "offline_test2_mse": off, "ratio": best_t2 / off if off > 0 else None,
             "target_ratio": 1 / 3, "met": bool(best_t2 <= off / 3)}
     chosen = "; ".join(f"{label}: {cfg.label()}" for label, cfg, _ in configs if label not in BASELINE_LABELS.values())
-    sel_rows = [[c.label(), s, "chosen" if c == cfg else ""] for _, cfg, scores in configs[1:3] for c, s in scores]
+    sel_rows = [[c.label(), s, "chosen" if c == cfg else ""] for _, cfg, scores in configs[1:3] + configs[4:5]
+                for c, s in scores]
     md = [
         "Each learner is fitted on the first 75 % of the `train` set (four models, moderate load) and then run, "
         "from that trained state, on the held-out last 25 % (models seen in training), test set 1 (same models, "

@@ -108,6 +108,11 @@ def e4_methods(seed: int = 0) -> list[tuple[str, BasePredictor | str]]:
             out.append((kind, make_predictor(kind, **_seeded(kind, seed))))
         except (TypeError, ValueError) as exc:  # a wrapper that needs arguments: reported, never hidden
             out.append((kind, f"n/a: cannot be built with defaults ({exc})"))
+    # EntityRLS twice more: with its default prior variances as given (its default chooses them by
+    # validation inside each fold's training rows), and without its entity terms (the ablation: the
+    # same feature model, target and alone-is-solo rule)
+    out += [("entity_rls (fixed default variances)", make_predictor("entity_rls", tune_priors=False)),
+            ("entity_rls (no entity terms)", make_predictor("entity_rls", entity_terms=False))]
     out += [(BASELINE_LABELS[k], make_predictor(k)) for k in BASELINE_KINDS]
     return out
 
@@ -115,12 +120,22 @@ def e4_methods(seed: int = 0) -> list[tuple[str, BasePredictor | str]]:
 def score_methods(methods: list[tuple[str, BasePredictor | str]], extractor: Extractor, measurements: Measurements,
                   profiles: ProfileTable | None, folds: list[Fold]) -> dict[str, Any]:
     """MAPE of every method on every fold (fit on train, prequential on test): label -> list, or a reason."""
-    fm = measurement_features(extractor, measurements, profiles)
+    by_key: dict[str, Any] = {}
+
+    def features_for(p: BasePredictor) -> Any:
+        # entities named as the predictor asks (EntityRLS: model and batch size), else by model
+        key = getattr(p, "entity", "model") if getattr(p, "uses_entities", False) else "model"
+        if key not in by_key:
+            by_key[key] = measurement_features(extractor, measurements, profiles, entity_key=key)
+        return by_key[key]
+
     out: dict[str, Any] = {}
     for label, p in methods:
         if isinstance(p, str):
             out[label] = p
-        elif p.fixed_width is not None and p.fixed_width != fm.X.shape[1]:
+            continue
+        fm = features_for(p)
+        if p.fixed_width is not None and p.fixed_width != fm.X.shape[1]:
             out[label] = f"n/a: takes {p.fixed_width} counter features, these data have no counters"
         else:
             out[label] = [held_out_mape(fm, extractor, measurements.run_code, p, f, online=True) for f in folds]
@@ -148,11 +163,14 @@ def split_table(extractor: Extractor, predictor: BasePredictor, measurements: Me
                 profiles: ProfileTable | None, *, split: str, repeats: int, seed: int = 0, online: bool = False) -> str:
     """The table ``interfpred evaluate --split`` prints: the predictor beside the baselines, MAPE ± spread."""
     folds = run_folds(measurements, split, repeats=repeats, seed=seed, train_share=E4_TRAIN_SHARE)
-    fm = measurement_features(extractor, measurements, profiles)
+    key = getattr(predictor, "entity", "model") if getattr(predictor, "uses_entities", False) else "model"
+    fm_model = measurement_features(extractor, measurements, profiles)
+    fm_pred = measurement_features(extractor, measurements, profiles, entity_key=key) if key != "model" else fm_model
     methods = [(f"model ({predictor.kind})", predictor)] + [(BASELINE_LABELS[k], make_predictor(k))
                                                              for k in BASELINE_KINDS]
     rows = []
-    for label, p in methods:
+    for i, (label, p) in enumerate(methods):
+        fm = fm_pred if i == 0 else fm_model
         scores = [held_out_mape(fm, extractor, measurements.run_code, p, f, online=online) for f in folds]
         rows.append([label, _cell(scores), f"{100 * min(scores):.2f}", f"{100 * max(scores):.2f}"])
     what = (f"{len(folds)} seeded 70/30 splits by run" if split == "pair"

@@ -11,6 +11,7 @@ from interfpred.predictors.base import (
     registered,
 )
 from interfpred.predictors.baselines import GlobalMean, NoInterference, PairMean
+from interfpred.predictors.entity_rls import EntityRLS
 from interfpred.predictors.gpulets import GpuletsModel, gpulets_utilisation
 from interfpred.predictors.linear import OfflineLinear
 from interfpred.predictors.rls import RLS
@@ -18,6 +19,7 @@ from interfpred.predictors.sgd import OnlineSGD
 
 __all__ = [
     "BasePredictor",
+    "EntityRLS",
     "GlobalMean",
     "NoInterference",
     "PairMean",

@@ -411,7 +411,8 @@ def registered() -> dict[str, type[BasePredictor]]:
     Examples
     --------
     >>> sorted(registered())
-    ['global_mean', 'gpulets', 'no_interference', 'offline_linear', 'online_sgd', 'pair_mean', 'river', 'rls', 'sklearn']
+    ['entity_rls', 'global_mean', 'gpulets', 'no_interference', 'offline_linear', 'online_sgd', 'pair_mean', 'river',
+     'rls', 'sklearn']
     """
     _ensure_loaded()
     return dict(_REGISTRY)

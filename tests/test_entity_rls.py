@@ -1,0 +1,304 @@
+"""EntityRLS: closed form, kernels against the plain reference, shrinkage, alone-is-solo, persistence, soak."""
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+from naive import naive_entity_blocks
+
+from interfpred import RLS, Entities, EntityRLS, InterfpredError, load_predictor
+from interfpred.constants import ENTITY_FACTOR_INIT
+
+NAMES = ["resnet50", "vgg19", "bert", "yolo"]
+
+
+def _stream(n, seed=0, d=3, alone_share=0.0, names=NAMES):
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, d))
+    sens = dict(zip(names, rng.normal(0.0, 0.3, len(names))))
+    aggr = dict(zip(names, rng.normal(0.0, 0.3, len(names))))
+    own, co, y = [], [], []
+    for i in range(n):
+        o = names[int(rng.integers(len(names)))]
+        if rng.random() < alone_share:
+            c = {}
+        else:
+            k = int(rng.integers(1, 3))
+            c = {names[j]: float(rng.choice([0.5, 1.0])) for j in rng.choice(len(names), k, replace=False)}
+        own.append(o)
+        co.append(c)
+        tot = sum(c.values())
+        y.append(1.0 if tot == 0 else 1.2 + X[i] @ np.linspace(0.2, 0.6, d) + sens[o]
+                 + sum(w * aggr[k] for k, w in c.items()) + 0.01 * rng.normal())
+    return X, np.array(y), Entities.from_lists(own, co)
+
+
+def _design(X, ent, names, pairs):
+    """Dense design [x, 1, s (per name), a (per name), p (per pair)] of the linear model."""
+    n = X.shape[0]
+    cols = {("s", s): i for i, s in enumerate(names)}
+    cols.update({("a", s): len(names) + i for i, s in enumerate(names)})
+    cols.update({("p",) + pr: 2 * len(names) + i for i, pr in enumerate(pairs)})
+    H = np.zeros((n, len(cols)))
+    for i in range(n):
+        own, co = ent.row(i)
+        H[i, cols[("s", own)]] = min(1.0, sum(co.values()))
+        for c, w in co.items():
+            H[i, cols[("a", c)]] += w
+            H[i, cols[("p", own, c)]] += w
+    return np.hstack([X, np.ones((n, 1)), H])
+
+
+def test_full_covariance_equals_batch_generalised_ridge():
+    X, y, ent = _stream(60, seed=1)
+    p = EntityRLS(covariance="full", population="joint", log_target=False, forgetting=1.0, sensitivity_var=0.2,
+                  aggressiveness_var=0.3, pair_var=0.05)
+    for i in range(30):
+        p.update(X[i], float(y[i]), entities=ent.take([i]))
+    p.update(X[30:], y[30:], entities=ent.take(np.arange(30, 60)))
+    names = list(p.entities_)
+    pairs = list(p.pair_terms_)
+    H = _design(X, ent, names, pairs)
+    d = X.shape[1]
+    q0 = np.concatenate([np.full(d + 1, 1.0 / p.delta), np.full(len(names), 1 / 0.2), np.full(len(names), 1 / 0.3),
+                         np.full(len(pairs), 1 / 0.05)])
+    theta0 = np.zeros(H.shape[1])
+    theta0[d] = 1.0
+    theta = np.linalg.solve(H.T @ H + np.diag(q0), H.T @ y + q0 * theta0)
+    np.testing.assert_allclose(p.coef_, theta[:d], rtol=0, atol=1e-9)
+    assert abs(p.intercept_ - theta[d]) < 1e-9
+    terms = p.entity_terms_
+    for i, s in enumerate(names):
+        assert abs(terms[s]["sensitivity"] - theta[d + 1 + i]) < 1e-9
+        assert abs(terms[s]["aggressiveness"] - theta[d + 1 + len(names) + i]) < 1e-9
+    for i, pr in enumerate(pairs):
+        assert abs(p.pair_terms_[pr] - theta[d + 1 + 2 * len(names) + i]) < 1e-9
+    np.testing.assert_allclose(p.predict(X, entities=ent), H @ theta, rtol=0, atol=1e-9)
+
+
+def test_blocks_without_entities_is_rls():
+    rng = np.random.default_rng(3)
+    X = rng.random((500, 4))
+    y = 1.0 + X @ np.array([0.3, -0.2, 0.5, 0.1]) + 0.01 * rng.normal(size=500)
+    a = EntityRLS(forgetting=0.97, population="joint", log_target=False, covariance="blocks").fit(X[:100], y[:100])
+    b = RLS(forgetting=0.97).fit(X[:100], y[:100])
+    for x, t in zip(X[100:], y[100:]):
+        a.update(x, float(t))
+        b.update(x, float(t))
+    np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("rank, log_target, population", [(0, False, "joint"), (2, False, "joint"),
+                                                          (3, True, "marginal"), (0, False, "marginal")])
+def test_blocks_kernel_matches_plain_reference(rank, log_target, population):
+    X, y, ent = _stream(150, seed=4, alone_share=0.1)
+    kw = dict(forgetting=0.98, delta=50.0, entity_forgetting=0.99, sensitivity_var=0.2, aggressiveness_var=0.1,
+              pair_var=0.05, factor_var=0.3, rank=rank, log_target=log_target, seed=7, population=population)
+    p = EntityRLS(stabilize=False, tune_priors=False, covariance="blocks", **kw).fit(X, y, entities=ent)
+
+    def init(e):
+        return np.random.default_rng([7, e]).normal(0.0, ENTITY_FACTOR_INIT * math.sqrt(0.3), 2 * rank)
+
+    ref = naive_entity_blocks([(X[i], y[i]) + ent.row(i) for i in range(len(y))], d=3, forgetting=0.98, delta=50.0,
+                              entity_forgetting=0.99, variances=(0.2, 0.1, 0.05, 0.3), rank=rank,
+                              seed_factors=init, log_target=log_target, population=population)
+    Xt, _, et = _stream(40, seed=5)
+    expected = [ref(Xt[i], *et.row(i)) for i in range(40)]
+    np.testing.assert_allclose(p.predict(Xt, entities=et), expected, rtol=1e-10, atol=1e-10)
+
+
+def test_unseen_entity_predicts_exactly_the_population_model():
+    X, y, ent = _stream(300, seed=2)
+    for rank in (0, 2):
+        p = EntityRLS(rank=rank, log_target=False).fit(X, y, entities=ent)
+        x = X[:5]
+        unseen = Entities.from_lists(["never"] * 5, [{"seen-nowhere": 1.0}] * 5)
+        g = x @ p.coef_ + p.intercept_
+        np.testing.assert_allclose(p.predict(x, entities=unseen), g, rtol=1e-15, atol=0)
+        np.testing.assert_allclose(p.predict(x, entities=unseen), p.predict(x), rtol=1e-15, atol=0)
+
+
+def test_shrinkage_one_observation_moves_less_than_a_hundred():
+    X, y, ent = _stream(400, seed=6)
+    p = EntityRLS(log_target=False, tune_priors=False).fit(X, y, entities=ent)
+    x = np.array([0.5, 0.5, 0.5])
+    g = float(x @ p.coef_ + p.intercept_)
+    moved = {}
+    for n in (1, 100):
+        q = pickle.loads(pickle.dumps(p))
+        e = Entities.from_lists([f"new{n}"], [{"resnet50": 1.0}])
+        for _ in range(n):
+            q.update(x, g + 1.0, entities=e)
+        moved[n] = q.predict(x, entities=e) - q.predict(x)    # the new entity's own terms
+    assert 0.0 < moved[1] < moved[100] < 1.0 + 1e-9
+    assert moved[1] < 0.5 * moved[100]
+
+
+def test_alone_is_solo_and_teaches_nothing():
+    X, y, ent = _stream(200, seed=8)
+    p = EntityRLS(log_target=True).fit(X, y, entities=ent)
+    alone = Entities.from_lists(["resnet50", "brand-new"], [{}, {"vgg19": 0.0}])
+    assert p.predict(X[:2], entities=alone).tolist() == [1.0, 1.0]
+    before = p.predict(X, entities=ent)
+    p.update(X[:2], np.array([5.0, 7.0]), entities=alone)
+    np.testing.assert_array_equal(p.predict(X, entities=ent), before)
+    assert p.n_seen_ == 202
+    off = EntityRLS(alone_is_solo=False).fit(X, y, entities=ent)
+    assert off.predict(X[0], entities=alone.take([0])) != 1.0
+
+
+def test_log_target_refuses_non_positive_targets_unchanged():
+    X, y, ent = _stream(50, seed=9)
+    p = EntityRLS(log_target=True).fit(X, y, entities=ent)
+    state = pickle.dumps(p)
+    with pytest.raises(InterfpredError, match="log_target"):
+        p.update(X[0], -1.0, entities=Entities.from_lists(["zz"], [{"yy": 1.0}]))
+    with pytest.raises(InterfpredError, match="log_target"):
+        p.update(X[:2], np.array([1.0, 0.0]), entities=ent.take([0, 1]))
+    assert pickle.dumps(p) == state
+
+
+def test_save_load_round_trip_with_unicode_names(tmp_path):
+    names = ["résnet-50", "模型", "vgg19 ✓"]
+    X, y, ent = _stream(120, seed=10, names=names)
+    for params in ({"rank": 2}, {"covariance": "full", "population": "joint"}):
+        p = EntityRLS(**params).fit(X, y, entities=ent)
+        path = tmp_path / "p.json"
+        p.save(path)
+        assert "模型" in path.read_text(encoding="utf-8") or "\\u6a21" in path.read_text(encoding="utf-8")
+        q = load_predictor(path)
+        assert q.entities_ == p.entities_ and q.pair_terms_ == p.pair_terms_
+        np.testing.assert_array_equal(q.predict(X, entities=ent), p.predict(X, entities=ent))
+        q.update(X[:10], y[:10], entities=ent.take(np.arange(10)))
+        p.update(X[:10], y[:10], entities=ent.take(np.arange(10)))
+        np.testing.assert_array_equal(q.predict(X, entities=ent), p.predict(X, entities=ent))
+
+
+def test_bad_parameters_are_refused():
+    for kw, needle in (({"rank": 2, "covariance": "full"}, "rank"), ({"covariance": "dense"}, "covariance"),
+                       ({"pair_var": -1.0}, "pair_var"), ({"entity_forgetting": 1.5}, "entity_forgetting"),
+                       ({"rank": 99}, "rank"), ({"covariance": "full", "population": "marginal"}, "population='joint'"),
+                       ({"population": "mixed"}, "population")):
+        with pytest.raises(InterfpredError, match=needle):
+            EntityRLS(**kw)
+
+
+def test_soak_with_entities_that_appear_once_stays_finite():
+    """A shorter version of benchmarks/soak_entity_rls.py (10**7 updates)."""
+    rng = np.random.default_rng(11)
+    p = EntityRLS(forgetting=0.95, entity_forgetting=0.9, rank=2)
+    x = np.zeros(4)
+    for i in range(20_000):
+        x[:] = 0.0
+        x[i % 4] = rng.random()                      # one feature active at a time
+        if i % 10 == 0:
+            e = Entities.from_lists([f"once-{i}"], [{f"gone-{i}": 1.0}])
+        else:
+            e = Entities.from_lists([NAMES[i % 4]], [{NAMES[(i // 4) % 4]: 1.0}])
+        p.update(x, 1.0 + x.sum() + 0.01 * rng.normal(), entities=e)
+    assert np.isfinite(p.coef_).all() and np.isfinite(p.intercept_)
+    vals = np.array([v for t in p.entity_terms_.values() for v in t.values()] + list(p.pair_terms_.values()))
+    assert np.isfinite(vals).all() and np.abs(vals).max() < 10.0
+    assert len(p.entities_) == 4 + 2 * 2000
+
+
+def _hier_stream(n, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, 2))
+    leaves = ["m@1", "m@8", "n@1", "n@4", "o@2"]
+    own = [leaves[i] for i in rng.integers(0, 5, n)]
+    co = [{leaves[j]: float(rng.choice([0.5, 1.0]))} for j in rng.integers(0, 5, n)]
+    y = 1.1 + 0.3 * X[:, 0] + np.array([0.2 * (o[0] == "m") + 0.1 * (c.get("n@4", 0)) for o, c in zip(own, co)])
+    return X, y + 0.01 * rng.normal(size=n), Entities.from_lists(own, co)
+
+
+def test_hierarchy_full_covariance_equals_batch_generalised_ridge():
+    X, y, ent = _hier_stream(80, 12)
+    p = EntityRLS(covariance="full", population="joint", log_target=False, forgetting=1.0, sensitivity_var=0.2,
+                  aggressiveness_var=0.3, pair_var=0.05)
+    p.update(X, y, entities=ent)
+    names, pairs = list(p.entities_), list(p.pair_terms_)
+    assert {"m", "n", "o"} <= set(names) and ("m", "n") in pairs
+    cols = {("s", s): i for i, s in enumerate(names)}
+    cols.update({("a", s): len(names) + i for i, s in enumerate(names)})
+    cols.update({("p",) + pr: 2 * len(names) + i for i, pr in enumerate(pairs)})
+    H = np.zeros((len(y), len(cols)))
+    for i in range(len(y)):
+        own, co = ent.row(i)
+        tot = sum(co.values())
+        for o in (own, own.split("@")[0]):
+            H[i, cols[("s", o)]] += min(1.0, tot)
+        for c, w in co.items():
+            for k in (("a", c), ("a", c.split("@")[0]), ("p", own, c), ("p", own.split("@")[0], c.split("@")[0])):
+                H[i, cols[k]] += w
+    H = np.hstack([X, np.ones((len(y), 1)), H])
+    q0 = np.concatenate([np.full(3, 1.0 / p.delta), np.full(len(names), 1 / 0.2), np.full(len(names), 1 / 0.3),
+                         np.full(len(pairs), 1 / 0.05)])
+    theta0 = np.zeros(H.shape[1])
+    theta0[2] = 1.0
+    theta = np.linalg.solve(H.T @ H + np.diag(q0), H.T @ y + q0 * theta0)
+    np.testing.assert_allclose(p.predict(X, entities=ent), H @ theta, rtol=0, atol=1e-9)
+    for i, s in enumerate(names):
+        assert abs(p.entity_terms_[s]["sensitivity"] - theta[3 + i]) < 1e-9
+
+
+def test_unseen_batch_size_of_a_known_model_starts_from_the_model():
+    X, y, ent = _hier_stream(300, 13)
+    p = EntityRLS(log_target=False).fit(X, y, entities=ent)
+    x = np.array([0.5, 0.5])
+    t, pt = p.entity_terms_, p.pair_terms_
+    g = float(x @ p.coef_ + p.intercept_)
+    new = Entities.from_lists(["m@64"], [{"n@4": 1.0}])       # m known, m@64 never seen
+    expect = g + t["m"]["sensitivity"] + t["n@4"]["aggressiveness"] + t["n"]["aggressiveness"] + pt[("m", "n")]
+    assert abs(p.predict(x, entities=new) - expect) < 1e-12
+    flat = EntityRLS(hierarchy=False).fit(X, y, entities=ent)
+    assert "m" not in flat.entities_
+    S, M = p.pairwise_terms(["m@64", "n@4"])
+    assert abs(g + S[0] + M[0, 1] - expect) < 1e-12
+
+
+def test_tune_priors_chooses_on_the_fit_rows_and_is_saved(tmp_path):
+    from interfpred.constants import ENTITY_VAR_SCALES
+    from interfpred.predictors.entity_tuning import select_prior_variances
+
+    X, y, ent = _hier_stream(200, 14)
+    p = EntityRLS(tune_priors=True).fit(X, y, entities=ent)
+    best, scores = select_prior_variances(X, y, ent, params={**p.get_params(), "tune_priors": False,
+                                                             "covariance": "blocks"})
+    assert p.prior_variances_ == best and len(scores) == len(ENTITY_VAR_SCALES) ** 2
+    assert min(s for _, s in scores) <= dict((tuple(v.items()), s) for v, s in scores)[
+        tuple({k: getattr(EntityRLS(), k) for k in best}.items())]
+    assert p.sensitivity_var == EntityRLS().sensitivity_var            # the hyperparameter is unchanged
+    p.save(tmp_path / "p.json")
+    q = EntityRLS.load(tmp_path / "p.json")
+    assert q.prior_variances_ == best
+    np.testing.assert_array_equal(q.predict(X, entities=ent), p.predict(X, entities=ent))
+
+
+def test_auto_covariance_is_exact_while_small_then_keeps_only_blocks(monkeypatch, tmp_path):
+    import interfpred.predictors._entity_store as store
+
+    monkeypatch.setattr(store, "ENTITY_FULL_MAX_PARAMS", 30)
+    X, y, ent = _stream(200, seed=15, names=[f"m{i}" for i in range(8)])
+    auto = EntityRLS(population="joint", tune_priors=False)
+    full = EntityRLS(population="joint", tune_priors=False, covariance="full")
+    i, Xt, et = 0, X[:20], ent.take(np.arange(20))
+    while True:                  # the joint covariance of every parameter (exact, as "full") up to 30
+        if auto.n_seen_ and auto.covariance_.shape[0] == 4 + len(auto.entity_priors_):
+            np.testing.assert_allclose(auto.predict(Xt, entities=et), full.predict(Xt, entities=et), rtol=1e-9)
+        elif auto.n_seen_:
+            break
+        for p in (auto, full):
+            p.update(X[i], float(y[i]), entities=ent.take([i]))
+        i += 1
+    assert 5 < i < 200
+    assert auto.covariance_.shape == (4, 4) and auto.entity_variances_.shape == (len(auto.entity_priors_),)
+    loop = pickle.loads(pickle.dumps(auto))
+    auto.update(X[i:], y[i:], entities=ent.take(np.arange(i, 200)))
+    for j in range(i, 200):
+        loop.update(X[j], float(y[j]), entities=ent.take([j]))
+    np.testing.assert_allclose(auto.predict(X, entities=ent), loop.predict(X, entities=ent), rtol=1e-12)
+    auto.save(tmp_path / "a.json")
+    np.testing.assert_array_equal(EntityRLS.load(tmp_path / "a.json").predict(X, entities=ent),
+                                  auto.predict(X, entities=ent))

@@ -1,0 +1,84 @@
+"""ColocationTracker with a predictor that learns per-model terms (EntityRLS)."""
+
+import numpy as np
+import pytest
+
+from interfpred import EWMA, ColocationTracker, EntityRLS, TimeWeighted
+from interfpred.entity_features import trace_entities
+from interfpred.sim.workload import mix_scenario
+from interfpred.sim.zoo import zoo_profiles
+
+
+class _Opaque:
+    """An EntityRLS the tracker cannot see through: the generic path, with entity tables."""
+
+    uses_entities = True
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.entity = inner.entity
+        self.seen = []
+
+    def predict(self, X, entities=None):
+        return self.inner.predict(X, entities=entities)
+
+    def update(self, X, y, entities=None):
+        self.seen.append(entities.row(0))
+        self.inner.update(X, y, entities=entities)
+
+
+def _trained(log_target, rank):
+    sc = mix_scenario(["resnet50", "vgg19", "vit_b16"], rho=1.2, executions=600, seed=3)
+    ex = TimeWeighted(feature_map="rich", target="rate")
+    fm = ex.transform(sc.traces["trace"], sc.profiles, entities="model")
+    return EntityRLS(log_target=log_target, rank=rank).fit(fm.X, fm.y, entities=fm.entities)
+
+
+@pytest.mark.parametrize("log_target, rank", [(False, 0), (True, 0), (False, 2), (True, 2)])
+def test_compiled_what_if_equals_generic_path(log_target, rank):
+    p = _trained(log_target, rank)
+    prof = zoo_profiles("l4")
+    fast = ColocationTracker(prof, p)
+    slow = ColocationTracker(prof, _Opaque(p))
+    models = ["resnet50", "vgg19", "vit_b16", "yolov8n"]
+    for tr in (fast, slow):
+        for i in range(6):
+            tr.start(i, models[i % 4], 4, float(i))
+    cand = [("c", "vgg19", 8), ("d", "yolov8n", 2)]
+    a, b = fast.what_if(cand, 7.0), slow.what_if(cand, 7.0)
+    assert list(a) == list(b)
+    np.testing.assert_allclose(list(a.values()), list(b.values()), rtol=1e-9)
+    np.testing.assert_allclose(list(fast.remaining_ms(7.5).values()), list(slow.remaining_ms(7.5).values()),
+                               rtol=1e-9)
+
+
+def test_learns_on_finish_with_the_trace_entities():
+    sc = mix_scenario(["resnet50", "vgg19"], rho=1.0, executions=80, seed=4)
+    trace = sc.traces["trace"]
+    for ex in (TimeWeighted(feature_map="rich", target="rate"), EWMA(0.3, feature_map="rich", target="rate")):
+        spy = _Opaque(EntityRLS(entity="model"))
+        tr = ColocationTracker(sc.profiles, spy, ex)
+        events = sorted([(s, 1, i) for i, s in enumerate(trace.start_ms)] + [(e, 0, i) for i, e in enumerate(trace.end_ms)])
+        order = []
+        for t, kind, i in events:
+            if kind:
+                tr.start(i, trace.model[i], trace.batch_size[i], t)
+            else:
+                tr.finish(i, t)
+                order.append(i)
+        ref = trace_entities(trace, ex.aggregation, alpha=getattr(ex, "alpha", 0.5))
+        learned = [r for r in spy.seen]
+        for row, i in zip(learned, [i for i in order if trace.end_ms[i] > trace.start_ms[i]]):
+            own, co = ref.row(i)
+            assert row[0] == own and sorted(row[1]) == sorted(co)
+            for k in co:
+                assert abs(row[1][k] - co[k]) < 1e-9
+        assert len(spy.inner.entities_) == 2
+
+
+def test_alone_batch_projects_at_solo_speed():
+    p = _trained(True, 0)
+    prof = zoo_profiles("l4")
+    tr = ColocationTracker(prof, p)
+    solo = prof.lookup_arrays(["vgg19"], [8])["solo_ms"][0]
+    assert tr.what_if([("c", "vgg19", 8)], 0.0)["c"] == pytest.approx(solo, rel=1e-12)
