@@ -10,6 +10,7 @@ from interfpred.ingest import KernelTable, NcuFormatError, profile_from_kernels,
 from interfpred.profiles import Profile, ProfileTable
 from interfpred.predictors import (
     RLS,
+    Calibrated,
     GpuletsModel,
     OfflineLinear,
     OnlineSGD,
@@ -49,6 +50,7 @@ __all__ = [
     "OfflineLinear",
     "OnlineSGD",
     "RLS",
+    "Calibrated",
     "GpuletsModel",
     "make_predictor",
     "PredictorSpec",

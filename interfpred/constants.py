@@ -135,3 +135,27 @@ REPRODUCE_TRAIN_SHARE = 0.75
 REPRODUCE_EWMA_ALPHAS = (0.2, 0.5, 0.8)
 #: Default output folder of ``interfpred reproduce``.
 REPRODUCE_DEFAULT_OUT = "interfpred-report"
+# ---------------------------------------------------------------- calibrated latency bounds (interfpred.Calibrated)
+#: Quantiles of the target a Calibrated wrapper calibrates by default (each with its complement 1 - q).
+CALIBRATED_QUANTILES = (0.5, 0.9, 0.99)
+#: Default calibration method: adaptive conformal inference over a rolling window of scores.
+CALIBRATED_METHOD = "aci"
+CALIBRATED_METHODS = ("aci", "split", "fixed")
+#: Scores kept per calibration group (rolling window of the split-conformal quantile).
+CALIBRATED_WINDOW = 1000
+#: ACI step size gamma (Gibbs & Candes 2021 use 0.005).
+CALIBRATED_GAMMA = 0.005
+#: Range the ACI level of each quantile is kept in (outside [0, 1] it takes the window's extreme score).
+CALIBRATED_TAU_RANGE = (-1.0, 2.0)
+#: Score scales: "relative" divides the residual by |prediction| (a latency ratio), "std" by the wrapped
+#: predictor's predictive standard deviation, "auto" takes "std" when the predictor offers return_std.
+CALIBRATED_SCALES = ("auto", "relative", "std")
+CALIBRATED_GROUPINGS = ("global", "entity")
+#: Scores a per-entity (Mondrian) group needs before its own threshold replaces the global one.
+CALIBRATED_MIN_GROUP = 100
+#: Share of fit's rows (the last ones) scored out of sample to fill the calibration window.
+CALIBRATED_CALIBRATION_SHARE = 0.25
+#: Smallest score scale, relative to max(|prediction|, 1): keeps scores finite when a std or prediction is 0.
+CALIBRATED_MIN_SCALE = 1e-6
+#: Observations skipped at the start of each stream before coverage is counted in the experiments.
+CALIBRATED_WARMUP = 200

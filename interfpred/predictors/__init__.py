@@ -10,6 +10,7 @@ from interfpred.predictors.base import (
     register,
     registered,
 )
+from interfpred.predictors.calibrated import Calibrated
 from interfpred.predictors.gpulets import GpuletsModel, gpulets_utilisation
 from interfpred.predictors.linear import OfflineLinear
 from interfpred.predictors.rls import RLS
@@ -17,6 +18,7 @@ from interfpred.predictors.sgd import OnlineSGD
 
 __all__ = [
     "BasePredictor",
+    "Calibrated",
     "GpuletsModel",
     "OfflineLinear",
     "OnlineSGD",

@@ -366,7 +366,7 @@ def registered() -> dict[str, type[BasePredictor]]:
     Examples
     --------
     >>> sorted(registered())
-    ['gpulets', 'offline_linear', 'online_sgd', 'river', 'rls', 'sklearn']
+    ['calibrated', 'gpulets', 'offline_linear', 'online_sgd', 'river', 'rls', 'sklearn']
     """
     _ensure_loaded()
     return dict(_REGISTRY)
