@@ -275,6 +275,10 @@ def _add_fit(sub) -> None:
                    help=f"how co-runners combine (default {d['combine']})")
     p.add_argument("--target", choices=TARGETS, default=d["target"], help=f"learning target (default {d['target']})")
     p.add_argument("--out", required=True, help="model file to write (JSON, atomically)")
+    p.add_argument("--calibrate", choices=("aci", "split", "fixed"), default=None,
+                   help="wrap the predictor in Calibrated (conformal latency bounds) with this method")
+    p.add_argument("--quantiles", type=float, nargs="+", default=None, metavar="Q",
+                   help="quantiles --calibrate calibrates (default 0.5 0.9 0.99)")
     p.set_defaults(func=_run_fit)
 
 
@@ -304,6 +308,13 @@ def _run_fit(args) -> int:
         spec["alpha"] = args.alpha
     extractor = make_extractor(spec)
     predictor = make_predictor(args.predictor, **dict(parse_param(t) for t in args.param))
+    if args.quantiles is not None and args.calibrate is None:
+        raise InterfpredError("--quantiles applies only with --calibrate")
+    if args.calibrate is not None:
+        from interfpred.predictors import Calibrated
+
+        extra = {} if args.quantiles is None else {"quantiles": tuple(args.quantiles)}
+        predictor = Calibrated(predictor, method=args.calibrate, **extra)
     profiles, trace = _load_inputs(args)
     model = InterferenceModel(extractor, predictor).fit(trace, profiles)
     model.save(args.out)
@@ -325,6 +336,10 @@ def _add_evaluate(sub) -> None:
     p.add_argument("--profiles", required=True, help="tidy profile CSV")
     p.add_argument("--trace", required=True, help="trace CSV")
     p.add_argument("--online", action="store_true", help="prequential evaluation (predict, then learn)")
+    p.add_argument("--quantile", type=float, nargs="+", default=None, metavar="Q",
+                   help="also print coverage, width and interval score of the latency bounds at these quantiles, "
+                        "overall and per model, beside the quantile baseline (a model fitted with --calibrate)")
+    p.add_argument("--warmup", type=int, default=0, help="leading executions left out of the coverage (default 0)")
     p.set_defaults(func=_run_evaluate)
 
 
@@ -336,6 +351,13 @@ def _run_evaluate(args) -> int:
     ev = model.evaluate(trace, profiles, online=args.online)
     _print_summary(ev.summary, f"{'online (prequential)' if args.online else 'offline'} evaluation of "
                                f"{args.model} on {len(trace)} executions")
+    if args.quantile:
+        from interfpred.calibration import evaluate_coverage, format_coverage
+
+        cov = evaluate_coverage(model, trace, profiles, args.quantile, online=args.online, skip=args.warmup)
+        print(f"latency bounds (coverage: share of executions at or below the bound; width and interval score "
+              f"in slowdown units; first {args.warmup} executions skipped)")
+        print(format_coverage(cov))
     return 0
 
 
@@ -351,6 +373,9 @@ def _add_predict(sub) -> None:
     p.add_argument("--profiles", required=True, help="tidy profile CSV")
     p.add_argument("--trace", required=True, help="trace CSV")
     p.add_argument("--out", required=True, help="predictions CSV to write")
+    p.add_argument("--quantile", type=float, nargs="+", default=None, metavar="Q",
+                   help="one more column per quantile, latency_q<Q>_ms: the latency bound at Q "
+                        "(a model fitted with --calibrate)")
     p.set_defaults(func=_run_predict)
 
 
@@ -359,7 +384,7 @@ def _run_predict(args) -> int:
 
     model = load_model(args.model)
     profiles, trace = _load_inputs(args)
-    n = write_predictions(model, trace, profiles, args.out)
+    n = write_predictions(model, trace, profiles, args.out, quantiles=tuple(args.quantile or ()))
     print(f"wrote {n} predictions to {args.out}", file=sys.stderr)
     return 0
 

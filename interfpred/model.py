@@ -48,6 +48,7 @@ from interfpred.constants import (
     SCHEMA_VERSION,
 )
 from interfpred.errors import InterfpredError
+from interfpred.experiments.coverage import latency_bounds
 from interfpred.experiments.metrics import AccuracySummary, accuracy_summary
 from interfpred.features import Extractor, FeatureMatrix, make_extractor
 from interfpred.predictors import BasePredictor, make_predictor, predictor_from_state
@@ -236,17 +237,29 @@ class InterferenceModel:
             self.predictor.update(fm.X, fm.y)
 
     # ------------------------------------------------------------------ prediction
-    def predict_slowdown(self, trace: Trace, profiles: ProfileTable) -> np.ndarray:
-        """Predicted slowdown (latency / profile solo latency) of every execution."""
+    def predict_slowdown(self, trace: Trace, profiles: ProfileTable, *, quantile: float | None = None) -> np.ndarray:
+        """Predicted slowdown (latency / profile solo latency) of every execution.
+
+        With ``quantile`` (a predictor wrapped in :class:`~interfpred.Calibrated`), the bound the
+        slowdown stays under with that long-run frequency.
+        """
         fm = self.features(trace, profiles)
-        return self._latency(fm) / fm.solo_ms
+        return self._latency(fm, quantile=quantile) / fm.solo_ms
 
-    def predict_latency(self, trace: Trace, profiles: ProfileTable) -> np.ndarray:
-        """Predicted latency (ms) of every execution, in the trace's row order."""
-        return self._latency(self.features(trace, profiles))
+    def predict_latency(self, trace: Trace, profiles: ProfileTable, *, quantile: float | None = None) -> np.ndarray:
+        """Predicted latency (ms) of every execution, in the trace's row order.
 
-    def _latency(self, fm: FeatureMatrix, pred: np.ndarray | None = None) -> np.ndarray:
+        With ``quantile`` (a predictor wrapped in :class:`~interfpred.Calibrated`), the latency
+        bound at that quantile (for a ``rate`` target, the rate quantile ``1 - quantile`` turned
+        into latency).
+        """
+        return self._latency(self.features(trace, profiles), quantile=quantile)
+
+    def _latency(self, fm: FeatureMatrix, pred: np.ndarray | None = None, quantile: float | None = None) -> np.ndarray:
         self._check_width(fm)
+        if quantile is not None and pred is None and len(fm):
+            return latency_bounds(self.predictor, fm.X, fm.solo_ms, self.extractor.target, [quantile],
+                                  entities=fm.entities)[float(quantile)][1]
         if pred is None:
             pred = np.asarray(self.predictor.predict(fm.X), dtype=np.float64) if len(fm) else np.empty(0)
         return np.asarray(self.extractor.latency_from_target(pred, fm.solo_ms), dtype=np.float64).reshape(-1)
@@ -325,9 +338,11 @@ def load_model(path: str | os.PathLike[str]) -> InterferenceModel:
 
 
 def write_predictions(model: InterferenceModel, trace: Trace, profiles: ProfileTable,
-                      path: str | os.PathLike[str]) -> int:
+                      path: str | os.PathLike[str], *, quantiles: tuple[float, ...] = ()) -> int:
     """Write ``id, predicted_latency_ms, predicted_slowdown, observed_latency_ms`` per execution (atomically).
 
+    With ``quantiles`` (a model whose predictor is :class:`~interfpred.Calibrated`), one more
+    column per quantile ``q``, ``latency_q<q>_ms``: the latency bound at ``q``.
     Returns the number of rows written.
 
     Examples
@@ -344,10 +359,11 @@ def write_predictions(model: InterferenceModel, trace: Trace, profiles: ProfileT
     """
     fm = model.features(trace, profiles)
     lat = model._latency(fm)
+    bounds = [model._latency(fm, quantile=q).tolist() for q in quantiles]
     ids = trace.id.tolist()
     with atomic_open(path, "w", encoding="utf-8", newline="") as fh:
         w = csv.writer(fh, lineterminator="\n")
-        w.writerow(PREDICTION_COLUMNS)
+        w.writerow(PREDICTION_COLUMNS + tuple(f"latency_q{float(q):g}_ms" for q in quantiles))
         w.writerows(zip(ids, map(repr, lat.tolist()), map(repr, (lat / fm.solo_ms).tolist()),
-                        map(repr, fm.latency_ms.tolist())))
+                        map(repr, fm.latency_ms.tolist()), *(map(repr, b) for b in bounds)))
     return len(ids)

@@ -399,7 +399,7 @@ class Calibrated(BasePredictor):
         if not hit.size:
             known = ", ".join(f"{v:g}" for v in self._levels)
             raise InterfpredError(f"quantile {quantile!r} is not calibrated; calibrated levels: {known} "
-                                  "(set quantiles= when building the Calibrated wrapper)")
+                                  "(set quantiles= when building the Calibrated wrapper; CLI: fit --quantiles)")
         return int(hit[0])
 
     def predict(self, X: Any, *, quantile: float | None = None, entities: Any = None) -> Any:
