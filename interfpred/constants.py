@@ -159,3 +159,10 @@ CALIBRATED_CALIBRATION_SHARE = 0.25
 CALIBRATED_MIN_SCALE = 1e-6
 #: Observations skipped at the start of each stream before coverage is counted in the experiments.
 CALIBRATED_WARMUP = 200
+#: E3 policy (e): the latency quantile the tracker admits on, and its safety margin (the bound is the margin).
+E3_QUANTILE = 0.99
+E3_BOUND_MARGIN = 0.0
+#: E3 policy (e): score scale and window of its Calibrated RLS (a short window follows the move from the pair
+#: data it is fitted on to serving traffic; the relative scale covered better there than RLS's std).
+E3_BOUND_SCALE = "relative"
+E3_BOUND_WINDOW = 200

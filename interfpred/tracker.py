@@ -38,6 +38,20 @@ weights are read by probing it on the unit rows (exact for an affine model) and 
 map and rates are computed in place. Any other predictor (or a :class:`CustomMap`) takes a
 Python loop with one ``predictor.predict`` call on the stacked rows of each segment.
 
+**Bounds instead of means.** ``what_if(..., quantile=q)`` and ``predict_finish(t, quantile=q)``
+need a predictor that gives quantiles (:class:`~interfpred.Calibrated`). Every projected
+segment then runs each execution at its *bound* rate: the predictor's ``q`` slowdown bound (for
+``target="rate"``, its ``1 - q`` rate bound), clamped as above, and the segments are integrated
+exactly as for the mean. How the per-batch bound composes: the projected end is what every
+execution reaches if, in every segment, it runs no faster than its bound; since an end time only
+grows when any rate falls (a slower co-runner also stays longer and slows the others), the
+projection is conservative whenever each segment's rate is at least its bound. The calibration is
+of per-execution (time-averaged) rates, so this is a bound under that per-segment assumption,
+not a joint probability for the whole running set: with errors shared across the segments of a
+batch (a model-level bias, the common case) the projected end is exceeded with frequency about
+``1 - q``; with independent per-segment errors, less often (the bound is then loose). Work
+already done by a running execution is estimated with the mean, as without ``quantile``.
+
 **Thread safety.** Every public method holds one re-entrant lock for its whole duration, so a
 tracker may be shared by threads (calls are serialised). The predictor is not copied: a
 predictor shared by several trackers (one model for a fleet of GPUs of one type) must only be
@@ -156,6 +170,18 @@ def _affine_project(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rm
                 keep += 1
         na = keep
         t = t_new
+
+
+def _check_quantile(quantile: Any) -> float | None:
+    if quantile is None:
+        return None
+    try:
+        q = float(quantile)
+    except (TypeError, ValueError):
+        raise InterfpredError(f"quantile {quantile!r} must be a number in (0, 1)") from None
+    if not 0.0 < q < 1.0:
+        raise InterfpredError(f"quantile {quantile!r} must be in (0, 1)")
+    return q
 
 
 # ---------------------------------------------------------------------------- results
@@ -331,13 +357,21 @@ class ColocationTracker:
         b = float(vals[0])
         return vals[1:] - b, b, -np.inf
 
-    def _rates_of(self, dem: np.ndarray) -> np.ndarray:
-        """Predicted, clamped rates of the running set ``dem`` (k, 3), C-contiguous."""
+    def _rates_of(self, dem: np.ndarray, quantile: float | None = None) -> np.ndarray:
+        """Predicted, clamped rates of the running set ``dem`` (k, 3), C-contiguous (bounds at ``quantile``)."""
         k = dem.shape[0]
         out = np.empty(k)
         if k == 0:
             return out
         ex = self.extractor
+        if quantile is not None:
+            level = 1.0 - quantile if self._is_rate else quantile
+            try:
+                pred = self.predictor.predict(ex._map_set_unchecked(dem), quantile=level)
+            except TypeError:
+                raise InterfpredError(f"quantile {quantile!r} refused: predictor {type(self.predictor).__name__} "
+                                      "gives no quantiles; wrap it in interfpred.Calibrated") from None
+            return self._clamp(np.asarray(pred, dtype=np.float64).reshape(k))
         if self._fast:
             w, b, lo = self._affine()
             _affine_rates(dem, ex._map_id, ex._combine_id, w, b, lo, self._is_rate, self.min_rate,
@@ -369,13 +403,13 @@ class ColocationTracker:
             np.maximum(rem, TRACKER_MIN_REMAINING * self._solo[:k], out=rem)
         return rem
 
-    def _project(self, dem: np.ndarray, rem: np.ndarray, t: float) -> np.ndarray:
+    def _project(self, dem: np.ndarray, rem: np.ndarray, t: float, quantile: float | None = None) -> np.ndarray:
         n = dem.shape[0]
         end = np.empty(n)
         if n == 0:
             return end
         ex = self.extractor
-        if self._fast:
+        if self._fast and quantile is None:
             w, b, lo = self._affine()
             _affine_project(dem, rem, t, ex._map_id, ex._combine_id, w, b, lo, self._is_rate, self.min_rate,
                             self.max_rate, TRACKER_FINISH_RTOL, end)
@@ -383,7 +417,7 @@ class ColocationTracker:
         idx = np.arange(n)
         r = rem.copy()
         while idx.size:
-            rate = self._rates_of(np.ascontiguousarray(dem[idx]))
+            rate = self._rates_of(np.ascontiguousarray(dem[idx]), quantile)
             tau = r[idx] / rate
             tmin = float(tau.min())
             t_new = t + tmin
@@ -467,7 +501,8 @@ class ColocationTracker:
             return FinishResult(done, predicted, err, learned)
 
     # ------------------------------------------------------------------ questions
-    def what_if(self, candidates: Sequence[tuple[Any, str, float]], t: float) -> dict[Any, float]:
+    def what_if(self, candidates: Sequence[tuple[Any, str, float]], t: float, *,
+                quantile: float | None = None) -> dict[Any, float]:
         """Projected end times (ms) of the running executions and ``candidates`` launched at ``t``.
 
         Parameters
@@ -476,6 +511,10 @@ class ColocationTracker:
             ``(id, model, batch_size)`` triples, launched together at ``t``; may be empty.
         t
             The launch time; not before the latest event.
+        quantile
+            Project every segment at the predictor's latency bound at this quantile instead of
+            its mean (a :class:`~interfpred.Calibrated` predictor; see the module docstring for
+            how the bounds compose).
 
         Returns
         -------
@@ -504,6 +543,7 @@ class ColocationTracker:
         """
         with self._lock:
             tf = self._check_time(t, "what_if")
+            q = _check_quantile(quantile)
             try:
                 cands = list(candidates)
             except TypeError:
@@ -538,11 +578,13 @@ class ColocationTracker:
                 dem[k + j, 2] = dram
                 rem[k + j] = solo
                 ids.append(cid)
-            end = self._project(dem, rem, tf)
+            end = self._project(dem, rem, tf, q)
             return dict(zip(ids, end.tolist()))
 
-    def predict_finish(self, t: float) -> dict[Any, float]:
+    def predict_finish(self, t: float, *, quantile: float | None = None) -> dict[Any, float]:
         """Projected end time (ms) of every running execution, seen from ``t`` (no launch).
+
+        With ``quantile``, the ends at the latency bound (as in :meth:`what_if`).
 
         Examples
         --------
@@ -554,7 +596,7 @@ class ColocationTracker:
         >>> tr.predict_finish(11.0)
         {'x': 12.0}
         """
-        return self.what_if((), t)
+        return self.what_if((), t, quantile=quantile)
 
     # ------------------------------------------------------------------ storage
     def _remove(self, a: int) -> None:

@@ -17,7 +17,7 @@ def _kernel_stream(scores, levels, window, method, gamma):
     before = []
     for s in scores:
         before.append(state[0, K.HEADER + L:K.HEADER + 2 * L].copy())
-        K.push(state, 0, float(s), levels, gamma, -1.0, 2.0, {"aci": 0, "split": 1, "fixed": 2}[method])
+        K.push(state, 0, float(s), levels, K.params(gamma, -1.0, 2.0, {"aci": 0, "split": 1, "fixed": 2}[method]))
     return np.array(before), state[0, K.HEADER + 2 * L:K.HEADER + 3 * L], state[0, K.HEADER:K.HEADER + L]
 
 
@@ -184,3 +184,79 @@ def test_wraps_a_trained_predictor_without_changing_it():
     cal.update(X[:10], y[:10])
     np.testing.assert_allclose(cal.predict(X), ref, rtol=1e-3)    # kept what it had learned
     np.testing.assert_array_equal(rls.predict(X), ref)            # and the argument is untouched
+
+
+# ---------------------------------------------------------------- tracker, fleet, model and CLI
+
+
+def _pair_cal(**params):
+    from interfpred.experiments.bounds import fit_calibrated_pair_model
+    from interfpred.sim.contention import get_gpu_spec
+    from interfpred.sim.zoo import zoo_profiles
+
+    return zoo_profiles("l4"), fit_calibrated_pair_model(zoo_profiles("l4"), get_gpu_spec("l4"), batches=(1, 8),
+                                                         **params)
+
+
+def test_tracker_projects_at_the_bound():
+    from interfpred import ColocationTracker, Fleet
+
+    prof, cal = _pair_cal()
+    tr = ColocationTracker(prof, cal)
+    tr.start("a", "vgg19", 8, 0.0)
+    tr.start("b", "resnet50", 8, 1.0)
+    cand = [("c", "yolov8n", 4)]
+    mean = tr.what_if(cand, 2.0)
+    hi = tr.what_if(cand, 2.0, quantile=0.99)
+    lo = tr.what_if(cand, 2.0, quantile=0.01)
+    med = tr.what_if(cand, 2.0, quantile=0.5)
+    for k in mean:
+        assert lo[k] <= med[k] <= hi[k]
+        assert hi[k] > mean[k] > lo[k]
+    assert tr.predict_finish(2.0, quantile=0.99) == tr.what_if([], 2.0, quantile=0.99)
+    with pytest.raises(InterfpredError, match="not calibrated"):
+        tr.what_if(cand, 2.0, quantile=0.95)
+    with pytest.raises(InterfpredError, match="in \\(0, 1\\)"):
+        tr.what_if(cand, 2.0, quantile=1.5)
+    with pytest.raises(InterfpredError, match="gives no quantiles"):
+        ColocationTracker(prof, RLS()).what_if(cand, 0.0, quantile=0.9)
+    # a fleet admitting on the bound refuses what the mean admits, for a deadline between the two
+    fleet = Fleet({"g": ColocationTracker(prof, Calibrated.from_state(cal.to_state()))}, quantile=0.99)
+    fleet.start("g", "a", "vgg19", 8, 0.0, deadline=1e9)
+    fleet.start("g", "b", "resnet50", 8, 1.0, deadline=1e9)
+    deadline = (mean["c"] + hi["c"]) / 2
+    assert fleet.choose_gpu(("c", "yolov8n", 4), deadline, 2.0) is None
+    mean_fleet = Fleet({"g": ColocationTracker(prof, Calibrated.from_state(cal.to_state()))})
+    mean_fleet.start("g", "a", "vgg19", 8, 0.0, deadline=1e9)
+    mean_fleet.start("g", "b", "resnet50", 8, 1.0, deadline=1e9)
+    assert mean_fleet.choose_gpu(("c", "yolov8n", 4), deadline, 2.0) == "g"
+
+
+def test_model_and_cli_bounds(tmp_path, capsys):
+    import csv
+
+    from interfpred.cli import main
+    from interfpred.sim.workload import mix_scenario, write_scenario
+
+    sc = mix_scenario(["resnet50", "vgg19"], rho=0.9, executions=500, seed=2)
+    write_scenario(sc, tmp_path / "sim")
+    args = ["--profiles", str(tmp_path / "sim/profiles.csv"), "--trace", str(tmp_path / "sim/trace.csv")]
+    assert main(["fit", *args, "--calibrate", "aci", "--quantiles", "0.9", "--target", "rate",
+                 "--out", str(tmp_path / "m.json")]) == 0
+    assert main(["predict", "--model", str(tmp_path / "m.json"), *args, "--quantile", "0.9", "0.1",
+                 "--out", str(tmp_path / "p.csv")]) == 0
+    with open(tmp_path / "p.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 500 and all(float(r["latency_q0.1_ms"]) <= float(r["latency_q0.9_ms"]) for r in rows)
+    cov = np.mean([float(r["observed_latency_ms"]) <= float(r["latency_q0.9_ms"]) for r in rows])
+    assert 0.8 <= cov <= 0.97
+    capsys.readouterr()
+    assert main(["evaluate", "--model", str(tmp_path / "m.json"), *args, "--online", "--quantile", "0.9",
+                 "--warmup", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "quantile baseline" in out and "resnet50" in out
+    assert main(["predict", "--model", str(tmp_path / "m.json"), *args, "--quantile", "0.99",
+                 "--out", str(tmp_path / "q.csv")]) == 2
+    assert "latency quantile 0.99 needs target quantile 0.01" in capsys.readouterr().err
+    assert not (tmp_path / "q.csv").exists()
+    assert main(["fit", *args, "--quantiles", "0.9", "--out", str(tmp_path / "n.json")]) == 2

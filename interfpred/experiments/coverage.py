@@ -68,9 +68,11 @@ def _check_quantiles(quantiles: Sequence[float]) -> list[float]:
     return out
 
 
-def _bounds_call(predictor: Any, X: np.ndarray, level: float, kw: dict[str, Any]) -> np.ndarray:
+def _bounds_call(predictor: Any, X: np.ndarray, level: float, kw: dict[str, Any], q: float) -> np.ndarray:
     try:
         return np.asarray(predictor.predict(X, quantile=level, **kw), dtype=np.float64).reshape(-1)
+    except InterfpredError as exc:
+        raise InterfpredError(f"latency quantile {q:g} needs target quantile {level:g}: {exc}") from None
     except TypeError:
         raise InterfpredError(f"predictor {type(predictor).__name__} gives no quantiles; wrap it in "
                               "interfpred.Calibrated (CLI: interfpred fit --calibrate aci)") from None
@@ -83,8 +85,8 @@ def latency_bounds(predictor: Any, X: np.ndarray, solo_ms: np.ndarray, target: s
     kw = {"entities": entities} if entities is not None and getattr(predictor, "uses_entities", False) else {}
     out = {}
     for q in _check_quantiles(quantiles):
-        hi = _to_latency(_bounds_call(predictor, X, target_level(q, target), kw), solo, target)
-        lo = _to_latency(_bounds_call(predictor, X, target_level(1.0 - q, target), kw), solo, target)
+        hi = _to_latency(_bounds_call(predictor, X, target_level(q, target), kw, q), solo, target)
+        lo = _to_latency(_bounds_call(predictor, X, target_level(1.0 - q, target), kw, q), solo, target)
         out[q] = (np.minimum(lo, hi), np.maximum(lo, hi))
     return out
 

@@ -68,12 +68,17 @@ def _refresh(state, g, levels, n_levels, window, method):
 
 
 @njit(cache=True)
-def push(state, g, s, levels, gamma, tau_lo, tau_hi, method):
+def push(state, g, s, levels, par):
     """Push score ``s`` into group ``g``: coverage count, ACI step, window update, thresholds.
 
-    ACI (Gibbs & Candes 2021) per level: ``tau <- tau + gamma (level - [s <= theta])`` with
-    ``theta`` the threshold in force before ``s``, kept in ``[tau_lo, tau_hi]``.
+    ``par`` is ``[gamma, tau_lo, tau_hi, method]`` (see :func:`params`). ACI (Gibbs & Candes
+    2021) per level: ``tau <- tau + gamma (level - [s <= theta])`` with ``theta`` the threshold in
+    force before ``s``, kept in ``[tau_lo, tau_hi]``.
     """
+    gamma = par[0]
+    tau_lo = par[1]
+    tau_hi = par[2]
+    method = int(par[3])
     n_levels = levels.shape[0]
     window = (state.shape[1] - HEADER - 3 * n_levels) // 2
     row = state[g]
@@ -93,24 +98,7 @@ def push(state, g, s, levels, gamma, tau_lo, tau_hi, method):
     so = ro + window
     pos = int(row[0])
     cnt = int(row[1])
-    if cnt == window:
-        old = row[ro + pos]
-        # remove one copy of ``old`` from the sorted window
-        lo_i, hi_i = 0, cnt
-        while lo_i < hi_i:
-            mid = (lo_i + hi_i) // 2
-            if row[so + mid] < old:
-                lo_i = mid + 1
-            else:
-                hi_i = mid
-        for j in range(lo_i, cnt - 1):
-            row[so + j] = row[so + j + 1]
-        cnt -= 1
-    row[ro + pos] = s
-    pos += 1
-    if pos == window:
-        pos = 0
-    # insert ``s`` after every score <= s
+    # j: insertion point of ``s`` after every score <= s
     lo_i, hi_i = 0, cnt
     while lo_i < hi_i:
         mid = (lo_i + hi_i) // 2
@@ -118,9 +106,35 @@ def push(state, g, s, levels, gamma, tau_lo, tau_hi, method):
             lo_i = mid + 1
         else:
             hi_i = mid
-    for j in range(cnt, lo_i, -1):
-        row[so + j] = row[so + j - 1]
-    row[so + lo_i] = s
+    j = lo_i
+    if cnt == window:
+        # replace one copy of the oldest score by ``s`` with a single shift between the two places
+        old = row[ro + pos]
+        lo_i, hi_i = 0, cnt
+        while lo_i < hi_i:
+            mid = (lo_i + hi_i) // 2
+            if row[so + mid] < old:
+                lo_i = mid + 1
+            else:
+                hi_i = mid
+        i = lo_i
+        if i < j:
+            for k in range(i, j - 1):
+                row[so + k] = row[so + k + 1]
+            row[so + j - 1] = s
+        else:
+            for k in range(i, j, -1):
+                row[so + k] = row[so + k - 1]
+            row[so + j] = s
+        cnt -= 1
+    else:
+        for k in range(cnt, j, -1):
+            row[so + k] = row[so + k - 1]
+        row[so + j] = s
+    row[ro + pos] = s
+    pos += 1
+    if pos == window:
+        pos = 0
     row[0] = pos
     row[1] = cnt + 1
     if method == METHOD_FIXED and cnt + 1 == window:
@@ -129,12 +143,17 @@ def push(state, g, s, levels, gamma, tau_lo, tau_hi, method):
 
 
 @njit(cache=True)
-def push_many(state, groups, scores, levels, gamma, tau_lo, tau_hi, method):
+def push_many(state, groups, scores, levels, par):
     """``push`` each score into the global group 0 and into its own group (when > 0)."""
     for i in range(scores.shape[0]):
-        push(state, 0, scores[i], levels, gamma, tau_lo, tau_hi, method)
+        push(state, 0, scores[i], levels, par)
         if groups[i] > 0:
-            push(state, groups[i], scores[i], levels, gamma, tau_lo, tau_hi, method)
+            push(state, groups[i], scores[i], levels, par)
+
+
+def params(gamma: float, tau_lo: float, tau_hi: float, method: int) -> np.ndarray:
+    """The kernels' parameter vector ``[gamma, tau_lo, tau_hi, method]``."""
+    return np.array([gamma, tau_lo, tau_hi, float(method)])
 
 
 @njit(cache=True)

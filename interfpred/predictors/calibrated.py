@@ -174,6 +174,9 @@ class Calibrated(BasePredictor):
         self._check_params()
         self._template = self._build(predictor)
         self._levels = _levels(self.quantiles)
+        self._level_pos = {float(v): i for i, v in enumerate(self._levels.tolist())}
+        self._th0 = K.HEADER + self._levels.shape[0]    # offset of the thresholds in a group row
+        self._par = K.params(float(self.gamma), *CALIBRATED_TAU_RANGE, _METHOD_CODE[self.method])
         self._reset()
 
     # ------------------------------------------------------------------ parameters
@@ -241,6 +244,7 @@ class Calibrated(BasePredictor):
         self._group_names: list[str] = []
         self._yq: np.ndarray | None = None
         self._scale_mode = self._resolve_scale()
+        self._relative = self._scale_mode == "relative"
         self._d = None
 
     def _resolve_scale(self) -> str:
@@ -299,9 +303,9 @@ class Calibrated(BasePredictor):
         return out
 
     def _push(self, groups: np.ndarray, scores: np.ndarray, method: str | None = None) -> None:
-        lo, hi = CALIBRATED_TAU_RANGE
-        K.push_many(self._state, groups, scores, self._levels, float(self.gamma), lo, hi,
-                    _METHOD_CODE[method or self.method])
+        par = self._par if method is None else K.params(float(self.gamma), *CALIBRATED_TAU_RANGE,
+                                                        _METHOD_CODE[method])
+        K.push_many(self._state, groups, scores, self._levels, par)
 
     # ------------------------------------------------------------------ the API
     def fit(self, X: Any, y: Any, *, entities: Any = None) -> Calibrated:
@@ -356,13 +360,12 @@ class Calibrated(BasePredictor):
         Refused input raises :class:`~interfpred.errors.InterfpredError` and changes nothing.
         """
         inner = self._inner
-        if (entities is None and inner is not None and self._scale_mode == "relative" and type(X) is _NDARRAY
+        if (entities is None and inner is not None and self._relative and type(X) is _NDARRAY
                 and X.dtype is _F64 and X.ndim == 1 and type(y) is float and y - y == 0.0):
             m = inner.predict(X)                 # validates X
             s = (y - m) / max(abs(m), CALIBRATED_MIN_SCALE)
             inner.update(X, y)                   # refuses atomically
-            K.push(self._state, 0, s, self._levels, self.gamma, CALIBRATED_TAU_RANGE[0], CALIBRATED_TAU_RANGE[1],
-                   _METHOD_CODE[self.method])
+            K.push(self._state, 0, s, self._levels, self._par)
             return
         Xa, single = as_rows(X, width=self._width())
         ya = as_targets(y, Xa.shape[0], single)
@@ -391,6 +394,9 @@ class Calibrated(BasePredictor):
         self._learn_rows(X, y, None)
 
     def _level_index(self, quantile: Any) -> int:
+        li = self._level_pos.get(quantile) if type(quantile) is float else None
+        if li is not None:
+            return li
         try:
             q = float(quantile)
         except (TypeError, ValueError):
@@ -426,13 +432,15 @@ class Calibrated(BasePredictor):
             ent = self._check_entities(entities, Xa.shape[0])
             out = self._now().predict(Xa, **self._kw(ent))
             return float(np.asarray(out).reshape(-1)[0]) if single else out
-        li = self._level_index(quantile)
+        li = self._level_pos.get(quantile) if type(quantile) is float else None
+        if li is None:
+            li = self._level_index(quantile)
         state = self._state
-        th = K.HEADER + self._levels.shape[0] + li
-        if (state is not None and entities is None and self._scale_mode == "relative" and type(X) is _NDARRAY
+        th = self._th0 + li
+        if (state is not None and entities is None and self._relative and type(X) is _NDARRAY
                 and X.dtype is _F64 and X.ndim == 1):
             m = self._inner.predict(X)
-            return m + max(abs(m), CALIBRATED_MIN_SCALE) * float(state[0, th])
+            return m + max(abs(m), CALIBRATED_MIN_SCALE) * state.item(0, th)
         Xa, single = as_rows(X, width=self._width())
         ent = self._check_entities(entities, Xa.shape[0])
         mean, scale = self._mean_scale(self._now(), Xa, ent)
@@ -572,6 +580,7 @@ class Calibrated(BasePredictor):
         self._group_names = names
         self._group_index = {s: i + 1 for i, s in enumerate(names)}
         self._scale_mode = state["scale"]
+        self._relative = self._scale_mode == "relative"
         self._yq = None if yq is None else np.asarray(yq, dtype=np.float64).reshape(levels.shape)
         K.refresh_all(self._state, self._levels, self.window, _METHOD_CODE[self.method])
 
