@@ -12,7 +12,8 @@ Examples
 >>> out = pathlib.Path(tempfile.mkdtemp()) / "report"
 >>> sections = reproduce(out, executions=400)
 >>> [s.title for s in sections]
-['E1: co-location dynamics', 'E2: workload change', 'E3: SLO-aware scheduling with co-location']
+['E1: co-location dynamics', 'E2: workload change', 'E3: SLO-aware scheduling with co-location',
+ 'Coverage of calibrated latency bounds (E2 sets)']
 >>> sorted(p.name for p in out.iterdir() if p.suffix != ".png")
 ['report.md', 'results.json']
 >>> reproduce(out, executions=400)
@@ -35,6 +36,7 @@ from pathlib import Path
 
 from interfpred._version import __version__
 from interfpred.errors import InterfpredError
+from interfpred.experiments.bounds import run_coverage
 from interfpred.experiments.paper import run_e1, run_e2
 from interfpred.experiments.report import ReproduceContext, Section
 from interfpred.experiments.scheduling import run_e3
@@ -44,7 +46,7 @@ __all__ = ["DEFAULT_SECTIONS", "REPORT_FILES", "reproduce"]
 
 #: The experiments of the report, in order; each is ``f(ctx: ReproduceContext) -> Section``.
 #: Append to add one.
-DEFAULT_SECTIONS: list[Callable[[ReproduceContext], Section]] = [run_e1, run_e2, run_e3]
+DEFAULT_SECTIONS: list[Callable[[ReproduceContext], Section]] = [run_e1, run_e2, run_e3, run_coverage]
 #: Files every report holds (figures come beside them).
 REPORT_FILES = ("report.md", "results.json")
 
