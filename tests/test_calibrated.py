@@ -260,3 +260,54 @@ def test_model_and_cli_bounds(tmp_path, capsys):
     assert "latency quantile 0.99 needs target quantile 0.01" in capsys.readouterr().err
     assert not (tmp_path / "q.csv").exists()
     assert main(["fit", *args, "--quantiles", "0.9", "--out", str(tmp_path / "n.json")]) == 2
+
+
+class _EntityRLS(RLS):
+    """An RLS that takes entities and records what it was given (to check the wrapper passes them on)."""
+
+    uses_entities = True
+    seen: list = []
+
+    def fit(self, X, y, *, entities=None):
+        _EntityRLS.seen.append(("fit", None if entities is None else len(entities)))
+        return super().fit(X, y)
+
+    def update(self, X, y, *, entities=None):
+        _EntityRLS.seen.append(("update", None if entities is None else len(entities)))
+        super().update(X, y)
+
+    def predict(self, X, return_std=False, *, entities=None):
+        _EntityRLS.seen.append(("predict", None if entities is None else len(entities)))
+        return super().predict(X, return_std=return_std)
+
+
+def test_entities_reach_a_wrapped_predictor_that_uses_them():
+    rng = np.random.default_rng(4)
+    X = rng.random((40, 2))
+    y = 1.0 + X.sum(axis=1)
+    ent = Entities.from_lists(["a", "b"] * 20, [{"b": 1.0}, {"a": 1.0}] * 20)
+    cal = Calibrated(_EntityRLS(), quantiles=(0.9,))
+    assert cal.uses_entities and not Calibrated(RLS()).uses_entities
+    _EntityRLS.seen = []
+    cal.fit(X, y, entities=ent)
+    cal.update(X[:3], y[:3], entities=ent.take([0, 1, 2]))
+    cal.predict(X[:5], entities=ent.take(np.arange(5)))
+    cal.predict(X[:5], quantile=0.9, entities=ent.take(np.arange(5)))
+    calls = _EntityRLS.seen
+    assert ("fit", 40) in calls and ("fit", 30) in calls       # the wrapped predictor and the calibration clone
+    assert ("update", 1) in calls and ("predict", 5) in calls
+    assert all(n is not None for _, n in calls)
+
+
+def test_bound_goal_of_e3():
+    from types import SimpleNamespace as R
+
+    from interfpred.experiments.bounds import bound_goal, bound_verdict
+
+    res = {"tracker": [R(attainment=1.0, goodput_rps=100.0), R(attainment=0.95, goodput_rps=150.0)],
+           "calibrated": [R(attainment=0.9995, goodput_rps=96.0), R(attainment=0.96, goodput_rps=140.0)]}
+    goal = bound_goal(res, [1.0, 3.0])
+    assert goal["met"] and [r["regime"] for r in goal["per_load"]] == ["c_meets_99", "beyond"]
+    res["calibrated"][0] = R(attainment=0.9995, goodput_rps=94.0)          # goodput more than 5 % below
+    goal = bound_goal(res, [1.0, 3.0])
+    assert not goal["met"] and "load 1 ((c) >= 99%)" in bound_verdict(goal) and "NOT met" in bound_verdict(goal)
