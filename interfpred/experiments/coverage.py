@@ -93,13 +93,14 @@ def latency_bounds(predictor: Any, X: np.ndarray, solo_ms: np.ndarray, target: s
 
 def prequential_bounds(predictor: Any, X: np.ndarray, y: np.ndarray, solo_ms: np.ndarray, target: str,
                        quantiles: Sequence[float], *, start_ms: np.ndarray | None = None,
-                       end_ms: np.ndarray | None = None,
+                       end_ms: np.ndarray | None = None, entities: Any = None,
                        on_row: Callable[[int], None] | None = None) -> tuple[np.ndarray, dict[float, tuple]]:
     """Point latency and ``{q: (L, U)}`` of every row, each made before its row was learned.
 
     With ``start_ms``/``end_ms`` the feedback is delayed as in a live system: row ``i`` is
     predicted with what finished at or before its launch. ``predictor`` is updated in place (its
-    calibration learns even when its point predictions are frozen).
+    calibration learns even when its point predictions are frozen). ``entities`` (an
+    :class:`~interfpred.entities.Entities` table of the rows) reach a predictor that uses them.
     """
     X = np.ascontiguousarray(X, dtype=np.float64)
     y = np.ascontiguousarray(y, dtype=np.float64)
@@ -120,15 +121,21 @@ def prequential_bounds(predictor: Any, X: np.ndarray, y: np.ndarray, solo_ms: np
         learned = np.searchsorted(end[order], start, side="right").tolist()
         order_l = order.tolist()
     predict, update = predictor.predict, predictor.update
+    if entities is not None and getattr(predictor, "uses_entities", False):
+        ents = [entities.take([i]) for i in range(n)]
+        kws = [{"entities": e} for e in ents]
+    else:
+        kws = [{}] * n
     j = 0
     for i in range(n):
         while j < learned[i]:
             k = order_l[j]
-            update(rows[k], ys[k])
+            update(rows[k], ys[k], **kws[k])
             j += 1
-        mean[i] = predict(rows[i])
+        kw = kws[i]
+        mean[i] = predict(rows[i], **kw)
         for lv in levels:
-            raw[lv][i] = predict(rows[i], quantile=lv)
+            raw[lv][i] = predict(rows[i], quantile=lv, **kw)
         if on_row is not None:
             on_row(i)
     out = {}
