@@ -152,7 +152,7 @@ class Calibrated(BasePredictor):
 
     kind = "calibrated"
     _test_params = [{}, {"method": "split", "window": 40}, {"predictor": "online_sgd", "method": "fixed"},
-                    {"predictor": "offline_linear", "scale": "relative", "window": 30},
+                    {"predictor": "online_sgd", "scale": "relative", "window": 30},
                     {"groups": "entity", "quantiles": (0.8,)}]
 
     def __init__(self, predictor: Any = None, *, quantiles: tuple[float, ...] = CALIBRATED_QUANTILES,
@@ -222,7 +222,8 @@ class Calibrated(BasePredictor):
         """Whether the point predictions learn: the wrapped predictor's flag.
 
         The calibration of ``aci`` and ``split`` learns on every ``update`` even around a frozen
-        predictor, so call ``update`` with every observation either way.
+        predictor (which is then never updated itself), so call ``update`` with every observation
+        either way.
         """
         return bool(self._template.learns_online)
 
@@ -340,9 +341,8 @@ class Calibrated(BasePredictor):
     def _prequential_scores(self, p: BasePredictor, X: np.ndarray, y: np.ndarray, ent: Entities | None) -> np.ndarray:
         """Scores of each row before ``p`` learns from it (``p`` is updated)."""
         n = X.shape[0]
-        if not p.learns_online:
+        if not p.learns_online:             # frozen: its predictions do not move, it is never updated
             mean, scale = self._mean_scale(p, X, ent)
-            p.update(X, y, **self._kw(ent))
             return (y - mean) / scale
         out = np.empty(n)
         ys = y.tolist()
