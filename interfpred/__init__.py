@@ -19,6 +19,7 @@ from interfpred.predictors import (
     make_predictor,
 )
 from interfpred.trace import Trace
+from interfpred.measurements import Measurements
 from interfpred.timeline import Timeline, build_timeline
 from interfpred.features import (
     EWMA,
@@ -43,6 +44,7 @@ __all__ = [
     "Profile",
     "ProfileTable",
     "Trace",
+    "Measurements",
     "KernelTable",
     "NcuFormatError",
     "read_kernels",

@@ -31,8 +31,15 @@ from typing import Any
 import numpy as np
 
 from interfpred.errors import InterfpredError
-from interfpred.experiments.coverage import baseline_bounds, coverage_rows, latency_bounds, prequential_bounds
+from interfpred.experiments.coverage import (
+    baseline_bounds,
+    coverage_rows,
+    latency_bounds,
+    prequential_bounds,
+    run_stamps,
+)
 from interfpred.experiments.report import text_table
+from interfpred.measurements import Measurements
 from interfpred.model import InterferenceModel
 from interfpred.predictors import predictor_from_state
 from interfpred.profiles import ProfileTable
@@ -62,8 +69,9 @@ class CoverageEvaluation:
     skip: int
 
 
-def evaluate_coverage(model: InterferenceModel, trace: Trace, profiles: ProfileTable, quantiles: Sequence[float], *,
-                      online: bool = False, skip: int = 0) -> CoverageEvaluation:
+def evaluate_coverage(model: InterferenceModel, trace: Trace | None, profiles: ProfileTable | None,
+                      quantiles: Sequence[float], *, measurements: Measurements | None = None, online: bool = False,
+                      skip: int = 0) -> CoverageEvaluation:
     """Coverage, width and interval score of ``model``'s latency bounds, beside the quantile baseline.
 
     Parameters
@@ -71,7 +79,10 @@ def evaluate_coverage(model: InterferenceModel, trace: Trace, profiles: ProfileT
     model
         A model whose predictor is :class:`~interfpred.Calibrated` (``interfpred fit --calibrate``).
     trace, profiles
-        Executions to score.
+        Executions to score (or None with ``measurements``).
+    measurements
+        Measurement rows to score instead (online: each run bounded with what the runs before it
+        taught, then learned).
     quantiles
         Latency quantiles to score; each must be calibrated (or the complement of one).
     online
@@ -79,7 +90,9 @@ def evaluate_coverage(model: InterferenceModel, trace: Trace, profiles: ProfileT
     skip
         Leading rows (launch order) to leave out of the scores (a warm-up).
     """
-    fm = model.features(trace, profiles)
+    if (trace is None) == (measurements is None):
+        raise InterfpredError("give a trace or measurements, one of them")
+    fm = model.features(trace, profiles, measurements=measurements)
     if len(fm) == 0:
         raise InterfpredError("cannot evaluate on an empty trace")
     if not isinstance(skip, int) or not 0 <= skip < len(fm):
@@ -88,11 +101,12 @@ def evaluate_coverage(model: InterferenceModel, trace: Trace, profiles: ProfileT
     pred = model.predictor
     if online:
         copy = predictor_from_state(pred.to_state())
-        _, bounds = prequential_bounds(copy, fm.X, fm.y, fm.solo_ms, target, quantiles, start_ms=trace.start_ms,
-                                       end_ms=trace.end_ms)
+        start, end = (trace.start_ms, trace.end_ms) if trace is not None else run_stamps(measurements.run_code)
+        _, bounds = prequential_bounds(copy, fm.X, fm.y, fm.solo_ms, target, quantiles, start_ms=start, end_ms=end,
+                                       entities=fm.entities)
     else:
         bounds = latency_bounds(pred, fm.X, fm.solo_ms, target, quantiles, entities=fm.entities)
-    groups = np.asarray(trace.model)
+    groups = np.asarray(trace.model if trace is not None else measurements.model).astype(str)
     rows = [{**r, "method": "model"} for r in coverage_rows(fm.latency_ms, fm.solo_ms, bounds, groups=groups,
                                                              skip=skip)]
     tq = getattr(pred, "train_quantiles_", None)

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from interfpred.constants import BASELINE_KINDS
+from interfpred.entities import Entities
 from interfpred.errors import InterfpredError
 
 __all__ = ["yield_checks", "check_predictor"]
@@ -208,8 +210,11 @@ def check_fixed_size_state(p: Any) -> None:
 
 
 def check_beats_running_mean(p: Any) -> None:
-    """On a noiseless linear stream an online predictor beats a running-mean baseline (prequential)."""
-    if not p.learns_online:
+    """On a noiseless linear stream an online predictor beats a running-mean baseline (prequential).
+
+    The baselines themselves (``BASELINE_KINDS``) are exempt: they ignore the features by design.
+    """
+    if not p.learns_online or getattr(p, "kind", "") in BASELINE_KINDS:
         return
     q = p.clone()
     X, y = _stream(q, 1500, seed=7)
@@ -224,6 +229,85 @@ def check_beats_running_mean(p: Any) -> None:
     assert err_model < err_mean, f"prequential SSE {err_model:.4g} not below running mean's {err_mean:.4g}"
 
 
+def _entities(n: int, seed: int = 0) -> Entities:
+    """Own and co-runner entities of ``n`` rows over four names (0 to 2 co-runners, weights 0.5 to 2)."""
+    rng = np.random.default_rng(seed)
+    names = ["a", "b", "c", "d"]
+    own = [names[i] for i in rng.integers(0, 4, n)]
+    co = [{names[j]: float(rng.choice([0.5, 1.0, 2.0])) for j in rng.choice(4, size=rng.integers(0, 3), replace=False)}
+          for _ in range(n)]
+    return Entities.from_lists(own, co)
+
+
+def check_entities_contract(p: Any) -> None:
+    """Entity-aware predictors (``uses_entities``) work with and without ``entities=``.
+
+    With entities: finite prior, batch predict equals row-by-row predict, batch update equals a
+    loop of single-row updates, unseen names predict finite values, save/load and pickle keep the
+    predictions. A table of the wrong length or type is refused and leaves the state unchanged.
+    Without entities every call still works. Other predictors are not checked here.
+    """
+    if not getattr(p, "uses_entities", False):
+        return
+    q = p.clone()
+    X, y = _stream(q, 120, seed=8)
+    ent = _entities(120, seed=8)
+    one = q.predict(X[0], entities=ent.take([0]))
+    assert isinstance(one, float) and np.isfinite(one), f"prior with entities {one!r} is not a finite float"
+    q.fit(X, y, entities=ent)
+    batch = q.predict(X, entities=ent)
+    assert batch.shape == (120,) and np.isfinite(batch).all()
+    rows = np.array([q.predict(X[i], entities=ent.take([i])) for i in range(20)])
+    np.testing.assert_allclose(batch[:20], rows, rtol=1e-12, atol=1e-12)
+    assert np.isfinite(q.predict(X)).all(), "predict without entities is not finite"
+    unseen = Entities.from_lists(["zz"] * 3, [{"yy": 1.0}, {}, {"a": 1.0}])
+    assert np.isfinite(q.predict(X[:3], entities=unseen)).all(), "unseen entities give non-finite predictions"
+    state = pickle.dumps(q)
+    _expect_refusal(lambda: q.update(X, y, entities=ent.take(np.arange(10))), "update with 10 entity rows for 120")
+    _expect_refusal(lambda: q.predict(X, entities=ent.take([0])), "predict with 1 entity row for 120")
+    _expect_refusal(lambda: q.fit(X, y, entities=ent.take(np.arange(5))), "fit with 5 entity rows for 120")
+    _expect_refusal(lambda: q.update(X, y, entities="a"), "entities that are not an Entities table")
+    assert pickle.dumps(q) == state, "state changed on a refused call"
+    a, b = pickle.loads(state), pickle.loads(state)
+    X2, y2 = _stream(q, 40, seed=9)
+    e2 = _entities(40, seed=9)
+    a.update(X2, y2, entities=e2)
+    for i in range(40):
+        b.update(X2[i], float(y2[i]), entities=e2.take([i]))
+    np.testing.assert_allclose(a.predict(X2, entities=e2), b.predict(X2, entities=e2), rtol=1e-12, atol=1e-12)
+    a.update(X2, y2)  # and without entities
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "p.json"
+        a.save(path)
+        r = type(a).load(path)
+    for other in (r, pickle.loads(pickle.dumps(a))):
+        np.testing.assert_array_equal(other.predict(X2, entities=e2), a.predict(X2, entities=e2))
+
+
+def check_entities_are_learned(p: Any) -> None:
+    """With entities, an online entity-aware predictor beats the running mean on a stream whose
+    target depends only on the own and co-runner entities (prequential, single rows)."""
+    if not getattr(p, "uses_entities", False) or not p.learns_online:
+        return
+    q = p.clone()
+    n = 1500
+    X, _ = _stream(q, n, seed=10)
+    ent = _entities(n, seed=10)
+    effect = {"a": 0.2, "b": 0.8, "c": 1.5, "d": 0.1}
+    y = np.array([1.0 + effect[own] + 0.5 * sum(w * effect[c] for c, w in co.items())
+                  for own, co in (ent.row(i) for i in range(n))])
+    err_model = err_mean = 0.0
+    mean = 0.0
+    for i in range(n):
+        e = ent.take([i])
+        err_model += (q.predict(X[i], entities=e) - y[i]) ** 2
+        err_mean += (mean - y[i]) ** 2
+        q.update(X[i], float(y[i]), entities=e)
+        mean += (y[i] - mean) / (i + 1)
+    assert err_model < 0.5 * err_mean, (f"prequential SSE {err_model:.4g} with entities is not below half the "
+                                        f"running mean's {err_mean:.4g}")
+
+
 _CHECKS = [
     check_params_and_repr,
     check_prior,
@@ -236,6 +320,8 @@ _CHECKS = [
     check_persistence,
     check_fixed_size_state,
     check_beats_running_mean,
+    check_entities_contract,
+    check_entities_are_learned,
 ]
 
 

@@ -49,6 +49,8 @@ def _add_ingest(sub) -> None:
                    help="keep only kernels whose name matches (re.search)")
     p.add_argument("--nvtx-filter", action="append", metavar="REGEX",
                    help="keep only kernels whose NVTX range stack matches (needs ncu --nvtx)")
+    p.add_argument("--share", type=float, default=None, metavar="P",
+                   help="MPS active thread percentage the profiled runs used, in (0, 100] (default 100)")
     p.add_argument("--manifest", help="CSV of runs: file,gpu,model,batch_size[,iterations]")
     p.add_argument("--out", help="tidy profile CSV to write, or merge into if it exists")
     p.add_argument("--overwrite", action="store_true", help="replace --out instead of merging into it")
@@ -107,7 +109,11 @@ def _run_ingest(args) -> int:
                 kernel_filter=e.kernel_filter, nvtx_filter=e.nvtx_filter)
         except InterfpredError as exc:
             raise InterfpredError(f"{where}: {exc}") from None
-        key = (prof.gpu, prof.model, prof.batch_size)
+        if args.share is not None:
+            if not 0.0 < args.share <= 100.0:
+                raise InterfpredError(f"--share {args.share:g} must be an MPS active thread percentage in (0, 100]")
+            prof = prof.model_copy(update={"share": float(args.share)})
+        key = (prof.gpu, prof.model, prof.batch_size, prof.share)
         if key in seen:
             other, other_where = seen[key]
             if other != prof:
@@ -219,7 +225,8 @@ def _add_reproduce(sub) -> None:
         "reproduce", help="run the paper's experiments on the simulator and write a report",
         description="Run E1 (co-location dynamics) and E2 (workload change) on simulated traces, with "
                     "interfpred's best configuration beside the paper's methods, and E3 (SLO-aware scheduling "
-                    "with the tracker); print the tables and write "
+                    "with the tracker), and E4 (accuracy on real measured V100 pairs, every predictor beside the "
+                    "baselines); print the tables and write "
                     "report.md, results.json and the figures into --out (written beside it, then renamed).")
     p.add_argument("--quick", action="store_true", help="smaller traces (about a minute on two cores)")
     p.add_argument("--out", default=REPRODUCE_DEFAULT_OUT, help=f"output folder (default ./{REPRODUCE_DEFAULT_OUT})")
@@ -258,11 +265,17 @@ def _add_fit(sub) -> None:
 
     d = dict(MODEL_DEFAULT_EXTRACTOR)
     p = sub.add_parser(
-        "fit", help="fit an interference model on a profile table and a trace",
-        description="Compute features of every execution of --trace (profiles from --profiles), fit the "
-                    "predictor, and save the extractor's spec and the predictor's state in one JSON file.")
-    p.add_argument("--profiles", required=True, help="tidy profile CSV (gpu,model,batch_size,solo_ms,sm,l2,dram)")
-    p.add_argument("--trace", required=True, help="trace CSV (id,gpu,model,batch_size,start_ms,end_ms)")
+        "fit", help="fit an interference model on a trace and/or measurement runs",
+        description="Compute features of every execution of --trace (profiles from --profiles) and of every "
+                    "row of --measurements, fit the predictor and the three baselines on them, and save the "
+                    "extractor's spec and the predictors' states in one JSON file. Without --map, a map the "
+                    "profiles' counters support is chosen and named.")
+    p.add_argument("--profiles", help="tidy profile CSV (gpu,model,batch_size,solo_ms[,sm,l2,dram,share]); "
+                                      "needed with --trace, optional with --measurements")
+    p.add_argument("--trace", help="trace CSV (id,gpu,model,batch_size,start_ms,end_ms[,share])")
+    p.add_argument("--measurements", help="measurement runs, CSV or Parquet "
+                                          "(run,gpu,model,batch_size[,share],solo_ms,observed_ms), or "
+                                          "dataset:gavel_v100 for the shipped real data")
     p.add_argument("--predictor", default="rls", help="predictor kind: rls, online_sgd, offline_linear, ... "
                                                      "(default rls)")
     p.add_argument("--param", action="append", default=[], metavar="K=V",
@@ -270,7 +283,12 @@ def _add_fit(sub) -> None:
     p.add_argument("--aggregation", choices=AGGREGATIONS, default=d["aggregation"],
                    help=f"temporal aggregation (default {d['aggregation']})")
     p.add_argument("--alpha", type=float, default=None, help="EWMA weight of the newest value (ewma only)")
-    p.add_argument("--map", choices=FEATURE_MAPS, default=d["map"], help=f"feature map (default {d['map']})")
+    p.add_argument("--map", choices=FEATURE_MAPS, default=None,
+                   help=f"feature map (default {d['map']}, or one the profiles' counters support)")
+    p.add_argument("--shares", action="store_true", help="append the MPS share features to the map")
+    p.add_argument("--measurement-weight", type=float, default=None, metavar="W",
+                   help="weight of every measurement row against trace rows (weight 1) when both are given; "
+                        "for predictors that take row weights (offline_linear and the baselines)")
     p.add_argument("--combine", choices=COMBINES, default=d["combine"],
                    help=f"how co-runners combine (default {d['combine']})")
     p.add_argument("--target", choices=TARGETS, default=d["target"], help=f"learning target (default {d['target']})")
@@ -283,30 +301,55 @@ def _add_fit(sub) -> None:
 
 
 def _load_inputs(args):
+    """(profiles, trace, measurements) from --profiles, --trace and --measurements (None when absent)."""
+    from interfpred.measurements import Measurements
     from interfpred.profiles import ProfileTable
     from interfpred.trace import Trace
 
-    return ProfileTable.from_csv(args.profiles), Trace.from_csv(args.trace)
+    trace_path = getattr(args, "trace", None)
+    meas_path = getattr(args, "measurements", None)
+    if trace_path is None and meas_path is None:
+        raise InterfpredError("give --trace (with --profiles) or --measurements")
+    if trace_path is not None and args.profiles is None:
+        raise InterfpredError("--trace needs --profiles (solo latency and counters of each model)")
+    profiles = None if args.profiles is None else ProfileTable.from_csv(args.profiles)
+    trace = None if trace_path is None else Trace.from_csv(trace_path)
+    if meas_path is not None and meas_path.startswith("dataset:"):
+        from interfpred.datasets import load_dataset
+
+        meas = load_dataset(meas_path.removeprefix("dataset:"))
+    else:
+        meas = None if meas_path is None else Measurements.read(meas_path)
+    return profiles, trace, meas
 
 
-def _print_summary(summary, title: str) -> None:
+def _print_summary(summary, title: str, baselines=None) -> None:
+    from interfpred.evaluation import BASELINE_LABELS
     from interfpred.experiments.report import text_table
 
-    rows = [[k, v] for k, v in summary.as_dict().items()]
+    baselines = baselines or {}
+    header = ["metric", "model", *(BASELINE_LABELS.get(k, k) for k in baselines)]
+    rows = [[k, v, *(b.as_dict()[k] for b in baselines.values())] for k, v in summary.as_dict().items()]
     print(title)
-    print(text_table(["metric", "value"], rows))
+    print(text_table(header, rows))
+    if not baselines:
+        print("(this model file holds no baselines: refit it with 'interfpred fit' to see them beside the model)")
 
 
 def _run_fit(args) -> int:
     from interfpred.benchmarking import parse_param
+    from interfpred.constants import MODEL_DEFAULT_EXTRACTOR
     from interfpred.features import make_extractor
     from interfpred.model import InterferenceModel
     from interfpred.predictors import make_predictor
 
-    spec = {"aggregation": args.aggregation, "map": args.map, "combine": args.combine, "target": args.target}
+    spec = {"aggregation": args.aggregation, "combine": args.combine, "target": args.target,
+            "map": dict(MODEL_DEFAULT_EXTRACTOR)["map"] if args.map is None else args.map}
+    if args.shares:
+        spec["shares"] = True
     if args.alpha is not None:
         spec["alpha"] = args.alpha
-    extractor = make_extractor(spec)
+    make_extractor(spec)  # a bad combination fails before any file is read
     predictor = make_predictor(args.predictor, **dict(parse_param(t) for t in args.param))
     if args.quantiles is not None and args.calibrate is None:
         raise InterfpredError("--quantiles applies only with --calibrate")
@@ -315,10 +358,23 @@ def _run_fit(args) -> int:
 
         extra = {} if args.quantiles is None else {"quantiles": tuple(args.quantiles)}
         predictor = Calibrated(predictor, method=args.calibrate, **extra)
-    profiles, trace = _load_inputs(args)
-    model = InterferenceModel(extractor, predictor).fit(trace, profiles)
+    profiles, trace, meas = _load_inputs(args)
+    model = InterferenceModel(spec, predictor)
+    model.auto_map = args.map is None
+    weights = None
+    if args.measurement_weight is not None:
+        if trace is None or meas is None:
+            raise InterfpredError("--measurement-weight weighs measurement rows against trace rows: give both")
+        weights = [1.0] * len(trace) + [args.measurement_weight] * len(meas)
+    model.fit(trace, profiles, measurements=meas, weights=weights)
+    if model.note:
+        print(f"interfpred: {model.note}", file=sys.stderr)
     model.save(args.out)
-    _print_summary(model.evaluate(trace, profiles).summary, f"fit on {len(trace)} executions (training accuracy)")
+    for name, data in (("executions", trace), ("measurement rows", meas)):
+        if data is not None:
+            kw = {"measurements": data} if name != "executions" else {"trace": data}
+            ev = model.evaluate(profiles=profiles, **kw)
+            _print_summary(ev.summary, f"fit on {len(data)} {name} (training accuracy)", ev.baselines)
     print(f"wrote {args.out}: {model!r}", file=sys.stderr)
     return 0
 
@@ -328,36 +384,75 @@ _COMMANDS.append(_add_fit)
 
 def _add_evaluate(sub) -> None:
     p = sub.add_parser(
-        "evaluate", help="accuracy of a saved model on a trace",
-        description="Predict every execution of --trace with --model and print the accuracy (MSE of slowdown, "
-                    "relative errors of latency). With --online, prequentially: predict each execution at its "
-                    "launch, learn from it once finished (the model file is not changed).")
-    p.add_argument("--model", required=True, help="model file written by 'interfpred fit'")
-    p.add_argument("--profiles", required=True, help="tidy profile CSV")
-    p.add_argument("--trace", required=True, help="trace CSV")
+        "evaluate", help="accuracy of a saved model on a trace or measurements, beside the baselines",
+        description="Predict every execution of --trace (or row of --measurements) with --model and print the "
+                    "accuracy (MSE of slowdown, relative errors of latency) beside the three baselines fitted on "
+                    "the model's training rows. With --online, prequentially: predict each execution at its launch "
+                    "(each run with what earlier runs taught), learn from it once finished (the model file is not "
+                    "changed). With --split, hold out part of --measurements instead: fit the model's "
+                    "configuration afresh on the rest, --repeats times (pair: by run; model: leave-one-model-out).")
+    p.add_argument("--model", help="model file written by 'interfpred fit' (with --split: only its configuration "
+                                   "is used; default configuration when omitted)")
+    p.add_argument("--profiles", help="tidy profile CSV (needed with --trace)")
+    p.add_argument("--trace", help="trace CSV")
+    p.add_argument("--measurements", help="measurement runs, CSV or Parquet, or dataset:gavel_v100")
     p.add_argument("--online", action="store_true", help="prequential evaluation (predict, then learn)")
     p.add_argument("--quantile", type=float, nargs="+", default=None, metavar="Q",
                    help="also print coverage, width and interval score of the latency bounds at these quantiles, "
                         "overall and per model, beside the quantile baseline (a model fitted with --calibrate)")
     p.add_argument("--warmup", type=int, default=0, help="leading executions left out of the coverage (default 0)")
+    p.add_argument("--split", choices=("pair", "model"), default=None,
+                   help="held-out evaluation inside --measurements: pair = 70/30 by run, model = leave-one-model-out")
+    p.add_argument("--repeats", type=int, default=None, help="seeded repeats of --split pair (default 20)")
+    p.add_argument("--seed", type=int, default=0, help="seed of --split pair (default 0)")
     p.set_defaults(func=_run_evaluate)
 
 
 def _run_evaluate(args) -> int:
     from interfpred.model import load_model
 
+    if args.split is not None:
+        return _run_split(args)
+    if args.repeats is not None:
+        raise InterfpredError("--repeats applies to --split only")
+    if args.model is None:
+        raise InterfpredError("--model is required (a model file written by 'interfpred fit'), or use --split")
+    if args.trace is not None and args.measurements is not None:
+        raise InterfpredError("evaluate one data set at a time: --trace or --measurements")
     model = load_model(args.model)
-    profiles, trace = _load_inputs(args)
-    ev = model.evaluate(trace, profiles, online=args.online)
+    profiles, trace, meas = _load_inputs(args)
+    ev = model.evaluate(trace, profiles, measurements=meas, online=args.online)
+    n, what = (len(trace), "executions") if trace is not None else (len(meas), "measurement rows")
     _print_summary(ev.summary, f"{'online (prequential)' if args.online else 'offline'} evaluation of "
-                               f"{args.model} on {len(trace)} executions")
+                               f"{args.model} on {n} {what}", ev.baselines)
     if args.quantile:
         from interfpred.calibration import evaluate_coverage, format_coverage
 
-        cov = evaluate_coverage(model, trace, profiles, args.quantile, online=args.online, skip=args.warmup)
-        print(f"latency bounds (coverage: share of executions at or below the bound; width and interval score "
-              f"in slowdown units; first {args.warmup} executions skipped)")
+        cov = evaluate_coverage(model, trace, profiles, args.quantile, measurements=meas, online=args.online,
+                                skip=args.warmup)
+        print(f"latency bounds (coverage: share of {what} at or below the bound; width and interval score "
+              f"in slowdown units; first {args.warmup} skipped)")
         print(format_coverage(cov))
+    return 0
+
+
+def _run_split(args) -> int:
+    from interfpred.constants import E4_REPEATS
+    from interfpred.experiments.real import split_table
+    from interfpred.model import InterferenceModel, load_model
+
+    if args.measurements is None or args.trace is not None:
+        raise InterfpredError("--split evaluates inside one --measurements file (not a trace)")
+    if args.split == "model" and args.repeats is not None:
+        raise InterfpredError("--repeats applies to --split pair (leave-one-model-out holds each model out once)")
+    profiles, _, meas = _load_inputs(args)
+    model = load_model(args.model) if args.model is not None else InterferenceModel()
+    model.choose_map(profiles)
+    if model.note:
+        print(f"interfpred: {model.note}", file=sys.stderr)
+    repeats = E4_REPEATS if args.repeats is None else args.repeats
+    print(split_table(model.extractor, model.predictor, meas, profiles, split=args.split, repeats=repeats,
+                      seed=args.seed, online=args.online))
     return 0
 
 
@@ -366,12 +461,14 @@ _COMMANDS.append(_add_evaluate)
 
 def _add_predict(sub) -> None:
     p = sub.add_parser(
-        "predict", help="predicted latencies of a trace's executions",
+        "predict", help="predicted latencies of a trace's executions or of measurement rows",
         description="Write id, predicted_latency_ms, predicted_slowdown and observed_latency_ms for every "
-                    "execution of --trace to a CSV (atomically).")
+                    "execution of --trace (or run, model, batch_size, share and the same three for every row of "
+                    "--measurements) to a CSV (atomically).")
     p.add_argument("--model", required=True, help="model file written by 'interfpred fit'")
-    p.add_argument("--profiles", required=True, help="tidy profile CSV")
-    p.add_argument("--trace", required=True, help="trace CSV")
+    p.add_argument("--profiles", help="tidy profile CSV (needed with --trace)")
+    p.add_argument("--trace", help="trace CSV")
+    p.add_argument("--measurements", help="measurement runs, CSV or Parquet, or dataset:gavel_v100")
     p.add_argument("--out", required=True, help="predictions CSV to write")
     p.add_argument("--quantile", type=float, nargs="+", default=None, metavar="Q",
                    help="one more column per quantile, latency_q<Q>_ms: the latency bound at Q "
@@ -380,16 +477,52 @@ def _add_predict(sub) -> None:
 
 
 def _run_predict(args) -> int:
-    from interfpred.model import load_model, write_predictions
+    from interfpred.model import load_model, write_measurement_predictions, write_predictions
 
+    if args.trace is not None and args.measurements is not None:
+        raise InterfpredError("predict one data set at a time: --trace or --measurements")
     model = load_model(args.model)
-    profiles, trace = _load_inputs(args)
-    n = write_predictions(model, trace, profiles, args.out, quantiles=tuple(args.quantile or ()))
+    profiles, trace, meas = _load_inputs(args)
+    quantiles = tuple(args.quantile or ())
+    if trace is not None:
+        n = write_predictions(model, trace, profiles, args.out, quantiles=quantiles)
+    else:
+        n = write_measurement_predictions(model, meas, profiles, args.out, quantiles=quantiles)
     print(f"wrote {n} predictions to {args.out}", file=sys.stderr)
     return 0
 
 
 _COMMANDS.append(_add_predict)
+
+
+def _add_datasets(sub) -> None:
+    p = sub.add_parser("datasets", help="list the shipped real datasets, or write one out",
+                       description="Without NAME, list the shipped datasets. With NAME and --out, write it as "
+                                   "measurements (CSV, or Parquet for a .parquet path). Any command that takes "
+                                   "--measurements also accepts dataset:NAME.")
+    p.add_argument("name", nargs="?", help="dataset name (gavel_v100)")
+    p.add_argument("--out", help="file to write (CSV or .parquet)")
+    p.set_defaults(func=_run_datasets)
+
+
+def _run_datasets(args) -> int:
+    from interfpred.datasets import DATASETS, load_dataset
+
+    if args.name is None:
+        for name, fn in sorted(DATASETS.items()):
+            m = fn()
+            print(f"{name}: {len(m)} rows, {m.n_runs} runs, models {', '.join(m.models)} "
+                  f"({(fn.__doc__ or '').strip().splitlines()[0]})")
+        return 0
+    m = load_dataset(args.name)
+    if args.out is None:
+        raise InterfpredError("give --out FILE to write the dataset")
+    m.write(args.out)
+    print(f"wrote {args.out}: {len(m)} rows, {m.n_runs} runs", file=sys.stderr)
+    return 0
+
+
+_COMMANDS.append(_add_datasets)
 
 
 def build_parser() -> argparse.ArgumentParser:

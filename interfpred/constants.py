@@ -13,9 +13,9 @@ PROFILE_COLUMNS = ("gpu", "model", "batch_size", "solo_ms", "sm", "l2", "dram")
 #: The throughput columns of a profile, fractions of peak in [0, 1].
 RESOURCES = ("sm", "l2", "dram")
 
-#: Columns of a trace CSV, in order; ``solo_ms`` is optional.
+#: Columns of a trace CSV, in order; ``solo_ms`` and ``share`` (MPS active thread percentage) are optional.
 TRACE_COLUMNS = ("id", "gpu", "model", "batch_size", "start_ms", "end_ms")
-TRACE_OPTIONAL_COLUMNS = ("solo_ms",)
+TRACE_OPTIONAL_COLUMNS = ("solo_ms", "share")
 
 #: Slowdown a predictor reports before it has learned anything (1.0: no interference).
 PRIOR_SLOWDOWN = 1.0
@@ -58,7 +58,7 @@ GPULETS_MAX_BATCH = 32
 DEFAULT_EWMA_ALPHA = 0.5
 #: Names accepted by ``make_extractor`` for the temporal aggregation, feature map, combine and target.
 AGGREGATIONS = ("static", "ewma", "time-weighted")
-FEATURE_MAPS = ("default", "gpulets", "rich")
+FEATURE_MAPS = ("default", "gpulets", "rich", "shares")
 COMBINES = ("sum", "max")
 TARGETS = ("slowdown", "rate")
 #: Smallest predicted rate (fraction of solo speed) used when turning a rate back into latency,
@@ -135,6 +135,28 @@ REPRODUCE_TRAIN_SHARE = 0.75
 REPRODUCE_EWMA_ALPHAS = (0.2, 0.5, 0.8)
 #: Default output folder of ``interfpred reproduce``.
 REPRODUCE_DEFAULT_OUT = "interfpred-report"
+# ---------------------------------------------------------------- measurements, MPS share, baselines, real data
+#: Columns of a measurements CSV (steady-state co-location runs, one row per member), in order.
+MEASUREMENT_COLUMNS = ("run", "gpu", "model", "batch_size", "share", "solo_ms", "observed_ms")
+#: Optional columns: ``member`` labels copies of one model inside a run.
+MEASUREMENT_OPTIONAL_COLUMNS = ("member",)
+#: The throughput form: rates (units per second) alone and co-located, instead of solo_ms/observed_ms.
+MEASUREMENT_THROUGHPUT_COLUMNS = ("solo_throughput", "observed_throughput")
+#: Milliseconds per second: a throughput r (units/s) is stored as 1000 / r ms per unit.
+MS_PER_S = 1000.0
+#: MPS active thread percentage of a batch that ran without a partition.
+DEFAULT_SHARE = 100.0
+#: Registry kinds of the three baselines every accuracy table shows.
+BASELINE_KINDS = ("no_interference", "global_mean", "pair_mean")
+#: Feature maps by the profile counters they need (a map absent here needs none).
+MAP_COUNTERS = (("default", ("sm", "l2", "dram")), ("rich", ("sm", "l2", "dram")), ("gpulets", ("l2", "dram")),
+                ("shares", ()))
+#: E4 (real Gavel V100 pairs): share of runs in the training split, seeded repeats (full and quick).
+E4_TRAIN_SHARE = 0.7
+E4_REPEATS = 20
+E4_QUICK_REPEATS = 20
+#: E4 tables, one per learning target: the rate first (bounded; Gavel's slowdowns reach 119), then the slowdown.
+E4_TARGETS = ("rate", "slowdown")
 # ---------------------------------------------------------------- calibrated latency bounds (interfpred.Calibrated)
 #: Quantiles of the target a Calibrated wrapper calibrates by default (each with its complement 1 - q).
 CALIBRATED_QUANTILES = (0.5, 0.9, 0.99)

@@ -9,7 +9,14 @@ profile's ``(sm, l2, dram)`` throughputs as fractions of peak.
 - ``"gpulets"``: ``[l2_me, dram_me, l2_other, dram_other]`` (gpulets' four inputs);
 - ``"rich"``: the default six, the per-resource products ``me x other``, the total pressure
   per resource ``me + sum(others)``, its excess over capacity ``max(0, total - 1)`` and the
-  co-runner count (16 features).
+  co-runner count (16 features);
+- ``"shares"``: ``[share_me, share_other, n_others]``: the MPS active thread share (fraction
+  of 1) of the batch, the sum of its co-runners' shares and their count. It needs no hardware
+  counter, so it works for profiles without ``sm``, ``l2`` or ``dram``.
+
+``shares=True`` appends ``share_me, share_other`` to any built-in map. A map that needs a
+counter the profiles lack (NaN: not measured) is refused, naming the counter and the maps
+that work without it (:func:`supported_maps`); a missing counter never becomes a zero.
 
 ``combine`` says how the co-runners make one "other" value: ``"sum"`` (total pressure) or
 ``"max"`` (the worst co-runner, gpulets' choice); totals and excess are always sums. With no
@@ -70,6 +77,7 @@ from interfpred.constants import (
     COMBINES,
     DEFAULT_EWMA_ALPHA,
     FEATURE_MAPS,
+    MAP_COUNTERS,
     MAX_RUNNING_SET,
     MIN_PREDICTED_RATE,
     TARGETS,
@@ -90,10 +98,13 @@ __all__ = [
     "feature_names",
     "make_extractor",
     "profile_arrays",
+    "supported_maps",
     "transform_many",
 ]
 
-_MAP_IDS = {"default": _k.MAP_DEFAULT, "gpulets": _k.MAP_GPULETS, "rich": _k.MAP_RICH}
+_MAP_IDS = {"default": _k.MAP_DEFAULT, "gpulets": _k.MAP_GPULETS, "rich": _k.MAP_RICH,
+            "shares": _k.MAP_DEFAULT}  # "shares" runs the default map on share demands (see _share_block)
+_SHARE_NAMES = ("share_me", "share_other")
 _COMBINE_IDS = {"sum": _k.COMBINE_SUM, "max": _k.COMBINE_MAX}
 _AGG_IDS = {"static": _k.AGG_STATIC, "ewma": _k.AGG_EWMA, "time-weighted": _k.AGG_TIME_WEIGHTED}
 _RES = ("sm", "l2", "dram")
@@ -113,6 +124,8 @@ def feature_names(feature_map: str = "default") -> tuple[str, ...]:
         raise InterfpredError(f"feature_map {feature_map!r} is not one of {', '.join(FEATURE_MAPS)}")
     if feature_map == "gpulets":
         return ("l2_me", "dram_me", "l2_other", "dram_other")
+    if feature_map == "shares":
+        return (*_SHARE_NAMES, "n_others")
     base = tuple(f"{r}_me" for r in _RES) + tuple(f"{r}_other" for r in _RES)
     if feature_map == "default":
         return base
@@ -234,6 +247,10 @@ def profile_arrays(trace: Trace, profiles: ProfileTable, *,
     mnames, mcode = trace.codes("model")
     batch = trace.batch_size
     key = (gcode * len(mnames) + mcode) * (int(batch.max()) + 1) + batch
+    shares = trace.share
+    if shares is not None:
+        levels, scode = np.unique(shares, return_inverse=True)
+        key = key * len(levels) + scode.reshape(-1)
     kmax = int(key.max())
     if kmax <= 4 * len(key) + 4096:      # dense keys: O(n) without sorting
         rep = np.full(kmax + 1, -1, dtype=np.int64)
@@ -246,14 +263,15 @@ def profile_arrays(trace: Trace, profiles: ProfileTable, *,
         _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     try:
         vals = profiles.lookup_arrays(trace.model[first], batch[first],
-                                      gpus=None if gpus is None else trace.gpu[first], extrapolate=extrapolate)
+                                      gpus=None if gpus is None else trace.gpu[first],
+                                      shares=None if shares is None else shares[first], extrapolate=extrapolate)
     except InterfpredError:
         # Name the first row that fails.
         _, first = np.unique(key, return_index=True)
         for i in np.sort(first):
             try:
                 profiles.lookup_arrays([trace.model[i]], [batch[i]], gpus=None if gpus is None else [trace.gpu[i]],
-                                       extrapolate=extrapolate)
+                                       shares=None if shares is None else [shares[i]], extrapolate=extrapolate)
             except InterfpredError as row_exc:
                 raise InterfpredError(f"row {i} (id {trace.id[i]}): {row_exc}") from None
         raise
@@ -300,7 +318,13 @@ class Extractor:
     aggregation: str = ""
 
     def __init__(self, *, feature_map: str | CustomMap = "default", combine: str = "sum",
-                 target: str = "slowdown") -> None:
+                 target: str = "slowdown", shares: bool = False) -> None:
+        if not isinstance(shares, (bool, np.bool_)):
+            raise InterfpredError(f"shares must be True or False, got {shares!r}")
+        if shares and (isinstance(feature_map, CustomMap) or feature_map == "shares"):
+            raise InterfpredError("shares=True appends the share features to a built-in counter map "
+                                  "(default, gpulets, rich); the 'shares' map already holds them")
+        self.shares = bool(shares)
         if isinstance(feature_map, CustomMap):
             self._map_id = -1
         elif isinstance(feature_map, str) and feature_map in _MAP_IDS:
@@ -327,7 +351,19 @@ class Extractor:
         """The feature names, in column order."""
         if isinstance(self.feature_map, CustomMap):
             return self.feature_map.names
-        return feature_names(self.feature_map)
+        return feature_names(self.feature_map) + (_SHARE_NAMES if self.shares else ())
+
+    @property
+    def uses_shares(self) -> bool:
+        """True when the features depend on MPS shares (the ``shares`` map or ``shares=True``)."""
+        return self.shares or self.feature_map == "shares"
+
+    @property
+    def counters(self) -> tuple[str, ...]:
+        """The profile counters this extractor's map needs (a CustomMap: all three)."""
+        if isinstance(self.feature_map, CustomMap):
+            return _RES
+        return dict(MAP_COUNTERS)[self.feature_map]
 
     @property
     def n_features(self) -> int:
@@ -349,23 +385,27 @@ class Extractor:
         """
         if not self.is_builtin:
             raise InterfpredError("an extractor with a CustomMap cannot be described as a spec")
-        return {"aggregation": self.aggregation, "alpha": self._spec_alpha(), "map": self.feature_map,
+        spec = {"aggregation": self.aggregation, "alpha": self._spec_alpha(), "map": self.feature_map,
                 "combine": self.combine, "target": self.target}
+        if self.shares:
+            spec["shares"] = True
+        return spec
 
     def _spec_alpha(self) -> float | None:
         return None
 
     def __repr__(self) -> str:
         extra = f"{self._spec_alpha()}, " if self._spec_alpha() is not None else ""
+        tail = ", shares=True" if self.shares else ""
         return (f"{type(self).__name__}({extra}feature_map={self.feature_map!r}, "
-                f"combine={self.combine!r}, target={self.target!r})")
+                f"combine={self.combine!r}, target={self.target!r}{tail})")
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Extractor):
             return NotImplemented
         return (type(self) is type(other) and self._spec_alpha() == other._spec_alpha()
                 and self.feature_map == other.feature_map and self.combine == other.combine
-                and self.target == other.target)
+                and self.target == other.target and self.shares == other.shares)
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, self._spec_alpha(), str(self.feature_map), self.combine, self.target))
@@ -379,6 +419,7 @@ class Extractor:
         >>> Static().map_instant([0.5, 0.2, 0.1], [[0.1, 0.1, 0.1], [0.2, 0.3, 0.4]])
         array([0.5, 0.2, 0.1, 0.3, 0.4, 0.5])
         """
+        self._refuse_shares("map_instant")
         me_a = _as_demand(me, "me", two_d=False)
         oth = _as_demand(others, "others", two_d=True)
         if not self.is_builtin:
@@ -400,10 +441,16 @@ class Extractor:
         array([[0.5, 0.2, 0.1, 0.1, 0.6, 0.3],
                [0.1, 0.6, 0.3, 0.5, 0.2, 0.1]])
         """
+        self._refuse_shares("map_running_set")
         if not check and self.is_builtin:
             return _k.map_running_set(demands, self._map_id, self._combine_id)
         dem = _as_demand(demands, "demands", two_d=True)
         return self._map_set_unchecked(dem)
+
+    def _refuse_shares(self, what: str) -> None:
+        if self.uses_shares:
+            raise InterfpredError(f"{what} takes counter demands only; an extractor with share features "
+                                  f"({self!r}) is computed from traces or measurements that carry a share")
 
     def _map_set_unchecked(self, dem: np.ndarray) -> np.ndarray:
         if self.is_builtin:
@@ -519,14 +566,14 @@ class EWMA(Extractor):
     aggregation = "ewma"
 
     def __init__(self, alpha: float = DEFAULT_EWMA_ALPHA, *, feature_map: str | CustomMap = "default",
-                 combine: str = "sum", target: str = "slowdown") -> None:
+                 combine: str = "sum", target: str = "slowdown", shares: bool = False) -> None:
         try:
             a = float(alpha)
         except (TypeError, ValueError):
             raise InterfpredError(f"alpha {alpha!r} must be a number in [0, 1]") from None
         if not 0.0 <= a <= 1.0:
             raise InterfpredError(f"alpha {alpha!r} must be in [0, 1]")
-        super().__init__(feature_map=feature_map, combine=combine, target=target)
+        super().__init__(feature_map=feature_map, combine=combine, target=target, shares=shares)
         self.alpha = a
 
     @property
@@ -575,6 +622,7 @@ def transform_many(extractors: Sequence[Extractor], trace: Trace, profiles: Prof
         if not isinstance(ex, Extractor):
             raise InterfpredError(f"expected Extractor objects, got {type(ex).__name__}")
     dem, solo = profile_arrays(trace, profiles, extrapolate=extrapolate)
+    dem = checked_demands(exs, dem, trace.model)
     latency = np.asarray(trace.end_ms - trace.start_ms, dtype=np.float64)
     if any(ex.target == "rate" for ex in exs) and len(trace) and np.any(latency <= 0):
         i = int(np.flatnonzero(latency <= 0)[0])
@@ -604,6 +652,19 @@ def transform_many(extractors: Sequence[Extractor], trace: Trace, profiles: Prof
         out = _k.features(*seg, dem, map_id, combine_id, agg_ids, alphas)
         for row, j in enumerate(js):
             X[j] = out[row]
+    share_js = [j for j, ex in enumerate(exs) if ex.uses_shares]
+    if share_js:
+        # The share features are the default map (sum) over demands [share, 1, 0]: sm_me is the
+        # batch's share, sm_other the sum of its co-runners', l2_other their count; the same
+        # kernel aggregates them over the timeline exactly like every other feature.
+        frac = np.full(len(trace), 1.0) if trace.share is None else trace.share / 100.0
+        sdem = np.ascontiguousarray(np.column_stack([frac, np.ones(len(trace)), np.zeros(len(trace))]))
+        agg_ids = np.array([_AGG_IDS[exs[j].aggregation] for j in share_js], dtype=np.int64)
+        alphas = np.array([exs[j]._agg_alpha for j in share_js], dtype=np.float64)
+        out = _k.features(*seg, sdem, _k.MAP_DEFAULT, _k.COMBINE_SUM, agg_ids, alphas)
+        for row, j in enumerate(share_js):
+            block = out[row][:, [0, 3, 4]]
+            X[j] = block if exs[j].feature_map == "shares" else np.hstack([X[j], block[:, :2]])
     results = []
     for ex, x in zip(exs, X):
         y = latency / solo if ex.target == "slowdown" else solo / latency
@@ -611,8 +672,43 @@ def transform_many(extractors: Sequence[Extractor], trace: Trace, profiles: Prof
     return results
 
 
+def supported_maps(missing: Sequence[str]) -> tuple[str, ...]:
+    """The built-in feature maps that need none of the ``missing`` counters.
+
+    Examples
+    --------
+    >>> supported_maps(["sm"])
+    ('gpulets', 'shares')
+    >>> supported_maps([])
+    ('default', 'rich', 'gpulets', 'shares')
+    """
+    return tuple(m for m, need in MAP_COUNTERS if not set(need) & set(missing))
+
+
+def checked_demands(extractors: Sequence[Extractor], dem: np.ndarray, models: Any) -> np.ndarray:
+    """Refuse an extractor whose map needs a counter that is NaN (not measured) in ``dem``.
+
+    Returns ``dem`` with the unused missing counters set to 0 for the kernels (no map reads
+    them), so the check is the only place a missing counter is ever looked at.
+    """
+    nan = np.isnan(dem)
+    if not nan.any():
+        return dem
+    missing = [r for c, r in enumerate(_RES) if nan[:, c].any()]
+    for ex in extractors:
+        for r in ex.counters:
+            if r in missing:
+                i = int(np.flatnonzero(nan[:, _RES.index(r)])[0])
+                works = ", ".join(supported_maps(missing)) or "none"
+                raise InterfpredError(
+                    f"feature map {ex.feature_map!r} needs the {r} counter, which the profile of model "
+                    f"{str(models[i])!r} lacks (not measured); maps that work without "
+                    f"{', '.join(missing)}: {works}")
+    return np.ascontiguousarray(np.where(nan, 0.0, dem))
+
+
 _CLASSES = {"static": Static, "ewma": EWMA, "time-weighted": TimeWeighted}
-_SPEC_KEYS = ("aggregation", "alpha", "map", "combine", "target")
+_SPEC_KEYS = ("aggregation", "alpha", "map", "combine", "target", "shares")
 
 
 def make_extractor(spec: Mapping[str, Any] | None = None, /, **kwargs: Any) -> Extractor:
@@ -644,7 +740,7 @@ def make_extractor(spec: Mapping[str, Any] | None = None, /, **kwargs: Any) -> E
     if agg not in _CLASSES:
         raise InterfpredError(f"aggregation {agg!r} is not one of {', '.join(AGGREGATIONS)}")
     common = {"feature_map": merged.get("map", "default"), "combine": merged.get("combine", "sum"),
-              "target": merged.get("target", "slowdown")}
+              "target": merged.get("target", "slowdown"), "shares": merged.get("shares", False)}
     alpha = merged.get("alpha")
     if agg == "ewma":
         return EWMA(DEFAULT_EWMA_ALPHA if alpha is None else alpha, **common)

@@ -34,7 +34,7 @@ import csv
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -47,21 +47,29 @@ from interfpred.constants import (
     MODEL_FILE_KIND,
     SCHEMA_VERSION,
 )
+from interfpred.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.experiments.coverage import latency_bounds
+from interfpred.evaluation import call, fit_baselines, prequential_entities, prequential_runs
 from interfpred.experiments.metrics import AccuracySummary, accuracy_summary
-from interfpred.features import Extractor, FeatureMatrix, make_extractor
-from interfpred.predictors import BasePredictor, make_predictor, predictor_from_state
+from interfpred.features import Extractor, FeatureMatrix, make_extractor, supported_maps
+from interfpred.measurements import Measurements
+from interfpred.predictors import BasePredictor, make_predictor, predictor_from_state, registered
 from interfpred.profiles import ProfileTable
+from interfpred.run_features import concat_features, measurement_features
 from interfpred.trace import Trace
 
-__all__ = ["Evaluation", "InterferenceModel", "load_model", "prequential", "write_predictions"]
+__all__ = ["Evaluation", "InterferenceModel", "load_model", "prequential", "write_measurement_predictions",
+           "write_predictions"]
+#: Columns of the predictions CSV written for measurements.
+MEASUREMENT_PREDICTION_COLUMNS = ("run", "model", "batch_size", "share", "predicted_latency_ms",
+                                  "predicted_slowdown", "observed_latency_ms")
 
 PREDICTION_COLUMNS = ("id", "predicted_latency_ms", "predicted_slowdown", "observed_latency_ms")
 
 
 def prequential(predictor: BasePredictor, X: np.ndarray, y: np.ndarray, *, start_ms: np.ndarray | None = None,
-                end_ms: np.ndarray | None = None) -> np.ndarray:
+                end_ms: np.ndarray | None = None, entities: Entities | None = None) -> np.ndarray:
     """Predict every row, then learn from it: the online ("test-then-train") evaluation.
 
     With ``start_ms`` and ``end_ms`` the feedback is delayed as in a live system: row ``i`` is
@@ -78,6 +86,9 @@ def prequential(predictor: BasePredictor, X: np.ndarray, y: np.ndarray, *, start
         Features (n, d) and targets (n,), in launch order.
     start_ms, end_ms
         Launch and finish times (n,), for delayed feedback.
+    entities
+        The rows' entities (n rows), passed to a predictor with ``uses_entities`` (one row at
+        a time, as the features); other predictors never see them.
 
     Returns
     -------
@@ -103,6 +114,10 @@ def prequential(predictor: BasePredictor, X: np.ndarray, y: np.ndarray, *, start
         raise InterfpredError("give both start_ms and end_ms, or neither")
     if n == 0:
         return np.empty(0)
+    if entities is not None and getattr(predictor, "uses_entities", False):
+        if len(entities) != n:
+            raise InterfpredError(f"entities has {len(entities)} rows, X has {n}")
+        return prequential_entities(predictor, X, y, start_ms=start_ms, end_ms=end_ms, entities=entities)
     if not predictor.learns_online:
         return np.asarray(predictor.predict(X), dtype=np.float64)
     out = np.empty(n)
@@ -145,12 +160,17 @@ class Evaluation:
         (n,) per execution, in the trace's row order.
     online
         Whether the predictions were made prequentially.
+    baselines
+        The three baselines' accuracy on the same rows (kind -> summary), fitted on the model's
+        training rows and run the same way (offline or prequentially); empty when the model file
+        holds no baselines.
     """
 
     summary: AccuracySummary
     predicted_latency_ms: np.ndarray
     observed_latency_ms: np.ndarray
     online: bool
+    baselines: dict[str, AccuracySummary] = field(default_factory=dict)
 
 
 def _as_extractor(extractor: Extractor | Mapping[str, Any] | None) -> Extractor:
@@ -206,89 +226,163 @@ class InterferenceModel:
                                   f"{ex.feature_map!r} makes {ex.n_features}")
         self.extractor = ex
         self.predictor = pred
+        #: The three baselines, fitted on the same rows as the predictor (kind -> predictor).
+        self.baselines: dict[str, BasePredictor] = {}
+        #: What :meth:`fit` chose on its own (a feature map the data supports), or None.
+        self.note: str | None = None
+        #: Whether :meth:`fit` may switch to a feature map the profiles' counters support (True when
+        #: no map was given).
+        self.auto_map = extractor is None or (isinstance(extractor, Mapping) and "map" not in extractor
+                                              and "feature_map" not in extractor)
 
     def __repr__(self) -> str:
         return f"InterferenceModel({self.extractor!r}, {self.predictor!r})"
 
     # ------------------------------------------------------------------ data
-    def features(self, trace: Trace, profiles: ProfileTable) -> FeatureMatrix:
-        """The extractor's features and target for every execution of ``trace``."""
-        return self.extractor.transform(trace, profiles)
+    def features(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,
+                 measurements: Measurements | None = None) -> FeatureMatrix:
+        """Features, target and entities of every execution of ``trace``, then every row of ``measurements``."""
+        parts = []
+        if trace is not None:
+            if profiles is None:
+                raise InterfpredError("a trace needs profiles (solo latency and counters per model)")
+            parts.append(self.extractor.transform(trace, profiles))
+        if measurements is not None:
+            parts.append(measurement_features(self.extractor, measurements, profiles))
+        if not parts:
+            raise InterfpredError("give a trace (with profiles) or measurements")
+        return parts[0] if len(parts) == 1 else concat_features(parts)
 
     def _check_width(self, fm: FeatureMatrix) -> None:
         d = self.predictor.n_features_in_
         if d is not None and d != fm.X.shape[1]:
             raise InterfpredError(f"the predictor was fitted on {d} features, the extractor makes {fm.X.shape[1]}")
 
+    def choose_map(self, profiles: ProfileTable | None) -> None:
+        """With no map given, switch to one the profiles' counters support, and say so in :attr:`note`."""
+        if not self.auto_map:
+            return
+        if profiles is None:
+            missing = ["sm", "l2", "dram"]
+        else:
+            missing = [r for r in ("sm", "l2", "dram") if np.isnan(profiles.column(r)).any()]
+        works = supported_maps(missing)
+        current = self.extractor.feature_map
+        if current in works:
+            return
+        chosen = "gpulets" if "gpulets" in works else "shares"
+        spec = {**self.extractor.get_spec(), "map": chosen}
+        spec.pop("shares", None)
+        self.extractor = make_extractor({k: v for k, v in spec.items() if v is not None})
+        self.note = (f"feature map {chosen!r} chosen: the default {current!r} needs {', '.join(missing)}, "
+                     f"which {'no profiles were given for' if profiles is None else 'the profiles lack'}")
+
     # ------------------------------------------------------------------ learning
-    def fit(self, trace: Trace, profiles: ProfileTable) -> InterferenceModel:
-        """Forget, then learn from every execution of ``trace`` (in launch order); returns self."""
-        fm = self.features(trace, profiles)
+    def fit(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,
+            measurements: Measurements | None = None, weights: Any = None) -> InterferenceModel:
+        """Forget, then learn from every execution of ``trace`` and every row of ``measurements``; returns self.
+
+        Traces need ``profiles``; measurements use them for counters when given. With no feature
+        map given, a map the profiles support is chosen (see :attr:`note`). ``weights`` gives each
+        row a weight (trace rows first, then measurement rows), for predictors that take row
+        weights (``supports_weights``). The three baselines are fitted on the same rows.
+        """
+        self.choose_map(profiles)
+        fm = self.features(trace, profiles, measurements=measurements)
         if len(fm) == 0:
-            raise InterfpredError("cannot fit on an empty trace")
-        self.predictor.fit(fm.X, fm.y)
+            raise InterfpredError("cannot fit on no rows")
+        extra = {}
+        if weights is not None:
+            if not getattr(self.predictor, "supports_weights", False):
+                raise InterfpredError(f"predictor {self.predictor.kind!r} does not take row weights; these do: "
+                                      + ", ".join(k for k, c in sorted(registered().items())
+                                                  if getattr(c, "supports_weights", False)))
+            extra["sample_weight"] = weights
+        call(self.predictor, "fit", fm.X, fm.y, entities=fm.entities, **extra)
+        self.baselines = fit_baselines(fm.X, fm.y, entities=fm.entities, sample_weight=weights)
         return self
 
-    def update(self, trace: Trace, profiles: ProfileTable) -> None:
-        """Learn from more finished executions without forgetting (a frozen predictor ignores them)."""
-        fm = self.features(trace, profiles)
+    def update(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,
+               measurements: Measurements | None = None) -> None:
+        """Learn from more finished executions or runs without forgetting (a frozen predictor ignores them)."""
+        fm = self.features(trace, profiles, measurements=measurements)
         self._check_width(fm)
         if len(fm):
-            self.predictor.update(fm.X, fm.y)
+            for p in (self.predictor, *self.baselines.values()):
+                call(p, "update", fm.X, fm.y, entities=fm.entities)
 
     # ------------------------------------------------------------------ prediction
-    def predict_slowdown(self, trace: Trace, profiles: ProfileTable, *, quantile: float | None = None) -> np.ndarray:
-        """Predicted slowdown (latency / profile solo latency) of every execution.
+    def predict_slowdown(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,
+                         measurements: Measurements | None = None, quantile: float | None = None) -> np.ndarray:
+        """Predicted slowdown (latency / solo latency) of every execution or measurement row.
 
         With ``quantile`` (a predictor wrapped in :class:`~interfpred.Calibrated`), the bound the
         slowdown stays under with that long-run frequency.
         """
-        fm = self.features(trace, profiles)
+        fm = self.features(trace, profiles, measurements=measurements)
         return self._latency(fm, quantile=quantile) / fm.solo_ms
 
-    def predict_latency(self, trace: Trace, profiles: ProfileTable, *, quantile: float | None = None) -> np.ndarray:
-        """Predicted latency (ms) of every execution, in the trace's row order.
+    def predict_latency(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,
+                        measurements: Measurements | None = None, quantile: float | None = None) -> np.ndarray:
+        """Predicted latency (ms) of every execution (then every measurement row), in row order.
 
         With ``quantile`` (a predictor wrapped in :class:`~interfpred.Calibrated`), the latency
         bound at that quantile (for a ``rate`` target, the rate quantile ``1 - quantile`` turned
         into latency).
         """
-        return self._latency(self.features(trace, profiles), quantile=quantile)
+        return self._latency(self.features(trace, profiles, measurements=measurements), quantile=quantile)
 
-    def _latency(self, fm: FeatureMatrix, pred: np.ndarray | None = None, quantile: float | None = None) -> np.ndarray:
+    def _latency(self, fm: FeatureMatrix, pred: np.ndarray | None = None,
+                 predictor: BasePredictor | None = None, quantile: float | None = None) -> np.ndarray:
         self._check_width(fm)
         if quantile is not None and pred is None and len(fm):
             return latency_bounds(self.predictor, fm.X, fm.solo_ms, self.extractor.target, [quantile],
                                   entities=fm.entities)[float(quantile)][1]
         if pred is None:
-            pred = np.asarray(self.predictor.predict(fm.X), dtype=np.float64) if len(fm) else np.empty(0)
+            p = self.predictor if predictor is None else predictor
+            pred = (np.asarray(call(p, "predict", fm.X, entities=fm.entities), dtype=np.float64) if len(fm)
+                    else np.empty(0))
         return np.asarray(self.extractor.latency_from_target(pred, fm.solo_ms), dtype=np.float64).reshape(-1)
 
-    def evaluate(self, trace: Trace, profiles: ProfileTable, *, online: bool = False) -> Evaluation:
-        """Accuracy on ``trace``; with ``online`` prequentially (predict at launch, learn at finish).
+    def evaluate(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,
+                 measurements: Measurements | None = None, online: bool = False) -> Evaluation:
+        """Accuracy on ``trace`` or ``measurements`` beside the baselines; ``online``: prequentially.
 
-        The model itself is not changed: the online pass runs on a copy.
+        Online, executions are predicted at launch and learned at finish; measurement runs are
+        taken in order, each predicted with what the runs before it taught. The model itself is
+        not changed: the online pass runs on copies.
         """
-        fm = self.features(trace, profiles)
+        if trace is not None and measurements is not None:
+            raise InterfpredError("evaluate one data set at a time: a trace or measurements")
+        fm = self.features(trace, profiles, measurements=measurements)
         self._check_width(fm)
         if len(fm) == 0:
-            raise InterfpredError("cannot evaluate on an empty trace")
-        if online:
-            copy = predictor_from_state(self.predictor.to_state())
-            pred = prequential(copy, fm.X, fm.y, start_ms=trace.start_ms, end_ms=trace.end_ms)
-        else:
-            pred = None
-        lat = self._latency(fm, pred)
-        summary = accuracy_summary(lat / fm.solo_ms, fm.latency_ms / fm.solo_ms)
-        return Evaluation(summary=summary, predicted_latency_ms=lat, observed_latency_ms=fm.latency_ms,
-                          online=online)
+            raise InterfpredError("cannot evaluate on no rows")
+        observed = fm.latency_ms / fm.solo_ms
+
+        def run(p: BasePredictor) -> np.ndarray:
+            if not online:
+                return self._latency(fm, predictor=p)
+            copy = predictor_from_state(p.to_state())
+            if trace is not None:
+                pred = prequential(copy, fm.X, fm.y, start_ms=trace.start_ms, end_ms=trace.end_ms,
+                                   entities=fm.entities)
+            else:
+                pred = prequential_runs(copy, fm.X, fm.y, measurements.run_code, entities=fm.entities)
+            return self._latency(fm, pred)
+
+        lat = run(self.predictor)
+        baselines = {k: accuracy_summary(run(p) / fm.solo_ms, observed) for k, p in self.baselines.items()}
+        return Evaluation(summary=accuracy_summary(lat / fm.solo_ms, observed), predicted_latency_ms=lat,
+                          observed_latency_ms=fm.latency_ms, online=online, baselines=baselines)
 
     # ------------------------------------------------------------------ persistence
     def to_state(self) -> dict[str, Any]:
         """JSON-able dict: kind, schema version, extractor spec, feature names, predictor state."""
         return {"schema_version": SCHEMA_VERSION, "kind": MODEL_FILE_KIND, "interfpred_version": __version__,
                 "extractor": self.extractor.get_spec(), "feature_names": list(self.extractor.names),
-                "predictor": self.predictor.to_state()}
+                "predictor": self.predictor.to_state(),
+                "baselines": {k: p.to_state() for k, p in self.baselines.items()}}
 
     @classmethod
     def from_state(cls, state: Any, *, source: str = "state") -> InterferenceModel:
@@ -314,7 +408,13 @@ class InterferenceModel:
         d = pred.n_features_in_
         if d is not None and d != ex.n_features:
             raise InterfpredError(f"{source}: the predictor takes {d} features but the extractor makes {ex.n_features}")
-        return cls(ex, pred)
+        model = cls(ex, pred)
+        baselines = state.get("baselines", {})
+        if not isinstance(baselines, dict):
+            raise InterfpredError(f"{source}: 'baselines' must be an object, got {type(baselines).__name__}")
+        for kind, st in baselines.items():
+            model.baselines[str(kind)] = predictor_from_state(st, source=f"{source}: baselines: {kind}")
+        return model
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the model as one JSON file, atomically."""
@@ -367,3 +467,36 @@ def write_predictions(model: InterferenceModel, trace: Trace, profiles: ProfileT
         w.writerows(zip(ids, map(repr, lat.tolist()), map(repr, (lat / fm.solo_ms).tolist()),
                         map(repr, fm.latency_ms.tolist()), *(map(repr, b) for b in bounds)))
     return len(ids)
+
+
+def write_measurement_predictions(model: InterferenceModel, measurements: Measurements,
+                                  profiles: ProfileTable | None, path: str | os.PathLike[str], *,
+                                  quantiles: tuple[float, ...] = ()) -> int:
+    """Write ``run, model, batch_size, share, predicted_latency_ms, predicted_slowdown, observed_latency_ms``
+    per measurement row (atomically); returns the number of rows.
+
+    With ``quantiles`` (a :class:`~interfpred.Calibrated` predictor), one more column per quantile
+    ``q``, ``latency_q<q>_ms``: the latency bound at ``q``.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from interfpred.datasets import gavel_v100
+    >>> m = gavel_v100()
+    >>> model = InterferenceModel().fit(measurements=m)
+    >>> model.note
+    "feature map 'shares' chosen: the default 'rich' needs sm, l2, dram, which no profiles were given for"
+    >>> write_measurement_predictions(model, m, None, pathlib.Path(tempfile.mkdtemp()) / "p.csv")
+    660
+    """
+    fm = model.features(profiles=profiles, measurements=measurements)
+    lat = model._latency(fm)
+    bounds = [model._latency(fm, quantile=q).tolist() for q in quantiles]
+    with atomic_open(path, "w", encoding="utf-8", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(MEASUREMENT_PREDICTION_COLUMNS + tuple(f"latency_q{float(q):g}_ms" for q in quantiles))
+        w.writerows(zip(measurements.run.tolist(), measurements.model.tolist(), measurements.batch_size.tolist(),
+                        map(repr, measurements.share.tolist()), map(repr, lat.tolist()),
+                        map(repr, (lat / fm.solo_ms).tolist()), map(repr, fm.latency_ms.tolist()),
+                        *(map(repr, b) for b in bounds)))
+    return len(lat)

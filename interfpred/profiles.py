@@ -27,7 +27,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from interfpred._io import atomic_open, read_text
-from interfpred.constants import PROFILE_COLUMNS, PROFILE_DUPLICATE_RTOL, RESOURCES
+from interfpred.constants import DEFAULT_SHARE, PROFILE_COLUMNS, PROFILE_DUPLICATE_RTOL, RESOURCES
 from interfpred.errors import InputError, InterfpredError
 
 __all__ = ["Profile", "ProfileTable"]
@@ -39,13 +39,15 @@ class Profile(BaseModel):
     """Solo measurements of one (model, batch size) on one GPU.
 
     Throughputs are fractions of peak in [0, 1] (Nsight Compute's percent divided by 100);
-    ``solo_ms`` is the latency of the batch running alone, in milliseconds.  ``extra`` keeps
+    each may be None when that counter was not measured (never zero in its place).
+    ``solo_ms`` is the latency of the batch running alone, in milliseconds; ``share`` the MPS
+    active thread percentage it ran under, in (0, 100] (100: not partitioned).  ``extra`` keeps
     any additional columns of a profile CSV as strings.
 
     Examples
     --------
     >>> Profile(gpu="l4", model="vgg19", batch_size=8, solo_ms=12.5, sm=0.7, l2=0.3, dram=0.45)
-    Profile(gpu='l4', model='vgg19', batch_size=8, solo_ms=12.5, sm=0.7, l2=0.3, dram=0.45, extra={})
+    Profile(gpu='l4', model='vgg19', batch_size=8, solo_ms=12.5, sm=0.7, l2=0.3, dram=0.45, share=100.0, extra={})
     >>> Profile(gpu="l4", model="vgg19", batch_size=8, solo_ms=12.5, sm=70, l2=0.3, dram=0.45)
     Traceback (most recent call last):
     ...
@@ -59,9 +61,10 @@ class Profile(BaseModel):
     model: str = Field(min_length=1)
     batch_size: int = Field(gt=0)
     solo_ms: float = Field(gt=0, allow_inf_nan=False)
-    sm: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
-    l2: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
-    dram: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+    sm: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    l2: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    dram: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    share: float = Field(default=DEFAULT_SHARE, gt=0.0, le=100.0, allow_inf_nan=False)
     extra: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("gpu", "model")
@@ -116,15 +119,17 @@ class ProfileTable:
         sm: np.ndarray,
         l2: np.ndarray,
         dram: np.ndarray,
+        share: np.ndarray | None = None,
         extra: dict[str, np.ndarray] | None = None,
     ) -> None:
         # Internal constructor: arrays already validated and sorted by the from_* builders.
         self._gpu = gpu
         self._model = model
         self._batch = batch_size
+        self._share = np.full(len(batch_size), DEFAULT_SHARE) if share is None else share
         self._num = {"solo_ms": solo_ms, "sm": sm, "l2": l2, "dram": dram}
         self._extra = dict(extra or {})
-        for arr in (gpu, model, batch_size, solo_ms, sm, l2, dram, *self._extra.values()):
+        for arr in (gpu, model, batch_size, self._share, solo_ms, sm, l2, dram, *self._extra.values()):
             arr.setflags(write=False)
         # (gpu, model) -> (start, stop) slice into the sorted rows.
         self._groups: dict[tuple[str, str], tuple[int, int]] = {}
@@ -145,26 +150,39 @@ class ProfileTable:
         model: Sequence[str],
         batch_size: Sequence[int],
         solo_ms: Sequence[float],
-        sm: Sequence[float],
-        l2: Sequence[float],
-        dram: Sequence[float],
+        sm: Sequence[float | None] | None = None,
+        l2: Sequence[float | None] | None = None,
+        dram: Sequence[float | None] | None = None,
+        share: Sequence[float] | None = None,
         extra: dict[str, Sequence[str]] | None = None,
         path: str | os.PathLike[str] | None = None,
         lines: Sequence[int] | None = None,
     ) -> ProfileTable:
         """Build a table from equal-length columns, validating every row.
 
-        ``path`` and ``lines`` only serve error messages (a CSV reader passes them).
+        A counter (``sm``, ``l2``, ``dram``) left out, or None/NaN in a row, is missing: it is
+        kept as NaN, never as zero. ``share`` (MPS active thread percentage, (0, 100]) defaults
+        to 100. ``path`` and ``lines`` only serve error messages (a CSV reader passes them).
+
+        Examples
+        --------
+        >>> t = ProfileTable.from_columns(gpu=["v100"] * 2, model=["m"] * 2, batch_size=[8, 8],
+        ...                               solo_ms=[10.0, 6.0], share=[50, 100])
+        >>> t.lookup("m", 8, share=75).solo_ms, t.lookup("m", 8).sm
+        (8.0, None)
         """
         gpu_a = np.asarray(gpu, dtype=object).astype(str)
         model_a = np.asarray(model, dtype=object).astype(str)
         n = len(gpu_a)
+        sm, l2, dram = (np.full(n, np.nan) if v is None else [np.nan if x is None else x for x in v]
+                        for v in (sm, l2, dram))
+        share = np.full(n, DEFAULT_SHARE) if share is None else share
         lines = list(lines) if lines is not None else [i + 1 for i in range(n)]
         cols = {"model": model_a}
         try:
             batch_a = np.asarray(batch_size, dtype=np.float64)
             nums = {k: np.asarray(v, dtype=np.float64) for k, v in
-                    (("solo_ms", solo_ms), ("sm", sm), ("l2", l2), ("dram", dram))}
+                    (("solo_ms", solo_ms), ("sm", sm), ("l2", l2), ("dram", dram), ("share", share))}
         except (TypeError, ValueError) as exc:
             raise InterfpredError(f"profile columns must be numeric: {exc}") from None
         extra_a = {k: np.asarray(v, dtype=object).astype(str) for k, v in (extra or {}).items()}
@@ -185,8 +203,10 @@ class ProfileTable:
         ]
         for r in RESOURCES:
             v = nums[r]
-            checks.append((r, ~np.isfinite(v) | (v < 0) | (v > 1),
-                           "must be a fraction of peak in [0, 1] (divide Nsight's % by 100)"))
+            checks.append((r, np.isinf(v) | (v < 0) | (v > 1),
+                           "must be a fraction of peak in [0, 1] (divide Nsight's % by 100), or empty if not measured"))
+        checks.append(("share", ~np.isfinite(nums["share"]) | (nums["share"] <= 0) | (nums["share"] > 100),
+                       "must be an MPS active thread percentage in (0, 100]"))
         first_bad = None
         for name, bad, expected in checks:
             idx = np.flatnonzero(bad)
@@ -196,7 +216,7 @@ class ProfileTable:
         if first_bad is not None:
             raise InputError(first_bad[1], path=path, line=lines[first_bad[0]])
         batch_i = batch_a.astype(np.int64)
-        order = np.lexsort((batch_i, model_a, gpu_a))
+        order = np.lexsort((batch_i, nums["share"], model_a, gpu_a))
         gpu_a, model_a, batch_i = gpu_a[order], model_a[order], batch_i[order]
         nums = {k: v[order] for k, v in nums.items()}
         extra_a = {k: v[order] for k, v in extra_a.items()}
@@ -204,13 +224,16 @@ class ProfileTable:
         # Duplicates: identical rows collapse, disagreeing rows are an error.
         same = np.zeros(n, dtype=bool)
         if n > 1:
-            same[1:] = (gpu_a[1:] == gpu_a[:-1]) & (model_a[1:] == model_a[:-1]) & (batch_i[1:] == batch_i[:-1])
+            same[1:] = ((gpu_a[1:] == gpu_a[:-1]) & (model_a[1:] == model_a[:-1]) & (batch_i[1:] == batch_i[:-1])
+                        & (nums["share"][1:] == nums["share"][:-1]))
         for i in np.flatnonzero(same):
             for k, v in nums.items():
-                if not math.isclose(v[i], v[i - 1], rel_tol=PROFILE_DUPLICATE_RTOL, abs_tol=0.0):
+                both_missing = math.isnan(v[i]) and math.isnan(v[i - 1])
+                if not both_missing and not math.isclose(v[i], v[i - 1], rel_tol=PROFILE_DUPLICATE_RTOL, abs_tol=0.0):
+                    at = "" if nums["share"][i] == DEFAULT_SHARE else f", share={float(nums['share'][i]):g}"
                     raise InputError(
                         f"duplicate profile for (gpu={str(gpu_a[i])!r}, model={str(model_a[i])!r}, "
-                        f"batch_size={batch_i[i]}) disagrees with line {lines_sorted[i - 1]}: "
+                        f"batch_size={batch_i[i]}{at}) disagrees with line {lines_sorted[i - 1]}: "
                         f"{k} {float(v[i])!r} != {float(v[i - 1])!r}",
                         path=path, line=lines_sorted[i])
         keep = ~same
@@ -233,13 +256,15 @@ class ProfileTable:
             gpu=[p.gpu for p in profiles], model=[p.model for p in profiles],
             batch_size=[p.batch_size for p in profiles], solo_ms=[p.solo_ms for p in profiles],
             sm=[p.sm for p in profiles], l2=[p.l2 for p in profiles], dram=[p.dram for p in profiles],
-            extra={k: [p.extra.get(k, "") for p in profiles] for k in extra_names},
+            share=[p.share for p in profiles], extra={k: [p.extra.get(k, "") for p in profiles] for k in extra_names},
         )
 
     @classmethod
     def from_csv(cls, path: str | os.PathLike[str]) -> ProfileTable:
         """Read a tidy profile CSV (``gpu,model,batch_size,solo_ms,sm,l2,dram`` plus any extras).
 
+        ``sm``, ``l2`` and ``dram`` may be absent or empty in a row (not measured: NaN, never
+        zero); an optional ``share`` column gives the MPS active thread percentage (default 100).
         Errors name the file and the line of the offending value.
         """
         text = read_text(path)
@@ -255,7 +280,7 @@ class ProfileTable:
         if not header:
             raise InputError("empty file: expected a header " + ",".join(PROFILE_COLUMNS), path=path)
         header = [h.strip() for h in header]
-        missing = [c for c in PROFILE_COLUMNS if c not in header]
+        missing = [c for c in PROFILE_COLUMNS if c not in header and c not in RESOURCES]
         if missing:
             raise InputError(f"missing column(s) {', '.join(missing)}; header is {','.join(header)}",
                              path=path, line=reader.line_num)
@@ -273,10 +298,16 @@ class ProfileTable:
             lines.append(reader.line_num)
             for h, cell in zip(header, row):
                 cols[h].append(cell.strip())
-        numeric: dict[str, list[float]] = {}
-        for name in ("batch_size", *_NUMERIC):
+        numeric: dict[str, list[float] | None] = {}
+        for name in ("batch_size", *_NUMERIC, "share"):
+            if name not in cols:
+                numeric[name] = None
+                continue
             values = []
             for cell, line in zip(cols[name], lines):
+                if cell == "" and name in (*RESOURCES, "share"):
+                    values.append(DEFAULT_SHARE if name == "share" else math.nan)
+                    continue
                 try:
                     values.append(float(cell))
                 except ValueError:
@@ -284,7 +315,7 @@ class ProfileTable:
             numeric[name] = values
         return cls.from_columns(
             gpu=cols["gpu"], model=cols["model"], **numeric,
-            extra={h: cols[h] for h in header if h not in PROFILE_COLUMNS},
+            extra={h: cols[h] for h in header if h not in (*PROFILE_COLUMNS, "share")},
             path=path, lines=lines,
         )
 
@@ -303,11 +334,13 @@ class ProfileTable:
     def _write(self, fh) -> None:
         writer = csv.writer(fh, lineterminator="\n")
         extra_names = list(self._extra)
-        writer.writerow([*PROFILE_COLUMNS, *extra_names])
+        with_share = bool(np.any(self._share != DEFAULT_SHARE))
+        writer.writerow([*PROFILE_COLUMNS, *(["share"] if with_share else []), *extra_names])
         for i in range(len(self)):
             writer.writerow([
                 self._gpu[i], self._model[i], int(self._batch[i]),
-                *(repr(float(self._num[k][i])) for k in _NUMERIC),
+                *("" if math.isnan(self._num[k][i]) else repr(float(self._num[k][i])) for k in _NUMERIC),
+                *([repr(float(self._share[i]))] if with_share else []),
                 *(self._extra[k][i] for k in extra_names),
             ])
 
@@ -320,7 +353,7 @@ class ProfileTable:
 
         return ProfileTable.from_columns(
             gpu=[*self._gpu, *other._gpu], model=[*self._model, *other._model],
-            batch_size=[*self._batch, *other._batch],
+            batch_size=[*self._batch, *other._batch], share=[*self._share, *other._share],
             **{k: [*self._num[k], *other._num[k]] for k in _NUMERIC},
             extra={k: col(self, k) + col(other, k) for k in extra_names},
         )
@@ -358,7 +391,7 @@ class ProfileTable:
 
     def column(self, name: str) -> np.ndarray:
         """One column as a read-only array (profile columns or extra columns)."""
-        fixed = {"gpu": self._gpu, "model": self._model, "batch_size": self._batch, **self._num}
+        fixed = {"gpu": self._gpu, "model": self._model, "batch_size": self._batch, "share": self._share, **self._num}
         if name in fixed:
             return fixed[name]
         if name in self._extra:
@@ -368,12 +401,17 @@ class ProfileTable:
     def batch_sizes(self, model: str, gpu: str | None = None) -> tuple[int, ...]:
         """The profiled batch sizes of ``model`` on ``gpu``."""
         lo, hi = self._group(model, gpu)
-        return tuple(int(b) for b in self._batch[lo:hi])
+        return tuple(sorted({int(b) for b in self._batch[lo:hi]}))
+
+    def shares(self, model: str, gpu: str | None = None) -> tuple[float, ...]:
+        """The profiled MPS shares of ``model`` on ``gpu``, ascending."""
+        lo, hi = self._group(model, gpu)
+        return tuple(sorted({float(v) for v in self._share[lo:hi]}))
 
     def _row(self, i: int) -> Profile:
         return Profile(
             gpu=str(self._gpu[i]), model=str(self._model[i]), batch_size=int(self._batch[i]),
-            **{k: float(self._num[k][i]) for k in _NUMERIC},
+            **{k: _none_if_nan(self._num[k][i]) for k in _NUMERIC}, share=float(self._share[i]),
             extra={k: str(v[i]) for k, v in self._extra.items()},
         )
 
@@ -394,20 +432,50 @@ class ProfileTable:
                 f"no profile for model {model!r} on gpu {gpu!r}; known models: {', '.join(known)}")
         return self._groups[key]
 
-    def _interp(self, model: str, batch: np.ndarray, gpu: str | None, extrapolate: bool) -> dict[str, np.ndarray]:
+    def _interp(self, model: str, batch: np.ndarray, gpu: str | None, extrapolate: bool,
+                share: np.ndarray | None = None) -> dict[str, np.ndarray]:
         lo, hi = self._group(model, gpu)
-        bs = self._batch[lo:hi].astype(np.float64)
         b = np.asarray(batch, dtype=np.float64)
         if not np.all(np.isfinite(b)) or np.any(b <= 0):
             bad = b[~np.isfinite(b) | (b <= 0)][0]
             raise InterfpredError(f"batch size {bad:g} of model {model!r} must be a positive number")
+        s = np.full(b.shape, DEFAULT_SHARE) if share is None else np.asarray(share, dtype=np.float64)
+        if s.shape != b.shape or not np.all(np.isfinite(s)) or np.any((s <= 0) | (s > 100)):
+            bad_s = s[~np.isfinite(s) | (s <= 0) | (s > 100)] if s.shape == b.shape else s
+            raise InterfpredError(f"share {np.ravel(bad_s)[:1].tolist()} of model {model!r} must be an MPS "
+                                  "active thread percentage in (0, 100], one per batch size")
+        levels, starts = np.unique(self._share[lo:hi], return_index=True)
+        bounds = [*(lo + starts), hi]
+        if not extrapolate and np.any((s < levels[0]) | (s > levels[-1])):
+            bad = s[(s < levels[0]) | (s > levels[-1])][0]
+            raise InterfpredError(
+                f"share {bad:g} of model {model!r} on gpu {str(self._gpu[lo])!r} is outside the profiled shares "
+                f"{', '.join(f'{v:g}' for v in levels)}; profile it, or pass extrapolate=True to use the nearest")
+        if len(levels) == 1:
+            return self._interp_batch(bounds[0], bounds[1], model, b, extrapolate)
+        # Linear in share between the two profiled shares around it (the nearest one outside).
+        j = np.clip(np.searchsorted(levels, s, side="right") - 1, 0, len(levels) - 2)
+        w = np.clip((s - levels[j]) / (levels[j + 1] - levels[j]), 0.0, 1.0)
+        res = {k: np.empty(b.shape) for k in _NUMERIC}
+        for k in np.unique(j):
+            idx = np.flatnonzero(j == k)
+            v0 = self._interp_batch(bounds[k], bounds[k + 1], model, b[idx], extrapolate)
+            v1 = self._interp_batch(bounds[k + 1], bounds[k + 2], model, b[idx], extrapolate)
+            for key in _NUMERIC:
+                res[key][idx] = _lerp(v0[key], v1[key], w[idx])
+        return res
+
+    def _interp_batch(self, lo: int, hi: int, model: str, b: np.ndarray, extrapolate: bool) -> dict[str, np.ndarray]:
+        """Linear interpolation in batch size over rows lo..hi (one gpu, model and share)."""
+        bs = self._batch[lo:hi].astype(np.float64)
         if not extrapolate:
             out = (b < bs[0]) | (b > bs[-1])
             if np.any(out):
                 bad = b[out][0]
+                at = "" if self._share[lo] == DEFAULT_SHARE else f" at share {float(self._share[lo]):g}"
                 raise InterfpredError(
-                    f"batch size {bad:g} of model {model!r} on gpu {str(self._gpu[lo])!r} is outside the profiled "
-                    f"range {int(bs[0])}..{int(bs[-1])}; pass extrapolate=True to extend it linearly")
+                    f"batch size {bad:g} of model {model!r} on gpu {str(self._gpu[lo])!r}{at} is outside the "
+                    f"profiled range {int(bs[0])}..{int(bs[-1])}; pass extrapolate=True to extend it linearly")
         res: dict[str, np.ndarray] = {}
         if len(bs) == 1:
             for k in _NUMERIC:
@@ -419,8 +487,7 @@ class ProfileTable:
         w = (b - b0) / (b1 - b0)
         for k in _NUMERIC:
             v = self._num[k][lo:hi]
-            # Written as a convex combination so both neighbours are reproduced exactly.
-            res[k] = (1.0 - w) * v[j] + w * v[j + 1]
+            res[k] = _lerp(v[j], v[j + 1], w)
         if extrapolate:
             for k in RESOURCES:
                 res[k] = np.clip(res[k], 0.0, 1.0)
@@ -428,28 +495,27 @@ class ProfileTable:
             res["solo_ms"] = np.maximum(res["solo_ms"], np.min(self._num["solo_ms"][lo:hi]) * 1e-3)
         return res
 
-    def lookup(self, model: str, batch_size: float, *, gpu: str | None = None,
+    def lookup(self, model: str, batch_size: float, *, gpu: str | None = None, share: float = DEFAULT_SHARE,
                extrapolate: bool = False) -> Profile:
-        """The profile of ``model`` at ``batch_size``, interpolated between profiled sizes.
+        """The profile of ``model`` at ``batch_size`` and MPS ``share``, interpolated between profiled points.
 
-        ``gpu`` may be omitted when the table holds one GPU.
+        ``gpu`` may be omitted when the table holds one GPU. Interpolation is linear in batch
+        size at each profiled share, then linear in share between the two around it.
         """
         lo, _ = self._group(model, gpu)
-        exact = self._exact_row(model, batch_size, gpu)
+        exact = self._exact_row(model, batch_size, gpu, share)
         if exact is not None:
             return self._row(exact)
-        vals = self._interp(model, np.array([batch_size]), gpu, extrapolate)
+        vals = self._interp(model, np.array([batch_size]), gpu, extrapolate, np.array([share], dtype=np.float64))
         return Profile(
             gpu=str(self._gpu[lo]), model=model, batch_size=max(1, int(round(float(batch_size)))),
-            **{k: float(vals[k][0]) for k in _NUMERIC},
+            **{k: _none_if_nan(vals[k][0]) for k in _NUMERIC}, share=float(share),
         )
 
-    def _exact_row(self, model: str, batch_size: float, gpu: str | None) -> int | None:
+    def _exact_row(self, model: str, batch_size: float, gpu: str | None, share: float = DEFAULT_SHARE) -> int | None:
         lo, hi = self._group(model, gpu)
-        j = int(np.searchsorted(self._batch[lo:hi], batch_size))
-        if j < hi - lo and self._batch[lo + j] == batch_size:
-            return lo + j
-        return None
+        hit = np.flatnonzero((self._batch[lo:hi] == batch_size) & (self._share[lo:hi] == share))
+        return lo + int(hit[0]) if hit.size else None
 
     def lookup_arrays(
         self,
@@ -457,11 +523,14 @@ class ProfileTable:
         batch_sizes: Sequence[float] | np.ndarray,
         *,
         gpus: Sequence[str] | np.ndarray | str | None = None,
+        shares: Sequence[float] | np.ndarray | None = None,
         extrapolate: bool = False,
     ) -> dict[str, np.ndarray]:
         """Vectorised lookup: ``{"solo_ms", "sm", "l2", "dram"}`` arrays aligned with the inputs.
 
-        Work is done once per distinct (gpu, model) pair, so it is fast for long traces.
+        ``shares`` (MPS percentages, default 100 each) select and interpolate between profiled
+        shares. A counter that was not measured comes back as NaN. Work is done once per distinct
+        (gpu, model) pair, so it is fast for long traces.
 
         Examples
         --------
@@ -475,6 +544,9 @@ class ProfileTable:
         if models_a.shape != batch_a.shape or models_a.ndim != 1:
             raise InterfpredError(
                 f"models and batch_sizes must be 1-d and of one length, got {models_a.shape} and {batch_a.shape}")
+        share_a = None if shares is None else np.asarray(shares, dtype=np.float64)
+        if share_a is not None and share_a.shape != batch_a.shape:
+            raise InterfpredError(f"shares has shape {share_a.shape}, batch_sizes {batch_a.shape}")
         n = len(models_a)
         if gpus is None or isinstance(gpus, str):
             gpus_a = None
@@ -487,12 +559,12 @@ class ProfileTable:
         out = {k: np.empty(n, dtype=np.float64) for k in _NUMERIC}
         uniq, inverse = np.unique(keys, return_inverse=True)
         for u, key in enumerate(uniq):
-            idx = np.flatnonzero(inverse == u)
+            idx = np.flatnonzero(inverse.reshape(-1) == u)
             if gpus_a is None:
                 gpu, model = gpus, str(key)
             else:
                 gpu, model = str(key).split("\x1f", 1)
-            vals = self._interp(model, batch_a[idx], gpu, extrapolate)
+            vals = self._interp(model, batch_a[idx], gpu, extrapolate, None if share_a is None else share_a[idx])
             for k in _NUMERIC:
                 out[k][idx] = vals[k]
         return out
@@ -501,6 +573,16 @@ class ProfileTable:
         """All profiled batch sizes of one model, as records."""
         lo, hi = self._group(model, gpu)
         return [self._row(i) for i in range(lo, hi)]
+
+
+def _lerp(v0: np.ndarray, v1: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``(1 - w) v0 + w v1`` that reproduces each end exactly (a missing value at the other end stays out)."""
+    mid = (1.0 - w) * v0 + w * v1
+    return np.where(w == 0.0, v0, np.where(w == 1.0, v1, mid))
+
+
+def _none_if_nan(v: float) -> float | None:
+    return None if math.isnan(float(v)) else float(v)
 
 
 def parse_profile_row(values: dict[str, object], *, path: str | None = None, line: int | None = None) -> Profile:

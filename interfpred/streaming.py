@@ -125,6 +125,9 @@ class TimelineState:
                 f"the profile table holds several GPUs ({', '.join(profiles.gpus)}); pass gpu=")
         if gpu is not None and gpu not in profiles.gpus:
             raise InterfpredError(f"gpu {gpu!r} has no profiles; known gpus: {', '.join(profiles.gpus)}")
+        if extractor.uses_shares:
+            raise InterfpredError(f"the live timeline computes counter maps only; {extractor!r} uses MPS share "
+                                  "features, which are computed from traces or measurements (transform)")
         self.extractor = extractor
         self.profiles = profiles
         self.gpu = gpu
@@ -236,7 +239,12 @@ class TimelineState:
                                                 extrapolate=self.extrapolate)
             except (InterfpredError, TypeError, ValueError) as exc:
                 raise InterfpredError(f"{what} refused: {exc}") from None
-            prof = (float(v["sm"][0]), float(v["l2"][0]), float(v["dram"][0]), float(v["solo_ms"][0]))
+            lacking = [r for r in self.extractor.counters if math.isnan(float(v[r][0]))]
+            if lacking:
+                raise InterfpredError(f"{what} refused: feature map {self.extractor.feature_map!r} needs the "
+                                      f"{lacking[0]} counter, which the profile of model {key[0]!r} lacks")
+            prof = tuple(0.0 if math.isnan(float(v[r][0])) else float(v[r][0]) for r in ("sm", "l2", "dram")) + (
+                float(v["solo_ms"][0]),)
             if len(self._profile_cache) >= PROFILE_CACHE_SIZE:
                 self._profile_cache.clear()
             self._profile_cache[key] = prof

@@ -1,6 +1,7 @@
 """Trace: a columnar table of executions (what ran where and when).
 
-Columns: ``id, gpu, model, batch_size, start_ms, end_ms`` and optionally ``solo_ms``.
+Columns: ``id, gpu, model, batch_size, start_ms, end_ms`` and optionally ``solo_ms`` and
+``share`` (the MPS active thread percentage each execution ran under, in (0, 100]; 100 when absent).
 Rows keep the order they were given in (the simulator produces them sorted by start);
 several GPUs may share one trace, and timelines are computed per GPU.
 
@@ -43,6 +44,8 @@ class Trace:
         Finite times in milliseconds, ``end_ms >= start_ms``.
     solo_ms
         Optional solo latency per execution (the simulator records its noisy solo work).
+    share
+        Optional MPS active thread percentage per execution, in (0, 100]; None means 100 for all.
 
     Raises
     ------
@@ -61,6 +64,7 @@ class Trace:
         start_ms: Sequence[float] | np.ndarray,
         end_ms: Sequence[float] | np.ndarray,
         solo_ms: Sequence[float] | np.ndarray | None = None,
+        share: Sequence[float] | np.ndarray | None = None,
         _lines: Sequence[int] | None = None,
         _path: str | os.PathLike[str] | None = None,
     ) -> None:
@@ -77,11 +81,14 @@ class Trace:
             start = np.ascontiguousarray(start_ms, dtype=np.float64)
             end = np.ascontiguousarray(end_ms, dtype=np.float64)
             solo = None if solo_ms is None else np.ascontiguousarray(solo_ms, dtype=np.float64)
+            share_a = None if share is None else np.ascontiguousarray(share, dtype=np.float64)
         except (TypeError, ValueError) as exc:
             raise InterfpredError(f"trace columns batch_size/start_ms/end_ms/solo_ms must be numeric: {exc}") from None
         cols = {"id": ids, "gpu": gpu_a, "model": model_a, "batch_size": batch_f, "start_ms": start, "end_ms": end}
         if solo is not None:
             cols["solo_ms"] = solo
+        if share_a is not None:
+            cols["share"] = share_a
         for name, arr in cols.items():
             if arr.ndim != 1 or len(arr) != n:
                 raise InterfpredError(f"trace column {name} has shape {arr.shape}, expected ({n},) like id")
@@ -112,6 +119,10 @@ class Trace:
             bad = np.flatnonzero(~np.isfinite(solo) | (solo <= 0))
             if bad.size:
                 fail(int(bad[0]), f"solo_ms {float(solo[bad[0]])!r} is not a positive finite latency")
+        if share_a is not None:
+            bad = np.flatnonzero(~np.isfinite(share_a) | (share_a <= 0) | (share_a > 100))
+            if bad.size:
+                fail(int(bad[0]), f"share {float(share_a[bad[0]])!r} is not an MPS active thread percentage in (0, 100]")
         for name, arr in (("gpu", gpu_a), ("model", model_a)):
             bad = np.flatnonzero(np.char.str_len(arr) == 0) if n else np.array([], dtype=int)
             if bad.size:
@@ -163,6 +174,11 @@ class Trace:
     def solo_ms(self) -> np.ndarray | None:
         """Recorded solo latency per execution, or None when the trace has none."""
         return self._cols.get("solo_ms")
+
+    @property
+    def share(self) -> np.ndarray | None:
+        """MPS active thread percentage per execution, or None when the trace has none (100 for all)."""
+        return self._cols.get("share")
 
     @property
     def latency_ms(self) -> np.ndarray:
@@ -241,7 +257,7 @@ class Trace:
         keys = set(traces[0]._cols)
         for t in traces[1:]:
             if set(t._cols) != keys:
-                raise InterfpredError("cannot concat traces with and without solo_ms")
+                raise InterfpredError("cannot concat traces with and without solo_ms (or share)")
         ids = [t.id for t in traces]
         if len({a.dtype.kind for a in ids}) > 1:
             ids = [a.astype(str) for a in ids]
@@ -279,7 +295,7 @@ class Trace:
             for c in wanted:
                 raw[c].append(row[pos[c]].strip())
         parsed: dict[str, np.ndarray] = {}
-        for c in ("batch_size", "start_ms", "end_ms", *(["solo_ms"] if "solo_ms" in raw else [])):
+        for c in ("batch_size", "start_ms", "end_ms", *(c for c in TRACE_OPTIONAL_COLUMNS if c in raw)):
             out = np.empty(len(lines), dtype=np.float64)
             for i, cell in enumerate(raw[c]):
                 try:

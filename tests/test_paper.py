@@ -32,9 +32,10 @@ def _row(section, agg, method):
 
 def test_e1_layout(e1, ctx):
     rows = e1.data["rows"]
-    assert len(rows) == 11                   # 5 aggregations x 2 methods + interfpred best
+    assert len(rows) == 14                   # 5 aggregations x 2 methods + interfpred best + 3 baselines
     assert {r["aggregation"] for r in rows} == {"Static", "EWMA(0.2)", "EWMA(0.5)", "EWMA(0.8)", "TimeWeighted",
-                                                 "interfpred best"}
+                                                 "interfpred best", "baseline: no interference",
+                                                 "baseline: global mean", "baseline: pair mean"}
     assert e1.data["test_rows"] == 300 and e1.data["train_rows"] == 900
     for r in rows:
         assert r["n"] == 300
@@ -54,17 +55,23 @@ def test_e1_sane_numbers(e1):
     best = _row(e1, "interfpred best", "RLS")
     assert best["mape"] < _row(e1, "TimeWeighted", "RLS")["mape"]
     assert best["within_20"] > 0.9
+    # the baselines sit beside it, on the same rows; the learned models beat them here
+    for kind in ("no interference", "global mean", "pair mean"):
+        assert best["mape"] < _row(e1, f"baseline: {kind}", "-")["mape"]
     assert e1.data["best"]["extractor"]["aggregation"] == "time-weighted"
     assert len(e1.data["selection"]) == 4
 
 
 def test_e2_layout_and_sanity(e2):
     res = e2.data["results"]
-    assert list(res) == ["Offline linear", "Online SGD", "RLS", "interfpred best"]
+    assert list(res) == ["Offline linear", "Online SGD", "RLS", "interfpred best", "baseline: no interference",
+                         "baseline: global mean", "baseline: pair mean"]
     for label, per_set in res.items():
         assert list(per_set) == list(E2_SETS)
         for s, v in per_set.items():
             assert math.isfinite(v["mse"]) and 0 <= v["mape"] < 1, (label, s)
+    for s in E2_SETS:
+        assert res["interfpred best"][s]["mape"] < res["baseline: no interference"][s]["mape"]
     assert res["Offline linear"]["test1"]["n"] == 1200 and res["Offline linear"]["held-out"]["n"] == 300
     # The time-weighted rich configuration beats gpulets' EWMA features wherever it is measured.
     for s in E2_SETS:

@@ -142,8 +142,8 @@ def test_bad_rows_name_file_line_and_value(tmp_path, row, message):
 
 def test_missing_column_empty_and_binary_files(tmp_path):
     path = tmp_path / "p.csv"
-    path.write_text("gpu,model,batch_size,solo_ms,sm,l2\nl4,m,1,1,0.1,0.1\n")
-    with pytest.raises(InputError, match="missing column.*dram"):
+    path.write_text("gpu,model,batch_size,sm,l2\nl4,m,1,0.1,0.1\n")
+    with pytest.raises(InputError, match="missing column.*solo_ms"):
         ProfileTable.from_csv(path)
     path.write_text("")
     with pytest.raises(InputError, match="empty file"):

@@ -28,13 +28,15 @@ def test_reproduce_writes_report(tmp_path):
     out = tmp_path / "rep"
     sections = reproduce(out, executions=N, seed=2, command="interfpred reproduce --test")
     titles = [s.title for s in sections]
-    assert titles[:3] == ["E1: co-location dynamics", "E2: workload change",
-                          "E3: SLO-aware scheduling with co-location"]
+    assert titles[:4] == ["E1: co-location dynamics", "E2: workload change",
+                          "E3: SLO-aware scheduling with co-location",
+                          "E4: real co-location measurements (Gavel V100 pairs)"]
     assert "Coverage of calibrated latency bounds (E2 sets)" in titles
     report = (out / "report.md").read_text()
     assert "`interfpred reproduce --test`" in report and "seed 2" in report and "runtime:" in report
     assert "## E1: co-location dynamics" in report and "## E2: workload change" in report
     assert "## E3: SLO-aware scheduling with co-location" in report
+    assert "## E4: real co-location measurements (Gavel V100 pairs)" in report and "baseline: pair mean" in report
     results = json.loads((out / "results.json").read_text())
     assert results["seed"] == 2 and "E2: workload change" in results["sections"]
     for s in sections:

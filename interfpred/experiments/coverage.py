@@ -33,7 +33,7 @@ import numpy as np
 from interfpred.constants import MIN_PREDICTED_RATE
 from interfpred.errors import InterfpredError
 
-__all__ = ["baseline_bounds", "coverage_rows", "latency_bounds", "prequential_bounds", "target_level"]
+__all__ = ["baseline_bounds", "coverage_rows", "latency_bounds", "prequential_bounds", "run_stamps", "target_level"]
 
 
 def target_level(q: float, target: str) -> float:
@@ -144,6 +144,23 @@ def prequential_bounds(predictor: Any, X: np.ndarray, y: np.ndarray, solo_ms: np
         lo = _to_latency(raw[target_level(1.0 - q, target)], solo, target)
         out[q] = (np.minimum(lo, hi), np.maximum(lo, hi))
     return _to_latency(mean, solo, target), out
+
+
+def run_stamps(run_code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Launch and finish stamps that make :func:`prequential_bounds` take measurement runs whole.
+
+    Runs in the order they first appear: every member of run ``k`` launches at ``k`` and finishes
+    at ``k + 0.5``, so it is bounded with what the runs before it taught, and learned before the next.
+
+    >>> start, end = run_stamps(np.array([7, 7, 3, 3, 9]))
+    >>> start.tolist(), end.tolist()
+    ([0.0, 0.0, 1.0, 1.0, 2.0], [0.5, 0.5, 1.5, 1.5, 2.5])
+    """
+    _, first, inv = np.unique(np.asarray(run_code), return_index=True, return_inverse=True)
+    rank = np.empty(first.size)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+    pos = rank[inv.reshape(-1)]
+    return pos, pos + 0.5
 
 
 def baseline_bounds(train_quantiles: Mapping[float, float], solo_ms: np.ndarray, target: str,

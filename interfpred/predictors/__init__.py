@@ -11,6 +11,7 @@ from interfpred.predictors.base import (
     registered,
 )
 from interfpred.predictors.calibrated import Calibrated
+from interfpred.predictors.baselines import GlobalMean, NoInterference, PairMean
 from interfpred.predictors.gpulets import GpuletsModel, gpulets_utilisation
 from interfpred.predictors.linear import OfflineLinear
 from interfpred.predictors.rls import RLS
@@ -19,6 +20,9 @@ from interfpred.predictors.sgd import OnlineSGD
 __all__ = [
     "BasePredictor",
     "Calibrated",
+    "GlobalMean",
+    "NoInterference",
+    "PairMean",
     "GpuletsModel",
     "OfflineLinear",
     "OnlineSGD",

@@ -366,7 +366,8 @@ def registered() -> dict[str, type[BasePredictor]]:
     Examples
     --------
     >>> sorted(registered())
-    ['calibrated', 'gpulets', 'offline_linear', 'online_sgd', 'river', 'rls', 'sklearn']
+    ['calibrated', 'global_mean', 'gpulets', 'no_interference', 'offline_linear', 'online_sgd', 'pair_mean', 'river',
+     'rls', 'sklearn']
     """
     _ensure_loaded()
     return dict(_REGISTRY)

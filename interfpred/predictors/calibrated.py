@@ -153,7 +153,7 @@ class Calibrated(BasePredictor):
     kind = "calibrated"
     _test_params = [{}, {"method": "split", "window": 40}, {"predictor": "online_sgd", "method": "fixed"},
                     {"predictor": "online_sgd", "scale": "relative", "window": 30},
-                    {"groups": "entity", "quantiles": (0.8,)}]
+                    {"predictor": "pair_mean", "groups": "entity", "quantiles": (0.8,)}]
 
     def __init__(self, predictor: Any = None, *, quantiles: tuple[float, ...] = CALIBRATED_QUANTILES,
                  method: str = CALIBRATED_METHOD, window: int = CALIBRATED_WINDOW, gamma: float = CALIBRATED_GAMMA,

@@ -48,6 +48,8 @@ class OfflineLinear(BasePredictor):
 
     kind = "offline_linear"
     learns_online = False
+    #: ``fit`` accepts ``sample_weight`` (weighted least squares).
+    supports_weights = True
     _test_params = [{}, {"ridge": 1.0}, {"fit_intercept": False}]
 
     def __init__(self, *, ridge: float = 0.0, fit_intercept: bool = True) -> None:
@@ -71,6 +73,17 @@ class OfflineLinear(BasePredictor):
         self._d = d
         self._pack()
 
+    def fit(self, X: Any, y: Any, *, sample_weight: Any = None) -> OfflineLinear:
+        """Forget, then fit ``X`` (n, d) to ``y`` (n,), with optional row weights; returns self."""
+        from interfpred.predictors.baselines import as_weights
+
+        Xa, single = as_rows(X, width=None)
+        self._weights = as_weights(sample_weight, Xa.shape[0])
+        try:
+            return BasePredictor.fit(self, X, y)
+        finally:
+            self.__dict__.pop("_weights", None)  # weights are an argument of this call, not state
+
     def _fit_rows(self, X: np.ndarray, y: np.ndarray) -> None:
         if X.shape[0] == 0:
             raise InterfpredError("fit needs at least one row")
@@ -80,7 +93,7 @@ class OfflineLinear(BasePredictor):
             est = LinearRegression(fit_intercept=bool(self.fit_intercept))
         else:
             est = Ridge(alpha=float(self.ridge), fit_intercept=bool(self.fit_intercept))
-        est.fit(X, y)
+        est.fit(X, y, sample_weight=getattr(self, "_weights", None))
         self._coef = np.ascontiguousarray(est.coef_, dtype=np.float64).reshape(-1)
         self._intercept = float(est.intercept_) if self.fit_intercept else 0.0
         self._pack()

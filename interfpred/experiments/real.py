@@ -1,0 +1,203 @@
+"""E4: accuracy on real co-location measurements (Gavel's V100 pairs), every predictor beside the baselines.
+
+Three columns, each a MAPE of latency (equal to the MAPE of slowdown, since both share the solo
+latency) with its spread over repeats:
+
+- **split by run**: 70 % of the runs train, 30 % test, over seeded repeats;
+- **leave one model out**: every run that involves one model (as the batch measured or as the
+  co-runner) is held out, for each model in turn;
+- **stream, new model halfway**: runs arrive one after another and one model first appears
+  halfway; methods learn from the first half and are scored on the second half, for each model
+  in turn.
+
+In every column each method is fitted on the training rows, then the test runs are taken in
+order and predicted prequentially: each run with what the runs before it taught (offline
+methods only predict). Every registered predictor takes part with its default hyperparameters;
+one that cannot take the data's features says why in its row. Gavel's file holds no hardware
+counter, so the features are the MPS shares and the co-runner count only (all shares are 100
+here): the feature-based predictors can learn little more than a mean, and the per-pair baseline
+and entity-aware predictors (``uses_entities``) are the ones that can tell models apart.
+
+Examples
+--------
+>>> from interfpred.datasets import gavel_v100
+>>> from interfpred.evaluation import run_folds
+>>> m = gavel_v100()
+>>> ex = TimeWeighted(feature_map="shares", target="rate")
+>>> methods = [("pair mean", make_predictor("pair_mean")), ("no interference", make_predictor("no_interference"))]
+>>> scores = score_methods(methods, ex, m, None, run_folds(m, "pair", repeats=2))
+>>> len(scores["pair mean"]), bool(max(scores["pair mean"]) < min(scores["no interference"]))
+(2, True)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from interfpred.constants import BASELINE_KINDS, E4_QUICK_REPEATS, E4_REPEATS, E4_TARGETS, E4_TRAIN_SHARE
+from interfpred.evaluation import BASELINE_LABELS, Fold, held_out_mape, run_folds
+from interfpred.experiments.report import ReproduceContext, Section, markdown_table, text_table
+from interfpred.features import Extractor, TimeWeighted
+from interfpred.measurements import Measurements
+from interfpred.predictors import BasePredictor, make_predictor, registered
+from interfpred.profiles import ProfileTable
+from interfpred.run_features import measurement_features
+
+__all__ = ["e4_methods", "new_model_streams", "run_e4", "score_methods", "split_table"]
+
+_COLUMNS = ("split by run", "leave one model out", "stream, new model halfway")
+
+
+def new_model_streams(measurements: Measurements, *, seed: int = 0) -> list[Fold]:
+    """One stream per model: runs without it first (shuffled), it first appears halfway.
+
+    The first half of the stream trains; the test rows are the second half, in stream order.
+
+    Examples
+    --------
+    >>> from interfpred.datasets import gavel_v100
+    >>> m = gavel_v100()
+    >>> f = new_model_streams(m)[0]
+    >>> f.label, bool((m.model[f.train] != "A3C").all()), bool((m.model[f.test] == "A3C").any())
+    ('A3C', True, True)
+    """
+    rng = np.random.default_rng(seed)
+    codes = measurements.run_code
+    n_runs = measurements.n_runs
+    folds = []
+    for model in measurements.models:
+        new = np.zeros(n_runs, dtype=bool)
+        new[np.unique(codes[measurements.model == model])] = True
+        old_runs = rng.permutation(np.flatnonzero(~new))
+        half = min(n_runs // 2, len(old_runs))
+        if half == 0:
+            continue
+        later = rng.permutation(np.concatenate([old_runs[half:], np.flatnonzero(new)]))
+        train = np.isin(codes, old_runs[:half])
+        position = np.empty(n_runs, dtype=np.int64)
+        position[later] = np.arange(len(later))
+        test_rows = np.flatnonzero(~train)
+        test_rows = test_rows[np.argsort(position[codes[test_rows]], kind="stable")]
+        folds.append(Fold(model, train, test_rows))
+    return folds
+
+
+def _seeded(kind: str, seed: int) -> dict[str, Any]:
+    """Parameters that make a predictor's default deterministic (scikit-learn's SGDRegressor draws its own seed)."""
+    if kind == "sklearn":
+        from sklearn.linear_model import SGDRegressor
+
+        return {"estimator": SGDRegressor(random_state=seed)}
+    return {}
+
+
+def e4_methods(seed: int = 0) -> list[tuple[str, BasePredictor | str]]:
+    """Every registered predictor with its defaults, then the three baselines (a str: why it cannot run).
+
+    The scikit-learn wrapper's default estimator (SGDRegressor) gets ``random_state=seed``.
+    """
+    out: list[tuple[str, BasePredictor | str]] = []
+    for kind in sorted(registered()):
+        if kind in BASELINE_KINDS:
+            continue
+        try:
+            out.append((kind, make_predictor(kind, **_seeded(kind, seed))))
+        except Exception as exc:  # a wrapper that needs arguments: reported, never hidden
+            out.append((kind, f"n/a: cannot be built with defaults ({exc})"))
+    out += [(BASELINE_LABELS[k], make_predictor(k)) for k in BASELINE_KINDS]
+    return out
+
+
+def score_methods(methods: list[tuple[str, BasePredictor | str]], extractor: Extractor, measurements: Measurements,
+                  profiles: ProfileTable | None, folds: list[Fold]) -> dict[str, Any]:
+    """MAPE of every method on every fold (fit on train, prequential on test): label -> list, or a reason."""
+    fm = measurement_features(extractor, measurements, profiles)
+    out: dict[str, Any] = {}
+    for label, p in methods:
+        if isinstance(p, str):
+            out[label] = p
+        elif p.fixed_width is not None and p.fixed_width != fm.X.shape[1]:
+            out[label] = (f"n/a: takes {p.fixed_width} throughput features; these data have no counters "
+                          f"({fm.X.shape[1]} features: {', '.join(fm.names)})")
+        else:
+            out[label] = [held_out_mape(fm, extractor, measurements.run_code, p, f, online=True) for f in folds]
+    return out
+
+
+def _cell(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    a = 100.0 * np.asarray(v)
+    return f"{a.mean():.2f} ± {a.std():.2f}"
+
+
+def _winners(columns: dict[str, dict[str, Any]]) -> list[str]:
+    lines = []
+    for col, scores in columns.items():
+        ok = {k: float(np.mean(v)) for k, v in scores.items() if not isinstance(v, str)}
+        best = min(ok, key=ok.get)
+        kind = "a baseline" if best.startswith("baseline") else "a predictor"
+        lines.append(f"- {col}: **{best}** wins ({100 * ok[best]:.2f} % MAPE; {kind}).")
+    return lines
+
+
+def split_table(extractor: Extractor, predictor: BasePredictor, measurements: Measurements,
+                profiles: ProfileTable | None, *, split: str, repeats: int, seed: int = 0, online: bool = False) -> str:
+    """The table ``interfpred evaluate --split`` prints: the predictor beside the baselines, MAPE ± spread."""
+    folds = run_folds(measurements, split, repeats=repeats, seed=seed, train_share=E4_TRAIN_SHARE)
+    fm = measurement_features(extractor, measurements, profiles)
+    methods = [(f"model ({predictor.kind})", predictor)] + [(BASELINE_LABELS[k], make_predictor(k))
+                                                             for k in BASELINE_KINDS]
+    rows = []
+    for label, p in methods:
+        scores = [held_out_mape(fm, extractor, measurements.run_code, p, f, online=online) for f in folds]
+        rows.append([label, _cell(scores), f"{100 * min(scores):.2f}", f"{100 * max(scores):.2f}"])
+    what = (f"{len(folds)} seeded 70/30 splits by run" if split == "pair"
+            else f"leave-one-model-out over {len(folds)} models")
+    mode = "fitted on the training runs, then prequential on the test runs" if online else "fitted on the training runs"
+    head = f"held-out MAPE of latency (%) on {len(measurements)} rows, {what}; {mode}"
+    return head + "\n" + text_table(["method", "MAPE mean ± std", "min", "max"], rows)
+
+
+def run_e4(ctx: ReproduceContext) -> Section:
+    """E4 on Gavel's V100 pairs: every registered predictor and the three baselines, three columns, two targets."""
+    from interfpred.datasets import gavel_v100
+
+    m = gavel_v100()
+    repeats = E4_QUICK_REPEATS if ctx.quick else E4_REPEATS
+    ctx.progress(f"E4: Gavel V100 pairs ({len(m)} rows, {m.n_runs} runs), {repeats} splits by run")
+    folds = {_COLUMNS[0]: run_folds(m, "pair", repeats=repeats, seed=ctx.seed),
+             _COLUMNS[1]: run_folds(m, "model", repeats=1),
+             _COLUMNS[2]: new_model_streams(m, seed=ctx.seed)}
+    methods = e4_methods(ctx.seed)
+    header = ["method", *(f"{c} (MAPE %, mean ± std)" for c in _COLUMNS)]
+    md: list[str] = []
+    term: list[str] = []
+    data: dict[str, Any] = {"rows": len(m), "runs": m.n_runs, "columns": {}, "winners": {}}
+    for target in E4_TARGETS:
+        extractor = TimeWeighted(feature_map="shares", target=target)
+        columns = {col: score_methods(methods, extractor, m, None, f) for col, f in folds.items()}
+        rows = [[label, *(_cell(columns[c][label]) for c in _COLUMNS)] for label, _ in methods]
+        winners = _winners(columns)
+        title = f"Target {target!r}" + (" (the rate, solo / observed latency, in (0, 1])" if target == "rate" else
+                                         " (observed / solo latency, the paper's target; heavy-tailed here)")
+        md += [f"**{title}**", "", markdown_table(header, rows), "", "Winners:", *winners, ""]
+        term += [title, text_table(header, rows), *(w.replace("**", "") for w in winners), ""]
+        data["features"] = list(extractor.names)
+        data["columns"][target] = {c: {k: (v if isinstance(v, str) else [float(x) for x in v])
+                                       for k, v in sc.items()} for c, sc in columns.items()}
+        data["winners"][target] = winners
+    intro = (f"Real measurements: {len(m)} rows of {m.n_runs} pair runs of {len(m.models)} models (Gavel, OSDI'20, "
+             "V100, MIT licence; steady-state pairs of training jobs, latency = ms per step; slowdowns from 0.99 "
+             "to 119, median 1.68). Features: "
+             f"{', '.join(data['features'])} (the file holds no hardware counter). Each method is fitted on the "
+             "training runs, then predicts the test runs in order, prequentially (offline methods only predict). "
+             f"Columns: {repeats} seeded 70/30 splits by run; leave-one-model-out over {len(folds[_COLUMNS[1]])} "
+             f"models; a stream per model in which it first appears halfway ({len(folds[_COLUMNS[2]])} streams, "
+             "scored on the second half). Spread = standard deviation over the repeats. Every method learns the "
+             "target of its table, the baselines included (their mean is a mean of that target).")
+    markdown = "\n".join([intro, "", *md]).rstrip() + "\n"
+    return Section(title="E4: real co-location measurements (Gavel V100 pairs)", markdown=markdown,
+                   terminal="\n".join(term), data=data)

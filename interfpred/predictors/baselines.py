@@ -1,0 +1,307 @@
+"""The three baselines every accuracy number is shown beside.
+
+- :class:`NoInterference`: slowdown 1, always (co-location costs nothing);
+- :class:`GlobalMean`: the running mean of every target seen;
+- :class:`PairMean`: the running mean per (model, sorted set of co-runner models), falling back
+  to the model's own running mean, then to the global mean. It needs to know which models a row
+  involves, so it reads an :class:`~interfpred.entities.Entities` table (``uses_entities``);
+  without one it is the global mean.
+
+They follow the same fit/predict/update contract as every predictor and ignore the feature
+values (only the width is checked), so a fitted model that loses to one of them has learned
+less than a table of averages.
+
+Examples
+--------
+>>> import numpy as np
+>>> from interfpred.entities import Entities
+>>> X = np.zeros((4, 2)); y = np.array([2.0, 4.0, 1.5, 3.0])
+>>> ent = Entities.from_lists(["a", "a", "b", "a"], [{"b": 1.0}, {"b": 1.0}, {"a": 1.0}, {"c": 1.0}])
+>>> NoInterference().fit(X, y).predict(X[0])
+1.0
+>>> GlobalMean().fit(X, y).predict(X[0])
+2.625
+>>> pm = PairMean().fit(X, y, entities=ent)
+>>> new = Entities.from_lists(["a", "a", "z"], [{"b": 1.0}, {"z": 1.0}, {}])
+>>> pm.predict(np.zeros((3, 2)), entities=new).tolist()   # pair, then the model's, then the global mean
+[3.0, 3.0, 2.625]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from interfpred.constants import PRIOR_SLOWDOWN
+from interfpred.entities import Entities
+from interfpred.errors import InterfpredError
+from interfpred.predictors.base import BasePredictor, as_rows, as_targets, register
+
+__all__ = ["GlobalMean", "NoInterference", "PairMean", "as_weights"]
+
+
+def _finite_count(state: dict[str, Any], key: str) -> list:
+    """``[mean, count, weight sum]`` from a state entry (older entries without the weight sum: the count)."""
+    vals = list(state[key])
+    mean, n = float(vals[0]), int(vals[1])
+    wsum = float(vals[2]) if len(vals) > 2 else float(n)
+    if not np.isfinite(mean) or n < 0 or not np.isfinite(wsum) or wsum < 0:
+        raise InterfpredError(f"state {key!r} holds {vals!r}; expected a finite mean, a count and a weight sum >= 0")
+    return [mean, n, wsum]
+
+
+def as_weights(sample_weight: Any, n: int) -> np.ndarray | None:
+    """Validate row weights: None, or (n,) finite values >= 0 that are not all zero."""
+    if sample_weight is None:
+        return None
+    try:
+        w = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise InterfpredError(f"sample_weight must be numeric, got {type(sample_weight).__name__}") from None
+    if w.shape != (n,):
+        raise InterfpredError(f"sample_weight has {w.size} values, X has {n} rows")
+    if not np.isfinite(w).all() or (w < 0).any() or (n and not (w > 0).any()):
+        raise InterfpredError("sample_weight must be finite, >= 0 and not all zero")
+    return w
+
+
+@register
+class NoInterference(BasePredictor):
+    """Predicts slowdown 1 (no interference) for every row; learns nothing.
+
+    ``update`` validates its input and learns nothing (``learns_online`` is False).
+
+    Examples
+    --------
+    >>> NoInterference().fit([[0.3], [0.9]], [1.4, 2.0]).predict([[5.0]])
+    array([1.])
+    """
+
+    kind = "no_interference"
+    learns_online = False
+    #: ``fit`` accepts ``sample_weight`` (row weights).
+    supports_weights = True
+
+    def __init__(self) -> None:
+        self._d = None
+
+    def fit(self, X: Any, y: Any, *, sample_weight: Any = None) -> NoInterference:
+        """Validate ``X``, ``y`` (and weights) and fix the width; learns nothing."""
+        Xa, single = as_rows(X, width=None)
+        as_targets(y, Xa.shape[0], single)
+        as_weights(sample_weight, Xa.shape[0])
+        self._d = Xa.shape[1]
+        return self
+
+    def _allocate(self, d: int) -> None:
+        self._d = d
+
+    def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
+        pass
+
+    def _predict_rows(self, X: np.ndarray) -> np.ndarray:
+        return np.full(X.shape[0], PRIOR_SLOWDOWN)
+
+    def _get_state(self) -> dict[str, Any]:
+        return {}
+
+    def _set_state(self, state: dict[str, Any], d: int) -> None:
+        self._d = d
+
+
+@register
+class GlobalMean(BasePredictor):
+    """The running mean of every target learned; the prior (1.0) before any.
+
+    Examples
+    --------
+    >>> g = GlobalMean()
+    >>> g.update([[0.0], [0.0]], [2.0, 4.0])
+    >>> g.predict([1.0]), g.n_seen_
+    (3.0, 2)
+    """
+
+    kind = "global_mean"
+    supports_weights = True
+
+    def __init__(self) -> None:
+        self._d = None
+        self._mean = PRIOR_SLOWDOWN
+        self._n = 0
+        self._w = 0.0
+
+    def fit(self, X: Any, y: Any, *, sample_weight: Any = None) -> GlobalMean:
+        """Forget, then learn the (weighted) mean of ``y``; returns self."""
+        Xa, single = as_rows(X, width=None)
+        ya = as_targets(y, Xa.shape[0], single)
+        w = as_weights(sample_weight, Xa.shape[0])
+        self._allocate(Xa.shape[1])
+        self._learn(Xa, ya, w)
+        return self
+
+    def _allocate(self, d: int) -> None:
+        self._d = d
+        self._mean, self._n, self._w = PRIOR_SLOWDOWN, 0, 0.0
+
+    def _learn(self, X: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> None:
+        acc = [self._mean, self._n, self._w]
+        for i, t in enumerate(y.tolist()):
+            _push(acc, t, 1.0 if w is None else float(w[i]))
+        self._mean, self._n, self._w = acc
+
+    def _predict_rows(self, X: np.ndarray) -> np.ndarray:
+        return np.full(X.shape[0], self._mean if self._n else PRIOR_SLOWDOWN)
+
+    @property
+    def mean_(self) -> float:
+        """The running mean (the prior before any target)."""
+        return self._mean if self._n else PRIOR_SLOWDOWN
+
+    @property
+    def n_seen_(self) -> int:
+        """Targets learned since the last fit."""
+        return self._n
+
+    def _get_state(self) -> dict[str, Any]:
+        return {"mean": [self._mean, self._n, self._w]}
+
+    def _set_state(self, state: dict[str, Any], d: int) -> None:
+        self._mean, self._n, self._w = _finite_count(state, "mean")
+        self._d = d
+
+
+@register
+class PairMean(BasePredictor):
+    """Running mean per (model, sorted co-runner models); else the model's mean; else the global mean.
+
+    Rows are keyed by :meth:`Entities.pair_keys` of the ``entities=`` table given to ``fit``,
+    ``update`` and ``predict`` (one entry per row). Without a table it learns and predicts the
+    global mean only. State grows with the distinct keys seen (bounded by the models deployed),
+    not with the stream.
+
+    Examples
+    --------
+    >>> from interfpred.entities import Entities
+    >>> ent = Entities.from_lists(["a", "b"], [{"b": 1.0}, {"a": 1.0}])
+    >>> p = PairMean()
+    >>> p.update([[0.0], [0.0]], [2.0, 1.2], entities=ent)
+    >>> p.predict([0.0], entities=ent.take([1]))
+    1.2
+    >>> p.n_pairs_, p.n_models_
+    (2, 2)
+    """
+
+    kind = "pair_mean"
+    uses_entities = True
+    supports_weights = True
+
+    def __init__(self) -> None:
+        self._d = None
+        self._global = [PRIOR_SLOWDOWN, 0, 0.0]
+        self._models: dict[str, list] = {}
+        self._pairs: dict[tuple[str, tuple[str, ...]], list] = {}
+
+    # -- contract with entities ----------------------------------------------------------------
+    @staticmethod
+    def _keys(entities: Any, n: int) -> list[tuple[str, tuple[str, ...]]] | None:
+        if entities is None:
+            return None
+        if not isinstance(entities, Entities):
+            raise InterfpredError(f"entities must be an Entities table, got {type(entities).__name__}")
+        if len(entities) != n:
+            raise InterfpredError(f"entities has {len(entities)} rows, X has {n}")
+        return entities.pair_keys()
+
+    def fit(self, X: Any, y: Any, *, entities: Entities | None = None, sample_weight: Any = None) -> PairMean:
+        """Forget everything, then learn rows ``X``, ``y`` keyed by ``entities`` (weighted means
+        with ``sample_weight``); returns self."""
+        Xa, single = as_rows(X, width=self.fixed_width)
+        ya = as_targets(y, Xa.shape[0], single)
+        keys = self._keys(entities, Xa.shape[0])
+        w = as_weights(sample_weight, Xa.shape[0])
+        self._allocate(Xa.shape[1])
+        self._learn_keys(ya, keys, w)
+        return self
+
+    def update(self, X: Any, y: Any, *, entities: Entities | None = None) -> None:
+        """Learn rows ``X`` (n, d) with ``y`` (n,), or one row with a float, keyed by ``entities``."""
+        Xa, single = as_rows(X, width=self._width())
+        ya = as_targets(y, Xa.shape[0], single)
+        keys = self._keys(entities, Xa.shape[0])
+        if self._d is None:
+            self._allocate(Xa.shape[1])
+        self._learn_keys(ya, keys)
+
+    def predict(self, X: Any, *, entities: Entities | None = None) -> Any:
+        """Predicted slowdowns for rows keyed by ``entities``: (n, d) -> (n,); one row -> float."""
+        Xa, single = as_rows(X, width=self._width())
+        keys = self._keys(entities, Xa.shape[0])
+        g = self._global[0] if self._global[1] else PRIOR_SLOWDOWN
+        if keys is None:
+            out = np.full(Xa.shape[0], g)
+        else:
+            out = np.empty(Xa.shape[0])
+            for i, key in enumerate(keys):
+                hit = self._pairs.get(key) or self._models.get(key[0])
+                out[i] = hit[0] if hit else g
+        return float(out[0]) if single else out
+
+    # -- learning --------------------------------------------------------------------------------
+    def _learn_keys(self, y: np.ndarray, keys: list | None, w: np.ndarray | None = None) -> None:
+        for i, t in enumerate(y.tolist()):
+            wi = 1.0 if w is None else float(w[i])
+            if wi == 0.0:
+                continue
+            _push(self._global, t, wi)
+            if keys is not None:
+                own, co = keys[i]
+                _push(self._models.setdefault(own, [0.0, 0, 0.0]), t, wi)
+                _push(self._pairs.setdefault((own, co), [0.0, 0, 0.0]), t, wi)
+
+    def _allocate(self, d: int) -> None:
+        self._d = d
+        self._global = [PRIOR_SLOWDOWN, 0, 0.0]
+        self._models, self._pairs = {}, {}
+
+    def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
+        self._learn_keys(y, None)
+
+    def _predict_rows(self, X: np.ndarray) -> np.ndarray:
+        return np.full(X.shape[0], self._global[0] if self._global[1] else PRIOR_SLOWDOWN)
+
+    @property
+    def n_pairs_(self) -> int:
+        """Distinct (model, co-runner set) keys learned."""
+        return len(self._pairs)
+
+    @property
+    def n_models_(self) -> int:
+        """Distinct own models learned."""
+        return len(self._models)
+
+    @property
+    def n_seen_(self) -> int:
+        """Targets learned since the last fit."""
+        return int(self._global[1])
+
+    # -- persistence -----------------------------------------------------------------------------
+    def _get_state(self) -> dict[str, Any]:
+        return {"global": list(self._global),
+                "models": [[k, *acc] for k, acc in self._models.items()],
+                "pairs": [[own, list(co), *acc] for (own, co), acc in self._pairs.items()]}
+
+    def _set_state(self, state: dict[str, Any], d: int) -> None:
+        glob = _finite_count(state, "global")
+        models = {str(k[0]): _finite_count({"v": k[1:]}, "v") for k in state["models"]}
+        pairs = {(str(k[0]), tuple(str(c) for c in k[1])): _finite_count({"v": k[2:]}, "v") for k in state["pairs"]}
+        self._global, self._models, self._pairs, self._d = glob, models, pairs, d
+
+
+def _push(acc: list, t: float, w: float = 1.0) -> None:
+    """Add target ``t`` with weight ``w`` to a running ``[mean, count, weight sum]``."""
+    if w <= 0.0:
+        return
+    acc[1] += 1
+    acc[2] += w
+    acc[0] += w * (t - acc[0]) / acc[2]
