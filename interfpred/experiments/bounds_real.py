@@ -136,8 +136,8 @@ def run_e4_coverage(ctx: ReproduceContext, quantiles: Sequence[float] = COVERAGE
              f"{CALIBRATED_WARMUP}); coverage is pooled over every test row of every fold, in brackets the range "
              "over folds. Interval score in slowdown units (lower is better). Per-model groups need "
              "100 scores of a model before its own threshold is used; fit scores only the last quarter of the "
-             "training rows (about 115 over five models) and a fold's test rows add about 40 per model, so a "
-             "model's group seldom gets there and the row then mostly equals plain ACI.")
+             "training rows (about 115, spread over the models) and a fold's test rows add a few dozen per "
+             "model, so a model's group seldom gets there and the row then mostly equals plain ACI.")
     md = "\n\n".join([intro, "Coverage:", markdown_table(header, table), "Interval score:",
                       markdown_table(header, scores), verdict])
     terminal = "\n".join(["coverage (pooled; range over folds)", text_table(header, table), "",
