@@ -173,6 +173,7 @@ class Calibrated(BasePredictor):
         self.calibration_share = calibration_share
         self._check_params()
         self._template = self._build(predictor)
+        self._online = bool(self._template.learns_online)
         self._levels = _levels(self.quantiles)
         self._level_pos = {float(v): i for i, v in enumerate(self._levels.tolist())}
         self._th0 = K.HEADER + self._levels.shape[0]    # offset of the thresholds in a group row
@@ -360,11 +361,16 @@ class Calibrated(BasePredictor):
         Refused input raises :class:`~interfpred.errors.InterfpredError` and changes nothing.
         """
         inner = self._inner
-        if (entities is None and inner is not None and self._relative and type(X) is _NDARRAY
-                and X.dtype is _F64 and X.ndim == 1 and type(y) is float and y - y == 0.0):
-            m = inner.predict(X)                 # validates X
-            s = (y - m) / max(abs(m), CALIBRATED_MIN_SCALE)
-            inner.update(X, y)                   # refuses atomically
+        if (entities is None and inner is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1
+                and type(y) is float and y - y == 0.0):
+            if self._relative:                   # the lean single-row path; predict validates X
+                m = inner.predict(X)
+                s = (y - m) / max(abs(m), CALIBRATED_MIN_SCALE)
+            else:
+                m, sd = inner.predict(X, return_std=True)
+                s = (y - m) / max(sd, CALIBRATED_MIN_SCALE * max(abs(m), 1.0))
+            if self._online:
+                inner.update(X, y)               # refuses atomically
             K.push(self._state, 0, s, self._levels, self._par)
             return
         Xa, single = as_rows(X, width=self._width())
@@ -437,10 +443,12 @@ class Calibrated(BasePredictor):
             li = self._level_index(quantile)
         state = self._state
         th = self._th0 + li
-        if (state is not None and entities is None and self._relative and type(X) is _NDARRAY
-                and X.dtype is _F64 and X.ndim == 1):
-            m = self._inner.predict(X)
-            return m + max(abs(m), CALIBRATED_MIN_SCALE) * state.item(0, th)
+        if state is not None and entities is None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1:
+            if self._relative:
+                m = self._inner.predict(X)
+                return m + max(abs(m), CALIBRATED_MIN_SCALE) * state.item(0, th)
+            m, sd = self._inner.predict(X, return_std=True)
+            return m + max(sd, CALIBRATED_MIN_SCALE * max(abs(m), 1.0)) * state.item(0, th)
         Xa, single = as_rows(X, width=self._width())
         ent = self._check_entities(entities, Xa.shape[0])
         mean, scale = self._mean_scale(self._now(), Xa, ent)
