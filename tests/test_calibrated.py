@@ -311,3 +311,18 @@ def test_bound_goal_of_e3():
     res["calibrated"][0] = R(attainment=0.9995, goodput_rps=94.0)          # goodput more than 5 % below
     goal = bound_goal(res, [1.0, 3.0])
     assert not goal["met"] and "load 1 ((c) >= 99%)" in bound_verdict(goal) and "NOT met" in bound_verdict(goal)
+
+
+def test_rls_single_row_std_equals_batch():
+    rng = np.random.default_rng(8)
+    X = rng.random((200, 4))
+    y = 1.0 + X.sum(axis=1) + 0.1 * rng.standard_normal(200)
+    r = RLS().fit(X, y)
+    mean, std = r.predict(X[:25], return_std=True)
+    rows = [r.predict(x, return_std=True) for x in X[:25]]
+    np.testing.assert_allclose([m for m, _ in rows], mean, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose([s for _, s in rows], std, rtol=1e-12, atol=1e-12)
+    with pytest.raises(InterfpredError):
+        r.predict(np.array([1.0, np.nan, 0.0, 0.0]), return_std=True)
+    with pytest.raises(InterfpredError):
+        r.predict(np.zeros(5), return_std=True)
