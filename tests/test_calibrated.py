@@ -4,10 +4,17 @@ import pickle
 
 import numpy as np
 import pytest
-
-from interfpred import RLS, Calibrated, Entities, InterfpredError, OfflineLinear, load_predictor
-from interfpred.predictors import _calibration_kernels as K
 from naive import naive_conformal_stream
+
+from interfpred import (
+    RLS,
+    Calibrated,
+    Entities,
+    InterfpredError,
+    OfflineLinear,
+    load_predictor,
+)
+from interfpred.predictors import _calibration_kernels as K
 
 
 def _kernel_stream(scores, levels, window, method, gamma):

@@ -35,11 +35,24 @@ from typing import Any
 
 import numpy as np
 
-from interfpred.constants import CALIBRATED_WARMUP, E3_PAIR_BATCHES, REPRODUCE_TRAIN_SHARE
-from interfpred.experiments.coverage import baseline_bounds, coverage_rows, prequential_bounds
-from interfpred.experiments.paper import E2_SETS, scenario_for
-from interfpred.experiments.report import ReproduceContext, Section, markdown_table, text_table
+from interfpred.constants import (
+    CALIBRATED_WARMUP,
+    E3_PAIR_BATCHES,
+    REPRODUCE_TRAIN_SHARE,
+)
 from interfpred.entities import Entities
+from interfpred.experiments.coverage import (
+    baseline_bounds,
+    coverage_rows,
+    prequential_bounds,
+)
+from interfpred.experiments.paper import E2_SETS, scenario_for
+from interfpred.experiments.report import (
+    ReproduceContext,
+    Section,
+    markdown_table,
+    text_table,
+)
 from interfpred.features import TimeWeighted, transform_many
 from interfpred.predictors import RLS, Calibrated
 from interfpred.profiles import ProfileTable

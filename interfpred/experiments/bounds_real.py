@@ -37,9 +37,19 @@ from interfpred.constants import CALIBRATED_WARMUP, E4_QUICK_REPEATS, E4_REPEATS
 from interfpred.datasets import gavel_v100
 from interfpred.evaluation import run_folds
 from interfpred.experiments.bounds import COVERAGE_QUANTILES, COVERAGE_TOLERANCE
-from interfpred.experiments.coverage import baseline_bounds, coverage_rows, prequential_bounds, run_stamps
+from interfpred.experiments.coverage import (
+    baseline_bounds,
+    coverage_rows,
+    prequential_bounds,
+    run_stamps,
+)
 from interfpred.experiments.real import new_model_streams
-from interfpred.experiments.report import ReproduceContext, Section, markdown_table, text_table
+from interfpred.experiments.report import (
+    ReproduceContext,
+    Section,
+    markdown_table,
+    text_table,
+)
 from interfpred.features import TimeWeighted
 from interfpred.predictors import Calibrated, registered
 from interfpred.run_features import measurement_features

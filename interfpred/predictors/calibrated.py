@@ -66,7 +66,6 @@ from __future__ import annotations
 import copy
 import inspect
 import math
-import os
 from typing import Any
 
 import numpy as np
@@ -83,7 +82,6 @@ from interfpred.constants import (
     CALIBRATED_SCALES,
     CALIBRATED_TAU_RANGE,
     CALIBRATED_WINDOW,
-    SCHEMA_VERSION,
 )
 from interfpred.entities import Entities
 from interfpred.errors import InterfpredError
@@ -94,9 +92,9 @@ from interfpred.predictors.base import (
     as_rows,
     as_targets,
     make_predictor,
-    predictor_from_state,
     register,
 )
+from interfpred.predictors.calibrated_state import CalibratedStateMixin
 
 __all__ = ["Calibrated"]
 
@@ -116,7 +114,7 @@ def _is_int(v: Any) -> bool:
 
 
 @register
-class Calibrated(BasePredictor):
+class Calibrated(CalibratedStateMixin, BasePredictor):
     """Conformal quantile bounds around any predictor, kept calibrated online.
 
     Parameters
@@ -463,135 +461,3 @@ class Calibrated(BasePredictor):
 
     def _predict_rows(self, X: np.ndarray) -> np.ndarray:
         return np.asarray(self._now().predict(X), dtype=np.float64)
-
-    # ------------------------------------------------------------------ read-only views
-    def _group_row(self, group: str | None) -> np.ndarray:
-        if self._state is None:
-            raise AttributeError("not available before fit/update")
-        if group is None:
-            return self._state[0]
-        if group not in self._group_index:
-            raise InterfpredError(f"no calibration group {group!r}; groups: {', '.join(self._group_names) or 'none'}")
-        return self._state[self._group_index[group]]
-
-    @property
-    def levels_(self) -> tuple[float, ...]:
-        """Every calibrated level (the quantiles and their complements), ascending."""
-        return tuple(self._levels.tolist())
-
-    @property
-    def predictor_(self) -> BasePredictor:
-        """The wrapped predictor as trained here (the template before any fit/update)."""
-        return self._now()
-
-    @property
-    def scale_(self) -> str:
-        """The score scale in use: ``"relative"`` or ``"std"``."""
-        return self._scale_mode
-
-    @property
-    def n_seen_(self) -> int:
-        """Scores learned (global group)."""
-        return 0 if self._state is None else int(self._state[0, 2])
-
-    @property
-    def groups_(self) -> tuple[str, ...]:
-        """Entities with their own calibration group, in order of first sight."""
-        return tuple(self._group_names)
-
-    def thresholds(self, group: str | None = None) -> dict[float, float]:
-        """Score threshold per level of the global group (or of entity ``group``)."""
-        row = self._group_row(group)
-        L = self._levels.shape[0]
-        return dict(zip(self.levels_, row[K.HEADER + L:K.HEADER + 2 * L].tolist()))
-
-    def coverage(self, group: str | None = None) -> dict[float, float]:
-        """Share of learned targets at or below the bound in force before each, per level.
-
-        Over every score the group has seen (``fit``'s calibration rows included).
-        """
-        row = self._group_row(group)
-        L = self._levels.shape[0]
-        seen = max(row[2], 1.0)
-        return dict(zip(self.levels_, (row[K.HEADER + 2 * L:K.HEADER + 3 * L] / seen).tolist()))
-
-    @property
-    def train_quantiles_(self) -> dict[float, float] | None:
-        """Empirical quantiles of ``fit``'s targets per level (None before fit): the trivial bound."""
-        return None if self._yq is None else dict(zip(self.levels_, self._yq.tolist()))
-
-    # ------------------------------------------------------------------ persistence
-    def _param_state(self) -> dict[str, Any]:
-        p = self.predictor
-        if p is None or isinstance(p, (str, dict)):
-            return {"spec": p}
-        if isinstance(p, PredictorSpec):
-            return {"spec": p.model_dump()}
-        return {"state": p.to_state()}
-
-    def _get_state(self) -> dict[str, Any]:
-        return {"inner": self._inner.to_state(), "scale": self._scale_mode, "levels": self._levels.tolist(),
-                "groups": list(self._group_names), "calibration": self._state.tolist(),
-                "train_quantiles": None if self._yq is None else self._yq.tolist()}
-
-    def to_state(self) -> dict[str, Any]:
-        """A JSON-able dict: kind, schema version, parameters, the wrapped predictor and the calibration."""
-        params = {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.get_params().items() if k != "predictor"}
-        return {"schema_version": SCHEMA_VERSION, "kind": self.kind, "params": params,
-                "predictor": self._param_state(), "n_features_in": self._d,
-                "state": None if self._d is None else self._get_state()}
-
-    @classmethod
-    def from_state(cls, state: dict[str, Any], *, source: str = "state") -> Calibrated:
-        """Rebuild from :meth:`to_state`'s dict (checks kind, version, levels and shapes)."""
-        if not isinstance(state, dict) or state.get("schema_version") != SCHEMA_VERSION:
-            raise InterfpredError(f"{source}: missing or unsupported schema_version (this interfpred reads "
-                                  f"{SCHEMA_VERSION})")
-        if state.get("kind") != cls.kind:
-            raise InterfpredError(f"{source}: holds a predictor of kind {state.get('kind')!r}, not {cls.kind!r}")
-        params, wrapped = state.get("params"), state.get("predictor")
-        if not isinstance(params, dict) or not isinstance(wrapped, dict):
-            raise InterfpredError(f"{source}: 'params' and 'predictor' must be objects")
-        try:
-            p = wrapped["spec"] if "spec" in wrapped else predictor_from_state(wrapped["state"], source=source)
-            obj = cls(p, **params)
-        except (TypeError, KeyError, InterfpredError) as exc:
-            raise InterfpredError(f"{source}: bad parameters for 'calibrated': {exc}") from None
-        d = state.get("n_features_in")
-        if d is not None:
-            if not _is_int(d) or d < 1:
-                raise InterfpredError(f"{source}: n_features_in {d!r} must be a positive integer")
-            try:
-                obj._set_state(state.get("state"), d)
-            except (KeyError, TypeError, ValueError) as exc:
-                raise InterfpredError(f"{source}: bad calibrated state: {exc}") from None
-        return obj
-
-    def _set_state(self, state: dict[str, Any], d: int) -> None:
-        inner = predictor_from_state(state["inner"])
-        if inner.n_features_in_ not in (None, d):
-            raise InterfpredError(f"the wrapped predictor takes {inner.n_features_in_} features, the file says {d}")
-        levels = np.asarray(state["levels"], dtype=np.float64)
-        if levels.shape != self._levels.shape or not np.allclose(levels, self._levels, rtol=0, atol=1e-12):
-            raise InterfpredError(f"levels {levels.tolist()} do not match quantiles {self.quantiles}")
-        names = [str(s) for s in state["groups"]]
-        cal = np.asarray(state["calibration"], dtype=np.float64)
-        shape = (1 + len(names), K.row_size(levels.shape[0], self.window))
-        if cal.shape != shape or not np.isfinite(cal).all():
-            raise InterfpredError(f"calibration has shape {cal.shape}, expected {shape} of finite values")
-        if np.any(cal[:, 0] >= self.window) or np.any(cal[:, 1] > self.window) or np.any(cal[:, :3] < 0):
-            raise InterfpredError("calibration holds a bad window position or count")
-        if state["scale"] not in ("relative", "std"):
-            raise InterfpredError(f"scale {state['scale']!r} must be 'relative' or 'std'")
-        yq = state.get("train_quantiles")
-        self._inner, self._state, self._d = inner, np.ascontiguousarray(cal), d
-        self._group_names = names
-        self._group_index = {s: i + 1 for i, s in enumerate(names)}
-        self._scale_mode = state["scale"]
-        self._relative = self._scale_mode == "relative"
-        self._yq = None if yq is None else np.asarray(yq, dtype=np.float64).reshape(levels.shape)
-        K.refresh_all(self._state, self._levels, self.window, _METHOD_CODE[self.method])
-
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the state as JSON (no pickle), atomically."""
-        super().save(path)
