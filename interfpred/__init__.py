@@ -35,6 +35,7 @@ from interfpred.streaming import FinishedExecution, RunningExecution, TimelineSt
 from interfpred.tracker import ColocationTracker, FinishResult
 from interfpred.fleet import Fleet
 from interfpred.model import InterferenceModel, load_model
+from interfpred import datasets
 
 __all__ = [
     "Entities",
@@ -75,4 +76,5 @@ __all__ = [
     "Fleet",
     "InterferenceModel",
     "load_model",
+    "datasets",
 ]

@@ -51,7 +51,7 @@ def _add_ingest(sub) -> None:
                    help="keep only kernels whose NVTX range stack matches (needs ncu --nvtx)")
     p.add_argument("--share", type=float, default=None, metavar="P",
                    help="MPS active thread percentage the profiled runs used, in (0, 100] (default 100)")
-    p.add_argument("--manifest", help="CSV of runs: file,gpu,model,batch_size[,iterations]")
+    p.add_argument("--manifest", help="CSV of runs: file,gpu,model,batch_size[,iterations][,share]")
     p.add_argument("--out", help="tidy profile CSV to write, or merge into if it exists")
     p.add_argument("--overwrite", action="store_true", help="replace --out instead of merging into it")
     p.add_argument("--example", action="store_true",
@@ -109,10 +109,11 @@ def _run_ingest(args) -> int:
                 kernel_filter=e.kernel_filter, nvtx_filter=e.nvtx_filter)
         except InterfpredError as exc:
             raise InterfpredError(f"{where}: {exc}") from None
-        if args.share is not None:
-            if not 0.0 < args.share <= 100.0:
-                raise InterfpredError(f"--share {args.share:g} must be an MPS active thread percentage in (0, 100]")
-            prof = prof.model_copy(update={"share": float(args.share)})
+        share = args.share if e.share is None else e.share
+        if share is not None:
+            if not 0.0 < share <= 100.0:
+                raise InterfpredError(f"--share {share:g} must be an MPS active thread percentage in (0, 100]")
+            prof = prof.model_copy(update={"share": float(share)})
         key = (prof.gpu, prof.model, prof.batch_size, prof.share)
         if key in seen:
             other, other_where = seen[key]

@@ -97,7 +97,7 @@ def prequential_runs(predictor: BasePredictor, X: np.ndarray, y: np.ndarray, run
     return out
 
 
-def prequential_entities(predictor: BasePredictor, X: np.ndarray, y: np.ndarray, *, start_ms: Any = None,
+def prequential_entities(predictor: Any, X: np.ndarray, y: np.ndarray, *, start_ms: Any = None,
                          end_ms: Any = None, entities: Entities) -> np.ndarray:
     """Prequential evaluation (predict, then learn) of an entity-aware predictor, each row with its entities.
 
@@ -156,7 +156,7 @@ def split_by_run(measurements: Measurements, *, train_share: float = E4_TRAIN_SH
         raise InterfpredError(f"train_share {train_share!r} must be in (0, 1)")
     rng = np.random.default_rng(seed)
     runs = rng.permutation(measurements.n_runs)
-    k = int(round(train_share * measurements.n_runs))
+    k = round(train_share * measurements.n_runs)
     train = np.isin(measurements.run_code, runs[:k])
     return Fold(f"seed {seed}", train, ~train)
 

@@ -82,6 +82,7 @@ from interfpred.constants import (
     MIN_PREDICTED_RATE,
     TARGETS,
 )
+from interfpred.counters import checked_demands, supported_maps
 from interfpred.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.profiles import ProfileTable
@@ -98,7 +99,6 @@ __all__ = [
     "feature_names",
     "make_extractor",
     "profile_arrays",
-    "supported_maps",
     "transform_many",
 ]
 
@@ -670,41 +670,6 @@ def transform_many(extractors: Sequence[Extractor], trace: Trace, profiles: Prof
         y = latency / solo if ex.target == "slowdown" else solo / latency
         results.append(FeatureMatrix(X=x, names=ex.names, y=y, target=ex.target, solo_ms=solo, latency_ms=latency))
     return results
-
-
-def supported_maps(missing: Sequence[str]) -> tuple[str, ...]:
-    """The built-in feature maps that need none of the ``missing`` counters.
-
-    Examples
-    --------
-    >>> supported_maps(["sm"])
-    ('gpulets', 'shares')
-    >>> supported_maps([])
-    ('default', 'rich', 'gpulets', 'shares')
-    """
-    return tuple(m for m, need in MAP_COUNTERS if not set(need) & set(missing))
-
-
-def checked_demands(extractors: Sequence[Extractor], dem: np.ndarray, models: Any) -> np.ndarray:
-    """Refuse an extractor whose map needs a counter that is NaN (not measured) in ``dem``.
-
-    Returns ``dem`` with the unused missing counters set to 0 for the kernels (no map reads
-    them), so the check is the only place a missing counter is ever looked at.
-    """
-    nan = np.isnan(dem)
-    if not nan.any():
-        return dem
-    missing = [r for c, r in enumerate(_RES) if nan[:, c].any()]
-    for ex in extractors:
-        for r in ex.counters:
-            if r in missing:
-                i = int(np.flatnonzero(nan[:, _RES.index(r)])[0])
-                works = ", ".join(supported_maps(missing)) or "none"
-                raise InterfpredError(
-                    f"feature map {ex.feature_map!r} needs the {r} counter, which the profile of model "
-                    f"{str(models[i])!r} lacks (not measured); maps that work without "
-                    f"{', '.join(missing)}: {works}")
-    return np.ascontiguousarray(np.where(nan, 0.0, dem))
 
 
 _CLASSES = {"static": Static, "ewma": EWMA, "time-weighted": TimeWeighted}

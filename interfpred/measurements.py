@@ -218,9 +218,9 @@ class Measurements:
             for h, cell in zip(header, row):
                 cols[h].append(cell.strip())
         known = set(need) | {"share", "member"}
-        share = cols.get("share")
-        if share is not None:
-            share = [c if c != "" else DEFAULT_SHARE for c in share]
+        share: list[Any] | None = None
+        if "share" in cols:
+            share = [c if c != "" else DEFAULT_SHARE for c in cols["share"]]
         kw = {k: cols[k] for k in need}
         return cls.from_columns(**kw, share=share, member=cols.get("member"),
                                 extra={h: cols[h] for h in header if h not in known}, path=path, lines=lines)
@@ -380,12 +380,31 @@ class Measurements:
         return Measurements({k: v[idx] for k, v in self._cols.items()}, {k: v[idx] for k, v in self._extra.items()})
 
     def runs_mask(self, runs: Any) -> np.ndarray:
-        """Boolean row mask of the runs named (labels) in ``runs``."""
+        """Boolean row mask of the runs named (labels) in ``runs``.
+
+        Examples
+        --------
+        >>> m = Measurements.from_columns(run=["a", "a", "b"], gpu=["g"] * 3, model=["x", "y", "x"],
+        ...     batch_size=[1, 1, 1], solo_ms=[1.0] * 3, observed_ms=[2.0] * 3)
+        >>> m.runs_mask(["b"]).tolist(), m.take(m.runs_mask(["a"])).n_runs
+        ([False, False, True], 1)
+        """
         return np.isin(self.run, np.asarray([str(r) for r in runs], dtype=str))
 
     @staticmethod
     def concat(tables: Sequence[Measurements]) -> Measurements:
-        """Rows of several tables one after another; equal run labels are one run."""
+        """Rows of several tables one after another; equal run labels are one run.
+
+        Examples
+        --------
+        >>> a = Measurements.from_columns(run=["r"], gpu=["g"], model=["x"], batch_size=[1], solo_ms=[1.0],
+        ...     observed_ms=[1.5])
+        >>> b = Measurements.from_columns(run=["r"], gpu=["g"], model=["y"], batch_size=[1], solo_ms=[1.0],
+        ...     observed_ms=[1.2])
+        >>> both = Measurements.concat([a, b])
+        >>> both.n_runs, both.co_runners(0)
+        (1, [1])
+        """
         if not tables:
             raise InterfpredError("concat needs at least one table")
         keys = [set(t._cols) for t in tables]

@@ -47,12 +47,13 @@ from interfpred.constants import (
     MODEL_FILE_KIND,
     SCHEMA_VERSION,
 )
+from interfpred.counters import supported_maps
 from interfpred.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.experiments.coverage import latency_bounds
 from interfpred.evaluation import call, fit_baselines, prequential_entities, prequential_runs
 from interfpred.experiments.metrics import AccuracySummary, accuracy_summary
-from interfpred.features import Extractor, FeatureMatrix, make_extractor, supported_maps
+from interfpred.features import Extractor, FeatureMatrix, make_extractor
 from interfpred.measurements import Measurements
 from interfpred.predictors import BasePredictor, make_predictor, predictor_from_state, registered
 from interfpred.profiles import ProfileTable
@@ -287,9 +288,15 @@ class InterferenceModel:
         row a weight (trace rows first, then measurement rows), for predictors that take row
         weights (``supports_weights``). The three baselines are fitted on the same rows.
         """
-        self.choose_map(profiles)
-        fm = self.features(trace, profiles, measurements=measurements)
+        saved = (self.extractor, self.note)
+        try:
+            self.choose_map(profiles)
+            fm = self.features(trace, profiles, measurements=measurements)
+        except BaseException:
+            self.extractor, self.note = saved   # a refused fit leaves the model as it was
+            raise
         if len(fm) == 0:
+            self.extractor, self.note = saved
             raise InterfpredError("cannot fit on no rows")
         extra = {}
         if weights is not None:
@@ -368,6 +375,7 @@ class InterferenceModel:
                 pred = prequential(copy, fm.X, fm.y, start_ms=trace.start_ms, end_ms=trace.end_ms,
                                    entities=fm.entities)
             else:
+                assert measurements is not None
                 pred = prequential_runs(copy, fm.X, fm.y, measurements.run_code, entities=fm.entities)
             return self._latency(fm, pred)
 

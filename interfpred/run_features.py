@@ -52,7 +52,7 @@ def measurement_demands(measurements: Measurements, profiles: ProfileTable | Non
         return np.full((n, 3), np.nan)
     if not isinstance(profiles, ProfileTable):
         raise InterfpredError(f"expected a ProfileTable, got {type(profiles).__name__}")
-    gpus = set(str(g) for g in np.unique(measurements.gpu))
+    gpus = {str(g) for g in np.unique(measurements.gpu)}
     if gpus <= set(profiles.gpus):
         by_gpu = measurements.gpu
     elif len(profiles.gpus) == 1:
@@ -126,7 +126,7 @@ def measurement_features(extractor: Extractor, measurements: Measurements, profi
     n_others = np.empty(n)
     counter_map = extractor.feature_map != "shares"
     d_map = extractor.n_features - (2 if extractor.shares else 0)
-    X_map = np.empty((n, d_map)) if counter_map else None
+    X_map = np.empty((n, d_map if counter_map else 0))
     for r in range(len(ptr) - 1):
         idx = order[ptr[r]:ptr[r + 1]]
         share_other[idx] = frac[idx].sum() - frac[idx]
@@ -193,9 +193,9 @@ def concat_features(parts: list[FeatureMatrix]) -> FeatureMatrix:
     for p in parts[1:]:
         if p.names != first.names or p.target != first.target:
             raise InterfpredError(f"cannot stack features {p.names} ({p.target}) onto {first.names} ({first.target})")
-    ents = [p.entities for p in parts]
+    ents = [p.entities for p in parts if p.entities is not None]
     return FeatureMatrix(
         X=np.concatenate([p.X for p in parts]), names=first.names, y=np.concatenate([p.y for p in parts]),
         target=first.target, solo_ms=np.concatenate([p.solo_ms for p in parts]),
         latency_ms=np.concatenate([p.latency_ms for p in parts]),
-        entities=concat_entities(ents) if all(e is not None for e in ents) else None)
+        entities=concat_entities(ents) if len(ents) == len(parts) else None)

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from interfpred import _timeline_kernels as _k
-from interfpred.constants import MAX_RUNNING_SET, PROFILE_CACHE_SIZE
+from interfpred.constants import DEFAULT_SHARE, MAX_RUNNING_SET, PROFILE_CACHE_SIZE
 from interfpred.errors import InterfpredError
 from interfpred.features import _AGG_IDS, Extractor
 from interfpred.profiles import ProfileTable
@@ -214,8 +214,9 @@ class TimelineState:
                 self._seg_t0 = self._now
         self._now = t
 
-    def lookup_profile(self, model: Any, batch_size: Any, what: str = "lookup") -> tuple[float, float, float, float]:
-        """``(sm, l2, dram, solo_ms)`` of ``model`` at ``batch_size`` on this state's GPU, cached.
+    def lookup_profile(self, model: Any, batch_size: Any, what: str = "lookup",
+                       share: float = DEFAULT_SHARE) -> tuple[float, float, float, float]:
+        """``(sm, l2, dram, solo_ms)`` of ``model`` at ``batch_size`` and MPS ``share`` on this state's GPU, cached.
 
         Uses :meth:`ProfileTable.lookup_arrays`, the very arithmetic of the batch form, so
         streaming and batch features agree to the bit; ``what`` prefixes the error message.
@@ -228,7 +229,7 @@ class TimelineState:
         >>> TimelineState(TimeWeighted(), prof).lookup_profile("a", 1)
         (0.5, 0.25, 0.125, 2.0)
         """
-        key = (str(model), batch_size)
+        key = (str(model), batch_size, share)
         try:
             prof = self._profile_cache.get(key)
         except TypeError:
@@ -236,6 +237,7 @@ class TimelineState:
         if prof is None:
             try:
                 v = self.profiles.lookup_arrays([key[0]], [batch_size], gpus=None if self.gpu is None else [self.gpu],
+                                                shares=None if share == DEFAULT_SHARE else [share],
                                                 extrapolate=self.extrapolate)
             except (InterfpredError, TypeError, ValueError) as exc:
                 raise InterfpredError(f"{what} refused: {exc}") from None
@@ -250,8 +252,8 @@ class TimelineState:
             self._profile_cache[key] = prof
         return prof
 
-    def start(self, id: Any, model: str, batch_size: float, t: float) -> None:
-        """An execution ``id`` of ``model`` at ``batch_size`` launches at time ``t`` (ms).
+    def start(self, id: Any, model: str, batch_size: float, t: float, *, share: float = DEFAULT_SHARE) -> None:
+        """An execution ``id`` of ``model`` at ``batch_size`` (MPS ``share``, percent) launches at time ``t`` (ms).
 
         Raises
         ------
@@ -270,7 +272,7 @@ class TimelineState:
         if len(self._ids) >= MAX_RUNNING_SET:
             raise InterfpredError(f"{what} refused: {len(self._ids)} executions already run, the most is "
                                   f"MAX_RUNNING_SET={MAX_RUNNING_SET}")
-        prof = self.lookup_profile(model, batch_size, what)
+        prof = self.lookup_profile(model, batch_size, what, share)
         # Validated; from here on nothing can fail.
         self._advance(tf)
         k = len(self._ids)

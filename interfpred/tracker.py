@@ -87,6 +87,7 @@ from numba import njit
 
 from interfpred import _timeline_kernels as _k
 from interfpred.constants import (
+    DEFAULT_SHARE,
     MAX_RUNNING_SET,
     PRIOR_SLOWDOWN,
     TRACKER_FINISH_RTOL,
@@ -429,8 +430,8 @@ class ColocationTracker:
         return end
 
     # ------------------------------------------------------------------ events
-    def start(self, id: Any, model: str, batch_size: float, t: float) -> None:
-        """Execution ``id`` of ``model`` at ``batch_size`` launches at time ``t`` (ms).
+    def start(self, id: Any, model: str, batch_size: float, t: float, *, share: float = DEFAULT_SHARE) -> None:
+        """Execution ``id`` of ``model`` at ``batch_size`` launches at time ``t`` (ms), under MPS ``share`` (percent).
 
         Raises
         ------
@@ -441,7 +442,7 @@ class ColocationTracker:
         """
         with self._lock:
             rates = self._current_rates()   # may raise (predictor); nothing changed yet
-            self._state.start(id, model, batch_size, t)  # validates; raises before changing anything
+            self._state.start(id, model, batch_size, t, share=share)  # validates; raises before changing anything
             tf = float(t)
             k = len(self._ids)
             if k and tf > self._t:
@@ -508,7 +509,8 @@ class ColocationTracker:
         Parameters
         ----------
         candidates
-            ``(id, model, batch_size)`` triples, launched together at ``t``; may be empty.
+            ``(id, model, batch_size)`` triples, or ``(id, model, batch_size, share)`` with an MPS
+            share, launched together at ``t``; may be empty.
         t
             The launch time; not before the latest event.
         quantile
@@ -560,10 +562,14 @@ class ColocationTracker:
             ids = list(self._ids)
             seen: set[Any] = set()
             for j, c in enumerate(cands):
+                rest: list[Any]
                 try:
-                    cid, model, batch = c
+                    cid, model, batch, *rest = c
+                    if len(rest) > 1:
+                        raise ValueError
                 except (TypeError, ValueError):
-                    raise InterfpredError(f"what_if candidate {c!r} must be (id, model, batch_size)") from None
+                    raise InterfpredError(f"what_if candidate {c!r} must be (id, model, batch_size) or "
+                                          "(id, model, batch_size, share)") from None
                 what = f"what_if candidate {cid!r}"
                 try:
                     dup = cid in self._slot or cid in seen
@@ -572,7 +578,7 @@ class ColocationTracker:
                 if dup:
                     raise InterfpredError(f"{what} refused: that id is already running or repeated")
                 seen.add(cid)
-                sm, l2, dram, solo = self._state.lookup_profile(model, batch, what)
+                sm, l2, dram, solo = self._state.lookup_profile(model, batch, what, *rest)
                 dem[k + j, 0] = sm
                 dem[k + j, 1] = l2
                 dem[k + j, 2] = dram

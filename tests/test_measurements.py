@@ -7,6 +7,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from interfpred import EWMA, InputError, InterfpredError, Measurements, ProfileTable, Static, TimeWeighted, Trace
 from interfpred.datasets import gavel_v100
@@ -25,8 +27,8 @@ def _write(tmp_path, body, header=HEADER):
 
 @pytest.mark.parametrize("body, needle", [
     ("1,g,a,1,100,2.0,3.0\n1,g,b,1,100,2.0,-1\n", "line 3: observed_ms -1.0 must be a positive"),
-    ("1,g,a,1,100,2.0,3.0\n1,g,a,1,100,2.0,3.5\n", "line 3: duplicate member: run '1' already has model 'a' "
-                                                   "at batch_size 1 and share 100 at line 2"),
+    ("1,g,a,1,100,2.0,3.0\n1,g,a,1,100,2.0,3.5\n", ("line 3: duplicate member: run '1' already has model 'a' "
+                                                    "at batch_size 1 and share 100 at line 2")),
     ("1,g,a,1,100,2.0,3.0\n1,h,b,1,100,2.0,3.0\n", "line 3: run '1' spans two GPUs: 'h' here, 'g' at line 2"),
     ("1,g,a,1,0,2.0,3.0\n", "line 2: share 0.0 must be an MPS active thread percentage in (0, 100]"),
     ("1,g,a,1,101,2.0,3.0\n", "line 2: share 101.0"),
@@ -65,6 +67,7 @@ def test_defaults_throughput_form_and_solo_runs(tmp_path):
 
 
 def test_csv_parquet_and_frame_round_trips(tmp_path):
+    pytest.importorskip("pyarrow")
     m = Measurements.from_columns(run=["r1", "r1", "r2"], gpu=["g"] * 3, model=["a", "b", "a"], batch_size=[1, 2, 1],
                                   share=[50, 50, 100], solo_ms=[1.0, 2.0, 1.0], observed_ms=[1.5, 2.25, 1.0],
                                   extra={"note": ["x", "", "z"]})
@@ -163,3 +166,33 @@ def test_shipped_gavel_dataset():
     assert set(m.batch_size[resnet].tolist()) == {16, 32, 64, 128}
     fm = measurement_features(TimeWeighted(feature_map="shares"), m)
     assert fm.X.shape == (660, 3) and len(fm.entities) == 660
+
+
+_NAME = st.text(alphabet="abcxyz-_.", min_size=1, max_size=6)
+_ROW = st.tuples(st.integers(0, 4), _NAME, st.integers(1, 64), st.floats(1.0, 100.0),
+                 st.floats(0.01, 1e4, allow_nan=False), st.floats(0.01, 1e4, allow_nan=False))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(_ROW, min_size=1, max_size=12, unique_by=lambda r: (r[0], r[1], r[2], r[3])))
+def test_csv_round_trip_property(tmp_path_factory, rows):
+    m = Measurements.from_columns(run=[f"r{r[0]}" for r in rows], gpu=["g"] * len(rows), model=[r[1] for r in rows],
+                                  batch_size=[r[2] for r in rows], share=[r[3] for r in rows],
+                                  solo_ms=[r[4] for r in rows], observed_ms=[r[5] for r in rows])
+    path = tmp_path_factory.mktemp("p") / "m.csv"
+    m.to_csv(path)
+    again = Measurements.from_csv(path)
+    assert again == m and again.n_runs == len({r[0] for r in rows})
+    np.testing.assert_array_equal(again.slowdown, m.slowdown)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["1", "g", "a", "", "-3", "x", "100", "2.5", "nan", "1e400", "0"]),
+                         min_size=5, max_size=8), min_size=1, max_size=5))
+def test_garbage_is_refused_with_a_location_never_a_crash(tmp_path_factory, cells):
+    path = tmp_path_factory.mktemp("g") / "m.csv"
+    path.write_text(HEADER + "".join(",".join(r) + "\n" for r in cells))
+    try:
+        Measurements.from_csv(path)
+    except InputError as exc:
+        assert str(exc).startswith(f"{path} line ")

@@ -102,7 +102,7 @@ def test_split_evaluation_and_bad_rows_exit_2(tmp_path, capsys):
     bad = tmp_path / "bad.csv"
     bad.write_text("run,gpu,model,batch_size,solo_ms,observed_ms\n1,g,a,1,1,2\n1,g2,b,1,1,2\n")
     proc = subprocess.run([sys.executable, "-m", "interfpred", "fit", "--measurements", str(bad), "--out",
-                           str(tmp_path / "x.json")], capture_output=True, text=True, cwd=ROOT)
+                           str(tmp_path / "x.json")], capture_output=True, text=True, cwd=ROOT, check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip() == (f"interfpred: error: {bad} line 3: run '1' spans two GPUs: 'g2' here, 'g' at line 2")
     assert not (tmp_path / "x.json").exists()
@@ -111,13 +111,13 @@ def test_split_evaluation_and_bad_rows_exit_2(tmp_path, capsys):
 def test_gavel_through_the_cli_and_python(tmp_path, capsys):
     assert main(["datasets"]) == 0
     assert "gavel_v100: 660 rows, 330 runs" in capsys.readouterr().out
-    assert main(["datasets", "gavel_v100", "--out", str(tmp_path / "g.parquet")]) == 0
-    assert Measurements.read(tmp_path / "g.parquet").n_runs == 330
+    assert main(["datasets", "gavel_v100", "--out", str(tmp_path / "g.csv")]) == 0
+    assert Measurements.read(tmp_path / "g.csv").n_runs == 330
     assert main(["fit", "--measurements", "dataset:gavel_v100", "--target", "rate", "--out",
                  str(tmp_path / "g.json")]) == 0
     capsys.readouterr()
     model = load_model(tmp_path / "g.json")
-    ev = model.evaluate(measurements=Measurements.read(tmp_path / "g.parquet"), online=True)
+    ev = model.evaluate(measurements=Measurements.read(tmp_path / "g.csv"), online=True)
     assert set(ev.baselines) == {"no_interference", "global_mean", "pair_mean"}
     assert ev.baselines["pair_mean"].mape < ev.baselines["global_mean"].mape
 
@@ -170,3 +170,25 @@ def test_measure_pairs_writer_and_no_gpu_message(tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)
     assert mod.main(["--member", "resnet50:8", "--out", str(tmp_path / "x.csv")]) == 2
     assert "PyTorch is not installed" in capsys.readouterr().err
+
+
+def test_refused_fit_leaves_the_model_as_it_was(tmp_path):
+    prof = ProfileTable.from_csv(_profiles(tmp_path, counters=False))
+    m = Measurements.read(_pairs(tmp_path, share=False))            # share 100: no such profile
+    model = InterferenceModel()
+    before = (repr(model), model.note)
+    with pytest.raises(ValueError, match="share 100 of model"):
+        model.fit(profiles=prof, measurements=m)
+    assert (repr(model), model.note) == before and not model.baselines
+
+
+def test_manifest_share_column(tmp_path, capsys):
+    from interfpred.ingest import example_path
+
+    man = tmp_path / "runs.csv"
+    man.write_text(f"file,gpu,model,batch_size,share\n{example_path()},b200,gemm,1,30\n{example_path()},b200,gemm,1,\n")
+    assert main(["ingest", "--manifest", str(man), "--share", "60", "--out", str(tmp_path / "p.csv")]) == 0
+    assert sorted(ProfileTable.from_csv(tmp_path / "p.csv").column("share").tolist()) == [30.0, 60.0]
+    man.write_text(f"file,gpu,model,batch_size,share\n{example_path()},b200,gemm,1,120\n")
+    assert main(["ingest", "--manifest", str(man)]) == 2
+    assert f"{man} line 2: share '120' must be an MPS active thread percentage" in capsys.readouterr().err

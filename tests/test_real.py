@@ -41,6 +41,7 @@ def test_new_model_streams_put_the_model_after_half(gavel):
         first_seen = list(dict.fromkeys(test_runs.tolist()))
         assert len(first_seen) + len(set(gavel.run_code[fold.train].tolist())) == gavel.n_runs
         assert len(set(gavel.run_code[fold.train].tolist())) == gavel.n_runs // 2
+        assert fold.label in set(gavel.model[gavel.run_code == test_runs[0]].tolist())   # it opens the second half
 
 
 def test_held_out_mape_passes_entities_only_to_entity_predictors(gavel):

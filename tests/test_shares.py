@@ -5,8 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from interfpred import (EWMA, InputError, InterfpredError, ProfileTable, Static, TimeWeighted, TimelineState, Trace,
-                        make_extractor)
+from interfpred import (
+    EWMA,
+    InputError,
+    InterfpredError,
+    ProfileTable,
+    Static,
+    TimelineState,
+    TimeWeighted,
+    Trace,
+    make_extractor,
+)
 from interfpred.entities import Entities
 from interfpred.predictors import GlobalMean, NoInterference, PairMean
 
@@ -138,3 +147,23 @@ def test_row_weights_for_mixed_fitting(tmp_path):
     assert model.baselines["global_mean"].predict(np.zeros(3)) == pytest.approx(1.3)
     with pytest.raises(InterfpredError, match="predictor 'rls' does not take row weights; these do: .*offline_linear"):
         InterferenceModel({"map": "shares"}, "rls").fit(measurements=m, weights=[1, 1, 1, 1])
+
+
+def test_tracker_and_live_timeline_carry_the_share():
+    from interfpred import RLS, ColocationTracker
+
+    t = _table()
+    tr = ColocationTracker(t, RLS(), TimeWeighted())
+    tr.start("x", "m", 1, 0.0, share=50)
+    tr.start("y", "m", 1, 0.0)
+    ends = tr.predict_finish(0.0)
+    assert ends["x"] == pytest.approx(4.0) and ends["y"] == pytest.approx(2.0)   # fresh RLS: solo at each share
+    got = tr.what_if([("c", "m", 4, 50), ("d", "m", 4)], 0.0)
+    assert got["c"] == pytest.approx(10.0) and got["d"] == pytest.approx(6.0)
+    with pytest.raises(InterfpredError, match=r"or \(id, model, batch_size, share\)"):
+        tr.what_if([("c", "m", 4, 50, 1)], 0.0)
+    with pytest.raises(InterfpredError, match="share 40 of model 'm'"):
+        tr.start("z", "m", 1, 0.0, share=40)
+    st = TimelineState(Static(), t)
+    st.start(1, "m", 1, 0.0, share=50)
+    assert st.finish(1, 8.0).y == pytest.approx(2.0)                          # 8 ms against the share-50 solo 4 ms

@@ -109,7 +109,7 @@ def gavel_columns(raw: dict[str, Any], *, gpu: str = "v100") -> dict[str, list]:
 
 def measurements_from_gavel(raw: dict[str, Any], *, gpu: str = "v100") -> Measurements:
     """The measured pairs of single-GPU jobs in Gavel's JSON, as :class:`Measurements`."""
-    cols = gavel_columns(raw, gpu=gpu)
+    cols: dict[str, Any] = gavel_columns(raw, gpu=gpu)
     job = cols.pop("job")
     return Measurements.from_columns(**cols, extra={"job": job})
 
@@ -125,6 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", default=os.fspath(DATA_FILE), help="CSV to write (default: the shipped file)")
     args = p.parse_args(argv)
     raw = read_json(args.source)
+    if not isinstance(raw, dict):
+        raise InterfpredError(f"{args.source}: expected a JSON object, got {type(raw).__name__}")
     cols = gavel_columns(raw)
     m = measurements_from_gavel(raw)  # validates every row before anything is written
     with atomic_open(args.out, "w", encoding="utf-8", newline="") as fh:
@@ -136,4 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except (InterfpredError, OSError) as exc:
+        print(f"python -m interfpred.datasets.gavel: error: {exc}", file=sys.stderr)
+        sys.exit(2)

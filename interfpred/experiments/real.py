@@ -74,7 +74,9 @@ def new_model_streams(measurements: Measurements, *, seed: int = 0) -> list[Fold
         half = min(n_runs // 2, len(old_runs))
         if half == 0:
             continue
-        later = rng.permutation(np.concatenate([old_runs[half:], np.flatnonzero(new)]))
+        new_runs = rng.permutation(np.flatnonzero(new))
+        # The model's first run opens the second half; the rest of the stream is shuffled.
+        later = np.concatenate([new_runs[:1], rng.permutation(np.concatenate([old_runs[half:], new_runs[1:]]))])
         train = np.isin(codes, old_runs[:half])
         position = np.empty(n_runs, dtype=np.int64)
         position[later] = np.arange(len(later))
@@ -104,7 +106,7 @@ def e4_methods(seed: int = 0) -> list[tuple[str, BasePredictor | str]]:
             continue
         try:
             out.append((kind, make_predictor(kind, **_seeded(kind, seed))))
-        except Exception as exc:  # a wrapper that needs arguments: reported, never hidden
+        except (TypeError, ValueError) as exc:  # a wrapper that needs arguments: reported, never hidden
             out.append((kind, f"n/a: cannot be built with defaults ({exc})"))
     out += [(BASELINE_LABELS[k], make_predictor(k)) for k in BASELINE_KINDS]
     return out
@@ -119,8 +121,7 @@ def score_methods(methods: list[tuple[str, BasePredictor | str]], extractor: Ext
         if isinstance(p, str):
             out[label] = p
         elif p.fixed_width is not None and p.fixed_width != fm.X.shape[1]:
-            out[label] = (f"n/a: takes {p.fixed_width} throughput features; these data have no counters "
-                          f"({fm.X.shape[1]} features: {', '.join(fm.names)})")
+            out[label] = f"n/a: takes {p.fixed_width} counter features, these data have no counters"
         else:
             out[label] = [held_out_mape(fm, extractor, measurements.run_code, p, f, online=True) for f in folds]
     return out
@@ -137,7 +138,7 @@ def _winners(columns: dict[str, dict[str, Any]]) -> list[str]:
     lines = []
     for col, scores in columns.items():
         ok = {k: float(np.mean(v)) for k, v in scores.items() if not isinstance(v, str)}
-        best = min(ok, key=ok.get)
+        best = min(ok, key=lambda k: ok[k])
         kind = "a baseline" if best.startswith("baseline") else "a predictor"
         lines.append(f"- {col}: **{best}** wins ({100 * ok[best]:.2f} % MAPE; {kind}).")
     return lines

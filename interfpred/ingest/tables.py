@@ -30,7 +30,7 @@ from interfpred.profiles import ProfileTable
 __all__ = ["ManifestEntry", "read_manifest", "write_profiles", "example_path"]
 
 _REQUIRED = ("file", "gpu", "model", "batch_size")
-_OPTIONAL = ("iterations", "kernel_filter", "nvtx_filter")
+_OPTIONAL = ("iterations", "kernel_filter", "nvtx_filter", "share")
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,21 @@ class ManifestEntry:
     kernel_filter: str | None = None
     nvtx_filter: str | None = None
     line: int = 0
+    #: MPS active thread percentage of the profiled run, in (0, 100]; None: not given (100).
+    share: float | None = None
+
+
+def _share(text: str, path: str, line: int) -> float | None:
+    """An optional MPS share cell: empty means not given; else a percentage in (0, 100]."""
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"share {text!r} is not a number", path=path, line=line) from None
+    if not 0.0 < value <= 100.0:
+        raise InputError(f"share {text!r} must be an MPS active thread percentage in (0, 100]", path=path, line=line)
+    return value
 
 
 def _positive_int(text: str, name: str, path: str, line: int) -> int:
@@ -64,7 +79,7 @@ def _positive_int(text: str, name: str, path: str, line: int) -> int:
 
 
 def read_manifest(path: str | os.PathLike[str]) -> list[ManifestEntry]:
-    """Read a run manifest (``file,gpu,model,batch_size[,iterations]``), checking every row."""
+    """Read a run manifest (``file,gpu,model,batch_size[,iterations][,share]``), checking every row."""
     path_s = os.fspath(path)
     base = Path(path_s).resolve().parent
     text = read_text(path_s, "a manifest CSV")
@@ -105,6 +120,7 @@ def read_manifest(path: str | os.PathLike[str]) -> list[ManifestEntry]:
             kernel_filter=cells.get("kernel_filter") or None,
             nvtx_filter=cells.get("nvtx_filter") or None,
             line=line,
+            share=_share(cells.get("share") or "", path_s, line),
         ))
     if not entries:
         raise InputError("manifest lists no runs", path=path_s)

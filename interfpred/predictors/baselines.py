@@ -145,10 +145,10 @@ class GlobalMean(BasePredictor):
         self._mean, self._n, self._w = PRIOR_SLOWDOWN, 0, 0.0
 
     def _learn(self, X: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> None:
-        acc = [self._mean, self._n, self._w]
+        acc: list[Any] = [self._mean, self._n, self._w]
         for i, t in enumerate(y.tolist()):
             _push(acc, t, 1.0 if w is None else float(w[i]))
-        self._mean, self._n, self._w = acc
+        self._mean, self._n, self._w = float(acc[0]), int(acc[1]), float(acc[2])
 
     def _predict_rows(self, X: np.ndarray) -> np.ndarray:
         return np.full(X.shape[0], self._mean if self._n else PRIOR_SLOWDOWN)
