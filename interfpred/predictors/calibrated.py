@@ -57,7 +57,7 @@ Examples
 ...     cal.update(x, float(t))
 >>> bool(abs(np.mean(hits) - 0.9) < 0.02)
 True
->>> cal.predict(X[0]) == cal.predictor_.predict(X[0])          # point predictions are unchanged
+>>> bool(np.isclose(cal.predict(X[0]), cal.predictor_.predict(X[0])))   # point predictions are unchanged
 True
 """
 
