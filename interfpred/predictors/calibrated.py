@@ -28,6 +28,8 @@ latency), or the wrapped predictor's own predictive standard deviation for ``sca
 
 Every quantile is calibrated together with its complement ``1 - q`` (a lower bound), so an
 upper latency bound is available for a ``rate`` target too (latency falls as rate rises).
+Until a group has a score its thresholds are 0: the bound is the point prediction, so warm the
+wrapper with ``fit`` (or a few hundred updates) before admitting on its bounds.
 
 **fit** scores out of sample: a clone of the wrapped predictor is fitted on the first
 ``1 - calibration_share`` of the rows and run prequentially (predict, then learn) over the rest,
