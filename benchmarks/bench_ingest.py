@@ -8,8 +8,8 @@ fields, rule rows, long kernel names, profiler lines before and after; 40 rows p
 
 from __future__ import annotations
 
-import csv
 import argparse
+import csv
 import os
 import sys
 import tempfile
@@ -98,7 +98,7 @@ def best_of(fn, repeat: int) -> float:
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description="Ingest a generated details page with read_kernels and "
-                                     "compare with a bare csv.reader pass over the same file (issue 2).")
+                                     "compare with a bare csv.reader pass over the same file.")
     parser.add_argument("rows", nargs="?", type=int, default=1_000_000, help="metric rows (default 10^6)")
     parser.add_argument("repeat", nargs="?", type=int, default=2, help="best of N (default 2)")
     args = parser.parse_args(argv[1:])

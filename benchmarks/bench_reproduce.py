@@ -44,7 +44,7 @@ def best_of(f, repeat=3):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Prequential loop cost against a bare predict/update loop, "
-                                     "and the wall time of reproduce --quick and full (issue 6).")
+                                     "and the wall time of reproduce --quick and full.")
     parser.add_argument("--no-reproduce", action="store_true", help="skip timing the reproduce runs")
     args = parser.parse_args()
     n, d = 50_000, 16

@@ -1,6 +1,6 @@
 """Benchmark of the ground-truth simulator: executions per second and growth with size.
 
-Goal (issue 5): 100,000 executions with about 4 running at once on average in <= 5 s on one
+Goal: 100,000 executions with about 4 running at once on average in <= 5 s on one
 core.  Two workloads on one L4 (synthetic zoo, all six models, batch sizes 1..32):
 
 * ``queue``:  Poisson arrivals at rho 1.4 through the FIFO queue (max 4 running);

@@ -1,4 +1,4 @@
-"""Benchmark: segmentation and the three extractors from 10^4 to 10^6 executions (issue 3).
+"""Benchmark: segmentation and the three extractors from 10^4 to 10^6 executions.
 
 The workload: one GPU with 8 streams, each running executions back to back with random gaps,
 so at most 8 run at once; times on a 0.01 ms grid, so ties occur; six models with profiles at

@@ -1,7 +1,7 @@
 """Microseconds per sample of predict/update for every predictor and its peers, with ratios vs RLS.
 
 Run from the repository root: ``python benchmarks/bench_update.py [--n 20000]``.
-Goals (issue 4): RLS single-row update <= 1.0 us at d = 6, batched <= 0.15 us/sample,
+Goals: RLS single-row update <= 1.0 us at d = 6, batched <= 0.15 us/sample,
 single-row predict <= 0.5 us.  The same table: ``python -m interfpred bench``.
 """
 

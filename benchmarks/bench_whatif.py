@@ -73,14 +73,21 @@ def main() -> None:
     rows.append(("predict_finish 8 running (RLS)", _median_us(lambda: tr.predict_finish(t), args.repeat)))
 
     counter = [100]
+    clock = [t]
+    seen0 = rls.n_seen_
 
     def cycle():
+        # Each execution runs 5 ms beside the 8 others, so finish has a real latency to learn from.
         i = counter[0]
         counter[0] += 1
-        tr.start(i, "resnet50", 4, t)
-        tr.finish(i, t)
+        t0 = clock[0]
+        clock[0] = t0 + 5.0
+        tr.start(i, "resnet50", 4, t0)
+        if not tr.finish(i, t0 + 5.0).learned:
+            raise RuntimeError("start + finish did not learn")
 
     rows.append(("start + finish (learn) with 8 running", _median_us(cycle, args.repeat)))
+    print(f"start + finish learned {rls.n_seen_ - seen0} observations")
     fleet = Fleet({g: ColocationTracker(zoo_profiles("l4"), rls) for g in ("g0", "g1")})
     for i in range(8):
         fleet.start(f"g{i % 2}", i, zoo_profiles("l4").models[i % 6], 4 + i, float(i), deadline=1e6)

@@ -3,19 +3,22 @@
 
 Usage::
 
-    python examples/fit_from_csv.py profiles.csv train_trace.csv [test_trace.csv]
+    python examples/fit_from_csv.py [PROFILES_CSV TRAIN_TRACE_CSV [TEST_TRACE_CSV]] [--out MODEL_JSON]
 
-Without arguments the inputs are simulated first (synthetic ground truth, see docs/simulator.md)
-into a temporary folder: four models for training, two new ones for testing.
+Without paths the inputs are simulated first (synthetic ground truth, see docs/simulator.md)
+into a temporary folder that is removed at the end: four models for training, two new ones for
+testing. The model is saved to ``--out`` when given, else into that temporary folder.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 import tempfile
 from pathlib import Path
 
 from interfpred import InterferenceModel, ProfileTable, Trace, load_model
+from interfpred.errors import InterfpredError
 
 
 def simulated_inputs(folder: Path) -> tuple[Path, Path, Path]:
@@ -26,14 +29,24 @@ def simulated_inputs(folder: Path) -> tuple[Path, Path, Path]:
     return folder / "sim" / "profiles.csv", folder / "sim" / "train.csv", folder / "sim" / "test2.csv"
 
 
-def main(argv: list[str]) -> int:
-    work = Path(tempfile.mkdtemp(prefix="interfpred-example-"))
-    if argv:
-        profiles_csv, train_csv = Path(argv[0]), Path(argv[1])
-        test_csv = Path(argv[2]) if len(argv) > 2 else train_csv
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="fit_from_csv.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("paths", nargs="*", metavar="CSV",
+                    help="PROFILES_CSV TRAIN_TRACE_CSV [TEST_TRACE_CSV] (none: simulate them)")
+    ap.add_argument("--out", type=Path, default=None, help="where to save the fitted model (JSON)")
+    args = ap.parse_args(argv)
+    if len(args.paths) not in (0, 2, 3):
+        ap.error(f"give no CSV (simulate), or PROFILES_CSV TRAIN_TRACE_CSV [TEST_TRACE_CSV]; got {len(args.paths)}")
+    return args
+
+
+def run(args: argparse.Namespace, work: Path) -> None:
+    if args.paths:
+        profiles_csv, train_csv = Path(args.paths[0]), Path(args.paths[1])
+        test_csv = Path(args.paths[2]) if len(args.paths) > 2 else train_csv
     else:
         profiles_csv, train_csv, test_csv = simulated_inputs(work)
-        print(f"simulated inputs in {profiles_csv.parent}")
+        print(f"simulated inputs in {profiles_csv.parent} (removed at the end)")
     profiles = ProfileTable.from_csv(profiles_csv)
     train, test = Trace.from_csv(train_csv), Trace.from_csv(test_csv)
 
@@ -42,7 +55,7 @@ def main(argv: list[str]) -> int:
     model = InterferenceModel({"aggregation": "time-weighted", "map": "rich", "target": "slowdown"},
                               {"kind": "rls", "params": {"forgetting": 0.995}})
     model.fit(train, profiles)
-    path = work / "model.json"
+    path = args.out if args.out is not None else work / "model.json"
     model.save(path)                      # extractor spec + predictor state, one JSON file
     print(f"saved {path}")
 
@@ -54,6 +67,16 @@ def main(argv: list[str]) -> int:
     latency = model.predict_latency(test, profiles)
     print(f"first predictions (ms): {[round(x, 2) for x in latency[:5].tolist()]}")
     print(f"observed (ms):          {[round(x, 2) for x in test.latency_ms[:5].tolist()]}")
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="interfpred-example-") as tmp:
+        try:
+            run(args, Path(tmp))
+        except (InterfpredError, OSError) as exc:
+            print(f"fit_from_csv.py: error: {exc}", file=sys.stderr)
+            return 2
     return 0
 
 

@@ -1,18 +1,147 @@
-"""Atomic file output shared by every writer in the library.
+"""Atomic file and folder output shared by every writer in the library.
 
 Files are written to a temporary file in the destination folder and renamed over the
 target, so a reader never sees a half-written file and a crash leaves the old one intact.
+Folders (``reproduce``, ``simulate``) are written into a temporary sibling which replaces
+the target only once complete (:func:`temp_folder`, :func:`replace_folder`).
+
+Temporary names carry the writer's process id, ``.<name>.<pid>.tmp-XXXX`` and, while a
+folder is being swapped, ``.<name>.<pid>.old``.  A writer killed at any point (even with
+``kill -9``) leaves them behind; the next write to the same target removes the leftovers of
+dead processes and, if the kill fell between the two renames of a folder swap, first puts
+the old folder back at the target's path (:func:`recover`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from typing import IO
 
-__all__ = ["atomic_open", "atomic_write_text", "read_json", "read_text"]
+__all__ = ["atomic_open", "atomic_write_text", "check_regular_file", "csv_rows", "read_json", "read_text",
+           "recover", "replace_folder", "temp_folder"]
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (on this machine)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def _leftovers(path: str) -> list[tuple[str, int, str]]:
+    """(full path, pid, "tmp" or "old") of the temporary siblings of ``path`` left by any writer."""
+    folder, base = os.path.split(os.path.abspath(path))
+    prefix = f".{base}."
+    out: list[tuple[str, int, str]] = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return out
+    for name in names:
+        if not name.startswith(prefix):
+            continue
+        pid_s, _, rest = name[len(prefix):].partition(".")
+        if not pid_s.isdigit():
+            continue
+        if rest == "old":
+            out.append((os.path.join(folder, name), int(pid_s), "old"))
+        elif rest.startswith("tmp-"):
+            out.append((os.path.join(folder, name), int(pid_s), "tmp"))
+    return out
+
+
+def _remove(path: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def recover(path: str | os.PathLike[str]) -> None:
+    """Clean up after writers of ``path`` that were killed: restore or remove their leftovers.
+
+    If ``path`` is missing and a dead writer's ``.<name>.<pid>.old`` exists (a kill between the
+    two renames of a folder swap), it is renamed back to ``path``; every other leftover of a
+    dead process is removed.  Leftovers of live processes are never touched.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> (folder / ".out.999999999.old").mkdir()         # a swap killed half-way
+    >>> _ = (folder / ".out.999999999.tmp-x").write_text("partial")
+    >>> recover(folder / "out")
+    >>> sorted(p.name for p in folder.iterdir())
+    ['out']
+    """
+    path = os.path.abspath(os.fspath(path))
+    stale = [(p, pid, kind) for p, pid, kind in _leftovers(path) if not _alive(pid)]
+    for p, _pid, kind in sorted(stale, key=lambda e: e[2] != "old"):
+        if kind == "old" and not os.path.lexists(path):
+            with contextlib.suppress(OSError):
+                os.rename(p, path)
+                continue
+        _remove(p)
+
+
+def temp_folder(out: str | os.PathLike[str]) -> str:
+    """A fresh temporary sibling folder of ``out`` to write into, after :func:`recover` of ``out``.
+
+    An unwritable parent raises ``PermissionError`` naming ``out``'s folder, not the temporary name.
+    """
+    out = os.path.abspath(os.fspath(out))
+    recover(out)
+    folder, base = os.path.split(out)
+    try:
+        return tempfile.mkdtemp(prefix=f".{base}.{os.getpid()}.tmp-", dir=folder)
+    except OSError as exc:
+        raise type(exc)(exc.errno, exc.strerror, folder) from None
+
+
+def replace_folder(tmp: str | os.PathLike[str], out: str | os.PathLike[str]) -> None:
+    """Move the complete folder ``tmp`` to ``out``, replacing an existing ``out`` as a whole.
+
+    The old ``out`` stays in place until ``tmp`` is complete; it is then renamed to
+    ``.<name>.<pid>.old``, ``tmp`` renamed to ``out`` and the old one removed. A failure between
+    the renames puts the old one back; a kill there is repaired by the next :func:`recover`.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "report"
+    >>> out.mkdir(); _ = (out / "old.txt").write_text("old")
+    >>> tmp = temp_folder(out); _ = (pathlib.Path(tmp) / "new.txt").write_text("new")
+    >>> replace_folder(tmp, out)
+    >>> sorted(p.name for p in out.parent.iterdir()), sorted(p.name for p in out.iterdir())
+    (['report'], ['new.txt'])
+    """
+    out = os.path.abspath(os.fspath(out))
+    tmp = os.fspath(tmp)
+    if not os.path.lexists(out):
+        os.rename(tmp, out)
+        return
+    folder, base = os.path.split(out)
+    old = os.path.join(folder, f".{base}.{os.getpid()}.old")
+    if os.path.lexists(old):
+        _remove(old)
+    os.rename(out, old)
+    try:
+        os.rename(tmp, out)
+    except BaseException:
+        os.rename(old, out)
+        raise
+    _remove(old)
 
 
 @contextlib.contextmanager
@@ -31,8 +160,12 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kwargs) -> Iter
     'hello'
     """
     path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix="-" + os.path.basename(path), dir=folder)
+    folder, base = os.path.split(os.path.abspath(path))
+    recover(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{base}.{os.getpid()}.tmp-", dir=folder)
+    except OSError as exc:  # name the target, not the hidden temporary file
+        raise type(exc)(exc.errno, exc.strerror, path) from None
     try:
         with os.fdopen(fd, mode, **kwargs) as fh:
             yield fh
@@ -47,7 +180,10 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kwargs) -> Iter
             os.umask(umask)
             perm = 0o666 & ~umask
         os.chmod(tmp, perm)
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise type(exc)(exc.errno, exc.strerror, path) from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -86,8 +222,9 @@ def read_text(path: str | os.PathLike[str], what: str = "a CSV") -> str:
     """
     from interfpred.errors import InputError
 
+    check_regular_file(path, what)
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
+        with open(path, newline="", encoding="utf-8-sig") as fh:  # a UTF-8 byte-order mark is dropped
             text = fh.read()
     except UnicodeDecodeError:
         raise InputError("not a UTF-8 text file (is it a binary file?)", path=path) from None
@@ -96,8 +233,99 @@ def read_text(path: str | os.PathLike[str], what: str = "a CSV") -> str:
     return text
 
 
-def read_json(path: str | os.PathLike[str]) -> object:
+def _json_depth(obj: object) -> int:
+    """Deepest nesting of lists and dicts in a parsed JSON value (iterative: no recursion limit)."""
+    deepest = 0
+    stack = [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            value = list(value.values())
+        if isinstance(value, list):
+            deepest = max(deepest, depth)
+            stack.extend((v, depth + 1) for v in value if isinstance(v, (list, dict)))
+    return deepest
+
+
+def check_regular_file(path: str | os.PathLike[str], what: str = "file") -> int:
+    """Raise :class:`InputError` unless ``path`` is a regular file (not a FIFO, device or folder).
+
+    Returns its size in bytes.  Opening a FIFO blocks until a writer appears, so every reader
+    of user-named paths checks first.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> check_regular_file(tempfile.mkdtemp(), "a manifest")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InputError: ...: is a directory, not a manifest
+    """
+    import stat
+
+    from interfpred.errors import InputError
+
+    st = os.stat(path)  # FileNotFoundError / PermissionError name the path
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(f"is a directory, not {what}", path=path)
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"is not a regular file (a FIFO, socket or device), not {what}", path=path)
+    return st.st_size
+
+
+class csv_rows:  # lower case: used like csv.reader
+    r"""``csv.reader`` over ``text`` whose errors are :class:`InputError` naming the file and line.
+
+    A leading UTF-8 byte-order mark is dropped and lone carriage returns count as line breaks
+    (old Mac line endings); a field longer than the csv module's limit (131,072 characters), or
+    any other malformed CSV, is one clean error instead of ``_csv.Error``.
+
+    Examples
+    --------
+    >>> rows = csv_rows("\ufeffa,b\r1,2\r", path="t.csv")
+    >>> list(rows), rows.line_num
+    ([['a', 'b'], ['1', '2']], 2)
+    >>> list(csv_rows("a\n" + "x" * 200_000 + "\n", path="t.csv"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InputError: t.csv line 2: not a readable CSV: field larger than field limit (131072)
+    """
+
+    def __init__(self, text: str, *, path: str | os.PathLike[str] | None = None) -> None:
+        import csv
+        import io
+
+        text = text.removeprefix("\ufeff")
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        self._reader = csv.reader(io.StringIO(text))
+        self._path = path
+
+    @property
+    def line_num(self) -> int:
+        """Line number of the last row read (1-based), as ``csv.reader.line_num``."""
+        return self._reader.line_num
+
+    def __iter__(self) -> csv_rows:
+        return self
+
+    def __next__(self) -> list[str]:
+        import csv
+
+        from interfpred.errors import InputError
+
+        try:
+            return next(self._reader)
+        except csv.Error as exc:
+            raise InputError(f"not a readable CSV: {exc}", path=self._path, line=self._reader.line_num) from None
+
+
+def read_json(path: str | os.PathLike[str], *, max_bytes: int | None = None, max_depth: int | None = None) -> object:
     """Parse a JSON file; invalid JSON is an :class:`InterfpredError` naming the file and line.
+
+    ``max_bytes`` and ``max_depth`` (defaults :data:`~interfpred.constants.MODEL_FILE_MAX_BYTES`
+    and :data:`~interfpred.constants.MODEL_FILE_MAX_DEPTH`) refuse a file that is too large
+    (before reading it) or nested too deeply; non-regular files (FIFOs) are refused too.
 
     Examples
     --------
@@ -108,15 +336,39 @@ def read_json(path: str | os.PathLike[str]) -> object:
     Traceback (most recent call last):
     ...
     interfpred.errors.InterfpredError: ...m.json line 1: not valid JSON: Expecting property name enclosed in double quotes
+    >>> _ = target.write_text("[" * 40 + "]" * 40)
+    >>> read_json(target)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: ...m.json: JSON nested 40 levels deep; at most 32 are accepted
     """
     import json
 
+    from interfpred.constants import MODEL_FILE_MAX_BYTES, MODEL_FILE_MAX_DEPTH
     from interfpred.errors import InterfpredError
 
+    max_bytes = MODEL_FILE_MAX_BYTES if max_bytes is None else max_bytes
+    max_depth = MODEL_FILE_MAX_DEPTH if max_depth is None else max_depth
+    size = check_regular_file(path, "a JSON file")
+    if size > max_bytes:
+        raise InterfpredError(f"{os.fspath(path)}: {size} bytes is larger than the {max_bytes} bytes accepted "
+                              "for a model or predictor file")
     with open(path, encoding="utf-8") as fh:
         try:
-            return json.load(fh)
-        except json.JSONDecodeError as exc:
-            raise InterfpredError(f"{os.fspath(path)} line {exc.lineno}: not valid JSON: {exc.msg}") from None
+            text = fh.read(max_bytes + 1)
         except UnicodeDecodeError:
             raise InterfpredError(f"{os.fspath(path)}: not a UTF-8 JSON file (is it a binary file?)") from None
+    if len(text) > max_bytes:  # the file grew while being read
+        raise InterfpredError(f"{os.fspath(path)}: larger than the {max_bytes} bytes accepted")
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InterfpredError(f"{os.fspath(path)} line {exc.lineno}: not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise InterfpredError(f"{os.fspath(path)}: JSON nested too deeply; at most {max_depth} levels "
+                              "are accepted") from None
+    depth = _json_depth(value)
+    if depth > max_depth:
+        raise InterfpredError(f"{os.fspath(path)}: JSON nested {depth} levels deep; at most {max_depth} "
+                              "are accepted")
+    return value

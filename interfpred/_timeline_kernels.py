@@ -14,7 +14,8 @@ largest two values. The batch form (sweep over a trace) and the streaming form
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from interfpred._jit import njit
 
 # Map and combine codes (kept in sync with interfpred.features).
 MAP_DEFAULT = 0
@@ -48,13 +49,15 @@ def _grow_f(a: np.ndarray, need: int) -> np.ndarray:
 
 
 @njit(cache=True)
-def sweep(gcode, start, end, so, eo, n_total):
+def sweep(gcode, start, end, so, eo, n_total, max_running, max_members):
     """Sweep-line segmentation of every GPU at once.
 
     ``so`` and ``eo`` index the executions of positive length, ordered by (gpu, start) and
     (gpu, end). At one (gpu, time) all ends are applied before all starts, so intervals are
-    half-open ``[start, end)``. Returns ``(seg_gpu, seg_start, seg_end, seg_ptr, members)``
-    for the non-empty segments, in (gpu, time) order.
+    half-open ``[start, end)``. Returns ``(seg_gpu, seg_start, seg_end, seg_ptr, members,
+    stop)`` for the non-empty segments, in (gpu, time) order. ``stop`` is -1, or the index
+    (into ``start``) of the execution whose launch made more than ``max_running`` run at once
+    or the memberships exceed ``max_members``: the sweep stops there, before allocating more.
     """
     m = so.shape[0]
     cap_s = 2 * m + 1
@@ -102,6 +105,9 @@ def sweep(gcode, start, end, so, eo, n_total):
             pos[i] = nrun
             nrun += 1
             a += 1
+        if nrun > max_running or nm + nrun > max_members:
+            return (seg_gpu[:ns], seg_start[:ns], seg_end[:ns], seg_ptr[: ns + 1], members[:nm],
+                    running[nrun - 1])
         if nrun > 0:
             # The next end is on this GPU (a running execution has not ended yet).
             t_next = end[eo[b]]
@@ -118,7 +124,7 @@ def sweep(gcode, start, end, so, eo, n_total):
             ns += 1
             seg_ptr[ns] = nm
     # Views, not copies: copying ~10^7 members costs more (fresh pages) than the slack it frees.
-    return seg_gpu[:ns], seg_start[:ns], seg_end[:ns], seg_ptr[: ns + 1], members[:nm]
+    return seg_gpu[:ns], seg_start[:ns], seg_end[:ns], seg_ptr[: ns + 1], members[:nm], -1
 
 
 @njit(cache=True)

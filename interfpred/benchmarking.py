@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from interfpred.constants import BENCH_MAX_WIDTH
 from interfpred.errors import InterfpredError
 from interfpred.predictors.base import BasePredictor, make_predictor
 
@@ -53,6 +54,13 @@ def _data(d: int, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 def _ours(p: BasePredictor, d: int, n: int, repeats: int) -> BenchRow:
     X, y = _data(d, max(n, BATCH))
+    if not p.learns_online:  # frozen: update is refused, so only predict is timed
+        p.predict(X[:10])
+        rows = [X[i].copy() for i in range(n)]
+        Xf = X[:BATCH].copy()
+        return BenchRow(name=repr(p), d=d, predict_one=_best(lambda: [p.predict(x) for x in rows], n, repeats),
+                        update_one=np.nan, predict_batch=_best(lambda: p.predict(Xf), BATCH, repeats),
+                        update_batch=np.nan)
     p.update(X[:10], y[:10])  # allocate and compile (or load from cache)
     rows = [X[i].copy() for i in range(n)]
     ys = [float(v) for v in y[:n]]
@@ -170,6 +178,9 @@ def run_bench(
     for d in ds:
         if int(d) < 1:
             raise InterfpredError(f"d must be >= 1, got {d}")
+        if int(d) > BENCH_MAX_WIDTH:
+            raise InterfpredError(f"d {d} is larger than BENCH_MAX_WIDTH={BENCH_MAX_WIDTH} (RLS keeps a d x d "
+                                  f"covariance: d={d} would need {8.0 * int(d) ** 2 * 2 / 2**30:.3g} GiB)")
     rows: list[BenchRow] = []
     for d in ds:
         chosen = list(predictors) if predictors is not None else [
@@ -191,6 +202,20 @@ def run_bench(
                 if r is not None:
                     rows.append(r)
     return rows
+
+
+def missing_peers() -> list[str]:
+    """Peer libraries (pip names) the benchmark compares against that are not installed (rows skipped).
+
+    Examples
+    --------
+    >>> isinstance(missing_peers(), list)
+    True
+    """
+    import importlib.util
+
+    peers = (("river", "river"), ("sklearn", "scikit-learn"), ("padasip", "padasip"))
+    return [pip for module, pip in peers if importlib.util.find_spec(module) is None]
 
 
 def format_bench(rows: Sequence[BenchRow]) -> str:

@@ -99,14 +99,18 @@ def evaluate_coverage(model: InterferenceModel, trace: Trace | None, profiles: P
         raise InterfpredError(f"skip {skip!r} must be an integer in [0, {len(fm)})")
     target = model.extractor.target
     pred = model.predictor
+    if trace is not None:
+        stamps, models = (trace.start_ms, trace.end_ms), trace.model
+    elif measurements is not None:
+        stamps, models = run_stamps(measurements.run_code), measurements.model
     if online:
         copy = predictor_from_state(pred.to_state())
-        start, end = (trace.start_ms, trace.end_ms) if trace is not None else run_stamps(measurements.run_code)
+        start, end = stamps
         _, bounds = prequential_bounds(copy, fm.X, fm.y, fm.solo_ms, target, quantiles, start_ms=start, end_ms=end,
                                        entities=fm.entities)
     else:
         bounds = latency_bounds(pred, fm.X, fm.solo_ms, target, quantiles, entities=fm.entities)
-    groups = np.asarray(trace.model if trace is not None else measurements.model).astype(str)
+    groups = np.asarray(models).astype(str)
     rows = [{**r, "method": "model"} for r in coverage_rows(fm.latency_ms, fm.solo_ms, bounds, groups=groups,
                                                              skip=skip)]
     tq = getattr(pred, "train_quantiles_", None)

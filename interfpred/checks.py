@@ -59,6 +59,24 @@ def _expect_refusal(fn: Callable[[], Any], what: str) -> None:
     raise AssertionError(f"{what}: no ValueError raised")
 
 
+def _update(q: Any, X: Any, y: Any) -> None:
+    """``q.update(X, y)``; for a frozen predictor, check that it is refused instead.
+
+    The no-interference baseline is a constant by definition, not a learner that silently
+    ignores data: its update accepts valid rows and changes nothing.
+    """
+    if q.learns_online or getattr(q, "kind", "") == "no_interference":
+        q.update(X, y)
+        return
+    from interfpred.errors import FrozenPredictorError
+
+    try:
+        q.update(X, y)
+    except FrozenPredictorError:
+        return
+    raise AssertionError(f"{q!r} is frozen (learns_online false) but update() did not raise FrozenPredictorError")
+
+
 def check_params_and_repr(p: Any) -> None:
     """get_params matches the constructor; repr survives clone."""
     import inspect
@@ -90,7 +108,7 @@ def check_input_not_changed_or_kept(p: Any) -> None:
     X, y = _stream(q, 50)
     X0, y0 = X.copy(), y.copy()
     q.fit(X, y)
-    q.update(X, y)
+    _update(q, X, y)
     q.predict(X)
     assert np.array_equal(X, X0) and np.array_equal(y, y0), "input arrays were modified"
     before = q.predict(X0)
@@ -147,9 +165,9 @@ def check_batch_update_equals_loop(p: Any) -> None:
     """Batch ``update`` equals a loop of single-row updates."""
     a, b = _trained(p, 20), _trained(p, 20)
     X, y = _stream(a, 60, seed=2)
-    a.update(X, y)
+    _update(a, X, y)
     for x, t in zip(X, y):
-        b.update(x, float(t))
+        _update(b, x, float(t))
     Xt, _ = _stream(a, 10, seed=3)
     np.testing.assert_allclose(a.predict(Xt), b.predict(Xt), rtol=1e-12, atol=1e-12)
 
@@ -163,7 +181,7 @@ def check_clone_fresh_and_independent(p: Any) -> None:
     fresh = p.clone()
     np.testing.assert_array_equal(c.predict(X), fresh.predict(X))
     c.fit(X, y * 2.0)
-    c.update(X, y * 3.0)
+    _update(c, X, y * 3.0)
     np.testing.assert_array_equal(q.predict(X), before)
 
 
@@ -175,12 +193,20 @@ def check_persistence(p: Any) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "p.json"
             q.save(path)
-            r = type(q).load(path)
             from interfpred.predictors import load_predictor
 
-            s = load_predictor(path)
+            trusted = bool(getattr(q, "stores_pickle", False))
+            if trusted:  # a pickled state is refused unless the caller vouches for the file
+                try:
+                    load_predictor(path)
+                except InterfpredError:
+                    pass
+                else:
+                    raise AssertionError("a pickled predictor state loaded without trusted=True")
+            r = type(q).load(path, trusted=trusted)
+            s = load_predictor(path, trusted=trusted)
         t = pickle.loads(pickle.dumps(q))
-        u = type(q).from_state(copy.deepcopy(q.to_state()))
+        u = type(q).from_state(copy.deepcopy(q.to_state()), trusted=trusted)
         for other in (r, s, t, u):
             assert type(other) is type(q) and repr(other) == repr(q)
             np.testing.assert_array_equal(other.predict(X), ref)
@@ -200,13 +226,27 @@ def check_fixed_size_state(p: Any) -> None:
     """
     q = _trained(p, 20)
     X, y = _stream(q, 4300, seed=6)
-    q.update(X[:300], y[:300])
+    _update(q, X[:300], y[:300])
     size = len(pickle.dumps(q))
-    q.update(X[300:4100], y[300:4100])
+    _update(q, X[300:4100], y[300:4100])
     for x, t in zip(X[4100:], y[4100:]):
-        q.update(x, float(t))
+        _update(q, x, float(t))
     grown = len(pickle.dumps(q)) - size
     assert grown <= 8, f"state grew by {grown} bytes over 4,000 updates"
+
+
+def check_frozen_update_refused(p: Any) -> None:
+    """A frozen predictor's ``update`` raises FrozenPredictorError and changes nothing; an online one learns."""
+    q = _trained(p)
+    X, y = _stream(q, 20, seed=8)
+    before = q.predict(X)
+    if q.learns_online:
+        q.update(X, y * 2.0)
+        assert not np.array_equal(q.predict(X), before), "an online predictor's update changed nothing"
+        return
+    _update(q, X, y * 2.0)
+    _update(q, X[0], float(y[0]) * 2.0)
+    np.testing.assert_array_equal(q.predict(X), before)
 
 
 def check_beats_running_mean(p: Any) -> None:
@@ -319,6 +359,7 @@ _CHECKS = [
     check_clone_fresh_and_independent,
     check_persistence,
     check_fixed_size_state,
+    check_frozen_update_refused,
     check_beats_running_mean,
     check_entities_contract,
     check_entities_are_learned,

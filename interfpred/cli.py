@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from interfpred._version import __version__
 from interfpred.errors import InterfpredError
@@ -20,7 +21,7 @@ EXIT_USAGE = 2
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2 (argparse's own convention)
+    def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse's own convention)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
@@ -73,8 +74,15 @@ def _per_file(values, name: str, n: int, default=None) -> list:
 
 def _run_ingest(args) -> int:
     from interfpred import constants
-    from interfpred.ingest import (ManifestEntry, example_path, profile_from_kernels, read_kernels,
-                                   read_manifest, write_profiles)
+    from interfpred.ingest import (
+        ManifestEntry,
+        example_path,
+        profile_from_kernels,
+        read_kernels,
+        read_manifest,
+        write_profiles,
+    )
+    from interfpred.ingest.tables import ProfileConflict
     from interfpred.profiles import ProfileTable
 
     sources = int(bool(args.files)) + int(args.manifest is not None) + int(args.example)
@@ -87,6 +95,8 @@ def _run_ingest(args) -> int:
         entries = read_manifest(args.manifest)
     else:
         files = [str(example_path())] if args.example else list(args.files)
+        if args.example:
+            print(f"example: {files[0]} (Nsight Compute details page, B200 cuBLASLt GEMM)", file=sys.stderr)
         n = len(files)
         ex = args.example
         gpus = _per_file(args.gpu, "gpu", n, constants.NCU_EXAMPLE_GPU if ex else None)
@@ -127,8 +137,12 @@ def _run_ingest(args) -> int:
         profiles.append(prof)
     table = ProfileTable.from_profiles(profiles)
     if args.out is not None:
-        written = write_profiles(table, args.out, append=not args.overwrite)
-        print(f"wrote {len(written)} profiles to {args.out}", file=sys.stderr)
+        try:
+            written = write_profiles(table, args.out, append=not args.overwrite)
+        except ProfileConflict as exc:
+            raise InterfpredError(f"{exc} (the new profile comes from {seen[exc.key][1]})") from None
+        n = len(written)
+        print(f"wrote {n} profile{'' if n == 1 else 's'} to {args.out}", file=sys.stderr)
     sys.stdout.write(table.to_csv_text())
     return 0
 
@@ -149,7 +163,7 @@ def _add_bench(sub) -> None:
 
 
 def _run_bench(args) -> int:
-    from interfpred.benchmarking import first_call_seconds, format_bench, parse_param, run_bench
+    from interfpred.benchmarking import first_call_seconds, format_bench, missing_peers, parse_param, run_bench
     from interfpred.predictors import make_predictor
 
     params = dict(parse_param(t) for t in args.param)
@@ -161,6 +175,9 @@ def _run_bench(args) -> int:
         if "rls" not in kinds:
             predictors.insert(0, make_predictor("rls"))
     rows = run_bench(args.d, predictors, n=args.n, peers=not args.no_peers)
+    if not args.no_peers:
+        for name in missing_peers():
+            print(f"note: {name} is not installed, so its row is skipped (pip install {name})", file=sys.stderr)
     print(f"first RLS update+predict in this process (compile or numba cache load): {first * 1e3:.1f} ms")
     print(format_bench(rows))
     return 0
@@ -218,7 +235,7 @@ _COMMANDS.append(_add_simulate)
 
 
 
-# ---------------------------------------------------------------------------- reproduce (issue 6)
+# ---------------------------------------------------------------------------- reproduce
 def _add_reproduce(sub) -> None:
     from interfpred.constants import REPRODUCE_DEFAULT_OUT
 
@@ -260,7 +277,7 @@ def _run_reproduce(args) -> int:
 _COMMANDS.append(_add_reproduce)
 
 
-# ---------------------------------------------------------------------------- fit / evaluate / predict (issue 6)
+# ---------------------------------------------------------------------------- fit / evaluate / predict
 def _add_fit(sub) -> None:
     from interfpred.constants import AGGREGATIONS, COMBINES, FEATURE_MAPS, MODEL_DEFAULT_EXTRACTOR, TARGETS
 
@@ -357,8 +374,10 @@ def _run_fit(args) -> int:
     if args.calibrate is not None:
         from interfpred.predictors import Calibrated
 
-        extra = {} if args.quantiles is None else {"quantiles": tuple(args.quantiles)}
-        predictor = Calibrated(predictor, method=args.calibrate, **extra)
+        if args.quantiles is None:
+            predictor = Calibrated(predictor, method=args.calibrate)
+        else:
+            predictor = Calibrated(predictor, method=args.calibrate, quantiles=tuple(args.quantiles))
     profiles, trace, meas = _load_inputs(args)
     model = InterferenceModel(spec, predictor)
     model.auto_map = args.map is None
@@ -394,6 +413,9 @@ def _add_evaluate(sub) -> None:
                     "configuration afresh on the rest, --repeats times (pair: by run; model: leave-one-model-out).")
     p.add_argument("--model", help="model file written by 'interfpred fit' (with --split: only its configuration "
                                    "is used; default configuration when omitted)")
+    p.add_argument("--trust-model-file", action="store_true",
+                   help="allow a model wrapping a river/scikit-learn estimator, stored as a pickle: loading it "
+                        "runs code from the file, so pass this only for files you wrote yourself")
     p.add_argument("--profiles", help="tidy profile CSV (needed with --trace)")
     p.add_argument("--trace", help="trace CSV")
     p.add_argument("--measurements", help="measurement runs, CSV or Parquet, or dataset:gavel_v100")
@@ -420,7 +442,7 @@ def _run_evaluate(args) -> int:
         raise InterfpredError("--model is required (a model file written by 'interfpred fit'), or use --split")
     if args.trace is not None and args.measurements is not None:
         raise InterfpredError("evaluate one data set at a time: --trace or --measurements")
-    model = load_model(args.model)
+    model = load_model(args.model, trusted=args.trust_model_file)
     profiles, trace, meas = _load_inputs(args)
     ev = model.evaluate(trace, profiles, measurements=meas, online=args.online)
     n, what = (len(trace), "executions") if trace is not None else (len(meas), "measurement rows")
@@ -447,7 +469,7 @@ def _run_split(args) -> int:
     if args.split == "model" and args.repeats is not None:
         raise InterfpredError("--repeats applies to --split pair (leave-one-model-out holds each model out once)")
     profiles, _, meas = _load_inputs(args)
-    model = load_model(args.model) if args.model is not None else InterferenceModel()
+    model = load_model(args.model, trusted=args.trust_model_file) if args.model is not None else InterferenceModel()
     model.choose_map(profiles)
     if model.note:
         print(f"interfpred: {model.note}", file=sys.stderr)
@@ -467,6 +489,9 @@ def _add_predict(sub) -> None:
                     "execution of --trace (or run, model, batch_size, share and the same three for every row of "
                     "--measurements) to a CSV (atomically).")
     p.add_argument("--model", required=True, help="model file written by 'interfpred fit'")
+    p.add_argument("--trust-model-file", action="store_true",
+                   help="allow a model wrapping a river/scikit-learn estimator, stored as a pickle: loading it "
+                        "runs code from the file, so pass this only for files you wrote yourself")
     p.add_argument("--profiles", help="tidy profile CSV (needed with --trace)")
     p.add_argument("--trace", help="trace CSV")
     p.add_argument("--measurements", help="measurement runs, CSV or Parquet, or dataset:gavel_v100")
@@ -482,7 +507,7 @@ def _run_predict(args) -> int:
 
     if args.trace is not None and args.measurements is not None:
         raise InterfpredError("predict one data set at a time: --trace or --measurements")
-    model = load_model(args.model)
+    model = load_model(args.model, trusted=args.trust_model_file)
     profiles, trace, meas = _load_inputs(args)
     quantiles = tuple(args.quantile or ())
     if trace is not None:
@@ -553,7 +578,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
             msg = f"{exc.filename}: {exc.strerror}"  # not "[Errno 2] ..."
         else:
-            msg = str(exc)
+            msg = str(exc).replace(" (force=True)", "")  # library messages name both spellings
         print(f"interfpred: error: {msg}".replace("\n", " "), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

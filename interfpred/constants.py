@@ -23,7 +23,7 @@ PRIOR_SLOWDOWN = 1.0
 #: Relative tolerance under which two profile rows for the same key count as the same row.
 PROFILE_DUPLICATE_RTOL = 1e-9
 
-# ---------------------------------------------------------------- Nsight Compute ingestion (issue 2)
+# ---------------------------------------------------------------- Nsight Compute ingestion
 #: Percent points a throughput may exceed 100 % by (rounding in ncu's output) before it is refused;
 #: values in (100, 100 + tolerance] are clipped to 100 %.
 NCU_PERCENT_TOLERANCE = 0.5
@@ -34,7 +34,7 @@ NCU_EXAMPLE_FILE = "superbenchmark_cublaslt_b200_details.log"
 NCU_EXAMPLE_GPU = "b200"
 NCU_EXAMPLE_MODEL = "cublaslt_gemm"
 NCU_EXAMPLE_BATCH_SIZE = 1
-# --- predictors (issue 4) -------------------------------------------------------------------------------------------
+# --- predictors -------------------------------------------------------------------------------------------
 #: RLS: default forgetting factor (weight of an observation decays as forgetting**age).
 RLS_FORGETTING = 0.995
 #: RLS: initial covariance scale, P0 = delta * I (the prior's information is I / delta).
@@ -53,7 +53,7 @@ GPULETS_RTX2080TI = (0.11290838746224496, 0.7159598718755424, 0.3548659195602289
                      0.8953693917277343)
 #: gpulets interpolates utilisation between power-of-two batch sizes, the upper neighbour capped at this size.
 GPULETS_MAX_BATCH = 32
-# ---------------------------------------------------------------- timeline and features (issue 3)
+# ---------------------------------------------------------------- timeline and features
 #: EWMA weight of the newest running-set value when none is given.
 DEFAULT_EWMA_ALPHA = 0.5
 #: Names accepted by ``make_extractor`` for the temporal aggregation, feature map, combine and target.
@@ -90,7 +90,7 @@ SIM_DEFAULT_EXECUTIONS = 20_000
 SIM_RHO_LIGHT = 0.3
 SIM_RHO_MODERATE = 0.9
 SIM_RHO_STRESS = 1.4
-# ---------------------------------------------------------------- live tracker and scheduling (issue 7)
+# ---------------------------------------------------------------- live tracker and scheduling
 #: Predicted rates (fractions of solo speed) are clamped to [TRACKER_MIN_RATE, TRACKER_MAX_RATE] before a
 #: what-if projection integrates them: a predictor's nonsense output (<= 0, or faster than solo) gives a
 #: slow-but-finite or solo-speed execution instead of a negative or infinite time. With target
@@ -118,7 +118,7 @@ E3_QUICK_LOADS = (1.0, 2.0, 3.0, 3.5)
 E3_QUICK_REQUESTS = 1500
 E3_FULL_LOADS = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)
 E3_FULL_REQUESTS = 12000
-# ---------------------------------------------------------------- models, fit/evaluate and reproduce (issue 6)
+# ---------------------------------------------------------------- models, fit/evaluate and reproduce
 #: ``kind`` written into model files (extractor spec + predictor state in one JSON).
 MODEL_FILE_KIND = "interfpred.model"
 #: Extractor and predictor of ``InterferenceModel()`` and ``interfpred fit`` when none is given: the best
@@ -157,6 +157,41 @@ E4_REPEATS = 20
 E4_QUICK_REPEATS = 20
 #: E4 tables, one per learning target: the rate first (bounded; Gavel's slowdowns reach 119), then the slowdown.
 E4_TARGETS = ("rate", "slowdown")
+# ---------------------------------------------------------------- reliability and security
+#: Largest model or predictor JSON file read (bytes); a bigger file is refused before it is parsed.
+MODEL_FILE_MAX_BYTES = 64 * 2**20
+#: Deepest nesting of JSON arrays and objects accepted in a model or predictor file.
+MODEL_FILE_MAX_DEPTH = 32
+#: Physical range of a slowdown target (observed / solo latency) an online predictor learns from;
+#: a target outside it (a glitched timer, a unit error) is refused and the state left unchanged.
+#: For ``target="rate"`` the same range applies to 1 / rate.
+SLOWDOWN_MIN = 1e-3
+SLOWDOWN_MAX = 1e3
+#: Largest absolute target (slowdown or rate) a predictor learns from; larger values are refused.
+TARGET_ABS_MAX = SLOWDOWN_MAX
+#: Largest absolute feature value a predictor learns from (throughput features are
+#: fractions of peak, summed over at most MAX_RUNNING_SET co-runners).
+FEATURE_ABS_MAX = 1e6
+#: Largest initial covariance scale RLS accepts (delta * |x|^2 squared must stay finite for |x| <= FEATURE_ABS_MAX
+#: in practice; larger priors only overflow in the first update).
+RLS_MAX_DELTA = 1e15
+#: Largest learning rate OnlineSGD accepts (NLMS is stable below 2; larger values only diverge).
+SGD_MAX_LEARNING_RATE = 1e3
+#: Largest feature width ``interfpred bench --d`` accepts (RLS state grows as d**2).
+BENCH_MAX_WIDTH = 1024
+#: Largest integer id a trace stores as an integer (int64's maximum); larger ids are kept as strings.
+MAX_INT64 = 2**63 - 1
+#: Largest batch size accepted anywhere (exact in float64; far beyond any real batch).
+MAX_BATCH_SIZE = 2**24
+#: Most (segment, running execution) pairs a timeline may hold (8 bytes each); a trace needing more
+#: (very long with many executions running at once) is refused during the sweep, before allocating.
+TIMELINE_MAX_MEMBERS = 2**28
+#: Significant digits kept in a profile computed from Nsight Compute output (Nsight prints at most
+#: about 7): removes the float noise of converting percent to fractions and ms.
+PROFILE_SIGNIFICANT_DIGITS = 10
+#: Fleet.choose_gpu: added projected latencies within this relative tolerance are a tie, broken by the
+#: least loaded GPU (an untrained model predicts the same added latency everywhere).
+FLEET_TIE_RTOL = 1e-9
 # ---------------------------------------------------------------- calibrated latency bounds (interfpred.Calibrated)
 #: Quantiles of the target a Calibrated wrapper calibrates by default (each with its complement 1 - q).
 CALIBRATED_QUANTILES = (0.5, 0.9, 0.99)

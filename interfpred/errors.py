@@ -14,11 +14,19 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["InterfpredError", "InputError"]
+__all__ = ["InterfpredError", "InputError", "FrozenPredictorError"]
 
 
 class InterfpredError(ValueError):
     """Base class of every error interfpred raises on bad input or bad state."""
+
+
+class FrozenPredictorError(InterfpredError):
+    """``update`` called on a predictor that cannot learn online (fitted offline, then frozen).
+
+    Raised instead of silently keeping the old predictions: refit with ``fit`` on all the data,
+    or use an online predictor (``RLS``, ``OnlineSGD``).
+    """
 
 
 class InputError(InterfpredError):

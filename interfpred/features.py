@@ -1,6 +1,6 @@
 """Extractors: a feature map evaluated per segment, aggregated over an execution's timeline.
 
-An extractor is three choices (see docs/concepts.md and DESIGN.md):
+An extractor is three choices (see docs/concepts.md):
 
 **Feature map** φ(me, co-runners), evaluated on one running set at one instant. Demands are a
 profile's ``(sm, l2, dram)`` throughputs as fractions of peak.
@@ -67,7 +67,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -82,7 +82,7 @@ from interfpred.constants import (
     MIN_PREDICTED_RATE,
     TARGETS,
 )
-from interfpred.counters import checked_demands, supported_maps
+from interfpred.counters import checked_demands
 from interfpred.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.profiles import ProfileTable
@@ -273,7 +273,7 @@ def profile_arrays(trace: Trace, profiles: ProfileTable, *,
                 profiles.lookup_arrays([trace.model[i]], [batch[i]], gpus=None if gpus is None else [trace.gpu[i]],
                                        shares=None if shares is None else [shares[i]], extrapolate=extrapolate)
             except InterfpredError as row_exc:
-                raise InterfpredError(f"row {i} (id {trace.id[i]}): {row_exc}") from None
+                raise InterfpredError(f"{trace.where(int(i))}: {row_exc}") from None
         raise
     vals = {k: v[inverse.reshape(-1)] for k, v in vals.items()}
     dem = np.column_stack([vals["sm"], vals["l2"], vals["dram"]]).astype(np.float64)
@@ -370,6 +370,12 @@ class Extractor:
         """Number of features d."""
         return len(self.names)
 
+    def _custom_map(self, me: np.ndarray, others: np.ndarray) -> np.ndarray:
+        """Evaluate the CustomMap of a non-built-in extractor."""
+        fm = self.feature_map
+        assert isinstance(fm, CustomMap)
+        return fm(me, others)
+
     @property
     def is_builtin(self) -> bool:
         """True when the map runs inside the numba kernels (not a CustomMap)."""
@@ -423,7 +429,7 @@ class Extractor:
         me_a = _as_demand(me, "me", two_d=False)
         oth = _as_demand(others, "others", two_d=True)
         if not self.is_builtin:
-            return self.feature_map(me_a, oth)
+            return self._custom_map(me_a, oth)
         return _k.map_instant(me_a, oth, self._map_id, self._combine_id)
 
     def map_running_set(self, demands: Any, *, check: bool = True) -> np.ndarray:
@@ -458,7 +464,7 @@ class Extractor:
         k = dem.shape[0]
         out = np.empty((k, self.n_features))
         for a in range(k):
-            out[a] = self.feature_map(dem[a], np.delete(dem, a, axis=0))
+            out[a] = self._custom_map(dem[a], np.delete(dem, a, axis=0))
         return out
 
     # ------------------------------------------------------------------ batch
@@ -505,7 +511,7 @@ class Extractor:
                 seen[i] = True
         for i in range(n):
             if not seen[i]:
-                out[i] = self.feature_map(dem[i], np.empty((0, 3)))
+                out[i] = self._custom_map(dem[i], np.empty((0, 3)))
             elif agg_id == _k.AGG_TIME_WEIGHTED:
                 out[i] = out[i] / wsum[i]
         return out
@@ -627,7 +633,7 @@ def transform_many(extractors: Sequence[Extractor], trace: Trace, profiles: Prof
     if any(ex.target == "rate" for ex in exs) and len(trace) and np.any(latency <= 0):
         i = int(np.flatnonzero(latency <= 0)[0])
         raise InterfpredError(
-            f"row {i} (id {trace.id[i]}) has zero latency: its rate solo_ms / latency is undefined; "
+            f"{trace.where(i)} has zero latency: its rate solo_ms / latency is undefined; "
             "drop zero-length executions or use target='slowdown'")
     if timeline is not None:
         if not isinstance(timeline, Timeline) or timeline.n_executions != len(trace):
@@ -664,9 +670,10 @@ def transform_many(extractors: Sequence[Extractor], trace: Trace, profiles: Prof
         out = _k.features(*seg, sdem, _k.MAP_DEFAULT, _k.COMBINE_SUM, agg_ids, alphas)
         for row, j in enumerate(share_js):
             block = out[row][:, [0, 3, 4]]
-            X[j] = block if exs[j].feature_map == "shares" else np.hstack([X[j], block[:, :2]])
+            X[j] = block if exs[j].feature_map == "shares" else np.hstack([cast(np.ndarray, X[j]), block[:, :2]])
     results = []
     for ex, x in zip(exs, X):
+        assert x is not None  # every extractor's features were computed above
         y = latency / solo if ex.target == "slowdown" else solo / latency
         results.append(FeatureMatrix(X=x, names=ex.names, y=y, target=ex.target, solo_ms=solo, latency_ms=latency))
     return results

@@ -7,7 +7,9 @@ recorded when it starts (:meth:`Fleet.start`).
 **Rule among feasible GPUs**: the GPU where the launch adds the least projected latency, i.e.
 ``(candidate's projected end - t) + sum over running executions of (projected end with the
 candidate - projected end without it)``: the candidate's own latency plus the delay it inflicts
-on others. Ties go to the GPU listed first. A GPU is feasible when it runs fewer than
+on others. Added latencies within a relative ``FLEET_TIE_RTOL`` count as a tie (an untrained
+model predicts no interference, so every GPU adds the same), broken by the least loaded GPU:
+fewest running executions, then least remaining solo work, then the GPU listed first. A GPU is feasible when it runs fewer than
 ``max_running`` executions (if given) and every projected end ``e`` of the candidate and of its
 running executions meets that execution's deadline ``D`` with the safety margin:
 ``t + (e - t) * (1 + margin) <= D``.
@@ -36,7 +38,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from interfpred.constants import FLEET_MARGIN
+from interfpred.constants import FLEET_MARGIN, FLEET_TIE_RTOL
 from interfpred.errors import InterfpredError
 from interfpred.features import Extractor
 from interfpred.profiles import ProfileTable
@@ -251,12 +253,18 @@ class Fleet:
             if running:
                 raise InterfpredError(f"choose_gpu refused: candidate id {cid!r} is already running on gpu "
                                       f"{self._where[cid][0]!r}")
-            best, best_added = None, math.inf
+            feasible = []
             for name, tr in self._trackers.items():
                 ok, added = self._assess(tr, candidate, d, float(t))
-                if ok and (best is None or added < best_added):
-                    best, best_added = name, added
-            return best
+                if ok:
+                    feasible.append((added, len(tr), sum(tr.remaining_ms(float(t)).values()), name))
+            if not feasible:
+                return None
+            least = min(f[0] for f in feasible)
+            tied = [f for f in feasible if f[0] <= least + FLEET_TIE_RTOL * abs(least)]
+            # Ties (an untrained model sees no interference anywhere) go to the least loaded GPU:
+            # fewest running executions, then least remaining solo work, then the first listed.
+            return min(tied, key=lambda f: (f[1], f[2]))[3]
 
     def __repr__(self) -> str:
         return f"Fleet(gpus={list(self._trackers)}, running={len(self._where)}, margin={self.margin})"

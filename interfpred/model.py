@@ -50,8 +50,8 @@ from interfpred.constants import (
 from interfpred.counters import supported_maps
 from interfpred.entities import Entities
 from interfpred.errors import InterfpredError
-from interfpred.experiments.coverage import latency_bounds
 from interfpred.evaluation import call, fit_baselines, prequential_entities, prequential_runs
+from interfpred.experiments.coverage import latency_bounds
 from interfpred.experiments.metrics import AccuracySummary, accuracy_summary
 from interfpred.features import Extractor, FeatureMatrix, make_extractor
 from interfpred.measurements import Measurements
@@ -311,7 +311,13 @@ class InterferenceModel:
 
     def update(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,
                measurements: Measurements | None = None) -> None:
-        """Learn from more finished executions or runs without forgetting (a frozen predictor ignores them)."""
+        """Learn from more finished executions or runs without forgetting.
+
+        Raises
+        ------
+        FrozenPredictorError
+            The predictor is frozen (``learns_online`` false): refit with :meth:`fit` instead.
+        """
         fm = self.features(trace, profiles, measurements=measurements)
         self._check_width(fm)
         if len(fm):
@@ -370,7 +376,7 @@ class InterferenceModel:
         def run(p: BasePredictor) -> np.ndarray:
             if not online:
                 return self._latency(fm, predictor=p)
-            copy = predictor_from_state(p.to_state())
+            copy = predictor_from_state(p.to_state(), trusted=True)  # our own state
             if trace is not None:
                 pred = prequential(copy, fm.X, fm.y, start_ms=trace.start_ms, end_ms=trace.end_ms,
                                    entities=fm.entities)
@@ -393,14 +399,20 @@ class InterferenceModel:
                 "baselines": {k: p.to_state() for k, p in self.baselines.items()}}
 
     @classmethod
-    def from_state(cls, state: Any, *, source: str = "state") -> InterferenceModel:
-        """Rebuild a model from :meth:`to_state`'s dict (refuses another kind or version)."""
+    def from_state(cls, state: Any, *, source: str = "state", trusted: bool = False) -> InterferenceModel:
+        """Rebuild a model from :meth:`to_state`'s dict (refuses another format, kind or version).
+
+        ``trusted`` as in :func:`load_model`.
+        """
         if not isinstance(state, dict):
             raise InterfpredError(f"{source}: expected a JSON object, got {type(state).__name__}")
         kind = state.get("kind")
         if kind != MODEL_FILE_KIND:
             hint = " (a bare predictor state: fit a model with 'interfpred fit')" if "params" in state else ""
             raise InterfpredError(f"{source}: kind {kind!r} is not an interference model ({MODEL_FILE_KIND!r}){hint}")
+        from interfpred.schema import check_model_file
+
+        check_model_file(state, source=source)
         version = state.get("schema_version")
         if version != SCHEMA_VERSION:
             raise InterfpredError(
@@ -412,7 +424,7 @@ class InterferenceModel:
             ex = make_extractor(spec)
         except InterfpredError as exc:
             raise InterfpredError(f"{source}: extractor: {exc}") from None
-        pred = predictor_from_state(state.get("predictor"), source=f"{source}: predictor")
+        pred = predictor_from_state(state["predictor"], source=f"{source}: predictor", trusted=trusted)
         d = pred.n_features_in_
         if d is not None and d != ex.n_features:
             raise InterfpredError(f"{source}: the predictor takes {d} features but the extractor makes {ex.n_features}")
@@ -429,8 +441,22 @@ class InterferenceModel:
         atomic_write_text(path, json.dumps(self.to_state(), allow_nan=False, indent=1) + "\n")
 
 
-def load_model(path: str | os.PathLike[str]) -> InterferenceModel:
+def load_model(path: str | os.PathLike[str], *, trusted: bool = False) -> InterferenceModel:
     """Read a model file written by :meth:`InterferenceModel.save` (or ``interfpred fit``).
+
+    The file is checked before anything in it is used: at most ``MODEL_FILE_MAX_BYTES`` bytes
+    and ``MODEL_FILE_MAX_DEPTH`` levels of nesting, and the format of
+    :class:`~interfpred.schema.ModelFile` (unknown keys and wrong types are refused). A model
+    whose predictor wraps a river or scikit-learn estimator holds a pickle, and unpickling runs
+    code named by the file: it is refused unless ``trusted=True`` (CLI ``--trust-model-file``),
+    which you should pass only for files you wrote yourself.
+
+    Parameters
+    ----------
+    path
+        The model file.
+    trusted
+        Allow a pickled wrapped estimator to be restored.
 
     Examples
     --------
@@ -442,7 +468,7 @@ def load_model(path: str | os.PathLike[str]) -> InterferenceModel:
     ...
     interfpred.errors.InterfpredError: ...m.json: kind 'rls' is not an interference model ('interfpred.model') (a bare predictor state: fit a model with 'interfpred fit')
     """
-    return InterferenceModel.from_state(read_json(path), source=os.fspath(path))
+    return InterferenceModel.from_state(read_json(path), source=os.fspath(path), trusted=trusted)
 
 
 def write_predictions(model: InterferenceModel, trace: Trace, profiles: ProfileTable,

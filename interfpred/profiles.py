@@ -22,12 +22,13 @@ import io
 import math
 import os
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, cast
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from interfpred._io import atomic_open, read_text
-from interfpred.constants import DEFAULT_SHARE, PROFILE_COLUMNS, PROFILE_DUPLICATE_RTOL, RESOURCES
+from interfpred._io import atomic_open, csv_rows, read_text
+from interfpred.constants import DEFAULT_SHARE, MAX_BATCH_SIZE, PROFILE_COLUMNS, PROFILE_DUPLICATE_RTOL, RESOURCES
 from interfpred.errors import InputError, InterfpredError
 
 __all__ = ["Profile", "ProfileTable"]
@@ -59,7 +60,7 @@ class Profile(BaseModel):
 
     gpu: str = Field(min_length=1)
     model: str = Field(min_length=1)
-    batch_size: int = Field(gt=0)
+    batch_size: int = Field(gt=0, le=MAX_BATCH_SIZE)
     solo_ms: float = Field(gt=0, allow_inf_nan=False)
     sm: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
     l2: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
@@ -174,15 +175,15 @@ class ProfileTable:
         gpu_a = np.asarray(gpu, dtype=object).astype(str)
         model_a = np.asarray(model, dtype=object).astype(str)
         n = len(gpu_a)
-        sm, l2, dram = (np.full(n, np.nan) if v is None else [np.nan if x is None else x for x in v]
-                        for v in (sm, l2, dram))
-        share = np.full(n, DEFAULT_SHARE) if share is None else share
+        sm_a, l2_a, dram_a = (np.full(n, np.nan) if v is None else [np.nan if x is None else x for x in v]
+                              for v in (sm, l2, dram))
+        share_a = np.full(n, DEFAULT_SHARE) if share is None else share
         lines = list(lines) if lines is not None else [i + 1 for i in range(n)]
         cols = {"model": model_a}
         try:
             batch_a = np.asarray(batch_size, dtype=np.float64)
             nums = {k: np.asarray(v, dtype=np.float64) for k, v in
-                    (("solo_ms", solo_ms), ("sm", sm), ("l2", l2), ("dram", dram), ("share", share))}
+                    (("solo_ms", solo_ms), ("sm", sm_a), ("l2", l2_a), ("dram", dram_a), ("share", share_a))}
         except (TypeError, ValueError) as exc:
             raise InterfpredError(f"profile columns must be numeric: {exc}") from None
         extra_a = {k: np.asarray(v, dtype=object).astype(str) for k, v in (extra or {}).items()}
@@ -198,6 +199,8 @@ class ProfileTable:
             ("model", np.char.str_len(model_a) == 0, "must not be empty"),
             ("batch_size", ~np.isfinite(batch_a) | (batch_a <= 0) | (batch_a != np.round(batch_a)),
              "must be a positive integer"),
+            ("batch_size", np.isfinite(batch_a) & (batch_a > MAX_BATCH_SIZE),
+             f"is larger than MAX_BATCH_SIZE={MAX_BATCH_SIZE}"),
             ("solo_ms", ~np.isfinite(nums["solo_ms"]) | (nums["solo_ms"] <= 0),
              "must be a positive finite latency in ms"),
         ]
@@ -268,11 +271,14 @@ class ProfileTable:
         Errors name the file and the line of the offending value.
         """
         text = read_text(path)
-        return cls._from_text(text, path=path)
+        table = cls._from_text(text, path=path)
+        if len(table) == 0:
+            raise InputError("has a header but no profile rows", path=path)
+        return table
 
     @classmethod
     def _from_text(cls, text: str, *, path: str | os.PathLike[str] | None = None) -> ProfileTable:
-        reader = csv.reader(io.StringIO(text))
+        reader = csv_rows(text, path=path)
         header = None
         for header in reader:
             if header and any(h.strip() for h in header):
@@ -298,7 +304,7 @@ class ProfileTable:
             lines.append(reader.line_num)
             for h, cell in zip(header, row):
                 cols[h].append(cell.strip())
-        numeric: dict[str, list[float] | None] = {}
+        numeric: dict[str, Any] = {}
         for name in ("batch_size", *_NUMERIC, "share"):
             if name not in cols:
                 numeric[name] = None
@@ -354,7 +360,7 @@ class ProfileTable:
         return ProfileTable.from_columns(
             gpu=[*self._gpu, *other._gpu], model=[*self._model, *other._model],
             batch_size=[*self._batch, *other._batch], share=[*self._share, *other._share],
-            **{k: [*self._num[k], *other._num[k]] for k in _NUMERIC},
+            **cast(dict[str, Any], {k: [*self._num[k], *other._num[k]] for k in _NUMERIC}),
             extra={k: col(self, k) + col(other, k) for k in extra_names},
         )
 
@@ -561,7 +567,7 @@ class ProfileTable:
         for u, key in enumerate(uniq):
             idx = np.flatnonzero(inverse.reshape(-1) == u)
             if gpus_a is None:
-                gpu, model = gpus, str(key)
+                gpu, model = (gpus if isinstance(gpus, str) else None), str(key)
             else:
                 gpu, model = str(key).split("\x1f", 1)
             vals = self._interp(model, batch_a[idx], gpu, extrapolate, None if share_a is None else share_a[idx])

@@ -149,7 +149,7 @@ class TimelineState:
         self._in_seg = np.zeros(cap, dtype=np.bool_)
         self._seg_t0 = 0.0
         self._now: float | None = None
-        self._profile_cache: dict[tuple[str, Any], tuple[float, float, float, float]] = {}
+        self._profile_cache: dict[tuple[str, Any, float], tuple[float, float, float, float]] = {}
         self._serial: list[int] = []
         self._next_serial = 0
         self._settled: frozenset[int] = frozenset()
@@ -245,8 +245,8 @@ class TimelineState:
             if lacking:
                 raise InterfpredError(f"{what} refused: feature map {self.extractor.feature_map!r} needs the "
                                       f"{lacking[0]} counter, which the profile of model {key[0]!r} lacks")
-            prof = tuple(0.0 if math.isnan(float(v[r][0])) else float(v[r][0]) for r in ("sm", "l2", "dram")) + (
-                float(v["solo_ms"][0]),)
+            sm, l2, dram = (0.0 if math.isnan(float(v[r][0])) else float(v[r][0]) for r in ("sm", "l2", "dram"))
+            prof = (sm, l2, dram, float(v["solo_ms"][0]))
             if len(self._profile_cache) >= PROFILE_CACHE_SIZE:
                 self._profile_cache.clear()
             self._profile_cache[key] = prof
@@ -329,7 +329,7 @@ class TimelineState:
             _k.finalize(acc, wsum, seen, self._dem[a].copy(),
                         self.extractor._map_id, self.extractor._combine_id, self._agg_id)
         elif not seen:
-            acc = self.extractor.feature_map(self._dem[a].copy(), np.empty((0, 3)))
+            acc = self.extractor._custom_map(self._dem[a].copy(), np.empty((0, 3)))
         elif self._agg_id == _k.AGG_TIME_WEIGHTED:
             acc = acc / wsum
         latency = tf - float(self._start[a])

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from interfpred import _timeline_kernels as _k
+from interfpred.constants import MAX_RUNNING_SET, TIMELINE_MAX_MEMBERS
 from interfpred.errors import InterfpredError
 from interfpred.trace import Trace
 
@@ -143,7 +144,17 @@ def segment_arrays(gcode: np.ndarray, start: np.ndarray, end: np.ndarray) -> tup
     g = gcode[live]
     so = live[_order(g, start[live], single)]
     eo = live[_order(g, end[live], single)]
-    return _k.sweep(gcode, start, end, so, eo, n)
+    *arrays, stop = _k.sweep(gcode, start, end, so, eo, n, MAX_RUNNING_SET, TIMELINE_MAX_MEMBERS)
+    if stop >= 0:
+        running = int(np.count_nonzero((gcode == gcode[stop]) & (start <= start[stop]) & (end > start[stop])))
+        if running > MAX_RUNNING_SET:
+            raise InterfpredError(
+                f"row {stop}: {running} executions run at once on one GPU at {start[stop]!r} ms, more than "
+                f"MAX_RUNNING_SET={MAX_RUNNING_SET} (are start_ms/end_ms in milliseconds?)")
+        raise InterfpredError(
+            f"row {stop}: the timeline would hold more than TIMELINE_MAX_MEMBERS={TIMELINE_MAX_MEMBERS} "
+            "(segment, execution) pairs; split the trace into shorter windows")
+    return tuple(arrays)
 
 
 def build_timeline(trace: Trace) -> Timeline:

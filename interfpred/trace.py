@@ -16,14 +16,14 @@ Examples
 from __future__ import annotations
 
 import csv
-import io
 import os
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from interfpred._io import atomic_open, read_text
-from interfpred.constants import TRACE_COLUMNS, TRACE_OPTIONAL_COLUMNS
+from interfpred._io import atomic_open, csv_rows, read_text
+from interfpred.constants import MAX_BATCH_SIZE, MAX_INT64, TRACE_COLUMNS, TRACE_OPTIONAL_COLUMNS
 from interfpred.errors import InputError, InterfpredError
 
 __all__ = ["Trace"]
@@ -72,6 +72,9 @@ class Trace:
         if ids.dtype.kind not in "iu":
             ids = ids.astype(str)
         else:
+            if ids.dtype.kind == "u" and ids.size and int(ids.max()) > MAX_INT64:
+                raise InterfpredError(f"id {int(ids.max())} does not fit in a 64-bit signed integer; pass ids as "
+                                      "strings")
             ids = ids.astype(np.int64)
         n = len(ids)
         gpu_a = np.asarray(gpu).astype(str)
@@ -115,6 +118,9 @@ class Trace:
         bad = np.flatnonzero(~np.isfinite(batch_f) | (batch_f <= 0) | (batch_f != np.round(batch_f)))
         if bad.size:
             fail(int(bad[0]), f"batch_size {float(batch_f[bad[0]]):g} is not a positive integer")
+        bad = np.flatnonzero(batch_f > MAX_BATCH_SIZE)
+        if bad.size:
+            fail(int(bad[0]), f"batch_size {float(batch_f[bad[0]]):g} is larger than MAX_BATCH_SIZE={MAX_BATCH_SIZE}")
         if solo is not None:
             bad = np.flatnonzero(~np.isfinite(solo) | (solo <= 0))
             if bad.size:
@@ -135,6 +141,9 @@ class Trace:
                 other = f"line {_lines[first]}" if _lines is not None else f"row {first}"
                 fail(second, f"duplicate id {ids[second].item()!r} (first seen at {other})")
         self._cols = {**cols, "batch_size": batch_f.astype(np.int64)}
+        # Where each row came from (a CSV reader passes them), for messages about a row later on.
+        self._path = None if _path is None else os.fspath(_path)
+        self._lines = None if _lines is None else list(_lines)
         for arr in self._cols.values():
             arr.setflags(write=False)
         self._codes: dict[str, tuple[tuple[str, ...], np.ndarray]] = {}
@@ -233,6 +242,19 @@ class Trace:
         """All columns as a dict of read-only arrays."""
         return dict(self._cols)
 
+    def where(self, i: int) -> str:
+        """Where row ``i`` came from, for messages: ``"trace.csv line 7 (id 6)"`` or ``"row 5 (id 6)"``.
+
+        Examples
+        --------
+        >>> Trace(id=[4], gpu=["g"], model=["m"], batch_size=[1], start_ms=[0.0], end_ms=[1.0]).where(0)
+        'row 0 (id 4)'
+        """
+        label = f"id {self.id[i].item()!r}" if self.id.dtype.kind == "U" else f"id {self.id[i].item()}"
+        if self._path is not None and self._lines is not None:
+            return f"{self._path} line {self._lines[i]} ({label})"
+        return f"row {i} ({label})"
+
     def take(self, index: np.ndarray | Sequence[int] | slice) -> Trace:
         """A new trace with the selected rows (an index array, boolean mask or slice).
 
@@ -243,7 +265,8 @@ class Trace:
         >>> t.take(t.start_ms >= 1.0).id
         array([2, 3])
         """
-        return Trace(**{k: v[index] for k, v in self._cols.items()})
+        cols: dict[str, Any] = {k: v[index] for k, v in self._cols.items()}
+        return Trace(**cols)
 
     def sorted(self) -> Trace:
         """The same executions ordered by (start_ms, end_ms), stable."""
@@ -261,7 +284,7 @@ class Trace:
         ids = [t.id for t in traces]
         if len({a.dtype.kind for a in ids}) > 1:
             ids = [a.astype(str) for a in ids]
-        cols = {k: np.concatenate([t._cols[k] for t in traces]) for k in keys if k != "id"}
+        cols: dict[str, Any] = {k: np.concatenate([t._cols[k] for t in traces]) for k in keys if k != "id"}
         return Trace(id=np.concatenate(ids), **cols)
 
     # ------------------------------------------------------------------ CSV
@@ -272,7 +295,7 @@ class Trace:
         Extra columns are ignored. Errors name the file and line.
         """
         text = read_text(path)
-        reader = csv.reader(io.StringIO(text))
+        reader = csv_rows(text, path=path)
         header = next((row for row in reader if row and any(c.strip() for c in row)), None)
         if header is None:
             raise InputError("empty file: expected a header " + ",".join(TRACE_COLUMNS), path=path)
@@ -304,8 +327,12 @@ class Trace:
                     raise InputError(f"{c} {cell!r} is not a number", path=path, line=lines[i]) from None
             parsed[c] = out
         try:
-            ids = np.array([int(x) for x in raw["id"]], dtype=np.int64)
+            ints = [int(x) for x in raw["id"]]
         except ValueError:
+            ints = None
+        if ints is not None and all(-MAX_INT64 - 1 <= v <= MAX_INT64 for v in ints):
+            ids = np.array(ints, dtype=np.int64)
+        else:  # not all integers, or too large for int64: keep them exactly, as strings
             ids = np.array(raw["id"], dtype=str)
         return cls(id=ids, gpu=np.array(raw["gpu"], dtype=str), model=np.array(raw["model"], dtype=str),
                    **parsed, _lines=lines, _path=path)

@@ -25,7 +25,7 @@ has half its solo work left, whatever its elapsed time.
 **One feature map.** With the default extractor, ``TimeWeighted(feature_map="rich",
 target="rate")``, training and projection use the same map: the time-weighted mean of the map
 over an execution's segments, regressed on its observed mean rate, fits exactly the linear
-model whose per-segment predictions the projection integrates (DESIGN.md, "Features"). The
+model whose per-segment predictions the projection integrates (docs/concepts.md). The
 rich map is the default because the ground truth depends on what it holds: the total pressure
 per resource and its excess over capacity (saturation) and the co-runner count (concurrency
 overhead). Any extractor is accepted (a Static or EWMA one trains on aggregates that are not
@@ -83,19 +83,21 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
-from numba import njit
 
 from interfpred import _timeline_kernels as _k
+from interfpred._jit import njit
 from interfpred.constants import (
     DEFAULT_SHARE,
     MAX_RUNNING_SET,
     PRIOR_SLOWDOWN,
+    SLOWDOWN_MAX,
+    SLOWDOWN_MIN,
     TRACKER_FINISH_RTOL,
     TRACKER_MAX_RATE,
     TRACKER_MIN_RATE,
     TRACKER_MIN_REMAINING,
 )
-from interfpred.errors import InterfpredError
+from interfpred.errors import FrozenPredictorError, InterfpredError
 from interfpred.features import Extractor, TimeWeighted
 from interfpred.predictors import RLS, GpuletsModel, OfflineLinear, OnlineSGD
 from interfpred.profiles import ProfileTable
@@ -104,12 +106,32 @@ from interfpred.streaming import FinishedExecution, TimelineState, grown
 __all__ = ["ColocationTracker", "FinishResult"]
 
 _AFFINE = (RLS, OnlineSGD, OfflineLinear)
+#: Status of ``_affine_project`` when a rate is not finite.
+_PROJECT_NONFINITE = 1
+
+
+def _nonfinite_error(what: str, values: np.ndarray) -> InterfpredError:
+    bad = values[~np.isfinite(values)]
+    shown = bad[0] if bad.size else "a non-finite value"
+    return InterfpredError(f"{what}: the predictor returned {shown}; predictions must be finite (is its state "
+                           "corrupt, or its input out of range?)")
 
 
 # ---------------------------------------------------------------------------- kernels
+@njit(cache=True)
+def _all_finite(a):
+    """Whether every value of the 1-d array ``a`` is finite (cheaper than numpy on a handful of values)."""
+    for v in a:
+        if not np.isfinite(v):
+            return False
+    return True
+
+
 @njit(cache=True, inline="always")
 def _to_rate(p, is_rate, rmin, rmax):
-    """A prediction -> a clamped rate (for a slowdown, its inverse)."""
+    """A prediction -> a clamped rate (for a slowdown, its inverse); NaN stays NaN (the caller refuses it)."""
+    if p != p:
+        return p
     if is_rate:
         r = p
     elif p > 0.0:
@@ -133,13 +155,18 @@ def _affine_rates(dem, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, o
         p = b
         for j in range(d):
             p += w[j] * phi[a, j]
-        p = max(p, pred_lo)
+        if p == p:
+            p = max(p, pred_lo)
         out[a] = _to_rate(p, is_rate, rmin, rmax)
 
 
 @njit(cache=True)
 def _affine_project(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, rtol, end):
-    """Fluid projection: ``end[i]`` = projected completion of member i of ``dem`` with work ``rem``."""
+    """Fluid projection: ``end[i]`` = projected completion of member i of ``dem`` with work ``rem``.
+
+    Returns 0, or ``_PROJECT_NONFINITE`` when a rate or a remaining work is not finite (a NaN
+    prediction): every segment then retires at least one execution, so the loop is bounded by n.
+    """
     n = dem.shape[0]
     idx = np.arange(n)
     r = rem.copy()
@@ -157,6 +184,8 @@ def _affine_project(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rm
         tmin = np.inf
         for a in range(na):
             tau = r[idx[a]] / rate[a]
+            if not (rate[a] > 0.0 and tau >= 0.0 and tau < np.inf):  # NaN fails every comparison
+                return _PROJECT_NONFINITE
             tmin = min(tmin, tau)
         t_new = t + tmin
         lim = tmin * (1.0 + rtol)
@@ -169,8 +198,31 @@ def _affine_project(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rm
                 r[i] -= rate[a] * tmin
                 idx[keep] = i
                 keep += 1
+        if keep == na:  # nothing retired: impossible with finite rates, but never loop for ever
+            return _PROJECT_NONFINITE
         na = keep
         t = t_new
+    return 0
+
+
+_COPIED = frozenset({np.ndarray, list, dict, set})
+#: (class, attribute count) -> names of the attributes holding arrays or containers.
+_SNAPSHOT_NAMES: dict[tuple[type, int], tuple[str, ...]] = {}
+
+
+def _snapshot(obj: Any) -> dict[str, Any]:
+    """A copy of ``obj``'s attributes deep enough to undo a failed event (arrays and containers copied)."""
+    attrs = obj.__dict__
+    key = (type(obj), len(attrs))
+    names = _SNAPSHOT_NAMES.get(key)
+    if names is None:
+        names = _SNAPSHOT_NAMES[key] = tuple(k for k, v in attrs.items() if type(v) in _COPIED)
+    out = attrs.copy()
+    for k in names:
+        v = out[k]
+        if type(v) in _COPIED:
+            out[k] = v.copy()
+    return out
 
 
 def _check_quantile(quantile: Any) -> float | None:
@@ -195,7 +247,9 @@ class FinishResult(NamedTuple):
     predicted_latency_ms: float
     #: ``(predicted - observed) / observed`` latency.
     relative_error: float
-    #: Whether ``predictor.update`` was called (False with ``learn=False`` or a zero-length execution).
+    #: Whether ``predictor.update`` was called (False with ``learn=False``, a frozen predictor
+    #: (``learns_online`` false), a zero-length execution, or an
+    #: observed slowdown outside ``[SLOWDOWN_MIN, SLOWDOWN_MAX]``, which is non-physical: a glitched timer).
     learned: bool
 
 
@@ -356,7 +410,10 @@ class ColocationTracker:
                                   "it was refitted with another width")
         vals = p._predict_rows(self._probe)
         b = float(vals[0])
-        return vals[1:] - b, b, -np.inf
+        w = vals[1:] - b
+        if not (_all_finite(vals) and _all_finite(w)):
+            raise _nonfinite_error("projection refused", np.concatenate([vals, w]))
+        return w, b, -np.inf
 
     def _rates_of(self, dem: np.ndarray, quantile: float | None = None) -> np.ndarray:
         """Predicted, clamped rates of the running set ``dem`` (k, 3), C-contiguous (bounds at ``quantile``)."""
@@ -377,9 +434,13 @@ class ColocationTracker:
             w, b, lo = self._affine()
             _affine_rates(dem, ex._map_id, ex._combine_id, w, b, lo, self._is_rate, self.min_rate,
                           self.max_rate, out)
+            if not _all_finite(out):
+                raise _nonfinite_error("rates refused", out)
             return out
         phi = ex._map_set_unchecked(dem)
         pred = np.asarray(self.predictor.predict(phi), dtype=np.float64).reshape(k)
+        if not np.isfinite(pred).all():
+            raise _nonfinite_error(f"rates of a running set of {k} refused", pred)
         return self._clamp(pred)
 
     def _clamp(self, pred: np.ndarray) -> np.ndarray:
@@ -412,21 +473,32 @@ class ColocationTracker:
         ex = self.extractor
         if self._fast and quantile is None:
             w, b, lo = self._affine()
-            _affine_project(dem, rem, t, ex._map_id, ex._combine_id, w, b, lo, self._is_rate, self.min_rate,
-                            self.max_rate, TRACKER_FINISH_RTOL, end)
+            status = _affine_project(dem, rem, t, ex._map_id, ex._combine_id, w, b, lo, self._is_rate,
+                                     self.min_rate, self.max_rate, TRACKER_FINISH_RTOL, end)
+            if status != 0:
+                raise InterfpredError("projection refused: a predicted rate or remaining work is not finite "
+                                      "(the predictor's weights overflow on this running set)")
             return end
         idx = np.arange(n)
         r = rem.copy()
-        while idx.size:
+        if not np.isfinite(r).all():
+            raise _nonfinite_error("projection refused: remaining work", r)
+        for _segment in range(n):  # each segment retires at least one execution
+            if not idx.size:
+                break
             rate = self._rates_of(np.ascontiguousarray(dem[idx]), quantile)
             tau = r[idx] / rate
             tmin = float(tau.min())
+            if not math.isfinite(tmin):
+                raise _nonfinite_error("projection refused", tau)
             t_new = t + tmin
             done = tau <= tmin * (1.0 + TRACKER_FINISH_RTOL)
             end[idx[done]] = t_new
             r[idx] -= rate * tmin
             idx = idx[~done]
             t = t_new
+        if idx.size:  # pragma: no cover - finite rates retire one execution per segment
+            raise InterfpredError("projection refused: it did not retire every execution")
         return end
 
     # ------------------------------------------------------------------ events
@@ -470,36 +542,59 @@ class ColocationTracker:
         then ``predictor.update(x, y)`` is called (unless ``learn=False``, or the execution
         had zero length, whose rate is undefined).
 
+        The call is atomic: if anything fails (the predictor's ``predict`` or ``update`` raises,
+        or returns a non-finite prediction) the execution is still running afterwards and
+        the tracker is exactly as before, so the call can be repeated.
+
         Raises
         ------
         InterfpredError
-            ``id`` not running, or ``t`` before the latest event; the state is unchanged.
+            ``id`` not running, ``t`` before the latest event, or a non-finite prediction;
+            the state is unchanged.
         """
         with self._lock:
-            rates = self._current_rates()
-            if id not in self:
-                names = ", ".join(repr(i) for i in self._ids[:8]) or "none"
-                raise InterfpredError(f"finish of id {id!r} refused: it is not running (running: {names})")
-            done = self._state.finish(id, t)   # validates time; raises before changing anything
-            tf = float(t)
-            k = len(self._ids)
-            if tf > self._t:
-                rem = self._rem[:k]
-                rem -= rates * (tf - self._t)
-                np.maximum(rem, TRACKER_MIN_REMAINING * self._solo[:k], out=rem)
-            self._t = tf
-            self._remove(self._slot[id])
-            self._rates = None
-            pred = float(np.asarray(self.predictor.predict(done.x), dtype=np.float64).reshape(-1)[0])
-            rate = float(self._clamp(np.array([pred]))[0])
-            predicted = done.solo_ms / rate
-            lat = done.latency_ms
-            err = (predicted - lat) / lat if lat > 0 else math.inf
-            learned = False
-            if self.learn and lat > 0 and math.isfinite(done.y):
+            saved = (_snapshot(self), _snapshot(self._state))
+            try:
+                return self._finish(id, t)
+            except BaseException:
+                self.__dict__.update(saved[0])
+                self._state.__dict__.update(saved[1])
+                raise
+
+    def _finish(self, id: Any, t: float) -> FinishResult:
+        rates = self._current_rates()
+        if id not in self:
+            names = ", ".join(repr(i) for i in self._ids[:8]) or "none"
+            raise InterfpredError(f"finish of id {id!r} refused: it is not running (running: {names})")
+        done = self._state.finish(id, t)   # validates time; raises before changing anything
+        tf = float(t)
+        k = len(self._ids)
+        if tf > self._t:
+            rem = self._rem[:k]
+            rem -= rates * (tf - self._t)
+            np.maximum(rem, TRACKER_MIN_REMAINING * self._solo[:k], out=rem)
+        self._t = tf
+        self._remove(self._slot[id])
+        self._rates = None
+        pred = float(np.asarray(self.predictor.predict(done.x), dtype=np.float64).reshape(-1)[0])
+        if not math.isfinite(pred):
+            raise InterfpredError(f"finish of id {id!r} refused: the predictor returned {pred} for its "
+                                  "features; predictions must be finite (the execution is still running)")
+        rate = float(self._clamp(np.array([pred]))[0])
+        predicted = done.solo_ms / rate
+        lat = done.latency_ms
+        err = (predicted - lat) / lat if lat > 0 else math.inf
+        learned = False
+        slowdown = 1.0 / done.y if self._is_rate and done.y > 0 else done.y
+        physical = SLOWDOWN_MIN <= slowdown <= SLOWDOWN_MAX   # else a glitched timer: not learned
+        online = getattr(self.predictor, "learns_online", True)   # a frozen predictor refuses update
+        if self.learn and online and lat > 0 and math.isfinite(done.y) and physical:
+            try:
                 self.predictor.update(done.x, float(done.y))
                 learned = True
-            return FinishResult(done, predicted, err, learned)
+            except FrozenPredictorError:  # a wrapped frozen predictor: nothing learned, and reported so
+                learned = False
+        return FinishResult(done, predicted, err, learned)
 
     # ------------------------------------------------------------------ questions
     def what_if(self, candidates: Sequence[tuple[Any, str, float]], t: float, *,
@@ -619,6 +714,46 @@ class ColocationTracker:
     def _grow(self) -> None:
         cap = 2 * self._dem.shape[0]
         self._dem, self._solo, self._rem = (grown(a, cap) for a in (self._dem, self._solo, self._rem))
+
+    @classmethod
+    def from_model(cls, model: Any, profiles: ProfileTable, **options: Any) -> ColocationTracker:
+        """A tracker warm-started from a fitted :class:`~interfpred.InterferenceModel`.
+
+        The tracker uses the model's extractor and *shares* its predictor: what it learns on
+        every finish updates ``model.predictor`` (save the model to keep it). An untrained
+        tracker assumes no interference until it has learned; a model fitted offline
+        (``interfpred fit``, or :meth:`InterferenceModel.fit`) predicts interference from
+        the first launch.
+
+        Parameters
+        ----------
+        model
+            A fitted (or fresh) :class:`~interfpred.InterferenceModel`, e.g. from
+            :func:`~interfpred.load_model`.
+        profiles
+            Solo profiles of the models that will run.
+        **options
+            Passed to the constructor (``gpu``, ``learn``, ``extrapolate``, ``min_rate``, ``max_rate``).
+
+        Examples
+        --------
+        >>> from interfpred import InterferenceModel
+        >>> from interfpred.sim.workload import mix_scenario
+        >>> sc = mix_scenario(["resnet50", "vgg19"], rho=1.2, executions=400, seed=2)
+        >>> model = InterferenceModel().fit(sc.traces["trace"], sc.profiles)
+        >>> tr = ColocationTracker.from_model(model, sc.profiles)
+        >>> tr.predictor is model.predictor
+        True
+        >>> tr.start("a", "vgg19", 8, 0.0)
+        >>> solo = sc.profiles.lookup("resnet50", 8).solo_ms
+        >>> tr.what_if([("b", "resnet50", 8)], 0.0)["b"] > solo     # interference predicted at once
+        True
+        """
+        from interfpred.model import InterferenceModel
+
+        if not isinstance(model, InterferenceModel):
+            raise InterfpredError(f"from_model expects an InterferenceModel, got {type(model).__name__}")
+        return cls(profiles, model.predictor, model.extractor, **options)
 
     def __repr__(self) -> str:
         return (f"ColocationTracker({self.extractor!r}, predictor={self.predictor!r}, gpu={self.gpu!r}, "

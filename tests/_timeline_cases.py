@@ -1,4 +1,4 @@
-"""Hypothesis strategies shared by the timeline, features and streaming tests (issue 3)."""
+"""Hypothesis strategies shared by the timeline, features and streaming tests."""
 
 from __future__ import annotations
 

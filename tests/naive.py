@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-# ---------------------------------------------------------------- ingest (issue 2)
+# ---------------------------------------------------------------- ingest
 
 
 def naive_profile_numbers(durations_ms, sm, l2, dram, iterations=1):
@@ -50,7 +50,7 @@ def naive_details_page(path_or_lines):
     return list(kernels.values())
 
 
-# --- predictors (issue 4) -------------------------------------------------------------------------------------------
+# --- predictors -------------------------------------------------------------------------------------------
 def naive_ew_ridge(X, y, *, forgetting, delta, w0, stabilize):
     """Closed-form exponentially weighted ridge regression, the RLS target.
 
@@ -96,7 +96,7 @@ def naive_nlms(X, y, *, learning_rate, eps, intercept_init=1.0):
         nrm = eps + sum(zi * zi for zi in z)
         w = [wi + learning_rate * e * zi / nrm for wi, zi in zip(w, z)]
     return np.array(w)
-# ---------------------------------------------------------------- timeline and features (issue 3)
+# ---------------------------------------------------------------- timeline and features
 # O(n^2) on purpose: every definition spelled out the obvious way, no sweep, no sorting tricks.
 
 
@@ -197,7 +197,7 @@ def naive_features(gpu, start, end, demands, feature_map="default", combine="sum
 
 
 def naive_sim_rates(demands, capacities, theta, epsilon):
-    """Ground-truth rates by the DESIGN.md definition, in plain Python.
+    """Ground-truth rates by the simulator's definition (docs/simulator.md), in plain Python.
 
     Pollution uses the explicit sum over the other executions; each progressive-filling round
     finds the common level by bisection on feasibility (not by the kernel's closed form).
@@ -313,7 +313,7 @@ def naive_sim_integrate(work, demands, times, devices, capacities, theta, epsilo
     return start, end
 
 
-# ---------------------------------------------------------------------------- tracker (issue 7)
+# ---------------------------------------------------------------------------- tracker
 
 
 def naive_tracker_projection(events, t, candidates, rate_fn, *, min_remaining=0.01):
@@ -371,7 +371,7 @@ def naive_tracker_projection(events, t, candidates, rate_fn, *, min_remaining=0.
         active = keep
         now = now_next
     return end
-# ---------------------------------------------------------------- prequential evaluation (issue 6)
+# ---------------------------------------------------------------- prequential evaluation
 def naive_prequential(predictor, X, y, start_ms=None, end_ms=None):
     """Predict-then-learn, one row at a time, written for clarity (O(n^2) bookkeeping).
 

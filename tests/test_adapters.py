@@ -99,12 +99,77 @@ def test_wrapped_state_round_trip_and_refusals(tmp_path):
     p.update(np.array([[1.0, 2.0], [0.5, 0.0]]), np.array([2.0, 1.0]))
     path = tmp_path / "river.json"
     p.save(path)
-    q = load_predictor(path)
-    assert type(q) is RiverRegressor and q.predict([1.0, 1.0]) == p.predict([1.0, 1.0])
+    q = load_predictor(path, trusted=True)
+    assert type(q) is RiverRegressor and q.predict([1.0, 1.0]) == pytest.approx(p.predict([1.0, 1.0]))
     state = p.to_state()
     with pytest.raises(InterfpredError, match="cannot restore the wrapped estimator"):
-        predictor_from_state({**state, "state": {"pickle": "not base64!"}})
+        predictor_from_state({**state, "state": {"pickle": "not base64!"}}, trusted=True)
     with pytest.raises(InterfpredError, match="does not match kind or width"):
-        predictor_from_state({**state, "n_features_in": 5}, source="f.json")
+        predictor_from_state({**state, "n_features_in": 5}, source="f.json", trusted=True)
     with pytest.raises(InterfpredError, match="does not match kind or width"):
-        predictor_from_state({**state, "kind": "sklearn"}, source="f.json")
+        predictor_from_state({**state, "kind": "sklearn"}, source="f.json", trusted=True)
+
+
+class _Boom:
+    """Unpickling this object would create a marker file: the proof that code ran."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def test_pickled_state_is_refused_unless_trusted(tmp_path):
+    import base64
+    import json
+    import pickle
+
+    from interfpred import InterferenceModel, load_model, load_predictor
+    from interfpred.errors import InterfpredError
+    from interfpred.predictors.adapters import SklearnRegressor
+
+    marker = tmp_path / "code-ran"
+    evil = {"schema_version": 1, "kind": "sklearn", "params": {}, "n_features_in": 2,
+            "state": {"pickle": base64.b64encode(pickle.dumps(_Boom(str(marker)))).decode("ascii")}}
+    path = tmp_path / "evil.json"
+    path.write_text(json.dumps(evil))
+    with pytest.raises(InterfpredError, match="runs any code.*trusted=True.*--trust-model-file"):
+        load_predictor(path)
+    model = InterferenceModel({"aggregation": "static", "map": "gpulets"}, "rls").to_state()
+    model["predictor"] = evil
+    mpath = tmp_path / "evil-model.json"
+    mpath.write_text(json.dumps(model))
+    with pytest.raises(InterfpredError, match="pickled sklearn model"):
+        load_model(mpath)
+    assert not marker.exists()
+    # a trusted wrapped model round-trips; a native one never needs trust
+    from sklearn.linear_model import Ridge
+
+    good = SklearnRegressor(estimator=Ridge()).fit([[0.0, 1.0], [1.0, 0.0]], [1.0, 2.0])
+    good.save(tmp_path / "ridge.json")
+    assert load_predictor(tmp_path / "ridge.json", trusted=True).predict([0.0, 1.0]) == pytest.approx(
+        good.predict([0.0, 1.0]))
+
+
+def test_cli_refuses_pickled_model_unless_trusted(tmp_path, capsys):
+    import json
+
+    from sklearn.linear_model import Ridge
+
+    from interfpred.cli import main
+    from interfpred.model import InterferenceModel
+    from interfpred.predictors.adapters import SklearnRegressor
+    from interfpred.sim.workload import mix_scenario, write_scenario
+
+    sc = mix_scenario(["vgg19"], rho=0.8, executions=60, seed=0)
+    write_scenario(sc, tmp_path / "sim")
+    m = InterferenceModel({"aggregation": "static", "map": "gpulets"}, SklearnRegressor(estimator=Ridge()))
+    m.fit(sc.traces["trace"], sc.profiles).save(tmp_path / "m.json")
+    args = ["evaluate", "--model", str(tmp_path / "m.json"), "--profiles", str(tmp_path / "sim" / "profiles.csv"),
+            "--trace", str(tmp_path / "sim" / "trace.csv")]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--trust-model-file" in err and "m.json" in err
+    assert main([*args, "--trust-model-file"]) == 0
+    json.loads((tmp_path / "m.json").read_text())

@@ -1,4 +1,4 @@
-"""Extractors against the plain-Python reference (issue 3)."""
+"""Extractors against the plain-Python reference."""
 
 from __future__ import annotations
 
@@ -23,11 +23,11 @@ from interfpred import (
 from interfpred.features import feature_names, profile_arrays
 
 try:
-    from naive import naive_feature_map, naive_features
     from _timeline_cases import profile_tables, traces
+    from naive import naive_feature_map, naive_features
 except ImportError:  # tests/ imported as a package
-    from tests.naive import naive_feature_map, naive_features
     from tests._timeline_cases import profile_tables, traces
+    from tests.naive import naive_feature_map, naive_features
 
 MAPS = ("default", "gpulets", "rich")
 COMBINES = ("sum", "max")

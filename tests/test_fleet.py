@@ -1,4 +1,4 @@
-"""Fleet: deadline-aware placement over several trackers (issue 7)."""
+"""Fleet: deadline-aware placement over several trackers."""
 
 from __future__ import annotations
 

@@ -170,9 +170,44 @@ def test_manifest_binary(tmp_path):
 
 def test_manifest_optional_columns(tmp_path):
     p = tmp_path / "m.csv"
-    p.write_text("file,gpu,model,batch_size,iterations,kernel_filter,nvtx_filter\n/abs/r.csv,g,m,2,5,gemm,bs2\n")
+    p.write_text("file,gpu,model,batch_size,iterations,kernel_filter,nvtx_filter\nsub/r.csv,g,m,2,5,gemm,bs2\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "r.csv").write_text("")
     [e] = read_manifest(p)
-    assert (e.file, e.iterations, e.kernel_filter, e.nvtx_filter, e.line) == ("/abs/r.csv", 5, "gemm", "bs2", 2)
+    assert (e.file, e.iterations, e.kernel_filter, e.nvtx_filter, e.line) == (
+        str((tmp_path / "sub" / "r.csv").resolve()), 5, "gemm", "bs2", 2)
+
+
+@pytest.mark.parametrize("entry, match", [
+    ("/etc/passwd", "absolute path"),
+    ("../outside.csv", "leaves the manifest's folder"),
+    ("sub/../../outside.csv", "leaves the manifest's folder"),
+    ("fifo.csv", "not a regular file"),
+    ("sub", "is a directory"),
+    ("missing.csv", "No such file"),
+])
+def test_manifest_entries_confined_to_regular_files(tmp_path, entry, match):
+    import os
+
+    folder = tmp_path / "runs"
+    (folder / "sub").mkdir(parents=True)
+    (tmp_path / "outside.csv").write_text("")
+    os.mkfifo(folder / "fifo.csv")
+    p = folder / "m.csv"
+    p.write_text(f"file,gpu,model,batch_size\n{entry},g,m,2\n")
+    with pytest.raises(InputError, match=match) as info:
+        read_manifest(p)  # a FIFO entry must be refused, not opened (that would block)
+    assert "m.csv line 2" in str(info.value)
+
+
+def test_read_kernels_refuses_fifo(tmp_path):
+    import os
+
+    from interfpred.ingest import read_kernels
+
+    os.mkfifo(tmp_path / "f.csv")
+    with pytest.raises(InputError, match="not a regular file"):
+        read_kernels(tmp_path / "f.csv")
 
 
 def test_write_profiles_append_refusal_leaves_state(tmp_path):

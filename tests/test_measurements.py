@@ -101,7 +101,11 @@ def test_run_features_equal_a_brute_force_timeline(extractor):
         while t < 200.0:
             if t > 90.0 and k not in pick:
                 pick[k] = len(ids)
-            ids.append(len(ids)); gpu.append("g"); model.append(name); start.append(t); end.append(t + period)
+            ids.append(len(ids))
+            gpu.append("g")
+            model.append(name)
+            start.append(t)
+            end.append(t + period)
             share.append(m.share[k])
             t += period
     tr = Trace(id=ids, gpu=gpu, model=model, batch_size=[1] * len(ids), start_ms=start, end_ms=end, share=share)

@@ -183,12 +183,15 @@ def test_refused_fit_leaves_the_model_as_it_was(tmp_path):
 
 
 def test_manifest_share_column(tmp_path, capsys):
+    import shutil
+
     from interfpred.ingest import example_path
 
+    shutil.copy(example_path(), tmp_path / "run.log")   # manifest entries lie in the manifest's folder
     man = tmp_path / "runs.csv"
-    man.write_text(f"file,gpu,model,batch_size,share\n{example_path()},b200,gemm,1,30\n{example_path()},b200,gemm,1,\n")
+    man.write_text("file,gpu,model,batch_size,share\nrun.log,b200,gemm,1,30\nrun.log,b200,gemm,1,\n")
     assert main(["ingest", "--manifest", str(man), "--share", "60", "--out", str(tmp_path / "p.csv")]) == 0
     assert sorted(ProfileTable.from_csv(tmp_path / "p.csv").column("share").tolist()) == [30.0, 60.0]
-    man.write_text(f"file,gpu,model,batch_size,share\n{example_path()},b200,gemm,1,120\n")
+    man.write_text("file,gpu,model,batch_size,share\nrun.log,b200,gemm,1,120\n")
     assert main(["ingest", "--manifest", str(man)]) == 2
     assert f"{man} line 2: share '120' must be an MPS active thread percentage" in capsys.readouterr().err

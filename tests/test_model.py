@@ -120,7 +120,10 @@ def test_update_learns_and_offline_is_frozen(scenario):
     assert m.predictor.n_seen_ == n0 + len(b)
     off = InterferenceModel(None, "offline_linear").fit(a, prof)
     coef = off.predictor.coef_.copy()
-    off.update(b, prof)
+    from interfpred.errors import FrozenPredictorError
+
+    with pytest.raises(FrozenPredictorError, match="frozen"):
+        off.update(b, prof)
     np.testing.assert_array_equal(off.predictor.coef_, coef)
 
 
@@ -136,7 +139,13 @@ def test_model_file_errors(tmp_path, scenario):
     for mutate, match in [(lambda s: s.update(schema_version=99), "schema_version 99"),
                           (lambda s: s["extractor"].update(map="nope"), "extractor"),
                           (lambda s: s["extractor"].update(map="gpulets"), "takes 16 features"),
-                          (lambda s: s.update(predictor={"kind": "zzz", "schema_version": 1}), "unknown predictor")]:
+                          (lambda s: s.update(predictor={"kind": "zzz", "schema_version": 1, "params": {}}),
+                           "unknown predictor"),
+                          (lambda s: s.update(schema_version=True), "schema_version: Input should be a valid integer"),
+                          (lambda s: s["predictor"].update(kind=["rls"]), "predictor.kind: Input should be a valid str"),
+                          (lambda s: s.update(extra_key=1), "extra_key: unknown key"),
+                          (lambda s: s["predictor"].update(n_features_in="16"), "predictor.n_features_in"),
+                          (lambda s: s.pop("feature_names"), "feature_names: Field required")]:
         bad = json.loads(json.dumps(state))
         mutate(bad)
         path = tmp_path / "bad.json"
@@ -235,3 +244,37 @@ def test_example_script_runs_on_given_csvs(files):
                           env={**os.environ, "PYTHONPATH": str(root)})
     assert proc.returncode == 0, proc.stderr
     assert "online (predict, then learn)" in proc.stdout and "saved" in proc.stdout
+
+
+def test_model_file_size_depth_and_fifo_limits(tmp_path):
+    import os
+
+    from interfpred.constants import MODEL_FILE_MAX_BYTES
+
+    huge = tmp_path / "huge.json"
+    with open(huge, "wb") as fh:  # sparse: no disk used, but larger than the cap
+        fh.truncate(MODEL_FILE_MAX_BYTES + 1)
+    with pytest.raises(InterfpredError, match="huge.json: .* bytes is larger than"):
+        load_model(huge)
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(InterfpredError, match="deep.json: JSON nested"):
+        load_model(deep)
+    nested = tmp_path / "nested.json"
+    nested.write_text('{"a": ' * 50 + "1" + "}" * 50)
+    with pytest.raises(InterfpredError, match="nested 50 levels deep"):
+        load_model(nested)
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    with pytest.raises(InterfpredError, match="not a regular file"):
+        load_model(fifo)  # would block for ever if opened
+
+
+def test_published_json_schema_is_current():
+    import pathlib
+
+    from interfpred.schema import model_file_json_schema
+
+    path = pathlib.Path(__file__).parent.parent / "docs" / "model-file.schema.json"
+    assert json.loads(path.read_text()) == model_file_json_schema(), (
+        "regenerate docs/model-file.schema.json with: python -m interfpred.schema > docs/model-file.schema.json")

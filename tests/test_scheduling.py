@@ -1,4 +1,4 @@
-"""E3 serving simulation: policy invariants and a tiny run of the section (issue 7)."""
+"""E3 serving simulation: policy invariants and a tiny run of the section."""
 
 from __future__ import annotations
 

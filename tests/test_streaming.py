@@ -1,4 +1,4 @@
-"""TimelineState (streaming) agrees exactly with the batch extractors (issue 3)."""
+"""TimelineState (streaming) agrees exactly with the batch extractors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sweep-line segmentation against the O(n^2) reference (issue 3)."""
+"""Sweep-line segmentation against the O(n^2) reference."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from hypothesis import given, settings
 from interfpred import InterfpredError, Trace, build_timeline
 
 try:
-    from naive import naive_exposure, naive_segments
     from _timeline_cases import traces
+    from naive import naive_exposure, naive_segments
 except ImportError:  # tests/ imported as a package
-    from tests.naive import naive_exposure, naive_segments
     from tests._timeline_cases import traces
+    from tests.naive import naive_exposure, naive_segments
 
 
 def _segments(tl):

@@ -1,4 +1,4 @@
-"""ColocationTracker: fluid what-if projection, elapsed progress, learning, bad input (issue 7)."""
+"""ColocationTracker: fluid what-if projection, elapsed progress, learning, bad input."""
 
 from __future__ import annotations
 

@@ -112,7 +112,7 @@ def run_coverage(ctx: ReproduceContext, quantiles: Sequence[float] = COVERAGE_QU
             scored = coverage_rows(obs, solo, bounds, groups=models, skip=skip)
             results[label][set_name] = {f"{r['quantile']:g}": r for r in scored if r["group"] == "all"}
             per_model.setdefault(set_name, []).extend({**r, "method": label} for r in scored if r["group"] != "all")
-        base = baseline_bounds(fitted["ACI"].train_quantiles_, solo, "slowdown", quantiles)
+        base = baseline_bounds(fitted["ACI"].train_quantiles_ or {}, solo, "slowdown", quantiles)
         scored = coverage_rows(obs, solo, base, groups=models, skip=skip)
         results["quantile baseline"][set_name] = {f"{r['quantile']:g}": r for r in scored if r["group"] == "all"}
         per_model[set_name].extend({**r, "method": "quantile baseline"} for r in scored if r["group"] != "all")

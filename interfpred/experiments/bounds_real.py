@@ -75,7 +75,7 @@ def _fold_bounds(fm: Any, codes: np.ndarray, models: np.ndarray, kind: str, wrap
     start, end = run_stamps(codes[test])
     _, bounds = prequential_bounds(cal, fm.X[test], fm.y[test], fm.solo_ms[test], "slowdown", quantiles,
                                    start_ms=start, end_ms=end, entities=None if ent is None else ent.take(test))
-    base = baseline_bounds(cal.train_quantiles_, fm.solo_ms[test], "slowdown", quantiles)
+    base = baseline_bounds(cal.train_quantiles_ or {}, fm.solo_ms[test], "slowdown", quantiles)
     rows = {"obs": fm.latency_ms[test], "solo": fm.solo_ms[test], "model": models[test]}
     return rows, bounds, base
 

@@ -185,7 +185,7 @@ def baseline_bounds(train_quantiles: Mapping[float, float], solo_ms: np.ndarray,
     return out
 
 
-def coverage_rows(observed_ms: np.ndarray, solo_ms: np.ndarray, bounds: Mapping[float, tuple[np.ndarray, np.ndarray]],
+def coverage_rows(observed_ms: np.ndarray, solo_ms: np.ndarray, bounds: Mapping[float, tuple[np.ndarray, ...]],
                   *, groups: np.ndarray | None = None, skip: int = 0) -> list[dict[str, Any]]:
     """Coverage, mean width and interval score per quantile, overall and per group (rows from ``skip`` on).
 

@@ -46,11 +46,13 @@ from typing import Any
 import numpy as np
 
 from interfpred.constants import (
+    BASELINE_KINDS,
     REPRODUCE_EWMA_ALPHAS,
     REPRODUCE_EXECUTIONS,
     REPRODUCE_QUICK_EXECUTIONS,
     REPRODUCE_TRAIN_SHARE,
 )
+from interfpred.evaluation import BASELINE_LABELS, call
 from interfpred.experiments.metrics import (
     accuracy_summary,
     mape,
@@ -72,8 +74,6 @@ from interfpred.features import (
     transform_many,
 )
 from interfpred.model import prequential
-from interfpred.constants import BASELINE_KINDS
-from interfpred.evaluation import BASELINE_LABELS, call
 from interfpred.predictors import BasePredictor, make_predictor
 from interfpred.sim.workload import Scenario, paper_scenario
 
@@ -361,7 +361,7 @@ def run_e2(ctx: ReproduceContext) -> Section:
     results: dict[str, dict[str, dict[str, float]]] = {}
     errors: dict[str, dict[str, np.ndarray]] = {s: {} for s in E2_SETS}
     variance: dict[str, float] = {}
-    for label, cfg, _ in configs:
+    for label, _cfg, _ in configs:
         results[label] = {}
     for set_name in E2_SETS:
         src = "train" if set_name == "held-out" else set_name

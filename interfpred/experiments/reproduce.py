@@ -22,7 +22,7 @@ Examples
 >>> reproduce(out, executions=400)
 Traceback (most recent call last):
 ...
-interfpred.errors.InterfpredError: ... already holds a report (report.md); pass force=True (--force) to replace it
+interfpred.errors.InterfpredError: ... already holds a report (report.md); pass --force (force=True) to replace it
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ import json
 import os
 import platform
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from interfpred._io import recover, replace_folder, temp_folder
 from interfpred._version import __version__
 from interfpred.errors import InterfpredError
 from interfpred.experiments.bounds import run_coverage
@@ -64,9 +64,9 @@ def _check_out(out: Path, force: bool) -> None:
         names = os.listdir(out)
         if any(n in names for n in REPORT_FILES) and not force:
             raise InterfpredError(f"--out {out} already holds a report (report.md); "
-                                  "pass force=True (--force) to replace it")
+                                  "pass --force (force=True) to replace it")
         if names and not force:
-            raise InterfpredError(f"--out {out} exists and is not empty; pass force=True (--force) to replace it")
+            raise InterfpredError(f"--out {out} exists and is not empty; pass --force (force=True) to replace it")
     parent = out.parent
     if not parent.is_dir():
         raise InterfpredError(f"cannot write --out {out}: its parent folder {parent} does not exist")
@@ -75,18 +75,8 @@ def _check_out(out: Path, force: bool) -> None:
 
 
 def _install(tmp: Path, out: Path) -> None:
-    """Rename ``tmp`` to ``out``, replacing an existing ``out`` only once ``tmp`` is complete."""
-    if out.exists():
-        old = Path(tempfile.mkdtemp(prefix=".old-report-", dir=out.parent))
-        os.rename(out, old / "x")
-        try:
-            os.rename(tmp, out)
-        except BaseException:
-            os.rename(old / "x", out)
-            raise
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.rename(tmp, out)
+    """Move the complete ``tmp`` to ``out``, replacing an existing ``out`` only now (crash-safe)."""
+    replace_folder(tmp, out)
 
 
 def _resolve(sections: Sequence[Callable[[ReproduceContext], Section] | str] | None) -> list[Callable]:
@@ -139,6 +129,7 @@ def reproduce(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: int
         In the order run.
     """
     out = Path(os.path.abspath(os.fspath(out_dir)))
+    recover(out)  # a run killed while replacing ``out`` left it aside: put it back first
     _check_out(out, force)
     get_gpu_spec(gpu)  # an unknown preset fails here, before any work
     if executions is not None and (not isinstance(executions, int) or executions < 40):
@@ -149,7 +140,7 @@ def reproduce(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: int
     say = progress or (lambda message: None)
     t0 = time.perf_counter()
     try:
-        tmp = Path(tempfile.mkdtemp(prefix=".tmp-report-", dir=out.parent))
+        tmp = Path(temp_folder(out))
     except OSError as exc:
         raise InterfpredError(f"cannot write --out {out}: {exc.strerror or exc}") from None
     try:

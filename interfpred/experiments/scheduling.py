@@ -70,14 +70,14 @@ from typing import Any
 import numpy as np
 
 from interfpred.constants import (
+    E3_BOUND_MARGIN,
+    E3_BOUND_SCALE,
+    E3_BOUND_WINDOW,
     E3_FULL_LOADS,
     E3_FULL_REQUESTS,
     E3_GPUS,
     E3_MARGIN,
     E3_MAX_BATCH,
-    E3_BOUND_MARGIN,
-    E3_BOUND_SCALE,
-    E3_BOUND_WINDOW,
     E3_PAIR_BATCHES,
     E3_QUANTILE,
     E3_QUICK_LOADS,
@@ -98,6 +98,8 @@ from interfpred.sim.engine import simulate
 from interfpred.sim.workload import poisson_arrivals
 from interfpred.sim.zoo import zoo_profiles
 from interfpred.tracker import ColocationTracker
+
+_NO_MPL = "_(figure skipped: matplotlib is not installed; `pip install \".[plot]\"` draws it)_"
 
 __all__ = ["POLICIES", "ServingResult", "fit_pair_models", "run_e3", "simulate_serving"]
 
@@ -322,7 +324,7 @@ class _Serving:
         else:
             gpu.rates = np.empty(0)
 
-    def run(self, policy: _Policy, arrival: np.ndarray, model: np.ndarray) -> dict[str, np.ndarray]:
+    def run(self, policy: _Policy, arrival: np.ndarray, model: np.ndarray) -> dict[str, Any]:
         n = len(arrival)
         deadline = np.array([arrival[i] + self.slo[model[i]] for i in range(n)])
         done_at = np.full(n, np.nan)
@@ -358,6 +360,7 @@ class _Serving:
                     done_at[b.requests] = t
                     policy.on_finish(g, b, t)
                 if not gpu.running:
+                    assert gpu.busy_since is not None  # set when its first batch started
                     gpu.busy_ms += t - gpu.busy_since
                     gpu.busy_since = None
                 self._set_rates(gpu)
@@ -382,8 +385,8 @@ class _Serving:
                 cands.sort()
                 placed = False
                 for dl, m, size in cands:
-                    g = policy.place(next_bid, m, size, dl, t)
-                    if g is None:
+                    gi = policy.place(next_bid, m, size, dl, t)
+                    if gi is None:
                         continue
                     q = queues[m]
                     reqs = np.array([q.popleft() for _ in range(size)], dtype=np.int64)
@@ -391,14 +394,14 @@ class _Serving:
                     work = solo * math.exp(self.spec.sigma * self.rng.standard_normal())
                     b = _Batch(next_bid, m, size, reqs, dl, t, np.array([sm, l2, dr]), solo, work, work)
                     next_bid += 1
-                    gpu = self.gpus[g]
+                    gpu = self.gpus[gi]
                     if not gpu.running:
                         gpu.busy_since = t
                     gpu.running.append(b)
                     gpu.max_running = max(gpu.max_running, len(gpu.running))
                     self._set_rates(gpu)
                     self.batch_sizes.append(size)
-                    policy.on_start(g, b, t)
+                    policy.on_start(gi, b, t)
                     placed = True
                     break
                 if not placed:
@@ -456,8 +459,10 @@ def fit_pair_models(profiles: ProfileTable, spec: GpuSpec, *, seed: int = 0,
     res = simulate(model, batch, np.zeros(len(model)), gpu=gpu, spec=spec, profiles=profiles, queue=False, seed=seed)
     static, tw = transform_many([Static(feature_map="gpulets", combine="max", target="slowdown"),
                                  TimeWeighted(feature_map="rich", target="rate")], res.trace, profiles)
-    g = GpuletsModel(clip=True).fit(static.X, static.y)
-    r = RLS().fit(tw.X, tw.y)
+    g = GpuletsModel(clip=True)
+    g.fit(static.X, static.y)
+    r = RLS()
+    r.fit(tw.X, tw.y)
     return g, r
 
 
@@ -518,8 +523,10 @@ def simulate_serving(policy: str, load: float, *, requests: int, seed: int = 0, 
     elif policy == "fifo":
         pol = _Fifo(sim)
     elif policy == "gpulets":
+        assert pair_models is not None
         pol = _Gpulets(sim, pair_models[0], margin)
     elif policy == "tracker":
+        assert pair_models is not None
         warm = pair_models[1]
         shared = type(warm).from_state(warm.to_state())
         fleet = Fleet({str(g): ColocationTracker(profiles, shared, gpu=spec.name) for g in range(n_gpus)},
@@ -573,7 +580,8 @@ def run_e3(ctx: ReproduceContext) -> Section:
     """
     small = ctx.executions is not None  # the tests' size knob: few requests, the quick loads
     loads = list(E3_QUICK_LOADS if (ctx.quick or small) else E3_FULL_LOADS)
-    requests = ctx.executions if small else (E3_QUICK_REQUESTS if ctx.quick else E3_FULL_REQUESTS)
+    requests = ctx.executions if ctx.executions is not None else (
+        E3_QUICK_REQUESTS if ctx.quick else E3_FULL_REQUESTS)
     spec = get_gpu_spec(ctx.gpu)
     profiles = zoo_profiles(spec.name)
     ctx.progress("E3: fitting gpulets and the warm RLS on simulated pairs")
@@ -598,14 +606,16 @@ def run_e3(ctx: ReproduceContext) -> Section:
     fig = _plot(ctx, loads, results)
     err = [r.tracker_error for r in results["tracker"]]
     verdict = _verdict(goals) + "\n\n" + bound_verdict(bound := bound_goal(results, loads))
-    setup = (f"{E3_GPUS} simulated L4 GPUs (ground-truth contention, noise sigma={spec.sigma}), six zoo models, "
+    setup = (f"{E3_GPUS} simulated {spec.name.upper()} GPUs (ground-truth contention, noise sigma={spec.sigma}), "
+             "six zoo models, "
              f"{requests} Poisson requests per run, SLO = {E3_SLO_FACTOR:g} x solo latency at batch "
              f"{E3_SLO_BATCH}, dynamic batching up to {E3_MAX_BATCH}, at most {spec.max_concurrency} batches per GPU, "
              f"margin {E3_MARGIN:g} for (b) and (c); (e) is (c) admitting on the {E3_QUANTILE:g} latency bound of a "
              f"Calibrated RLS (ACI, {E3_BOUND_SCALE} scale, window {E3_BOUND_WINDOW}, fitted on the same pairs), margin "
              f"{E3_BOUND_MARGIN:g}; load = offered utilisation per GPU at batch size 1. "
              "See interfpred/experiments/scheduling.py for the exact rules.")
-    md = "\n\n".join([setup, markdown_table(header, rows), f"![SLO attainment against load]({fig})",
+    figure = f"![SLO attainment against load]({fig})" if fig is not None else _NO_MPL
+    md = "\n\n".join([setup, markdown_table(header, rows), figure,
                       "Tracker's mean absolute relative latency error per finished batch (before learning), "
                       "per load: " + ", ".join(f"{e:.3f}" for e in err if e is not None), verdict])
     terminal = "\n".join([setup, "", text_table(header, rows), "", verdict])
@@ -615,7 +625,7 @@ def run_e3(ctx: ReproduceContext) -> Section:
             "results": {p: [r.as_dict() for r in results[p]] for p in POLICIES}, "goals": goals,
             "bound_goal": bound}
     return Section(title="E3: SLO-aware scheduling with co-location", markdown=md, terminal=terminal,
-                   figures=[fig], data=data)
+                   figures=[fig] if fig is not None else [], data=data)
 
 
 def _verdict(goals: dict[str, Any]) -> str:
@@ -629,11 +639,13 @@ def _verdict(goals: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _plot(ctx: ReproduceContext, loads: list[float], results: dict[str, list[ServingResult]]) -> str:
-    import matplotlib
+def _plot(ctx: ReproduceContext, loads: list[float], results: dict[str, list[ServingResult]]) -> str | None:
+    """Draw the attainment figure; None (figure skipped) when matplotlib is not installed."""
+    from interfpred.experiments.paper import _pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
+    if plt is None:
+        return None
 
     name = "e3_slo_attainment.png"
     fig, ax = plt.subplots(figsize=(6, 4))

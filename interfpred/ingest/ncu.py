@@ -35,12 +35,12 @@ import csv
 import math
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 from pydantic import ValidationError
 
-from interfpred.constants import NCU_PERCENT_TOLERANCE, NCU_SNIFF_BYTES
+from interfpred.constants import NCU_PERCENT_TOLERANCE, NCU_SNIFF_BYTES, PROFILE_SIGNIFICANT_DIGITS
 from interfpred.errors import InputError, InterfpredError
 from interfpred.profiles import Profile
 
@@ -190,9 +190,10 @@ class KernelTable:
             arr.setflags(write=False)
 
     @classmethod
-    def from_columns(cls, *, name: Sequence[str], duration_ms: Sequence[float], sm: Sequence[float],
-                     l2: Sequence[float], dram: Sequence[float],
-                     identity: dict[str, Sequence[str]] | None = None,
+    def from_columns(cls, *, name: Sequence[str], duration_ms: Sequence[float] | np.ndarray,
+                     sm: Sequence[float] | np.ndarray, l2: Sequence[float] | np.ndarray,
+                     dram: Sequence[float] | np.ndarray,
+                     identity: Mapping[str, Sequence[str]] | None = None,
                      lines: Sequence[int] | None = None, path: str | os.PathLike[str] | None = None,
                      ) -> KernelTable:
         """Build a table from equal-length columns, checking every value."""
@@ -326,6 +327,8 @@ def profile_from_kernels(kernels: KernelTable, *, gpu: str, model: str, batch_si
 
     ``solo_ms`` is the summed kernel time divided by ``iterations`` (the number of batches the
     profiled run executed); the throughputs are duration-weighted means over the launches.
+    Every number is rounded to ``PROFILE_SIGNIFICANT_DIGITS`` significant digits (more than
+    Nsight prints), so a percentage of 10.877 becomes 0.10877, not 0.10876999999999999.
     ``kernel_filter`` and ``nvtx_filter`` (regular expressions, searched) keep only matching
     launches, e.g. one batch size's NVTX range of a run that profiled several.
 
@@ -353,10 +356,14 @@ def profile_from_kernels(kernels: KernelTable, *, gpu: str, model: str, batch_si
             f"({len(kernels)} launches, e.g. {str(kernels.name[0])!r})")
     d = selected.duration_ms
     total = float(d.sum())
-    values = {r: float(np.clip(np.dot(d, selected.column(r)) / total, 0.0, 1.0)) for r in ("sm", "l2", "dram")}
+    # Nsight prints at most about 7 significant digits: keep PROFILE_SIGNIFICANT_DIGITS, dropping the
+    # float noise of the unit conversion and the weighted mean (0.10876999999999999 -> 0.10877).
+    digits = PROFILE_SIGNIFICANT_DIGITS
+    values = {r: float(f"{float(np.clip(np.dot(d, selected.column(r)) / total, 0.0, 1.0)):.{digits}g}")
+              for r in ("sm", "l2", "dram")}
     try:
-        return Profile(gpu=gpu, model=model, batch_size=batch_size, solo_ms=total / int(iterations),
-                       **values)
+        return Profile(gpu=gpu, model=model, batch_size=batch_size,
+                       solo_ms=float(f"{total / int(iterations):.{digits}g}"), **values)
     except ValidationError as exc:
         parts = [f"{'.'.join(map(str, e['loc']))} {e.get('input')!r}: {e['msg']}" for e in exc.errors()]
         raise InterfpredError("invalid profile: " + "; ".join(parts)) from None
@@ -384,6 +391,12 @@ def read_kernels(path: str | os.PathLike[str]) -> KernelTable:
     (406240, 0.1512)
     """
     path_s = os.fspath(path)
+    if os.path.exists(path_s):  # a FIFO or device would block or never end
+        import stat
+
+        mode = os.stat(path_s).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise NcuFormatError("is not a regular file (a FIFO, socket or device)", path=path_s)
     if path_s.lower().endswith(".ncu-rep"):
         return _read_report(path_s)
     try:
@@ -598,7 +611,7 @@ def _read_raw(reader, header: list[str], offset: int, path: str) -> KernelTable:
     units = units + [""] * (len(header) - len(units))
     # For each quantity the candidate columns, best first.
     cands: list[list[int]] = []
-    for q, qname in enumerate(_QUANTITIES):
+    for q, _qname in enumerate(_QUANTITIES):
         present = sorted((_WANTED[h][1], i) for i, h in enumerate(header) if _WANTED.get(h, (-1,))[0] == q)
         cands.append([i for _, i in present])
     lo = max([max(ident_idx)] + [c for cs in cands for c in cs]) + 1
@@ -718,6 +731,6 @@ def _read_report(path: str) -> KernelTable:
             ident["id"].append(str(len(names) - 1))
     if not names:
         raise NcuFormatError(f"the report's {n_ranges} range(s) hold no kernel launches", path=path)
-    v = np.array(values, dtype=np.float64)
-    return KernelTable.from_columns(name=names, duration_ms=v[:, 0], sm=v[:, 1], l2=v[:, 2],
-                                    dram=v[:, 3], identity=ident, path=path)
+    arr = np.array(values, dtype=np.float64)
+    return KernelTable.from_columns(name=names, duration_ms=arr[:, 0], sm=arr[:, 1], l2=arr[:, 2],
+                                    dram=arr[:, 3], identity=ident, path=path)

@@ -1,14 +1,15 @@
 """Tidy CSV helpers for ingestion: run manifests in, profile tables out.
 
 A manifest lists profiled runs, one per row, with the columns
-``file,gpu,model,batch_size[,iterations][,kernel_filter][,nvtx_filter]``; relative file
-paths are resolved against the manifest's folder.
+``file,gpu,model,batch_size[,iterations][,kernel_filter][,nvtx_filter]``; file paths are
+relative to the manifest's folder and must stay inside it, and must name regular files.
 
 Examples
 --------
 >>> import pathlib, tempfile
 >>> folder = pathlib.Path(tempfile.mkdtemp())
 >>> _ = (folder / "runs.csv").write_text("file,gpu,model,batch_size,iterations\\nrun8.csv,l4,resnet50,8,10\\n")
+>>> _ = (folder / "run8.csv").write_text("")
 >>> [entry] = read_manifest(folder / "runs.csv")
 >>> entry.file == str(folder / "run8.csv"), entry.model, entry.batch_size, entry.iterations
 (True, 'resnet50', 8, 10)
@@ -16,18 +17,18 @@ Examples
 
 from __future__ import annotations
 
-import csv
 import os
+import stat
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
-from interfpred._io import read_text
-from interfpred.constants import NCU_EXAMPLE_FILE
+from interfpred._io import csv_rows, read_text
+from interfpred.constants import DEFAULT_SHARE, MAX_BATCH_SIZE, NCU_EXAMPLE_FILE
 from interfpred.errors import InputError, InterfpredError
 from interfpred.profiles import ProfileTable
 
-__all__ = ["ManifestEntry", "read_manifest", "write_profiles", "example_path"]
+__all__ = ["ManifestEntry", "ProfileConflict", "read_manifest", "write_profiles", "example_path"]
 
 _REQUIRED = ("file", "gpu", "model", "batch_size")
 _OPTIONAL = ("iterations", "kernel_filter", "nvtx_filter", "share")
@@ -75,15 +76,41 @@ def _positive_int(text: str, name: str, path: str, line: int) -> int:
         raise InputError(f"{name} {text!r} is not a number", path=path, line=line) from None
     if not value.is_integer() or value <= 0:
         raise InputError(f"{name} {text!r} must be a positive integer", path=path, line=line)
+    if value > MAX_BATCH_SIZE:
+        raise InputError(f"{name} {text!r} is larger than MAX_BATCH_SIZE={MAX_BATCH_SIZE}", path=path, line=line)
     return int(value)
 
 
+def _entry_path(file: str, base: Path, path: str, line: int) -> str:
+    """A manifest entry's file, resolved against the manifest's folder and confined to it."""
+    if os.path.isabs(file) or file.startswith("~"):
+        raise InputError(f"file {file!r} is an absolute path; manifest entries are relative to the manifest's "
+                         "folder", path=path, line=line)
+    full = os.path.normpath(os.path.join(base, file))
+    if os.path.commonpath([full, str(base)]) != str(base):
+        raise InputError(f"file {file!r} leaves the manifest's folder {str(base)!r}; entries must lie inside it",
+                         path=path, line=line)
+    try:
+        st = os.stat(full)
+    except OSError as exc:
+        raise InputError(f"file {file!r}: {exc.strerror}", path=path, line=line) from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file (a FIFO, socket or device)"
+        raise InputError(f"file {file!r} is {kind}", path=path, line=line)
+    return full
+
+
 def read_manifest(path: str | os.PathLike[str]) -> list[ManifestEntry]:
-    """Read a run manifest (``file,gpu,model,batch_size[,iterations][,share]``), checking every row."""
+    """Read a run manifest (``file,gpu,model,batch_size[,iterations][,share]``), checking every row.
+
+    Each entry's ``file`` is resolved against the manifest's folder and must lie inside it
+    (no absolute paths, no ``..`` out of the folder) and be a regular file (a FIFO would block
+    the reader for ever); any other entry is refused naming the manifest's line.
+    """
     path_s = os.fspath(path)
     base = Path(path_s).resolve().parent
     text = read_text(path_s, "a manifest CSV")
-    reader = csv.reader(text.splitlines())
+    reader = csv_rows(text, path=path_s)
     header: list[str] = []
     for header in reader:
         if any(h.strip() for h in header):
@@ -110,13 +137,11 @@ def read_manifest(path: str | os.PathLike[str]) -> list[ManifestEntry]:
         for name in ("file", "gpu", "model"):
             if not cells[name]:
                 raise InputError(f"{name} is empty", path=path_s, line=line)
-        file = cells["file"]
-        if not os.path.isabs(file):
-            file = str(base / file)
+        batch_size = _positive_int(cells["batch_size"], "batch_size", path_s, line)
+        iterations = _positive_int(cells.get("iterations") or "1", "iterations", path_s, line)
+        file = _entry_path(cells["file"], base, path_s, line)
         entries.append(ManifestEntry(
-            file=file, gpu=cells["gpu"], model=cells["model"],
-            batch_size=_positive_int(cells["batch_size"], "batch_size", path_s, line),
-            iterations=_positive_int(cells.get("iterations") or "1", "iterations", path_s, line),
+            file=file, gpu=cells["gpu"], model=cells["model"], batch_size=batch_size, iterations=iterations,
             kernel_filter=cells.get("kernel_filter") or None,
             nvtx_filter=cells.get("nvtx_filter") or None,
             line=line,
@@ -125,6 +150,72 @@ def read_manifest(path: str | os.PathLike[str]) -> list[ManifestEntry]:
     if not entries:
         raise InputError("manifest lists no runs", path=path_s)
     return entries
+
+
+class ProfileConflict(InputError):
+    """A new profile disagrees with the one already in a profile file.
+
+    ``key`` is ``(gpu, model, batch_size, share)``.
+    """
+
+    def __init__(self, message: str, *, path: str | os.PathLike[str], line: int | None,
+                 key: tuple[str, str, int, float]) -> None:
+        super().__init__(message, path=path, line=line)
+        self.key = key
+
+
+def _same(a: float | None, b: float | None) -> bool:
+    """Whether two profile values agree (both missing counters agree; one missing does not)."""
+    import math
+
+    from interfpred.constants import PROFILE_DUPLICATE_RTOL
+
+    if a is None or b is None:
+        return a is None and b is None
+    return math.isclose(a, b, rel_tol=PROFILE_DUPLICATE_RTOL, abs_tol=0.0)
+
+
+def _check_no_conflict(existing: ProfileTable, new: ProfileTable, path: str | os.PathLike[str]) -> None:
+    """Raise :class:`ProfileConflict` naming the file's line when a new profile disagrees with it."""
+    old = {(p.gpu, p.model, p.batch_size, p.share): p for p in existing}
+    for p in new:
+        key = (p.gpu, p.model, p.batch_size, p.share)
+        q = old.get(key)
+        if q is None:
+            continue
+        diff = [f"{name} {getattr(q, name)!r} in the file vs {getattr(p, name)!r} new"
+                for name in ("solo_ms", "sm", "l2", "dram") if not _same(getattr(q, name), getattr(p, name))]
+        if diff:
+            line = _line_of(path, key)
+            share = "" if p.share == DEFAULT_SHARE else f", share={p.share:g}"
+            raise ProfileConflict(f"cannot append: the profile for (gpu={key[0]!r}, model={key[1]!r}, "
+                                  f"batch_size={key[2]}{share}) here conflicts with the new one: {'; '.join(diff)}; "
+                                  "the file is unchanged (use --overwrite to replace it)",
+                                  path=path, line=line, key=key)
+
+
+def _line_of(path: str | os.PathLike[str], key: tuple[str, str, int, float]) -> int | None:
+    """Line of the profile file holding ``key`` (the header tells the columns)."""
+    rows = csv_rows(read_text(path), path=path)
+    header: list[str] = []
+    for header in rows:
+        if any(h.strip() for h in header):
+            break
+    header = [h.strip() for h in header]
+    try:
+        ig, im, ib = header.index("gpu"), header.index("model"), header.index("batch_size")
+    except ValueError:
+        return None
+    isx = header.index("share") if "share" in header else None
+    for row in rows:
+        if len(row) == len(header) and (row[ig].strip(), row[im].strip()) == key[:2]:
+            try:
+                share = DEFAULT_SHARE if isx is None or not row[isx].strip() else float(row[isx])
+                if float(row[ib]) == key[2] and share == key[3]:
+                    return rows.line_num
+            except ValueError:
+                continue
+    return None
 
 
 def write_profiles(table: ProfileTable, path: str | os.PathLike[str], *, append: bool = False) -> ProfileTable:
@@ -147,6 +238,7 @@ def write_profiles(table: ProfileTable, path: str | os.PathLike[str], *, append:
     """
     if append and os.path.exists(path):
         existing = ProfileTable.from_csv(path)
+        _check_no_conflict(existing, table, path)
         try:
             table = existing.merge(table)
         except InterfpredError as exc:

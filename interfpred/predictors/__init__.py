@@ -10,8 +10,8 @@ from interfpred.predictors.base import (
     register,
     registered,
 )
-from interfpred.predictors.calibrated import Calibrated
 from interfpred.predictors.baselines import GlobalMean, NoInterference, PairMean
+from interfpred.predictors.calibrated import Calibrated
 from interfpred.predictors.gpulets import GpuletsModel, gpulets_utilisation
 from interfpred.predictors.linear import OfflineLinear
 from interfpred.predictors.rls import RLS

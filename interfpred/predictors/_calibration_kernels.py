@@ -20,7 +20,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+
+from interfpred._jit import njit
 
 HEADER = 4
 

@@ -7,7 +7,10 @@ touching the state, which is cheaper than validating in Python on the hot path.
 
 Status codes: ``OK`` = 0, ``BAD_WIDTH`` = 1, ``BAD_X`` = 2 (NaN/inf in X), ``BAD_Y`` = 3
 (NaN/inf in y), ``NOT_PD`` = 4 (the innovation variance f + x'Px is not finite and
-positive: the covariance has wound up or lost definiteness; the update is refused).
+positive: the covariance has wound up or lost definiteness; the update is refused),
+``X_RANGE`` = 5 (a feature beyond ``FEATURE_ABS_MAX``), ``Y_RANGE`` = 6 (a target beyond
+``TARGET_ABS_MAX``), ``NONFINITE`` = 7 (the update would make the state non-finite, or the
+covariance's diagonal non-positive; the state is restored).
 
 RLS buffer layout (``m`` = number of weights = d + fit_intercept)::
 
@@ -27,13 +30,18 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+
+from interfpred._jit import njit
+from interfpred.constants import FEATURE_ABS_MAX, TARGET_ABS_MAX
 
 OK = 0
 BAD_WIDTH = 1
 BAD_X = 2
 BAD_Y = 3
 NOT_PD = 4
+X_RANGE = 5
+Y_RANGE = 6
+NONFINITE = 7
 
 RLS_HEADER = 8
 SGD_HEADER = 8
@@ -42,6 +50,31 @@ SCHED_CONSTANT = 0
 SCHED_INVSCALING = 1
 SCHED_NLMS = 2
 SCHED_ADAGRAD = 3
+
+
+def status_error(status: int, row: int | None = None, *, kind: str = "RLS") -> Exception:
+    """The :class:`~interfpred.errors.InterfpredError` for a kernel's status code (not OK)."""
+    from interfpred.errors import InterfpredError
+
+    where = "" if row is None else f" (row {row})"
+    if status == BAD_WIDTH:
+        return InterfpredError("X has the wrong number of features")
+    if status == BAD_X:
+        return InterfpredError(f"X contains NaN or inf{where}; features must be finite")
+    if status == BAD_Y:
+        return InterfpredError(f"y contains NaN or inf{where}; targets must be finite")
+    if status == X_RANGE:
+        return InterfpredError(f"X has a feature beyond +-{FEATURE_ABS_MAX:g}{where}; refused as non-physical "
+                               "(the state is unchanged)")
+    if status == Y_RANGE:
+        return InterfpredError(f"y is beyond +-{TARGET_ABS_MAX:g}{where}; a slowdown or rate that large is "
+                               "non-physical (a glitched timer?); refused, the state is unchanged")
+    if status == NONFINITE and kind != "RLS":
+        return InterfpredError(f"{kind} update would make the learned state non-finite{where}; refused, the "
+                               "state is unchanged (reduce the learning rate or check the input's scale)")
+    return InterfpredError(
+        f"RLS covariance wound up or lost positive definiteness, or the state would become non-finite{where}; "
+        "the update was refused (use stabilize=True, the default, to prevent windup; check the input's scale)")
 
 
 # ----------------------------------------------------------------------------- RLS
@@ -145,7 +178,30 @@ def _check_row(buf, x, y):
             return BAD_X
     if not math.isfinite(y):
         return BAD_Y
+    for i in range(d):
+        if abs(x[i]) > FEATURE_ABS_MAX:
+            return X_RANGE
+    if abs(y) > TARGET_ABS_MAX:
+        return Y_RANGE
     return OK
+
+
+@njit(cache=True)
+def _rls_state_ok(buf, m):
+    """Whether w, P and the noise estimate are finite and P's diagonal positive."""
+    if not math.isfinite(buf[5]):
+        return False
+    wo = RLS_HEADER
+    po = wo + 2 * m
+    for i in range(m):
+        if not math.isfinite(buf[wo + i]):
+            return False
+        if not buf[po + i * m + i] > 0.0:
+            return False
+    for k in range(m * m):
+        if not math.isfinite(buf[po + k]):
+            return False
+    return True
 
 
 @njit(cache=True)
@@ -154,7 +210,14 @@ def rls_update_one(buf, x, y):
     status = _check_row(buf, x, y)
     if status != OK:
         return status
-    return _rls_step(buf, int(buf[1]), x, y)
+    m = int(buf[1])
+    saved = buf.copy()
+    status = _rls_step(buf, m, x, y)
+    if status == OK and not _rls_state_ok(buf, m):
+        status = NONFINITE
+    if status != OK:
+        buf[:] = saved
+    return status
 
 
 @njit(cache=True)
@@ -166,6 +229,11 @@ def _check_rows(X, y):
                 return BAD_X * 4294967296 + r
         if not math.isfinite(y[r]):
             return BAD_Y * 4294967296 + r
+        for i in range(X.shape[1]):
+            if abs(X[r, i]) > FEATURE_ABS_MAX:
+                return X_RANGE * 4294967296 + r
+        if abs(y[r]) > TARGET_ABS_MAX:
+            return Y_RANGE * 4294967296 + r
     return OK
 
 
@@ -181,6 +249,8 @@ def rls_update_many(buf, X, y):
         return status
     for r in range(n):
         st = _rls_step(buf, m, X[r], y[r])
+        if st == OK and not _rls_state_ok(buf, m):
+            st = NONFINITE
         if st != OK:
             return st * 4294967296 + r
     return OK
@@ -288,19 +358,34 @@ def _sgd_step(buf, m, d, x, y, z):
 
 
 @njit(cache=True)
+def _sgd_state_ok(buf):
+    """Whether every learned value (weights, AdaGrad sums, running moments) is finite."""
+    for k in range(SGD_HEADER, buf.shape[0]):
+        if not math.isfinite(buf[k]):
+            return False
+    return True
+
+
+@njit(cache=True)
 def sgd_update_one(buf, x, y):
+    """Validate one row then update; on a non-finite result restore the state; status code."""
     status = _check_row(buf, x, y)
     if status != OK:
         return status
     m = int(buf[1])
     d = int(buf[2])
     z = np.empty(m)
+    saved = buf.copy()
     _sgd_step(buf, m, d, x, y, z)
+    if not _sgd_state_ok(buf):
+        buf[:] = saved
+        return NONFINITE
     return OK
 
 
 @njit(cache=True)
 def sgd_update_many(buf, X, y):
+    """Validate all rows, then update; ``status * 2**32 + row`` (the caller restores the state)."""
     m = int(buf[1])
     d = int(buf[2])
     n = X.shape[0]
@@ -310,6 +395,8 @@ def sgd_update_many(buf, X, y):
     z = np.empty(m)
     for r in range(n):
         _sgd_step(buf, m, d, X[r], y[r], z)
+        if not _sgd_state_ok(buf):
+            return NONFINITE * 4294967296 + r
     return OK
 
 

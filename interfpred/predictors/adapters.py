@@ -8,8 +8,9 @@
   ``partial_fit``, ``clone``, pipelines, grid search).  Both pass their library's own
   estimator-check suite (tests/test_adapters.py).
 
-Adapters' state files embed the wrapped object pickled (base64) inside the JSON: load them
-only from trusted sources, as with any pickle.
+Adapters' state files embed the wrapped object pickled (base64) inside the JSON. Unpickling
+runs code named by the file, so loading such a state is refused unless the caller passes
+``trusted=True`` (CLI ``--trust-model-file``); native predictors never use pickle.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ def _default_predictor() -> BasePredictor:
 class _WrappedPredictor(BasePredictor):
     """Shared persistence of the wrappers: the wrapped estimator travels pickled in the JSON."""
 
+    stores_pickle = True
+
     def _get_state(self) -> dict[str, Any]:
         return {"pickle": base64.b64encode(pickle.dumps(self)).decode("ascii")}
 
@@ -55,12 +58,23 @@ class _WrappedPredictor(BasePredictor):
         }
 
     @classmethod
-    def from_state(cls, state: dict[str, Any], *, source: str = "state") -> BasePredictor:
-        if not isinstance(state, dict) or state.get("schema_version") != SCHEMA_VERSION:
+    def from_state(cls, state: Any, *, source: str = "state", trusted: bool = False) -> BasePredictor:
+        """Restore a wrapped model; refused unless ``trusted`` (the state is a pickle, which runs code)."""
+        from interfpred.schema import check_predictor_file
+
+        if not isinstance(state, dict):
+            raise InterfpredError(f"{source}: expected a JSON object, got {type(state).__name__}")
+        check_predictor_file(state, source=source)
+        if state.get("schema_version") != SCHEMA_VERSION:
             raise InterfpredError(f"{source}: missing or unsupported schema_version")
+        if not trusted:
+            raise InterfpredError(
+                f"{source}: holds a pickled {state.get('kind')} model, and loading a pickle runs any code the "
+                "file contains; refused. Load it only if you wrote the file yourself: pass trusted=True "
+                "(CLI: --trust-model-file)")
         if cls is not BasePredictor and cls is not _WrappedPredictor and state.get("kind") != cls.kind:
             raise InterfpredError(f"{source}: holds a predictor of kind {state.get('kind')!r}, not {cls.kind!r}")
-        target = registered().get(state.get("kind")) if cls in (BasePredictor, _WrappedPredictor) else cls
+        target = registered().get(str(state.get("kind"))) if cls in (BasePredictor, _WrappedPredictor) else cls
         if target is None or not issubclass(target, _WrappedPredictor):
             raise InterfpredError(f"{source}: restored object does not match kind or width")
         obj = target.__new__(target)  # the whole object comes from the pickle, not from params
@@ -102,7 +116,7 @@ class RiverRegressor(_WrappedPredictor):
     def __init__(self, *, model: Any = None) -> None:
         self.model = model
         self._check_params()
-        self._est = None
+        self._est: Any = None
         self._d = None
         self._n = 0
 
@@ -143,8 +157,8 @@ class SklearnRegressor(_WrappedPredictor):
     """Any scikit-learn regressor as an interfpred predictor.
 
     ``fit`` fits a clone of ``estimator``; ``update`` calls ``partial_fit`` when the estimator
-    has it (``learns_online`` is then true) and otherwise validates its input and learns
-    nothing, like :class:`~interfpred.OfflineLinear`.
+    has it (``learns_online`` is then true) and otherwise raises
+    :class:`~interfpred.errors.FrozenPredictorError`, like :class:`~interfpred.OfflineLinear`.
 
     Examples
     --------
@@ -168,7 +182,7 @@ class SklearnRegressor(_WrappedPredictor):
     def __init__(self, *, estimator: Any = None) -> None:
         self.estimator = estimator
         self._check_params()
-        self._est = None
+        self._est: Any = None
         self._d = None
         self._fitted = False
 
@@ -203,11 +217,14 @@ class SklearnRegressor(_WrappedPredictor):
     def update(self, X: Any, y: Any) -> None:
         """``partial_fit`` on the rows (or validate and learn nothing without it)."""
         if not self.learns_online:
+            from interfpred.errors import FrozenPredictorError
             from interfpred.predictors.base import as_rows, as_targets
 
             Xa, single = as_rows(X, width=self._d)
             as_targets(y, Xa.shape[0], single)
-            return
+            raise FrozenPredictorError(
+                f"{type(self.estimator).__name__} has no partial_fit, so update() cannot learn online; refit "
+                "with fit(X, y) on all the data, or wrap an estimator with partial_fit (SGDRegressor)")
         BasePredictor.update(self, X, y)
 
     def _predict_rows(self, X: np.ndarray) -> np.ndarray:
@@ -263,13 +280,21 @@ class RiverFacade(_RiverRegressorBase):
         yield {"predictor": OnlineSGD(standardize=True)}
 
     def _vector(self, x: dict) -> np.ndarray:
-        out = np.zeros(len(self._features))
-        for i, k in enumerate(self._features):
+        features = self._features or ()
+        out = np.zeros(len(features))
+        for i, k in enumerate(features):
             v = x.get(k, 0.0)
             out[i] = v if v is not None else 0.0
         return out
 
     def learn_one(self, x: dict, y: float) -> None:
+        """Learn one observation; a frozen (offline) predictor is refused with FrozenPredictorError."""
+        if not getattr(self.predictor or _default_predictor(), "learns_online", True):
+            from interfpred.errors import FrozenPredictorError
+
+            raise FrozenPredictorError(
+                f"RiverFacade needs an online predictor; {type(self.predictor).__name__} is frozen and "
+                "cannot learn_one (use RLS or OnlineSGD)")
         if self._features is None:
             try:
                 features = tuple(sorted(x))
@@ -279,6 +304,7 @@ class RiverFacade(_RiverRegressorBase):
             model.update(np.array([float(x[k]) for k in features]), float(y))
             self._features, self._model = features, model
             return
+        assert self._model is not None  # set together with _features
         self._model.update(self._vector(x), float(y))
 
     def predict_one(self, x: dict) -> float:
@@ -289,15 +315,27 @@ class RiverFacade(_RiverRegressorBase):
 
 try:
     from sklearn.base import BaseEstimator, RegressorMixin
+    from sklearn.utils.metaestimators import available_if
 except ImportError:  # pragma: no cover
-    BaseEstimator = RegressorMixin = object  # type: ignore[misc,assignment]
+    BaseEstimator = RegressorMixin = object
+
+    def available_if(check: Any) -> Any:
+        return lambda fn: fn
+
+
+def _learns_online(facade: Any) -> bool:
+    """Whether the facade's predictor learns online (``partial_fit`` exists only then)."""
+    p = facade.predictor if facade.predictor is not None else _default_predictor()
+    return bool(getattr(p, "learns_online", True))
 
 
 class SklearnFacade(RegressorMixin, BaseEstimator):
     """An interfpred predictor as a scikit-learn regressor (fit / predict / partial_fit).
 
-    ``fit`` trains a fresh clone of ``predictor``; ``partial_fit`` keeps learning (online
-    predictors) so the facade works in pipelines, ``clone``, grid search and out-of-core loops.
+    ``fit`` trains a fresh clone of ``predictor``; ``partial_fit`` keeps learning so the facade
+    works in pipelines, ``clone``, grid search and out-of-core loops. A frozen predictor
+    (``OfflineLinear``, ``GpuletsModel``) has no ``partial_fit`` here, as scikit-learn's own
+    offline estimators have none.
 
     Parameters
     ----------
@@ -332,7 +370,9 @@ class SklearnFacade(RegressorMixin, BaseEstimator):
         self.model_ = model
         return self
 
+    @available_if(_learns_online)
     def partial_fit(self, X: Any, y: Any) -> SklearnFacade:
+        """Keep learning from more rows (only offered when the predictor learns online)."""
         from sklearn.utils.validation import validate_data
 
         first = not hasattr(self, "model_")

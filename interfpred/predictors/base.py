@@ -31,7 +31,7 @@ import inspect
 import json
 import math
 import os
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, cast, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -78,13 +78,13 @@ class Predictor(Protocol):
         """This predictor (a fresh clone) as a river regressor (:class:`~interfpred.predictors.adapters.RiverFacade`)."""
         from interfpred.predictors.adapters import RiverFacade
 
-        return RiverFacade(predictor=self.clone())
+        return RiverFacade(predictor=cast("BasePredictor", self.clone()))
 
     def as_sklearn(self) -> Any:
         """This predictor (a fresh clone) as a scikit-learn regressor (:class:`~interfpred.predictors.adapters.SklearnFacade`)."""
         from interfpred.predictors.adapters import SklearnFacade
 
-        return SklearnFacade(predictor=self.clone())
+        return SklearnFacade(predictor=cast("BasePredictor", self.clone()))
 
     def save(self, path: str | os.PathLike[str]) -> None: ...
 
@@ -133,6 +133,29 @@ def as_targets(y: Any, n: int, single: bool) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
+def check_learnable(X: np.ndarray, y: np.ndarray) -> None:
+    """Refuse rows a predictor should not learn from: features beyond ``FEATURE_ABS_MAX`` or
+    targets beyond ``TARGET_ABS_MAX`` (non-physical; they would overflow the learned state).
+
+    Examples
+    --------
+    >>> check_learnable(np.array([[0.5]]), np.array([1e300]))
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: y[0] = 1e+300 is beyond +-1000; a slowdown or rate that large is non-physical (a glitched timer?); refused, the state is unchanged
+    """
+    from interfpred.constants import FEATURE_ABS_MAX, TARGET_ABS_MAX
+
+    if X.size and np.abs(X).max() > FEATURE_ABS_MAX:
+        r, c = np.argwhere(np.abs(X) > FEATURE_ABS_MAX)[0]
+        raise InterfpredError(f"X[{r}, {c}] = {X[r, c]:g} is beyond +-{FEATURE_ABS_MAX:g}; refused as non-physical "
+                              "(the state is unchanged)")
+    if y.size and np.abs(y).max() > TARGET_ABS_MAX:
+        i = int(np.argmax(np.abs(y) > TARGET_ABS_MAX))
+        raise InterfpredError(f"y[{i}] = {y[i]:g} is beyond +-{TARGET_ABS_MAX:g}; a slowdown or rate that large is "
+                              "non-physical (a glitched timer?); refused, the state is unchanged")
+
+
 # ----------------------------------------------------------------------------- base class
 
 
@@ -154,6 +177,8 @@ class BasePredictor(abc.ABC):
     #: :class:`~interfpred.entities.Entities` table naming the models each row involves).
     #: Callers pass entities only to predictors that set this; the others never see them.
     uses_entities: ClassVar[bool] = False
+    #: Whether saved states hold a pickle (wrapped third-party models): loading them needs ``trusted=True``.
+    stores_pickle: ClassVar[bool] = False
     #: Parameter sets the shared contract suite runs this predictor with.
     _test_params: ClassVar[list[dict[str, Any]]] = [{}]
 
@@ -225,6 +250,7 @@ class BasePredictor(abc.ABC):
         """Forget everything, then learn from ``X`` (n, d) and ``y`` (n,); returns self."""
         Xa, single = as_rows(X, width=self.fixed_width)
         ya = as_targets(y, Xa.shape[0], single)
+        check_learnable(Xa, ya)
         saved = self.__dict__.copy()
         try:
             self._allocate(Xa.shape[1])
@@ -242,6 +268,7 @@ class BasePredictor(abc.ABC):
         """Learn from rows ``X`` (n, d) with ``y`` (n,), or one row (d,) with a float."""
         Xa, single = as_rows(X, width=self._width())
         ya = as_targets(y, Xa.shape[0], single)
+        check_learnable(Xa, ya)
         if self._d is None:
             self._allocate(Xa.shape[1])
         self._learn(Xa, ya)
@@ -268,10 +295,17 @@ class BasePredictor(abc.ABC):
         }
 
     @classmethod
-    def from_state(cls, state: dict[str, Any], *, source: str = "state") -> BasePredictor:
-        """Rebuild a predictor from :meth:`to_state`'s dict (checks kind, version and width)."""
+    def from_state(cls, state: Any, *, source: str = "state", trusted: bool = False) -> BasePredictor:
+        """Rebuild a predictor from :meth:`to_state`'s dict (checks format, kind, version and width).
+
+        ``trusted`` allows states of wrapped river / scikit-learn models, which are pickled and
+        so run code from the file when restored (see :func:`load_predictor`).
+        """
         if not isinstance(state, dict):
             raise InterfpredError(f"{source}: expected a JSON object, got {type(state).__name__}")
+        from interfpred.schema import check_predictor_file
+
+        check_predictor_file(state, source=source)
         version = state.get("schema_version")
         if version != SCHEMA_VERSION:
             raise InterfpredError(
@@ -280,8 +314,9 @@ class BasePredictor(abc.ABC):
         if cls is not BasePredictor and kind != cls.kind:
             raise InterfpredError(f"{source}: holds a predictor of kind {kind!r}, not {cls.kind!r}")
         target = _lookup(kind, source=source) if cls is BasePredictor else cls
-        if cls is BasePredictor and target.from_state.__func__ is not BasePredictor.from_state.__func__:
-            return target.from_state(state, source=source)  # predictors with their own state format
+        if cls is BasePredictor and _overrides_from_state(target):
+            # predictors with their own state format
+            return target.from_state(state, source=source, trusted=trusted)
         params = state.get("params")
         if not isinstance(params, dict):
             raise InterfpredError(f"{source}: 'params' must be an object, got {params!r}")
@@ -323,9 +358,19 @@ class BasePredictor(abc.ABC):
         atomic_write_text(path, json.dumps(self.to_state(), allow_nan=False))
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> BasePredictor:
-        """Read a file written by :meth:`save` (refuses another kind, version or width)."""
-        return cls.from_state(read_json(path), source=os.fspath(path))
+    def load(cls, path: str | os.PathLike[str], *, trusted: bool = False) -> BasePredictor:
+        """Read a file written by :meth:`save` (refuses another kind, version or width).
+
+        ``trusted=True`` is needed for wrapped river / scikit-learn models (pickled: see
+        :func:`load_predictor`).
+        """
+        return cls.from_state(read_json(path), source=os.fspath(path), trusted=trusted)
+
+
+def _overrides_from_state(target: type[BasePredictor]) -> bool:
+    """Whether ``target`` (a subclass) has its own ``from_state`` (predictors with their own state format)."""
+    mro = target.__mro__
+    return any("from_state" in vars(k) for k in mro[:mro.index(BasePredictor)])
 
 
 def _state_array(state: dict[str, Any], key: str, length: int) -> np.ndarray:
@@ -431,13 +476,30 @@ def make_predictor(kind: str | PredictorSpec | dict[str, Any], **params: Any) ->
     return cls(**params)
 
 
-def predictor_from_state(state: dict[str, Any], *, source: str = "state") -> BasePredictor:
-    """Rebuild any predictor from its :meth:`BasePredictor.to_state` dict (dispatch on kind)."""
-    return BasePredictor.from_state(state, source=source)
+def predictor_from_state(state: dict[str, Any], *, source: str = "state", trusted: bool = False) -> BasePredictor:
+    """Rebuild any predictor from its :meth:`BasePredictor.to_state` dict (dispatch on kind).
+
+    ``trusted`` as in :func:`load_predictor`.
+    """
+    return BasePredictor.from_state(state, source=source, trusted=trusted)
 
 
-def load_predictor(path: str | os.PathLike[str]) -> BasePredictor:
+def load_predictor(path: str | os.PathLike[str], *, trusted: bool = False) -> BasePredictor:
     """Read any saved predictor, dispatching on the kind recorded in the file.
+
+    Native predictors (RLS, OnlineSGD, OfflineLinear, GpuletsModel) are stored as plain
+    numbers and are safe to load from anywhere.  Wrapped river and scikit-learn models
+    (``kind`` ``"river"`` or ``"sklearn"``) are stored pickled, and unpickling runs whatever
+    code the file names: they are refused unless ``trusted=True``, which you should pass only
+    for files you wrote yourself.  Files are validated against
+    :class:`~interfpred.schema.PredictorFile` and capped in size and nesting first.
+
+    Parameters
+    ----------
+    path
+        The JSON file.
+    trusted
+        Allow a pickled wrapped model to be restored (runs code from the file).
 
     Examples
     --------
@@ -448,4 +510,4 @@ def load_predictor(path: str | os.PathLike[str]) -> BasePredictor:
     >>> load_predictor(path)
     RLS(forgetting=0.9)
     """
-    return BasePredictor.load(path)
+    return BasePredictor.load(path, trusted=trusted)

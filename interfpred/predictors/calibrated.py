@@ -240,8 +240,8 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
 
     # ------------------------------------------------------------------ state
     def _reset(self) -> None:
-        self._inner: BasePredictor | None = None
-        self._state: np.ndarray | None = None
+        self._inner: Any = None          # the trained wrapped predictor (None before fit/update)
+        self._state: Any = None          # (groups, row) float array (None before fit/update)
         self._group_index: dict[str, int] = {}
         self._group_names: list[str] = []
         self._yq: np.ndarray | None = None
@@ -279,7 +279,7 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
             raise InterfpredError(f"entities has {len(entities)} rows, X has {n}")
         return entities
 
-    def _mean_scale(self, p: BasePredictor, X: np.ndarray, ent: Entities | None) -> tuple[np.ndarray, np.ndarray]:
+    def _mean_scale(self, p: Any, X: np.ndarray, ent: Entities | None) -> tuple[np.ndarray, np.ndarray]:
         kw = self._kw(ent)
         if self._scale_mode == "std":
             mean, std = p.predict(X, return_std=True, **kw)
@@ -339,7 +339,7 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
             raise
         return self
 
-    def _prequential_scores(self, p: BasePredictor, X: np.ndarray, y: np.ndarray, ent: Entities | None) -> np.ndarray:
+    def _prequential_scores(self, p: Any, X: np.ndarray, y: np.ndarray, ent: Entities | None) -> np.ndarray:
         """Scores of each row before ``p`` learns from it (``p`` is updated)."""
         n = X.shape[0]
         if not p.learns_online:             # frozen: its predictions do not move, it is never updated

@@ -8,7 +8,7 @@ and every group's calibration row (window, levels, thresholds, counts), all as J
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from interfpred.predictors.base import (
     PredictorSpec,
     predictor_from_state,
 )
+from interfpred.schema import check_predictor_file
 
 __all__ = ["CalibratedStateMixin"]
 
@@ -33,10 +34,11 @@ def _is_int(v: Any) -> bool:
 class CalibratedStateMixin:
     """Views and persistence for the Calibrated wrapper (which provides the attributes used here)."""
 
-    kind: str
-    _d: int | None
-    _levels: np.ndarray
-    _state: np.ndarray | None
+    kind: ClassVar[str]
+    _d: int | None = None
+
+    if TYPE_CHECKING:  # the wrapper provides every other attribute and method used here
+        def __getattr__(self, name: str) -> Any: ...
 
     # ------------------------------------------------------------------ read-only views
     def _group_row(self, group: str | None) -> np.ndarray:
@@ -92,7 +94,7 @@ class CalibratedStateMixin:
     @property
     def train_quantiles_(self) -> dict[float, float] | None:
         """Empirical quantiles of ``fit``'s targets per level (None before fit): the trivial bound."""
-        return None if self._yq is None else dict(zip(self.levels_, self._yq.tolist()))
+        return None if self._yq is None else dict(zip(self.levels_, [float(v) for v in self._yq]))
 
     # ------------------------------------------------------------------ persistence
     def _param_state(self) -> dict[str, Any]:
@@ -111,24 +113,31 @@ class CalibratedStateMixin:
     def to_state(self) -> dict[str, Any]:
         """A JSON-able dict: kind, schema version, parameters, the wrapped predictor and the calibration."""
         params = {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.get_params().items() if k != "predictor"}
-        return {"schema_version": SCHEMA_VERSION, "kind": self.kind, "params": params,
-                "predictor": self._param_state(), "n_features_in": self._d,
+        params["predictor"] = self._param_state()   # its spec, or its own saved state
+        return {"schema_version": SCHEMA_VERSION, "kind": self.kind, "params": params, "n_features_in": self._d,
                 "state": None if self._d is None else self._get_state()}
 
     @classmethod
-    def from_state(cls, state: dict[str, Any], *, source: str = "state") -> Any:
-        """Rebuild from :meth:`to_state`'s dict (checks kind, version, levels and shapes)."""
+    def from_state(cls, state: dict[str, Any], *, source: str = "state", trusted: bool = False) -> Any:
+        """Rebuild from :meth:`to_state`'s dict (checks kind, version, levels and shapes).
+
+        ``trusted`` is passed on to the wrapped predictor's state (needed for pickled river /
+        scikit-learn models, as in :func:`~interfpred.predictors.load_predictor`).
+        """
         if not isinstance(state, dict) or state.get("schema_version") != SCHEMA_VERSION:
             raise InterfpredError(f"{source}: missing or unsupported schema_version (this interfpred reads "
                                   f"{SCHEMA_VERSION})")
         if state.get("kind") != cls.kind:
             raise InterfpredError(f"{source}: holds a predictor of kind {state.get('kind')!r}, not {cls.kind!r}")
-        params, wrapped = state.get("params"), state.get("predictor")
-        if not isinstance(params, dict) or not isinstance(wrapped, dict):
-            raise InterfpredError(f"{source}: 'params' and 'predictor' must be objects")
+        check_predictor_file(state, source=source)
+        params = dict(state["params"])
+        wrapped = params.pop("predictor", {"spec": None})
+        if not isinstance(wrapped, dict):
+            raise InterfpredError(f"{source}: params.predictor must be an object, got {wrapped!r}")
         try:
-            p = wrapped["spec"] if "spec" in wrapped else predictor_from_state(wrapped["state"], source=source)
-            obj = cls(p, **params)
+            p = wrapped["spec"] if "spec" in wrapped else predictor_from_state(wrapped["state"], source=source,
+                                                                                        trusted=trusted)
+            obj = cast(Any, cls)(p, **params)
         except (TypeError, KeyError, InterfpredError) as exc:
             raise InterfpredError(f"{source}: bad parameters for 'calibrated': {exc}") from None
         d = state.get("n_features_in")
@@ -136,13 +145,16 @@ class CalibratedStateMixin:
             if not _is_int(d) or d < 1:
                 raise InterfpredError(f"{source}: n_features_in {d!r} must be a positive integer")
             try:
-                obj._set_state(state.get("state"), d)
+                obj._restore(state["state"], d, trusted)
             except (KeyError, TypeError, ValueError) as exc:
                 raise InterfpredError(f"{source}: bad calibrated state: {exc}") from None
         return obj
 
     def _set_state(self, state: dict[str, Any], d: int) -> None:
-        inner = predictor_from_state(state["inner"])
+        self._restore(state, d, False)
+
+    def _restore(self, state: dict[str, Any], d: int, trusted: bool) -> None:
+        inner = predictor_from_state(state["inner"], trusted=trusted)
         if inner.n_features_in_ not in (None, d):
             raise InterfpredError(f"the wrapped predictor takes {inner.n_features_in_} features, the file says {d}")
         levels = np.asarray(state["levels"], dtype=np.float64)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from interfpred.constants import GPULETS_MAX_BATCH, GPULETS_RTX2080TI
-from interfpred.errors import InterfpredError
+from interfpred.errors import FrozenPredictorError, InterfpredError
 from interfpred.predictors.base import BasePredictor, _state_array, as_rows, as_targets, register
 
 __all__ = ["GpuletsModel", "gpulets_utilisation"]
@@ -151,18 +151,29 @@ class GpuletsModel(BasePredictor):
         self._c = c
 
     def update(self, X: Any, y: Any) -> None:
-        """Validate ``X`` and ``y`` and learn nothing (gpulets is fitted offline)."""
+        """Refused: gpulets is fitted offline and learns nothing online.
+
+        Raises
+        ------
+        FrozenPredictorError
+            Always (after checking ``X`` and ``y``); refit with :meth:`fit` on all the data.
+        """
         Xa, single = as_rows(X, width=4)
         as_targets(y, Xa.shape[0], single)
+        raise FrozenPredictorError(
+            "GpuletsModel is frozen: update() cannot learn online; refit with fit(X, y) on all the data, "
+            "or use an online predictor (rls, online_sgd)")
 
     def _learn(self, X: np.ndarray, y: np.ndarray) -> None:  # pragma: no cover - never called
         pass
 
     def _predict_rows(self, X: np.ndarray) -> np.ndarray:
+        assert self._c is not None  # only called on a fitted predictor
         a = X @ self._c[_ORDER] + self._c[4]
         return np.maximum(a, 1.0) if self.clip else a
 
     def _get_state(self) -> dict[str, Any]:
+        assert self._c is not None  # only called on a fitted predictor
         return {"coefficients": self._c.tolist()}
 
     def _set_state(self, state: dict[str, Any], d: int) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from interfpred.errors import InterfpredError
+from interfpred.errors import FrozenPredictorError, InterfpredError
 from interfpred.predictors import _kernels as K
 from interfpred.predictors.base import BasePredictor, _state_array, as_rows, as_targets, check_positive, register
 
@@ -22,8 +22,9 @@ class OfflineLinear(BasePredictor):
     """Linear regression fitted once, offline (scikit-learn underneath); frozen afterwards.
 
     ``ridge = 0`` is ordinary least squares (``LinearRegression``), otherwise ``Ridge(alpha=ridge)``
-    (the intercept is not penalised).  ``update`` validates its input and learns nothing:
-    this is the static model of the paper, whose error grows when the workload changes.
+    (the intercept is not penalised).  ``update`` raises
+    :class:`~interfpred.errors.FrozenPredictorError` instead of learning: this is the static
+    model of the paper, whose error grows when the workload changes.
 
     Parameters
     ----------
@@ -41,7 +42,10 @@ class OfflineLinear(BasePredictor):
     >>> _ = lin.fit([[0.0], [1.0], [2.0]], [1.0, 3.0, 5.0])
     >>> lin.predict([[3.0]])
     array([7.])
-    >>> lin.update([[3.0]], [0.0])         # frozen: learns nothing
+    >>> lin.update([[3.0]], [0.0])         # frozen: refused, never silently ignored
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.FrozenPredictorError: OfflineLinear is frozen: update() cannot learn online; refit with fit(X, y) on all the data, or use an online predictor (rls, online_sgd)
     >>> lin.predict([3.0])
     7.0
     """
@@ -80,7 +84,8 @@ class OfflineLinear(BasePredictor):
         Xa, single = as_rows(X, width=None)
         self._weights = as_weights(sample_weight, Xa.shape[0])
         try:
-            return BasePredictor.fit(self, X, y)
+            BasePredictor.fit(self, X, y)
+            return self
         finally:
             self.__dict__.pop("_weights", None)  # weights are an argument of this call, not state
 
@@ -99,6 +104,7 @@ class OfflineLinear(BasePredictor):
         self._pack()
 
     def _pack(self) -> None:
+        assert self._coef is not None
         d = self._coef.shape[0]
         buf = np.zeros(K.RLS_HEADER + d + 1)
         buf[1], buf[2] = d + 1, d
@@ -118,17 +124,19 @@ class OfflineLinear(BasePredictor):
         return BasePredictor.predict(self, X)
 
     def update(self, X: Any, y: Any) -> None:
-        """Validate ``X`` and ``y`` and learn nothing (offline predictors are frozen)."""
-        buf = self._buf
-        if buf is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1:
-            ty = type(y)
-            if ty is float or ty is np.float64:
-                r = _FAST.linear_predict_one(buf, X, K.RLS_HEADER)  # NaN for a bad width or value
-                if r - r == 0.0 and y - y == 0.0:
-                    return
+        """Refused: an offline predictor is frozen and learns nothing online.
 
+        Raises
+        ------
+        FrozenPredictorError
+            Always (after checking ``X`` and ``y``); refit with :meth:`fit` on all the data, or
+            use an online predictor (:class:`~interfpred.RLS`, :class:`~interfpred.OnlineSGD`).
+        """
         Xa, single = as_rows(X, width=self._d)
         as_targets(y, Xa.shape[0], single)
+        raise FrozenPredictorError(
+            "OfflineLinear is frozen: update() cannot learn online; refit with fit(X, y) on all the data, "
+            "or use an online predictor (rls, online_sgd)")
 
     def _learn(self, X: np.ndarray, y: np.ndarray) -> None:  # pragma: no cover - never called
         pass
@@ -151,6 +159,7 @@ class OfflineLinear(BasePredictor):
         return self._intercept
 
     def _get_state(self) -> dict[str, Any]:
+        assert self._coef is not None  # only called on a fitted predictor
         return {"coef": self._coef.tolist(), "intercept": self._intercept}
 
     def _set_state(self, state: dict[str, Any], d: int) -> None:

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from interfpred.constants import PRIOR_SLOWDOWN, PRIOR_STD, RLS_DELTA, RLS_FORGETTING
+from interfpred.constants import PRIOR_SLOWDOWN, PRIOR_STD, RLS_DELTA, RLS_FORGETTING, RLS_MAX_DELTA
 from interfpred.errors import InterfpredError
 from interfpred.predictors import _kernels as K
 from interfpred.predictors.base import BasePredictor, _state_array, as_rows, check_positive, register
@@ -47,16 +47,7 @@ _H = K.RLS_HEADER
 
 
 def _status_error(status: int, row: int | None = None) -> InterfpredError:
-    where = "" if row is None else f" (row {row})"
-    if status == K.BAD_WIDTH:
-        return InterfpredError("X has the wrong number of features")
-    if status == K.BAD_X:
-        return InterfpredError(f"X contains NaN or inf{where}; features must be finite")
-    if status == K.BAD_Y:
-        return InterfpredError(f"y contains NaN or inf{where}; targets must be finite")
-    return InterfpredError(
-        f"RLS covariance wound up or lost positive definiteness{where}; the update was refused "
-        "(use stabilize=True, the default, to prevent this)")
+    return K.status_error(status, row, kind="RLS")  # type: ignore[return-value]
 
 
 @register
@@ -114,7 +105,9 @@ class RLS(BasePredictor):
         f = check_positive("forgetting", self.forgetting)
         if f > 1.0:
             raise InterfpredError(f"forgetting must be in (0, 1], got {self.forgetting!r}")
-        check_positive("delta", self.delta)
+        if check_positive("delta", self.delta) > RLS_MAX_DELTA:
+            raise InterfpredError(f"delta must be at most {RLS_MAX_DELTA:g} (a larger prior covariance overflows "
+                                  f"in the first update), got {self.delta!r}")
         for name in ("fit_intercept", "stabilize"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise InterfpredError(f"{name} must be True or False, got {getattr(self, name)!r}")
@@ -141,10 +134,12 @@ class RLS(BasePredictor):
         self._d = d
 
     def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
-        saved = self._buf.copy()  # small (m^2); restores the state if a row is refused mid-batch
-        code = int(K.rls_update_many(self._buf, X, y))
+        buf = self._buf
+        assert buf is not None  # allocated before _learn
+        saved = buf.copy()  # small (m^2); restores the state if a row is refused mid-batch
+        code = int(K.rls_update_many(buf, X, y))
         if code != K.OK:
-            self._buf[:] = saved
+            buf[:] = saved
             raise _status_error(code >> 32, code & 0xFFFFFFFF)
 
     def _predict_rows(self, X: np.ndarray) -> np.ndarray:
@@ -210,19 +205,20 @@ class RLS(BasePredictor):
 
     # -- read-only views of the state -------------------------------------------------------
     def _m(self) -> int:
+        assert self._buf is not None
         return int(self._buf[1])
 
     @property
     def coef_(self) -> np.ndarray:
         """Feature weights (copy); zeros before any data."""
-        if self._buf is None:
+        if self._buf is None or self._d is None:
             raise AttributeError("coef_ is not available before fit/update")
         return self._buf[_H:_H + self._d].copy()
 
     @property
     def intercept_(self) -> float:
         """Intercept (0.0 when ``fit_intercept`` is false)."""
-        if self._buf is None:
+        if self._buf is None or self._d is None:
             raise AttributeError("intercept_ is not available before fit/update")
         return float(self._buf[_H + self._d]) if self.fit_intercept else 0.0
 
@@ -252,6 +248,7 @@ class RLS(BasePredictor):
 
     # -- persistence ----------------------------------------------------------------------
     def _get_state(self) -> dict[str, Any]:
+        assert self._buf is not None  # only called on a fitted predictor
         return {"buffer": self._buf.tolist()}
 
     def _set_state(self, state: dict[str, Any], d: int) -> None:
@@ -259,8 +256,16 @@ class RLS(BasePredictor):
         buf = _state_array(state, "buffer", size)
         if int(buf[1]) != m or int(buf[2]) != d:
             raise InterfpredError(f"state buffer describes width {int(buf[2])}, file says {d}")
-        if not 0 <= buf[7] < m:
+        if not (0 <= buf[7] < m and float(buf[7]).is_integer()):
             raise InterfpredError(f"state buffer has a bad cycle position {buf[7]}")
+        if not (buf[0] >= 0 and float(buf[0]).is_integer()):
+            raise InterfpredError(f"state buffer has a bad observation count {buf[0]} (expected an integer >= 0)")
+        if not buf[5] >= 0:
+            raise InterfpredError(f"state buffer has a negative noise variance {buf[5]}")
+        po = _H + 2 * m
+        P = buf[po:po + m * m].reshape(m, m)
+        if not (np.diag(P) > 0).all() or not np.array_equal(P, P.T):
+            raise InterfpredError("state covariance is not symmetric with a positive diagonal")
         # hyperparameters in the header follow the file's params
         buf[3] = float(self.forgetting)
         buf[4] = (1.0 - float(self.forgetting)) / float(self.delta) if self.stabilize else 0.0

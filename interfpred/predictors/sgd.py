@@ -29,7 +29,14 @@ from typing import Any
 
 import numpy as np
 
-from interfpred.constants import PRIOR_SLOWDOWN, SGD_EPS, SGD_LEARNING_RATE, SGD_POWER_T, SGD_SCHEDULE
+from interfpred.constants import (
+    PRIOR_SLOWDOWN,
+    SGD_EPS,
+    SGD_LEARNING_RATE,
+    SGD_MAX_LEARNING_RATE,
+    SGD_POWER_T,
+    SGD_SCHEDULE,
+)
 from interfpred.errors import InterfpredError
 from interfpred.predictors import _kernels as K
 from interfpred.predictors.base import BasePredictor, _state_array, as_rows, check_positive, register
@@ -105,7 +112,8 @@ class OnlineSGD(BasePredictor):
         self._d = None
 
     def _check_params(self) -> None:
-        check_positive("learning_rate", self.learning_rate)
+        if check_positive("learning_rate", self.learning_rate) > SGD_MAX_LEARNING_RATE:
+            raise InterfpredError(f"learning_rate must be at most {SGD_MAX_LEARNING_RATE:g}, got {self.learning_rate!r}")
         check_positive("power_t", self.power_t, allow_zero=True)
         if self.schedule not in SCHEDULES:
             raise InterfpredError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
@@ -136,9 +144,13 @@ class OnlineSGD(BasePredictor):
         self._d = d
 
     def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
-        code = int(K.sgd_update_many(self._buf, X, y))
-        if code != K.OK:  # pragma: no cover - inputs are validated before
-            raise InterfpredError(f"refused row {code & 0xFFFFFFFF}")
+        buf = self._buf
+        assert buf is not None  # allocated before _learn
+        saved = buf.copy()  # small; restores the state if a row is refused mid-batch
+        code = int(K.sgd_update_many(buf, X, y))
+        if code != K.OK:
+            buf[:] = saved
+            raise K.status_error(code >> 32, code & 0xFFFFFFFF, kind="OnlineSGD")
 
     def _predict_rows(self, X: np.ndarray) -> np.ndarray:
         out = np.empty(X.shape[0])
@@ -154,10 +166,10 @@ class OnlineSGD(BasePredictor):
                 status = _FAST.sgd_update_one(buf, X, y)
                 if status == K.BAD_WIDTH:
                     raise InterfpredError(f"X has {X.shape[0]} features, but the predictor was fitted with {self._d}")
-                if status == K.BAD_X:
-                    raise InterfpredError("X contains NaN or inf; features must be finite")
                 if status == K.BAD_Y:
                     raise InterfpredError(f"y is {y}; targets must be finite")
+                if status:
+                    raise K.status_error(status, kind="OnlineSGD")
                 return
         BasePredictor.update(self, X, y)
 
@@ -189,6 +201,7 @@ class OnlineSGD(BasePredictor):
 
     def _unscaled(self) -> tuple[np.ndarray, float]:
         buf, d = self._buf, self._d
+        assert buf is not None and d is not None  # callers check that the predictor is fitted
         m = int(buf[1])
         w = buf[_H:_H + d].copy()
         b = float(buf[_H + d]) if m > d else 0.0
@@ -207,6 +220,7 @@ class OnlineSGD(BasePredictor):
         return 0 if self._buf is None else int(self._buf[0])
 
     def _get_state(self) -> dict[str, Any]:
+        assert self._buf is not None  # only called on a fitted predictor
         return {"buffer": self._buf.tolist()}
 
     def _set_state(self, state: dict[str, Any], d: int) -> None:
@@ -214,6 +228,10 @@ class OnlineSGD(BasePredictor):
         buf = _state_array(state, "buffer", size)
         if int(buf[1]) != m or int(buf[2]) != d:
             raise InterfpredError(f"state buffer describes width {int(buf[2])}, file says {d}")
+        if not (buf[0] >= 0 and float(buf[0]).is_integer()):
+            raise InterfpredError(f"state buffer has a bad observation count {buf[0]} (expected an integer >= 0)")
+        if (buf[_H + m:_H + 2 * m] < 0).any() or (buf[_H + 2 * m + d:] < 0).any():
+            raise InterfpredError("state buffer has negative sums of squares")
         self._header(buf, m, d)
         self._buf = buf
         self._d = d

@@ -1,6 +1,6 @@
 """The simulator's ground truth: how fast each execution runs beside the others.
 
-A fluid model (see docs/simulator.md and DESIGN.md, "The ground-truth simulator"): every
+A fluid model (see docs/simulator.md): every
 running execution progresses at a rate in (0, 1] of its solo speed, and the rates of a running
 set ``A`` follow from the executions' solo demands ``u_j = (sm_j, l2_j, dram_j)`` (fractions of
 peak, as profiled) in three steps:
@@ -30,9 +30,9 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from numba import njit
 from pydantic import BaseModel, ConfigDict, Field
 
+from interfpred._jit import njit
 from interfpred.constants import (
     SIM_EPSILON,
     SIM_MAX_CONCURRENCY,
@@ -92,7 +92,7 @@ class GpuSpec(BaseModel):
         return (self.capacity_sm, self.capacity_l2, self.capacity_dram)
 
 
-#: The built-in GPU types.  ``l4`` uses DESIGN.md's default constants; its achievable DRAM
+#: The built-in GPU types.  ``l4`` uses the default constants ``SIM_THETA``, ``SIM_EPSILON`` and ``SIM_SIGMA``; its achievable DRAM
 #: bandwidth under overlap is 90% of peak and its L2 95%.  ``a100`` has a larger L2 and far more
 #: DRAM bandwidth, so pollution hurts less (theta 0.6) and overlap costs less (epsilon 0.02).
 GPU_PRESETS: dict[str, GpuSpec] = {

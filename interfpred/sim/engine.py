@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
+from interfpred._jit import njit
 from interfpred.constants import SIM_FINISH_RTOL
 from interfpred.errors import InterfpredError
 from interfpred.profiles import ProfileTable
@@ -124,6 +124,9 @@ def noisy_work(solo_ms: np.ndarray, sigma: float, seed: int | np.random.Generato
     >>> bool(np.array_equal(noisy_work(np.ones(5), 0.1, 7), noisy_work(np.ones(5), 0.1, 7)))
     True
     """
+    if not isinstance(seed, np.random.Generator) and seed is not None and (
+            isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+        raise InterfpredError(f"seed {seed!r} must be a non-negative integer (or None)")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     z = rng.standard_normal(len(solo_ms))
     return np.asarray(solo_ms, dtype=np.float64) * np.exp(sigma * z)

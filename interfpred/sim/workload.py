@@ -23,12 +23,13 @@ import contextlib
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
+from interfpred._io import recover, replace_folder, temp_folder
 from interfpred.constants import (
     SCHEMA_VERSION,
     SIM_DEFAULT_EXECUTIONS,
@@ -114,9 +115,9 @@ def _batch_table(models: Sequence[str], batch_sizes: BatchSpec | Mapping[str, Ba
         profiled = profiles.batch_sizes(m, gpu)  # raises for an unknown model, listing the known
         spec: BatchSpec | None
         if isinstance(batch_sizes, Mapping) and batch_sizes and all(isinstance(k, str) for k in batch_sizes):
-            spec = batch_sizes.get(m)          # per model
+            spec = cast(Mapping[str, BatchSpec], batch_sizes).get(m)   # per model
         else:
-            spec = batch_sizes                 # one distribution for every model
+            spec = cast("BatchSpec | None", batch_sizes)                # one distribution for every model
         if spec is None:
             sizes, w = np.asarray(profiled, dtype=np.int64), np.ones(len(profiled))
         elif isinstance(spec, Mapping):
@@ -233,7 +234,7 @@ def poisson_arrivals(
     mean_solo = np.array([_mean_solo(profiles, spec.name, m, *table[m]) for m in models])
     lam = rho * gpus * w / mean_solo              # arrivals per ms, per model
     total = lam.sum()
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(check_seed(seed))
     times = start_ms + np.cumsum(rng.exponential(1.0 / total, size=executions))
     which = rng.choice(len(models), size=executions, p=lam / total)
     batch = np.empty(executions, dtype=np.int64)
@@ -347,7 +348,7 @@ def _split(total: int, parts: int) -> list[int]:
 
 def paper_scenario(gpu: GpuSpec | str = "l4", *, seed: int = 0, executions: int = SIM_DEFAULT_EXECUTIONS,
                    gpus: int = 1, profiles: ProfileTable | None = None) -> Scenario:
-    """The paper's E2 sets (DESIGN.md), simulated on the synthetic zoo.
+    """The paper's E2 sets (docs/simulator.md), simulated on the synthetic zoo.
 
     * ``train``: {resnet50, vgg19, roberta_base, vit_b16} at moderate load (rho 0.9), batch sizes
       uniform over 1, 2, 4, 8, 16 (experiments split it 75/25);
@@ -396,7 +397,7 @@ def paper_scenario(gpu: GpuSpec | str = "l4", *, seed: int = 0, executions: int 
         "test3": [dict(models=every, rho=r, executions=q, batch_sizes=hetero, weights=PAPER_HETERO_WEIGHTS)
                   for r, q in zip((SIM_RHO_LIGHT, SIM_RHO_MODERATE, SIM_RHO_STRESS, SIM_RHO_MODERATE), quarter)],
     }
-    children = np.random.SeedSequence(seed).spawn(len(plans))
+    children = np.random.SeedSequence(check_seed(seed)).spawn(len(plans))
     traces, arrivals, sets = {}, {}, {}
     for i, (name, phases) in enumerate(plans.items()):
         trace, arr, desc = _run_phases(name, phases, spec=spec, profiles=profiles, gpus=gpus,
@@ -420,16 +421,34 @@ def mix_scenario(models: Sequence[str], *, rho: float, gpu: GpuSpec | str = "l4"
     profiles = zoo_profiles(spec.name) if profiles is None else profiles
     phases = [dict(models=list(models), rho=rho, executions=executions, batch_sizes=batch_sizes)]
     trace, arr, desc = _run_phases("trace", phases, spec=spec, profiles=profiles, gpus=gpus, first_id=0,
-                                   seed=np.random.SeedSequence(seed))
+                                   seed=np.random.SeedSequence(check_seed(seed)))
     return Scenario(profiles=profiles, spec=spec, traces={"trace": trace}, arrival_ms={"trace": arr},
                     sets={"trace": desc}, seed=seed)
+
+
+def check_seed(seed: object) -> int | None:
+    """``seed`` if it is None or a non-negative integer, else an :class:`InterfpredError`.
+
+    Examples
+    --------
+    >>> check_seed(-1)
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: seed -1 must be a non-negative integer (or None)
+    """
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InterfpredError(f"seed {seed!r} must be a non-negative integer (or None)")
+    return int(seed)
 
 
 def write_scenario(scenario: Scenario, out: str | os.PathLike[str], *, force: bool = False) -> list[str]:
     """Write ``profiles.csv``, one ``<set>.csv`` per trace and ``scenario.json`` into ``out``.
 
-    The files are written into a temporary folder beside ``out`` which is then renamed, so
-    ``out`` is never left half-written.  An existing non-empty ``out`` is refused unless
+    The files are written into a temporary folder beside ``out`` which replaces it only once
+    complete, so ``out`` is never left half-written; a run killed at any point leaves the old
+    ``out`` (or a leftover the next run puts back and cleans up: :func:`interfpred._io.recover`).  An existing non-empty ``out`` is refused unless
     ``force`` (then it is replaced as a whole).  Returns the file names written.
 
     Examples
@@ -441,18 +460,19 @@ def write_scenario(scenario: Scenario, out: str | os.PathLike[str], *, force: bo
     >>> write_scenario(mix_scenario(["vgg19"], rho=0.5, executions=10), out)
     Traceback (most recent call last):
     ...
-    interfpred.errors.InterfpredError: output folder ... exists and is not empty; pass force=True (--force) to replace it
+    interfpred.errors.InterfpredError: output folder ... exists and is not empty; pass --force (force=True) to replace it
     """
     out = os.path.abspath(os.fspath(out))
+    recover(out)  # a run killed while replacing ``out`` left it aside: put it back first
     if os.path.exists(out):
         if not os.path.isdir(out):
             raise InterfpredError(f"output {out} exists and is not a folder")
         if os.listdir(out) and not force:
-            raise InterfpredError(f"output folder {out} exists and is not empty; pass force=True (--force) to replace it")
+            raise InterfpredError(f"output folder {out} exists and is not empty; pass --force (force=True) to replace it")
     parent = os.path.dirname(out)
     if not os.path.isdir(parent):
         raise InterfpredError(f"parent folder {parent} of the output does not exist")
-    tmp = tempfile.mkdtemp(prefix=".tmp-simulate-", dir=parent)
+    tmp = temp_folder(out)
     names = ["profiles.csv", *(f"{k}.csv" for k in scenario.traces), "scenario.json"]
     try:
         scenario.profiles.to_csv(os.path.join(tmp, "profiles.csv"))
@@ -462,17 +482,7 @@ def write_scenario(scenario: Scenario, out: str | os.PathLike[str], *, force: bo
             json.dump(scenario.manifest(), fh, indent=2, sort_keys=True)
             fh.write("\n")
         os.chmod(tmp, 0o755)
-        if os.path.exists(out):
-            old = tempfile.mkdtemp(prefix=".old-simulate-", dir=parent)
-            os.rename(out, os.path.join(old, "x"))
-            try:
-                os.rename(tmp, out)
-            except BaseException:
-                os.rename(os.path.join(old, "x"), out)
-                raise
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(tmp, out)
+        replace_folder(tmp, out)
     except BaseException:
         with contextlib.suppress(OSError):
             shutil.rmtree(tmp)

@@ -34,6 +34,8 @@ Examples
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import numpy as np
 
 from interfpred.errors import InterfpredError
@@ -129,7 +131,7 @@ def zoo_profiles(gpu: str = "l4") -> ProfileTable:
         for k in ("solo_ms", "sm", "l2", "dram"):
             cols[k] += rows[k].tolist()
     n = len(cols["gpu"])
-    return ProfileTable.from_columns(**cols, extra={"source": ["synthetic"] * n})
+    return ProfileTable.from_columns(**cast(dict[str, Any], cols), extra={"source": ["synthetic"] * n})
 
 
 def zoo_markdown(gpu: str = "l4", batch_sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 32)) -> str:
