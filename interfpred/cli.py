@@ -184,6 +184,22 @@ def _run_bench(args) -> int:
 
 
 _COMMANDS.append(_add_bench)
+def _add_truth_options(p, *, operators: bool) -> None:
+    """--truth / --zoo (and --operators) of simulate and reproduce."""
+    from interfpred.constants import SIM_DEFAULT_TRUTH, SIM_TRUTHS, SIM_ZOOS
+
+    p.add_argument("--truth", choices=SIM_TRUTHS, default=SIM_DEFAULT_TRUTH,
+                   help="ground truth: phases (operator phases, hidden per-model factors; default) or fluid "
+                        "(one demand vector per execution, the earlier simulator)")
+    p.add_argument("--zoo", choices=SIM_ZOOS, default=None,
+                   help="model family: orion (real V100 operator tables, derived demands; default on v100 with "
+                        "--truth phases) or synthetic (default elsewhere); with --truth fluid, orion runs the "
+                        "passes' time-averaged profiles")
+    if operators:
+        p.add_argument("--operators", action="store_true",
+                       help="also write operators.csv, the operator-level profile (--truth phases)")
+
+
 def _add_simulate(sub) -> None:
     p = sub.add_parser(
         "simulate", help="simulate traces on a synthetic GPU (ground truth, no GPU needed)",
@@ -191,7 +207,8 @@ def _add_simulate(sub) -> None:
                     "set and scenario.json into a new folder (written beside it, then renamed).")
     p.add_argument("--scenario", choices=("paper", "mix"), default="paper",
                    help="paper: the E2 sets train/test1/test2/test3; mix: one trace of --models at --rho")
-    p.add_argument("--gpu", default="l4", help="GPU preset (l4, a100); default l4")
+    p.add_argument("--gpu", default="l4", help="GPU preset (l4, a100, v100); default l4")
+    _add_truth_options(p, operators=True)
     p.add_argument("--seed", type=int, default=0, help="seed of arrivals and noise (default 0)")
     p.add_argument("--out", required=True, help="output folder (must not exist or be empty, unless --force)")
     p.add_argument("--executions", type=int, default=None, help="executions per set (default 20000)")
@@ -212,7 +229,8 @@ def _run_simulate(args) -> int:
         extra = [f"--{k.replace('_', '-')}" for k in ("models", "rho", "batch_sizes") if getattr(args, k) is not None]
         if extra:
             raise InterfpredError(f"{', '.join(extra)}: apply only to --scenario mix")
-        scenario = paper_scenario(args.gpu, seed=args.seed, executions=n, gpus=args.gpus)
+        scenario = paper_scenario(args.gpu, seed=args.seed, executions=n, gpus=args.gpus, truth=args.truth,
+                                  zoo=args.zoo)
     else:
         if args.models is None or args.rho is None:
             raise InterfpredError("--scenario mix needs --models and --rho")
@@ -224,10 +242,13 @@ def _run_simulate(args) -> int:
             except ValueError:
                 raise InterfpredError(f"--batch-sizes {args.batch_sizes!r} must be comma-separated integers") from None
         scenario = mix_scenario(models, rho=args.rho, gpu=args.gpu, seed=args.seed, executions=n,
-                                batch_sizes=batches, gpus=args.gpus)
-    names = write_scenario(scenario, args.out, force=args.force)
+                                batch_sizes=batches, gpus=args.gpus, truth=args.truth, zoo=args.zoo)
+    names = write_scenario(scenario, args.out, force=args.force, operators=args.operators)
     sizes = ", ".join(f"{k}.csv ({len(t)} executions)" for k, t in scenario.traces.items())
-    print(f"wrote {args.out}: {names[0]}, {sizes}, {names[-1]} (synthetic, gpu {scenario.spec.name}, seed {args.seed})")
+    ops = ", operators.csv" if args.operators else ""
+    source = scenario.source
+    print(f"wrote {args.out}: {names[0]}, {sizes}{ops}, {names[-1]} ({source}, {scenario.truth} truth, "
+          f"gpu {scenario.spec.name}, seed {args.seed})")
     return 0
 
 
@@ -249,7 +270,9 @@ def _add_reproduce(sub) -> None:
     p.add_argument("--quick", action="store_true", help="smaller traces (about a minute on two cores)")
     p.add_argument("--out", default=REPRODUCE_DEFAULT_OUT, help=f"output folder (default ./{REPRODUCE_DEFAULT_OUT})")
     p.add_argument("--seed", type=int, default=0, help="seed of the simulated workloads (default 0)")
-    p.add_argument("--gpu", default="l4", help="simulated GPU preset: l4 or a100 (default l4)")
+    p.add_argument("--gpu", default=None, help="simulated GPU preset: v100, l4 or a100 (default v100; l4 with "
+                                               "--truth fluid)")
+    _add_truth_options(p, operators=False)
     p.add_argument("--force", action="store_true", help="replace an --out that already holds a report")
     p.set_defaults(func=_run_reproduce)
 
@@ -268,7 +291,7 @@ def _run_reproduce(args) -> int:
     argv = getattr(args, "_argv", None)
     command = shlex.join(["interfpred", *argv]) if argv is not None else None
     sections = reproduce(args.out, quick=args.quick, seed=args.seed, force=args.force, progress=progress,
-                         gpu=args.gpu, command=command)
+                         gpu=args.gpu, command=command, truth=args.truth, zoo=args.zoo)
     print(format_terminal(sections))
     print(f"wrote {args.out}/report.md and results.json in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return 0

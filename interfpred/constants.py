@@ -192,6 +192,37 @@ PROFILE_SIGNIFICANT_DIGITS = 10
 #: Fleet.choose_gpu: added projected latencies within this relative tolerance are a tie, broken by the
 #: least loaded GPU (an untrained model predicts the same added latency everywhere).
 FLEET_TIE_RTOL = 1e-9
+# ---------------------------------------------------------------- phase-structured simulator (interfpred.sim)
+#: L2 capacity (MB) a GpuSpec has when none is given (an L4's 48 MB); presets set their own.
+SIM_L2_MB = 48.0
+#: Growth of L2 pollution with the running set's L2 footprint overflow: the pollution term is
+#: multiplied by 1 + kappa min(1, max(0, sum of footprints / L2 capacity - 1)); the overflow is capped
+#: at 1 because a running set whose footprints exceed twice the L2 has thrashed it already.
+SIM_FOOTPRINT_KAPPA = 2.0
+#: Which ground truth simulations use when none is named: "phases" (operator phases, hidden
+#: per-model factors) or "fluid" (one demand vector per execution, the profile's).
+SIM_TRUTHS = ("phases", "fluid")
+SIM_DEFAULT_TRUTH = "phases"
+#: Model families of the phase-structured simulator.
+SIM_ZOOS = ("orion", "synthetic")
+#: Most phases per pass after the reduction of consecutive operators (0 keeps every operator).
+SIM_MAX_PHASES = 32
+#: Hidden per-model factors, drawn once per model from a generator seeded by this number and the
+#: model name.  L2 footprint = weights part + activations part x batch size, each log-normal:
+#: medians in MB and log-standard deviations.
+SIM_HIDDEN_SEED = 20240427
+SIM_FOOTPRINT_WEIGHTS_MB = (2.0, 0.6)
+SIM_FOOTPRINT_PER_SAMPLE_MB = (0.4, 0.6)
+#: Latency-hiding factor h (progress rate = fair share ** h): log-normal with median 1 and this
+#: log-standard deviation, clipped to the range below.
+SIM_HIDING_SIGMA = 0.25
+SIM_HIDING_RANGE = (0.5, 2.0)
+#: Orion operator tables: SMs of the V100 they were measured on, and the demand of an operator that
+#: fills every SM, per roofline class (1 compute-bound, 0 memory-bound, -1 unknown): (sm, l2, dram).
+ORION_SMS = 80
+ORION_DEMANDS = {1: (0.85, 0.45, 0.20), 0: (0.30, 0.55, 0.80), -1: (0.50, 0.45, 0.45)}
+#: Shortest operator (ms) after batch scaling (a kernel launch).
+ORION_MIN_OP_MS = 0.002
 # ---------------------------------------------------------------- calibrated latency bounds (interfpred.Calibrated)
 #: Quantiles of the target a Calibrated wrapper calibrates by default (each with its complement 1 - q).
 CALIBRATED_QUANTILES = (0.5, 0.9, 0.99)

@@ -313,6 +313,76 @@ def naive_sim_integrate(work, demands, times, devices, capacities, theta, epsilo
     return start, end
 
 
+def naive_ops_integrate(programs, prog, scale, foot, hide, times, devices, spec, limit, *, dt):
+    """Brute-force stepping of the phase-structured truth; returns (start, end) lists.
+
+    ``programs[i]`` is a list of (duration_ms, (sm, l2, dram)) operators.  Each step (at most
+    ``dt``, clipped to the next arrival and the earliest operator boundary like
+    :func:`naive_sim_integrate`) recomputes every rate from scratch: the footprint overflow
+    ``min(1, max(0, sum f / l2_mb - 1))`` scales theta, :func:`naive_sim_rates` fills, and each
+    rate is raised to the execution's hiding factor.
+    """
+    n = len(prog)
+    start = [math.nan] * n
+    end = [math.nan] * n
+    for dev in sorted(set(devices)):
+        idx = sorted((i for i in range(n) if devices[i] == dev), key=lambda i: (times[i], i))
+        queue = []
+        running = {}  # execution -> [operator index, remaining work of that operator]
+        p = 0
+        t = 0.0
+        while p < len(idx) or queue or running:
+            if not running and not queue:
+                t = max(t, times[idx[p]])
+            while p < len(idx) and times[idx[p]] <= t:
+                queue.append(idx[p])
+                p += 1
+            while queue and len(running) < limit:
+                e = queue.pop(0)
+                start[e] = t
+                running[e] = [0, programs[prog[e]][0][0] * scale[e]]
+            members = sorted(running)
+            over = min(1.0, max(0.0, sum(foot[e] for e in members) / spec.l2_mb - 1.0))
+            theta = spec.theta * (1.0 + spec.kappa * over)
+            dem = [programs[prog[e]][running[e][0]][1] for e in members]
+            fair = naive_sim_rates(dem, spec.capacities, theta, spec.epsilon)
+            rates = [r ** hide[e] for e, r in zip(members, fair)]
+            step = dt
+            if p < len(idx):
+                step = min(step, times[idx[p]] - t)
+            step = min(step, min(running[e][1] / r for e, r in zip(members, rates)))
+            t_next = t + step
+            for e, r in zip(members, rates):
+                st = running[e]
+                st[1] -= r * step
+                if st[1] <= 1e-12 * programs[prog[e]][st[0]][0] * scale[e]:
+                    st[0] += 1
+                    if st[0] == len(programs[prog[e]]):
+                        end[e] = t_next
+                        del running[e]
+                    else:
+                        st[1] = programs[prog[e]][st[0]][0] * scale[e]
+            t = t_next
+    return start, end
+
+
+def naive_merge_phases(durations, demands, max_phases):
+    """Greedy Ward merging of neighbouring operators, by its definition, in plain Python.
+
+    Returns (durations, demands) of the phases.  Ties go to the leftmost pair.
+    """
+    ph = [(float(d), [float(x) for x in u]) for d, u in zip(durations, demands)]
+    while len(ph) > max_phases:
+        costs = []
+        for i in range(len(ph) - 1):
+            (da, ua), (db, ub) = ph[i], ph[i + 1]
+            costs.append(da * db / (da + db) * sum((a - b) ** 2 for a, b in zip(ua, ub)))
+        i = costs.index(min(costs))
+        (da, ua), (db, ub) = ph[i], ph[i + 1]
+        ph[i:i + 2] = [(da + db, [(da * a + db * b) / (da + db) for a, b in zip(ua, ub)])]
+    return [d for d, _ in ph], [u for _, u in ph]
+
+
 # ---------------------------------------------------------------------------- tracker
 
 

@@ -87,7 +87,7 @@ def test_rates_bad_input():
         rates([[0.1, 0.2]], L4)
     with pytest.raises(InterfpredError, match="fraction of peak"):
         rates([[0.1, 0.2, 1.5]], L4)
-    with pytest.raises(InterfpredError, match="known presets: a100, l4"):
+    with pytest.raises(InterfpredError, match="known presets: a100, l4, v100"):
         rates([[0.1, 0.2, 0.3]], "h100")
     assert rates(np.zeros((0, 3)), L4).shape == (0,)
 
@@ -302,7 +302,7 @@ def test_poisson_arrivals_hit_the_requested_load():
     (dict(rho=50.0), "above max_concurrency"), (dict(rho="x"), "not a number"),
     (dict(batch_sizes=[64]), "batch size 64 of model 'vgg19' is outside the profiled range 1..32"),
     (dict(batch_sizes=[0]), "outside the profiled range"),
-    (dict(models=["vgg19", "gpt"]), "known models"), (dict(gpu="v100"), "known presets"),
+    (dict(models=["vgg19", "gpt"]), "known models"), (dict(gpu="h100"), "known presets"),
     (dict(start_ms=-3.0), "start_ms -3.0"), (dict(weights={"bert": 1.0}), "not in models"),
     (dict(executions=-1), "executions"), (dict(gpus=0), "gpus"),
 ])

@@ -54,7 +54,7 @@ def test_simulate_mix(tmp_path):
 
 
 @pytest.mark.parametrize("argv, match", [
-    (["--gpu", "h100"], "known presets: a100, l4"),
+    (["--gpu", "h100"], "known presets: a100, l4, v100"),
     (["--scenario", "mix", "--models", "vgg19,bert", "--rho", "1"], "known models: convnext_b"),
     (["--scenario", "mix", "--models", "vgg19", "--rho", "0"], "rho 0.0 must be in (0, 4]"),
     (["--scenario", "mix", "--models", "vgg19", "--rho", "1e9"], "rho 1000000000.0 must be in"),

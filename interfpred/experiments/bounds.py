@@ -30,7 +30,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -58,6 +58,8 @@ from interfpred.predictors import RLS, Calibrated
 from interfpred.profiles import ProfileTable
 from interfpred.sim.contention import GpuSpec
 from interfpred.sim.engine import simulate
+from interfpred.sim.operators import HiddenFactors, PhaseZoo, Program
+from interfpred.sim.phased import simulate_phased
 
 __all__ = ["COVERAGE_QUANTILES", "fit_calibrated_pair_model", "run_coverage"]
 
@@ -165,12 +167,14 @@ def _verdict(goal: dict[str, Any]) -> str:
 
 
 def fit_calibrated_pair_model(profiles: ProfileTable, spec: GpuSpec, *, seed: int = 0,
-                              batches: tuple[int, ...] = E3_PAIR_BATCHES, **params: Any) -> Calibrated:
+                              batches: tuple[int, ...] = E3_PAIR_BATCHES,
+                              hidden: Mapping[str, HiddenFactors] | None = None, **params: Any) -> Calibrated:
     """A Calibrated RLS (time-weighted rich map, target rate) fitted on simulated pairs, for E3 policy (e).
 
     The pair data of :func:`interfpred.experiments.scheduling.fit_pair_models`: every unordered
     pair of (model, batch size) over the zoo's models and ``batches``, both started at 0 on their
-    own GPU, under the ground truth with noise. ``params`` go to :class:`Calibrated`.
+    own GPU, under the ground truth with noise (the phase-structured one, each pass one operator,
+    when ``hidden`` per-model factors are given). ``params`` go to :class:`Calibrated`.
 
     Examples
     --------
@@ -188,7 +192,16 @@ def fit_calibrated_pair_model(profiles: ProfileTable, spec: GpuSpec, *, seed: in
                 model.append(m)
                 batch.append(b)
                 gpu.append(f"p{i}_{j}")
-    res = simulate(model, batch, np.zeros(len(model)), gpu=gpu, spec=spec, profiles=profiles, queue=False, seed=seed)
+    if hidden is None:
+        res = simulate(model, batch, np.zeros(len(model)), gpu=gpu, spec=spec, profiles=profiles, queue=False,
+                       seed=seed)
+    else:
+        p = profiles.lookup_arrays([m for m, _ in keys], [b for _, b in keys], gpus=spec.name)
+        progs = {k: Program([p["solo_ms"][i]], [[p["sm"][i], p["l2"][i], p["dram"][i]]], [-1])
+                 for i, k in enumerate(keys)}
+        zoo = PhaseZoo.from_programs("synthetic", spec.name, progs, hidden={m: hidden[m] for m, _ in keys})
+        res = simulate_phased(model, batch, np.zeros(len(model)), gpu=gpu, spec=spec, zoo=zoo, queue=False,
+                              seed=seed)
     (tw,) = transform_many([TimeWeighted(feature_map="rich", target="rate")], res.trace, profiles)
     order = np.random.default_rng(seed).permutation(len(tw))   # calibrate on a random quarter, not the last pairs
     return Calibrated(RLS(), **params).fit(tw.X[order], tw.y[order])

@@ -38,6 +38,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -53,6 +54,7 @@ from interfpred.constants import (
     REPRODUCE_TRAIN_SHARE,
 )
 from interfpred.evaluation import BASELINE_LABELS, call
+from interfpred.experiments.launch_keys import launch_entities
 from interfpred.experiments.metrics import (
     accuracy_summary,
     mape,
@@ -123,10 +125,12 @@ def scenario_for(ctx: ReproduceContext) -> Scenario:
     Size: ``ctx.executions`` per set when given, else 5,000 with ``ctx.quick`` or 50,000.
     """
     n = ctx.executions or (REPRODUCE_QUICK_EXECUTIONS if ctx.quick else REPRODUCE_EXECUTIONS)
-    key = ("paper_scenario", ctx.gpu, ctx.seed, n)
+    key = ("paper_scenario", ctx.gpu, ctx.seed, n, ctx.truth, ctx.zoo)
     if key not in ctx.cache:
-        ctx.progress(f"simulating the paper scenario: 4 sets x {n} executions on a synthetic {ctx.gpu} GPU")
-        ctx.cache[key] = paper_scenario(ctx.gpu, seed=ctx.seed, executions=n)
+        what = f"fluid truth, {ctx.zoo or 'synthetic'} zoo" if ctx.truth == "fluid" else \
+            f"phase truth, {ctx.zoo or ('orion' if ctx.gpu == 'v100' else 'synthetic')} zoo"
+        ctx.progress(f"simulating the paper scenario: 4 sets x {n} executions on a simulated {ctx.gpu} GPU ({what})")
+        ctx.cache[key] = paper_scenario(ctx.gpu, seed=ctx.seed, executions=n, truth=ctx.truth, zoo=ctx.zoo)
     return ctx.cache[key]
 
 
@@ -136,8 +140,11 @@ def _features(ctx: ReproduceContext, set_name: str, extractors: Sequence[Extract
     store = ctx.cache.setdefault(("paper_features", id(sc)), {})
     missing = [ex for ex in dict.fromkeys(extractors) if (set_name, ex) not in store]
     if missing:
+        # Entity-aware predictors (the per-pair mean) key each row by its model and the models
+        # running at its launch, the co-runners known when it is predicted.
+        ent = launch_entities(sc.traces[set_name])
         for ex, fm in zip(missing, transform_many(missing, sc.traces[set_name], sc.profiles)):
-            store[(set_name, ex)] = fm
+            store[(set_name, ex)] = fm if fm.entities is not None else dataclasses.replace(fm, entities=ent)
     return [store[(set_name, ex)] for ex in extractors]
 
 
@@ -257,7 +264,8 @@ def run_e1(ctx: ReproduceContext) -> Section:
         "OfflineLinear is fitted once and frozen; RLS is fitted on the same rows, then runs prequentially "
         "over the test rows (predict at launch, learn at finish). Errors are relative errors of latency; "
         "MSE is of slowdown. The three baselines (no interference; running global mean; running mean per "
-        "model and co-runner set, which falls back to the global mean when the features name no models) "
+        "model and set of co-runner models running at its launch, falling back to the model's mean, then the "
+        "global mean, for a key not seen yet) "
         "run the same way on the same rows.",
         "",
         markdown_table(header, table),
@@ -399,7 +407,8 @@ def run_e2(ctx: ReproduceContext) -> Section:
     md = [
         "Each learner is fitted on the first 75 % of the `train` set (four models, moderate load) and then run, "
         "from that trained state, on the held-out last 25 % (models seen in training), test set 1 (same models, "
-        "light then stress load), test set 2 (new models convnext_b and yolov8n) and test set 3 (all six, "
+        f"light then stress load), test set 2 (new models {' and '.join(sorted(set(sc.traces['test2'].model.tolist())))}) "
+        f"and test set 3 (all {len(set(sc.traces['test3'].model.tolist()))} models, "
         "heterogeneous batch sizes and loads). Online learners run prequentially: each execution is predicted "
         "at its launch with what finished before it, and learned from once it has finished. The offline model "
         "only predicts. Paper rows use the paper's co-location features (gpulets' inputs smoothed by EWMA(0.5), "

@@ -45,9 +45,15 @@ class ReproduceContext:
     progress
         Called with a short message at the start of each long step.
     gpu
-        Simulated GPU preset (``interfpred.sim.contention``), ``"l4"`` by default.
+        Simulated GPU preset (``interfpred.sim.contention``), ``"v100"`` by default.
     executions
         Executions per simulated set; None means the size ``quick`` implies (tests set it small).
+    truth
+        Ground truth of the simulated scenario: ``"phases"`` (operator phases and hidden per-model
+        factors, the default) or ``"fluid"`` (one demand vector per execution).
+    zoo
+        Model family under ``truth="phases"`` (``"orion"``, ``"synthetic"``); None: orion on a
+        v100, synthetic elsewhere.
     cache
         Shared between the sections of one run (a simulated scenario is built once).
     """
@@ -56,8 +62,10 @@ class ReproduceContext:
     seed: int = 0
     quick: bool = False
     progress: Callable[[str], None] = _silent
-    gpu: str = "l4"
+    gpu: str = "v100"
     executions: int | None = None
+    truth: str = "phases"
+    zoo: str | None = None
     cache: dict = field(default_factory=dict)
 
 

@@ -38,6 +38,7 @@ from pathlib import Path
 
 from interfpred._io import recover, replace_folder, temp_folder
 from interfpred._version import __version__
+from interfpred.constants import SIM_DEFAULT_TRUTH, SIM_TRUTHS
 from interfpred.errors import InterfpredError
 from interfpred.experiments.bounds import run_coverage
 from interfpred.experiments.bounds_real import run_e4_coverage
@@ -46,6 +47,7 @@ from interfpred.experiments.real import run_e4
 from interfpred.experiments.report import ReproduceContext, Section
 from interfpred.experiments.scheduling import run_e3
 from interfpred.sim.contention import get_gpu_spec
+from interfpred.sim.orion import phase_zoo
 
 __all__ = ["DEFAULT_SECTIONS", "REPORT_FILES", "reproduce"]
 
@@ -99,7 +101,8 @@ def _resolve(sections: Sequence[Callable[[ReproduceContext], Section] | str] | N
 def reproduce(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: int = 0, force: bool = False,
               progress: Callable[[str], None] | None = None,
               sections: Sequence[Callable[[ReproduceContext], Section] | str] | None = None,
-              gpu: str = "l4", executions: int | None = None, command: str | None = None) -> list[Section]:
+              gpu: str | None = None, executions: int | None = None, command: str | None = None,
+              truth: str = SIM_DEFAULT_TRUTH, zoo: str | None = None) -> list[Section]:
     """Run the experiments and write ``report.md``, ``results.json`` and the figures into ``out_dir``.
 
     Parameters
@@ -117,11 +120,19 @@ def reproduce(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: int
     sections
         Section functions (or names such as ``"e1"``) to run instead of :data:`DEFAULT_SECTIONS`.
     gpu
-        Simulated GPU preset (``l4``, ``a100``).
+        Simulated GPU preset (``v100``, ``l4``, ``a100``); None: ``v100`` under the phase-structured
+        truth, ``l4`` under the fluid one.
     executions
         Executions per simulated set, overriding the size ``quick`` implies (for tests).
     command
         The command line to record in the report (the CLI passes its own).
+    truth
+        ``"phases"`` (operator phases and hidden per-model factors) or ``"fluid"`` (the earlier
+        ground truth: one demand vector per execution, a function of its profile).
+    zoo
+        Model family: ``"orion"`` or ``"synthetic"`` (None: under ``truth="phases"`` orion on a
+        v100, synthetic elsewhere; under ``"fluid"`` synthetic).  ``truth="fluid", zoo="orion"``
+        runs the orion passes' time-averaged profiles without phases or hidden factors.
 
     Returns
     -------
@@ -131,7 +142,13 @@ def reproduce(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: int
     out = Path(os.path.abspath(os.fspath(out_dir)))
     recover(out)  # a run killed while replacing ``out`` left it aside: put it back first
     _check_out(out, force)
+    if truth not in SIM_TRUTHS:
+        raise InterfpredError(f"unknown truth {truth!r}; known: {', '.join(SIM_TRUTHS)}")
+    if gpu is None:
+        gpu = "v100" if truth == "phases" or zoo == "orion" else "l4"
     get_gpu_spec(gpu)  # an unknown preset fails here, before any work
+    if truth == "phases" or zoo is not None:
+        phase_zoo(gpu, zoo)  # an unknown or mismatched zoo too
     if executions is not None and (not isinstance(executions, int) or executions < 40):
         raise InterfpredError(f"executions {executions!r} must be an integer >= 40")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
@@ -144,7 +161,8 @@ def reproduce(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: int
     except OSError as exc:
         raise InterfpredError(f"cannot write --out {out}: {exc.strerror or exc}") from None
     try:
-        ctx = ReproduceContext(out_dir=tmp, seed=seed, quick=quick, progress=say, gpu=gpu, executions=executions)
+        ctx = ReproduceContext(out_dir=tmp, seed=seed, quick=quick, progress=say, gpu=gpu, executions=executions,
+                               truth=truth, zoo=zoo)
         done: list[Section] = []
         for f in funcs:
             t1 = time.perf_counter()
@@ -157,7 +175,7 @@ def reproduce(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: int
                                                                   ("executions", executions)) if v not in (None,)]
             command = f"python -c 'from interfpred.experiments.reproduce import reproduce; reproduce({', '.join(args)})'"
         meta = {"interfpred_version": __version__, "command": command, "seed": seed, "quick": quick, "gpu": gpu,
-                "executions": executions, "python": platform.python_version(), "runtime_s": runtime,
+                "executions": executions, "truth": truth, "zoo": zoo, "python": platform.python_version(), "runtime_s": runtime,
                 "generated": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
         with open(tmp / "report.md", "w", encoding="utf-8") as fh:
             fh.write(_report_markdown(done, meta))
@@ -189,10 +207,10 @@ def _report_markdown(sections: Sequence[Section], meta: dict) -> str:
         "# interfpred reproduction report",
         "",
         "E1 to E3, the experiments of Zhao & Georgantas (2026) and a scheduling study, run on interfpred's",
-        "simulator (a synthetic model zoo and a fluid ground-truth model of contention: no GPU was used, none of",
-        "their numbers was measured on hardware), with interfpred's own best configuration measured beside them",
-        "on the same data. E4 uses real measurements shipped with interfpred (Gavel's V100 pairs). Of the two",
-        "coverage sections, the first runs on the simulated E2 sets, the second on the real E4 pairs.",
+        "simulator (no GPU was used, none of their numbers was measured on hardware), with interfpred's own best",
+        f"configuration measured beside them on the same data. Ground truth of E1 and E2: {_truth_words(meta)}.",
+        "E4 uses real measurements shipped with interfpred (Gavel's V100 pairs). Of the two coverage sections,",
+        "the first runs on the simulated E2 sets, the second on the real E4 pairs.",
         "",
         f"- command: `{meta['command']}`",
         f"- interfpred {meta['interfpred_version']}, Python {meta['python']}, seed {meta['seed']}, "
@@ -206,6 +224,16 @@ def _report_markdown(sections: Sequence[Section], meta: dict) -> str:
         if isinstance(runtime, float):
             lines += [f"_Section runtime: {runtime:.1f} s._", ""]
     return "\n".join(lines)
+
+
+def _truth_words(meta: dict) -> str:
+    if meta.get("truth") == "fluid":
+        family = "orion passes' time-averaged demands" if meta.get("zoo") == "orion" else "synthetic zoo"
+        return f"fluid (one demand vector per execution, its profile's; {family})"
+    zoo = meta.get("zoo") or ("orion" if meta["gpu"] == "v100" else "synthetic")
+    family = ("Orion's real V100 operator sequences with derived demands" if zoo == "orion"
+              else "the synthetic zoo, one operator per pass")
+    return f"operator phases with hidden per-model L2 footprints and latency hiding ({family})"
 
 
 def format_terminal(sections: Sequence[Section]) -> str:

@@ -3,7 +3,11 @@
 A request-level serving system runs on ``E3_GPUS`` simulated GPUs whose executions progress by
 the simulator's ground truth (:func:`interfpred.sim.contention` rates recomputed on the running
 set at every event, exact fluid integration between events, log-normal noise on each batch's
-solo work per the GPU spec). Everything is deterministic given the seed.
+solo work per the GPU spec). Everything is deterministic given the seed.  Under the
+phase-structured truth (``ctx.truth == "phases"``, the default of ``interfpred reproduce``) each
+batch also carries its model's hidden L2 footprint and latency-hiding factor
+(:mod:`interfpred.sim.operators`), which only the ground truth and the oracle see; each pass stays
+one operator (the synthetic zoo has no phases).
 
 **Requests.** Poisson arrivals of single requests for the six zoo models, equal shares, drawn by
 :func:`interfpred.sim.workload.poisson_arrivals` with batch size 1: the load ``rho`` is the
@@ -64,6 +68,7 @@ import abc
 import math
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,6 +100,9 @@ from interfpred.predictors import RLS, GpuletsModel
 from interfpred.profiles import ProfileTable
 from interfpred.sim.contention import GpuSpec, _rates_kernel, get_gpu_spec
 from interfpred.sim.engine import simulate
+from interfpred.sim.operators import HiddenFactors, PhaseZoo, Program
+from interfpred.sim.orion import synthetic_phase_zoo
+from interfpred.sim.phased import simulate_phased
 from interfpred.sim.workload import poisson_arrivals
 from interfpred.sim.zoo import zoo_profiles
 from interfpred.tracker import ColocationTracker
@@ -111,7 +119,12 @@ _LABELS = {"fifo": "(a) one at a time, FIFO", "gpulets": "(b) gpulets static", "
 
 # ---------------------------------------------------------------------------- ground truth helper
 class _Truth:
-    """Ground-truth rates of a running set on one GPU type (compiled kernel, preallocated)."""
+    """Ground-truth rates of a running set on one GPU type (compiled kernel, preallocated).
+
+    With footprints and hiding factors (the phase-structured truth's hidden per-model factors,
+    one operator per pass) the pollution strength grows with the footprint overflow and each
+    fair share ``r`` becomes the progress rate ``r ** h``, as in :mod:`interfpred.sim.phased`.
+    """
 
     def __init__(self, spec: GpuSpec, cap: int) -> None:
         self.spec = spec
@@ -119,26 +132,33 @@ class _Truth:
         self._dem = np.empty((cap, 3))
         self._frozen = np.empty(cap, dtype=np.bool_)
 
-    def rates(self, dem: np.ndarray) -> np.ndarray:
+    def rates(self, dem: np.ndarray, foot: np.ndarray | None = None, hide: np.ndarray | None = None) -> np.ndarray:
         k = dem.shape[0]
         out = np.empty(k)
         if k == 0:
             return out
         s = self.spec
+        theta = s.theta
+        if foot is not None:
+            over = min(1.0, max(0.0, float(np.sum(foot)) / s.l2_mb - 1.0))
+            theta = s.theta * (1.0 + s.kappa * over)
         sm, l2, dr = (np.ascontiguousarray(dem[:, j]) for j in range(3))
-        _rates_kernel(sm, l2, dr, k, s.capacity_sm, s.capacity_l2, s.capacity_dram, s.theta, s.epsilon,
+        _rates_kernel(sm, l2, dr, k, s.capacity_sm, s.capacity_l2, s.capacity_dram, theta, s.epsilon,
                       self._dem, out, self._frozen)
+        if hide is not None:
+            out = out ** hide
         return out
 
 
-def _project_truth(truth: _Truth, dem: np.ndarray, rem: np.ndarray, t: float) -> np.ndarray:
+def _project_truth(truth: _Truth, dem: np.ndarray, rem: np.ndarray, t: float, foot: np.ndarray | None = None,
+                   hide: np.ndarray | None = None) -> np.ndarray:
     """Fluid projection with the true rates: end time of every member."""
     n = dem.shape[0]
     end = np.empty(n)
     idx = np.arange(n)
     r = rem.copy()
     while idx.size:
-        rate = truth.rates(dem[idx])
+        rate = truth.rates(dem[idx], None if foot is None else foot[idx], None if hide is None else hide[idx])
         tau = r[idx] / rate
         tmin = float(tau.min())
         done = tau <= tmin * (1.0 + 1e-12)
@@ -162,6 +182,8 @@ class _Batch:
     solo: float
     work: float
     remaining: float
+    foot: float = 0.0
+    hide: float = 1.0
 
 
 @dataclass
@@ -277,17 +299,19 @@ class _Oracle(_Policy):
             k = len(gpu.running)
             dem = np.empty((k + 1, 3))
             rem = np.empty(k + 1)
+            foot, hide = self.sim.hidden_arrays(gpu.running + [(model, size)])
             for a, b in enumerate(gpu.running):
                 dem[a] = b.demand
                 rem[a] = b.remaining
             dem[k] = (sm, l2, dr)
             rem[k] = solo
-            with_c = _project_truth(truth, dem, rem, t)
+            with_c = _project_truth(truth, dem, rem, t, foot, hide)
             if with_c[k] > deadline or any(e > b.deadline for e, b in zip(with_c[:k], gpu.running)):
                 continue
             added = with_c[k] - t
             if k:
-                added += float(np.sum(with_c[:k] - _project_truth(truth, dem[:k], rem[:k], t)))
+                added += float(np.sum(with_c[:k] - _project_truth(
+                    truth, dem[:k], rem[:k], t, None if foot is None else foot[:k], None if hide is None else hide[:k])))
             if added < best_added:
                 best, best_added = g, added
         return best if best is not None else self._idle()
@@ -297,8 +321,9 @@ class _Serving:
     """The event loop: arrivals, dynamic batching, ground-truth execution."""
 
     def __init__(self, profiles: ProfileTable, spec: GpuSpec, n_gpus: int, slo_ms: dict[str, float],
-                 rng: np.random.Generator, max_batch: int) -> None:
+                 rng: np.random.Generator, max_batch: int, hidden: Mapping[str, HiddenFactors] | None = None) -> None:
         self.profiles = profiles
+        self.hidden = hidden
         self.spec = spec
         self.limit = spec.max_concurrency
         self.gpus = [_Gpu() for _ in range(n_gpus)]
@@ -318,9 +343,21 @@ class _Serving:
             self._prof[key] = p
         return p
 
+    def hidden_arrays(self, members: list) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Footprints and hiding factors of running batches or ``(model, size)`` candidates (None: fluid)."""
+        if self.hidden is None:
+            return None, None
+        foot, hide = np.empty(len(members)), np.empty(len(members))
+        for i, b in enumerate(members):
+            m, size = (b.model, b.size) if isinstance(b, _Batch) else b
+            h = self.hidden[m]
+            foot[i], hide[i] = h.footprint_mb(size), h.hiding
+        return foot, hide
+
     def _set_rates(self, gpu: _Gpu) -> None:
         if gpu.running:
-            gpu.rates = self.truth.rates(np.array([b.demand for b in gpu.running]))
+            foot, hide = self.hidden_arrays(gpu.running)
+            gpu.rates = self.truth.rates(np.array([b.demand for b in gpu.running]), foot, hide)
         else:
             gpu.rates = np.empty(0)
 
@@ -393,6 +430,8 @@ class _Serving:
                     sm, l2, dr, solo = self.profile(m, size)
                     work = solo * math.exp(self.spec.sigma * self.rng.standard_normal())
                     b = _Batch(next_bid, m, size, reqs, dl, t, np.array([sm, l2, dr]), solo, work, work)
+                    if self.hidden is not None:
+                        b.foot, b.hide = self.hidden[m].footprint_mb(size), self.hidden[m].hiding
                     next_bid += 1
                     gpu = self.gpus[gi]
                     if not gpu.running:
@@ -434,7 +473,8 @@ class ServingResult:
 
 
 def fit_pair_models(profiles: ProfileTable, spec: GpuSpec, *, seed: int = 0,
-                    batches: tuple[int, ...] = E3_PAIR_BATCHES) -> tuple[GpuletsModel, RLS]:
+                    batches: tuple[int, ...] = E3_PAIR_BATCHES,
+                    hidden: Mapping[str, HiddenFactors] | None = None) -> tuple[GpuletsModel, RLS]:
     """gpulets coefficients and a warm RLS (rich, time-weighted, rate) fitted on simulated pairs.
 
     Every unordered pair of (model, batch size) over the zoo's models and ``batches`` runs on its
@@ -456,7 +496,16 @@ def fit_pair_models(profiles: ProfileTable, spec: GpuSpec, *, seed: int = 0,
                 model.append(m)
                 batch.append(b)
                 gpu.append(pair)
-    res = simulate(model, batch, np.zeros(len(model)), gpu=gpu, spec=spec, profiles=profiles, queue=False, seed=seed)
+    if hidden is None:
+        res = simulate(model, batch, np.zeros(len(model)), gpu=gpu, spec=spec, profiles=profiles, queue=False,
+                       seed=seed)
+    else:  # the same passes as one operator each, with the hidden factors (the phase-structured truth)
+        p = profiles.lookup_arrays([m for m, _ in keys], [b for _, b in keys], gpus=spec.name)
+        progs = {k: Program([p["solo_ms"][i]], [[p["sm"][i], p["l2"][i], p["dram"][i]]], [-1])
+                 for i, k in enumerate(keys)}
+        zoo = PhaseZoo.from_programs("synthetic", spec.name, progs, hidden={m: hidden[m] for m, _ in keys})
+        res = simulate_phased(model, batch, np.zeros(len(model)), gpu=gpu, spec=spec, zoo=zoo, queue=False,
+                              seed=seed)
     static, tw = transform_many([Static(feature_map="gpulets", combine="max", target="slowdown"),
                                  TimeWeighted(feature_map="rich", target="rate")], res.trace, profiles)
     g = GpuletsModel(clip=True)
@@ -471,6 +520,7 @@ def simulate_serving(policy: str, load: float, *, requests: int, seed: int = 0, 
                      models: tuple[str, ...] | None = None, slo_factor: float = E3_SLO_FACTOR,
                      slo_batch: int = E3_SLO_BATCH, max_batch: int = E3_MAX_BATCH, margin: float = E3_MARGIN,
                      pair_models: tuple[GpuletsModel, RLS] | None = None,
+                     hidden: Mapping[str, HiddenFactors] | None = None,
                      calibrated: Any = None, quantile: float = E3_QUANTILE) -> ServingResult:
     """Serve ``requests`` Poisson requests at ``load`` with one policy; see the module docstring.
 
@@ -487,6 +537,10 @@ def simulate_serving(policy: str, load: float, *, requests: int, seed: int = 0, 
     pair_models
         ``fit_pair_models`` output to reuse (fitted here when omitted and needed); the RLS is
         cloned through its state, never modified.
+    hidden
+        Hidden per-model factors (L2 footprint, latency hiding) of the phase-structured truth,
+        e.g. ``synthetic_phase_zoo(gpu).hidden``; None runs the fluid truth.  Policies other than
+        the oracle never see them.
     calibrated, quantile
         Policy (e): the :class:`~interfpred.Calibrated` pair model
         (:func:`interfpred.experiments.bounds.fit_calibrated_pair_model`, fitted here when
@@ -509,13 +563,13 @@ def simulate_serving(policy: str, load: float, *, requests: int, seed: int = 0, 
            for m in models}
     arr = poisson_arrivals(list(models), rho=load, executions=requests, profiles=profiles, gpu=spec,
                            batch_sizes={1: 1.0}, gpus=n_gpus, seed=seed)
-    sim = _Serving(profiles, spec, n_gpus, slo, np.random.default_rng([seed, 1]), max_batch)
+    sim = _Serving(profiles, spec, n_gpus, slo, np.random.default_rng([seed, 1]), max_batch, hidden)
     pol: _Policy
     if policy in ("gpulets", "tracker") and pair_models is None:
-        pair_models = fit_pair_models(profiles, spec, seed=seed)
+        pair_models = fit_pair_models(profiles, spec, seed=seed, hidden=hidden)
     if policy == "calibrated":
         cal = fit_calibrated_pair_model(profiles, spec, seed=seed, quantiles=(quantile,), scale=E3_BOUND_SCALE,
-                                        window=E3_BOUND_WINDOW) if calibrated is None else calibrated
+                                        window=E3_BOUND_WINDOW, hidden=hidden) if calibrated is None else calibrated
         shared = type(cal).from_state(cal.to_state())
         fleet = Fleet({str(g): ColocationTracker(profiles, shared, gpu=spec.name) for g in range(n_gpus)},
                       margin=E3_BOUND_MARGIN, max_running=spec.max_concurrency, quantile=quantile)
@@ -584,16 +638,17 @@ def run_e3(ctx: ReproduceContext) -> Section:
         E3_QUICK_REQUESTS if ctx.quick else E3_FULL_REQUESTS)
     spec = get_gpu_spec(ctx.gpu)
     profiles = zoo_profiles(spec.name)
+    hidden = synthetic_phase_zoo(spec.name).hidden if ctx.truth == "phases" else None
     ctx.progress("E3: fitting gpulets and the warm RLS on simulated pairs")
-    pair = fit_pair_models(profiles, spec, seed=ctx.seed, batches=E3_PAIR_BATCHES)
+    pair = fit_pair_models(profiles, spec, seed=ctx.seed, batches=E3_PAIR_BATCHES, hidden=hidden)
     cal = fit_calibrated_pair_model(profiles, spec, seed=ctx.seed, batches=E3_PAIR_BATCHES, quantiles=(E3_QUANTILE,),
-                                    scale=E3_BOUND_SCALE, window=E3_BOUND_WINDOW)
+                                    scale=E3_BOUND_SCALE, window=E3_BOUND_WINDOW, hidden=hidden)
     results: dict[str, list[ServingResult]] = {p: [] for p in POLICIES}
     for load in loads:
         ctx.progress(f"E3: serving {requests} requests at load {load:g} with {len(POLICIES)} policies")
         for pol in POLICIES:
             results[pol].append(simulate_serving(pol, load, requests=requests, seed=ctx.seed, profiles=profiles,
-                                                 gpu=spec, pair_models=pair, calibrated=cal))
+                                                 gpu=spec, pair_models=pair, hidden=hidden, calibrated=cal))
     goals = _goals(results, loads)
     header = ["load", "policy", "SLO attain.", "p50 ms", "p99 ms", "goodput req/s", "GPU busy", "dropped",
               "mean batch", "mean conc."]
@@ -606,8 +661,10 @@ def run_e3(ctx: ReproduceContext) -> Section:
     fig = _plot(ctx, loads, results)
     err = [r.tracker_error for r in results["tracker"]]
     verdict = _verdict(goals) + "\n\n" + bound_verdict(bound := bound_goal(results, loads))
-    setup = (f"{E3_GPUS} simulated {spec.name.upper()} GPUs (ground-truth contention, noise sigma={spec.sigma}), "
-             "six zoo models, "
+    truth = ("phase-structured ground truth with the synthetic zoo's hidden per-model L2 footprints and latency "
+             "hiding, one operator per pass: the serving simulator does not run multi-operator phases"
+             if hidden is not None else "fluid ground-truth contention on the synthetic zoo's profiles")
+    setup = (f"{E3_GPUS} simulated {spec.name.upper()} GPUs ({truth}; noise sigma={spec.sigma}), six zoo models, "
              f"{requests} Poisson requests per run, SLO = {E3_SLO_FACTOR:g} x solo latency at batch "
              f"{E3_SLO_BATCH}, dynamic batching up to {E3_MAX_BATCH}, at most {spec.max_concurrency} batches per GPU, "
              f"margin {E3_MARGIN:g} for (b) and (c); (e) is (c) admitting on the {E3_QUANTILE:g} latency bound of a "
@@ -619,7 +676,7 @@ def run_e3(ctx: ReproduceContext) -> Section:
                       "Tracker's mean absolute relative latency error per finished batch (before learning), "
                       "per load: " + ", ".join(f"{e:.3f}" for e in err if e is not None), verdict])
     terminal = "\n".join([setup, "", text_table(header, rows), "", verdict])
-    data = {"loads": loads, "requests": requests, "seed": ctx.seed, "quick": ctx.quick,
+    data = {"loads": loads, "requests": requests, "seed": ctx.seed, "quick": ctx.quick, "truth": ctx.truth,
             "config": {"gpus": E3_GPUS, "slo_factor": E3_SLO_FACTOR, "slo_batch": E3_SLO_BATCH,
                        "max_batch": E3_MAX_BATCH, "margin": E3_MARGIN, "gpu": spec.name},
             "results": {p: [r.as_dict() for r in results[p]] for p in POLICIES}, "goals": goals,

@@ -1,8 +1,10 @@
-"""Ground-truth GPU co-location simulator (synthetic; no GPU needed).
+"""Ground-truth GPU co-location simulator (no GPU needed).
 
-A fluid model of executions sharing a GPU (see docs/simulator.md): the synthetic model zoo
-(:mod:`~interfpred.sim.zoo`), the rate model (:mod:`~interfpred.sim.contention`), the
-event-driven engine (:mod:`~interfpred.sim.engine`) and workloads (:mod:`~interfpred.sim.workload`).
+Executions sharing a GPU (see docs/simulator.md): the phase-structured truth (operator programs and
+hidden per-model factors, :mod:`~interfpred.sim.operators`, its engine :mod:`~interfpred.sim.phased`,
+the orion and synthetic families :mod:`~interfpred.sim.orion`), the fluid truth (the rate model
+:mod:`~interfpred.sim.contention`, the engine :mod:`~interfpred.sim.engine`, the synthetic zoo
+:mod:`~interfpred.sim.zoo`) and workloads (:mod:`~interfpred.sim.workload`).
 
 Examples
 --------
@@ -24,6 +26,9 @@ from interfpred.sim.contention import (
     rates_kernel,
 )
 from interfpred.sim.engine import SimResult, noisy_work, simulate, simulate_work
+from interfpred.sim.operators import HiddenFactors, PhaseZoo, Program, draw_hidden, merge_phases
+from interfpred.sim.orion import orion_zoo, phase_zoo, synthetic_phase_zoo
+from interfpred.sim.phased import simulate_phased, simulate_programs
 from interfpred.sim.workload import (
     Arrivals,
     Scenario,
@@ -58,4 +63,14 @@ __all__ = [
     "write_scenario",
     "ZOO_MODELS",
     "zoo_profiles",
+    "Program",
+    "HiddenFactors",
+    "PhaseZoo",
+    "draw_hidden",
+    "merge_phases",
+    "orion_zoo",
+    "synthetic_phase_zoo",
+    "phase_zoo",
+    "simulate_phased",
+    "simulate_programs",
 ]

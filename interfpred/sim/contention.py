@@ -35,6 +35,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from interfpred._jit import njit
 from interfpred.constants import (
     SIM_EPSILON,
+    SIM_FOOTPRINT_KAPPA,
+    SIM_L2_MB,
     SIM_MAX_CONCURRENCY,
     SIM_SATURATION_RTOL,
     SIM_SIGMA,
@@ -66,6 +68,12 @@ class GpuSpec(BaseModel):
         Standard deviation of the log-normal noise on solo work.
     max_concurrency
         Executions run at once when drawn from a queue; later arrivals wait (FIFO).
+    l2_mb
+        L2 cache capacity in MB (the phase-structured ground truth compares the running set's
+        combined L2 footprint with it).
+    kappa
+        How fast L2 pollution grows once the running set's footprint overflows the L2: the
+        pollution term is multiplied by ``1 + kappa * min(1, max(0, footprint / l2_mb - 1))``.
 
     Examples
     --------
@@ -85,6 +93,8 @@ class GpuSpec(BaseModel):
     epsilon: float = Field(SIM_EPSILON, ge=0.0, allow_inf_nan=False)
     sigma: float = Field(SIM_SIGMA, ge=0.0, le=1.0, allow_inf_nan=False)
     max_concurrency: int = Field(SIM_MAX_CONCURRENCY, ge=1)
+    l2_mb: float = Field(SIM_L2_MB, gt=0.0, allow_inf_nan=False)
+    kappa: float = Field(SIM_FOOTPRINT_KAPPA, ge=0.0, allow_inf_nan=False)
 
     @property
     def capacities(self) -> tuple[float, float, float]:
@@ -92,14 +102,19 @@ class GpuSpec(BaseModel):
         return (self.capacity_sm, self.capacity_l2, self.capacity_dram)
 
 
-#: The built-in GPU types.  ``l4`` uses the default constants ``SIM_THETA``, ``SIM_EPSILON`` and ``SIM_SIGMA``; its achievable DRAM
-#: bandwidth under overlap is 90% of peak and its L2 95%.  ``a100`` has a larger L2 and far more
-#: DRAM bandwidth, so pollution hurts less (theta 0.6) and overlap costs less (epsilon 0.02).
+#: The built-in GPU types.  ``l4`` uses the default constants; its achievable DRAM bandwidth
+#: under overlap is 90% of peak and its L2 95%; L2 48 MB (NVIDIA L4 datasheet).  ``a100``
+#: (A100-40GB) has far more DRAM bandwidth, so pollution hurts less (theta 0.6) and overlap costs
+#: less (epsilon 0.02); L2 40 MB.  ``v100`` (V100-16GB, 80 SMs, 900 GB/s HBM2) has a small L2 of
+#: 6 MB (Volta whitepaper), so combined working sets overflow it easily; its other constants are
+#: the defaults (like the L4, an older part with no more headroom under overlap).
 GPU_PRESETS: dict[str, GpuSpec] = {
     "l4": GpuSpec(name="l4", capacity_sm=1.0, capacity_l2=0.95, capacity_dram=0.90,
-                  theta=SIM_THETA, epsilon=SIM_EPSILON, sigma=SIM_SIGMA),
+                  theta=SIM_THETA, epsilon=SIM_EPSILON, sigma=SIM_SIGMA, l2_mb=48.0),
     "a100": GpuSpec(name="a100", capacity_sm=1.0, capacity_l2=1.0, capacity_dram=0.93,
-                    theta=0.6, epsilon=0.02, sigma=SIM_SIGMA),
+                    theta=0.6, epsilon=0.02, sigma=SIM_SIGMA, l2_mb=40.0),
+    "v100": GpuSpec(name="v100", capacity_sm=1.0, capacity_l2=0.95, capacity_dram=0.90,
+                    theta=SIM_THETA, epsilon=SIM_EPSILON, sigma=SIM_SIGMA, l2_mb=6.0),
 }
 
 
@@ -113,7 +128,7 @@ def get_gpu_spec(gpu: str | GpuSpec = "l4", **overrides: float) -> GpuSpec:
     >>> get_gpu_spec("h100")
     Traceback (most recent call last):
     ...
-    interfpred.errors.InterfpredError: unknown GPU preset 'h100'; known presets: a100, l4 (or pass a GpuSpec)
+    interfpred.errors.InterfpredError: unknown GPU preset 'h100'; known presets: a100, l4, v100 (or pass a GpuSpec)
     """
     if isinstance(gpu, GpuSpec):
         spec = gpu

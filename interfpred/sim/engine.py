@@ -236,11 +236,14 @@ class SimResult:
         Arrival time of each trace row (equal to ``start_ms`` when nothing queued).
     spec
         The GPU type simulated.
+    events
+        Events the engine processed (arrivals, operator boundaries, completions), when known.
     """
 
     trace: Trace
     arrival_ms: np.ndarray
     spec: GpuSpec
+    events: int | None = None
 
     @property
     def wait_ms(self) -> np.ndarray:

@@ -33,6 +33,8 @@ from interfpred._io import recover, replace_folder, temp_folder
 from interfpred.constants import (
     SCHEMA_VERSION,
     SIM_DEFAULT_EXECUTIONS,
+    SIM_DEFAULT_TRUTH,
+    SIM_HIDDEN_SEED,
     SIM_RHO_LIGHT,
     SIM_RHO_MODERATE,
     SIM_RHO_STRESS,
@@ -41,6 +43,9 @@ from interfpred.errors import InterfpredError
 from interfpred.profiles import ProfileTable
 from interfpred.sim.contention import GpuSpec, get_gpu_spec
 from interfpred.sim.engine import simulate
+from interfpred.sim.operators import PhaseZoo
+from interfpred.sim.orion import paper_sets, scenario_family
+from interfpred.sim.phased import simulate_phased
 from interfpred.sim.zoo import zoo_profiles
 from interfpred.trace import Trace
 
@@ -260,8 +265,11 @@ def offered_load(arrivals: Arrivals, profiles: ProfileTable, gpu: str = "l4") ->
 
 
 def simulate_arrivals(arrivals: Arrivals, *, spec: GpuSpec | str = "l4", profiles: ProfileTable | None = None,
-                      seed: int | np.random.Generator | None = 0):
+                      seed: int | np.random.Generator | None = 0, zoo: PhaseZoo | None = None):
     """Run an arrival stream through the FIFO queue and the engine (a :class:`SimResult`).
+
+    With ``zoo`` the phase-structured engine (:func:`interfpred.sim.phased.simulate_phased`)
+    runs the stream on that family's programs; without, the fluid engine on ``profiles``.
 
     Examples
     --------
@@ -270,6 +278,9 @@ def simulate_arrivals(arrivals: Arrivals, *, spec: GpuSpec | str = "l4", profile
     >>> len(r.trace), bool(np.all(r.slowdown > 0.9))
     (200, True)
     """
+    if zoo is not None:
+        return simulate_phased(arrivals.model, arrivals.batch_size, arrivals.time_ms, gpu=arrivals.gpu,
+                               id=arrivals.id, spec=spec, zoo=zoo, queue=True, seed=seed)
     return simulate(arrivals.model, arrivals.batch_size, arrivals.time_ms, gpu=arrivals.gpu, id=arrivals.id,
                     spec=spec, profiles=profiles, queue=True, seed=seed)
 
@@ -281,7 +292,7 @@ class Scenario:
     Attributes
     ----------
     profiles
-        The (synthetic) solo profiles.
+        The solo profiles (time averages of the programs under the phase-structured truth).
     spec
         The GPU type.
     traces
@@ -298,16 +309,32 @@ class Scenario:
     arrival_ms: dict[str, np.ndarray]
     sets: dict[str, dict] = field(default_factory=dict)
     seed: int | None = None
+    zoo: PhaseZoo | None = None
+    family: str = "synthetic"
+
+    @property
+    def source(self) -> str:
+        """The label of the profiles' family (what their ``source`` column says)."""
+        return "orion operators, derived demands" if self.family == "orion" else "synthetic"
+
+    @property
+    def truth(self) -> str:
+        """``"phases"`` (operator-level truth on :attr:`zoo`) or ``"fluid"``."""
+        return "fluid" if self.zoo is None else "phases"
 
     def manifest(self) -> dict:
         """A JSON-able description (what :func:`write_scenario` stores as scenario.json)."""
-        return {"schema_version": SCHEMA_VERSION, "source": "synthetic", "seed": self.seed,
+        source = self.source
+        extra = {"zoo": self.family} if self.zoo is None else {"zoo": self.family, "max_phases": self.zoo.max_phases,
+                                                                "hidden_seed": SIM_HIDDEN_SEED}
+        return {"schema_version": SCHEMA_VERSION, "source": source, "truth": self.truth, **extra, "seed": self.seed,
                 "gpu": self.spec.model_dump(), "sets": self.sets,
                 "files": {"profiles": "profiles.csv", **{k: f"{k}.csv" for k in self.traces}}}
 
 
 def _run_phases(name: str, phases: list[dict], *, spec: GpuSpec, profiles: ProfileTable, gpus: int,
-                first_id: int, seed: np.random.SeedSequence) -> tuple[Trace, np.ndarray, dict]:
+                first_id: int, seed: np.random.SeedSequence, zoo: PhaseZoo | None = None
+                ) -> tuple[Trace, np.ndarray, dict]:
     arr_rng, noise_rng = (np.random.default_rng(s) for s in seed.spawn(2))
     parts: list[Arrivals] = []
     t0 = 0.0
@@ -325,7 +352,7 @@ def _run_phases(name: str, phases: list[dict], *, spec: GpuSpec, profiles: Profi
             t0 = float(a.time_ms[-1])
         next_id += len(a)
     arrivals = Arrivals.concat(parts)
-    res = simulate_arrivals(arrivals, spec=spec, profiles=profiles, seed=noise_rng)
+    res = simulate_arrivals(arrivals, spec=spec, profiles=profiles, seed=noise_rng, zoo=zoo)
     return res.trace, res.arrival_ms, {"name": name, "gpus": gpus, "phases": described}
 
 
@@ -347,8 +374,14 @@ def _split(total: int, parts: int) -> list[int]:
 
 
 def paper_scenario(gpu: GpuSpec | str = "l4", *, seed: int = 0, executions: int = SIM_DEFAULT_EXECUTIONS,
-                   gpus: int = 1, profiles: ProfileTable | None = None) -> Scenario:
-    """The paper's E2 sets (docs/simulator.md), simulated on the synthetic zoo.
+                   gpus: int = 1, profiles: ProfileTable | None = None, truth: str = SIM_DEFAULT_TRUTH,
+                   zoo: str | PhaseZoo | None = None) -> Scenario:
+    """The paper's E2 sets, simulated on a model family.
+
+    The synthetic family's sets are listed below; the orion family's use
+    :data:`~interfpred.sim.orion.ORION_TRAIN_MODELS` (resnet50, mobilenetv2, bert, transformer_xl)
+    for training and test 1, :data:`~interfpred.sim.orion.ORION_NEW_MODELS` (efficientnet,
+    retinanet) for test 2, and all seven (with resnet101, seen nowhere else) for test 3.
 
     * ``train``: {resnet50, vgg19, roberta_base, vit_b16} at moderate load (rho 0.9), batch sizes
       uniform over 1, 2, 4, 8, 16 (experiments split it 75/25);
@@ -368,7 +401,15 @@ def paper_scenario(gpu: GpuSpec | str = "l4", *, seed: int = 0, executions: int 
     gpus
         GPUs per set (``gpu0..``), arrivals spread uniformly; rho is per GPU.
     profiles
-        Override the zoo (must cover the six models on ``gpu``).
+        Override the zoo (must cover the six models on ``gpu``; fluid truth only).
+    truth
+        ``"phases"`` (operator-level ground truth with hidden per-model factors) or ``"fluid"``
+        (one demand vector per execution, the profile's).
+    zoo
+        Family: ``"orion"``, ``"synthetic"``, a :class:`~interfpred.sim.operators.PhaseZoo`, or None
+        (under ``truth="phases"`` orion on a v100, else synthetic; under ``"fluid"`` synthetic).
+        The fluid truth on the orion family runs its profiles (each pass's time-averaged demand,
+        without the hidden factors): the phase structure and hidden factors removed, the rest equal.
 
     Examples
     --------
@@ -379,37 +420,38 @@ def paper_scenario(gpu: GpuSpec | str = "l4", *, seed: int = 0, executions: int 
     ['convnext_b', 'yolov8n']
     """
     spec = get_gpu_spec(gpu)
-    profiles = zoo_profiles(spec.name) if profiles is None else profiles
+    profiles, pz, family = scenario_family(spec, truth, zoo, profiles)
     if not isinstance(executions, int | np.integer) or executions < 4:
         raise InterfpredError(f"executions {executions!r} must be an integer >= 4 (executions per set)")
-    train = list(PAPER_TRAIN_MODELS)
-    new = list(PAPER_NEW_MODELS)
-    every = train + new
+    train, new, every, hetero_b, hetero_w = paper_sets(family)
     half = _split(executions, 2)
     quarter = _split(executions, 4)
     bs = list(PAPER_BATCH_SIZES)
-    hetero = {m: list(range(lo, hi + 1)) for m, (lo, hi) in PAPER_HETERO_BATCHES.items()}
+    hetero = {m: list(range(lo, hi + 1)) for m, (lo, hi) in hetero_b.items()}
     plans = {
         "train": [dict(models=train, rho=SIM_RHO_MODERATE, executions=executions, batch_sizes=bs)],
         "test1": [dict(models=train, rho=SIM_RHO_LIGHT, executions=half[0], batch_sizes=bs),
                   dict(models=train, rho=SIM_RHO_STRESS, executions=half[1], batch_sizes=bs)],
         "test2": [dict(models=new, rho=SIM_RHO_MODERATE, executions=executions, batch_sizes=bs)],
-        "test3": [dict(models=every, rho=r, executions=q, batch_sizes=hetero, weights=PAPER_HETERO_WEIGHTS)
+        "test3": [dict(models=every, rho=r, executions=q, batch_sizes=hetero, weights=hetero_w)
                   for r, q in zip((SIM_RHO_LIGHT, SIM_RHO_MODERATE, SIM_RHO_STRESS, SIM_RHO_MODERATE), quarter)],
     }
     children = np.random.SeedSequence(check_seed(seed)).spawn(len(plans))
     traces, arrivals, sets = {}, {}, {}
     for i, (name, phases) in enumerate(plans.items()):
         trace, arr, desc = _run_phases(name, phases, spec=spec, profiles=profiles, gpus=gpus,
-                                       first_id=i * 10 ** (len(str(executions)) + 1), seed=children[i])
+                                       first_id=i * 10 ** (len(str(executions)) + 1), seed=children[i], zoo=pz)
         traces[name], arrivals[name], sets[name] = trace, arr, desc
-    return Scenario(profiles=profiles, spec=spec, traces=traces, arrival_ms=arrivals, sets=sets, seed=seed)
+    return Scenario(profiles=profiles, spec=spec, traces=traces, arrival_ms=arrivals, sets=sets, seed=seed, zoo=pz,
+                    family=family)
 
 
 def mix_scenario(models: Sequence[str], *, rho: float, gpu: GpuSpec | str = "l4", seed: int = 0,
                  executions: int = SIM_DEFAULT_EXECUTIONS, batch_sizes: BatchSpec | None = None, gpus: int = 1,
-                 profiles: ProfileTable | None = None) -> Scenario:
-    """One set, ``trace``: the given models at one load (a custom workload).
+                 profiles: ProfileTable | None = None, truth: str = SIM_DEFAULT_TRUTH,
+                 zoo: str | PhaseZoo | None = None) -> Scenario:
+    """One set, ``trace``: the given models at one load (a custom workload); ``truth`` and ``zoo``
+    as in :func:`paper_scenario`.
 
     Examples
     --------
@@ -418,12 +460,12 @@ def mix_scenario(models: Sequence[str], *, rho: float, gpu: GpuSpec | str = "l4"
     (['trace'], [1, 32])
     """
     spec = get_gpu_spec(gpu)
-    profiles = zoo_profiles(spec.name) if profiles is None else profiles
+    profiles, pz, family = scenario_family(spec, truth, zoo, profiles)
     phases = [dict(models=list(models), rho=rho, executions=executions, batch_sizes=batch_sizes)]
     trace, arr, desc = _run_phases("trace", phases, spec=spec, profiles=profiles, gpus=gpus, first_id=0,
-                                   seed=np.random.SeedSequence(check_seed(seed)))
+                                   seed=np.random.SeedSequence(check_seed(seed)), zoo=pz)
     return Scenario(profiles=profiles, spec=spec, traces={"trace": trace}, arrival_ms={"trace": arr},
-                    sets={"trace": desc}, seed=seed)
+                    sets={"trace": desc}, seed=seed, zoo=pz, family=family)
 
 
 def check_seed(seed: object) -> int | None:
@@ -443,8 +485,13 @@ def check_seed(seed: object) -> int | None:
     return int(seed)
 
 
-def write_scenario(scenario: Scenario, out: str | os.PathLike[str], *, force: bool = False) -> list[str]:
+def write_scenario(scenario: Scenario, out: str | os.PathLike[str], *, force: bool = False,
+                   operators: bool = False) -> list[str]:
     """Write ``profiles.csv``, one ``<set>.csv`` per trace and ``scenario.json`` into ``out``.
+
+    With ``operators`` (phase-structured truth only) also ``operators.csv``: the operator-level
+    profile of every (model, batch size) the traces hold, one row per operator (or phase) with
+    its solo ``duration_ms`` and demands ``sm, l2, dram``; the hidden per-model factors are not in it.
 
     The files are written into a temporary folder beside ``out`` which replaces it only once
     complete, so ``out`` is never left half-written; a run killed at any point leaves the old
@@ -473,9 +520,20 @@ def write_scenario(scenario: Scenario, out: str | os.PathLike[str], *, force: bo
     if not os.path.isdir(parent):
         raise InterfpredError(f"parent folder {parent} of the output does not exist")
     tmp = temp_folder(out)
-    names = ["profiles.csv", *(f"{k}.csv" for k in scenario.traces), "scenario.json"]
+    if operators and scenario.zoo is None:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise InterfpredError("an operator-level profile needs the phase-structured truth (truth 'phases')")
+    names = ["profiles.csv", *(f"{k}.csv" for k in scenario.traces), *(["operators.csv"] if operators else []),
+             "scenario.json"]
     try:
         scenario.profiles.to_csv(os.path.join(tmp, "profiles.csv"))
+        if operators and scenario.zoo is not None:
+            keys = {(str(m), int(b)) for t in scenario.traces.values() for m, b in zip(t.model, t.batch_size)}
+            cols = scenario.zoo.operator_rows(keys)
+            with open(os.path.join(tmp, "operators.csv"), "w", encoding="utf-8", newline="") as fh:
+                fh.write(",".join(cols) + "\n")
+                for row in zip(*cols.values()):
+                    fh.write(",".join(repr(v) if isinstance(v, float) else str(v) for v in row) + "\n")
         for k, t in scenario.traces.items():
             t.to_csv(os.path.join(tmp, f"{k}.csv"))
         with open(os.path.join(tmp, "scenario.json"), "w", encoding="utf-8") as fh:

@@ -69,10 +69,12 @@ ZOO_MODELS: dict[str, dict[str, float]] = {
 
 #: Hardware factors per GPU applied to :data:`ZOO_MODELS`.  launch: factor on t0; compute: factor
 #: on per_sample; fill: factor on b_half (a bigger GPU needs bigger batches to fill); sm_scale:
-#: factor on sm_max; bandwidth_mb_per_ms: DRAM bandwidth (L4: 300 GB/s, A100-40GB: 1555 GB/s).
+#: factor on sm_max; bandwidth_mb_per_ms: DRAM bandwidth (L4: 300 GB/s, A100-40GB: 1555 GB/s,
+#: V100: 900 GB/s; the V100's fp16 tensor throughput is the L4's, its 80 SMs need larger batches).
 ZOO_HARDWARE: dict[str, dict[str, float]] = {
     "l4":   dict(launch=1.0, compute=1.0, fill=1.0, sm_scale=1.0, bandwidth_mb_per_ms=300.0),
     "a100": dict(launch=0.75, compute=0.40, fill=2.0, sm_scale=0.95, bandwidth_mb_per_ms=1555.0),
+    "v100": dict(launch=1.0, compute=1.0, fill=1.4, sm_scale=1.0, bandwidth_mb_per_ms=900.0),
 }
 
 
@@ -97,7 +99,7 @@ def zoo_profiles(gpu: str = "l4") -> ProfileTable:
     Parameters
     ----------
     gpu
-        ``"l4"`` or ``"a100"``.  The table's ``gpu`` column holds this name, so the simulator
+        ``"l4"``, ``"a100"`` or ``"v100"``.  The table's ``gpu`` column holds this name, so the simulator
         finds the profiles under its :class:`~interfpred.sim.contention.GpuSpec` name.
 
     Returns
@@ -112,10 +114,10 @@ def zoo_profiles(gpu: str = "l4") -> ProfileTable:
     (192, ('a100',), 32)
     >>> zoo_profiles("a100").lookup("vgg19", 8).solo_ms < zoo_profiles("l4").lookup("vgg19", 8).solo_ms
     True
-    >>> zoo_profiles("v100")
+    >>> zoo_profiles("h100")
     Traceback (most recent call last):
     ...
-    interfpred.errors.InterfpredError: no synthetic zoo profiles for gpu 'v100'; known: a100, l4
+    interfpred.errors.InterfpredError: no synthetic zoo profiles for gpu 'h100'; known: a100, l4, v100
     """
     if gpu not in ZOO_HARDWARE:
         raise InterfpredError(f"no synthetic zoo profiles for gpu {gpu!r}; known: {', '.join(sorted(ZOO_HARDWARE))}")
