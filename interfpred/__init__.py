@@ -40,6 +40,7 @@ _LAZY: dict[str, str] = {
     "OfflineLinear": "interfpred.predictors",
     "OnlineSGD": "interfpred.predictors",
     "RLS": "interfpred.predictors",
+    "Calibrated": "interfpred.predictors",
     "GpuletsModel": "interfpred.predictors",
     "make_predictor": "interfpred.predictors",
     "PredictorSpec": "interfpred.predictors",
@@ -101,6 +102,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the real names
     from interfpred.model import InterferenceModel, load_model
     from interfpred.predictors import (
         RLS,
+        Calibrated,
         EntityRLS,
         GpuletsModel,
         OfflineLinear,

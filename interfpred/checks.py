@@ -83,7 +83,9 @@ def check_params_and_repr(p: Any) -> None:
 
     q = p.clone()
     sig = inspect.signature(type(q).__init__)
-    names = [n for n, par in sig.parameters.items() if par.kind is inspect.Parameter.KEYWORD_ONLY]
+    # keyword-only hyperparameters, plus a wrapper's leading positional-or-keyword one (the wrapped predictor)
+    kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    names = [n for n, par in sig.parameters.items() if n != "self" and par.kind in kinds]
     assert list(q.get_params()) == names, f"get_params keys {list(q.get_params())} != constructor {names}"
     assert repr(q) == repr(p), f"repr changed by clone: {q!r} vs {p!r}"
     assert repr(_trained(p).clone()) == repr(p)

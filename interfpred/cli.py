@@ -347,6 +347,10 @@ def _add_fit(sub) -> None:
                         "or a file): a new local cluster, or the scheduler at ADDRESS (needs interfpred[fleet])")
     p.add_argument("--workers", type=int, default=None, help="worker processes of the local Dask cluster "
                                                              "(default: one per CPU core)")
+    p.add_argument("--calibrate", choices=("aci", "split", "fixed"), default=None,
+                   help="wrap the predictor in Calibrated (conformal latency bounds) with this method")
+    p.add_argument("--quantiles", type=float, nargs="+", default=None, metavar="Q",
+                   help="quantiles --calibrate calibrates (default 0.5 0.9 0.99)")
     p.set_defaults(func=_run_fit)
 
 
@@ -404,6 +408,15 @@ def _run_fit(args) -> int:
         spec["alpha"] = args.alpha
     make_extractor(spec)  # a bad combination fails before any file is read
     predictor = make_predictor(args.predictor, **dict(parse_param(t) for t in args.param))
+    if args.quantiles is not None and args.calibrate is None:
+        raise InterfpredError("--quantiles applies only with --calibrate")
+    if args.calibrate is not None:
+        from interfpred.predictors import Calibrated
+
+        if args.quantiles is None:
+            predictor = Calibrated(predictor, method=args.calibrate)
+        else:
+            predictor = Calibrated(predictor, method=args.calibrate, quantiles=tuple(args.quantiles))
     if args.dask is not None:
         return _run_fit_dask(args, spec, predictor)
     profiles, trace, meas = _load_inputs(args)
@@ -494,6 +507,10 @@ def _add_evaluate(sub) -> None:
     p.add_argument("--trace", help="trace CSV")
     p.add_argument("--measurements", help="measurement runs, CSV or Parquet, or dataset:gavel_v100")
     p.add_argument("--online", action="store_true", help="prequential evaluation (predict, then learn)")
+    p.add_argument("--quantile", type=float, nargs="+", default=None, metavar="Q",
+                   help="also print coverage, width and interval score of the latency bounds at these quantiles, "
+                        "overall and per model, beside the quantile baseline (a model fitted with --calibrate)")
+    p.add_argument("--warmup", type=int, default=0, help="leading executions left out of the coverage (default 0)")
     p.add_argument("--split", choices=("pair", "model"), default=None,
                    help="held-out evaluation inside --measurements: pair = 70/30 by run, model = leave-one-model-out")
     p.add_argument("--repeats", type=int, default=None, help="seeded repeats of --split pair (default 20)")
@@ -525,6 +542,14 @@ def _run_evaluate(args) -> int:
     n, what = (len(trace), "executions") if trace is not None else (len(meas), "measurement rows")
     _print_summary(ev.summary, f"{'online (prequential)' if args.online else 'offline'} evaluation of "
                                f"{args.model} on {n} {what}", ev.baselines)
+    if args.quantile:
+        from interfpred.calibration import evaluate_coverage, format_coverage
+
+        cov = evaluate_coverage(model, trace, profiles, args.quantile, measurements=meas, online=args.online,
+                                skip=args.warmup)
+        print(f"latency bounds (coverage: share of {what} at or below the bound; width and interval score "
+              f"in slowdown units; first {args.warmup} skipped)")
+        print(format_coverage(cov))
     return 0
 
 
@@ -565,6 +590,9 @@ def _add_predict(sub) -> None:
     p.add_argument("--trace", help="trace CSV")
     p.add_argument("--measurements", help="measurement runs, CSV or Parquet, or dataset:gavel_v100")
     p.add_argument("--out", required=True, help="predictions file to write: CSV, or .parquet / .arrow")
+    p.add_argument("--quantile", type=float, nargs="+", default=None, metavar="Q",
+                   help="one more column per quantile, latency_q<Q>_ms: the latency bound at Q "
+                        "(a model fitted with --calibrate)")
     p.set_defaults(func=_run_predict)
 
 
@@ -579,10 +607,11 @@ def _run_predict(args) -> int:
         raise InterfpredError("predict one data set at a time: --trace or --measurements")
     model = load_model(args.model, trusted=args.trust_model_file)
     profiles, trace, meas = _load_inputs(args)
+    quantiles = tuple(args.quantile or ())
     if trace is not None:
-        n = write_predictions(model, trace, profiles, args.out)
+        n = write_predictions(model, trace, profiles, args.out, quantiles=quantiles)
     else:
-        n = write_measurement_predictions(model, meas, profiles, args.out)
+        n = write_measurement_predictions(model, meas, profiles, args.out, quantiles=quantiles)
     print(f"wrote {n} predictions to {args.out}", file=sys.stderr)
     return 0
 

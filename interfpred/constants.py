@@ -154,7 +154,7 @@ MAP_COUNTERS = (("default", ("sm", "l2", "dram")), ("rich", ("sm", "l2", "dram")
 #: E4 (real Gavel V100 pairs): share of runs in the training split, seeded repeats (full and quick).
 E4_TRAIN_SHARE = 0.7
 E4_REPEATS = 20
-E4_QUICK_REPEATS = 20
+E4_QUICK_REPEATS = 5
 #: E4 tables, one per learning target: the rate first (bounded; Gavel's slowdowns reach 119), then the slowdown.
 E4_TARGETS = ("rate", "slowdown")
 # ---------------------------------------------------------------- reliability and security
@@ -259,3 +259,34 @@ ENTITY_MAX_RANK = 8
 #: Grid of the validation rule that tunes EntityRLS's prior variances (``select_prior_variances``): each
 #: value multiplies the given variances of one family (model-level terms; pair-level terms).
 ENTITY_VAR_SCALES = (0.1, 1.0, 10.0, 100.0, 1000.0)
+# ---------------------------------------------------------------- calibrated latency bounds (interfpred.Calibrated)
+#: Quantiles of the target a Calibrated wrapper calibrates by default (each with its complement 1 - q).
+CALIBRATED_QUANTILES = (0.5, 0.9, 0.99)
+#: Default calibration method: adaptive conformal inference over a rolling window of scores.
+CALIBRATED_METHOD = "aci"
+CALIBRATED_METHODS = ("aci", "split", "fixed")
+#: Scores kept per calibration group (rolling window of the split-conformal quantile).
+CALIBRATED_WINDOW = 1000
+#: ACI step size gamma (Gibbs & Candes 2021 use 0.005).
+CALIBRATED_GAMMA = 0.005
+#: Range the ACI level of each quantile is kept in (outside [0, 1] it takes the window's extreme score).
+CALIBRATED_TAU_RANGE = (-1.0, 2.0)
+#: Score scales: "relative" divides the residual by |prediction| (a latency ratio), "std" by the wrapped
+#: predictor's predictive standard deviation, "auto" takes "std" when the predictor offers return_std.
+CALIBRATED_SCALES = ("auto", "relative", "std")
+CALIBRATED_GROUPINGS = ("global", "entity")
+#: Scores a per-entity (Mondrian) group needs before its own threshold replaces the global one.
+CALIBRATED_MIN_GROUP = 100
+#: Share of fit's rows (the last ones) scored out of sample to fill the calibration window.
+CALIBRATED_CALIBRATION_SHARE = 0.25
+#: Smallest score scale, relative to max(|prediction|, 1): keeps scores finite when a std or prediction is 0.
+CALIBRATED_MIN_SCALE = 1e-6
+#: Observations skipped at the start of each stream before coverage is counted in the experiments.
+CALIBRATED_WARMUP = 200
+#: E3 policy (e): the latency quantile the tracker admits on, and its safety margin (the bound is the margin).
+E3_QUANTILE = 0.99
+E3_BOUND_MARGIN = 0.0
+#: E3 policy (e): score scale and window of its Calibrated RLS (a short window follows the move from the pair
+#: data it is fitted on to serving traffic; the relative scale covered better there than RLS's std).
+E3_BOUND_SCALE = "relative"
+E3_BOUND_WINDOW = 200

@@ -53,6 +53,7 @@ from interfpred.entities import Entities
 from interfpred.entity_features import parent_entities
 from interfpred.errors import InterfpredError
 from interfpred.evaluation import call, fit_baselines, prequential_entities, prequential_runs
+from interfpred.experiments.coverage import latency_bounds
 from interfpred.experiments.metrics import AccuracySummary, accuracy_summary
 from interfpred.features import Extractor, FeatureMatrix, make_extractor
 from interfpred.measurements import Measurements
@@ -342,19 +343,31 @@ class InterferenceModel:
 
     # ------------------------------------------------------------------ prediction
     def predict_slowdown(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,
-                         measurements: Measurements | None = None) -> np.ndarray:
-        """Predicted slowdown (latency / solo latency) of every execution or measurement row."""
+                         measurements: Measurements | None = None, quantile: float | None = None) -> np.ndarray:
+        """Predicted slowdown (latency / solo latency) of every execution or measurement row.
+
+        With ``quantile`` (a predictor wrapped in :class:`~interfpred.Calibrated`), the bound the
+        slowdown stays under with that long-run frequency.
+        """
         fm = self.features(trace, profiles, measurements=measurements)
-        return self._latency(fm) / fm.solo_ms
+        return self._latency(fm, quantile=quantile) / fm.solo_ms
 
     def predict_latency(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,
-                        measurements: Measurements | None = None) -> np.ndarray:
-        """Predicted latency (ms) of every execution (then every measurement row), in row order."""
-        return self._latency(self.features(trace, profiles, measurements=measurements))
+                        measurements: Measurements | None = None, quantile: float | None = None) -> np.ndarray:
+        """Predicted latency (ms) of every execution (then every measurement row), in row order.
+
+        With ``quantile`` (a predictor wrapped in :class:`~interfpred.Calibrated`), the latency
+        bound at that quantile (for a ``rate`` target, the rate quantile ``1 - quantile`` turned
+        into latency).
+        """
+        return self._latency(self.features(trace, profiles, measurements=measurements), quantile=quantile)
 
     def _latency(self, fm: FeatureMatrix, pred: np.ndarray | None = None,
-                 predictor: BasePredictor | None = None) -> np.ndarray:
+                 predictor: BasePredictor | None = None, quantile: float | None = None) -> np.ndarray:
         self._check_width(fm)
+        if quantile is not None and pred is None and len(fm):
+            return latency_bounds(self.predictor, fm.X, fm.solo_ms, self.extractor.target, [quantile],
+                                  entities=fm.entities)[float(quantile)][1]
         if pred is None:
             p = self.predictor if predictor is None else predictor
             pred = (np.asarray(call(p, "predict", fm.X, entities=self._entities_for(p, fm)), dtype=np.float64) if len(fm)
@@ -477,11 +490,12 @@ def load_model(path: str | os.PathLike[str], *, trusted: bool = False) -> Interf
 
 
 def write_predictions(model: InterferenceModel, trace: Trace, profiles: ProfileTable,
-                      path: str | os.PathLike[str]) -> int:
+                      path: str | os.PathLike[str], *, quantiles: tuple[float, ...] = ()) -> int:
     """Write ``id, predicted_latency_ms, predicted_slowdown, observed_latency_ms`` per execution (atomically).
 
-    CSV, or Parquet / Arrow for a ``.parquet`` / ``.arrow`` path (needs pyarrow).
-
+    CSV, or Parquet / Arrow for a ``.parquet`` / ``.arrow`` path (needs pyarrow). With
+    ``quantiles`` (a model whose predictor is :class:`~interfpred.Calibrated`), one more column
+    per quantile ``q``, ``latency_q<q>_ms``: the latency bound at ``q``.
     Returns the number of rows written.
 
     Examples
@@ -498,22 +512,28 @@ def write_predictions(model: InterferenceModel, trace: Trace, profiles: ProfileT
     """
     fm = model.features(trace, profiles)
     lat = model._latency(fm)
+    bounds = [model._latency(fm, quantile=q) for q in quantiles]
+    qcols = tuple(f"latency_q{float(q):g}_ms" for q in quantiles)
     if format_of(path) != "csv":      # Parquet or Arrow by suffix (needs pyarrow)
-        return write_predictions_table(dict(zip(PREDICTION_COLUMNS, (trace.id, lat, lat / fm.solo_ms,
-                                                                      fm.latency_ms))), path)
+        return write_predictions_table(dict(zip(PREDICTION_COLUMNS + qcols, (trace.id, lat, lat / fm.solo_ms,
+                                                                               fm.latency_ms, *bounds))), path)
     ids = trace.id.tolist()
     with atomic_open(path, "w", encoding="utf-8", newline="") as fh:
         w = csv.writer(fh, lineterminator="\n")
-        w.writerow(PREDICTION_COLUMNS)
+        w.writerow(PREDICTION_COLUMNS + qcols)
         w.writerows(zip(ids, map(repr, lat.tolist()), map(repr, (lat / fm.solo_ms).tolist()),
-                        map(repr, fm.latency_ms.tolist())))
+                        map(repr, fm.latency_ms.tolist()), *(map(repr, b.tolist()) for b in bounds)))
     return len(ids)
 
 
 def write_measurement_predictions(model: InterferenceModel, measurements: Measurements,
-                                  profiles: ProfileTable | None, path: str | os.PathLike[str]) -> int:
+                                  profiles: ProfileTable | None, path: str | os.PathLike[str], *,
+                                  quantiles: tuple[float, ...] = ()) -> int:
     """Write ``run, model, batch_size, share, predicted_latency_ms, predicted_slowdown, observed_latency_ms``
     per measurement row (atomically); returns the number of rows.
+
+    With ``quantiles`` (a :class:`~interfpred.Calibrated` predictor), one more column per quantile
+    ``q``, ``latency_q<q>_ms``: the latency bound at ``q``.
 
     Examples
     --------
@@ -528,14 +548,17 @@ def write_measurement_predictions(model: InterferenceModel, measurements: Measur
     """
     fm = model.features(profiles=profiles, measurements=measurements)
     lat = model._latency(fm)
+    bounds = [model._latency(fm, quantile=q) for q in quantiles]
+    qcols = tuple(f"latency_q{float(q):g}_ms" for q in quantiles)
     if format_of(path) != "csv":      # Parquet or Arrow by suffix (needs pyarrow)
         cols = (measurements.run, measurements.model, measurements.batch_size, measurements.share, lat,
-                lat / fm.solo_ms, fm.latency_ms)
-        return write_predictions_table(dict(zip(MEASUREMENT_PREDICTION_COLUMNS, cols)), path)
+                lat / fm.solo_ms, fm.latency_ms, *bounds)
+        return write_predictions_table(dict(zip(MEASUREMENT_PREDICTION_COLUMNS + qcols, cols)), path)
     with atomic_open(path, "w", encoding="utf-8", newline="") as fh:
         w = csv.writer(fh, lineterminator="\n")
-        w.writerow(MEASUREMENT_PREDICTION_COLUMNS)
+        w.writerow(MEASUREMENT_PREDICTION_COLUMNS + qcols)
         w.writerows(zip(measurements.run.tolist(), measurements.model.tolist(), measurements.batch_size.tolist(),
                         map(repr, measurements.share.tolist()), map(repr, lat.tolist()),
-                        map(repr, (lat / fm.solo_ms).tolist()), map(repr, fm.latency_ms.tolist())))
+                        map(repr, (lat / fm.solo_ms).tolist()), map(repr, fm.latency_ms.tolist()),
+                        *(map(repr, b.tolist()) for b in bounds)))
     return len(lat)

@@ -39,6 +39,20 @@ weights are read by probing it on the unit rows (exact for an affine model) and 
 member and segment instead of the whole map. Any other predictor (or a :class:`CustomMap`) takes a
 Python loop with one ``predictor.predict`` call on the stacked rows of each segment.
 
+**Bounds instead of means.** ``what_if(..., quantile=q)`` and ``predict_finish(t, quantile=q)``
+need a predictor that gives quantiles (:class:`~interfpred.Calibrated`). Every projected
+segment then runs each execution at its *bound* rate: the predictor's ``q`` slowdown bound (for
+``target="rate"``, its ``1 - q`` rate bound), clamped as above, and the segments are integrated
+exactly as for the mean. How the per-batch bound composes: the projected end is what every
+execution reaches if, in every segment, it runs no faster than its bound; since an end time only
+grows when any rate falls (a slower co-runner also stays longer and slows the others), the
+projection is conservative whenever each segment's rate is at least its bound. The calibration is
+of per-execution (time-averaged) rates, so this is a bound under that per-segment assumption,
+not a joint probability for the whole running set: with errors shared across the segments of a
+batch (a model-level bias, the common case) the projected end is exceeded with frequency about
+``1 - q``; with independent per-segment errors, less often (the bound is then loose). Work
+already done by a running execution is estimated with the mean, as without ``quantile``.
+
 **Thread safety.** Every public method holds one re-entrant lock for its whole duration, so a
 tracker may be shared by threads (calls are serialised). The predictor is not copied: a
 predictor shared by several trackers (one model for a fleet of GPUs of one type) must only be
@@ -67,7 +81,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -238,6 +252,18 @@ def _entity_project(dem, rem, t0, map_id, combine_id, w, b, S, M, log_target, al
         na = keep
         t = t_new
     return 0
+
+
+def _check_quantile(quantile: Any) -> float | None:
+    if quantile is None:
+        return None
+    try:
+        q = float(quantile)
+    except (TypeError, ValueError):
+        raise InterfpredError(f"quantile {quantile!r} must be a number in (0, 1)") from None
+    if not 0.0 < q < 1.0:
+        raise InterfpredError(f"quantile {quantile!r} must be in (0, 1)")
+    return q
 
 
 # ---------------------------------------------------------------------------- results
@@ -445,8 +471,9 @@ class ColocationTracker:
         return (ex._map_id, ex._combine_id, w, b, S, M, bool(p.log_target), bool(p.alone_is_solo), self._is_rate,
                 self.min_rate, self.max_rate)
 
-    def _rates_of(self, dem: np.ndarray, names: list[str] | None = None) -> np.ndarray:
-        """Predicted, clamped rates of the running set ``dem`` (k, 3), C-contiguous."""
+    def _rates_of(self, dem: np.ndarray, names: list[str] | None = None,
+                  quantile: float | None = None) -> np.ndarray:
+        """Predicted, clamped rates of the running set ``dem`` (k, 3), C-contiguous (bounds at ``quantile``)."""
         k = dem.shape[0]
         out = np.empty(k)
         if k == 0:
@@ -454,6 +481,20 @@ class ColocationTracker:
         ex = self.extractor
         if self._ents is not None:
             names = self._ents.names(self._ids) if names is None else names
+        if quantile is not None:
+            level = 1.0 - quantile if self._is_rate else quantile
+            extra = {} if self._ents is None else {"entities": self._set_entities(cast(list, names))}
+            try:
+                pred = self.predictor.predict(ex._map_set_unchecked(dem), quantile=level, **extra)
+            except TypeError:
+                raise InterfpredError(f"quantile {quantile!r} refused: predictor {type(self.predictor).__name__} "
+                                      "gives no quantiles; wrap it in interfpred.Calibrated") from None
+            pred = np.asarray(pred, dtype=np.float64).reshape(k)
+            if not np.isfinite(pred).all():
+                raise _nonfinite_error(f"bounds of a running set of {k} refused", pred)
+            return self._clamp(pred)
+        if self._ents is not None:
+            names = cast(list, names)
             if self._entity_fast:
                 (map_id, combine_id, w, b, S, M, lg, solo, is_rate, lo, hi) = self._entity_args(names)
                 _entity_rates(dem, np.arange(k), k, map_id, combine_id, w, b, S, M, lg, solo, is_rate, lo, hi,
@@ -497,20 +538,21 @@ class ColocationTracker:
             np.maximum(rem, TRACKER_MIN_REMAINING * self._solo[:k], out=rem)
         return rem
 
-    def _project(self, dem: np.ndarray, rem: np.ndarray, t: float, names: list[str] | None = None) -> np.ndarray:
+    def _project(self, dem: np.ndarray, rem: np.ndarray, t: float, names: list[str] | None = None,
+                 quantile: float | None = None) -> np.ndarray:
         n = dem.shape[0]
         end = np.empty(n)
         if n == 0:
             return end
         ex = self.extractor
-        if self._entity_fast and names is not None:
+        if self._entity_fast and names is not None and quantile is None:
             (map_id, combine_id, w, b, S, M, lg, solo, is_rate, lo, hi) = self._entity_args(names)
             if _entity_project(dem, rem, t, map_id, combine_id, w, b, S, M, lg, solo, is_rate, lo, hi,
                                TRACKER_FINISH_RTOL, end) != 0:
                 raise InterfpredError("projection refused: a predicted rate or remaining work is not finite "
                                       "(the predictor's state overflows on this running set)")
             return end
-        if self._fast:
+        if self._fast and quantile is None:
             w, b, lo = self._affine()
             return project_affine_unchecked(dem, rem, t, ex._map_id, ex._combine_id, w, b, lo, self._is_rate,
                                             self.min_rate, self.max_rate, TRACKER_FINISH_RTOL)
@@ -522,7 +564,7 @@ class ColocationTracker:
             if not idx.size:
                 break
             rate = self._rates_of(np.ascontiguousarray(dem[idx]),
-                                  None if names is None else [names[i] for i in idx.tolist()])
+                                  None if names is None else [names[i] for i in idx.tolist()], quantile)
             tau = r[idx] / rate
             tmin = float(tau.min())
             if not math.isfinite(tmin):
@@ -641,7 +683,8 @@ class ColocationTracker:
         return FinishResult(done, predicted, err, learned)
 
     # ------------------------------------------------------------------ questions
-    def what_if(self, candidates: Sequence[tuple[Any, str, float]], t: float) -> dict[Any, float]:
+    def what_if(self, candidates: Sequence[tuple[Any, str, float]], t: float, *,
+                quantile: float | None = None) -> dict[Any, float]:
         """Projected end times (ms) of the running executions and ``candidates`` launched at ``t``.
 
         Parameters
@@ -651,6 +694,10 @@ class ColocationTracker:
             share, launched together at ``t``; may be empty.
         t
             The launch time; not before the latest event.
+        quantile
+            Project every segment at the predictor's latency bound at this quantile instead of
+            its mean (a :class:`~interfpred.Calibrated` predictor; see the module docstring for
+            how the bounds compose).
 
         Returns
         -------
@@ -679,6 +726,7 @@ class ColocationTracker:
         """
         with self._lock:
             tf = self._check_time(t, "what_if")
+            q = _check_quantile(quantile)
             try:
                 cands = list(candidates)
             except TypeError:
@@ -720,11 +768,13 @@ class ColocationTracker:
                 ids.append(cid)
                 if names is not None and self._ents is not None:
                     names.append(self._ents.entity_name(model, batch))
-            end = self._project(dem, rem, tf, names)
+            end = self._project(dem, rem, tf, names, q)
             return dict(zip(ids, end.tolist()))
 
-    def predict_finish(self, t: float) -> dict[Any, float]:
+    def predict_finish(self, t: float, *, quantile: float | None = None) -> dict[Any, float]:
         """Projected end time (ms) of every running execution, seen from ``t`` (no launch).
+
+        With ``quantile``, the ends at the latency bound (as in :meth:`what_if`).
 
         Examples
         --------
@@ -736,7 +786,7 @@ class ColocationTracker:
         >>> tr.predict_finish(11.0)
         {'x': 12.0}
         """
-        return self.what_if((), t)
+        return self.what_if((), t, quantile=quantile)
 
     # ------------------------------------------------------------------ vectorised placement
     def projection_inputs(self) -> ProjectionInputs | None:

@@ -585,3 +585,41 @@ def naive_trace_entities(trace, aggregation, alpha=0.5):
                     acc[k] = acc.get(k, 0.0) + v * dur / total
         out.append((str(trace.model[i]), {k: v for k, v in acc.items() if v > 0}))
     return out
+# ---------------------------------------------------------------- calibrated bounds (interfpred.Calibrated)
+
+
+def naive_conformal_stream(scores, levels, *, window, method, gamma, tau_range=(-1.0, 2.0)):
+    """Thresholds in force before each score of a stream, per level, recomputed from scratch.
+
+    Window: a plain list of the last ``window`` scores; threshold: the sorted window at rank
+    ceil((k + 1) tau) for tau >= 0.5, floor((k + 1) tau) below (clipped to 1..k; 0 with no score);
+    ACI: tau += gamma * (level - [s <= threshold]), clipped to ``tau_range``; ``fixed`` freezes
+    the window once full. Returns (thresholds (n, L) before each score, hits (L,), taus (L,)).
+    """
+    win: list[float] = []
+    taus = [float(v) for v in levels]
+    hits = [0] * len(levels)
+    out = []
+    for s in scores:
+        srt = sorted(win)
+        k = len(srt)
+        row = []
+        for li, lv in enumerate(levels):
+            tau = taus[li] if method == "aci" else lv
+            if k == 0:
+                row.append(0.0)
+                continue
+            r = math.ceil((k + 1) * tau - 1e-9) if tau >= 0.5 else math.floor((k + 1) * tau + 1e-9)
+            row.append(srt[min(max(r, 1), k) - 1])
+        out.append(row)
+        for li, lv in enumerate(levels):
+            ok = 1.0 if s <= row[li] else 0.0
+            hits[li] += ok
+            if method == "aci":
+                taus[li] = min(max(taus[li] + gamma * (lv - ok), tau_range[0]), tau_range[1])
+        if method == "fixed" and len(win) == window:
+            continue
+        win.append(float(s))
+        if len(win) > window:
+            win.pop(0)
+    return np.array(out), np.array(hits, dtype=float), np.array(taus)

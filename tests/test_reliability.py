@@ -476,6 +476,8 @@ paper.REPRODUCE_QUICK_EXECUTIONS = 400
 scheduling.E3_QUICK_LOADS = (1.0, 3.0)
 scheduling.E3_QUICK_REQUESTS = 150
 scheduling.E3_PAIR_BATCHES = (1, 8)
+from interfpred.experiments import bounds_real, real
+real.E4_QUICK_REPEATS = bounds_real.E4_QUICK_REPEATS = 2
 from interfpred.cli import main
 sys.exit(main(["reproduce", "--quick", "--out", sys.argv[1]]))
 """
@@ -560,7 +562,7 @@ scheduling.E3_QUICK_LOADS = (1.0, 3.0)
 scheduling.E3_QUICK_REQUESTS = 200
 scheduling.E3_PAIR_BATCHES = (1, 8)
 from interfpred.experiments.reproduce import reproduce
-reproduce(sys.argv[1], quick=True, seed=4)
+reproduce(sys.argv[1], quick=True, seed=4, executions=600)   # executions given: E4 runs a few splits
 """
 _NO_AVX512 = " ".join(["AVX512F", "AVX512CD", "AVX512VL", "AVX512BW", "AVX512DQ", "AVX512_SKX", "AVX512_CLX",
                        "AVX512_CNL", "AVX512_ICL", "AVX512_SPR", "AVX512VNNI", "AVX512IFMA", "AVX512VBMI",

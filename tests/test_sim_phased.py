@@ -81,7 +81,9 @@ def test_operator_engine_agrees_with_brute_force_integrator(c, queue, spec):
     np.testing.assert_allclose(s2, s, rtol=1e-6, atol=1e-9)
     lat = e - s
     np.testing.assert_allclose((np.array(e2) - s) / lat, np.ones(n_exec), rtol=1e-6)
-    assert events >= sum(len(programs[p]) for p in prog)
+    # Each execution's operator boundaries are distinct instants (durations > 0); boundaries of
+    # different executions may coincide and then share one event.
+    assert events >= max(len(programs[p]) for p in prog)
 
 
 @SETTINGS

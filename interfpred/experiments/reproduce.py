@@ -1,8 +1,9 @@
 """``interfpred reproduce``: run the experiments in order and write report.md and results.json.
 
 The sections run are :data:`DEFAULT_SECTIONS`, a list of functions ``f(ctx) -> Section``: E1 and
-E2 (the paper's experiments), E3 (SLO-aware scheduling) and E4 (accuracy on real measured pairs,
-beside the baselines); another experiment joins the report
+E2 (the paper's experiments), E3 (SLO-aware scheduling), E4 (accuracy on real measured pairs,
+beside the baselines) and the coverage of calibrated latency bounds (on the simulated E2 sets
+and on the real E4 pairs); another experiment joins the report
 by appending its function there. Everything is written into a
 temporary folder beside ``out_dir`` which is renamed at the end, so ``out_dir`` never holds a
 half-written report.
@@ -14,7 +15,8 @@ Examples
 >>> sections = reproduce(out, executions=400)
 >>> [s.title for s in sections]
 ['E1: co-location dynamics', 'E2: workload change', 'E3: SLO-aware scheduling with co-location',
- 'E4: real co-location measurements (Gavel V100 pairs)']
+ 'E4: real co-location measurements (Gavel V100 pairs)', 'Coverage of calibrated latency bounds (E2 sets)',
+ 'E4 coverage: calibrated latency bounds on real pairs (Gavel V100)']
 >>> sorted(p.name for p in out.iterdir() if p.suffix != ".png")
 ['report.md', 'results.json']
 >>> reproduce(out, executions=400)
@@ -38,6 +40,8 @@ from interfpred._io import recover, replace_folder, temp_folder
 from interfpred._version import __version__
 from interfpred.constants import SIM_DEFAULT_TRUTH, SIM_TRUTHS
 from interfpred.errors import InterfpredError
+from interfpred.experiments.bounds import run_coverage
+from interfpred.experiments.bounds_real import run_e4_coverage
 from interfpred.experiments.paper import run_e1, run_e2
 from interfpred.experiments.real import run_e4
 from interfpred.experiments.report import ReproduceContext, Section
@@ -49,7 +53,8 @@ __all__ = ["DEFAULT_SECTIONS", "REPORT_FILES", "reproduce"]
 
 #: The experiments of the report, in order; each is ``f(ctx: ReproduceContext) -> Section``.
 #: Append to add one.
-DEFAULT_SECTIONS: list[Callable[[ReproduceContext], Section]] = [run_e1, run_e2, run_e3, run_e4]
+DEFAULT_SECTIONS: list[Callable[[ReproduceContext], Section]] = [run_e1, run_e2, run_e3, run_e4, run_coverage,
+                                                                    run_e4_coverage]
 #: Files every report holds (figures come beside them).
 REPORT_FILES = ("report.md", "results.json")
 
@@ -204,7 +209,8 @@ def _report_markdown(sections: Sequence[Section], meta: dict) -> str:
         "E1 to E3, the experiments of Zhao & Georgantas (2026) and a scheduling study, run on interfpred's",
         "simulator (no GPU was used, none of their numbers was measured on hardware), with interfpred's own best",
         f"configuration measured beside them on the same data. Ground truth of E1 and E2: {_truth_words(meta)}.",
-        "E4 uses real measurements shipped with interfpred (Gavel's V100 pairs).",
+        "E4 uses real measurements shipped with interfpred (Gavel's V100 pairs). Of the two coverage sections,",
+        "the first runs on the simulated E2 sets, the second on the real E4 pairs.",
         "",
         f"- command: `{meta['command']}`",
         f"- interfpred {meta['interfpred_version']}, Python {meta['python']}, seed {meta['seed']}, "

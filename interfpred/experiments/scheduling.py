@@ -45,6 +45,9 @@ repeats until nothing is placed. A batch's deadline is its oldest request's.
   is its profile solo latency: the oracle does not see the noise of a batch not yet launched).
   It is an oracle of *prediction*, not of scheduling: it places greedily by the same rule, so
   another policy can occasionally serve slightly more (the bound is not strict).
+* ``calibrated`` (e): (c) with a :class:`~interfpred.Calibrated` RLS (fitted on the same pair
+  data, then learning online) whose tracker projections use the ``E3_QUANTILE`` (0.99) latency
+  bound of every batch instead of the mean, with margin ``E3_BOUND_MARGIN`` (0).
 
 Every co-location policy runs at most ``spec.max_concurrency`` (4) batches per GPU, always
 accepts a batch on an idle GPU, and places among feasible GPUs by the least added projected
@@ -72,12 +75,16 @@ from typing import Any
 import numpy as np
 
 from interfpred.constants import (
+    E3_BOUND_MARGIN,
+    E3_BOUND_SCALE,
+    E3_BOUND_WINDOW,
     E3_FULL_LOADS,
     E3_FULL_REQUESTS,
     E3_GPUS,
     E3_MARGIN,
     E3_MAX_BATCH,
     E3_PAIR_BATCHES,
+    E3_QUANTILE,
     E3_QUICK_LOADS,
     E3_QUICK_REQUESTS,
     E3_SLO_BATCH,
@@ -85,6 +92,7 @@ from interfpred.constants import (
     SIM_FINISH_RTOL,
 )
 from interfpred.errors import InterfpredError
+from interfpred.experiments.bounds import bound_goal, bound_verdict, fit_calibrated_pair_model
 from interfpred.experiments.report import ReproduceContext, Section, markdown_table, text_table
 from interfpred.features import Static, TimeWeighted, transform_many
 from interfpred.fleet import Fleet
@@ -103,10 +111,10 @@ _NO_MPL = "_(figure skipped: matplotlib is not installed; `pip install \".[plot]
 
 __all__ = ["POLICIES", "ServingResult", "fit_pair_models", "run_e3", "simulate_serving"]
 
-#: Policy names in report order: (a), (b), (c), (d).
-POLICIES = ("fifo", "gpulets", "tracker", "oracle")
+#: Policy names in report order: (a), (b), (c), (d), (e).
+POLICIES = ("fifo", "gpulets", "tracker", "oracle", "calibrated")
 _LABELS = {"fifo": "(a) one at a time, FIFO", "gpulets": "(b) gpulets static", "tracker": "(c) tracker + RLS",
-           "oracle": "(d) oracle"}
+           "oracle": "(d) oracle", "calibrated": f"(e) tracker, {E3_QUANTILE:g} bound"}
 
 
 # ---------------------------------------------------------------------------- ground truth helper
@@ -512,7 +520,8 @@ def simulate_serving(policy: str, load: float, *, requests: int, seed: int = 0, 
                      models: tuple[str, ...] | None = None, slo_factor: float = E3_SLO_FACTOR,
                      slo_batch: int = E3_SLO_BATCH, max_batch: int = E3_MAX_BATCH, margin: float = E3_MARGIN,
                      pair_models: tuple[GpuletsModel, RLS] | None = None,
-                     hidden: Mapping[str, HiddenFactors] | None = None) -> ServingResult:
+                     hidden: Mapping[str, HiddenFactors] | None = None,
+                     calibrated: Any = None, quantile: float = E3_QUANTILE) -> ServingResult:
     """Serve ``requests`` Poisson requests at ``load`` with one policy; see the module docstring.
 
     Parameters
@@ -532,6 +541,10 @@ def simulate_serving(policy: str, load: float, *, requests: int, seed: int = 0, 
         Hidden per-model factors (L2 footprint, latency hiding) of the phase-structured truth,
         e.g. ``synthetic_phase_zoo(gpu).hidden``; None runs the fluid truth.  Policies other than
         the oracle never see them.
+    calibrated, quantile
+        Policy (e): the :class:`~interfpred.Calibrated` pair model
+        (:func:`interfpred.experiments.bounds.fit_calibrated_pair_model`, fitted here when
+        omitted; copied, never modified) and the latency quantile the tracker admits on.
 
     Examples
     --------
@@ -554,7 +567,14 @@ def simulate_serving(policy: str, load: float, *, requests: int, seed: int = 0, 
     pol: _Policy
     if policy in ("gpulets", "tracker") and pair_models is None:
         pair_models = fit_pair_models(profiles, spec, seed=seed, hidden=hidden)
-    if policy == "fifo":
+    if policy == "calibrated":
+        cal = fit_calibrated_pair_model(profiles, spec, seed=seed, quantiles=(quantile,), scale=E3_BOUND_SCALE,
+                                        window=E3_BOUND_WINDOW, hidden=hidden) if calibrated is None else calibrated
+        shared = type(cal).from_state(cal.to_state())
+        fleet = Fleet({str(g): ColocationTracker(profiles, shared, gpu=spec.name) for g in range(n_gpus)},
+                      margin=E3_BOUND_MARGIN, max_running=spec.max_concurrency, quantile=quantile)
+        pol = _Tracker(sim, fleet)
+    elif policy == "fifo":
         pol = _Fifo(sim)
     elif policy == "gpulets":
         assert pair_models is not None
@@ -621,12 +641,14 @@ def run_e3(ctx: ReproduceContext) -> Section:
     hidden = synthetic_phase_zoo(spec.name).hidden if ctx.truth == "phases" else None
     ctx.progress("E3: fitting gpulets and the warm RLS on simulated pairs")
     pair = fit_pair_models(profiles, spec, seed=ctx.seed, batches=E3_PAIR_BATCHES, hidden=hidden)
+    cal = fit_calibrated_pair_model(profiles, spec, seed=ctx.seed, batches=E3_PAIR_BATCHES, quantiles=(E3_QUANTILE,),
+                                    scale=E3_BOUND_SCALE, window=E3_BOUND_WINDOW, hidden=hidden)
     results: dict[str, list[ServingResult]] = {p: [] for p in POLICIES}
     for load in loads:
         ctx.progress(f"E3: serving {requests} requests at load {load:g} with {len(POLICIES)} policies")
         for pol in POLICIES:
             results[pol].append(simulate_serving(pol, load, requests=requests, seed=ctx.seed, profiles=profiles,
-                                                 gpu=spec, pair_models=pair, hidden=hidden))
+                                                 gpu=spec, pair_models=pair, hidden=hidden, calibrated=cal))
     goals = _goals(results, loads)
     header = ["load", "policy", "SLO attain.", "p50 ms", "p99 ms", "goodput req/s", "GPU busy", "dropped",
               "mean batch", "mean conc."]
@@ -638,14 +660,16 @@ def run_e3(ctx: ReproduceContext) -> Section:
                          r.dropped, r.mean_batch, r.mean_concurrency])
     fig = _plot(ctx, loads, results)
     err = [r.tracker_error for r in results["tracker"]]
-    verdict = _verdict(goals)
+    verdict = _verdict(goals) + "\n\n" + bound_verdict(bound := bound_goal(results, loads))
     truth = ("phase-structured ground truth with the synthetic zoo's hidden per-model L2 footprints and latency "
              "hiding, one operator per pass: the serving simulator does not run multi-operator phases"
              if hidden is not None else "fluid ground-truth contention on the synthetic zoo's profiles")
     setup = (f"{E3_GPUS} simulated {spec.name.upper()} GPUs ({truth}; noise sigma={spec.sigma}), six zoo models, "
              f"{requests} Poisson requests per run, SLO = {E3_SLO_FACTOR:g} x solo latency at batch "
              f"{E3_SLO_BATCH}, dynamic batching up to {E3_MAX_BATCH}, at most {spec.max_concurrency} batches per GPU, "
-             f"margin {E3_MARGIN:g} for (b) and (c); load = offered utilisation per GPU at batch size 1. "
+             f"margin {E3_MARGIN:g} for (b) and (c); (e) is (c) admitting on the {E3_QUANTILE:g} latency bound of a "
+             f"Calibrated RLS (ACI, {E3_BOUND_SCALE} scale, window {E3_BOUND_WINDOW}, fitted on the same pairs), margin "
+             f"{E3_BOUND_MARGIN:g}; load = offered utilisation per GPU at batch size 1. "
              "See interfpred/experiments/scheduling.py for the exact rules.")
     figure = f"![SLO attainment against load]({fig})" if fig is not None else _NO_MPL
     md = "\n\n".join([setup, markdown_table(header, rows), figure,
@@ -655,7 +679,8 @@ def run_e3(ctx: ReproduceContext) -> Section:
     data = {"loads": loads, "requests": requests, "seed": ctx.seed, "quick": ctx.quick, "truth": ctx.truth,
             "config": {"gpus": E3_GPUS, "slo_factor": E3_SLO_FACTOR, "slo_batch": E3_SLO_BATCH,
                        "max_batch": E3_MAX_BATCH, "margin": E3_MARGIN, "gpu": spec.name},
-            "results": {p: [r.as_dict() for r in results[p]] for p in POLICIES}, "goals": goals}
+            "results": {p: [r.as_dict() for r in results[p]] for p in POLICIES}, "goals": goals,
+            "bound_goal": bound}
     return Section(title="E3: SLO-aware scheduling with co-location", markdown=md, terminal=terminal,
                    figures=[fig] if fig is not None else [], data=data)
 
@@ -681,7 +706,7 @@ def _plot(ctx: ReproduceContext, loads: list[float], results: dict[str, list[Ser
 
     name = "e3_slo_attainment.png"
     fig, ax = plt.subplots(figsize=(6, 4))
-    for pol, marker in zip(POLICIES, "osD^"):
+    for pol, marker in zip(POLICIES, "osD^v"):
         ax.plot(loads, [r.attainment for r in results[pol]], marker=marker, label=_LABELS[pol])
     ax.axhline(0.99, color="grey", lw=0.8, ls="--")
     ax.axhline(0.90, color="grey", lw=0.8, ls=":")

@@ -11,6 +11,7 @@ from interfpred.predictors.base import (
     registered,
 )
 from interfpred.predictors.baselines import GlobalMean, NoInterference, PairMean
+from interfpred.predictors.calibrated import Calibrated
 from interfpred.predictors.entity_rls import EntityRLS
 from interfpred.predictors.gpulets import GpuletsModel, gpulets_utilisation
 from interfpred.predictors.linear import OfflineLinear
@@ -19,6 +20,7 @@ from interfpred.predictors.sgd import OnlineSGD
 
 __all__ = [
     "BasePredictor",
+    "Calibrated",
     "EntityRLS",
     "GlobalMean",
     "NoInterference",

@@ -411,7 +411,7 @@ def registered() -> dict[str, type[BasePredictor]]:
     Examples
     --------
     >>> sorted(registered())
-    ['entity_rls', 'global_mean', 'gpulets', 'no_interference', 'offline_linear', 'online_sgd', 'pair_mean', 'river',
+    ['calibrated', 'entity_rls', 'global_mean', 'gpulets', 'no_interference', 'offline_linear', 'online_sgd', 'pair_mean', 'river',
      'rls', 'sklearn']
     """
     _ensure_loaded()

@@ -28,6 +28,7 @@ of both variants is in tests/naive.py (``naive_ew_ridge``).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -179,12 +180,17 @@ class RLS(BasePredictor):
         float or ndarray, or a pair of them when ``return_std`` is true.
         """
         buf = self._buf
-        if not return_std and buf is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1:
+        if buf is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1:
             r = _FAST.linear_predict_one(buf, X, _H)
             if r - r == 0.0:
-                return r
+                if not return_std:
+                    return r
+                q = np.empty(1)           # one row with its std: the batch kernel on a (1, d) view
+                K.rls_quad_many(buf, X.reshape(1, -1), q)
+                return r, math.sqrt(buf[5] * (1.0 + q[0]))
             as_rows(X, width=self._d)  # raises with a precise message
-            return r  # finite input whose product overflowed
+            if not return_std:
+                return r  # finite input whose product overflowed
         mean = BasePredictor.predict(self, X)
         if not return_std:
             return mean
