@@ -5,7 +5,7 @@ target, so a reader never sees a half-written file and a crash leaves the old on
 Folders (``reproduce``, ``simulate``) are written into a temporary sibling which replaces
 the target only once complete (:func:`temp_folder`, :func:`replace_folder`).
 
-Temporary names carry the writer's process id, ``.<name>.<pid>.tmp-XXXX`` and, while a
+Temporary names carry the writer's process id, ``.<name>.<pid>.tmp-<random>`` and, while a
 folder is being swapped, ``.<name>.<pid>.old``.  A writer killed at any point (even with
 ``kill -9``) leaves them behind; the next write to the same target removes the leftovers of
 dead processes and, if the kill fell between the two renames of a folder swap, first puts

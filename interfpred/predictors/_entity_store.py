@@ -9,7 +9,7 @@ names in order of first sight. Vocabulary maps (``_vmap``) are a cache, never pi
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -50,8 +50,8 @@ class EntityStore:
     _n_pairs: int
     _var: dict[str, float]
 
-    def _allocate(self, d: int, full: bool | None = None) -> None:
-        raise NotImplementedError  # pragma: no cover - EntityRLS defines it
+    if TYPE_CHECKING:
+        def _allocate(self, d: int, full: bool | None = None) -> None: ...
 
     def _reset_cache(self) -> None:
         self._vm_key: Any = None
