@@ -135,14 +135,18 @@ def _table(rows: list[dict[str, str]], keys: tuple[str, str, str, str], where: s
     return t
 
 
-def read_orion_csv(path_or_file) -> OrionTable:
-    """Read one of Orion's original per-operator CSVs (Name, Profile, Memory_footprint, SM_usage, Duration)."""
+def _read_rows(path_or_file, columns: tuple[str, ...]) -> tuple[list[dict[str, str]], str]:
+    """The rows of a path or an open text file with ``columns``, and a name for messages."""
     where = getattr(path_or_file, "name", None) or str(path_or_file)
     if isinstance(path_or_file, str | os.PathLike):
         with open(path_or_file, newline="", encoding="utf-8") as fh:
-            rows = _rows(fh, _ORION_COLUMNS, where)
-    else:
-        rows = _rows(path_or_file, _ORION_COLUMNS, where)
+            return _rows(fh, columns, where), where
+    return _rows(path_or_file, columns, where), where
+
+
+def read_orion_csv(path_or_file) -> OrionTable:
+    """Read one of Orion's original per-operator CSVs (Name, Profile, Memory_footprint, SM_usage, Duration)."""
+    rows, where = _read_rows(path_or_file, _ORION_COLUMNS)
     return _table(rows, ("Name", "Profile", "SM_usage", "Duration"), where)
 
 
@@ -169,12 +173,7 @@ def write_operator_table(table: OrionTable, path: str | os.PathLike[str]) -> Non
 
 def read_operator_table(path_or_file) -> OrionTable:
     """Read a table in the shipped layout; the ``op`` column must count 0, 1, 2, ..."""
-    where = getattr(path_or_file, "name", None) or str(path_or_file)
-    if isinstance(path_or_file, str | os.PathLike):
-        with open(path_or_file, newline="", encoding="utf-8") as fh:
-            rows = _rows(fh, _COLUMNS, where)
-    else:
-        rows = _rows(path_or_file, _COLUMNS, where)
+    rows, where = _read_rows(path_or_file, _COLUMNS)
     for i, r in enumerate(rows):
         if r["op"] != str(i):
             raise InterfpredError(f"{where} line {i + 2}: op {r['op']!r}, expected {i}")
