@@ -209,9 +209,9 @@ def iter_features(trace: Trace, profiles: ProfileTable, extractors: Sequence[Ext
         raise InterfpredError(f"row {i} (id {trace.id[i]}) has zero latency: its rate solo_ms / latency is "
                               "undefined; drop zero-length executions or use target='slowdown'")
     ex0 = exs[0]
-    map_id, combine_id = ex0._map_id, ex0._combine_id
+    map_id, combine_id = ex0.kernel_spec.map_id, ex0.kernel_spec.combine_id
     agg_ids = np.array([_AGG[ex.aggregation] for ex in exs], dtype=np.int64)
-    alphas = np.array([ex._agg_alpha for ex in exs], dtype=np.float64)
+    alphas = np.array([ex.kernel_spec.alpha for ex in exs], dtype=np.float64)
     d = ex0.n_features
     for name, rows in _device_rows(trace):
         c_out = np.zeros((len(exs), 0, d))
@@ -355,9 +355,9 @@ def iter_features_parquet(path: str, profiles: ProfileTable, extractors: Sequenc
                                                                       for ex in exs}) != 1:
         raise InterfpredError("chunked features need built-in maps (one map and combine, no share features)")
     batch_rows = _check_chunk_rows(batch_rows)
-    map_id, combine_id = exs[0]._map_id, exs[0]._combine_id
+    map_id, combine_id = exs[0].kernel_spec.map_id, exs[0].kernel_spec.combine_id
     agg_ids = np.array([_AGG[ex.aggregation] for ex in exs], dtype=np.int64)
-    alphas = np.array([ex._agg_alpha for ex in exs], dtype=np.float64)
+    alphas = np.array([ex.kernel_spec.alpha for ex in exs], dtype=np.float64)
     carries: dict[str, _Carry] = {}
     offset = 0
     latest = -np.inf

@@ -67,7 +67,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -300,6 +300,25 @@ def _as_demand(x: Any, name: str, two_d: bool) -> np.ndarray:
     return np.ascontiguousarray(a)
 
 
+class KernelSpec(NamedTuple):
+    """How the compiled kernels run an extractor: the codes of its map, combine and aggregation.
+
+    ``map_id`` is -1 for a :class:`CustomMap` (which runs in Python); ``alpha`` is the EWMA
+    weight (0 for the other aggregations). Streaming state, the tracker and the chunked reader
+    pass these to the kernels instead of re-deriving them.
+
+    Examples
+    --------
+    >>> EWMA(0.2).kernel_spec.alpha
+    0.2
+    """
+
+    map_id: int
+    combine_id: int
+    agg_id: int
+    alpha: float
+
+
 class Extractor:
     """Base of the three extractors: a feature map, a temporal aggregation and a target.
 
@@ -345,6 +364,11 @@ class Extractor:
     @property
     def _agg_alpha(self) -> float:
         return 0.0
+
+    @property
+    def kernel_spec(self) -> KernelSpec:
+        """The codes the compiled kernels take for this extractor (see :class:`KernelSpec`)."""
+        return KernelSpec(self._map_id, self._combine_id, _AGG_IDS[self.aggregation], self._agg_alpha)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -448,9 +472,20 @@ class Extractor:
                [0.1, 0.6, 0.3, 0.5, 0.2, 0.1]])
         """
         self._refuse_shares("map_running_set")
-        if not check and self.is_builtin:
-            return _k.map_running_set(demands, self._map_id, self._combine_id)
+        if not check:
+            return self._map_set_unchecked(demands)
         dem = _as_demand(demands, "demands", two_d=True)
+        return self._map_set_unchecked(dem)
+
+    def map_counters_unchecked(self, dem: np.ndarray) -> np.ndarray:
+        """The counter part of the map of a running set ``dem`` (k, 3), without input checks.
+
+        For an extractor with ``shares=True`` these are the columns before the two share
+        features; for the others, the whole map. ``dem`` must be what ``map_running_set(...,
+        check=False)`` accepts. The ``shares`` map has no counter part.
+        """
+        if self.feature_map == "shares":
+            raise InterfpredError("the 'shares' map has no counter part")
         return self._map_set_unchecked(dem)
 
     def _refuse_shares(self, what: str) -> None:

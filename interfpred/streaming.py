@@ -33,7 +33,7 @@ import numpy as np
 from interfpred import _timeline_kernels as _k
 from interfpred.constants import DEFAULT_SHARE, MAX_RUNNING_SET, PROFILE_CACHE_SIZE
 from interfpred.errors import InterfpredError
-from interfpred.features import _AGG_IDS, Extractor
+from interfpred.features import Extractor
 from interfpred.profiles import ProfileTable
 
 __all__ = ["FinishedExecution", "RunningExecution", "TimelineState"]
@@ -132,8 +132,9 @@ class TimelineState:
         self.profiles = profiles
         self.gpu = gpu
         self.extrapolate = extrapolate
-        self._agg_id = _AGG_IDS[extractor.aggregation]
-        self._alpha = extractor._agg_alpha
+        spec = extractor.kernel_spec
+        self._agg_id = spec.agg_id
+        self._alpha = spec.alpha
         d = extractor.n_features
         cap = 8
         self._ids: list[Any] = []
@@ -204,7 +205,7 @@ class TimelineState:
                     _k.stream_settle(self._acc, self._seen, self._cur, self._dem, k, self.extractor._map_id,
                                      self.extractor._combine_id, self._agg_id, self._alpha)
                 elif k:
-                    self._cur[:k] = self.extractor._map_set_unchecked(self._dem[:k])
+                    self._cur[:k] = self.extractor.map_running_set(self._dem[:k], check=False)
                     if self._agg_id != _k.AGG_TIME_WEIGHTED:
                         for a in range(k):
                             _k.fold(self._acc[a], self._cur[a], not self._seen[a], 0.0, self._agg_id, self._alpha)
@@ -327,7 +328,7 @@ class TimelineState:
             seen = True
         if self.extractor.is_builtin:
             _k.finalize(acc, wsum, seen, self._dem[a].copy(),
-                        self.extractor._map_id, self.extractor._combine_id, self._agg_id)
+                        self.extractor.kernel_spec.map_id, self.extractor.kernel_spec.combine_id, self._agg_id)
         elif not seen:
             acc = self.extractor._custom_map(self._dem[a].copy(), np.empty((0, 3)))
         elif self._agg_id == _k.AGG_TIME_WEIGHTED:

@@ -31,10 +31,10 @@ per resource and its excess over capacity (saturation) and the co-runner count (
 overhead). Any extractor is accepted (a Static or EWMA one trains on aggregates that are not
 the per-segment map, which the projection then uses anyway: coarser, as the paper shows).
 
-**Speed.** For a built-in map and an affine predictor (:class:`~interfpred.RLS`,
-:class:`~interfpred.OnlineSGD`, :class:`~interfpred.OfflineLinear`,
-:class:`~interfpred.GpuletsModel`) the whole projection is one compiled loop: the predictor's
-weights are read by probing it on the unit rows (exact for an affine model) and the projection
+**Speed.** For a built-in map and an affine predictor (one whose ``linear_form()`` describes it:
+:class:`~interfpred.RLS`, :class:`~interfpred.OnlineSGD`, :class:`~interfpred.OfflineLinear`,
+:class:`~interfpred.GpuletsModel`) the whole projection is one compiled loop over the predictor's
+weights and intercept, and the projection
 (:mod:`interfpred.projection`) updates the running set's sums as members finish, a few flops per
 member and segment instead of the whole map. Any other predictor (or a :class:`CustomMap`) takes a
 Python loop with one ``predictor.predict`` call on the stacked rows of each segment.
@@ -102,14 +102,13 @@ from interfpred.entities import Entities
 from interfpred.entity_features import RunningEntities
 from interfpred.errors import FrozenPredictorError, InterfpredError
 from interfpred.features import Extractor, TimeWeighted
-from interfpred.predictors import RLS, EntityRLS, GpuletsModel, OfflineLinear, OnlineSGD
+from interfpred.predictors import EntityRLS
 from interfpred.profiles import ProfileTable
 from interfpred.projection import ProjectionInputs, project_affine_unchecked
 from interfpred.streaming import FinishedExecution, TimelineState, grown
 
 __all__ = ["ColocationTracker", "FinishResult"]
 
-_AFFINE = (RLS, OnlineSGD, OfflineLinear)
 #: Status of ``_entity_project`` when a rate is not finite.
 _PROJECT_NONFINITE = 1
 
@@ -357,13 +356,13 @@ class ColocationTracker:
         self.min_rate = lo
         self.max_rate = hi
         self._is_rate = extractor.target == "rate"
-        self._fast = extractor.is_builtin and isinstance(predictor, (*_AFFINE, GpuletsModel))
+        self._fast = extractor.is_builtin and bool(getattr(predictor, "is_linear", False))
         # predictors that learn per-model terms get the entities of every row they see
         self._ents = (RunningEntities(extractor.aggregation, alpha=getattr(extractor, "alpha", 0.5),
                                       key=getattr(predictor, "entity", "model"))
                       if getattr(predictor, "uses_entities", False) else None)
         self._entity_fast = extractor.is_builtin and isinstance(predictor, EntityRLS)
-        self._probe = np.vstack([np.zeros((1, d)), np.eye(d)])
+        self._width = d
         self._lock = threading.RLock()
         self._ids: list[Any] = []
         self._slot: dict[Any, int] = {}
@@ -430,24 +429,18 @@ class ColocationTracker:
 
     def _affine(self) -> tuple[np.ndarray, float, float]:
         """Weights w (d,), intercept b and lower clip of the prediction of an affine predictor, now."""
-        p = self.predictor
-        d = self._probe.shape[1]
-        if isinstance(p, GpuletsModel):
-            if p._c is None:
-                return np.zeros(d), PRIOR_SLOWDOWN, -np.inf
-            c = p._c
-            return np.array([c[0], c[2], c[1], c[3]]), float(c[4]), 1.0 if p.clip else -np.inf
-        if p._d is None:
+        d = self._width
+        form = self.predictor.linear_form()
+        if form is None:
             return np.zeros(d), PRIOR_SLOWDOWN, -np.inf
-        if p._d != d:
-            raise InterfpredError(f"the predictor now takes {p._d} features but the extractor gives {d}; "
+        w = np.ascontiguousarray(form.weights, dtype=np.float64)
+        if w.shape[0] != d:
+            raise InterfpredError(f"the predictor now takes {w.shape[0]} features but the extractor gives {d}; "
                                   "it was refitted with another width")
-        vals = p._predict_rows(self._probe)
-        b = float(vals[0])
-        w = vals[1:] - b
-        if not (_all_finite(vals) and _all_finite(w)):
-            raise _nonfinite_error("projection refused", np.concatenate([vals, w]))
-        return w, b, -np.inf
+        b = float(form.intercept)
+        if not (_all_finite(w) and math.isfinite(b)):
+            raise _nonfinite_error("projection refused", np.append(w, b))
+        return w, b, float(form.lower)
 
     def _set_entities(self, names: list[str]) -> Entities:
         """Entities of a running set: each member beside every other one (weight = count)."""
@@ -459,7 +452,7 @@ class ColocationTracker:
 
     def _entity_args(self, names: list[str]) -> tuple:
         p = self.predictor
-        d = self._probe.shape[1]
+        d = self._width
         if p.n_features_in_ is None:
             w, b = np.zeros(d), (0.0 if p.log_target else PRIOR_SLOWDOWN)
         elif p.n_features_in_ != d:
@@ -468,7 +461,7 @@ class ColocationTracker:
             w, b = p.coef_, p.intercept_   # the model before exp (log target): not a probe of predict
         S, M = p.pairwise_terms(names)
         ex = self.extractor
-        return (ex._map_id, ex._combine_id, w, b, S, M, bool(p.log_target), bool(p.alone_is_solo), self._is_rate,
+        return (ex.kernel_spec.map_id, ex.kernel_spec.combine_id, w, b, S, M, bool(p.log_target), bool(p.alone_is_solo), self._is_rate,
                 self.min_rate, self.max_rate)
 
     def _rates_of(self, dem: np.ndarray, names: list[str] | None = None,
@@ -485,7 +478,7 @@ class ColocationTracker:
             level = 1.0 - quantile if self._is_rate else quantile
             extra = {} if self._ents is None else {"entities": self._set_entities(cast(list, names))}
             try:
-                pred = self.predictor.predict(ex._map_set_unchecked(dem), quantile=level, **extra)
+                pred = self.predictor.predict(ex.map_running_set(dem, check=False), quantile=level, **extra)
             except TypeError:
                 raise InterfpredError(f"quantile {quantile!r} refused: predictor {type(self.predictor).__name__} "
                                       "gives no quantiles; wrap it in interfpred.Calibrated") from None
@@ -500,17 +493,17 @@ class ColocationTracker:
                 _entity_rates(dem, np.arange(k), k, map_id, combine_id, w, b, S, M, lg, solo, is_rate, lo, hi,
                               np.empty((k, 3)), out)
                 return out
-            phi = ex._map_set_unchecked(dem)
+            phi = ex.map_running_set(dem, check=False)
             pred = self.predictor.predict(phi, entities=self._set_entities(names))
             return self._clamp(np.asarray(pred, dtype=np.float64).reshape(k))
         if self._fast:
             w, b, lo = self._affine()
-            _affine_rates(dem, ex._map_id, ex._combine_id, w, b, lo, self._is_rate, self.min_rate,
+            _affine_rates(dem, ex.kernel_spec.map_id, ex.kernel_spec.combine_id, w, b, lo, self._is_rate, self.min_rate,
                           self.max_rate, out)
             if not _all_finite(out):
                 raise _nonfinite_error("rates refused", out)
             return out
-        phi = ex._map_set_unchecked(dem)
+        phi = ex.map_running_set(dem, check=False)
         pred = np.asarray(self.predictor.predict(phi), dtype=np.float64).reshape(k)
         if not np.isfinite(pred).all():
             raise _nonfinite_error(f"rates of a running set of {k} refused", pred)
@@ -554,7 +547,7 @@ class ColocationTracker:
             return end
         if self._fast and quantile is None:
             w, b, lo = self._affine()
-            return project_affine_unchecked(dem, rem, t, ex._map_id, ex._combine_id, w, b, lo, self._is_rate,
+            return project_affine_unchecked(dem, rem, t, ex.kernel_spec.map_id, ex.kernel_spec.combine_id, w, b, lo, self._is_rate,
                                             self.min_rate, self.max_rate, TRACKER_FINISH_RTOL)
         idx = np.arange(n)
         r = rem.copy()
@@ -817,7 +810,7 @@ class ColocationTracker:
             ex = self.extractor
             return ProjectionInputs(tuple(self._ids), self._dem[:k].copy(), self._solo[:k].copy(),
                                     self._rem[:k].copy(), rates, self._t, self._state.now, w, b, lo,
-                                    ex._map_id, ex._combine_id, self._is_rate, self.min_rate, self.max_rate)
+                                    ex.kernel_spec.map_id, ex.kernel_spec.combine_id, self._is_rate, self.min_rate, self.max_rate)
 
     def candidate_demand(self, id: Any, model: str, batch_size: float) -> tuple[float, float, float, float]:
         """``(sm, l2, dram, solo_ms)`` of candidate ``id``, looked up (and refused) as :meth:`what_if` does."""

@@ -31,7 +31,7 @@ import inspect
 import json
 import math
 import os
-from typing import Any, ClassVar, Protocol, cast, runtime_checkable
+from typing import Any, ClassVar, NamedTuple, Protocol, cast, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -49,10 +49,24 @@ __all__ = [
     "make_predictor",
     "load_predictor",
     "predictor_from_state",
+    "LinearForm",
 ]
 
 _NDARRAY = np.ndarray
 _F64 = np.dtype(np.float64)
+
+
+class LinearForm(NamedTuple):
+    """A predictor's prediction written as ``max(intercept + weights . x, lower)``.
+
+    What :meth:`BasePredictor.linear_form` returns for predictors that are affine in their
+    features (RLS, OnlineSGD, OfflineLinear, GpuletsModel): compiled consumers, such as the
+    tracker's projection, evaluate it without calling the predictor.
+    """
+
+    weights: np.ndarray
+    intercept: float
+    lower: float
 
 
 @runtime_checkable
@@ -244,6 +258,31 @@ class BasePredictor(abc.ABC):
 
     def _width(self) -> int | None:
         return self._d if self._d is not None else self.fixed_width
+
+    #: Whether predictions are affine in the features (then :meth:`linear_form` describes them).
+    is_linear: ClassVar[bool] = False
+
+    def linear_form(self) -> LinearForm | None:
+        """The prediction as :class:`LinearForm`, now; None before any fit or when not affine.
+
+        The default reads an affine predictor's weights by predicting the origin and the unit
+        rows, which is exact for an affine model; predictors with a closed form override it.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from interfpred.predictors import RLS
+        >>> p = RLS().fit(np.array([[0.0], [1.0], [2.0]]), np.array([1.0, 1.5, 2.0]))
+        >>> form = p.linear_form()
+        >>> [round(float(v), 6) for v in (*form.weights, form.intercept)], form.lower
+        ([0.5, 1.0], -inf)
+        """
+        if not self.is_linear or self._d is None:
+            return None
+        d = self._d
+        vals = np.asarray(self._predict_rows(np.vstack([np.zeros((1, d)), np.eye(d)])), dtype=np.float64)
+        b = float(vals[0])
+        return LinearForm(vals[1:] - b, b, -math.inf)
 
     # -- the API --------------------------------------------------------------------------
     def fit(self, X: Any, y: Any) -> BasePredictor:

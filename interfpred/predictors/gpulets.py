@@ -23,7 +23,7 @@ import numpy as np
 
 from interfpred.constants import GPULETS_MAX_BATCH, GPULETS_RTX2080TI
 from interfpred.errors import FrozenPredictorError, InterfpredError
-from interfpred.predictors.base import BasePredictor, _state_array, as_rows, as_targets, register
+from interfpred.predictors.base import BasePredictor, LinearForm, _state_array, as_rows, as_targets, register
 
 __all__ = ["GpuletsModel", "gpulets_utilisation"]
 
@@ -99,6 +99,7 @@ class GpuletsModel(BasePredictor):
     kind = "gpulets"
     learns_online = False
     fixed_width = 4
+    is_linear = True
     _test_params = [{}, {"clip": False}, {"coefficients": GPULETS_RTX2080TI, "clip": False}]
 
     def __init__(self, *, coefficients: tuple[float, ...] | None = None, clip: bool = True) -> None:
@@ -135,6 +136,12 @@ class GpuletsModel(BasePredictor):
         if self._c is None:
             raise AttributeError("coefficients_ is not available before fit")
         return self._c.copy()
+
+    def linear_form(self) -> LinearForm | None:
+        """``max(c4 + c . x, 1)`` (lower 1 only with ``clip``) in the column order of the gpulets map."""
+        if self._c is None:
+            return None
+        return LinearForm(self._c[_ORDER].copy(), float(self._c[4]), 1.0 if self.clip else -np.inf)
 
     def _allocate(self, d: int) -> None:
         self._c = np.zeros(5)

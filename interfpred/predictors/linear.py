@@ -51,6 +51,7 @@ class OfflineLinear(BasePredictor):
     """
 
     kind = "offline_linear"
+    is_linear = True
     learns_online = False
     #: ``fit`` accepts ``sample_weight`` (weighted least squares).
     supports_weights = True

@@ -83,6 +83,7 @@ class RLS(BasePredictor):
     """
 
     kind = "rls"
+    is_linear = True
     _test_params = [{}, {"forgetting": 0.9, "delta": 10.0}, {"fit_intercept": False, "forgetting": 1.0}]
 
     def __init__(

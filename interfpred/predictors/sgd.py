@@ -86,6 +86,7 @@ class OnlineSGD(BasePredictor):
     """
 
     kind = "online_sgd"
+    is_linear = True
     _test_params = [
         {},
         {"schedule": "constant", "learning_rate": 0.05},
