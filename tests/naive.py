@@ -1,6 +1,9 @@
 """Plain-Python reference implementations that the library's fast paths are checked against.
 
 Shared file: each area appends its own clearly named functions; do not rewrite others'.
+Tests import it as ``from naive import ...`` (and the shared cases as ``from _timeline_cases
+import ...``): pytest puts tests/ on ``sys.path`` because the folder is not a package, whether it
+runs as ``pytest`` or ``python -m pytest`` and from whichever folder.
 """
 
 from __future__ import annotations

@@ -6,8 +6,10 @@ import json
 
 import numpy as np
 import pytest
+from _timeline_cases import profile_tables, traces
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from naive import naive_feature_map, naive_features
 
 from interfpred import (
     EWMA,
@@ -21,13 +23,6 @@ from interfpred import (
     make_extractor,
 )
 from interfpred.features import feature_names, profile_arrays
-
-try:
-    from _timeline_cases import profile_tables, traces
-    from naive import naive_feature_map, naive_features
-except ImportError:  # tests/ imported as a package
-    from tests._timeline_cases import profile_tables, traces
-    from tests.naive import naive_feature_map, naive_features
 
 MAPS = ("default", "gpulets", "rich")
 COMBINES = ("sum", "max")

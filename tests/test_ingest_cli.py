@@ -11,12 +11,11 @@ import pytest
 
 from interfpred import InputError, ProfileTable
 from interfpred.cli import main
-from interfpred.ingest import read_manifest, write_profiles
+from interfpred.ingest import example_path, read_manifest, write_profiles
 from interfpred.profiles import Profile
 
-DATA = pathlib.Path(__file__).parent / "data"
-REAL = DATA / "superbenchmark_cublaslt_b200_details.log"
-NCU = DATA / "ncu"
+REAL = example_path()  # the example Nsight Compute log shipped with the package
+NCU = pathlib.Path(__file__).parent / "data" / "ncu"
 ROOT = pathlib.Path(__file__).parent.parent
 
 

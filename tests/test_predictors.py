@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from naive import naive_ew_ridge, naive_nlms, naive_sgd_constant
 
 from interfpred import RLS, GpuletsModel, OfflineLinear, OnlineSGD, PredictorSpec, load_predictor, make_predictor
 from interfpred.constants import GPULETS_RTX2080TI, PRIOR_SLOWDOWN, SGD_EPS
 from interfpred.errors import InterfpredError
 from interfpred.predictors import gpulets_utilisation
-from tests.naive import naive_ew_ridge, naive_nlms, naive_sgd_constant
 
 
 def _data(n=80, d=4, seed=0, noise=0.05):

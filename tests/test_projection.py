@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from naive import naive_feature_map, naive_tracker_projection
 
 from interfpred import InterfpredError
 from interfpred.projection import (
@@ -14,11 +15,6 @@ from interfpred.projection import (
     project_affine,
     project_stacked_unchecked,
 )
-
-try:
-    from naive import naive_feature_map, naive_tracker_projection
-except ImportError:  # tests/ imported as a package
-    from tests.naive import naive_feature_map, naive_tracker_projection
 
 WIDTH = {"default": 6, "gpulets": 4, "rich": 16}
 

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from naive import naive_ew_ridge
 
 from interfpred import RLS, InterfpredError
-
-try:
-    from naive import naive_ew_ridge
-except ImportError:  # tests/ imported as a package
-    from tests.naive import naive_ew_ridge
 
 
 def _data(n, seed=0, d=3):

@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _timeline_cases import profile_tables, traces
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from interfpred import EWMA, CustomMap, InterfpredError, ProfileTable, Static, TimelineState, TimeWeighted, Trace
 from interfpred.features import feature_names
-
-try:
-    from _timeline_cases import profile_tables, traces
-except ImportError:  # tests/ imported as a package
-    from tests._timeline_cases import profile_tables, traces
 
 
 def _replay(trace, prof, ex, gpu, rng):

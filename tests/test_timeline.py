@@ -4,16 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _timeline_cases import traces
 from hypothesis import given, settings
+from naive import naive_exposure, naive_segments
 
 from interfpred import InterfpredError, Trace, build_timeline
-
-try:
-    from _timeline_cases import traces
-    from naive import naive_exposure, naive_segments
-except ImportError:  # tests/ imported as a package
-    from tests._timeline_cases import traces
-    from tests.naive import naive_exposure, naive_segments
 
 
 def _segments(tl):

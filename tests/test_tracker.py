@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from naive import naive_feature_map, naive_tracker_projection
 
 from interfpred import (
     RLS,
@@ -24,11 +25,6 @@ from interfpred import (
 from interfpred.sim.contention import GpuSpec
 from interfpred.sim.engine import simulate_work
 from interfpred.sim.zoo import zoo_profiles
-
-try:
-    from naive import naive_feature_map, naive_tracker_projection
-except ImportError:  # tests/ imported as a package
-    from tests.naive import naive_feature_map, naive_tracker_projection
 
 EPS = 0.03
 SPEC = GpuSpec(name="t", theta=0.0, epsilon=EPS, sigma=0.0)
