@@ -299,6 +299,20 @@ def _module_names(mod: Module, modules: dict[str, Module]) -> set[str]:
     return out
 
 
+_ATTRIBUTE_FUNCTIONS = frozenset({"getattr", "setattr", "hasattr", "delattr"})
+
+
+def _private_access(node: ast.AST) -> tuple[ast.expr, str] | None:
+    """(object, name) of ``obj._name`` or ``getattr(obj, "_name", ...)`` (and set/has/delattr)."""
+    if isinstance(node, ast.Attribute) and is_private(node.attr):
+        return node.value, node.attr
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _ATTRIBUTE_FUNCTIONS
+            and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str) and is_private(node.args[1].value)):
+        return node.args[0], node.args[1].value
+    return None
+
+
 def reach_in_violations(modules: dict[str, Module]) -> list[str]:
     """``x._attr`` where ``x`` is not ``self``/``cls``/``super()``, outside a class that defines ``_attr``."""
     out = []
@@ -306,24 +320,25 @@ def reach_in_violations(modules: dict[str, Module]) -> list[str]:
         module_names = _module_names(mod, modules)
         own: dict[int, set[str]] = {}
         for node in ast.walk(mod.tree):
-            if not (isinstance(node, ast.Attribute) and is_private(node.attr)):
+            access = _private_access(node)
+            if access is None:
                 continue
-            value = node.value
+            value, attr = access
             if isinstance(value, ast.Name) and value.id in ("self", "cls"):
                 continue
             if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super":
                 continue
-            if node.attr in NAMEDTUPLE_API:
+            if attr in NAMEDTUPLE_API:
                 continue
             dotted = _dotted(value)
             if dotted is not None and dotted.split(".")[0] in module_names:
                 continue  # a module's private name: the private-import check's business
             classes = [a for a in mod.ancestors(node) if isinstance(a, ast.ClassDef)]
-            if any(node.attr in own.setdefault(id(c), _own_private_names(c)) for c in classes):
+            if any(attr in own.setdefault(id(c), _own_private_names(c)) for c in classes):
                 continue
             where = f"class {classes[0].name}" if classes else "module level or a function"
             out.append(f"{mod.label}:{node.lineno}: touches {ast.unparse(node)} from {where}: only the class "
-                       f"that defines {node.attr} may touch it; expose a public method or property")
+                       f"that defines {attr} may touch it; expose a public method or property")
     return _in_order(out)
 
 
@@ -531,9 +546,11 @@ def test_reach_in_check_catches_and_accepts():
         "    return tracker._state\n"
         "class C:\n"
         "    def f(self):\n"
-        "        return self.inner._d\n")})
+        "        return self.inner._d\n"
+        "def h(args):\n"
+        "    return getattr(args, '_argv', None)\n")})
     found = reach_in_violations(bad)
-    assert [f.split(":")[1] for f in found] == ["6", "8", "11"], found
+    assert [f.split(":")[1] for f in found] == ["6", "8", "11", "13"], found
     assert "class B" in found[0] and "a._d" in found[0]
     clean = synthetic({"interfpred.a": (
         "import numpy as np\n"
@@ -546,7 +563,7 @@ def test_reach_in_check_catches_and_accepts():
         "    def size(self):\n"
         "        return super()._size() + self.__class__.__name__.__len__()\n"
         "def f(row, obj):\n"
-        "    return row._replace(a=1), obj.__dict__, np._NoValue\n")})
+        "    return row._replace(a=1), obj.__dict__, np._NoValue, getattr(obj, 'name'), getattr(obj, '__doc__')\n")})
     assert reach_in_violations(clean) == []
 
 
