@@ -461,7 +461,7 @@ def test_no_private_names_imported_across_modules(package):
 
 
 def test_no_reach_in_to_private_attributes(package):
-    _report(reach_in_violations(package), "reads of another object's private attribute")
+    _report(reach_in_violations(package), "reach-ins to another object's private attribute")
 
 
 def test_no_module_over_the_line_limit(package):
