@@ -28,7 +28,7 @@ MAX_LINES = 450
 LAYERS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("foundation",
      ("interfpred", "interfpred._version", "interfpred.errors", "interfpred.constants", "interfpred._jit",
-      "interfpred._io", "interfpred._arrow", "interfpred.schema", "interfpred._deprecation"),
+      "interfpred._io", "interfpred._arrow", "interfpred.schema", "interfpred._deprecation", "interfpred.params"),
      ()),
     ("data",
      ("interfpred.trace", "interfpred.profiles", "interfpred.profile", "interfpred.measurements",
@@ -36,7 +36,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
      ("foundation",)),
     ("features",
      ("interfpred.timeline", "interfpred._timeline_kernels", "interfpred.features", "interfpred.feature",
-      "interfpred.run_features", "interfpred.entity_features", "interfpred.chunked"),
+      "interfpred.extractors", "interfpred.extractor", "interfpred.run_features", "interfpred.entity_features",
+      "interfpred.chunked"),
      ("foundation", "data")),
     ("predictors",
      ("interfpred.predictors",),
@@ -66,7 +67,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
 # What each layer is for, one line each, shown beside the table in docs/architecture.md.
 LAYER_JOBS = {
     "foundation": "errors, constants, the numba switch, atomic file output, pyarrow access, the JSON file "
-                  "schemas, deprecated spellings",
+                  "schemas, deprecated spellings, hyperparameters given as text",
     "data": "profiles, traces, measurement runs, entities, Nsight ingestion, columnar I/O, shipped datasets",
     "features": "co-location timelines, feature maps and their temporal aggregation, bounded-memory windows",
     "predictors": "every predictor behind one contract, their numba kernels, the baselines, the adapters",
