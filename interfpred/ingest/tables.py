@@ -17,6 +17,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from interfpred._io import csv_rows, read_text
-from interfpred.constants import DEFAULT_SHARE, MAX_BATCH_SIZE, NCU_EXAMPLE_FILE
+from interfpred.constants import DEFAULT_SHARE, MAX_BATCH_SIZE, NCU_EXAMPLE_FILE, PROFILE_DUPLICATE_RTOL
 from interfpred.errors import InputError, InterfpredError
 from interfpred.profiles import ProfileTable
 
@@ -166,10 +167,6 @@ class ProfileConflict(InputError):
 
 def _same(a: float | None, b: float | None) -> bool:
     """Whether two profile values agree (both missing counters agree; one missing does not)."""
-    import math
-
-    from interfpred.constants import PROFILE_DUPLICATE_RTOL
-
     if a is None or b is None:
         return a is None and b is None
     return math.isclose(a, b, rel_tol=PROFILE_DUPLICATE_RTOL, abs_tol=0.0)
@@ -190,7 +187,7 @@ def _check_no_conflict(existing: ProfileTable, new: ProfileTable, path: str | os
             share = "" if p.share == DEFAULT_SHARE else f", share={p.share:g}"
             raise ProfileConflict(f"cannot append: the profile for (gpu={key[0]!r}, model={key[1]!r}, "
                                   f"batch_size={key[2]}{share}) here conflicts with the new one: {'; '.join(diff)}; "
-                                  "the file is unchanged (use --overwrite to replace it)",
+                                  "the file is unchanged (write without append, or pass --force, to replace it)",
                                   path=path, line=line, key=key)
 
 
