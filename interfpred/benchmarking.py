@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from interfpred.constants import BENCH_MAX_WIDTH
+from interfpred.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.params import parse_param
 from interfpred.predictors.base import BasePredictor, make_predictor
@@ -77,9 +78,7 @@ def _row_loops(predict: Callable[[Any], Any], update: Callable[[Any, Any], Any],
 BENCH_ENTITIES = 50
 
 
-def _bench_entities(n: int, seed: int = 0) -> Any:
-    from interfpred.entities import Entities
-
+def _bench_entities(n: int, seed: int = 0) -> Entities:
     rng = np.random.default_rng(seed)
     names = [f"model-{i}" for i in range(BENCH_ENTITIES)]
     own = rng.integers(0, BENCH_ENTITIES, n)

@@ -1,14 +1,9 @@
 """Nsight Compute output to kernel tables and solo profiles.
 
-:func:`read_kernels` reads what ``ncu`` prints or saves (``--csv`` output of the ``details``
-page in every header generation, the ``raw`` page, or a binary ``.ncu-rep`` report through the
-optional ``ncu-report`` package) into a :class:`KernelTable`: one row per kernel launch with its
-name, duration in milliseconds and the SM, L2 and DRAM throughputs as fractions of peak.
-:func:`profile_from_kernels` sums those launches into one :class:`~interfpred.Profile`.
-
-Every refusal is an :class:`NcuFormatError` (an :class:`~interfpred.InputError`) that names the
-file and the line of the offending value. This module sniffs the format and hands the file to
-the reader of its page; formats and flags: docs/profiling.md.
+:func:`read_kernels` sniffs what ``ncu`` printed or saved and hands it to the reader of its page
+(``--csv`` details or raw page, or a binary ``.ncu-rep`` report); :func:`profile_from_kernels`
+sums the launches into one :class:`~interfpred.Profile`. Every refusal is an
+:class:`NcuFormatError` naming the file and the line. Formats and flags: docs/profiling.md.
 
 Examples
 --------
