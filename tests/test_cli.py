@@ -73,3 +73,28 @@ def test_model_file_is_required(capsys, argv):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("interfpred: error: --model-file is required")
+
+
+def _help(capsys, argv):
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args([*argv, "--help"])
+    assert exc.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_docs_name_every_flag_of_every_command(capsys):
+    import pathlib
+    import re
+
+    doc = (pathlib.Path(__file__).parent.parent / "docs" / "cli.md").read_text()
+    sections = {m.group(1): m.start() for m in re.finditer(r"^## `interfpred (\w+)`", doc, flags=re.M)}
+    starts = sorted(sections.values()) + [len(doc)]
+    names = re.findall(r"^    (\w+)\b", _help(capsys, []), re.M)  # the COMMAND list
+    assert sorted(names) == sorted(sections)
+    for name in names:
+        start = sections[name]
+        text = doc[start:starts[starts.index(start) + 1]]
+        flags = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", _help(capsys, [name]))) - {"--help"}
+        assert flags, name
+        missing = sorted(f for f in flags if f not in text)
+        assert not missing, (name, missing)

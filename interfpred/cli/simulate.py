@@ -68,7 +68,6 @@ def run_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-
 def add_reproduce(sub: Any) -> None:
     """Declare the ``reproduce`` subcommand."""
     from interfpred.constants import REPRODUCE_DEFAULT_OUT
