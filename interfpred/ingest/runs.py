@@ -27,25 +27,10 @@ from collections.abc import Iterable
 from interfpred.errors import InterfpredError
 from interfpred.ingest.kernels import profile_from_kernels
 from interfpred.ingest.ncu import read_kernels
-from interfpred.ingest.tables import ManifestEntry
+from interfpred.ingest.tables import ManifestEntry, ProfileKey, profile_key
 from interfpred.profiles import Profile
 
-__all__ = ["ProfileKey", "profile_key", "profiles_from_runs", "unique_profiles"]
-
-#: What identifies a profile: (gpu, model, batch_size, share).
-ProfileKey = tuple[str, str, int, float]
-
-
-def profile_key(profile: Profile) -> ProfileKey:
-    """The (gpu, model, batch_size, share) key of a profile.
-
-    Examples
-    --------
-    >>> from interfpred import Profile
-    >>> profile_key(Profile(gpu="l4", model="m", batch_size=2, solo_ms=1.0))
-    ('l4', 'm', 2, 100.0)
-    """
-    return (profile.gpu, profile.model, profile.batch_size, profile.share)
+__all__ = ["profiles_from_runs", "unique_profiles"]
 
 
 def profiles_from_runs(entries: Iterable[ManifestEntry], *, share: float | None = None,
