@@ -15,11 +15,18 @@ the old folder back at the target's path (:func:`recover`).
 from __future__ import annotations
 
 import contextlib
+import csv
+import io
+import json
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from typing import IO
+
+from interfpred.constants import MODEL_FILE_MAX_BYTES, MODEL_FILE_MAX_DEPTH
+from interfpred.errors import InputError, InterfpredError
 
 __all__ = ["atomic_open", "atomic_write_text", "check_regular_file", "csv_rows", "read_json", "read_text",
            "recover", "replace_folder", "temp_folder"]
@@ -220,8 +227,6 @@ def read_text(path: str | os.PathLike[str], what: str = "a CSV") -> str:
     ...
     interfpred.errors.InputError: ...bin.csv: contains NUL bytes: a binary file, not a CSV
     """
-    from interfpred.errors import InputError
-
     check_regular_file(path, what)
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:  # a UTF-8 byte-order mark is dropped
@@ -261,10 +266,6 @@ def check_regular_file(path: str | os.PathLike[str], what: str = "file") -> int:
     ...
     interfpred.errors.InputError: ...: is a directory, not a manifest
     """
-    import stat
-
-    from interfpred.errors import InputError
-
     st = os.stat(path)  # FileNotFoundError / PermissionError name the path
     if stat.S_ISDIR(st.st_mode):
         raise InputError(f"is a directory, not {what}", path=path)
@@ -292,9 +293,6 @@ class csv_rows:  # lower case: used like csv.reader
     """
 
     def __init__(self, text: str, *, path: str | os.PathLike[str] | None = None) -> None:
-        import csv
-        import io
-
         text = text.removeprefix("\ufeff")
         if "\r" in text:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
@@ -310,10 +308,6 @@ class csv_rows:  # lower case: used like csv.reader
         return self
 
     def __next__(self) -> list[str]:
-        import csv
-
-        from interfpred.errors import InputError
-
         try:
             return next(self._reader)
         except csv.Error as exc:
@@ -342,11 +336,6 @@ def read_json(path: str | os.PathLike[str], *, max_bytes: int | None = None, max
     ...
     interfpred.errors.InterfpredError: ...m.json: JSON nested 40 levels deep; at most 32 are accepted
     """
-    import json
-
-    from interfpred.constants import MODEL_FILE_MAX_BYTES, MODEL_FILE_MAX_DEPTH
-    from interfpred.errors import InterfpredError
-
     max_bytes = MODEL_FILE_MAX_BYTES if max_bytes is None else max_bytes
     max_depth = MODEL_FILE_MAX_DEPTH if max_depth is None else max_depth
     size = check_regular_file(path, "a JSON file")

@@ -17,10 +17,12 @@ from typing import Any
 import numpy as np
 
 from interfpred.constants import BENCH_MAX_WIDTH
+from interfpred.entities import Entities
 from interfpred.errors import InterfpredError
+from interfpred.params import parse_param
 from interfpred.predictors.base import BasePredictor, make_predictor
 
-__all__ = ["BenchRow", "run_bench", "format_bench", "first_call_seconds", "parse_param"]
+__all__ = ["BenchRow", "run_bench", "format_bench", "first_call_seconds", "missing_peers", "parse_param"]
 
 BATCH = 1000
 
@@ -52,13 +54,31 @@ def _data(d: int, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return X, 1.0 + X @ rng.normal(size=d) * 0.1 + 0.01 * rng.normal(size=n)
 
 
+def _row_loops(predict: Callable[[Any], Any], update: Callable[[Any, Any], Any], rows: Sequence[Any],
+               targets: Sequence[Any], *, target_first: bool = False) -> tuple[Callable[[], None], Callable[[], None]]:
+    """Two timed loops over single rows: ``predict(x)`` each, and ``update(x, t)`` each
+    (``update(t, x)`` with ``target_first``, padasip's order)."""
+
+    def p1() -> None:
+        for x in rows:
+            predict(x)
+
+    def u1() -> None:
+        for x, t in zip(rows, targets):
+            update(x, t)
+
+    def u1_target_first() -> None:
+        for x, t in zip(rows, targets):
+            update(t, x)
+
+    return p1, (u1_target_first if target_first else u1)
+
+
 #: Entities of the benchmark rows of predictors that use them: this many models, 1-2 co-runners per row.
 BENCH_ENTITIES = 50
 
 
-def _bench_entities(n: int, seed: int = 0) -> Any:
-    from interfpred.entities import Entities
-
+def _bench_entities(n: int, seed: int = 0) -> Entities:
     rng = np.random.default_rng(seed)
     names = [f"model-{i}" for i in range(BENCH_ENTITIES)]
     own = rng.integers(0, BENCH_ENTITIES, n)
@@ -82,15 +102,7 @@ def _ours(p: BasePredictor, d: int, n: int, repeats: int) -> BenchRow:
     rows = [X[i].copy() for i in range(n)]
     ys = [float(v) for v in y[:n]]
     predict, update = p.predict, p.update
-
-    def p1() -> None:
-        for x in rows:
-            predict(x)
-
-    def u1() -> None:
-        for x, t in zip(rows, ys):
-            update(x, t)
-
+    p1, u1 = _row_loops(predict, update, rows, ys)
     Xb, yb = X[:BATCH].copy(), y[:BATCH].copy()
     return BenchRow(
         name=repr(p), d=d,
@@ -141,15 +153,7 @@ def _river(d: int, n: int, repeats: int) -> BenchRow | None:
     ys = y[:n].tolist()
     for x, t in zip(dicts[:10], ys[:10]):
         m.learn_one(x, t)
-
-    def p1() -> None:
-        for x in dicts:
-            m.predict_one(x)
-
-    def u1() -> None:
-        for x, t in zip(dicts, ys):
-            m.learn_one(x, t)
-
+    p1, u1 = _row_loops(m.predict_one, m.learn_one, dicts, ys)
     return BenchRow("river LinearRegression", d, _best(p1, n, repeats), _best(u1, n, repeats), np.nan, np.nan)
 
 
@@ -165,15 +169,7 @@ def _sklearn(d: int, n: int, repeats: int) -> BenchRow | None:
     rows = [X[i:i + 1] for i in range(k)]
     ys = [y[i:i + 1] for i in range(k)]
     Xb, yb = X[:BATCH], y[:BATCH]
-
-    def p1() -> None:
-        for x in rows:
-            m.predict(x)
-
-    def u1() -> None:
-        for x, t in zip(rows, ys):
-            m.partial_fit(x, t)
-
+    p1, u1 = _row_loops(m.predict, m.partial_fit, rows, ys)
     return BenchRow("sklearn SGDRegressor", d, _best(p1, k, repeats), _best(u1, k, repeats),
                     _best(lambda: m.predict(Xb), BATCH, repeats), _best(lambda: m.partial_fit(Xb, yb), BATCH, repeats))
 
@@ -187,15 +183,7 @@ def _padasip(d: int, n: int, repeats: int) -> BenchRow | None:
     f = pa.filters.FilterRLS(d, mu=0.995, eps=0.01, w="zeros")
     rows = [X[i].copy() for i in range(n)]
     ys = [float(v) for v in y[:n]]
-
-    def p1() -> None:
-        for x in rows:
-            f.predict(x)
-
-    def u1() -> None:
-        for x, t in zip(rows, ys):
-            f.adapt(t, x)
-
+    p1, u1 = _row_loops(f.predict, f.adapt, rows, ys, target_first=True)
     Xb, yb = X[:BATCH].copy(), y[:BATCH].copy()
     # FilterRLS.run(d, x) is its batch API (a Python loop); predicting a batch is a matrix product
     return BenchRow("padasip FilterRLS", d, _best(p1, n, repeats), _best(u1, n, repeats),
@@ -298,31 +286,3 @@ def first_call_seconds(p: BasePredictor | None = None, d: int = 6) -> float:
     p.predict(X[0])
     p.predict(X)
     return time.perf_counter() - t
-
-
-def parse_param(text: str) -> tuple[str, Any]:
-    """``"k=v"`` -> (k, v) with v parsed as int, float, bool, None or kept as a string.
-
-    Examples
-    --------
-    >>> parse_param("forgetting=0.99"), parse_param("standardize=true"), parse_param("schedule=nlms")
-    (('forgetting', 0.99), ('standardize', True), ('schedule', 'nlms'))
-    """
-    if "=" not in text:
-        raise InterfpredError(f"--param {text!r} must look like name=value")
-    k, v = text.split("=", 1)
-    low = v.strip().lower()
-    value: Any
-    if low in ("true", "false"):
-        value = low == "true"
-    elif low in ("none", "null"):
-        value = None
-    else:
-        try:
-            value = int(v)
-        except ValueError:
-            try:
-                value = float(v)
-            except ValueError:
-                value = v
-    return k.strip(), value

@@ -24,7 +24,8 @@ import numpy as np
 
 from interfpred.constants import BASELINE_KINDS
 from interfpred.entities import Entities
-from interfpred.errors import InterfpredError
+from interfpred.errors import FrozenPredictorError, InterfpredError
+from interfpred.predictors import load_predictor
 
 __all__ = ["yield_checks", "check_predictor"]
 
@@ -68,8 +69,6 @@ def _update(q: Any, X: Any, y: Any) -> None:
     if q.learns_online or getattr(q, "kind", "") == "no_interference":
         q.update(X, y)
         return
-    from interfpred.errors import FrozenPredictorError
-
     try:
         q.update(X, y)
     except FrozenPredictorError:
@@ -193,8 +192,6 @@ def check_persistence(p: Any) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "p.json"
             q.save(path)
-            from interfpred.predictors import load_predictor
-
             trusted = bool(getattr(q, "stores_pickle", False))
             if trusted:  # a pickled state is refused unless the caller vouches for the file
                 try:
@@ -271,8 +268,6 @@ def check_beats_running_mean(p: Any) -> None:
 
 def _entity_stream(p: Any, n: int = 120, seed: int = 0) -> tuple[np.ndarray, np.ndarray, Any]:
     """A stream with entities: five models, 0-2 weighted co-runners per row (some rows alone)."""
-    from interfpred.entities import Entities
-
     X, y = _stream(p, n, seed)
     rng = np.random.default_rng(seed + 100)
     names = ["m0", "m1", "m2", "m3", "modèle-4"]

@@ -2,23 +2,10 @@
 
 Everything here needs pyarrow (and pandas for DataFrames), the optional extra
 ``pip install 'interfpred[parquet]'``; without it the functions raise
-:class:`~interfpred.errors.InterfpredError` naming the extra, and the rest of the library works
-as before (CSV through the standard library).
-
-* :func:`read_trace` / :func:`write_trace` pick the format from the suffix: ``.parquet``/``.pq``
-  (Parquet), ``.arrow``/``.feather`` (Arrow IPC file), anything else CSV. CSV is read with
-  pyarrow's multithreaded reader when pyarrow is installed; should that reader refuse the file
-  or the trace fail validation, the standard reader reads it again, so errors name the file,
-  the line, the offending value and what was expected exactly as before. CSV is written by
-  pyarrow's writer (full float precision, round trips to the bit).
-* :func:`trace_to_frame` / :func:`trace_from_frame` (and ``..._arrow``) convert in memory.
-* :func:`read_profiles` / :func:`write_profiles`, :func:`profiles_to_frame` /
-  :func:`profiles_from_frame`: the tidy profile table.
-* Measurements carry their own ``from_frame``/``to_frame``/``from_parquet``/``to_parquet``;
-  :func:`read_measurements` / :func:`write_measurements` add Arrow IPC.
-* :func:`write_predictions_table`: id and predictions as CSV or Parquet.
-
-Files are written atomically (a temporary file beside the target, then renamed).
+:class:`~interfpred.errors.InterfpredError` naming the extra. :func:`read_trace`,
+:func:`write_trace`, :func:`read_profiles` and the other readers and writers pick the format
+from the suffix (``.parquet``/``.pq``, ``.arrow``/``.feather``, anything else CSV) and write
+atomically. Formats, fallbacks and speed: docs/scale.md ("Columnar files").
 
 Examples
 --------

@@ -407,12 +407,14 @@ class Measurements:
         """
         if not tables:
             raise InterfpredError("concat needs at least one table")
-        keys = [set(t._cols) for t in tables]
+        parts = [t.columns() for t in tables]
+        keys = [set(c) - set(t.extra_columns) for c, t in zip(parts, tables)]
         if any(k != keys[0] for k in keys):
             raise InterfpredError("cannot concat tables with and without a member column")
-        extras = list(dict.fromkeys(k for t in tables for k in t._extra))
-        cols = {k: np.concatenate([t._cols[k] for t in tables]) for k in keys[0]}
-        extra = {k: np.concatenate([t._extra.get(k, np.full(len(t), "", dtype=str)) for t in tables]) for k in extras}
+        extras = list(dict.fromkeys(k for t in tables for k in t.extra_columns))
+        cols = {k: np.concatenate([c[k] for c in parts]) for k in keys[0]}
+        extra = {k: np.concatenate([c.get(k, np.full(len(t), "", dtype=str)) for c, t in zip(parts, tables)])
+                 for k in extras}
         _check_runs(cols, None, None)
         return Measurements(cols, extra)
 

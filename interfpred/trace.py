@@ -231,9 +231,10 @@ class Trace:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Trace):
             return NotImplemented
-        if self._cols.keys() != other._cols.keys():
+        theirs = other.columns()
+        if self._cols.keys() != theirs.keys():
             return False
-        return all(np.array_equal(self._cols[k], other._cols[k]) for k in self._cols)
+        return all(np.array_equal(self._cols[k], theirs[k]) for k in self._cols)
 
     def codes(self, column: str) -> tuple[tuple[str, ...], np.ndarray]:
         """Factorise a name column (``"gpu"`` or ``"model"``): its distinct values, sorted, and an
@@ -305,14 +306,15 @@ class Trace:
         """Rows of several traces, one after another (ids must stay unique)."""
         if not traces:
             raise InterfpredError("concat needs at least one trace")
-        keys = set(traces[0]._cols)
-        for t in traces[1:]:
-            if set(t._cols) != keys:
+        each = [t.columns() for t in traces]
+        keys = set(each[0])
+        for c in each[1:]:
+            if set(c) != keys:
                 raise InterfpredError("cannot concat traces with and without solo_ms (or share)")
         ids = [t.id for t in traces]
         if len({a.dtype.kind for a in ids}) > 1:
             ids = [a.astype(str) for a in ids]
-        cols: dict[str, Any] = {k: np.concatenate([t._cols[k] for t in traces]) for k in keys if k != "id"}
+        cols: dict[str, Any] = {k: np.concatenate([c[k] for c in each]) for k in keys if k != "id"}
         return Trace(id=np.concatenate(ids), **cols)
 
     # ------------------------------------------------------------------ CSV

@@ -166,7 +166,7 @@ def test_cli_refuses_pickled_model_unless_trusted(tmp_path, capsys):
     write_scenario(sc, tmp_path / "sim")
     m = InterferenceModel({"aggregation": "static", "map": "gpulets"}, SklearnRegressor(estimator=Ridge()))
     m.fit(sc.traces["trace"], sc.profiles).save(tmp_path / "m.json")
-    args = ["evaluate", "--model", str(tmp_path / "m.json"), "--profiles", str(tmp_path / "sim" / "profiles.csv"),
+    args = ["evaluate", "--model-file", str(tmp_path / "m.json"), "--profiles", str(tmp_path / "sim" / "profiles.csv"),
             "--trace", str(tmp_path / "sim" / "trace.csv")]
     assert main(args) == 2
     err = capsys.readouterr().err.strip()

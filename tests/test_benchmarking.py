@@ -1,11 +1,32 @@
 """The benchmark table library and the ``interfpred bench`` subcommand (correctness, not speed)."""
 
+import math
+
 import pytest
 
 from interfpred import RLS, OnlineSGD
 from interfpred.benchmarking import format_bench, parse_param, run_bench
 from interfpred.cli import main
 from interfpred.errors import InterfpredError
+from interfpred.params import parse_params
+
+COLUMNS = ("predict_one", "update_one", "predict_batch", "update_batch")
+
+
+def parse_table(text):
+    """The rows of format_bench's table: (name, d, {column: (us, ratio)}), '-' read as NaN."""
+    lines = text.splitlines()
+    assert lines[0].split() == ["predictor", "d", *(w for c in COLUMNS for w in (c, "us", "xRLS"))]
+    assert set(lines[1]) == {"-"} and len(lines[1]) == len(lines[0])
+    rows = []
+    for line in lines[2:]:
+        cells = {}
+        for k, c in enumerate(COLUMNS):
+            at = 38 + 24 * k
+            us, ratio = line[at:at + 17].strip(), line[at + 17:at + 24].strip()
+            cells[c] = (math.nan if us == "-" else float(us), math.nan if ratio == "-" else float(ratio))
+        rows.append((line[:34].strip(), int(line[34:38]), cells))
+    return rows
 
 
 def test_run_bench_rows_and_ratios():
@@ -15,9 +36,20 @@ def test_run_bench_rows_and_ratios():
     assert "river LinearRegression" in names and "sklearn SGDRegressor" in names
     for r in rows:
         assert r.update_one > 0 and r.predict_one > 0
-    table = format_bench(rows)
-    assert table.splitlines()[2].split()[:2] == ["RLS()", "4"]
-    assert "1.0" in table.splitlines()[2]
+    table = parse_table(format_bench(rows))
+    assert [(name, d) for name, d, _ in table] == [(r.name[:33], 4) for r in rows]
+    rls = rows[0]
+    for (name, _, cells), r in zip(table, rows):
+        for c in COLUMNS:
+            us, ratio = cells[c]
+            value = getattr(r, c)
+            if math.isnan(value):
+                assert math.isnan(us) and math.isnan(ratio)
+                continue
+            assert us == pytest.approx(value, abs=1e-3)
+            assert ratio == pytest.approx(value / getattr(rls, c), abs=0.05)
+        if name == "RLS()":
+            assert [cells[c][1] for c in COLUMNS] == pytest.approx([1.0] * 4)
     with pytest.raises(InterfpredError, match="n must be"):
         run_bench(ds=[3], n=0)
 
@@ -25,14 +57,18 @@ def test_run_bench_rows_and_ratios():
 def test_parse_param():
     assert parse_param("delta=10") == ("delta", 10)
     assert parse_param("fit_intercept=False") == ("fit_intercept", False)
+    assert parse_params(["a=1", "b=none", "a=x"]) == {"a": "x", "b": None}
     with pytest.raises(InterfpredError, match="name=value"):
         parse_param("oops")
 
 
 def test_cli_bench(capsys):
-    assert main(["bench", "--d", "3", "--n", "20", "--no-peers", "--predictor", "online_sgd",
+    assert main(["bench", "--widths", "3", "--calls", "20", "--no-peers", "--predictor", "online_sgd",
                  "--param", "learning_rate=0.1"]) == 0
-    out = capsys.readouterr().out
-    assert "OnlineSGD(learning_rate=0.1)" in out and "RLS()" in out and "first RLS" in out
-    assert main(["bench", "--d", "3", "--n", "5", "--no-peers", "--param", "forgetting=2"]) == 2
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("first RLS update+predict in this process") and out[0].endswith(" ms")
+    table = parse_table("\n".join(out[1:]))
+    assert [(name, d) for name, d, _ in table] == [("RLS()", 3), ("OnlineSGD(learning_rate=0.1)", 3)]
+    assert all(us > 0 for _, _, cells in table for us, _ in cells.values())
+    assert main(["bench", "--widths", "3", "--calls", "5", "--no-peers", "--param", "forgetting=2"]) == 2
     assert "forgetting" in capsys.readouterr().err

@@ -253,7 +253,7 @@ def test_model_and_cli_bounds(tmp_path, capsys):
     args = ["--profiles", str(tmp_path / "sim/profiles.csv"), "--trace", str(tmp_path / "sim/trace.csv")]
     assert main(["fit", *args, "--calibrate", "aci", "--quantiles", "0.9", "--target", "rate",
                  "--out", str(tmp_path / "m.json")]) == 0
-    assert main(["predict", "--model", str(tmp_path / "m.json"), *args, "--quantile", "0.9", "0.1",
+    assert main(["predict", "--model-file", str(tmp_path / "m.json"), *args, "--quantiles", "0.9", "0.1",
                  "--out", str(tmp_path / "p.csv")]) == 0
     with open(tmp_path / "p.csv") as fh:
         rows = list(csv.DictReader(fh))
@@ -261,11 +261,11 @@ def test_model_and_cli_bounds(tmp_path, capsys):
     cov = np.mean([float(r["observed_latency_ms"]) <= float(r["latency_q0.9_ms"]) for r in rows])
     assert 0.8 <= cov <= 0.97
     capsys.readouterr()
-    assert main(["evaluate", "--model", str(tmp_path / "m.json"), *args, "--online", "--quantile", "0.9",
+    assert main(["evaluate", "--model-file", str(tmp_path / "m.json"), *args, "--online", "--quantiles", "0.9",
                  "--warmup", "100"]) == 0
     out = capsys.readouterr().out
     assert "quantile baseline" in out and "resnet50" in out
-    assert main(["predict", "--model", str(tmp_path / "m.json"), *args, "--quantile", "0.99",
+    assert main(["predict", "--model-file", str(tmp_path / "m.json"), *args, "--quantiles", "0.99",
                  "--out", str(tmp_path / "q.csv")]) == 2
     assert "latency quantile 0.99 needs target quantile 0.01" in capsys.readouterr().err
     assert not (tmp_path / "q.csv").exists()

@@ -5,15 +5,18 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from interfpred import __version__
-from interfpred.cli import main
+from interfpred.cli import build_parser, main
 
 
 def test_version(capsys):
     try:
-        main(["--version"])
-    except SystemExit as exc:
-        assert exc.code == 0
+        code = main(["--version"])
+    except SystemExit as exc:  # argparse's version action exits; a returned status must be 0 as well
+        code = exc.code
+    assert code == 0
     assert capsys.readouterr().out.strip() == f"interfpred {__version__}"
 
 
@@ -36,3 +39,62 @@ def test_missing_input_file_is_one_readable_line(tmp_path, capsys):
     assert main(["ingest", str(missing), "--gpu", "l4", "--model", "m", "--batch-size", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"interfpred: error: {missing}: No such file or directory"]
+
+
+@pytest.mark.parametrize("old, new, argv", [
+    ("--model", "--model-file", ["evaluate", "--model", "m.json", "--trace", "t.csv"]),
+    ("--model", "--model-file", ["predict", "--model", "m.json", "--trace", "t.csv", "--out", "p.csv"]),
+    ("--quantile", "--quantiles", ["predict", "--model-file", "m.json", "--quantile", "0.9", "--out", "p.csv"]),
+    ("--overwrite", "--force", ["ingest", "--example", "--overwrite"]),
+    ("--d", "--widths", ["bench", "--d", "3"]),
+    ("--n", "--calls", ["bench", "--n", "7"]),
+])
+def test_deprecated_flags_still_parse_and_warn(capsys, old, new, argv):
+    args = build_parser().parse_args(argv)
+    assert capsys.readouterr().err == f"warning: {old} is deprecated here; use {new}\n"
+    assert args == build_parser().parse_args([new if a == old else a for a in argv])
+    assert capsys.readouterr().err == ""
+
+
+def test_deprecated_model_flag_runs_the_command(tmp_path, capsys):
+    bad = tmp_path / "m.json"
+    bad.write_text("{}")
+    assert main(["predict", "--model", str(bad), "--trace", "t.csv", "--out", str(tmp_path / "p.csv")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "warning: --model is deprecated here; use --model-file"
+    assert len(err) == 2 and err[1].startswith("interfpred: error: ") and str(bad) in err[1]
+
+
+@pytest.mark.parametrize("argv", [
+    ["evaluate", "--measurements", "dataset:gavel_v100"],
+    ["predict", "--measurements", "dataset:gavel_v100", "--out", "p.csv"],
+])
+def test_model_file_is_required(capsys, argv):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("interfpred: error: --model-file is required")
+
+
+def _help(capsys, argv):
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args([*argv, "--help"])
+    assert exc.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_docs_name_every_flag_of_every_command(capsys):
+    import pathlib
+    import re
+
+    doc = (pathlib.Path(__file__).parent.parent / "docs" / "cli.md").read_text()
+    sections = {m.group(1): m.start() for m in re.finditer(r"^## `interfpred (\w+)`", doc, flags=re.M)}
+    starts = sorted(sections.values()) + [len(doc)]
+    names = re.findall(r"^    (\w+)\b", _help(capsys, []), re.M)  # the COMMAND list
+    assert sorted(names) == sorted(sections)
+    for name in names:
+        start = sections[name]
+        text = doc[start:starts[starts.index(start) + 1]]
+        flags = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", _help(capsys, [name]))) - {"--help"}
+        assert flags, name
+        missing = sorted(f for f in flags if f not in text)
+        assert not missing, (name, missing)

@@ -171,7 +171,7 @@ def test_cli_simulate_parquet_then_fit_and_evaluate(tmp_path, capsys):
     model = tmp_path / "m.json"
     assert main(["fit", "--trace", str(out / "trace.parquet"), "--profiles", str(out / "profiles.parquet"),
                  "--out", str(model)]) == 0
-    assert main(["evaluate", "--model", str(model), "--trace", str(out / "trace.parquet"), "--profiles",
+    assert main(["evaluate", "--model-file", str(model), "--trace", str(out / "trace.parquet"), "--profiles",
                  str(out / "profiles.parquet")]) == 0
     assert "mape" in capsys.readouterr().out
 
@@ -204,7 +204,7 @@ def test_cli_predict_writes_parquet(tmp_path, trace):
     assert main(["fit", "--trace", str(tmp_path / "t.parquet"), "--profiles", str(tmp_path / "p.parquet"),
                  "--out", str(model)]) == 0
     for name in ("pred.parquet", "pred.csv"):
-        assert main(["predict", "--model", str(model), "--trace", str(tmp_path / "t.parquet"), "--profiles",
+        assert main(["predict", "--model-file", str(model), "--trace", str(tmp_path / "t.parquet"), "--profiles",
                      str(tmp_path / "p.parquet"), "--out", str(tmp_path / name)]) == 0
     pq, csv = pd.read_parquet(tmp_path / "pred.parquet"), pd.read_csv(tmp_path / "pred.csv")
     assert list(pq.columns) == list(csv.columns) == ["id", "predicted_latency_ms", "predicted_slowdown",

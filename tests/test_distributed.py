@@ -118,6 +118,6 @@ def test_cli_fit_and_evaluate_on_dask(data, cluster, tmp_path, capsys):
     assert main(["fit", "--trace", str(folder), "--profiles", str(tmp_path / "p.parquet"), "--predictor",
                  "online_sgd", "--out", str(out), "--dask"]) == 2
     assert "sufficient statistics" in capsys.readouterr().err
-    assert main(["evaluate", "--model", str(out), "--trace", str(tmp_path / "nothing"), "--profiles",
+    assert main(["evaluate", "--model-file", str(out), "--trace", str(tmp_path / "nothing"), "--profiles",
                  str(tmp_path / "p.parquet"), "--dask"]) == 2
     assert "no Parquet trace files" in capsys.readouterr().err

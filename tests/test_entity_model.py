@@ -55,8 +55,8 @@ def test_cli_fit_evaluate_predict_with_entity_rls(scenario, tmp_path, capsys):
     assert main(["fit", "--profiles", prof, "--trace", trace, "--predictor", "entity_rls", "--param",
                  "log_target=true", "--out", str(model)]) == 0
     assert load_model(model).predictor.log_target is True
-    assert main(["evaluate", "--model", str(model), "--profiles", prof, "--trace", trace, "--online"]) == 0
-    assert main(["predict", "--model", str(model), "--profiles", prof, "--trace", trace,
+    assert main(["evaluate", "--model-file", str(model), "--profiles", prof, "--trace", trace, "--online"]) == 0
+    assert main(["predict", "--model-file", str(model), "--profiles", prof, "--trace", trace,
                  "--out", str(tmp_path / "p.csv")]) == 0
     capsys.readouterr()
     assert main(["fit", "--profiles", prof, "--trace", trace, "--predictor", "entity_rls", "--param",

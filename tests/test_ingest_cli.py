@@ -9,9 +9,16 @@ import sys
 
 import pytest
 
-from interfpred import InputError, ProfileTable
+from interfpred import InputError, InterfpredError, ProfileTable
 from interfpred.cli import main
-from interfpred.ingest import example_path, read_manifest, write_profiles
+from interfpred.ingest import (
+    ManifestEntry,
+    example_path,
+    profiles_from_runs,
+    read_manifest,
+    unique_profiles,
+    write_profiles,
+)
 from interfpred.profiles import Profile
 
 REAL = example_path()  # the example Nsight Compute log shipped with the package
@@ -74,10 +81,14 @@ def test_conflicting_append_keeps_file_intact(tmp_path, capsys):
     assert "conflicts" in err and "unchanged" in err
     assert out_csv.read_bytes() == before
     assert sorted(os.listdir(tmp_path)) == ["profiles.csv"]  # no temporary file left behind
-    # --overwrite replaces instead.
+    # --force replaces instead; --overwrite, its old spelling, still does, with a warning.
     assert run(capsys, "ingest", str(REAL), "--gpu", "b200", "--model", "gemm", "--batch-size", "1",
-               "--iterations", "2", "--out", str(out_csv), "--overwrite")[0] == 0
+               "--iterations", "2", "--out", str(out_csv), "--force")[0] == 0
     assert ProfileTable.from_csv(out_csv).lookup("gemm", 1).solo_ms == pytest.approx(0.20312)
+    code, _, err = run(capsys, "ingest", str(REAL), "--gpu", "b200", "--model", "gemm", "--batch-size", "1",
+                       "--iterations", "4", "--out", str(out_csv), "--overwrite")
+    assert code == 0 and err.startswith("warning: --overwrite is deprecated here; use --force\n")
+    assert ProfileTable.from_csv(out_csv).lookup("gemm", 1).solo_ms == pytest.approx(0.10156)
 
 
 def test_manifest_relative_paths(tmp_path, capsys, monkeypatch):
@@ -231,3 +242,32 @@ def test_manifest_duplicates(tmp_path, capsys):
     m.write_text("file,gpu,model,batch_size,iterations\nr.csv,b200,g,1,1\nr.csv,b200,g,1,2\n")
     code, _, err = run(capsys, "ingest", "--manifest", str(m))
     assert code == 2 and f"{m} line 3: profile for" in err and f"{m} line 2" in err
+
+
+def test_unique_profiles_keeps_one_per_key_and_names_both_places_of_a_conflict():
+    a = Profile(gpu="g", model="m", batch_size=1, solo_ms=1.0, sm=0.1, l2=0.1, dram=0.1)
+    b = Profile(gpu="g", model="m", batch_size=2, solo_ms=1.5, sm=0.1, l2=0.1, dram=0.1)
+    kept = unique_profiles([(a, "x.csv"), (b, "y.csv"), (a, "z.csv")])
+    assert [key[:3] for key in kept] == [("g", "m", 1), ("g", "m", 2)]
+    assert [key[3] for key in kept] == pytest.approx([100.0, 100.0])
+    assert [where for _, where in kept.values()] == ["x.csv", "y.csv"]
+    other_share = a.model_copy(update={"share": 50.0, "solo_ms": 2.0})  # another key: both kept
+    assert len(unique_profiles([(a, "x.csv"), (other_share, "y.csv")])) == 2
+    with pytest.raises(InterfpredError, match=r"^z\.csv: profile for .* disagrees with the one from x\.csv"):
+        unique_profiles([(a, "x.csv"), (a.model_copy(update={"solo_ms": 1.1}), "z.csv")])
+
+
+def test_profiles_from_runs_places_and_share(tmp_path):
+    (tmp_path / "r.csv").write_bytes(REAL.read_bytes())
+    m = tmp_path / "runs.csv"
+    m.write_text("file,gpu,model,batch_size,iterations,share\nr.csv,b200,g,1,1,\nr.csv,b200,g,2,2,40\n")
+    got = profiles_from_runs(read_manifest(m), share=60.0, manifest=m)
+    assert [where for _, where in got] == [f"{m} line 2", f"{m} line 3"]
+    assert [p.share for p, _ in got] == pytest.approx([60.0, 40.0])  # an entry's own share wins
+    assert got[1][0].solo_ms == pytest.approx(got[0][0].solo_ms / 2)
+    [(p, where)] = profiles_from_runs([ManifestEntry(file=str(REAL), gpu="b200", model="g", batch_size=1)])
+    assert where == str(REAL) and p.share == pytest.approx(100.0)
+    with pytest.raises(InterfpredError, match="share 0 must be"):
+        profiles_from_runs([], share=0.0)
+    with pytest.raises(InterfpredError, match=f"^{REAL}: no kernel launch"):
+        profiles_from_runs([ManifestEntry(file=str(REAL), gpu="b", model="g", batch_size=1, kernel_filter="^nope$")])

@@ -53,12 +53,12 @@ def test_fit_evaluate_predict_on_measurements_with_baselines(tmp_path, capsys):
     assert "fit on 60 measurement rows" in out
     for label in ("baseline: no interference", "baseline: global mean", "baseline: pair mean"):
         assert label in out
-    assert main(["evaluate", "--model", str(model), "--measurements", str(pairs), "--profiles",
+    assert main(["evaluate", "--model-file", str(model), "--measurements", str(pairs), "--profiles",
                  str(_profiles(tmp_path)), "--online"]) == 0
     out = capsys.readouterr().out
     assert "online (prequential) evaluation" in out and "baseline: pair mean" in out
     pred = tmp_path / "p.csv"
-    assert main(["predict", "--model", str(model), "--measurements", str(pairs), "--profiles",
+    assert main(["predict", "--model-file", str(model), "--measurements", str(pairs), "--profiles",
                  str(_profiles(tmp_path)), "--out", str(pred)]) == 0
     lines = pred.read_text().splitlines()
     assert lines[0] == "run,model,batch_size,share,predicted_latency_ms,predicted_slowdown,observed_latency_ms"

@@ -191,13 +191,13 @@ def test_cli_fit_evaluate_predict_round_trip(tmp_path, files, capsys):
     m = load_model(model)
     assert m.extractor.get_spec()["target"] == "rate" and m.predictor.forgetting == 0.99
     assert "within_10" in capsys.readouterr().out
-    assert main(["evaluate", "--model", str(model), "--profiles", prof, "--trace", trace]) == 0
+    assert main(["evaluate", "--model-file", str(model), "--profiles", prof, "--trace", trace]) == 0
     off = capsys.readouterr().out
-    assert main(["evaluate", "--model", str(model), "--profiles", prof, "--trace", trace, "--online"]) == 0
+    assert main(["evaluate", "--model-file", str(model), "--profiles", prof, "--trace", trace, "--online"]) == 0
     on = capsys.readouterr().out
     assert "offline evaluation" in off and "online (prequential)" in on
     pred = tmp_path / "pred.csv"
-    assert main(["predict", "--model", str(model), "--profiles", prof, "--trace", trace, "--out", str(pred)]) == 0
+    assert main(["predict", "--model-file", str(model), "--profiles", prof, "--trace", trace, "--out", str(pred)]) == 0
     from interfpred import ProfileTable, Trace
     rows = list(csv.DictReader(pred.open()))
     expect = m.predict_latency(Trace.from_csv(trace), ProfileTable.from_csv(prof))
@@ -222,7 +222,7 @@ def test_cli_fit_bad_input_is_one_line_exit_2(tmp_path, files, capsys, extra, ma
 def test_cli_evaluate_wrong_model_file(tmp_path, files, capsys):
     bare = tmp_path / "rls.json"
     RLS().save(bare)
-    rc = main(["evaluate", "--model", str(bare), "--profiles", str(files / "profiles.csv"),
+    rc = main(["evaluate", "--model-file", str(bare), "--profiles", str(files / "profiles.csv"),
                "--trace", str(files / "trace.csv")])
     err = capsys.readouterr().err
     assert rc == 2 and "not an interference model" in err and len(err.strip().splitlines()) == 1

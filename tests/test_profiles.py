@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from interfpred import InputError, InterfpredError, Profile, ProfileTable
+from interfpred.profiles import table as table_module
 
 HEADER = "gpu,model,batch_size,solo_ms,sm,l2,dram\n"
 
@@ -158,11 +159,11 @@ def test_to_csv_is_atomic_on_failure(tmp_path, monkeypatch):
     out = tmp_path / "p.csv"
     out.write_text("old contents\n")
 
-    def boom(self, fh):
+    def boom(table, fh):
         fh.write("partial")
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(ProfileTable, "_write", boom)
+    monkeypatch.setattr(table_module, "write_profile_csv", boom)
     with pytest.raises(RuntimeError):
         t.to_csv(out)
     assert out.read_text() == "old contents\n"
@@ -189,7 +190,7 @@ def test_parser_only_raises_its_own_errors(rows, header):
     buf.write(header + "\n")
     csv.writer(buf).writerows(rows)
     try:
-        t = ProfileTable._from_text(buf.getvalue(), path="fuzz.csv")
+        t = ProfileTable.from_csv_text(buf.getvalue(), path="fuzz.csv")
     except InterfpredError:
         return
     # Anything accepted obeys the invariants.

@@ -414,7 +414,7 @@ def test_simulate_negative_seed_and_bench_huge_width(tmp_path, capsys):
     code, err = _cli(["simulate", "--scenario", "mix", "--models", "vgg19", "--rho", "0.5", "--executions", "10",
                       "--seed", "-1", "--out", tmp_path / "sim"], capsys)
     assert code == 2 and "seed -1 must be a non-negative integer" in err and "\n" not in err
-    code, err = _cli(["bench", "--d", "100000", "--no-peers", "--n", "10"], capsys)
+    code, err = _cli(["bench", "--widths", "100000", "--no-peers", "--calls", "10"], capsys)
     assert code == 2 and "BENCH_MAX_WIDTH" in err and "\n" not in err
 
 
@@ -423,7 +423,7 @@ def test_bench_says_when_a_peer_is_missing(monkeypatch, capsys):
 
     monkeypatch.setattr(benchmarking, "missing_peers", lambda: ["padasip"])
     monkeypatch.setattr(benchmarking, "_padasip", lambda d, n, repeats: None)
-    code, err = _cli(["bench", "--d", "2", "--n", "20", "--predictor", "rls"], capsys)
+    code, err = _cli(["bench", "--widths", "2", "--calls", "20", "--predictor", "rls"], capsys)
     assert code == 0 and "padasip is not installed" in err
 
 

@@ -1,13 +1,9 @@
 """Ingestion: Nsight Compute output to kernel tables and solo profiles, tidy CSV helpers."""
 
-from interfpred.ingest.ncu import (
-    KernelTable,
-    NcuFormatError,
-    nvtx_innermost,
-    profile_from_kernels,
-    read_kernels,
-)
-from interfpred.ingest.tables import ManifestEntry, example_path, read_manifest, write_profiles
+from interfpred.ingest.kernels import KernelTable, profile_from_kernels
+from interfpred.ingest.ncu import NcuFormatError, nvtx_innermost, read_kernels
+from interfpred.ingest.runs import profiles_from_runs, unique_profiles
+from interfpred.ingest.tables import ManifestEntry, ProfileConflict, example_path, read_manifest, write_profiles
 
 __all__ = [
     "KernelTable",
@@ -15,7 +11,10 @@ __all__ = [
     "nvtx_innermost",
     "profile_from_kernels",
     "read_kernels",
+    "profiles_from_runs",
+    "unique_profiles",
     "ManifestEntry",
+    "ProfileConflict",
     "read_manifest",
     "write_profiles",
     "example_path",

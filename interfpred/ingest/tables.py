@@ -17,6 +17,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 from dataclasses import dataclass
@@ -24,11 +25,11 @@ from importlib.resources import files
 from pathlib import Path
 
 from interfpred._io import csv_rows, read_text
-from interfpred.constants import DEFAULT_SHARE, MAX_BATCH_SIZE, NCU_EXAMPLE_FILE
+from interfpred.constants import DEFAULT_SHARE, MAX_BATCH_SIZE, NCU_EXAMPLE_FILE, PROFILE_DUPLICATE_RTOL
 from interfpred.errors import InputError, InterfpredError
-from interfpred.profiles import ProfileTable
+from interfpred.profiles import Profile, ProfileTable
 
-__all__ = ["ManifestEntry", "ProfileConflict", "read_manifest", "write_profiles", "example_path"]
+__all__ = ["ManifestEntry", "ProfileConflict", "ProfileKey", "profile_key", "read_manifest", "write_profiles", "example_path"]
 
 _REQUIRED = ("file", "gpu", "model", "batch_size")
 _OPTIONAL = ("iterations", "kernel_filter", "nvtx_filter", "share")
@@ -152,6 +153,21 @@ def read_manifest(path: str | os.PathLike[str]) -> list[ManifestEntry]:
     return entries
 
 
+#: What identifies a profile in a profile file: (gpu, model, batch_size, share).
+ProfileKey = tuple[str, str, int, float]
+
+
+def profile_key(profile: Profile) -> ProfileKey:
+    """The (gpu, model, batch_size, share) key of a profile.
+
+    Examples
+    --------
+    >>> profile_key(Profile(gpu="l4", model="m", batch_size=2, solo_ms=1.0))
+    ('l4', 'm', 2, 100.0)
+    """
+    return (profile.gpu, profile.model, profile.batch_size, profile.share)
+
+
 class ProfileConflict(InputError):
     """A new profile disagrees with the one already in a profile file.
 
@@ -159,17 +175,13 @@ class ProfileConflict(InputError):
     """
 
     def __init__(self, message: str, *, path: str | os.PathLike[str], line: int | None,
-                 key: tuple[str, str, int, float]) -> None:
+                 key: ProfileKey) -> None:
         super().__init__(message, path=path, line=line)
         self.key = key
 
 
 def _same(a: float | None, b: float | None) -> bool:
     """Whether two profile values agree (both missing counters agree; one missing does not)."""
-    import math
-
-    from interfpred.constants import PROFILE_DUPLICATE_RTOL
-
     if a is None or b is None:
         return a is None and b is None
     return math.isclose(a, b, rel_tol=PROFILE_DUPLICATE_RTOL, abs_tol=0.0)
@@ -177,9 +189,9 @@ def _same(a: float | None, b: float | None) -> bool:
 
 def _check_no_conflict(existing: ProfileTable, new: ProfileTable, path: str | os.PathLike[str]) -> None:
     """Raise :class:`ProfileConflict` naming the file's line when a new profile disagrees with it."""
-    old = {(p.gpu, p.model, p.batch_size, p.share): p for p in existing}
+    old = {profile_key(p): p for p in existing}
     for p in new:
-        key = (p.gpu, p.model, p.batch_size, p.share)
+        key = profile_key(p)
         q = old.get(key)
         if q is None:
             continue
@@ -190,11 +202,11 @@ def _check_no_conflict(existing: ProfileTable, new: ProfileTable, path: str | os
             share = "" if p.share == DEFAULT_SHARE else f", share={p.share:g}"
             raise ProfileConflict(f"cannot append: the profile for (gpu={key[0]!r}, model={key[1]!r}, "
                                   f"batch_size={key[2]}{share}) here conflicts with the new one: {'; '.join(diff)}; "
-                                  "the file is unchanged (use --overwrite to replace it)",
+                                  "the file is unchanged (write without append, or pass --force, to replace it)",
                                   path=path, line=line, key=key)
 
 
-def _line_of(path: str | os.PathLike[str], key: tuple[str, str, int, float]) -> int | None:
+def _line_of(path: str | os.PathLike[str], key: ProfileKey) -> int | None:
     """Line of the profile file holding ``key`` (the header tells the columns)."""
     rows = csv_rows(read_text(path), path=path)
     header: list[str] = []

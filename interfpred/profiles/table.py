@@ -1,23 +1,10 @@
-"""Solo profiles: one (model, batch size) measured alone on one GPU.
+"""The profile table: many solo profiles as columns, with (model, batch size, share) lookup.
 
-A :class:`Profile` is one validated record (pydantic, used at the edges: files, CLI,
-config).  A :class:`ProfileTable` holds many of them as columns and answers lookups,
-interpolating linearly between profiled batch sizes as gpulets does between powers of two.
-
-Examples
---------
->>> table = ProfileTable.from_profiles([
-...     Profile(gpu="l4", model="resnet50", batch_size=4, solo_ms=4.0, sm=0.4, l2=0.2, dram=0.3),
-...     Profile(gpu="l4", model="resnet50", batch_size=8, solo_ms=6.0, sm=0.6, l2=0.3, dram=0.5),
-... ])
->>> p = table.lookup("resnet50", 6)
->>> p.solo_ms, round(p.sm, 3), round(p.dram, 3)
-(5.0, 0.5, 0.4)
+See :mod:`interfpred.profiles` for the overview and docs/data.md for the CSV layout.
 """
 
 from __future__ import annotations
 
-import csv
 import io
 import math
 import os
@@ -25,63 +12,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, cast
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from interfpred._io import atomic_open, csv_rows, read_text
+from interfpred._io import atomic_open, read_text
 from interfpred.constants import DEFAULT_SHARE, MAX_BATCH_SIZE, PROFILE_COLUMNS, PROFILE_DUPLICATE_RTOL, RESOURCES
 from interfpred.errors import InputError, InterfpredError
+from interfpred.profiles.csv_format import read_profile_columns, write_profile_csv
+from interfpred.profiles.interpolate import NUMERIC, interpolate_group
+from interfpred.profiles.record import Profile
 
-__all__ = ["Profile", "ProfileTable"]
-
-_NUMERIC = ("solo_ms", "sm", "l2", "dram")
-
-
-class Profile(BaseModel):
-    """Solo measurements of one (model, batch size) on one GPU.
-
-    Throughputs are fractions of peak in [0, 1] (Nsight Compute's percent divided by 100);
-    each may be None when that counter was not measured (never zero in its place).
-    ``solo_ms`` is the latency of the batch running alone, in milliseconds; ``share`` the MPS
-    active thread percentage it ran under, in (0, 100] (100: not partitioned).  ``extra`` keeps
-    any additional columns of a profile CSV as strings.
-
-    Examples
-    --------
-    >>> Profile(gpu="l4", model="vgg19", batch_size=8, solo_ms=12.5, sm=0.7, l2=0.3, dram=0.45)
-    Profile(gpu='l4', model='vgg19', batch_size=8, solo_ms=12.5, sm=0.7, l2=0.3, dram=0.45, share=100.0, extra={})
-    >>> Profile(gpu="l4", model="vgg19", batch_size=8, solo_ms=12.5, sm=70, l2=0.3, dram=0.45)
-    Traceback (most recent call last):
-    ...
-    pydantic_core._pydantic_core.ValidationError: 1 validation error for Profile
-    ...
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    gpu: str = Field(min_length=1)
-    model: str = Field(min_length=1)
-    batch_size: int = Field(gt=0, le=MAX_BATCH_SIZE)
-    solo_ms: float = Field(gt=0, allow_inf_nan=False)
-    sm: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
-    l2: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
-    dram: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
-    share: float = Field(default=DEFAULT_SHARE, gt=0.0, le=100.0, allow_inf_nan=False)
-    extra: dict[str, str] = Field(default_factory=dict)
-
-    @field_validator("gpu", "model")
-    @classmethod
-    def _no_surrounding_space(cls, value: str) -> str:
-        if value != value.strip():
-            raise ValueError(f"{value!r} has leading or trailing whitespace")
-        return value
-
-
-def _describe_validation(err: ValidationError) -> str:
-    parts = []
-    for item in err.errors():
-        field = ".".join(str(x) for x in item["loc"]) or "row"
-        parts.append(f"{field} {item.get('input')!r}: {item['msg']}")
-    return "; ".join(parts)
+__all__ = ["ProfileTable"]
 
 
 class ProfileTable:
@@ -270,97 +209,47 @@ class ProfileTable:
         zero); an optional ``share`` column gives the MPS active thread percentage (default 100).
         Errors name the file and the line of the offending value.
         """
-        text = read_text(path)
-        table = cls._from_text(text, path=path)
+        table = cls.from_csv_text(read_text(path), path=path)
         if len(table) == 0:
             raise InputError("has a header but no profile rows", path=path)
         return table
 
     @classmethod
-    def _from_text(cls, text: str, *, path: str | os.PathLike[str] | None = None) -> ProfileTable:
-        reader = csv_rows(text, path=path)
-        header = None
-        for header in reader:
-            if header and any(h.strip() for h in header):
-                break
-        if not header:
-            raise InputError("empty file: expected a header " + ",".join(PROFILE_COLUMNS), path=path)
-        header = [h.strip() for h in header]
-        missing = [c for c in PROFILE_COLUMNS if c not in header and c not in RESOURCES]
-        if missing:
-            raise InputError(f"missing column(s) {', '.join(missing)}; header is {','.join(header)}",
-                             path=path, line=reader.line_num)
-        dupes = sorted({h for h in header if header.count(h) > 1})
-        if dupes:
-            raise InputError(f"duplicate column(s) {', '.join(dupes)}", path=path, line=reader.line_num)
-        cols: dict[str, list[str]] = {h: [] for h in header}
-        lines: list[int] = []
-        for row in reader:
-            if not row or not any(cell.strip() for cell in row):
-                continue
-            if len(row) != len(header):
-                raise InputError(f"has {len(row)} fields, the header has {len(header)}",
-                                 path=path, line=reader.line_num)
-            lines.append(reader.line_num)
-            for h, cell in zip(header, row):
-                cols[h].append(cell.strip())
-        numeric: dict[str, Any] = {}
-        for name in ("batch_size", *_NUMERIC, "share"):
-            if name not in cols:
-                numeric[name] = None
-                continue
-            values = []
-            for cell, line in zip(cols[name], lines):
-                if cell == "" and name in (*RESOURCES, "share"):
-                    values.append(DEFAULT_SHARE if name == "share" else math.nan)
-                    continue
-                try:
-                    values.append(float(cell))
-                except ValueError:
-                    raise InputError(f"{name} {cell!r} is not a number", path=path, line=line) from None
-            numeric[name] = values
-        return cls.from_columns(
-            gpu=cols["gpu"], model=cols["model"], **numeric,
-            extra={h: cols[h] for h in header if h not in (*PROFILE_COLUMNS, "share")},
-            path=path, lines=lines,
-        )
+    def from_csv_text(cls, text: str, *, path: str | os.PathLike[str] | None = None) -> ProfileTable:
+        """Parse the text of a profile CSV (see :meth:`from_csv`); ``path`` only serves error messages.
+
+        Examples
+        --------
+        >>> t = ProfileTable.from_csv_text("gpu,model,batch_size,solo_ms\\nl4,m,2,1.5\\n")
+        >>> len(t), t.lookup("m", 2).sm
+        (1, None)
+        """
+        return cls.from_columns(**read_profile_columns(text, path=path))
 
     # ------------------------------------------------------------------ output
     def to_csv(self, path: str | os.PathLike[str]) -> None:
         """Write the table as a tidy CSV, atomically (temporary file, then rename)."""
         with atomic_open(path, "w", encoding="utf-8", newline="") as fh:
-            self._write(fh)
+            write_profile_csv(self, fh)
 
     def to_csv_text(self) -> str:
         """The CSV text :meth:`to_csv` would write."""
         buf = io.StringIO()
-        self._write(buf)
+        write_profile_csv(self, buf)
         return buf.getvalue()
-
-    def _write(self, fh) -> None:
-        writer = csv.writer(fh, lineterminator="\n")
-        extra_names = list(self._extra)
-        with_share = bool(np.any(self._share != DEFAULT_SHARE))
-        writer.writerow([*PROFILE_COLUMNS, *(["share"] if with_share else []), *extra_names])
-        for i in range(len(self)):
-            writer.writerow([
-                self._gpu[i], self._model[i], int(self._batch[i]),
-                *("" if math.isnan(self._num[k][i]) else repr(float(self._num[k][i])) for k in _NUMERIC),
-                *([repr(float(self._share[i]))] if with_share else []),
-                *(self._extra[k][i] for k in extra_names),
-            ])
 
     def merge(self, other: ProfileTable) -> ProfileTable:
         """Rows of both tables; a key present in both with different numbers is an error."""
-        extra_names = list(dict.fromkeys([*self._extra, *other._extra]))
+        extra_names = list(dict.fromkeys([*self.extra_columns, *other.extra_columns]))
 
-        def col(t: ProfileTable, k: str) -> list[str]:
-            return list(t._extra[k]) if k in t._extra else [""] * len(t)
+        def col(t: ProfileTable, k: str) -> list[Any]:  # an extra column one table lacks is empty there
+            return [""] * len(t) if k in extra_names and k not in t.extra_columns else list(t.column(k))
 
         return ProfileTable.from_columns(
-            gpu=[*self._gpu, *other._gpu], model=[*self._model, *other._model],
-            batch_size=[*self._batch, *other._batch], share=[*self._share, *other._share],
-            **cast(dict[str, Any], {k: [*self._num[k], *other._num[k]] for k in _NUMERIC}),
+            gpu=col(self, "gpu") + col(other, "gpu"), model=col(self, "model") + col(other, "model"),
+            batch_size=col(self, "batch_size") + col(other, "batch_size"),
+            share=col(self, "share") + col(other, "share"),
+            **cast(dict[str, Any], {k: col(self, k) + col(other, k) for k in NUMERIC}),
             extra={k: col(self, k) + col(other, k) for k in extra_names},
         )
 
@@ -417,7 +306,7 @@ class ProfileTable:
     def _row(self, i: int) -> Profile:
         return Profile(
             gpu=str(self._gpu[i]), model=str(self._model[i]), batch_size=int(self._batch[i]),
-            **{k: _none_if_nan(self._num[k][i]) for k in _NUMERIC}, share=float(self._share[i]),
+            **{k: _none_if_nan(self._num[k][i]) for k in NUMERIC}, share=float(self._share[i]),
             extra={k: str(v[i]) for k, v in self._extra.items()},
         )
 
@@ -450,56 +339,9 @@ class ProfileTable:
             bad_s = s[~np.isfinite(s) | (s <= 0) | (s > 100)] if s.shape == b.shape else s
             raise InterfpredError(f"share {np.ravel(bad_s)[:1].tolist()} of model {model!r} must be an MPS "
                                   "active thread percentage in (0, 100], one per batch size")
-        levels, starts = np.unique(self._share[lo:hi], return_index=True)
-        bounds = [*(lo + starts), hi]
-        if not extrapolate and np.any((s < levels[0]) | (s > levels[-1])):
-            bad = s[(s < levels[0]) | (s > levels[-1])][0]
-            raise InterfpredError(
-                f"share {bad:g} of model {model!r} on gpu {str(self._gpu[lo])!r} is outside the profiled shares "
-                f"{', '.join(f'{v:g}' for v in levels)}; profile it, or pass extrapolate=True to use the nearest")
-        if len(levels) == 1:
-            return self._interp_batch(bounds[0], bounds[1], model, b, extrapolate)
-        # Linear in share between the two profiled shares around it (the nearest one outside).
-        j = np.clip(np.searchsorted(levels, s, side="right") - 1, 0, len(levels) - 2)
-        w = np.clip((s - levels[j]) / (levels[j + 1] - levels[j]), 0.0, 1.0)
-        res = {k: np.empty(b.shape) for k in _NUMERIC}
-        for k in np.unique(j):
-            idx = np.flatnonzero(j == k)
-            v0 = self._interp_batch(bounds[k], bounds[k + 1], model, b[idx], extrapolate)
-            v1 = self._interp_batch(bounds[k + 1], bounds[k + 2], model, b[idx], extrapolate)
-            for key in _NUMERIC:
-                res[key][idx] = _lerp(v0[key], v1[key], w[idx])
-        return res
-
-    def _interp_batch(self, lo: int, hi: int, model: str, b: np.ndarray, extrapolate: bool) -> dict[str, np.ndarray]:
-        """Linear interpolation in batch size over rows lo..hi (one gpu, model and share)."""
-        bs = self._batch[lo:hi].astype(np.float64)
-        if not extrapolate:
-            out = (b < bs[0]) | (b > bs[-1])
-            if np.any(out):
-                bad = b[out][0]
-                at = "" if self._share[lo] == DEFAULT_SHARE else f" at share {float(self._share[lo]):g}"
-                raise InterfpredError(
-                    f"batch size {bad:g} of model {model!r} on gpu {str(self._gpu[lo])!r}{at} is outside the "
-                    f"profiled range {int(bs[0])}..{int(bs[-1])}; pass extrapolate=True to extend it linearly")
-        res: dict[str, np.ndarray] = {}
-        if len(bs) == 1:
-            for k in _NUMERIC:
-                res[k] = np.full(b.shape, self._num[k][lo])
-            return res
-        # Index of the left neighbour, clamped so points outside use the outermost pair.
-        j = np.clip(np.searchsorted(bs, b, side="right") - 1, 0, len(bs) - 2)
-        b0, b1 = bs[j], bs[j + 1]
-        w = (b - b0) / (b1 - b0)
-        for k in _NUMERIC:
-            v = self._num[k][lo:hi]
-            res[k] = _lerp(v[j], v[j + 1], w)
-        if extrapolate:
-            for k in RESOURCES:
-                res[k] = np.clip(res[k], 0.0, 1.0)
-            # Keep latency positive: never below the smallest profiled latency's fraction.
-            res["solo_ms"] = np.maximum(res["solo_ms"], np.min(self._num["solo_ms"][lo:hi]) * 1e-3)
-        return res
+        return interpolate_group(self._batch[lo:hi], self._share[lo:hi],
+                                 {k: v[lo:hi] for k, v in self._num.items()}, b, s,
+                                 extrapolate=extrapolate, model=model, gpu=str(self._gpu[lo]))
 
     def lookup(self, model: str, batch_size: float, *, gpu: str | None = None, share: float = DEFAULT_SHARE,
                extrapolate: bool = False) -> Profile:
@@ -515,7 +357,7 @@ class ProfileTable:
         vals = self._interp(model, np.array([batch_size]), gpu, extrapolate, np.array([share], dtype=np.float64))
         return Profile(
             gpu=str(self._gpu[lo]), model=model, batch_size=max(1, int(round(float(batch_size)))),
-            **{k: _none_if_nan(vals[k][0]) for k in _NUMERIC}, share=float(share),
+            **{k: _none_if_nan(vals[k][0]) for k in NUMERIC}, share=float(share),
         )
 
     def _exact_row(self, model: str, batch_size: float, gpu: str | None, share: float = DEFAULT_SHARE) -> int | None:
@@ -562,7 +404,7 @@ class ProfileTable:
             if gpus_a.shape != models_a.shape:
                 raise InterfpredError(f"gpus has shape {gpus_a.shape}, models {models_a.shape}")
             keys = np.char.add(np.char.add(gpus_a, "\x1f"), models_a)
-        out = {k: np.empty(n, dtype=np.float64) for k in _NUMERIC}
+        out = {k: np.empty(n, dtype=np.float64) for k in NUMERIC}
         uniq, inverse = np.unique(keys, return_inverse=True)
         for u, key in enumerate(uniq):
             idx = np.flatnonzero(inverse.reshape(-1) == u)
@@ -571,41 +413,9 @@ class ProfileTable:
             else:
                 gpu, model = str(key).split("\x1f", 1)
             vals = self._interp(model, batch_a[idx], gpu, extrapolate, None if share_a is None else share_a[idx])
-            for k in _NUMERIC:
+            for k in NUMERIC:
                 out[k][idx] = vals[k]
         return out
 
-    def profiles_for(self, model: str, gpu: str | None = None) -> list[Profile]:
-        """All profiled batch sizes of one model, as records."""
-        lo, hi = self._group(model, gpu)
-        return [self._row(i) for i in range(lo, hi)]
-
-
-def _lerp(v0: np.ndarray, v1: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """``(1 - w) v0 + w v1`` that reproduces each end exactly (a missing value at the other end stays out)."""
-    mid = (1.0 - w) * v0 + w * v1
-    return np.where(w == 0.0, v0, np.where(w == 1.0, v1, mid))
-
-
 def _none_if_nan(v: float) -> float | None:
     return None if math.isnan(float(v)) else float(v)
-
-
-def parse_profile_row(values: dict[str, object], *, path: str | None = None, line: int | None = None) -> Profile:
-    """Validate one mapping into a :class:`Profile`, raising :class:`InputError` with its location.
-
-    Examples
-    --------
-    >>> parse_profile_row({"gpu": "l4", "model": "m", "batch_size": 2, "solo_ms": 1.5,
-    ...                    "sm": 0.5, "l2": 0.2, "dram": 0.1}).batch_size
-    2
-    >>> parse_profile_row({"gpu": "l4", "model": "m", "batch_size": 2, "solo_ms": -1,
-    ...                    "sm": 0.5, "l2": 0.2, "dram": 0.1}, path="p.csv", line=3)
-    Traceback (most recent call last):
-    ...
-    interfpred.errors.InputError: p.csv line 3: solo_ms -1: Input should be greater than 0
-    """
-    try:
-        return Profile.model_validate(values)
-    except ValidationError as err:
-        raise InputError(_describe_validation(err), path=path, line=line) from None

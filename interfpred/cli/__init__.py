@@ -1,0 +1,74 @@
+"""The ``interfpred`` command line: argument parsing and wiring only.
+
+Every subcommand calls library functions; any feature here is usable from Python first.
+Errors on bad input print one line, ``interfpred: error: ...``, and exit with status 2.
+Each subcommand lives in a module of this package as ``add_<name>(subparsers)``, which declares
+its arguments, and ``run_<name>(args) -> int``; :data:`COMMANDS` lists the ``add_`` functions
+in the order ``--help`` shows them. Reference: docs/cli.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+from interfpred._version import __version__
+from interfpred.cli.bench import add_bench
+from interfpred.cli.datasets import add_datasets
+from interfpred.cli.ingest import add_ingest
+from interfpred.cli.model import add_evaluate, add_fit, add_predict
+from interfpred.cli.simulate import add_reproduce, add_simulate
+from interfpred.errors import InterfpredError
+
+__all__ = ["COMMANDS", "EXIT_USAGE", "build_parser", "main"]
+
+EXIT_USAGE = 2
+
+#: The subcommands' ``add_`` functions, in the order ``interfpred --help`` lists them.
+COMMANDS: list[Callable[[Any], None]] = [
+    add_ingest, add_bench, add_simulate, add_reproduce, add_fit, add_evaluate, add_predict, add_datasets,
+]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse's own convention)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser (exposed for documentation and tests)."""
+    parser = _Parser(
+        prog="interfpred",
+        description="Predict GPU co-location interference for ML inference batches.",
+    )
+    parser.add_argument("--version", action="version", version=f"interfpred {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for add in COMMANDS:
+        add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``interfpred`` console script; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    if getattr(args, "func", None) is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return int(args.func(args) or 0)
+    except (InterfpredError, OSError) as exc:
+        if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+            msg = f"{exc.filename}: {exc.strerror}"  # not "[Errno 2] ..."
+        else:
+            msg = str(exc).replace(" (force=True)", "")  # library messages name both spellings
+        print(f"interfpred: error: {msg}".replace("\n", " "), file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("interfpred: interrupted", file=sys.stderr)
+        return 130
+
+

@@ -1,0 +1,53 @@
+"""``interfpred bench``: predict/update speed of the predictors on this machine (docs/cli.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from interfpred.cli.common import PREDICTOR_HELP, DeprecatedAlias, add_param_option
+
+__all__ = ["add_bench", "run_bench"]
+
+
+def add_bench(sub: Any) -> None:
+    """Declare the ``bench`` subcommand."""
+    p = sub.add_parser("bench", help="time predict/update of the predictors on this machine",
+                       description="Microseconds per sample for predict and update, single rows and "
+                                   "batches of 1,000, with ratios against RLS and peer libraries.")
+    p.add_argument("--widths", type=int, nargs="+", default=[6, 12, 24], metavar="D",
+                   help="feature widths (default 6 12 24)")
+    p.add_argument("--d", dest="widths", type=int, nargs="+", action=DeprecatedAlias, new="--widths")
+    p.add_argument("--predictor", action="append", default=None,
+                   help=f"{PREDICTOR_HELP}; repeatable (default: rls, online_sgd, offline_linear and, at width 4, "
+                        "gpulets)")
+    add_param_option(p, help_text="hyperparameter of the chosen predictor(s), e.g. forgetting=0.99; repeatable")
+    p.add_argument("--calls", type=int, default=20_000, metavar="N",
+                   help="single-row calls per measurement (default 20000)")
+    p.add_argument("--n", dest="calls", type=int, action=DeprecatedAlias, new="--calls")
+    p.add_argument("--no-peers", action="store_true", help="skip river, scikit-learn and padasip")
+    p.set_defaults(func=run_bench)
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    """Run ``bench``: print the first-call time and the speed table."""
+    from interfpred.benchmarking import first_call_seconds, format_bench, missing_peers, run_bench
+    from interfpred.params import parse_params
+    from interfpred.predictors import make_predictor
+
+    params = parse_params(args.param)
+    first = first_call_seconds()
+    predictors = None
+    if args.predictor or params:
+        kinds = args.predictor or ["rls"]
+        predictors = [make_predictor(k, **params) for k in kinds]
+        if "rls" not in kinds:
+            predictors.insert(0, make_predictor("rls"))
+    rows = run_bench(args.widths, predictors, n=args.calls, peers=not args.no_peers)
+    if not args.no_peers:
+        for name in missing_peers():
+            print(f"note: {name} is not installed, so its row is skipped (pip install {name})", file=sys.stderr)
+    print(f"first RLS update+predict in this process (compile or numba cache load): {first * 1e3:.1f} ms")
+    print(format_bench(rows))
+    return 0

@@ -1,0 +1,41 @@
+"""``interfpred datasets``: list the shipped real datasets, or write one out (docs/cli.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from interfpred.errors import InterfpredError
+
+__all__ = ["add_datasets", "run_datasets"]
+
+
+def add_datasets(sub: Any) -> None:
+    """Declare the ``datasets`` subcommand."""
+    p = sub.add_parser("datasets", help="list the shipped real datasets, or write one out",
+                       description="Without NAME, list the shipped datasets. With NAME and --out, write it as "
+                                   "measurements (CSV, or Parquet for a .parquet path). Any command that takes "
+                                   "--measurements also accepts dataset:NAME.")
+    p.add_argument("name", nargs="?", help="dataset name (gavel_v100)")
+    p.add_argument("--out", help="file to write (CSV or .parquet)")
+    p.set_defaults(func=run_datasets)
+
+
+def run_datasets(args: argparse.Namespace) -> int:
+    """Run ``datasets``: list them, or write the one named."""
+    from interfpred.datasets import DATASETS, load_dataset
+
+    if args.name is None:
+        for name, fn in sorted(DATASETS.items()):
+            m = fn()
+            print(f"{name}: {len(m)} rows, {m.n_runs} runs, models {', '.join(m.models)} "
+                  f"({(fn.__doc__ or '').strip().splitlines()[0]})")
+        return 0
+    m = load_dataset(args.name)
+    if args.out is None:
+        raise InterfpredError("give --out FILE to write the dataset")
+    m.write(args.out)
+    print(f"wrote {args.out}: {len(m)} rows, {m.n_runs} runs", file=sys.stderr)
+    return 0
+

@@ -1,0 +1,274 @@
+"""``interfpred fit``, ``evaluate`` and ``predict``: model files from the shell (docs/cli.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from interfpred.cli.common import (
+    PREDICTOR_HELP,
+    DeprecatedAlias,
+    add_dask_options,
+    add_data_options,
+    add_model_file_options,
+    add_param_option,
+    load_inputs,
+    print_summary,
+)
+from interfpred.errors import InterfpredError
+
+__all__ = ["add_evaluate", "add_fit", "add_predict", "run_evaluate", "run_fit", "run_predict"]
+
+#: Help of --model-file where a model written by ``interfpred fit`` is read.
+_MODEL_FILE_HELP = "model file written by 'interfpred fit'"
+#: --quantiles of evaluate and predict, and their old spelling.
+_QUANTILES = ("--quantiles", "--quantile")
+
+
+def _add_quantiles(p: argparse.ArgumentParser, help_text: str) -> None:
+    p.add_argument(_QUANTILES[0], dest="quantiles", type=float, nargs="+", default=None, metavar="Q", help=help_text)
+    p.add_argument(_QUANTILES[1], dest="quantiles", type=float, nargs="+", action=DeprecatedAlias, new=_QUANTILES[0])
+
+
+# ---------------------------------------------------------------------------- fit
+def add_fit(sub: Any) -> None:
+    """Declare the ``fit`` subcommand."""
+    from interfpred.constants import AGGREGATIONS, COMBINES, FEATURE_MAPS, MODEL_DEFAULT_EXTRACTOR, TARGETS
+
+    d = dict(MODEL_DEFAULT_EXTRACTOR)
+    p = sub.add_parser(
+        "fit", help="fit an interference model on a trace and/or measurement runs",
+        description="Compute features of every execution of --trace (profiles from --profiles) and of every "
+                    "row of --measurements, fit the predictor and the three baselines on them, and save the "
+                    "extractor's spec and the predictors' states in one JSON model file. Without --map, a map "
+                    "the profiles' counters support is chosen and named.")
+    add_data_options(p, profiles_help="needed with --trace, optional with --measurements")
+    p.add_argument("--predictor", default="rls", help=f"{PREDICTOR_HELP} (default rls)")
+    add_param_option(p, help_text="hyperparameter of the predictor, e.g. forgetting=0.99; repeatable")
+    p.add_argument("--aggregation", choices=AGGREGATIONS, default=d["aggregation"],
+                   help=f"temporal aggregation (default {d['aggregation']})")
+    p.add_argument("--alpha", type=float, default=None, help="EWMA weight of the newest value (ewma only)")
+    p.add_argument("--map", choices=FEATURE_MAPS, default=None,
+                   help=f"feature map (default {d['map']}, or one the profiles' counters support)")
+    p.add_argument("--shares", action="store_true", help="append the MPS share features to the map")
+    p.add_argument("--measurement-weight", type=float, default=None, metavar="W",
+                   help="weight of every measurement row against trace rows (weight 1) when both are given; "
+                        "for predictors that take row weights (offline_linear and the baselines)")
+    p.add_argument("--combine", choices=COMBINES, default=d["combine"],
+                   help=f"how co-runners combine (default {d['combine']})")
+    p.add_argument("--target", choices=TARGETS, default=d["target"], help=f"learning target (default {d['target']})")
+    p.add_argument("--out", required=True, help="model file to write (JSON, atomically)")
+    add_dask_options(p)
+    p.add_argument("--calibrate", choices=("aci", "split", "fixed"), default=None,
+                   help="wrap the predictor in Calibrated (conformal latency bounds) with this method")
+    p.add_argument("--quantiles", type=float, nargs="+", default=None, metavar="Q",
+                   help="quantiles --calibrate calibrates (default 0.5 0.9 0.99)")
+    p.set_defaults(func=run_fit)
+
+
+def run_fit(args: argparse.Namespace) -> int:
+    """Run ``fit``: build the model, fit it, save it and print its training accuracy."""
+    from interfpred.constants import MODEL_DEFAULT_EXTRACTOR
+    from interfpred.features import make_extractor
+    from interfpred.model import InterferenceModel
+    from interfpred.params import parse_params
+    from interfpred.predictors import make_predictor
+
+    spec: dict[str, Any] = {"aggregation": args.aggregation, "combine": args.combine, "target": args.target,
+                            "map": dict(MODEL_DEFAULT_EXTRACTOR)["map"] if args.map is None else args.map}
+    if args.shares:
+        spec["shares"] = True
+    if args.alpha is not None:
+        spec["alpha"] = args.alpha
+    make_extractor(spec)  # a bad combination fails before any file is read
+    predictor = make_predictor(args.predictor, **parse_params(args.param))
+    if args.quantiles is not None and args.calibrate is None:
+        raise InterfpredError("--quantiles applies only with --calibrate")
+    if args.calibrate is not None:
+        from interfpred.predictors import Calibrated
+
+        if args.quantiles is None:
+            predictor = Calibrated(predictor, method=args.calibrate)
+        else:
+            predictor = Calibrated(predictor, method=args.calibrate, quantiles=tuple(args.quantiles))
+    if args.dask is not None:
+        return _run_fit_dask(args, spec, predictor)
+    profiles, trace, meas = load_inputs(args)
+    model = InterferenceModel(spec, predictor)
+    model.auto_map = args.map is None
+    weights = None
+    if args.measurement_weight is not None:
+        if trace is None or meas is None:
+            raise InterfpredError("--measurement-weight weighs measurement rows against trace rows: give both")
+        weights = [1.0] * len(trace) + [args.measurement_weight] * len(meas)
+    model.fit(trace, profiles, measurements=meas, weights=weights)
+    if model.note:
+        print(f"interfpred: {model.note}", file=sys.stderr)
+    model.save(args.out)
+    for name, data in (("executions", trace), ("measurement rows", meas)):
+        if data is not None:
+            kw = {"measurements": data} if name != "executions" else {"trace": data}
+            ev = model.evaluate(profiles=profiles, **kw)
+            print_summary(ev.summary, f"fit on {len(data)} {name} (training accuracy)", ev.baselines)
+    print(f"wrote {args.out}: {model!r}", file=sys.stderr)
+    return 0
+
+
+def _dask_inputs(args: argparse.Namespace) -> tuple[Any, list[str]]:
+    """(profiles, partitions' files) for --dask: a Parquet trace in files, profiles in any format."""
+    from interfpred.columnar import read_profiles
+    from interfpred.distributed import trace_files
+
+    if args.trace is None or args.profiles is None:
+        raise InterfpredError("--dask needs --trace (Parquet files: a folder, a glob or a file) and --profiles")
+    if getattr(args, "measurements", None) is not None:
+        raise InterfpredError("--dask partitions traces by GPU; fit or evaluate --measurements without it")
+    if args.workers is not None and (args.workers < 1 or args.dask):
+        raise InterfpredError("--workers sizes a new local cluster: a positive number, and --dask without an address")
+    return read_profiles(args.profiles), trace_files(args.trace)
+
+
+def _run_fit_dask(args: argparse.Namespace, spec: dict[str, Any], predictor: Any) -> int:
+    from interfpred.distributed import fit_dask
+    from interfpred.model import InterferenceModel
+
+    if args.measurement_weight is not None:
+        raise InterfpredError("--measurement-weight does not apply with --dask (traces only)")
+    profiles, files = _dask_inputs(args)
+    model = InterferenceModel(spec, predictor)
+    model.auto_map = args.map is None
+    report: dict = {}
+    fit_dask(files, profiles, model, address=args.dask or None, n_workers=args.workers, report=report)
+    if model.note:
+        print(f"interfpred: {model.note}", file=sys.stderr)
+    model.save(args.out)
+    rows = sum(r["rows"] for r in report.values())
+    print(f"wrote {args.out}: {model!r}, fitted on {rows} executions of {len(report)} GPUs in {len(files)} files "
+          "(Dask, merged per GPU)", file=sys.stderr)
+    return 0
+
+
+# ---------------------------------------------------------------------------- evaluate
+def add_evaluate(sub: Any) -> None:
+    """Declare the ``evaluate`` subcommand."""
+    p = sub.add_parser(
+        "evaluate", help="accuracy of a saved model on a trace or measurements, beside the baselines",
+        description="Predict every execution of --trace (or row of --measurements) with --model-file and print "
+                    "the accuracy (MSE of slowdown, relative errors of latency) beside the three baselines fitted "
+                    "on the model's training rows. With --online, prequentially: predict each execution at its "
+                    "launch (each run with what earlier runs taught), learn from it once finished (the model file "
+                    "is not changed). With --split, hold out part of --measurements instead: fit the model's "
+                    "configuration afresh on the rest, --repeats times (pair: by run; model: leave-one-model-out).")
+    add_model_file_options(p, help_text=f"{_MODEL_FILE_HELP} (with --split: only its configuration is used; "
+                                        "default configuration when omitted)")
+    add_data_options(p, profiles_help="needed with --trace")
+    p.add_argument("--online", action="store_true", help="prequential evaluation (predict, then learn)")
+    _add_quantiles(p, "also print coverage, width and interval score of the latency bounds at these quantiles, "
+                      "overall and per model, beside the quantile baseline (a model fitted with --calibrate)")
+    p.add_argument("--warmup", type=int, default=0, help="leading executions left out of the coverage (default 0)")
+    p.add_argument("--split", choices=("pair", "model"), default=None,
+                   help="held-out evaluation inside --measurements: pair = 70/30 by run, model = leave-one-model-out")
+    p.add_argument("--repeats", type=int, default=None, help="seeded repeats of --split pair (default 20)")
+    p.add_argument("--seed", type=int, default=0, help="random seed of the --split pair splits (default 0)")
+    add_dask_options(p)
+    p.set_defaults(func=run_evaluate)
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    """Run ``evaluate``: the model's accuracy (and bounds' coverage) beside the baselines."""
+    from interfpred.model import load_model
+
+    if args.split is not None:
+        return _run_split(args)
+    if args.repeats is not None:
+        raise InterfpredError("--repeats applies to --split only")
+    if args.model_file is None:
+        raise InterfpredError(f"--model-file is required (a {_MODEL_FILE_HELP}), or use --split")
+    if args.trace is not None and args.measurements is not None:
+        raise InterfpredError("evaluate one data set at a time: --trace or --measurements")
+    model = load_model(args.model_file, trusted=args.trust_model_file)
+    if args.dask is not None:
+        return _run_evaluate_dask(args, model)
+    profiles, trace, meas = load_inputs(args)
+    ev = model.evaluate(trace, profiles, measurements=meas, online=args.online)
+    n, what = (len(trace), "executions") if trace is not None else (len(meas), "measurement rows")
+    print_summary(ev.summary, f"{'online (prequential)' if args.online else 'offline'} evaluation of "
+                              f"{args.model_file} on {n} {what}", ev.baselines)
+    if args.quantiles:
+        from interfpred.calibration import evaluate_coverage, format_coverage
+
+        cov = evaluate_coverage(model, trace, profiles, args.quantiles, measurements=meas, online=args.online,
+                                skip=args.warmup)
+        print(f"latency bounds (coverage: share of {what} at or below the bound; width and interval score "
+              f"in slowdown units; first {args.warmup} skipped)")
+        print(format_coverage(cov))
+    return 0
+
+
+def _run_evaluate_dask(args: argparse.Namespace, model: Any) -> int:
+    from interfpred.distributed import evaluate_dask
+
+    profiles, files = _dask_inputs(args)
+    ev = evaluate_dask(files, profiles, model, online=args.online, address=args.dask or None,
+                       n_workers=args.workers)
+    how = "online (prequential per GPU)" if args.online else "offline"
+    print_summary(ev.summary, f"{how} evaluation of {args.model_file} on {ev.summary.n} executions (Dask)",
+                  ev.baselines)
+    return 0
+
+
+def _run_split(args: argparse.Namespace) -> int:
+    from interfpred.constants import E4_REPEATS
+    from interfpred.experiments.real import split_table
+    from interfpred.model import InterferenceModel, load_model
+
+    if args.measurements is None or args.trace is not None:
+        raise InterfpredError("--split evaluates inside one --measurements file (not a trace)")
+    if args.split == "model" and args.repeats is not None:
+        raise InterfpredError("--repeats applies to --split pair (leave-one-model-out holds each model out once)")
+    profiles, _, meas = load_inputs(args)
+    model = (load_model(args.model_file, trusted=args.trust_model_file) if args.model_file is not None
+             else InterferenceModel())
+    model.choose_map(profiles)
+    if model.note:
+        print(f"interfpred: {model.note}", file=sys.stderr)
+    repeats = E4_REPEATS if args.repeats is None else args.repeats
+    print(split_table(model.extractor, model.predictor, meas, profiles, split=args.split, repeats=repeats,
+                      seed=args.seed, online=args.online))
+    return 0
+
+
+# ---------------------------------------------------------------------------- predict
+def add_predict(sub: Any) -> None:
+    """Declare the ``predict`` subcommand."""
+    p = sub.add_parser(
+        "predict", help="predicted latencies of a trace's executions or of measurement rows",
+        description="Write id, predicted_latency_ms, predicted_slowdown and observed_latency_ms for every "
+                    "execution of --trace (or run, model, batch_size, share and the same three for every row of "
+                    "--measurements) to a CSV (atomically).")
+    add_model_file_options(p, help_text=f"{_MODEL_FILE_HELP} (required)")
+    add_data_options(p, profiles_help="needed with --trace")
+    p.add_argument("--out", required=True, help="predictions file to write: CSV, or .parquet / .arrow")
+    _add_quantiles(p, "one more column per quantile, latency_q<Q>_ms: the latency bound at Q "
+                      "(a model fitted with --calibrate)")
+    p.set_defaults(func=run_predict)
+
+
+def run_predict(args: argparse.Namespace) -> int:
+    """Run ``predict``: write the predictions file."""
+    from interfpred.model import load_model, write_measurement_predictions, write_predictions
+
+    if args.model_file is None:
+        raise InterfpredError(f"--model-file is required (a {_MODEL_FILE_HELP})")
+    if args.trace is not None and args.measurements is not None:
+        raise InterfpredError("predict one data set at a time: --trace or --measurements")
+    model = load_model(args.model_file, trusted=args.trust_model_file)
+    profiles, trace, meas = load_inputs(args)
+    quantiles = tuple(args.quantiles or ())
+    if trace is not None:
+        n = write_predictions(model, trace, profiles, args.out, quantiles=quantiles)
+    else:
+        n = write_measurement_predictions(model, meas, profiles, args.out, quantiles=quantiles)
+    print(f"wrote {n} predictions to {args.out}", file=sys.stderr)
+    return 0

@@ -1,0 +1,111 @@
+"""``interfpred simulate`` and ``interfpred reproduce``: the simulator from the shell (docs/cli.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from interfpred.cli.common import add_truth_options
+from interfpred.errors import InterfpredError
+
+__all__ = ["add_reproduce", "add_simulate", "run_reproduce", "run_simulate"]
+
+
+def add_simulate(sub: Any) -> None:
+    """Declare the ``simulate`` subcommand."""
+    p = sub.add_parser(
+        "simulate", help="simulate traces on a synthetic GPU (ground truth, no GPU needed)",
+        description="Simulate executions on the synthetic model zoo and write profiles.csv, one trace CSV per "
+                    "set and scenario.json into a new folder (written beside it, then renamed).")
+    p.add_argument("--scenario", choices=("paper", "mix"), default="paper",
+                   help="paper: the E2 sets train/test1/test2/test3; mix: one trace of --models at --rho")
+    p.add_argument("--gpu", default="l4", help="simulated GPU preset: l4, a100 or v100 (default l4)")
+    add_truth_options(p, operators=True)
+    p.add_argument("--seed", type=int, default=0, help="random seed of the simulated arrivals and noise (default 0)")
+    p.add_argument("--out", required=True, help="output folder (must not exist or be empty, unless --force)")
+    p.add_argument("--executions", type=int, default=None, help="executions per set (default 20000)")
+    p.add_argument("--gpus", type=int, default=1, help="GPUs per set (default 1)")
+    p.add_argument("--models", default=None, help="mix: comma-separated model names")
+    p.add_argument("--rho", type=float, default=None, help="mix: offered utilisation per GPU")
+    p.add_argument("--batch-sizes", default=None, help="mix: comma-separated batch sizes (default all profiled)")
+    p.add_argument("--force", action="store_true", help="replace a non-empty --out")
+    p.add_argument("--format", choices=("csv", "parquet"), default="csv",
+                   help="file format of the profiles and traces (parquet needs pyarrow; default csv)")
+    p.set_defaults(func=run_simulate)
+
+
+def run_simulate(args: argparse.Namespace) -> int:
+    """Run ``simulate``: write a scenario's profiles and traces into a new folder."""
+    from interfpred.constants import SIM_DEFAULT_EXECUTIONS
+    from interfpred.sim.workload import mix_scenario, paper_scenario, write_scenario
+
+    n = SIM_DEFAULT_EXECUTIONS if args.executions is None else args.executions
+    if args.scenario == "paper":
+        extra = [f"--{k.replace('_', '-')}" for k in ("models", "rho", "batch_sizes") if getattr(args, k) is not None]
+        if extra:
+            raise InterfpredError(f"{', '.join(extra)}: apply only to --scenario mix")
+        scenario = paper_scenario(args.gpu, seed=args.seed, executions=n, gpus=args.gpus, truth=args.truth,
+                                  zoo=args.zoo)
+    else:
+        if args.models is None or args.rho is None:
+            raise InterfpredError("--scenario mix needs --models and --rho")
+        models = [m.strip() for m in args.models.split(",") if m.strip()]
+        batches = None
+        if args.batch_sizes is not None:
+            try:
+                batches = [int(b) for b in args.batch_sizes.split(",") if b.strip()]
+            except ValueError:
+                raise InterfpredError(f"--batch-sizes {args.batch_sizes!r} must be comma-separated integers") from None
+        scenario = mix_scenario(models, rho=args.rho, gpu=args.gpu, seed=args.seed, executions=n,
+                                batch_sizes=batches, gpus=args.gpus, truth=args.truth, zoo=args.zoo)
+    names = write_scenario(scenario, args.out, force=args.force, operators=args.operators, format=args.format)
+    sizes = ", ".join(f"{k}.{args.format} ({len(t)} executions)" for k, t in scenario.traces.items())
+    ops = ", operators.csv" if args.operators else ""
+    source = scenario.source
+    print(f"wrote {args.out}: {names[0]}, {sizes}{ops}, {names[-1]} ({source}, {scenario.truth} truth, "
+          f"gpu {scenario.spec.name}, seed {args.seed})")
+    return 0
+
+
+def add_reproduce(sub: Any) -> None:
+    """Declare the ``reproduce`` subcommand."""
+    from interfpred.constants import REPRODUCE_DEFAULT_OUT
+
+    p = sub.add_parser(
+        "reproduce", help="run the paper's experiments on the simulator and write a report",
+        description="Run E1 (co-location dynamics) and E2 (workload change) on simulated traces, with "
+                    "interfpred's best configuration beside the paper's methods, and E3 (SLO-aware scheduling "
+                    "with the tracker), and E4 (accuracy on real measured V100 pairs, every predictor beside the "
+                    "baselines); print the tables and write "
+                    "report.md, results.json and the figures into --out (written beside it, then renamed).")
+    p.add_argument("--quick", action="store_true", help="smaller traces (about a minute on two cores)")
+    p.add_argument("--out", default=REPRODUCE_DEFAULT_OUT, help=f"output folder (default ./{REPRODUCE_DEFAULT_OUT})")
+    p.add_argument("--seed", type=int, default=0, help="random seed of the simulated arrivals and noise (default 0)")
+    p.add_argument("--gpu", default=None, help="simulated GPU preset: v100, l4 or a100 (default v100; l4 with "
+                                               "--truth fluid)")
+    add_truth_options(p, operators=False)
+    p.add_argument("--force", action="store_true", help="replace an --out that already holds a report")
+    p.set_defaults(func=run_reproduce)
+
+
+def run_reproduce(args: argparse.Namespace) -> int:
+    """Run ``reproduce``: the paper's experiments, printed and written as a report."""
+    import shlex
+    import time
+
+    from interfpred.experiments.reproduce import format_terminal, reproduce
+
+    t0 = time.perf_counter()
+
+    def progress(message: str) -> None:
+        print(f"[{time.perf_counter() - t0:6.1f} s] {message}", file=sys.stderr, flush=True)
+
+    argv = getattr(args, "argv", None)
+    command = shlex.join(["interfpred", *argv]) if argv is not None else None
+    sections = reproduce(args.out, quick=args.quick, seed=args.seed, force=args.force, progress=progress,
+                         gpu=args.gpu, command=command, truth=args.truth, zoo=args.zoo)
+    print(format_terminal(sections))
+    print(f"wrote {args.out}/report.md and results.json in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return 0
+
