@@ -305,6 +305,7 @@ _COMMANDS.append(_add_reproduce)
 # ---------------------------------------------------------------------------- fit / evaluate / predict
 def _add_fit(sub) -> None:
     from interfpred.constants import (
+        AGGREGATION_ALIASES,
         AGGREGATIONS,
         COMBINES,
         FEATURE_MAPS,
@@ -329,11 +330,11 @@ def _add_fit(sub) -> None:
                                                      "(default rls)")
     p.add_argument("--param", action="append", default=[], metavar="K=V",
                    help="predictor hyperparameter, e.g. forgetting=0.99; repeatable")
-    p.add_argument("--aggregation", choices=AGGREGATIONS, default=d["aggregation"],
+    p.add_argument("--aggregation", choices=(*AGGREGATIONS, *AGGREGATION_ALIASES), default=d["aggregation"],
                    help=f"temporal aggregation (default {d['aggregation']})")
     p.add_argument("--alpha", type=float, default=None, help="EWMA weight of the newest value (ewma only)")
     p.add_argument("--map", choices=FEATURE_MAPS, default=None,
-                   help=f"feature map (default {d['map']}, or one the profiles' counters support)")
+                   help=f"feature map (default {d['feature_map']}, or one the profiles' counters support)")
     p.add_argument("--shares", action="store_true", help="append the MPS share features to the map")
     p.add_argument("--measurement-weight", type=float, default=None, metavar="W",
                    help="weight of every measurement row against trace rows (weight 1) when both are given; "
@@ -401,7 +402,7 @@ def _run_fit(args) -> int:
     from interfpred.predictors import make_predictor
 
     spec = {"aggregation": args.aggregation, "combine": args.combine, "target": args.target,
-            "map": dict(MODEL_DEFAULT_EXTRACTOR)["map"] if args.map is None else args.map}
+            "feature_map": dict(MODEL_DEFAULT_EXTRACTOR)["feature_map"] if args.map is None else args.map}
     if args.shares:
         spec["shares"] = True
     if args.alpha is not None:

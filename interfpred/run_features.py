@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from interfpred.counters import checked_demands
 from interfpred.entities import Entities
 from interfpred.entity_features import entity_names
 from interfpred.errors import InterfpredError
-from interfpred.features import Extractor, FeatureMatrix, checked_demands
+from interfpred.extractors import Extractor
+from interfpred.feature_matrix import FeatureMatrix
 from interfpred.measurements import Measurements
 from interfpred.profiles import ProfileTable
 

@@ -76,7 +76,7 @@ def test_prequential_rejects_bad_shapes():
 # ---------------------------------------------------------------- InterferenceModel
 def test_fit_predict_and_round_trip(tmp_path, scenario):
     tr, prof = scenario.traces["trace"], scenario.profiles
-    for spec in ({"aggregation": "time-weighted", "map": "rich", "target": "rate"},
+    for spec in ({"aggregation": "time_weighted", "map": "rich", "target": "rate"},
                  {"aggregation": "ewma", "alpha": 0.3, "map": "gpulets"}):
         model = InterferenceModel(spec, {"kind": "rls", "params": {"forgetting": 0.99}}).fit(tr, prof)
         path = tmp_path / "m.json"
@@ -185,7 +185,7 @@ def test_cli_fit_evaluate_predict_round_trip(tmp_path, files, capsys):
     prof, trace = str(files / "profiles.csv"), str(files / "trace.csv")
     model = tmp_path / "model.json"
     rc = main(["fit", "--profiles", prof, "--trace", trace, "--predictor", "rls", "--param", "forgetting=0.99",
-               "--aggregation", "time-weighted", "--map", "rich", "--target", "rate", "--combine", "sum",
+               "--aggregation", "time_weighted", "--map", "rich", "--target", "rate", "--combine", "sum",
                "--out", str(model)])
     assert rc == 0
     m = load_model(model)

@@ -1,0 +1,96 @@
+"""Profile values of every trace row: demands and solo latency, looked up once per distinct key.
+
+Examples
+--------
+>>> from interfpred import ProfileTable, Trace
+>>> prof = ProfileTable.from_columns(gpu=["l4"], model=["a"], batch_size=[1], solo_ms=[2.0],
+...     sm=[0.5], l2=[0.25], dram=[0.125])
+>>> tr = Trace(id=[1], gpu=["l4"], model=["a"], batch_size=[1], start_ms=[0.0], end_ms=[3.0])
+>>> profile_arrays(tr, prof)[1]
+array([2.])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from interfpred.errors import InterfpredError
+from interfpred.profiles import ProfileTable
+from interfpred.trace import Trace
+
+__all__ = ["profile_arrays"]
+
+
+def profile_arrays(trace: Trace, profiles: ProfileTable, *,
+                   extrapolate: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Demands (n, 3) ``[sm, l2, dram]`` and profile solo latency (n,) of every trace row.
+
+    Uses the table's GPU per row when it holds every GPU of the trace, else its only GPU.
+    A missing (model, batch size) raises :class:`InterfpredError` naming the row and id.
+
+    Examples
+    --------
+    >>> from interfpred import ProfileTable, Trace
+    >>> prof = ProfileTable.from_columns(gpu=["l4"] * 2, model=["a"] * 2, batch_size=[1, 3],
+    ...     solo_ms=[1.0, 3.0], sm=[0.1, 0.3], l2=[0.2, 0.2], dram=[0.1, 0.5])
+    >>> tr = Trace(id=[1], gpu=["g0"], model=["a"], batch_size=[2], start_ms=[0.0], end_ms=[4.0])
+    >>> dem, solo = profile_arrays(tr, prof)
+    >>> dem, solo
+    (array([[0.2, 0.2, 0.3]]), array([2.]))
+    """
+    if not isinstance(trace, Trace):
+        raise InterfpredError(f"expected a Trace, got {type(trace).__name__}")
+    if not isinstance(profiles, ProfileTable):
+        raise InterfpredError(f"expected a ProfileTable, got {type(profiles).__name__}")
+    if len(trace) == 0:
+        return np.empty((0, 3)), np.empty(0)
+    table_gpus = set(profiles.gpus)
+    trace_gpus = set(trace.gpus)
+    if trace_gpus <= table_gpus:
+        gpus: Any = trace.gpu
+    elif len(table_gpus) == 1:
+        gpus = None
+    else:
+        missing = sorted(trace_gpus - table_gpus)
+        raise InterfpredError(
+            f"the profile table holds gpus {', '.join(sorted(table_gpus))} but the trace runs on "
+            f"{', '.join(missing)}; give profiles for every gpu of the trace, or a table of one gpu")
+    # Look up each distinct (gpu, model, batch size) once, then scatter: string work stays
+    # proportional to the distinct keys, not to the rows.
+    gnames, gcode = trace.codes("gpu")
+    mnames, mcode = trace.codes("model")
+    batch = trace.batch_size
+    key = (gcode * len(mnames) + mcode) * (int(batch.max()) + 1) + batch
+    shares = trace.share
+    if shares is not None:
+        levels, scode = np.unique(shares, return_inverse=True)
+        key = key * len(levels) + scode.reshape(-1)
+    kmax = int(key.max())
+    if kmax <= 4 * len(key) + 4096:      # dense keys: O(n) without sorting
+        rep = np.full(kmax + 1, -1, dtype=np.int64)
+        rep[key] = np.arange(len(key))
+        first = rep[rep >= 0]
+        pos = np.empty(kmax + 1, dtype=np.int64)
+        pos[key[first]] = np.arange(len(first))
+        inverse = pos[key]
+    else:
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    try:
+        vals = profiles.lookup_arrays(trace.model[first], batch[first],
+                                      gpus=None if gpus is None else trace.gpu[first],
+                                      shares=None if shares is None else shares[first], extrapolate=extrapolate)
+    except InterfpredError:
+        # Name the first row that fails.
+        _, first = np.unique(key, return_index=True)
+        for i in np.sort(first):
+            try:
+                profiles.lookup_arrays([trace.model[i]], [batch[i]], gpus=None if gpus is None else [trace.gpu[i]],
+                                       shares=None if shares is None else [shares[i]], extrapolate=extrapolate)
+            except InterfpredError as row_exc:
+                raise InterfpredError(f"{trace.where(int(i))}: {row_exc}") from None
+        raise
+    vals = {k: v[inverse.reshape(-1)] for k, v in vals.items()}
+    dem = np.column_stack([vals["sm"], vals["l2"], vals["dram"]]).astype(np.float64)
+    return np.ascontiguousarray(dem), np.ascontiguousarray(vals["solo_ms"], dtype=np.float64)
