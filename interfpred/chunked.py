@@ -1,23 +1,11 @@
 """Timelines and features of a trace of any length, in bounded memory: per device and per time window.
 
-A one-shot :func:`~interfpred.features.transform_many` holds the whole timeline (every segment's
-running set), the per-execution segment index and one (n, d) matrix per extractor; at 10^7
-executions that is several GB, and arrays that outgrow the CPU caches make every stage slower
-per row. Here each GPU's executions are cut into **windows** of about ``chunk_rows`` launches:
-
-* a window ``[T0, T1)`` ends at the launch time ``T1`` of an execution of positive length, so a
-  segment never straddles two windows (the running set changes at ``T1`` anyway);
-* the window's sweep runs over the executions launched in it (those launched exactly at ``T1``
-  included, so the boundary exists) and those **carried** from the window before (still running
-  at ``T0``), and keeps the segments that start in ``[T0, T1)``;
-* each execution carries its feature accumulators (one row per aggregation, its total duration,
-  whether it has met a segment) from window to window, and is finalised and emitted in the
-  window where it ends; a zero-length execution is emitted in the window of its launch.
-
-The segments, their order per execution and the arithmetic are those of the one-shot sweep (the
-built-in maps do not depend on the order of a running set's members), so the features equal
-``transform_many``'s **to the bit**. Memory is the trace's columns, its demands, and per window
-O(chunk_rows) plus the carried running set.
+Each GPU's executions are cut into **windows** of about ``chunk_rows`` launches, ending at a
+launch time so that no segment straddles two windows; executions still running at a cut carry
+their feature accumulators into the next window and are emitted in the window where they end.
+The segments and the arithmetic are those of the one-shot sweep, so the features equal
+:func:`~interfpred.features.transform_many`'s **to the bit**, in memory O(chunk_rows) per window
+beside the trace's columns. docs/concepts.md gives the window rules.
 
 Examples
 --------

@@ -179,7 +179,7 @@ class Extractor:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Extractor):
             return NotImplemented
-        return (type(self) is type(other) and self._spec_alpha() == other._spec_alpha()
+        return (type(self) is type(other) and self.kernel_spec.alpha == other.kernel_spec.alpha
                 and self.feature_map == other.feature_map and self.combine == other.combine
                 and self.target == other.target and self.shares == other.shares)
 

@@ -273,3 +273,26 @@ def test_transform_many_equals_each_transform(trace, prof):
         transform_many([], trace, prof)
     with pytest.raises(InterfpredError, match="expected Extractor"):
         transform_many(["static"], trace, prof)
+
+
+def test_model_files_with_the_older_extractor_spelling_load(tmp_path):
+    from interfpred import InterferenceModel, load_model
+
+    prof = ProfileTable.from_columns(gpu=["g"] * 2, model=["a", "b"], batch_size=[1, 1], solo_ms=[2.0, 4.0],
+                                     sm=[0.5, 0.25], l2=[0.5, 0.5], dram=[0.25, 0.5])
+    tr = Trace(id=[1, 2, 3], gpu=["g"] * 3, model=["a", "b", "a"], batch_size=[1, 1, 1],
+               start_ms=[0.0, 1.0, 2.0], end_ms=[4.0, 6.0, 5.0])
+    model = InterferenceModel({"aggregation": "static", "feature_map": "gpulets"}, "offline_linear").fit(tr, prof)
+    state = model.to_state()
+    assert state["extractor"]["feature_map"] == "gpulets"
+    older = json.loads(json.dumps(state))
+    older["extractor"]["map"] = older["extractor"].pop("feature_map")
+    path = tmp_path / "older.json"
+    path.write_text(json.dumps(older))
+    again = load_model(path)
+    assert again.extractor == model.extractor
+    np.testing.assert_allclose(again.predict_latency(tr, prof), model.predict_latency(tr, prof), rtol=1e-12)
+    older["extractor"].update(aggregation="time-weighted")
+    with pytest.warns(DeprecationWarning, match="time-weighted"):
+        tw = InterferenceModel.from_state(older)
+    assert tw.extractor == TimeWeighted(feature_map="gpulets")

@@ -137,8 +137,8 @@ def test_model_file_errors(tmp_path, scenario):
     InterferenceModel().fit(tr, prof).save(good)
     state = json.loads(good.read_text())
     for mutate, match in [(lambda s: s.update(schema_version=99), "schema_version 99"),
-                          (lambda s: s["extractor"].update(map="nope"), "extractor"),
-                          (lambda s: s["extractor"].update(map="gpulets"), "takes 16 features"),
+                          (lambda s: s["extractor"].update(feature_map="nope"), "extractor"),
+                          (lambda s: s["extractor"].update(feature_map="gpulets"), "takes 16 features"),
                           (lambda s: s.update(predictor={"kind": "zzz", "schema_version": 1, "params": {}}),
                            "unknown predictor"),
                           (lambda s: s.update(schema_version=True), "schema_version: Input should be a valid integer"),
