@@ -8,12 +8,12 @@ Python over the same segments; the MPS share features are the default map over s
 Examples
 --------
 >>> from interfpred import ProfileTable, Static, TimeWeighted, Trace
->>> prof = ProfileTable.from_columns(gpu=["l4"] * 2, model=["a", "b"], batch_size=[1, 1],
-...     solo_ms=[2.0, 4.0], sm=[0.5, 0.25], l2=[0.5, 0.5], dram=[0.25, 0.5])
->>> tr = Trace(id=[1, 2], gpu=["l4"] * 2, model=["a", "b"], batch_size=[1, 1],
-...            start_ms=[0.0, 1.0], end_ms=[4.0, 6.0])
->>> [float(m.X[0, 5]) for m in batch_features([Static(), TimeWeighted()], tr, prof)]
-[0.0, 0.375]
+>>> prof = ProfileTable.from_columns(gpu=["v100"], model=["m"], batch_size=[4], solo_ms=[1.0],
+...     sm=[0.5], l2=[0.25], dram=[0.5])
+>>> tr = Trace(id=[7, 8], gpu=["v100"] * 2, model=["m"] * 2, batch_size=[4, 4], start_ms=[0.0, 2.0],
+...            end_ms=[4.0, 3.0])
+>>> [m.X[0, 3:].tolist() for m in batch_features([Static(), TimeWeighted()], tr, prof)]
+[[0.0, 0.0, 0.0], [0.125, 0.0625, 0.125]]
 """
 
 from __future__ import annotations

@@ -10,18 +10,9 @@ timeline, a temporal aggregation of those values (:class:`Static`, :class:`EWMA`
 
 Examples
 --------
->>> from interfpred import ProfileTable, Trace
->>> prof = ProfileTable.from_columns(gpu=["l4"] * 2, model=["a", "b"], batch_size=[1, 1],
-...     solo_ms=[2.0, 4.0], sm=[0.5, 0.25], l2=[0.5, 0.5], dram=[0.25, 0.5])
->>> tr = Trace(id=[1, 2], gpu=["l4"] * 2, model=["a", "b"], batch_size=[1, 1],
-...            start_ms=[0.0, 1.0], end_ms=[4.0, 6.0])
->>> fm = TimeWeighted(feature_map="gpulets").transform(tr, prof)
->>> fm.names
-('l2_me', 'dram_me', 'l2_other', 'dram_other')
->>> fm.X[0]          # row 0 was alone for 1 ms, beside b for 3 ms
-array([0.5  , 0.25 , 0.375, 0.375])
->>> fm.y             # slowdowns: 4 / 2 and 5 / 4
-array([2.  , 1.25])
+>>> ex = make_extractor({"aggregation": "ewma", "alpha": 0.2, "feature_map": "gpulets"})
+>>> ex == EWMA(alpha=0.2, feature_map="gpulets"), feature_names("gpulets")[2:]
+(True, ('l2_other', 'dram_other'))
 """
 
 from __future__ import annotations
@@ -67,13 +58,13 @@ def transform_many(extractors: Sequence[Extractor], trace: Trace, profiles: Prof
     Examples
     --------
     >>> from interfpred import ProfileTable, Trace
-    >>> prof = ProfileTable.from_columns(gpu=["l4"] * 2, model=["a", "b"], batch_size=[1, 1],
-    ...     solo_ms=[2.0, 4.0], sm=[0.5, 0.25], l2=[0.5, 0.5], dram=[0.25, 0.5])
-    >>> tr = Trace(id=[1, 2], gpu=["l4"] * 2, model=["a", "b"], batch_size=[1, 1],
-    ...            start_ms=[0.0, 1.0], end_ms=[4.0, 6.0])
+    >>> prof = ProfileTable.from_columns(gpu=["a100"] * 2, model=["x", "y"], batch_size=[2, 2],
+    ...     solo_ms=[1.0, 2.0], sm=[0.25, 0.5], l2=[0.25, 0.5], dram=[0.5, 0.25])
+    >>> tr = Trace(id=[1, 2], gpu=["a100"] * 2, model=["x", "y"], batch_size=[2, 2],
+    ...            start_ms=[0.0, 3.0], end_ms=[4.0, 6.0])
     >>> s, e, t = transform_many([Static(), EWMA(alpha=0.5), TimeWeighted()], tr, prof)
-    >>> [float(m.X[0, 5]) for m in (s, e, t)]      # dram_other of row 0
-    [0.0, 0.25, 0.375]
+    >>> [float(m.X[0, 5]) for m in (s, e, t)]      # dram_other of row 0: y ran beside it for 1 of 4 ms
+    [0.0, 0.125, 0.0625]
     """
     exs = list(extractors)
     if not exs:
