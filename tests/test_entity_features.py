@@ -51,3 +51,18 @@ def test_bad_key_and_aggregation_refused():
         trace_entities(tr, key="gpu")
     with pytest.raises(InterfpredError, match="aggregation 'mean'"):
         trace_entities(tr, "mean")
+
+
+def test_older_aggregation_spelling_warns_and_matches():
+    from interfpred.entity_features import RunningEntities
+
+    tr = _random_trace(n=20, seed=3)
+    with pytest.warns(DeprecationWarning, match="time-weighted"):
+        old = trace_entities(tr, "time-weighted")
+    new = trace_entities(tr, "time_weighted")
+    assert old.names == new.names
+    np.testing.assert_allclose(old.weight, new.weight, rtol=1e-12)
+    with pytest.warns(DeprecationWarning):
+        assert RunningEntities("time-weighted").aggregation == "time_weighted"
+    with pytest.raises(InterfpredError, match="aggregation 'mean'"):
+        RunningEntities("mean")

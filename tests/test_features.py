@@ -296,3 +296,13 @@ def test_model_files_with_the_older_extractor_spelling_load(tmp_path):
     with pytest.warns(DeprecationWarning, match="time-weighted"):
         tw = InterferenceModel.from_state(older)
     assert tw.extractor == TimeWeighted(feature_map="gpulets")
+
+
+def test_cli_still_takes_the_older_aggregation_spelling():
+    from interfpred.cli import build_parser
+
+    args = build_parser().parse_args(["fit", "--aggregation", "time-weighted", "--out", "m.json"])
+    with pytest.warns(DeprecationWarning, match="write 'time_weighted'"):
+        ex = make_extractor(aggregation=args.aggregation)
+    assert ex == TimeWeighted()
+    assert build_parser().parse_args(["fit", "--out", "m.json"]).aggregation == "time_weighted"
