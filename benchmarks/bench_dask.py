@@ -70,7 +70,7 @@ def _fit(folder: str, workers: int) -> dict:
     warm = trace_files(os.path.join(folder, "warmup"))
 
     def model():
-        return InterferenceModel({"map": "rich", "aggregation": "time-weighted"},
+        return InterferenceModel({"feature_map": "rich", "aggregation": "time_weighted"},
                                  {"kind": "rls", "params": {"forgetting": 1.0}})
 
     report: dict = {}

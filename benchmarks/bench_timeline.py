@@ -82,7 +82,7 @@ def main() -> None:
         return
     rng = np.random.default_rng(0)
     prof = make_profiles(rng)
-    extractors = {"static": Static(), "ewma(0.5)": EWMA(0.5), "time-weighted": TimeWeighted(),
+    extractors = {"static": Static(), "ewma(0.5)": EWMA(alpha=0.5), "time_weighted": TimeWeighted(),
                   "tw rich": TimeWeighted(feature_map="rich")}
 
     # warm-up (compiles or loads the numba cache)
@@ -102,8 +102,8 @@ def main() -> None:
         t_lookup = best(lambda: profile_arrays(tr, prof), args.repeat)
         t_seg = best(lambda: build_timeline(tr), args.repeat)
         t_ex = {k: best(lambda ex=ex: ex.transform(tr, prof, timeline=tl), args.repeat) for k, ex in extractors.items()}
-        three = t_ex["static"] + t_ex["ewma(0.5)"] + t_ex["time-weighted"]
-        trio = [extractors["static"], extractors["ewma(0.5)"], extractors["time-weighted"]]
+        three = t_ex["static"] + t_ex["ewma(0.5)"] + t_ex["time_weighted"]
+        trio = [extractors["static"], extractors["ewma(0.5)"], extractors["time_weighted"]]
         t_many = best(lambda: transform_many(trio, tr, prof, timeline=tl), args.repeat)
         total = t_seg + three
         rows.append((n, total, t_seg + t_many))
@@ -125,11 +125,11 @@ def main() -> None:
         dem, _ = profile_arrays(tr, prof)
         t0 = time.perf_counter()
         ref = naive_features(tr.gpu.tolist(), tr.start_ms.tolist(), tr.end_ms.tolist(), dem.tolist(),
-                             aggregation="time-weighted")
+                             aggregation="time_weighted")
         t_naive = time.perf_counter() - t0
         fast = best(lambda: TimeWeighted().transform(tr, prof), args.repeat)
         err = float(np.max(np.abs(np.array(ref) - TimeWeighted().transform(tr, prof).X)))
-        print(f"\nO(n^2) plain-Python reference (time-weighted, default map) on {args.naive_n} executions: "
+        print(f"\nO(n^2) plain-Python reference (time_weighted, default map) on {args.naive_n} executions: "
               f"{t_naive:.2f} s; interfpred (segmentation + extractor): {fast:.4f} s; ratio x{t_naive / fast:.0f}; "
               f"max |difference| {err:.1e}")
 

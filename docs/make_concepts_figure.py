@@ -56,7 +56,7 @@ def main(path: str = os.path.join(os.path.dirname(__file__), "concepts_timeline.
         xs += [tl.seg_start[s], tl.seg_end[s]]
         ys += [v, v]
     ax2.plot(xs, ys, color=colors["A"], lw=2, label="A: dram_other per segment")
-    for extractor, style, label in ((Static(), "--", "Static"), (EWMA(0.5), "-.", "EWMA(0.5)"),
+    for extractor, style, label in ((Static(), "--", "Static"), (EWMA(alpha=0.5), "-.", "EWMA(0.5)"),
                                     (TimeWeighted(), "-", "TimeWeighted")):
         val = extractor.transform(TRACE, PROFILES).X[0, 5]
         ax2.axhline(val, ls=style, color="black", lw=1)

@@ -47,13 +47,13 @@ _LAZY: dict[str, str] = {
     "load_predictor": "interfpred.predictors",
     "Timeline": "interfpred.timeline",
     "build_timeline": "interfpred.timeline",
-    "Extractor": "interfpred.features",
-    "Static": "interfpred.features",
-    "EWMA": "interfpred.features",
-    "TimeWeighted": "interfpred.features",
-    "CustomMap": "interfpred.features",
-    "FeatureMatrix": "interfpred.features",
-    "make_extractor": "interfpred.features",
+    "Extractor": "interfpred.extractors",
+    "Static": "interfpred.extractors",
+    "EWMA": "interfpred.extractors",
+    "TimeWeighted": "interfpred.extractors",
+    "CustomMap": "interfpred.feature_maps",
+    "FeatureMatrix": "interfpred.feature_matrix",
+    "make_extractor": "interfpred.extractor_spec",
     "transform_many": "interfpred.features",
     "TimelineState": "interfpred.streaming",
     "FinishedExecution": "interfpred.streaming",
@@ -86,16 +86,11 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the real names
     from interfpred import datasets
     from interfpred.entities import Entities
     from interfpred.errors import InputError, InterfpredError
-    from interfpred.features import (
-        EWMA,
-        CustomMap,
-        Extractor,
-        FeatureMatrix,
-        Static,
-        TimeWeighted,
-        make_extractor,
-        transform_many,
-    )
+    from interfpred.extractor_spec import make_extractor
+    from interfpred.extractors import EWMA, Extractor, Static, TimeWeighted
+    from interfpred.feature_maps import CustomMap
+    from interfpred.feature_matrix import FeatureMatrix
+    from interfpred.features import transform_many
     from interfpred.fleet import Fleet
     from interfpred.ingest import KernelTable, NcuFormatError, profile_from_kernels, read_kernels
     from interfpred.measurements import Measurements

@@ -1,7 +1,8 @@
-"""Private numba kernels of the timeline and of the built-in feature maps.
+"""Numba kernels of the timeline and of the built-in feature maps (package-internal).
 
 Everything here works on plain arrays and scalars and never validates; the public wrappers
-in :mod:`interfpred.timeline` and :mod:`interfpred.features` check their inputs first.
+in :mod:`interfpred.timeline`, :mod:`interfpred.extractors` and :mod:`interfpred.chunked`
+check their inputs first.
 
 Order independence. A built-in feature map depends only on the *multiset* of demands in a
 running set, never on the order in which the members are stored: per-resource sums are exact
@@ -17,7 +18,7 @@ import numpy as np
 
 from interfpred._jit import njit
 
-# Map and combine codes (kept in sync with interfpred.features).
+# Map, combine and aggregation codes (named in interfpred.feature_maps).
 MAP_DEFAULT = 0
 MAP_GPULETS = 1
 MAP_RICH = 2
@@ -26,7 +27,6 @@ COMBINE_MAX = 1
 AGG_STATIC = 0
 AGG_EWMA = 1
 AGG_TIME_WEIGHTED = 2
-
 
 
 @njit(cache=True)
@@ -204,6 +204,17 @@ def _stats(dem, dq, idx, lo, k, top, tot, combine_id):
 
 
 @njit(cache=True)
+def _set_stats(dem, k, combine_id):
+    """Fixed-point copy, per-resource sums and top two values of the running set ``dem[:k]``:
+    ``(dq, top, tot)`` for :func:`_phi`."""
+    top = np.zeros((3, 2), dtype=np.float64)
+    tot = np.zeros(3, dtype=np.int64)
+    dq = quantize(dem[:k])
+    _stats(dem, dq, np.arange(k), 0, k, top, tot, combine_id)
+    return dq, top, tot
+
+
+@njit(cache=True)
 def _phi(dem, dq, i, top, tot, k, map_id, combine_id, out):
     """The built-in map of member ``dem[i]`` of a running set of k given by its stats, into
     ``out`` (indices, not row views, keep the hot loop free of reference counting)."""
@@ -250,15 +261,10 @@ def _phi(dem, dq, i, top, tot, k, map_id, combine_id, out):
 def map_running_set(dem, map_id, combine_id):
     """Every member of a running set ``dem`` (k, 3) against the others: (k, d)."""
     k = dem.shape[0]
-    d = n_features(map_id)
-    out = np.empty((k, d), dtype=np.float64)
-    idx = np.arange(k)
-    srt = np.zeros((3, 2), dtype=np.float64)
-    tot = np.zeros(3, dtype=np.int64)
-    dq = quantize(dem)
-    _stats(dem, dq, idx, 0, k, srt, tot, combine_id)
+    out = np.empty((k, n_features(map_id)), dtype=np.float64)
+    dq, top, tot = _set_stats(dem, k, combine_id)
     for a in range(k):
-        _phi(dem, dq, a, srt, tot, k, map_id, combine_id, out[a])
+        _phi(dem, dq, a, top, tot, k, map_id, combine_id, out[a])
     return out
 
 
@@ -270,13 +276,9 @@ def map_instant(me, others, map_id, combine_id):
     dem[0] = me
     for a in range(k - 1):
         dem[a + 1] = others[a]
-    idx = np.arange(k)
-    srt = np.zeros((3, 2), dtype=np.float64)
-    tot = np.zeros(3, dtype=np.int64)
-    dq = quantize(dem)
-    _stats(dem, dq, idx, 0, k, srt, tot, combine_id)
+    dq, top, tot = _set_stats(dem, k, combine_id)
     out = np.empty(n_features(map_id), dtype=np.float64)
-    _phi(dem, dq, 0, srt, tot, k, map_id, combine_id, out)
+    _phi(dem, dq, 0, top, tot, k, map_id, combine_id, out)
     return out
 
 
@@ -290,25 +292,19 @@ def fold(acc, phi, first, dur, agg_id, alpha):
     caller).
     """
     d = phi.shape[0]
-    if agg_id == AGG_STATIC:
-        if first:
-            for f in range(d):
-                acc[f] = phi[f]
+    if first and agg_id != AGG_TIME_WEIGHTED:      # the launch value (Static, EWMA)
+        for f in range(d):
+            acc[f] = phi[f]
+    elif first:
+        for f in range(d):
+            acc[f] = dur * phi[f]
     elif agg_id == AGG_EWMA:
-        if first:
-            for f in range(d):
-                acc[f] = phi[f]
-        else:
-            beta = 1.0 - alpha
-            for f in range(d):
-                acc[f] = alpha * phi[f] + beta * acc[f]
-    else:
-        if first:
-            for f in range(d):
-                acc[f] = dur * phi[f]
-        else:
-            for f in range(d):
-                acc[f] += dur * phi[f]
+        beta = 1.0 - alpha
+        for f in range(d):
+            acc[f] = alpha * phi[f] + beta * acc[f]
+    elif agg_id == AGG_TIME_WEIGHTED:
+        for f in range(d):
+            acc[f] += dur * phi[f]
 
 
 @njit(cache=True)
@@ -316,17 +312,70 @@ def finalize(acc, wsum, seen, me, map_id, combine_id, agg_id):
     """Finish one execution's accumulator: divide TimeWeighted sums by the total duration; an
     execution with no segment (zero length) gets the map of itself alone."""
     if not seen:
-        srt = np.zeros((3, 2), dtype=np.float64)
-        tot = np.zeros(3, dtype=np.int64)
         dem = np.empty((1, 3), dtype=np.float64)
         dem[0] = me
-        idx = np.zeros(1, dtype=np.int64)
-        dq = quantize(dem)
-        _stats(dem, dq, idx, 0, 1, srt, tot, combine_id)
-        _phi(dem, dq, 0, srt, tot, 1, map_id, combine_id, acc)
+        dq, top, tot = _set_stats(dem, 1, combine_id)
+        _phi(dem, dq, 0, top, tot, 1, map_id, combine_id, acc)
     elif agg_id == AGG_TIME_WEIGHTED:
         for f in range(acc.shape[0]):
             acc[f] = acc[f] / wsum
+
+
+@njit(cache=True)
+def _fold_segments(seg_start, seg_end, seg_ptr, members, dem, map_id, combine_id, agg_ids, alphas, out, wsum, seen,
+                   skip_seen):
+    """Fold every (segment, member) map value into ``out`` (a, n, d), ``wsum`` and ``seen`` (n,) in
+    place, segment by segment, for the aggregations ``agg_ids``. ``skip_seen`` (Static only) skips
+    the members that already have their launch value. The loop of :func:`features` and
+    :func:`features_into`, so both run the same arithmetic in the same order."""
+    d = out.shape[2]
+    na = agg_ids.shape[0]
+    top = np.zeros((3, 2), dtype=np.float64)
+    tot = np.zeros(3, dtype=np.int64)
+    phi = np.empty(d, dtype=np.float64)
+    dq = quantize(dem)
+    for s in range(seg_ptr.shape[0] - 1):
+        lo = seg_ptr[s]
+        hi = seg_ptr[s + 1]
+        k = hi - lo
+        if skip_seen:
+            need = False
+            for a in range(lo, hi):
+                if not seen[members[a]]:
+                    need = True
+                    break
+            if not need:
+                continue
+        _stats(dem, dq, members, lo, k, top, tot, combine_id)
+        dur = seg_end[s] - seg_start[s]
+        for a in range(lo, hi):
+            i = members[a]
+            if skip_seen and seen[i]:
+                continue
+            _phi(dem, dq, i, top, tot, k, map_id, combine_id, phi)
+            first = not seen[i]
+            for j in range(na):
+                # fold() written out on indices (same arithmetic), without a row view
+                agg = agg_ids[j]
+                if first and agg != AGG_TIME_WEIGHTED:
+                    for f in range(d):
+                        out[j, i, f] = phi[f]
+                elif first:
+                    for f in range(d):
+                        out[j, i, f] = dur * phi[f]
+                elif agg == AGG_EWMA:
+                    alpha = alphas[j]
+                    beta = 1.0 - alpha
+                    for f in range(d):
+                        out[j, i, f] = alpha * phi[f] + beta * out[j, i, f]
+                elif agg == AGG_TIME_WEIGHTED:
+                    for f in range(d):
+                        out[j, i, f] += dur * phi[f]
+            if first:
+                wsum[i] = dur
+            else:
+                wsum[i] += dur
+            seen[i] = True
 
 
 @njit(cache=True)
@@ -335,69 +384,16 @@ def features(seg_start, seg_end, seg_ptr, members, dem, map_id, combine_id, agg_
     once: (a, n, d), the map evaluated once per (segment, member). Segments must be in time
     order per GPU, which the sweep guarantees."""
     n = dem.shape[0]
-    d = n_features(map_id)
-    na = agg_ids.shape[0]
-    out = np.zeros((na, n, d), dtype=np.float64)
+    out = np.zeros((agg_ids.shape[0], n, n_features(map_id)), dtype=np.float64)
     wsum = np.zeros(n, dtype=np.float64)
     seen = np.zeros(n, dtype=np.bool_)
-    nseg = seg_ptr.shape[0] - 1
-    srt = np.zeros((3, 2), dtype=np.float64)
-    tot = np.zeros(3, dtype=np.int64)
-    phi = np.empty(d, dtype=np.float64)
-    dq = quantize(dem)
     only_static = True
-    for j in range(na):
+    for j in range(agg_ids.shape[0]):
         if agg_ids[j] != AGG_STATIC:
             only_static = False
-    for s in range(nseg):
-        lo = seg_ptr[s]
-        hi = seg_ptr[s + 1]
-        k = hi - lo
-        if only_static:
-            need = False
-            for a in range(lo, hi):
-                if not seen[members[a]]:
-                    need = True
-                    break
-            if not need:
-                continue
-        _stats(dem, dq, members, lo, k, srt, tot, combine_id)
-        dur = seg_end[s] - seg_start[s]
-        for a in range(lo, hi):
-            i = members[a]
-            if only_static and seen[i]:
-                continue
-            _phi(dem, dq, i, srt, tot, k, map_id, combine_id, phi)
-            first = not seen[i]
-            for j in range(na):
-                # fold() written out on indices (same arithmetic), without a row view
-                agg = agg_ids[j]
-                if agg == AGG_STATIC:
-                    if first:
-                        for f in range(d):
-                            out[j, i, f] = phi[f]
-                elif agg == AGG_EWMA:
-                    if first:
-                        for f in range(d):
-                            out[j, i, f] = phi[f]
-                    else:
-                        alpha = alphas[j]
-                        beta = 1.0 - alpha
-                        for f in range(d):
-                            out[j, i, f] = alpha * phi[f] + beta * out[j, i, f]
-                else:
-                    if first:
-                        for f in range(d):
-                            out[j, i, f] = dur * phi[f]
-                    else:
-                        for f in range(d):
-                            out[j, i, f] += dur * phi[f]
-            if first:
-                wsum[i] = dur
-            else:
-                wsum[i] += dur
-            seen[i] = True
-    for j in range(na):
+    _fold_segments(seg_start, seg_end, seg_ptr, members, dem, map_id, combine_id, agg_ids, alphas, out, wsum, seen,
+                   only_static)
+    for j in range(agg_ids.shape[0]):
         for i in range(n):
             finalize(out[j, i], wsum[i], seen[i], dem[i], map_id, combine_id, agg_ids[j])
     return out
@@ -423,13 +419,9 @@ def stream_settle(acc, seen, cur, dem, k, map_id, combine_id, agg_id, alpha):
     Static and EWMA, is folded (launch snapshot for new members, smoothing for the others)."""
     if k == 0:
         return
-    idx = np.arange(k)
-    srt = np.zeros((3, 2), dtype=np.float64)
-    tot = np.zeros(3, dtype=np.int64)
-    dq = quantize(dem[:k])
-    _stats(dem, dq, idx, 0, k, srt, tot, combine_id)
+    dq, top, tot = _set_stats(dem, k, combine_id)
     for a in range(k):
-        _phi(dem, dq, a, srt, tot, k, map_id, combine_id, cur[a])
+        _phi(dem, dq, a, top, tot, k, map_id, combine_id, cur[a])
         if agg_id != AGG_TIME_WEIGHTED:
             fold(acc[a], cur[a], not seen[a], 0.0, agg_id, alpha)
             seen[a] = True
@@ -442,50 +434,8 @@ def features_into(seg_start, seg_end, seg_ptr, members, dem, map_id, combine_id,
     (n,) without finalising: one time window of a longer timeline, whose executions carry their
     accumulators from the window before. The same arithmetic in the same order as
     :func:`features`, so windows chained this way equal the one-shot result to the bit."""
-    d = out.shape[2]
-    na = agg_ids.shape[0]
-    nseg = seg_ptr.shape[0] - 1
-    srt = np.zeros((3, 2), dtype=np.float64)
-    tot = np.zeros(3, dtype=np.int64)
-    phi = np.empty(d, dtype=np.float64)
-    dq = quantize(dem)
-    for s in range(nseg):
-        lo = seg_ptr[s]
-        hi = seg_ptr[s + 1]
-        k = hi - lo
-        _stats(dem, dq, members, lo, k, srt, tot, combine_id)
-        dur = seg_end[s] - seg_start[s]
-        for a in range(lo, hi):
-            i = members[a]
-            _phi(dem, dq, i, srt, tot, k, map_id, combine_id, phi)
-            first = not seen[i]
-            for j in range(na):
-                agg = agg_ids[j]
-                if agg == AGG_STATIC:
-                    if first:
-                        for f in range(d):
-                            out[j, i, f] = phi[f]
-                elif agg == AGG_EWMA:
-                    if first:
-                        for f in range(d):
-                            out[j, i, f] = phi[f]
-                    else:
-                        alpha = alphas[j]
-                        beta = 1.0 - alpha
-                        for f in range(d):
-                            out[j, i, f] = alpha * phi[f] + beta * out[j, i, f]
-                else:
-                    if first:
-                        for f in range(d):
-                            out[j, i, f] = dur * phi[f]
-                    else:
-                        for f in range(d):
-                            out[j, i, f] += dur * phi[f]
-            if first:
-                wsum[i] = dur
-            else:
-                wsum[i] += dur
-            seen[i] = True
+    _fold_segments(seg_start, seg_end, seg_ptr, members, dem, map_id, combine_id, agg_ids, alphas, out, wsum, seen,
+                   False)
 
 
 @njit(cache=True)

@@ -1,23 +1,11 @@
 """Timelines and features of a trace of any length, in bounded memory: per device and per time window.
 
-A one-shot :func:`~interfpred.features.transform_many` holds the whole timeline (every segment's
-running set), the per-execution segment index and one (n, d) matrix per extractor; at 10^7
-executions that is several GB, and arrays that outgrow the CPU caches make every stage slower
-per row. Here each GPU's executions are cut into **windows** of about ``chunk_rows`` launches:
-
-* a window ``[T0, T1)`` ends at the launch time ``T1`` of an execution of positive length, so a
-  segment never straddles two windows (the running set changes at ``T1`` anyway);
-* the window's sweep runs over the executions launched in it (those launched exactly at ``T1``
-  included, so the boundary exists) and those **carried** from the window before (still running
-  at ``T0``), and keeps the segments that start in ``[T0, T1)``;
-* each execution carries its feature accumulators (one row per aggregation, its total duration,
-  whether it has met a segment) from window to window, and is finalised and emitted in the
-  window where it ends; a zero-length execution is emitted in the window of its launch.
-
-The segments, their order per execution and the arithmetic are those of the one-shot sweep (the
-built-in maps do not depend on the order of a running set's members), so the features equal
-``transform_many``'s **to the bit**. Memory is the trace's columns, its demands, and per window
-O(chunk_rows) plus the carried running set.
+Each GPU's executions are cut into **windows** of about ``chunk_rows`` launches, ending at a
+launch time so that no segment straddles two windows; executions still running at a cut carry
+their feature accumulators into the next window and are emitted in the window where they end.
+The segments and the arithmetic are those of the one-shot sweep, so the features equal
+:func:`~interfpred.features.transform_many`'s **to the bit**, in memory O(chunk_rows) per window
+beside the trace's columns. docs/concepts.md gives the window rules.
 
 Examples
 --------
@@ -36,7 +24,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -44,19 +32,15 @@ import numpy as np
 from interfpred import _timeline_kernels as _k
 from interfpred._arrow import require_pyarrow
 from interfpred.constants import CHUNK_ROWS, MAX_RUNNING_SET, PARQUET_BATCH_ROWS, TIMELINE_MAX_MEMBERS
+from interfpred.counters import checked_demands
 from interfpred.errors import InterfpredError
-from interfpred.features import (
-    Extractor,
-    FeatureMatrix,
-    checked_demands,
-    profile_arrays,
-)
+from interfpred.extractors import Extractor
+from interfpred.feature_matrix import FeatureMatrix, refuse_zero_latency
+from interfpred.profile_rows import profile_arrays
 from interfpred.profiles import ProfileTable
 from interfpred.trace import Trace
 
 __all__ = ["FeatureChunk", "TimelineChunk", "iter_features", "iter_timeline", "transform_chunked"]
-
-_AGG = {"static": _k.AGG_STATIC, "ewma": _k.AGG_EWMA, "time-weighted": _k.AGG_TIME_WEIGHTED}
 
 
 class TimelineChunk(NamedTuple):
@@ -84,6 +68,30 @@ class _Window(NamedTuple):
     segs: tuple             # (seg_start, seg_end, seg_ptr, members) with local member indices
     final: np.ndarray       # local rows that end in this window (or launch, for zero length)
     keep: np.ndarray        # local rows carried to the next window
+
+
+def _kernel_args(extractors: Sequence[Extractor], who: str) -> tuple[list[Extractor], int, int, np.ndarray, np.ndarray]:
+    """The extractors and the kernel codes they share: ``(exs, map_id, combine_id, agg_ids, alphas)``.
+
+    The chunked paths take built-in maps without share features, one map and combine for all.
+    """
+    exs = list(extractors)
+    if not exs or not all(isinstance(ex, Extractor) for ex in exs):
+        raise InterfpredError(f"{who} needs a non-empty list of Extractor objects")
+    if any(not ex.is_builtin or ex.uses_shares for ex in exs):
+        raise InterfpredError("chunked features need built-in maps without share features; use transform_many")
+    maps = {(ex.feature_map, ex.combine) for ex in exs}
+    if len(maps) != 1:
+        raise InterfpredError(f"chunked features need one map and combine for all extractors, got {sorted(maps)}")
+    specs = [ex.kernel_spec for ex in exs]
+    return (exs, specs[0].map_id, specs[0].combine_id, np.array([sp.agg_id for sp in specs], dtype=np.int64),
+            np.array([sp.alpha for sp in specs], dtype=np.float64))
+
+
+def _matrices(exs: list[Extractor], out: np.ndarray, lat: np.ndarray, solo: np.ndarray) -> list[FeatureMatrix]:
+    """One FeatureMatrix per extractor from the finalised rows ``out`` (a, rows, d)."""
+    return [FeatureMatrix(X=np.ascontiguousarray(out[j]), names=ex.names, y=ex.target_from_latency(lat, solo),
+                          target=ex.target, solo_ms=solo, latency_ms=lat) for j, ex in enumerate(exs)]
 
 
 def _check_chunk_rows(chunk_rows: int) -> int:
@@ -123,11 +131,7 @@ def _windows(rows: np.ndarray, start: np.ndarray, end: np.ndarray, chunk_rows: i
         new = new[((ns > t0) | (ne == ns)) & ((ns < t1) | (ne > ns))]
         idx = np.concatenate([carry, new])
         s, e = start[idx], end[idx]
-        live = np.flatnonzero(e > s)
-        so = live[np.argsort(s[live], kind="stable")]
-        eo = live[np.argsort(e[live], kind="stable")]
-        gcode = np.zeros(idx.size, dtype=np.int64)
-        seg_start, seg_end, seg_ptr, members = _sweep(gcode, s, e, so, eo)
+        seg_start, seg_end, seg_ptr, members = _sweep(s, e)
         a = np.searchsorted(seg_start, t0, side="left")
         b = np.searchsorted(seg_start, t1, side="left")
         segs = (seg_start[a:b], seg_end[a:b], seg_ptr[a:b + 1] - seg_ptr[a], members[seg_ptr[a]:seg_ptr[b]])
@@ -190,29 +194,15 @@ def iter_features(trace: Trace, profiles: ProfileTable, extractors: Sequence[Ext
         Extractors this path does not take, a row without a profile, a zero-latency row with
         ``target="rate"``, or more than ``MAX_RUNNING_SET`` executions at once.
     """
-    exs = list(extractors)
-    if not exs or not all(isinstance(ex, Extractor) for ex in exs):
-        raise InterfpredError("iter_features needs a non-empty list of Extractor objects")
-    if any(not ex.is_builtin or ex.uses_shares for ex in exs):
-        raise InterfpredError("chunked features need built-in maps without share features; use transform_many")
-    maps = {(ex.feature_map, ex.combine) for ex in exs}
-    if len(maps) != 1:
-        raise InterfpredError(f"chunked features need one map and combine for all extractors, got {sorted(maps)}")
+    exs, map_id, combine_id, agg_ids, alphas = _kernel_args(extractors, "iter_features")
     chunk_rows = _check_chunk_rows(chunk_rows)
     dem, solo = profile_arrays(trace, profiles, extrapolate=extrapolate)
     dem = checked_demands(exs, dem, trace.model)
     start = np.ascontiguousarray(trace.start_ms)
     end = np.ascontiguousarray(trace.end_ms)
     latency = end - start
-    if any(ex.target == "rate" for ex in exs) and len(trace) and np.any(latency <= 0):
-        i = int(np.flatnonzero(latency <= 0)[0])
-        raise InterfpredError(f"row {i} (id {trace.id[i]}) has zero latency: its rate solo_ms / latency is "
-                              "undefined; drop zero-length executions or use target='slowdown'")
-    ex0 = exs[0]
-    map_id, combine_id = ex0.kernel_spec.map_id, ex0.kernel_spec.combine_id
-    agg_ids = np.array([_AGG[ex.aggregation] for ex in exs], dtype=np.int64)
-    alphas = np.array([ex.kernel_spec.alpha for ex in exs], dtype=np.float64)
-    d = ex0.n_features
+    refuse_zero_latency((ex.target for ex in exs), latency, trace.where)
+    d = exs[0].n_features
     for name, rows in _device_rows(trace):
         c_out = np.zeros((len(exs), 0, d))
         c_wsum = np.zeros(0)
@@ -236,10 +226,7 @@ def iter_features(trace: Trace, profiles: ProfileTable, extractors: Sequence[Ext
             _k.finalize_rows(out, wsum, seen, dem_l, win.final, map_id, combine_id, agg_ids)
             c_out, c_wsum, c_seen = out[:, win.keep], wsum[win.keep], seen[win.keep]
             g_rows = win.idx[win.final]
-            lat, so = latency[g_rows], solo[g_rows]
-            mats = [FeatureMatrix(X=np.ascontiguousarray(out[j, win.final]), names=ex.names,
-                                  y=lat / so if ex.target == "slowdown" else so / lat, target=ex.target,
-                                  solo_ms=so, latency_ms=lat) for j, ex in enumerate(exs)]
+            mats = _matrices(exs, out[:, win.final], latency[g_rows], solo[g_rows])
             yield FeatureChunk(name, g_rows, mats, int(seg_start.size))
 
 
@@ -249,16 +236,14 @@ def transform_chunked(trace: Trace, profiles: ProfileTable, extractors: Sequence
 
     Holds every row's features at the end (like ``transform_many``) but never the whole timeline.
     """
-    exs = list(extractors)
-    n = len(trace)
-    X = [np.empty((n, ex.n_features)) for ex in exs] if exs else []
+    exs = _kernel_args(extractors, "transform_chunked")[0]
+    X = np.empty((len(exs), len(trace), exs[0].n_features))
     for chunk in iter_features(trace, profiles, exs, chunk_rows=chunk_rows, extrapolate=extrapolate):
         for j, fm in enumerate(chunk.features):
             X[j][chunk.rows] = fm.X
     _, solo = profile_arrays(trace, profiles, extrapolate=extrapolate)
     latency = np.ascontiguousarray(trace.end_ms) - np.ascontiguousarray(trace.start_ms)
-    return [FeatureMatrix(X=X[j], names=ex.names, y=latency / solo if ex.target == "slowdown" else solo / latency,
-                          target=ex.target, solo_ms=solo, latency_ms=latency) for j, ex in enumerate(exs)]
+    return _matrices(exs, X, latency, solo)
 
 
 # ---------------------------------------------------------------------------- from a file, batch by batch
@@ -293,10 +278,14 @@ class _Carry:
         self.out = self.out[:, keep]
 
 
-def _sweep(gcode: np.ndarray, s: np.ndarray, e: np.ndarray, so: np.ndarray, eo: np.ndarray) -> tuple[Any, ...]:
-    """One window's sweep, refused (before it allocates more) past the running-set and membership limits."""
-    _, seg_start, seg_end, seg_ptr, members, stop = _k.sweep(gcode, s, e, so, eo, s.size, MAX_RUNNING_SET,
-                                                             TIMELINE_MAX_MEMBERS)
+def _sweep(s: np.ndarray, e: np.ndarray) -> tuple[Any, ...]:
+    """The sweep of one window of one GPU's executions ``[s, e)``, refused (before it allocates more)
+    past the running-set and membership limits."""
+    live = np.flatnonzero(e > s)
+    so = live[np.argsort(s[live], kind="stable")]
+    eo = live[np.argsort(e[live], kind="stable")]
+    _, seg_start, seg_end, seg_ptr, members, stop = _k.sweep(np.zeros(s.size, dtype=np.int64), s, e, so, eo, s.size,
+                                                             MAX_RUNNING_SET, TIMELINE_MAX_MEMBERS)
     if stop >= 0:
         raise InterfpredError(f"more than MAX_RUNNING_SET={MAX_RUNNING_SET} executions run at once on one GPU "
                               f"at {s[stop]!r} ms, or a window's timeline exceeds "
@@ -307,10 +296,7 @@ def _sweep(gcode: np.ndarray, s: np.ndarray, e: np.ndarray, so: np.ndarray, eo: 
 def _advance(c: _Carry, t1: float, map_id: int, combine_id: int, agg_ids, alphas) -> tuple[Any, ...]:
     """Window ``[c.t0, t1)`` over the open executions: fold its segments, emit what ends in it."""
     s, e = c.start, c.end
-    live = np.flatnonzero(e > s)
-    so = live[np.argsort(s[live], kind="stable")]
-    eo = live[np.argsort(e[live], kind="stable")]
-    seg_start, seg_end, seg_ptr, members = _sweep(np.zeros(s.size, dtype=np.int64), s, e, so, eo)
+    seg_start, seg_end, seg_ptr, members = _sweep(s, e)
     a = np.searchsorted(seg_start, c.t0, side="left")
     b = np.searchsorted(seg_start, t1, side="left")
     ptr = seg_ptr[a:b + 1] - seg_ptr[a]
@@ -327,6 +313,11 @@ def _advance(c: _Carry, t1: float, map_id: int, combine_id: int, agg_ids, alphas
     c.take(keep)
     c.t0 = t1
     return emitted
+
+
+def _file_rows(path: str, offset: int) -> Callable[[int], str]:
+    """Names row ``i`` of a batch that starts at file row ``offset``, for messages."""
+    return lambda i: f"{path}: row {offset + i}"
 
 
 def iter_features_parquet(path: str, profiles: ProfileTable, extractors: Sequence[Extractor], *,
@@ -348,26 +339,15 @@ def iter_features_parquet(path: str, profiles: ProfileTable, extractors: Sequenc
 
     from interfpred.columnar import trace_from_arrow
 
-    exs = list(extractors)
-    if not exs or not all(isinstance(ex, Extractor) for ex in exs):
-        raise InterfpredError("iter_features_parquet needs a non-empty list of Extractor objects")
-    if any(not ex.is_builtin or ex.uses_shares for ex in exs) or len({(ex.feature_map, ex.combine)
-                                                                      for ex in exs}) != 1:
-        raise InterfpredError("chunked features need built-in maps (one map and combine, no share features)")
+    exs, map_id, combine_id, agg_ids, alphas = _kernel_args(extractors, "iter_features_parquet")
     batch_rows = _check_chunk_rows(batch_rows)
-    map_id, combine_id = exs[0].kernel_spec.map_id, exs[0].kernel_spec.combine_id
-    agg_ids = np.array([_AGG[ex.aggregation] for ex in exs], dtype=np.int64)
-    alphas = np.array([ex.kernel_spec.alpha for ex in exs], dtype=np.float64)
     carries: dict[str, _Carry] = {}
     offset = 0
     latest = -np.inf
 
     def emit(gpu: str, got) -> FeatureChunk:
         rows, out, lat, so, nseg = got
-        mats = [FeatureMatrix(X=np.ascontiguousarray(out[j]), names=ex.names,
-                              y=lat / so if ex.target == "slowdown" else so / lat, target=ex.target,
-                              solo_ms=so, latency_ms=lat) for j, ex in enumerate(exs)]
-        return FeatureChunk(gpu, rows, mats, int(nseg))
+        return FeatureChunk(gpu, rows, _matrices(exs, out, lat, so), int(nseg))
 
     for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_rows):
         tr = trace_from_arrow(pa.Table.from_batches([batch]), path=path)
@@ -377,10 +357,7 @@ def iter_features_parquet(path: str, profiles: ProfileTable, extractors: Sequenc
             i = int(np.flatnonzero(start < np.maximum.accumulate(np.concatenate([[latest], start]))[:-1])[0])
             raise InterfpredError(f"{path}: row {offset + i}: start_ms {float(start[i])!r} is before an earlier "
                                   "row's; the file must be in launch order")
-        if n and any(ex.target == "rate" for ex in exs) and np.any(end <= start):
-            i = int(np.flatnonzero(end <= start)[0])
-            raise InterfpredError(f"{path}: row {offset + i} has zero latency: its rate is undefined; use "
-                                  "target='slowdown'")
+        refuse_zero_latency((ex.target for ex in exs), end - start, _file_rows(path, offset))
         dem, solo = profile_arrays(tr, profiles, extrapolate=extrapolate)
         dem = checked_demands(exs, dem, tr.model)
         names, gcode = tr.codes("gpu")

@@ -57,7 +57,9 @@ GPULETS_MAX_BATCH = 32
 #: EWMA weight of the newest running-set value when none is given.
 DEFAULT_EWMA_ALPHA = 0.5
 #: Names accepted by ``make_extractor`` for the temporal aggregation, feature map, combine and target.
-AGGREGATIONS = ("static", "ewma", "time-weighted")
+AGGREGATIONS = ("static", "ewma", "time_weighted")
+#: Older spellings of aggregation names, still accepted on input (with a DeprecationWarning).
+AGGREGATION_ALIASES = {"time-weighted": "time_weighted"}
 FEATURE_MAPS = ("default", "gpulets", "rich", "shares")
 COMBINES = ("sum", "max")
 TARGETS = ("slowdown", "rate")
@@ -123,7 +125,7 @@ E3_FULL_REQUESTS = 12000
 MODEL_FILE_KIND = "interfpred.model"
 #: Extractor and predictor of ``InterferenceModel()`` and ``interfpred fit`` when none is given: the best
 #: configuration of the reproduction (docs/results.md): time-weighted exposure over the rich map, RLS.
-MODEL_DEFAULT_EXTRACTOR = (("aggregation", "time-weighted"), ("map", "rich"), ("combine", "sum"),
+MODEL_DEFAULT_EXTRACTOR = (("aggregation", "time_weighted"), ("feature_map", "rich"), ("combine", "sum"),
                            ("target", "slowdown"))
 MODEL_DEFAULT_PREDICTOR = "rls"
 #: Executions per simulated set of the full reproduction and of ``--quick``.

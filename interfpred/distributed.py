@@ -37,8 +37,8 @@ Examples
 >>> parts = trace_partitions(paths)
 >>> [p.gpu for p in parts]
 ['gpu0', 'gpu1']
->>> m = fit_partitions(parts, sc.profiles, InterferenceModel({"map": "default"}, "offline_linear"))
->>> local = InterferenceModel({"map": "default"}, "offline_linear").fit(sc.traces["trace"], sc.profiles)
+>>> m = fit_partitions(parts, sc.profiles, InterferenceModel({"feature_map": "default"}, "offline_linear"))
+>>> local = InterferenceModel({"feature_map": "default"}, "offline_linear").fit(sc.traces["trace"], sc.profiles)
 >>> bool(np.allclose(m.predictor.coef_, local.predictor.coef_, rtol=1e-9, atol=1e-9))
 True
 """

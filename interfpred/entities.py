@@ -1,23 +1,10 @@
 """Which models a feature row involves: the row's own entity and its co-runners, weighted.
 
-Throughput features describe *how much* of each resource a batch and its co-runners use; they
-cannot say *which* models met. Predictors that learn per-model terms (a model's sensitivity, a
-co-runner's aggressiveness, a per-pair residual) and per-pair baselines need exactly that, so
-an extractor can hand it over beside the features as an :class:`Entities` table.
-
-An entity is a name: a model name (``"resnet50"``) or a finer key chosen by whoever builds the
-table (for example the model and batch size). Each row has one own entity and a weighted list
-of co-runner entities, stored in CSR form over a shared vocabulary of names:
-
-- ``own[i]``: index into ``names`` of row ``i``'s own entity;
-- ``co[indptr[i]:indptr[i + 1]]``: indices of the entities that ran beside it, each once;
-- ``weight[...]``: how many of that entity ran beside it, on average over the row's time
-  (1.0 for one co-runner present the whole time, 2.0 for two copies of it, 0.5 for one present
-  half the time). A row with no co-runner has an empty range.
-
-Predictors that use entities set ``uses_entities = True`` and accept ``entities=`` in
-``fit``, ``predict`` and ``update``; every other predictor ignores the table, and callers
-pass it only to predictors that ask for it.
+Throughput features say *how much* of each resource a batch and its co-runners use, not
+*which* models met. Predictors that learn per-model terms and per-pair baselines need that, so
+an extractor can hand an :class:`Entities` table over beside the features: per row, one own
+entity and a weighted list of co-runner entities (the mean number of each running beside it),
+in CSR form over a shared vocabulary of names. docs/concepts.md describes the layout.
 
 Examples
 --------

@@ -7,7 +7,7 @@ learns per-model terms sees them on the same footing as the features:
 - ``"static"``: the co-runners at launch (the first segment), each counted once per execution;
 - ``"ewma"``: the counts smoothed over arrivals and departures, ``c = alpha * current + (1 - alpha)
   * c`` from the launch counts on (an entity that left decays);
-- ``"time-weighted"``: the duration-weighted mean count over every segment (1.0 for one co-runner
+- ``"time_weighted"``: the duration-weighted mean count over every segment (1.0 for one co-runner
   present the whole time, 0.5 for one present half of it).
 
 A zero-length execution meets nobody and has no co-runner. Entities are keyed by model name
@@ -18,7 +18,7 @@ Examples
 >>> from interfpred import Trace
 >>> tr = Trace(id=[1, 2, 3], gpu=["g"] * 3, model=["a", "b", "b"], batch_size=[1, 1, 2],
 ...            start_ms=[0.0, 1.0, 2.0], end_ms=[4.0, 3.0, 6.0])
->>> ent = trace_entities(tr, "time-weighted")
+>>> ent = trace_entities(tr, "time_weighted")
 >>> ent.row(0)      # a: alone 1 ms, beside one b for 1 ms, beside two for 1 ms, one for 1 ms
 ('a', {'b': 1.0})
 >>> trace_entities(tr, "static").row(0), trace_entities(tr, "static", key="model_batch").row(2)
@@ -30,17 +30,17 @@ from __future__ import annotations
 import numpy as np
 
 from interfpred._jit import njit
-from interfpred.constants import AGGREGATIONS
+from interfpred._timeline_kernels import AGG_EWMA, AGG_STATIC
 from interfpred.entities import Entities
 from interfpred.errors import InterfpredError
-from interfpred.timeline import segment_arrays
+from interfpred.feature_maps import AGG_IDS, aggregation_name
+from interfpred.timeline import trace_segments
 from interfpred.trace import Trace
 
 __all__ = ["ENTITY_KEYS", "RunningEntities", "entity_names", "parent_entities", "trace_entities"]
 
 #: How entities are keyed: by model, or by model and batch size.
 ENTITY_KEYS = ("model", "model_batch")
-_AGG = {"static": 0, "ewma": 1, "time-weighted": 2}
 
 
 def entity_names(model: np.ndarray, batch_size: np.ndarray, key: str = "model") -> np.ndarray:
@@ -84,9 +84,9 @@ def _coo(seg_start, seg_end, seg_ptr, members, code, n, agg, alpha):
         for a in range(seg_ptr[s], seg_ptr[s + 1]):
             i = members[a]
             kth[i] += 1
-            if agg == 0:
+            if agg == AGG_STATIC:
                 wt = 1.0 if kth[i] == 1 else 0.0
-            elif agg == 1:
+            elif agg == AGG_EWMA:
                 later = nseen[i] - kth[i]          # segments of i after this one
                 wt = beta ** later if kth[i] == 1 else alpha * beta ** later
             else:
@@ -100,8 +100,8 @@ def _coo(seg_start, seg_end, seg_ptr, members, code, n, agg, alpha):
     return rows, ents, wts
 
 
-def trace_entities(trace: Trace, aggregation: str = "time-weighted", *, alpha: float = 0.5, key: str = "model",
-                   segments: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None) -> Entities:
+def trace_entities(trace: Trace, aggregation: str = "time_weighted", *, alpha: float = 0.5, key: str = "model",
+                   segments: tuple[np.ndarray, ...] | None = None) -> Entities:
     """Own and co-runner entities of every execution of ``trace``, in its row order.
 
     Parameters
@@ -109,7 +109,8 @@ def trace_entities(trace: Trace, aggregation: str = "time-weighted", *, alpha: f
     trace
         The executions.
     aggregation
-        ``"static"``, ``"ewma"`` or ``"time-weighted"`` (how co-runner counts are aggregated).
+        ``"static"``, ``"ewma"`` or ``"time_weighted"`` (how co-runner counts are aggregated; the
+        older spelling ``"time-weighted"`` is accepted with a ``DeprecationWarning``).
     alpha
         EWMA weight of the newest running set.
     key
@@ -119,17 +120,14 @@ def trace_entities(trace: Trace, aggregation: str = "time-weighted", *, alpha: f
     """
     if not isinstance(trace, Trace):
         raise InterfpredError(f"expected a Trace, got {type(trace).__name__}")
-    if aggregation not in _AGG:
-        raise InterfpredError(f"aggregation {aggregation!r} is not one of {', '.join(AGGREGATIONS)}")
+    aggregation = aggregation_name(aggregation)
     names = entity_names(trace.model, trace.batch_size, key)
     vocab, code = np.unique(names, return_inverse=True)
     code = np.ascontiguousarray(code.reshape(-1), dtype=np.int64)
     n = len(trace)
     if segments is None:
-        _, gcode = trace.codes("gpu")
-        sa = segment_arrays(gcode, np.ascontiguousarray(trace.start_ms), np.ascontiguousarray(trace.end_ms))
-        segments = (sa[1], sa[2], sa[3], sa[4])
-    rows, ents, wts = _coo(*segments, code, n, _AGG[aggregation], float(alpha))
+        segments = trace_segments(trace)
+    rows, ents, wts = _coo(*segments, code, n, AGG_IDS[aggregation], float(alpha))
     nv = len(vocab)
     keyv = rows * nv + ents
     uniq, inv = np.unique(keyv, return_inverse=True)
@@ -152,7 +150,7 @@ class RunningEntities:
 
     Examples
     --------
-    >>> run = RunningEntities("time-weighted")
+    >>> run = RunningEntities("time_weighted")
     >>> run.start(1, "a", 1, 0.0)
     >>> run.start(2, "b", 1, 1.0)
     >>> run.finish(1, 4.0)          # beside b for 3 of its 4 ms
@@ -161,9 +159,8 @@ class RunningEntities:
     ['b']
     """
 
-    def __init__(self, aggregation: str = "time-weighted", *, alpha: float = 0.5, key: str = "model") -> None:
-        if aggregation not in _AGG:
-            raise InterfpredError(f"aggregation {aggregation!r} is not one of {', '.join(AGGREGATIONS)}")
+    def __init__(self, aggregation: str = "time_weighted", *, alpha: float = 0.5, key: str = "model") -> None:
+        aggregation = aggregation_name(aggregation)
         if key not in ENTITY_KEYS:
             raise InterfpredError(f"entity key {key!r} is not one of {', '.join(ENTITY_KEYS)}")
         self.aggregation = aggregation
@@ -190,14 +187,14 @@ class RunningEntities:
             counts: dict[str, float] = {}
             for name in self._name.values():
                 counts[name] = counts.get(name, 0.0) + 1.0
-            agg, alpha = _AGG[self.aggregation], self.alpha
+            agg, alpha = self.aggregation, self.alpha
             for i, own in self._name.items():
                 cur = {k: c - (k == own) for k, c in counts.items() if c - (k == own) > 0}
                 acc, first = self._acc[i], self._nseg[i] == 0
-                if agg == 0:
+                if agg == "static":
                     if first:
                         self._acc[i] = cur
-                elif agg == 1:
+                elif agg == "ewma":
                     self._acc[i] = cur if first else {k: alpha * cur.get(k, 0.0) + (1.0 - alpha) * acc.get(k, 0.0)
                                                       for k in acc.keys() | cur.keys()}
                 else:  # a new dict (never in place), so a shallow copy of this object can undo an event
@@ -225,7 +222,7 @@ class RunningEntities:
         acc = self._acc.pop(id)
         total = self._total.pop(id)
         self._nseg.pop(id)
-        if self.aggregation == "time-weighted":
+        if self.aggregation == "time_weighted":
             acc = {k: v / total for k, v in acc.items()} if total > 0 else {}
         return own, {k: v for k, v in sorted(acc.items()) if v > 0}
 

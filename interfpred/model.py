@@ -18,7 +18,7 @@ Examples
 >>> from interfpred.sim.workload import mix_scenario
 >>> sc = mix_scenario(["resnet50", "vgg19"], rho=0.9, executions=400, seed=1)
 >>> trace = sc.traces["trace"]
->>> model = InterferenceModel({"aggregation": "time-weighted", "map": "rich"}, "rls").fit(trace, sc.profiles)
+>>> model = InterferenceModel({"aggregation": "time_weighted", "feature_map": "rich"}, "rls").fit(trace, sc.profiles)
 >>> path = pathlib.Path(tempfile.mkdtemp()) / "model.json"
 >>> model.save(path)
 >>> again = load_model(path)
@@ -213,7 +213,7 @@ class InterferenceModel:
     --------
     >>> InterferenceModel()
     InterferenceModel(TimeWeighted(feature_map='rich', combine='sum', target='slowdown'), RLS())
-    >>> InterferenceModel({"aggregation": "static", "map": "gpulets"}, {"kind": "online_sgd"}).extractor
+    >>> InterferenceModel({"aggregation": "static", "feature_map": "gpulets"}, {"kind": "online_sgd"}).extractor
     Static(feature_map='gpulets', combine='sum', target='slowdown')
     """
 
@@ -289,7 +289,7 @@ class InterferenceModel:
         if current in works:
             return
         chosen = "gpulets" if "gpulets" in works else "shares"
-        spec = {**self.extractor.get_spec(), "map": chosen}
+        spec = {**self.extractor.get_spec(), "feature_map": chosen}
         spec.pop("shares", None)
         self.extractor = make_extractor({k: v for k, v in spec.items() if v is not None})
         self.note = (f"feature map {chosen!r} chosen: the default {current!r} needs {', '.join(missing)}, "

@@ -1,11 +1,9 @@
 """Exact features of measurement runs, with the entities of every row.
 
 In a steady-state measurement run every member co-runs with every other member for its whole
-duration, so its running set never changes: the map at launch (Static), the map smoothed over
-arrivals and departures (EWMA, which sees none) and the duration-weighted mean over segments
-(TimeWeighted, one segment) are all the map of the member against the rest of its run. This
-module computes that closed form directly, with no filler executions, and it equals what a
-timeline of the members running back to back gives (tests check it).
+duration, so its running set never changes and every aggregation (Static, EWMA, TimeWeighted)
+is the map of the member against the rest of its run. This module computes that closed form
+directly; it equals what a timeline of the members running back to back gives.
 
 Rows also get an :class:`~interfpred.entities.Entities` table: the own entity is the model, the
 co-runners are the other members of the run with weight 1 each (two copies of one model: 2).
@@ -30,10 +28,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from interfpred.counters import checked_demands
 from interfpred.entities import Entities
 from interfpred.entity_features import entity_names
 from interfpred.errors import InterfpredError
-from interfpred.features import Extractor, FeatureMatrix, checked_demands
+from interfpred.extractors import Extractor
+from interfpred.feature_matrix import FeatureMatrix
 from interfpred.measurements import Measurements
 from interfpred.profiles import ProfileTable
 

@@ -25,11 +25,23 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictInt, StrictStr, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
 
+from interfpred.constants import AGGREGATION_ALIASES, AGGREGATIONS, COMBINES, FEATURE_MAPS, TARGETS
 from interfpred.errors import InterfpredError
 
-__all__ = ["PredictorFile", "ModelFile", "check_predictor_file", "check_model_file", "model_file_json_schema"]
+__all__ = ["ExtractorSpec", "PredictorFile", "ModelFile", "check_predictor_file", "check_model_file",
+           "model_file_json_schema"]
 
 
 class PredictorFile(BaseModel):
@@ -44,6 +56,22 @@ class PredictorFile(BaseModel):
     state: dict[StrictStr, JsonValue] | None = None
 
 
+class ExtractorSpec(BaseModel):
+    """An extractor's spec, as ``Extractor.get_spec`` writes it; ``make_extractor`` checks the values."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    aggregation: StrictStr = Field(
+        default="time_weighted",
+        description=f"one of {', '.join(AGGREGATIONS)} (older spelling accepted: {', '.join(AGGREGATION_ALIASES)})")
+    alpha: StrictFloat | StrictInt | None = Field(default=None, description="EWMA weight of the newest value, ewma only")
+    feature_map: StrictStr | None = Field(default=None, description=f"one of {', '.join(FEATURE_MAPS)}")
+    map: StrictStr | None = Field(default=None, description="older name of feature_map, still read")
+    combine: StrictStr = Field(default="sum", description=f"one of {', '.join(COMBINES)}")
+    target: StrictStr = Field(default="slowdown", description=f"one of {', '.join(TARGETS)}")
+    shares: StrictBool = Field(default=False, description="the MPS share features appended to the map")
+
+
 class ModelFile(BaseModel):
     """A saved interference model: the extractor's spec and the predictor's state in one file."""
 
@@ -52,7 +80,7 @@ class ModelFile(BaseModel):
     schema_version: StrictInt
     kind: Literal["interfpred.model"] = "interfpred.model"  # constants.MODEL_FILE_KIND
     interfpred_version: StrictStr
-    extractor: dict[StrictStr, JsonValue]
+    extractor: ExtractorSpec
     feature_names: list[StrictStr]
     predictor: PredictorFile
     #: The baselines (no interference, global mean, per-pair mean) fitted on the model's rows.

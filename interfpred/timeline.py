@@ -1,20 +1,10 @@
 """Co-location timelines: sweep-line segmentation of a trace, per GPU.
 
 A **segment** is a maximal interval during which the set of executions running on one GPU
-does not change. Executions occupy half-open intervals ``[start_ms, end_ms)``: one that ends
-at ``t`` and one that starts at ``t`` never overlap, and a zero-length execution
-(``start_ms == end_ms``) runs beside nobody and has no segment at all. Idle gaps (nothing
-running) are not segments.
-
-:func:`build_timeline` sorts the start and end events once (O(n log n)) and sweeps them in a
-numba kernel, so a million executions take well under a second. The result is a
-:class:`Timeline` of flat arrays in a CSR layout (no Python object per execution):
-
-- segment ``s`` runs on GPU ``gpu_names[seg_gpu[s]]`` over ``[seg_start[s], seg_end[s])`` and
-  its running set is ``seg_members[seg_ptr[s]:seg_ptr[s + 1]]`` (row indices into the trace);
-- execution ``i`` (a trace row) meets the segments
-  ``exec_segments[exec_ptr[i]:exec_ptr[i + 1]]``, in time order; its co-runners in each are
-  that segment's members except ``i``.
+does not change. Executions occupy half-open intervals ``[start_ms, end_ms)``, so a
+zero-length execution has no segment at all. :func:`build_timeline` sweeps the sorted start
+and end events in a numba kernel and returns a :class:`Timeline` of flat CSR arrays;
+docs/concepts.md describes the layout and the conventions.
 
 Examples
 --------
@@ -137,7 +127,7 @@ def _order(gcode: np.ndarray, times: np.ndarray, single_gpu: bool) -> np.ndarray
 
 def segment_arrays(gcode: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, ...]:
     """Segmentation of raw arrays (already validated): ``(seg_gpu, seg_start, seg_end, seg_ptr,
-    seg_members)``. Private helper shared with :mod:`interfpred.features`."""
+    seg_members)``. Package-internal, shared with the feature and entity computations."""
     n = len(start)
     live = np.flatnonzero(end > start)
     single = n == 0 or bool(np.all(gcode == gcode[0]))
@@ -155,6 +145,26 @@ def segment_arrays(gcode: np.ndarray, start: np.ndarray, end: np.ndarray) -> tup
             f"row {stop}: the timeline would hold more than TIMELINE_MAX_MEMBERS={TIMELINE_MAX_MEMBERS} "
             "(segment, execution) pairs; split the trace into shorter windows")
     return tuple(arrays)
+
+
+def trace_segments(trace: Trace, timeline: Timeline | None = None) -> tuple[np.ndarray, ...]:
+    """``(seg_start, seg_end, seg_ptr, seg_members)`` of ``trace``: from ``timeline`` when given
+    (it must have been built from this trace), else segmented here.
+
+    Examples
+    --------
+    >>> from interfpred import Trace
+    >>> t = Trace(id=[1, 2], gpu=["g"] * 2, model=["m"] * 2, batch_size=[1] * 2,
+    ...           start_ms=[0.0, 1.0], end_ms=[2.0, 3.0])
+    >>> [a.tolist() for a in trace_segments(t)[:3]]
+    [[0.0, 1.0, 2.0], [1.0, 2.0, 3.0], [0, 1, 3, 4]]
+    """
+    if timeline is not None:
+        if not isinstance(timeline, Timeline) or timeline.n_executions != len(trace):
+            raise InterfpredError("timeline was not built from this trace (row counts differ)")
+        return timeline.seg_start, timeline.seg_end, timeline.seg_ptr, timeline.seg_members
+    _, gcode = trace.codes("gpu")
+    return segment_arrays(gcode, np.ascontiguousarray(trace.start_ms), np.ascontiguousarray(trace.end_ms))[1:]
 
 
 def build_timeline(trace: Trace) -> Timeline:

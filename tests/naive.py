@@ -165,7 +165,7 @@ def naive_feature_map(me, others, feature_map="default", combine="sum"):
 
 
 def naive_features(gpu, start, end, demands, feature_map="default", combine="sum",
-                   aggregation="time-weighted", alpha=None, map_fn=None):
+                   aggregation="time_weighted", alpha=None, map_fn=None):
     """Aggregated features of every row (list of lists), straight from the definitions.
 
     ``map_fn(me, others)`` replaces the built-in map when given.
@@ -581,7 +581,7 @@ def naive_trace_entities(trace, aggregation, alpha=0.5):
             acc = dict(counts[0][1])
             for _, c in counts[1:]:
                 acc = {k: alpha * c.get(k, 0.0) + (1 - alpha) * acc.get(k, 0.0) for k in set(acc) | set(c)}
-        elif aggregation == "time-weighted" and counts:
+        elif aggregation == "time_weighted" and counts:
             total = sum(dur for dur, _ in counts)
             for dur, c in counts:
                 for k, v in c.items():

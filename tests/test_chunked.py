@@ -40,7 +40,7 @@ def _trace(n, seed, gpus=2, grid=0.5):
        feature_map=st.sampled_from(["default", "rich", "gpulets"]), combine=st.sampled_from(["sum", "max"]))
 def test_features_equal_the_one_shot_computation_to_the_bit(n, seed, chunk, gpus, feature_map, combine):
     tr = _trace(n, seed, gpus)
-    exs = [Static(feature_map=feature_map, combine=combine), EWMA(0.3, feature_map=feature_map, combine=combine),
+    exs = [Static(feature_map=feature_map, combine=combine), EWMA(alpha=0.3, feature_map=feature_map, combine=combine),
            TimeWeighted(feature_map=feature_map, combine=combine)]
     want = transform_many(exs, tr, PROF)
     got = transform_chunked(tr, PROF, exs, chunk_rows=chunk)
@@ -103,7 +103,7 @@ def test_parquet_batches_equal_the_one_shot_computation_to_the_bit(tmp_path_fact
     tr = tr.take(np.argsort(tr.start_ms, kind="stable"))          # a trace file is in launch order
     path = tmp_path_factory.mktemp("pq") / "t.parquet"
     write_trace(tr, path)
-    exs = [Static(combine=combine), EWMA(0.6, combine=combine), TimeWeighted(combine=combine)]
+    exs = [Static(combine=combine), EWMA(alpha=0.6, combine=combine), TimeWeighted(combine=combine)]
     want = transform_many(exs, tr, PROF)
     got = [np.full_like(w.X, np.nan) for w in want]
     seen = np.zeros(n, dtype=int)

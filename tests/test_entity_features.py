@@ -19,7 +19,7 @@ def _random_trace(n=60, seed=0):
                  start_ms=start, end_ms=end)
 
 
-@pytest.mark.parametrize("aggregation, alpha", [("static", 0.5), ("ewma", 0.2), ("ewma", 0.8), ("time-weighted", 0.5)])
+@pytest.mark.parametrize("aggregation, alpha", [("static", 0.5), ("ewma", 0.2), ("ewma", 0.8), ("time_weighted", 0.5)])
 def test_matches_plain_reference(aggregation, alpha):
     tr = _random_trace()
     ent = trace_entities(tr, aggregation, alpha=alpha)
@@ -35,7 +35,7 @@ def test_matches_plain_reference(aggregation, alpha):
 def test_extractors_fill_entities_like_their_aggregation():
     sc = mix_scenario(["resnet50", "vgg19"], rho=0.9, executions=200, seed=1)
     tr = sc.traces["trace"]
-    for ex in (Static(), EWMA(0.3), TimeWeighted()):
+    for ex in (Static(), EWMA(alpha=0.3), TimeWeighted()):
         fm = ex.transform(tr, sc.profiles, entities="model_batch")
         assert len(fm.entities) == len(tr)
         ref = trace_entities(tr, ex.aggregation, alpha=getattr(ex, "alpha", 0.5), key="model_batch")
@@ -51,3 +51,18 @@ def test_bad_key_and_aggregation_refused():
         trace_entities(tr, key="gpu")
     with pytest.raises(InterfpredError, match="aggregation 'mean'"):
         trace_entities(tr, "mean")
+
+
+def test_older_aggregation_spelling_warns_and_matches():
+    from interfpred.entity_features import RunningEntities
+
+    tr = _random_trace(n=20, seed=3)
+    with pytest.warns(DeprecationWarning, match="time-weighted"):
+        old = trace_entities(tr, "time-weighted")
+    new = trace_entities(tr, "time_weighted")
+    assert old.names == new.names
+    np.testing.assert_allclose(old.weight, new.weight, rtol=1e-12)
+    with pytest.warns(DeprecationWarning):
+        assert RunningEntities("time-weighted").aggregation == "time_weighted"
+    with pytest.raises(InterfpredError, match="aggregation 'mean'"):
+        RunningEntities("mean")

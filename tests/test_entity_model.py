@@ -18,7 +18,7 @@ def scenario():
 
 def test_prequential_with_entities_matches_a_plain_loop(scenario):
     tr = scenario.traces["trace"]
-    model = InterferenceModel({"aggregation": "time-weighted", "map": "rich"}, "entity_rls")
+    model = InterferenceModel({"aggregation": "time_weighted", "map": "rich"}, "entity_rls")
     fm = model.features(tr, scenario.profiles)
     assert fm.entities is not None and len(fm.entities) == len(tr)
     got = prequential(EntityRLS(), fm.X, fm.y, start_ms=tr.start_ms, end_ms=tr.end_ms, entities=fm.entities)

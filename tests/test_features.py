@@ -32,8 +32,8 @@ def _extractors():
     out = []
     for m in MAPS:
         for c in COMBINES:
-            out += [Static(feature_map=m, combine=c), EWMA(0.3, feature_map=m, combine=c),
-                    EWMA(1.0, feature_map=m, combine=c), TimeWeighted(feature_map=m, combine=c)]
+            out += [Static(feature_map=m, combine=c), EWMA(alpha=0.3, feature_map=m, combine=c),
+                    EWMA(alpha=1.0, feature_map=m, combine=c), TimeWeighted(feature_map=m, combine=c)]
     return out
 
 
@@ -45,7 +45,7 @@ def test_every_extractor_matches_naive(trace, prof):
     for ex in _extractors():
         fm = ex.transform(trace, prof, timeline=tl)
         ref = naive_features(trace.gpu, trace.start_ms, trace.end_ms, dem, ex.feature_map, ex.combine,
-                             ex.aggregation, ex._agg_alpha)
+                             ex.aggregation, ex.kernel_spec.alpha)
         assert fm.X.shape == (len(trace), len(ex.names))
         np.testing.assert_allclose(fm.X, np.array(ref).reshape(fm.X.shape), rtol=1e-9, atol=1e-12)
         np.testing.assert_array_equal(fm.X, ex.transform(trace, prof).X)  # with or without a timeline
@@ -57,8 +57,8 @@ def test_every_extractor_matches_naive(trace, prof):
 def test_ewma_limits(trace, prof, alpha):
     for m in MAPS:
         static = Static(feature_map=m).transform(trace, prof).X
-        np.testing.assert_array_equal(EWMA(0.0, feature_map=m).transform(trace, prof).X, static)
-        got = EWMA(alpha, feature_map=m).transform(trace, prof).X
+        np.testing.assert_array_equal(EWMA(alpha=0.0, feature_map=m).transform(trace, prof).X, static)
+        got = EWMA(alpha=alpha, feature_map=m).transform(trace, prof).X
         assert np.all(np.isfinite(got))
 
 
@@ -69,12 +69,12 @@ def test_ewma_one_is_the_last_running_set_and_time_weighting_is_exact():
     # a runs 0..10; b joins 2..4; c joins 6..10.
     tr = Trace(id=[1, 2, 3], gpu=["g"] * 3, model=["a", "b", "c"], batch_size=[1] * 3,
                start_ms=[0.0, 2.0, 6.0], end_ms=[10.0, 4.0, 10.0])
-    last = EWMA(1.0).transform(tr, prof).X[0]
+    last = EWMA(alpha=1.0).transform(tr, prof).X[0]
     np.testing.assert_allclose(last, [0.5, 0.1, 0.2, 0.4, 0.6, 0.1])
     tw = TimeWeighted().transform(tr, prof).X[0]
     np.testing.assert_allclose(tw, [0.5, 0.1, 0.2, (2 * 0.2 + 4 * 0.4) / 10, (2 * 0.3 + 4 * 0.6) / 10,
                                     (2 * 0.8 + 4 * 0.1) / 10])
-    e = EWMA(0.5).transform(tr, prof).X[0, 3]
+    e = EWMA(alpha=0.5).transform(tr, prof).X[0, 3]
     # launch 0 -> b arrives (0.2) -> b leaves (0) -> c arrives (0.4)
     assert e == pytest.approx(0.5 * 0.4 + 0.5 * (0.5 * 0.0 + 0.5 * (0.5 * 0.2 + 0.5 * 0.0)))
     np.testing.assert_array_equal(Static().transform(tr, prof).X[0, 3:], [0.0, 0.0, 0.0])
@@ -113,11 +113,11 @@ def test_custom_map_matches_builtin_and_naive():
 
     cm = CustomMap(fn, names=feature_names("default"))
     dem, _ = profile_arrays(tr, prof)
-    for agg in (Static, TimeWeighted, lambda **kw: EWMA(0.4, **kw)):
+    for agg in (Static, TimeWeighted, lambda **kw: EWMA(alpha=0.4, **kw)):
         got = agg(feature_map=cm).transform(tr, prof).X
         np.testing.assert_allclose(got, agg().transform(tr, prof).X, rtol=1e-12, atol=1e-14)
         ex = agg(feature_map=cm)
-        ref = naive_features(tr.gpu, tr.start_ms, tr.end_ms, dem, aggregation=ex.aggregation, alpha=ex._agg_alpha,
+        ref = naive_features(tr.gpu, tr.start_ms, tr.end_ms, dem, aggregation=ex.aggregation, alpha=ex.kernel_spec.alpha,
                              map_fn=lambda me, o: fn(np.array(me), np.array(o).reshape(-1, 3)))
         np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-14)
     with pytest.raises(InterfpredError, match="returned 1 values"):
@@ -184,6 +184,48 @@ def test_spec_round_trip_and_errors():
             make_extractor(bad)
 
 
+def test_spec_writes_feature_map_and_time_weighted():
+    spec = TimeWeighted(feature_map="gpulets", combine="max").get_spec()
+    assert spec["feature_map"] == "gpulets" and "map" not in spec
+    assert spec["aggregation"] == "time_weighted" == TimeWeighted.aggregation
+    assert repr(EWMA(alpha=0.3)) == "EWMA(alpha=0.3, feature_map='default', combine='sum', target='slowdown')"
+    with pytest.raises(InterfpredError, match="give the feature map once"):
+        make_extractor({"map": "rich", "feature_map": "gpulets"})
+
+
+def test_older_spec_spellings_still_load():
+    # Model files written before the spec key became feature_map say "map": it loads silently.
+    old = {"aggregation": "ewma", "alpha": 0.2, "map": "gpulets", "combine": "max", "target": "rate"}
+    ex = make_extractor(old)
+    assert ex == EWMA(alpha=0.2, feature_map="gpulets", combine="max", target="rate")
+    assert make_extractor({"map": "rich"}).feature_map == "rich"
+    # The aggregation's older spelling loads too, with a DeprecationWarning.
+    with pytest.warns(DeprecationWarning, match="'time-weighted' is deprecated"):
+        tw = make_extractor({"aggregation": "time-weighted", "map": "rich", "target": "rate"})
+    assert tw == TimeWeighted(feature_map="rich", target="rate")
+    assert tw.get_spec()["aggregation"] == "time_weighted"
+
+
+def test_positional_ewma_alpha_warns_and_still_works():
+    with pytest.warns(DeprecationWarning, match="EWMA\\(alpha=...\\)"):
+        ex = EWMA(0.2, feature_map="gpulets")
+    assert ex == EWMA(alpha=0.2, feature_map="gpulets")
+    assert ex.alpha == pytest.approx(0.2)
+    with pytest.raises(InterfpredError, match="one alpha"):
+        EWMA(0.2, alpha=0.3)
+    with pytest.raises(TypeError):
+        Static(0.2)
+
+
+def test_kernel_spec_is_public_and_consistent():
+    from interfpred import _timeline_kernels as k
+
+    spec = EWMA(alpha=0.25, combine="max").kernel_spec
+    assert spec[:3] == (k.MAP_DEFAULT, k.COMBINE_MAX, k.AGG_EWMA) and spec.alpha == pytest.approx(0.25)
+    assert TimeWeighted(feature_map="rich").kernel_spec[:3] == (k.MAP_RICH, k.COMBINE_SUM, k.AGG_TIME_WEIGHTED)
+    assert Static(feature_map=CustomMap(lambda me, o: [0.0], names=["z"])).kernel_spec.map_id == -1
+
+
 def test_latency_round_trip():
     solo = np.array([2.0, 3.0, 4.0])
     lat = np.array([2.5, 6.0, 4.0])
@@ -226,3 +268,36 @@ def test_transform_many_equals_each_transform(trace, prof):
         transform_many([], trace, prof)
     with pytest.raises(InterfpredError, match="expected Extractor"):
         transform_many(["static"], trace, prof)
+
+
+def test_model_files_with_the_older_extractor_spelling_load(tmp_path):
+    from interfpred import InterferenceModel, load_model
+
+    prof = ProfileTable.from_columns(gpu=["g"] * 2, model=["a", "b"], batch_size=[1, 1], solo_ms=[2.0, 4.0],
+                                     sm=[0.5, 0.25], l2=[0.5, 0.5], dram=[0.25, 0.5])
+    tr = Trace(id=[1, 2, 3], gpu=["g"] * 3, model=["a", "b", "a"], batch_size=[1, 1, 1],
+               start_ms=[0.0, 1.0, 2.0], end_ms=[4.0, 6.0, 5.0])
+    model = InterferenceModel({"aggregation": "static", "feature_map": "gpulets"}, "offline_linear").fit(tr, prof)
+    state = model.to_state()
+    assert state["extractor"]["feature_map"] == "gpulets"
+    older = json.loads(json.dumps(state))
+    older["extractor"]["map"] = older["extractor"].pop("feature_map")
+    path = tmp_path / "older.json"
+    path.write_text(json.dumps(older))
+    again = load_model(path)
+    assert again.extractor == model.extractor
+    np.testing.assert_allclose(again.predict_latency(tr, prof), model.predict_latency(tr, prof), rtol=1e-12)
+    older["extractor"].update(aggregation="time-weighted")
+    with pytest.warns(DeprecationWarning, match="time-weighted"):
+        tw = InterferenceModel.from_state(older)
+    assert tw.extractor == TimeWeighted(feature_map="gpulets")
+
+
+def test_cli_still_takes_the_older_aggregation_spelling():
+    from interfpred.cli import build_parser
+
+    args = build_parser().parse_args(["fit", "--aggregation", "time-weighted", "--out", "m.json"])
+    with pytest.warns(DeprecationWarning, match="write 'time_weighted'"):
+        ex = make_extractor(aggregation=args.aggregation)
+    assert ex == TimeWeighted()
+    assert build_parser().parse_args(["fit", "--out", "m.json"]).aggregation == "time_weighted"

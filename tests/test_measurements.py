@@ -88,8 +88,8 @@ def _profiles():
                                      sm=[0.5, 0.25, 0.4, 0.3], l2=[0.5, 0.5, 0.2, 0.3], dram=[0.25, 0.5, 0.7, 0.2])
 
 
-@pytest.mark.parametrize("extractor", [Static(), EWMA(0.3, combine="max"), TimeWeighted(feature_map="rich"),
-                                       TimeWeighted(feature_map="gpulets", shares=True), EWMA(0.7, feature_map="shares")])
+@pytest.mark.parametrize("extractor", [Static(), EWMA(alpha=0.3, combine="max"), TimeWeighted(feature_map="rich"),
+                                       TimeWeighted(feature_map="gpulets", shares=True), EWMA(alpha=0.7, feature_map="shares")])
 def test_run_features_equal_a_brute_force_timeline(extractor):
     """Members looped back to back for a long time: a middle execution's timeline features equal the closed form."""
     m = Measurements.from_columns(run=[1, 1, 1], gpu=["g"] * 3, model=["a", "b", "c"], batch_size=[1, 1, 1],

@@ -76,7 +76,7 @@ def test_prequential_rejects_bad_shapes():
 # ---------------------------------------------------------------- InterferenceModel
 def test_fit_predict_and_round_trip(tmp_path, scenario):
     tr, prof = scenario.traces["trace"], scenario.profiles
-    for spec in ({"aggregation": "time-weighted", "map": "rich", "target": "rate"},
+    for spec in ({"aggregation": "time_weighted", "map": "rich", "target": "rate"},
                  {"aggregation": "ewma", "alpha": 0.3, "map": "gpulets"}):
         model = InterferenceModel(spec, {"kind": "rls", "params": {"forgetting": 0.99}}).fit(tr, prof)
         path = tmp_path / "m.json"
@@ -137,8 +137,8 @@ def test_model_file_errors(tmp_path, scenario):
     InterferenceModel().fit(tr, prof).save(good)
     state = json.loads(good.read_text())
     for mutate, match in [(lambda s: s.update(schema_version=99), "schema_version 99"),
-                          (lambda s: s["extractor"].update(map="nope"), "extractor"),
-                          (lambda s: s["extractor"].update(map="gpulets"), "takes 16 features"),
+                          (lambda s: s["extractor"].update(feature_map="nope"), "extractor"),
+                          (lambda s: s["extractor"].update(feature_map="gpulets"), "takes 16 features"),
                           (lambda s: s.update(predictor={"kind": "zzz", "schema_version": 1, "params": {}}),
                            "unknown predictor"),
                           (lambda s: s.update(schema_version=True), "schema_version: Input should be a valid integer"),
@@ -185,7 +185,7 @@ def test_cli_fit_evaluate_predict_round_trip(tmp_path, files, capsys):
     prof, trace = str(files / "profiles.csv"), str(files / "trace.csv")
     model = tmp_path / "model.json"
     rc = main(["fit", "--profiles", prof, "--trace", trace, "--predictor", "rls", "--param", "forgetting=0.99",
-               "--aggregation", "time-weighted", "--map", "rich", "--target", "rate", "--combine", "sum",
+               "--aggregation", "time_weighted", "--map", "rich", "--target", "rate", "--combine", "sum",
                "--out", str(model)])
     assert rc == 0
     m = load_model(model)

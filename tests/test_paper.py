@@ -59,7 +59,7 @@ def test_e1_sane_numbers(e1):
     # the baselines sit beside it, on the same rows; the learned models beat them here
     for kind in ("no interference", "global mean", "pair mean"):
         assert best["mape"] < _row(e1, f"baseline: {kind}", "-")["mape"]
-    assert e1.data["best"]["extractor"]["aggregation"] == "time-weighted"
+    assert e1.data["best"]["extractor"]["aggregation"] == "time_weighted"
     assert len(e1.data["selection"]) == 4
 
 

@@ -83,9 +83,9 @@ def test_trace_share_selects_profiles_and_feeds_share_features(tmp_path):
     np.testing.assert_allclose(fm.X[0], [0.5, 0.25, 0.25])
     np.testing.assert_allclose(fm.X[1], [1.0, 0.5, 1.0])
     np.testing.assert_allclose(fm.solo_ms, [4.0, 2.0])              # the share-50 profile for row 0
-    both = EWMA(0.5, feature_map="gpulets", shares=True).transform(tr, _table())
+    both = EWMA(alpha=0.5, feature_map="gpulets", shares=True).transform(tr, _table())
     assert both.names[-2:] == ("share_me", "share_other") and both.X.shape == (2, 6)
-    np.testing.assert_allclose(both.X[:, :4], EWMA(0.5, feature_map="gpulets").transform(tr, _table()).X)
+    np.testing.assert_allclose(both.X[:, :4], EWMA(alpha=0.5, feature_map="gpulets").transform(tr, _table()).X)
     with pytest.raises(InterfpredError, match="share 0.0 is not an MPS active thread percentage"):
         Trace(id=[1], gpu=["g"], model=["m"], batch_size=[1], share=[0], start_ms=[0.0], end_ms=[1.0])
 

@@ -52,7 +52,7 @@ def test_streaming_equals_batch_exactly(trace, prof, seed):
     rng = np.random.default_rng(seed)
     for spec in _extractors():
         kw = {"feature_map": spec} if isinstance(spec, CustomMap) else {"feature_map": spec[0], "combine": spec[1]}
-        for ex in (Static(**kw), EWMA(0.35, **kw), EWMA(1.0, **kw), TimeWeighted(**kw)):
+        for ex in (Static(**kw), EWMA(alpha=0.35, **kw), EWMA(alpha=1.0, **kw), TimeWeighted(**kw)):
             fm = ex.transform(trace, prof)
             got = _replay(trace, prof, ex, "g0", rng)
             for i, done in got.items():
@@ -64,7 +64,7 @@ def test_streaming_equals_batch_exactly(trace, prof, seed):
 @given(traces(gpus=("g0", "g1")), profile_tables(gpus=("g0", "g1")), st.integers(0, 2**32 - 1))
 def test_one_state_per_gpu_equals_batch_on_a_multi_gpu_trace(trace, prof, seed):
     rng = np.random.default_rng(seed)
-    for ex in (EWMA(0.6, feature_map="rich", combine="max"), TimeWeighted(feature_map="gpulets")):
+    for ex in (EWMA(alpha=0.6, feature_map="rich", combine="max"), TimeWeighted(feature_map="gpulets")):
         fm = ex.transform(trace, prof)
         got = {}
         for g in ("g0", "g1"):
@@ -128,7 +128,7 @@ def test_finish_before_start_and_reuse_of_an_id():
 
 
 def test_running_and_growth():
-    st_ = TimelineState(EWMA(0.5, feature_map="rich"), _prof())
+    st_ = TimelineState(EWMA(alpha=0.5, feature_map="rich"), _prof())
     for k in range(20):                   # beyond the initial capacity of 8
         st_.start(k, "a", 1 + k % 4, float(k))
     rs = st_.running()
@@ -167,7 +167,7 @@ def test_one_long_stream_matches_batch():
     prof = ProfileTable.from_columns(
         gpu=["g0"] * 6, model=["a", "a", "b", "b", "c", "c"], batch_size=[1, 4] * 3,
         solo_ms=rng.uniform(1, 5, 6), sm=rng.uniform(0, 1, 6), l2=rng.uniform(0, 1, 6), dram=rng.uniform(0, 1, 6))
-    for ex in (TimeWeighted(feature_map="rich", combine="max", target="rate"), EWMA(0.2, feature_map="gpulets")):
+    for ex in (TimeWeighted(feature_map="rich", combine="max", target="rate"), EWMA(alpha=0.2, feature_map="gpulets")):
         fm = ex.transform(tr, prof)
         got = _replay(tr, prof, ex, "g0", rng)
         X = np.array([got[i].x for i in range(n)])

@@ -55,7 +55,7 @@ def test_compiled_what_if_equals_generic_path(log_target, rank):
 def test_learns_on_finish_with_the_trace_entities():
     sc = mix_scenario(["resnet50", "vgg19"], rho=1.0, executions=80, seed=4)
     trace = sc.traces["trace"]
-    for ex in (TimeWeighted(feature_map="rich", target="rate"), EWMA(0.3, feature_map="rich", target="rate")):
+    for ex in (TimeWeighted(feature_map="rich", target="rate"), EWMA(alpha=0.3, feature_map="rich", target="rate")):
         spy = _Opaque(EntityRLS(entity="model"))
         tr = ColocationTracker(sc.profiles, spy, ex)
         events = sorted([(s, 1, i) for i, s in enumerate(trace.start_ms)] + [(e, 0, i) for i, e in enumerate(trace.end_ms)])

@@ -85,7 +85,7 @@ def seed_files(folder: Path) -> dict[str, Path]:
 
     sc = mix_scenario(["vgg19", "resnet50"], rho=0.9, executions=40, seed=0)
     write_scenario(sc, folder / "sim")
-    model = InterferenceModel({"aggregation": "time-weighted", "map": "default"}, "rls")
+    model = InterferenceModel({"aggregation": "time_weighted", "feature_map": "default"}, "rls")
     model.fit(sc.traces["trace"], sc.profiles).save(folder / "model.json")
     sgd = OnlineSGD().fit(np.random.default_rng(0).random((20, 3)), np.ones(20))
     sgd.save(folder / "sgd.json")

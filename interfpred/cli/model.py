@@ -34,7 +34,14 @@ def _add_quantiles(p: argparse.ArgumentParser, help_text: str) -> None:
 # ---------------------------------------------------------------------------- fit
 def add_fit(sub: Any) -> None:
     """Declare the ``fit`` subcommand."""
-    from interfpred.constants import AGGREGATIONS, COMBINES, FEATURE_MAPS, MODEL_DEFAULT_EXTRACTOR, TARGETS
+    from interfpred.constants import (
+        AGGREGATION_ALIASES,
+        AGGREGATIONS,
+        COMBINES,
+        FEATURE_MAPS,
+        MODEL_DEFAULT_EXTRACTOR,
+        TARGETS,
+    )
 
     d = dict(MODEL_DEFAULT_EXTRACTOR)
     p = sub.add_parser(
@@ -46,11 +53,11 @@ def add_fit(sub: Any) -> None:
     add_data_options(p, profiles_help="needed with --trace, optional with --measurements")
     p.add_argument("--predictor", default="rls", help=f"{PREDICTOR_HELP} (default rls)")
     add_param_option(p, help_text="hyperparameter of the predictor, e.g. forgetting=0.99; repeatable")
-    p.add_argument("--aggregation", choices=AGGREGATIONS, default=d["aggregation"],
+    p.add_argument("--aggregation", choices=(*AGGREGATIONS, *AGGREGATION_ALIASES), default=d["aggregation"],
                    help=f"temporal aggregation (default {d['aggregation']})")
     p.add_argument("--alpha", type=float, default=None, help="EWMA weight of the newest value (ewma only)")
     p.add_argument("--map", choices=FEATURE_MAPS, default=None,
-                   help=f"feature map (default {d['map']}, or one the profiles' counters support)")
+                   help=f"feature map (default {d['feature_map']}, or one the profiles' counters support)")
     p.add_argument("--shares", action="store_true", help="append the MPS share features to the map")
     p.add_argument("--measurement-weight", type=float, default=None, metavar="W",
                    help="weight of every measurement row against trace rows (weight 1) when both are given; "
@@ -76,7 +83,7 @@ def run_fit(args: argparse.Namespace) -> int:
     from interfpred.predictors import make_predictor
 
     spec: dict[str, Any] = {"aggregation": args.aggregation, "combine": args.combine, "target": args.target,
-                            "map": dict(MODEL_DEFAULT_EXTRACTOR)["map"] if args.map is None else args.map}
+                            "feature_map": dict(MODEL_DEFAULT_EXTRACTOR)["feature_map"] if args.map is None else args.map}
     if args.shares:
         spec["shares"] = True
     if args.alpha is not None:

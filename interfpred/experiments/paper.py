@@ -113,7 +113,7 @@ class Config:
         """Short human-readable description."""
         ex = self.extractor
         agg = {"static": "Static", "ewma": f"EWMA({getattr(ex, 'alpha', '')})",
-               "time-weighted": "TimeWeighted"}[ex.aggregation]
+               "time_weighted": "TimeWeighted"}[ex.aggregation]
         params = ", ".join(f"{k}={v}" for k, v in self.params)
         return f"{agg}, {ex.feature_map} map, {ex.target} target, {self.kind}" + (f" ({params})" if params else "")
 
@@ -212,7 +212,7 @@ def _scores_table(scores: Sequence[tuple[Config, float]], chosen: Config) -> lis
 # ---------------------------------------------------------------------------- E1
 def _e1_extractors() -> list[tuple[str, Extractor]]:
     out: list[tuple[str, Extractor]] = [("Static", Static(feature_map=_PAPER_MAP))]
-    out += [(f"EWMA({a})", EWMA(a, feature_map=_PAPER_MAP)) for a in REPRODUCE_EWMA_ALPHAS]
+    out += [(f"EWMA({a})", EWMA(alpha=a, feature_map=_PAPER_MAP)) for a in REPRODUCE_EWMA_ALPHAS]
     out.append(("TimeWeighted", TimeWeighted(feature_map=_PAPER_MAP)))
     return out
 
@@ -374,7 +374,7 @@ def _plot_e1(ctx: ReproduceContext, curves: dict[str, tuple[np.ndarray, np.ndarr
 
 # ---------------------------------------------------------------------------- E2
 def _e2_configs(ctx: ReproduceContext) -> list[tuple[str, Config, list[tuple[Config, float]]]]:
-    ex = EWMA(_E2_ALPHA, feature_map=_PAPER_MAP)
+    ex = EWMA(alpha=_E2_ALPHA, feature_map=_PAPER_MAP)
     offline = Config(ex, "offline_linear")
     sgd, sgd_scores = _select(ctx, "sgd", [Config(ex, "online_sgd", (("learning_rate", lr),)) for lr in _SGD_GRID])
     rls, rls_scores = _select(ctx, "rls", [Config(ex, "rls", (("forgetting", f),)) for f in _RLS_GRID])
