@@ -28,7 +28,7 @@ import numpy as np
 
 from interfpred.errors import InterfpredError
 
-__all__ = ["RunningSet", "check_time", "grown"]
+__all__ = ["RunningSet", "check_time", "grown", "snapshot_state"]
 
 #: Capacity of a fresh running set (doubles when full).
 _INITIAL_CAPACITY = 8
@@ -195,3 +195,24 @@ class RunningSet:
 
     def __repr__(self) -> str:
         return f"RunningSet(running={len(self._ids)}, columns={list(self._cols)})"
+
+
+_COPIED = frozenset({np.ndarray, list, dict, set, RunningSet})
+#: (class, attribute count) -> names of the attributes holding arrays or containers.
+_SNAPSHOT_NAMES: dict[tuple[type, int], tuple[str, ...]] = {}
+
+
+def snapshot_state(obj: Any) -> dict[str, Any]:
+    """A copy of ``obj``'s attributes deep enough to undo a failed event (arrays, containers and running sets
+    copied); ``obj.__dict__.update(snapshot)`` puts them back."""
+    attrs = obj.__dict__
+    key = (type(obj), len(attrs))
+    names = _SNAPSHOT_NAMES.get(key)
+    if names is None:
+        names = _SNAPSHOT_NAMES[key] = tuple(k for k, v in attrs.items() if type(v) in _COPIED)
+    out = attrs.copy()
+    for k in names:
+        v = out[k]
+        if type(v) in _COPIED:
+            out[k] = v.copy()
+    return out

@@ -39,7 +39,7 @@ from interfpred.features import Extractor
 from interfpred.profiles import ProfileTable
 from interfpred.running_set import RunningSet, check_time, grown
 
-__all__ = ["FinishedExecution", "RunningExecution", "RunningIds", "TimelineState", "grown"]
+__all__ = ["FinishResult", "FinishedExecution", "RunningExecution", "RunningIds", "TimelineState", "grown"]
 
 
 class FinishedExecution(NamedTuple):
@@ -54,6 +54,50 @@ class FinishedExecution(NamedTuple):
     solo_ms: float
     #: observed latency, ms.
     latency_ms: float
+
+
+class FinishResult(NamedTuple):
+    """What ``ColocationTracker.finish`` returns: the :class:`FinishedExecution`, and what was predicted and learned.
+
+    The fields of the :class:`~interfpred.streaming.FinishedExecution` it wraps are readable
+    directly under the same names (``id``, ``x``, ``y``, ``solo_ms``, ``latency_ms``).
+    """
+
+    #: The finished execution's features (its real timeline) and observed target.
+    execution: FinishedExecution
+    #: Latency the predictor gave for those features *before* learning from them, ms.
+    predicted_latency_ms: float
+    #: ``(predicted - observed) / observed`` latency.
+    relative_error: float
+    #: Whether ``predictor.update`` was called (False with ``learn=False``, a frozen predictor
+    #: (``learns_online`` false), a zero-length execution, or an
+    #: observed slowdown outside ``[SLOWDOWN_MIN, SLOWDOWN_MAX]``, which is non-physical: a glitched timer).
+    learned: bool
+
+    @property
+    def id(self) -> Any:
+        """The finished execution's id."""
+        return self.execution.id
+
+    @property
+    def x(self) -> np.ndarray:
+        """(d,) its features, aggregated over its real timeline."""
+        return self.execution.x
+
+    @property
+    def y(self) -> float:
+        """Its observed target (slowdown or rate)."""
+        return self.execution.y
+
+    @property
+    def solo_ms(self) -> float:
+        """Its profile solo latency, ms."""
+        return self.execution.solo_ms
+
+    @property
+    def latency_ms(self) -> float:
+        """Its observed latency, ms."""
+        return self.execution.latency_ms
 
 
 class RunningExecution(NamedTuple):
@@ -327,14 +371,3 @@ class TimelineState:
             y = solo / latency if latency > 0 else math.inf
         rs.remove(id)
         return FinishedExecution(id, acc, y, solo, latency)
-
-    # ------------------------------------------------------------------ undo
-    def snapshot(self) -> dict[str, Any]:
-        """The state's contents, to :meth:`restore` after a failed compound event (the tracker's finish)."""
-        out = self.__dict__.copy()
-        out["_set"] = self._set.copy()
-        return out
-
-    def restore(self, snapshot: dict[str, Any]) -> None:
-        """Put back what :meth:`snapshot` saved."""
-        self.__dict__.update(snapshot)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -51,76 +51,11 @@ from interfpred.errors import FrozenPredictorError, InterfpredError
 from interfpred.features import Extractor, make_extractor
 from interfpred.profiles import ProfileTable
 from interfpred.projection import ProjectionInputs
-from interfpred.running_set import RunningSet, check_time
-from interfpred.streaming import FinishedExecution, TimelineState
-from interfpred.whatif import RunningSetProjector, check_quantile
+from interfpred.running_set import RunningSet, check_time, snapshot_state
+from interfpred.streaming import FinishResult, TimelineState
+from interfpred.whatif import RunningSetProjector, check_quantile, parse_candidates
 
 __all__ = ["ColocationTracker", "FinishResult"]
-
-_COPIED = frozenset({np.ndarray, list, dict, set, RunningSet})
-#: (class, attribute count) -> names of the attributes holding arrays or containers.
-_SNAPSHOT_NAMES: dict[tuple[type, int], tuple[str, ...]] = {}
-
-
-def _snapshot(obj: Any) -> dict[str, Any]:
-    """A copy of ``obj``'s attributes deep enough to undo a failed event (arrays and containers copied)."""
-    attrs = obj.__dict__
-    key = (type(obj), len(attrs))
-    names = _SNAPSHOT_NAMES.get(key)
-    if names is None:
-        names = _SNAPSHOT_NAMES[key] = tuple(k for k, v in attrs.items() if type(v) in _COPIED)
-    out = attrs.copy()
-    for k in names:
-        v = out[k]
-        if type(v) in _COPIED:
-            out[k] = v.copy()
-    return out
-
-
-# ---------------------------------------------------------------------------- results
-class FinishResult(NamedTuple):
-    """What :meth:`ColocationTracker.finish` returns: the finished execution, and what was predicted and learned.
-
-    The fields of the :class:`~interfpred.streaming.FinishedExecution` it wraps are readable
-    directly under the same names (``id``, ``x``, ``y``, ``solo_ms``, ``latency_ms``).
-    """
-
-    #: The finished execution's features (its real timeline) and observed target.
-    execution: FinishedExecution
-    #: Latency the predictor gave for those features *before* learning from them, ms.
-    predicted_latency_ms: float
-    #: ``(predicted - observed) / observed`` latency.
-    relative_error: float
-    #: Whether ``predictor.update`` was called (False with ``learn=False``, a frozen predictor
-    #: (``learns_online`` false), a zero-length execution, or an
-    #: observed slowdown outside ``[SLOWDOWN_MIN, SLOWDOWN_MAX]``, which is non-physical: a glitched timer).
-    learned: bool
-
-    @property
-    def id(self) -> Any:
-        """The finished execution's id."""
-        return self.execution.id
-
-    @property
-    def x(self) -> np.ndarray:
-        """(d,) its features, aggregated over its real timeline."""
-        return self.execution.x
-
-    @property
-    def y(self) -> float:
-        """Its observed target (slowdown or rate)."""
-        return self.execution.y
-
-    @property
-    def solo_ms(self) -> float:
-        """Its profile solo latency, ms."""
-        return self.execution.solo_ms
-
-    @property
-    def latency_ms(self) -> float:
-        """Its observed latency, ms."""
-        return self.execution.latency_ms
-
 
 # ---------------------------------------------------------------------------- tracker
 class ColocationTracker:
@@ -148,10 +83,8 @@ class ColocationTracker:
 
     Notes
     -----
-    State is bounded by the running set: per running execution its demand, profile solo
-    latency, remaining solo work and (inside the timeline state) its feature accumulator.
-    ``start``/``finish`` integrate the elapsed segment (O(k)) and evaluate the new running set's
-    rates lazily, once, when next needed. See docs/embedding.md for thread safety.
+    State is bounded by the running set; ``start``/``finish`` cost O(k) and the new running set's
+    rates are predicted lazily, once, when next needed.
 
     Examples
     --------
@@ -175,35 +108,22 @@ class ColocationTracker:
         self._state = TimelineState(extractor, profiles, gpu=gpu, extrapolate=extrapolate)
         if not (hasattr(predictor, "predict") and hasattr(predictor, "update")):
             raise InterfpredError(f"predictor must have predict and update, got {type(predictor).__name__}")
-        d = extractor.n_features
-        width = getattr(predictor, "n_features_in_", None)
-        if width is None:
-            width = getattr(predictor, "fixed_width", None)
-        if width is not None and width != d:
-            raise InterfpredError(
-                f"the predictor takes {width} features but the extractor's map {extractor.feature_map!r} "
-                f"gives {d}; use a matching extractor (e.g. feature_map='gpulets' for GpuletsModel)")
-        try:
-            lo, hi = float(min_rate), float(max_rate)
-        except (TypeError, ValueError):
-            raise InterfpredError(f"min_rate {min_rate!r} and max_rate {max_rate!r} must be numbers") from None
-        if not (0.0 < lo <= hi and math.isfinite(hi)):
-            raise InterfpredError(f"need 0 < min_rate <= max_rate < inf, got {min_rate!r}, {max_rate!r}")
+        # predictors that learn per-model terms get the entities of every row they see
+        uses_entities = bool(getattr(predictor, "uses_entities", False))
+        self._proj = RunningSetProjector(predictor, extractor, min_rate=min_rate, max_rate=max_rate,
+                                         entities=uses_entities)   # checks the width and the clamp
         self.profiles = profiles
         self.predictor = predictor
         self.extractor = extractor
         self.gpu = gpu
         self.learn = bool(learn)
         self.extrapolate = extrapolate
-        self.min_rate = lo
-        self.max_rate = hi
+        self.min_rate = self._proj.min_rate
+        self.max_rate = self._proj.max_rate
         self._is_rate = extractor.target == "rate"
-        # predictors that learn per-model terms get the entities of every row they see
-        uses_entities = bool(getattr(predictor, "uses_entities", False))
         self._ents = (RunningEntities(extractor.aggregation, alpha=getattr(extractor, "alpha", 0.5),
                                       key=getattr(predictor, "entity", "model"))
                       if uses_entities else None)
-        self._proj = RunningSetProjector(predictor, extractor, min_rate=lo, max_rate=hi, entities=uses_entities)
         self._lock = threading.RLock()
         self._set = RunningSet({"rem": ()})     # demand, solo latency and remaining solo work per running id
         self._rates: np.ndarray | None = None   # predicted rates of the current running set (lazy)
@@ -258,20 +178,12 @@ class ColocationTracker:
             self._rates = self._proj.rates(np.ascontiguousarray(self._set.demand[:k]), self._names())
         return self._rates
 
-    def _integrate(self, tf: float, rates: np.ndarray) -> None:
-        """Integrate the running set's remaining work at ``rates`` up to ``tf`` (floored), and move the clock."""
+    def _rem_at(self, t: float, rates: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray:
+        """Remaining solo work at ``t`` (floored), integrated at ``rates`` (default: the current ones) into ``out``."""
         k = len(self._set)
-        if k and tf > self._t:
-            rem = self._set.column("rem")[:k]
-            rem -= rates * (tf - self._t)
-            np.maximum(rem, TRACKER_MIN_REMAINING * self._set.solo[:k], out=rem)
-        self._t = tf
-
-    def _rem_at(self, t: float) -> np.ndarray:
-        k = len(self._set)
-        rem = self._set.column("rem")[:k].copy()
+        rem = self._set.column("rem")[:k].copy() if out is None else out
         if k and t > self._t:
-            rem -= self._current_rates() * (t - self._t)
+            rem -= (self._current_rates() if rates is None else rates) * (t - self._t)
             np.maximum(rem, TRACKER_MIN_REMAINING * self._set.solo[:k], out=rem)
         return rem
 
@@ -292,7 +204,8 @@ class ColocationTracker:
             tf = float(t)
             if self._ents is not None:
                 self._ents.start(id, model, batch_size, tf)
-            self._integrate(tf, rates)
+            self._rem_at(tf, rates, out=self._set.column("rem")[: len(self._set)])
+            self._t = tf
             prof = self._state.lookup_profile(model, batch_size, "start", share)   # cached by the state's start
             k = self._set.add(id, prof[:3], prof[3])
             self._set.column("rem")[k] = prof[3]
@@ -301,11 +214,9 @@ class ColocationTracker:
     def finish(self, id: Any, t: float) -> FinishResult:
         """Execution ``id`` ended at ``t`` (ms): learn from its real timeline; return what was learned.
 
-        The execution's features come from its real co-location timeline (the extractor's
-        aggregation over the segments it met); its target from the observed latency. The
-        predictor's latency for those features before learning is reported with its error,
-        then ``predictor.update(x, y)`` is called (unless ``learn=False``, or the execution
-        had zero length, whose rate is undefined).
+        Its features come from its real co-location timeline, its target from the observed
+        latency; the predictor's latency for them before learning is reported with its error,
+        then ``predictor.update(x, y)`` is called (see :class:`FinishResult` ``learned``).
 
         The call is atomic: if anything fails (the predictor's ``predict`` or ``update`` raises,
         or returns a non-finite prediction) the execution is still running afterwards and
@@ -318,14 +229,12 @@ class ColocationTracker:
             the state is unchanged.
         """
         with self._lock:
-            saved = (_snapshot(self), self._state.snapshot(), None if self._ents is None else _snapshot(self._ents))
+            saved = [(obj, snapshot_state(obj)) for obj in (self, self._state, self._ents) if obj is not None]
             try:
                 return self._finish(id, t)
             except BaseException:
-                self.__dict__.update(saved[0])
-                self._state.restore(saved[1])
-                if saved[2] is not None:
-                    self._ents.__dict__.update(saved[2])
+                for obj, attrs in saved:
+                    obj.__dict__.update(attrs)
                 raise
 
     def _finish(self, id: Any, t: float) -> FinishResult:
@@ -339,7 +248,8 @@ class ColocationTracker:
         if self._ents is not None:   # its entities, aggregated over its timeline like its features
             own, co = self._ents.finish(id, tf)
             kw = {"entities": Entities.from_lists([own], [co])}
-        self._integrate(tf, rates)
+        self._rem_at(tf, rates, out=self._set.column("rem")[: len(self._set)])
+        self._t = tf
         self._set.remove(id)
         self._rates = None
         pred = float(np.asarray(self.predictor.predict(done.x, **kw), dtype=np.float64).reshape(-1)[0])
@@ -376,8 +286,8 @@ class ColocationTracker:
             The launch time; not before the latest event.
         quantile
             Project every segment at the predictor's latency bound at this quantile instead of
-            its mean (a :class:`~interfpred.Calibrated` predictor; see the module docstring for
-            how the bounds compose).
+            its mean (a :class:`~interfpred.Calibrated` predictor; docs/embedding.md says how
+            the bounds compose).
 
         Returns
         -------
@@ -422,29 +332,10 @@ class ColocationTracker:
             rem[:k] = self._rem_at(tf)
             ids = self._set.ids
             names = self._names()
-            seen: set[Any] = set()
-            for j, c in enumerate(cands):
-                rest: list[Any]
-                try:
-                    cid, model, batch, *rest = c
-                    if len(rest) > 1:
-                        raise ValueError
-                except (TypeError, ValueError):
-                    raise InterfpredError(f"what_if candidate {c!r} must be (id, model, batch_size) or "
-                                          "(id, model, batch_size, share)") from None
-                what = f"what_if candidate {cid!r}"
-                try:
-                    dup = cid in self._set or cid in seen
-                except TypeError:
-                    raise InterfpredError(f"{what} refused: an id must be hashable") from None
-                if dup:
-                    raise InterfpredError(f"{what} refused: that id is already running or repeated")
-                seen.add(cid)
-                sm, l2, dram, solo = self._state.lookup_profile(model, batch, what, *rest)
-                dem[k + j, 0] = sm
-                dem[k + j, 1] = l2
-                dem[k + j, 2] = dram
-                rem[k + j] = solo
+            for j, (cid, model, batch, prof) in enumerate(parse_candidates(cands, self._set,
+                                                                           self._state.lookup_profile)):
+                dem[k + j] = prof[:3]
+                rem[k + j] = prof[3]
                 ids.append(cid)
                 if names is not None and self._ents is not None:
                     names.append(self._ents.entity_name(model, batch))

@@ -25,6 +25,7 @@ array([3.])
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Container
 from typing import Any, cast
 
 import numpy as np
@@ -37,7 +38,8 @@ from interfpred.errors import InterfpredError
 from interfpred.features import Extractor
 from interfpred.projection import project_affine_unchecked, project_fluid
 
-__all__ = ["RunningSetProjector", "check_quantile", "has_entity_terms", "nonfinite_error", "set_entities"]
+__all__ = ["RunningSetProjector", "check_quantile", "has_entity_terms", "nonfinite_error", "parse_candidates",
+           "set_entities"]
 
 
 def nonfinite_error(what: str, values: np.ndarray) -> InterfpredError:
@@ -59,6 +61,37 @@ def check_quantile(quantile: Any) -> float | None:
     if not 0.0 < q < 1.0:
         raise InterfpredError(f"quantile {quantile!r} must be in (0, 1)")
     return q
+
+
+def parse_candidates(candidates: list[Any], running: Container[Any],
+                     lookup: Callable[..., tuple[float, float, float, float]]) -> list[tuple[Any, Any, Any, tuple]]:
+    """What-if candidates checked: ``(id, model, batch_size, (sm, l2, dram, solo_ms))`` each, in order.
+
+    Each candidate is ``(id, model, batch_size)`` or ``(id, model, batch_size, share)``; its id must
+    be hashable, not in ``running`` and not repeated; ``lookup(model, batch_size, what, *share)``
+    gives its profile (and refuses a missing one).
+    """
+    out = []
+    seen: set[Any] = set()
+    for c in candidates:
+        rest: list[Any]
+        try:
+            cid, model, batch, *rest = c
+            if len(rest) > 1:
+                raise ValueError
+        except (TypeError, ValueError):
+            raise InterfpredError(f"what_if candidate {c!r} must be (id, model, batch_size) or "
+                                  "(id, model, batch_size, share)") from None
+        what = f"what_if candidate {cid!r}"
+        try:
+            dup = cid in running or cid in seen
+        except TypeError:
+            raise InterfpredError(f"{what} refused: an id must be hashable") from None
+        if dup:
+            raise InterfpredError(f"{what} refused: that id is already running or repeated")
+        seen.add(cid)
+        out.append((cid, model, batch, lookup(model, batch, what, *rest)))
+    return out
 
 
 def has_entity_terms(predictor: Any) -> bool:
@@ -94,7 +127,7 @@ class RunningSetProjector:
     extractor
         Its feature map and target.
     min_rate, max_rate
-        Clamp of predicted rates.
+        Clamp of predicted rates, ``0 < min_rate <= max_rate < inf``.
     entities
         Whether the predictor takes the entities of its rows (then :meth:`rates` and
         :meth:`project` need the members' entity names).
@@ -102,10 +135,24 @@ class RunningSetProjector:
 
     def __init__(self, predictor: Any, extractor: Extractor, *, min_rate: float = TRACKER_MIN_RATE,
                  max_rate: float = TRACKER_MAX_RATE, entities: bool = False) -> None:
+        d = extractor.n_features
+        width = getattr(predictor, "n_features_in_", None)
+        if width is None:
+            width = getattr(predictor, "fixed_width", None)
+        if width is not None and width != d:
+            raise InterfpredError(
+                f"the predictor takes {width} features but the extractor's map {extractor.feature_map!r} "
+                f"gives {d}; use a matching extractor (e.g. feature_map='gpulets' for GpuletsModel)")
+        try:
+            lo, hi = float(min_rate), float(max_rate)
+        except (TypeError, ValueError):
+            raise InterfpredError(f"min_rate {min_rate!r} and max_rate {max_rate!r} must be numbers") from None
+        if not (0.0 < lo <= hi and math.isfinite(hi)):
+            raise InterfpredError(f"need 0 < min_rate <= max_rate < inf, got {min_rate!r}, {max_rate!r}")
         self.predictor = predictor
         self.extractor = extractor
-        self.min_rate = min_rate
-        self.max_rate = max_rate
+        self.min_rate = lo
+        self.max_rate = hi
         self.entities = entities
         self._is_rate = extractor.target == "rate"
         self._width = extractor.n_features

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from interfpred import (
     RLS,
     ColocationTracker,
+    FinishedExecution,
     GpuletsModel,
     InterfpredError,
     OfflineLinear,
@@ -372,3 +373,16 @@ def test_predictor_refitted_with_another_width_is_refused():
     with pytest.raises(InterfpredError, match="another width"):
         tr.what_if([(2, "vgg19", 1)], 1.0)
     assert tr.running == [1]
+
+
+def test_finish_result_reads_like_the_finished_execution():
+    prof = ProfileTable.from_columns(gpu=["l4"], model=["a"], batch_size=[1], solo_ms=[2.0], sm=[0.5], l2=[0.5],
+                                     dram=[0.25])
+    tr = ColocationTracker(prof, RLS())
+    tr.start("x", "a", 1, 0.0)
+    res = tr.finish("x", 2.5)
+    assert isinstance(res.execution, FinishedExecution)
+    assert (res.id, res.solo_ms, res.latency_ms) == ("x", 2.0, 2.5)
+    assert res.y == pytest.approx(0.8) and res.y == res.execution.y
+    np.testing.assert_array_equal(res.x, res.execution.x)
+    assert res.predicted_latency_ms == pytest.approx(2.0) and res.learned
