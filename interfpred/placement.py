@@ -37,8 +37,8 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -46,7 +46,50 @@ from interfpred._jit import njit
 from interfpred.constants import MAX_RUNNING_SET, TRACKER_MIN_REMAINING
 from interfpred.projection import project_stacked_unchecked
 
-__all__ = ["PlacementCache"]
+__all__ = ["PlacementCache", "added_latency", "least_added_latency", "meets_deadlines"]
+
+K = TypeVar("K", bound=Hashable)
+
+
+def meets_deadlines(t: float, ends: Iterable[float], deadlines: Iterable[float], margin: float) -> bool:
+    """Whether every projected end ``e`` meets its deadline ``D`` with the safety margin, seen from ``t``:
+    ``t + (e - t) * (1 + margin) <= D``.
+
+    >>> meets_deadlines(0.0, [10.0, 20.0], [11.0, 21.0], 0.1), meets_deadlines(0.0, [10.0], [10.5], 0.1)
+    (True, False)
+    """
+    f = 1.0 + margin
+    return all(t + (e - t) * f <= d for e, d in zip(ends, deadlines))
+
+
+def added_latency(t: float, candidate_end: float, ends_with: Iterable[float], ends_without: Iterable[float]) -> float:
+    """Projected latency a launch at ``t`` adds: the candidate's own plus the delay it inflicts on the running
+    executions (their ends with it minus without it), summed in that order.
+
+    >>> added_latency(1.0, 5.0, [4.0, 9.0], [3.0, 8.5])
+    5.5
+    """
+    added = candidate_end - t
+    for e1, e0 in zip(ends_with, ends_without):
+        added += e1 - e0
+    return added
+
+
+def least_added_latency(options: Iterable[tuple[K, float]], *, tie_rtol: float = 0.0) -> list[K]:
+    """Keys of the feasible ``(key, added_ms)`` options whose added latency is within ``tie_rtol`` (relative)
+    of the least, in the given order; empty when there are none. The placement rule of
+    :meth:`~interfpred.Fleet.choose_gpu` and of the E3 co-location policies.
+
+    >>> least_added_latency([("a", 3.0), ("b", 2.0), ("c", 2.0)])
+    ['b', 'c']
+    >>> least_added_latency([("a", 2.0 + 1e-9), ("b", 2.0)], tie_rtol=1e-6)
+    ['a', 'b']
+    """
+    opts: Sequence[tuple[K, float]] = list(options)
+    if not opts:
+        return []
+    least = min(a for _, a in opts)
+    return [k for k, a in opts if a <= least + tie_rtol * abs(least)]
 
 
 @njit(cache=True)
