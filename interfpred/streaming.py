@@ -226,9 +226,12 @@ class TimelineState:
         now = self._now if self._now is not None else 0.0
         rs = self._set
         start = rs.column("start")
-        return [RunningExecution(id, *rs.tag(a), float(start[a]), float(now - start[a]), float(rs.solo[a]),
-                                 rs.demand[a].copy())
-                for a, id in enumerate(rs.ids)]
+        out = []
+        for a, id in enumerate(rs.ids):
+            model, batch = rs.tag(a)
+            out.append(RunningExecution(id, model, batch, float(start[a]), float(now - start[a]), float(rs.solo[a]),
+                                        rs.demand[a].copy()))
+        return out
 
     def demands(self) -> np.ndarray:
         """(k, 3) demands of the running set, rows in :attr:`running` order (a copy)."""
