@@ -1,20 +1,12 @@
 """Placement over several GPUs: one :class:`~interfpred.tracker.ColocationTracker` per GPU, deadlines.
 
 :meth:`Fleet.choose_gpu` answers "where can this batch start now so that it, and everything
-already running, is projected to finish by its deadline?". Each running execution's deadline is
-recorded when it starts (:meth:`Fleet.start`).
-
-**Rule among feasible GPUs**: the GPU where the launch adds the least projected latency, i.e.
-``(candidate's projected end - t) + sum over running executions of (projected end with the
-candidate - projected end without it)``: the candidate's own latency plus the delay it inflicts
-on others. Added latencies within a relative ``FLEET_TIE_RTOL`` count as a tie (an untrained
-model predicts no interference, so every GPU adds the same), broken by the least loaded GPU:
-fewest running executions, then least remaining solo work, then the GPU listed first. A GPU is feasible when it runs fewer than
-``max_running`` executions (if given) and every projected end ``e`` of the candidate and of its
-running executions meets that execution's deadline ``D`` with the safety margin:
-``t + (e - t) * (1 + margin) <= D``.
-
-Thread safety: every public method holds one re-entrant lock (and each tracker its own).
+already running, is projected to finish by its deadline?" (each running execution's deadline is
+recorded when it starts). A GPU is feasible when it runs fewer than ``max_running`` executions and
+every projected end ``e`` meets its deadline ``D`` with the safety margin, ``t + (e - t) * (1 +
+margin) <= D``; among feasible GPUs the one where the launch adds the least projected latency
+wins, ties (within ``FLEET_TIE_RTOL``) going to the least loaded GPU
+(:mod:`interfpred.placement`; docs/embedding.md). Every public method holds one re-entrant lock.
 
 Examples
 --------

@@ -1,26 +1,14 @@
 """Vectorised placement over many GPUs: every tracker's what-if in one compiled call, cached between events.
 
 :class:`PlacementCache` answers, for every GPU of a fleet at once, what ``Fleet.choose_gpu``
-asks of each: is a candidate feasible there, and how much projected latency would it add?
-
-* Per GPU it keeps, in one block of a stacked array, the running set as the tracker reported it
-  (:meth:`~interfpred.tracker.ColocationTracker.projection_inputs`: demands, remaining work,
-  current rates, deadlines) and rewrites that block only after an event on that GPU
-  (:meth:`PlacementCache.invalidate`).
-* Per call it reads each distinct predictor's affine weights once and looks the candidate up
-  once per distinct profile table.
-* It keeps each GPU's projection *without* the candidate and reuses it while ``t`` and the
-  weights are unchanged (several candidates placed at one instant).
-* Remaining work at ``t``, the projections of every GPU and the verdicts are three vectorised
-  steps; the Python work per call does not grow with the number of GPUs except through the
-  weights read and the final dict.
-
-The answers equal one ``what_if`` and one ``predict_finish`` per GPU to the bit: the same
-remaining-work arithmetic and the same projection kernel on the same rows, and the added latency
-summed in the same order. GPUs whose tracker cannot take the compiled path (a predictor that is
-not affine, a custom map), whose latest event is after ``t``, or whose set would exceed the
-running-set limit are left out; the caller assesses those one by one (and raises what
-``what_if`` raises).
+asks of each: is a candidate feasible there, and how much projected latency would it add? It
+keeps each GPU's running set (:meth:`~interfpred.tracker.ColocationTracker.projection_inputs`) in
+one block of a stacked array, rewritten only after an event on that GPU, and reuses each GPU's
+projection without the candidate while time and weights are unchanged; the answers equal one
+``what_if`` and one ``predict_finish`` per GPU to the bit. GPUs whose tracker cannot take the
+compiled path are left out for the caller to assess one by one. The placement rule itself
+(:func:`meets_deadlines`, :func:`added_latency`, :func:`least_added_latency`) is shared by the
+fleet and the E3 policies. docs/scale.md gives the costs.
 
 Examples
 --------
@@ -55,7 +43,7 @@ def meets_deadlines(t: float, ends: Iterable[float], deadlines: Iterable[float],
     """Whether every projected end ``e`` meets its deadline ``D`` with the safety margin, seen from ``t``:
     ``t + (e - t) * (1 + margin) <= D``.
 
-    >>> meets_deadlines(0.0, [10.0, 20.0], [11.0, 21.0], 0.1), meets_deadlines(0.0, [10.0], [10.5], 0.1)
+    >>> meets_deadlines(0.0, [10.0, 20.0], [11.5, 22.5], 0.1), meets_deadlines(0.0, [10.0], [10.5], 0.1)
     (True, False)
     """
     f = 1.0 + margin
