@@ -429,9 +429,7 @@ class ColocationTracker:
         >>> tr.what_if([("b", "resnet50", 8)], 0.0)["b"] > solo     # interference predicted at once
         True
         """
-        from interfpred.model import InterferenceModel
-
-        if not isinstance(model, InterferenceModel):
+        if not (hasattr(model, "predictor") and isinstance(getattr(model, "extractor", None), Extractor)):
             raise InterfpredError(f"from_model expects an InterferenceModel, got {type(model).__name__}")
         return cls(profiles, model.predictor, model.extractor, **options)
 
