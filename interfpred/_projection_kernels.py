@@ -154,15 +154,20 @@ def project_affine_kernel(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_ra
                 i = order[a]
                 prv[r, i] = order[a - 1] if a > 0 else -1
                 nxt[r, i] = order[a + 1] if a + 1 < n else -1
-    idx = np.arange(n)
-    work = rem.copy()
-    rate = np.empty(n)
-    taus = np.empty(n)
-    retired = np.empty(n, dtype=np.int64)
+    ibuf = np.empty(2 * n, dtype=np.int64)   # members still running, then those retired by a step
+    idx = ibuf[:n]
+    retired = ibuf[n:]
+    for i in range(n):
+        idx[i] = i
+    fbuf = np.empty(3 * n + 6)                 # remaining work, rates, times to finish, top two per resource
+    work = fbuf[:n]
+    work[:] = rem
+    rate = fbuf[n:2 * n]
+    taus = fbuf[2 * n:3 * n]
+    top1 = fbuf[3 * n:3 * n + 3]
+    top2 = fbuf[3 * n + 3:]
     na = n
     t = t0
-    top1 = np.zeros(3)
-    top2 = np.zeros(3)
     while na > 0:
         g = 0.0
         if map_id == MAP_RICH:

@@ -382,7 +382,7 @@ def test_finish_result_reads_like_the_finished_execution():
     tr.start("x", "a", 1, 0.0)
     res = tr.finish("x", 2.5)
     assert isinstance(res.execution, FinishedExecution)
-    assert (res.id, res.solo_ms, res.latency_ms) == ("x", 2.0, 2.5)
-    assert res.y == pytest.approx(0.8) and res.y == res.execution.y
+    assert res.id == "x" and (res.solo_ms, res.latency_ms) == pytest.approx((2.0, 2.5))
+    assert res.y == pytest.approx(0.8) and res.y == pytest.approx(res.execution.y)
     np.testing.assert_array_equal(res.x, res.execution.x)
     assert res.predicted_latency_ms == pytest.approx(2.0) and res.learned

@@ -105,7 +105,7 @@ def simulate_serving(policy: str, load: float, *, requests: int, seed: int = 0, 
     Parameters
     ----------
     policy
-        ``"fifo"``, ``"gpulets"``, ``"tracker"`` or ``"oracle"``.
+        One of :data:`POLICIES`: ``"fifo"``, ``"gpulets"``, ``"tracker"``, ``"oracle"`` or ``"calibrated"``.
     load
         Offered utilisation per GPU at batch size 1 (``rho`` of ``poisson_arrivals``).
     requests
