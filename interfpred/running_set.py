@@ -88,6 +88,8 @@ class RunningSet:
     before it changes anything.
     """
 
+    __slots__ = ("_ids", "_tags", "_slot", "_cols", "_extra", "_dem", "_solo", "_extra_arrays", "_all_arrays")
+
     def __init__(self, columns: Mapping[str, Any] | None = None) -> None:
         cap = _INITIAL_CAPACITY
         self._ids: list[Any] = []
@@ -98,8 +100,7 @@ class RunningSet:
             shape, dtype = spec if (len(spec) == 2 and not isinstance(spec[0], int)) else (spec, np.float64)
             self._cols[name] = np.zeros((cap, *shape), dtype=dtype)
         self._extra = tuple(n for n in self._cols if n not in ("demand", "solo"))
-        self._dem = self._cols["demand"]
-        self._solo = self._cols["solo"]
+        self._sync()
 
     # ------------------------------------------------------------------ reading
     def __len__(self) -> int:
@@ -138,24 +139,36 @@ class RunningSet:
         """The extra column ``name`` (capacity first)."""
         return self._cols[name]
 
+    @property
+    def columns(self) -> Mapping[str, np.ndarray]:
+        """Every column by name, ``"demand"`` and ``"solo"`` included (read it; do not add or remove entries)."""
+        return self._cols
+
     # ------------------------------------------------------------------ changing
     def tag(self, a: int) -> Any:
         """What the owner attached to slot ``a`` when it was added (None if nothing)."""
         return self._tags[a]
 
-    def add(self, id: Any, demand: Any, solo: float, tag: Any = None) -> int:
-        """Append running ``id`` with its demand row, solo latency and an optional ``tag`` (any object).
+    @property
+    def tags(self) -> list[Any]:
+        """The tags of the running executions in slot order (a copy)."""
+        return self._tags[:]
 
-        Extra columns start at zero. Returns the new slot.
+    def add(self, id: Any, demand: Any, solo: float, tag: Any = None, **values: Any) -> int:
+        """Append running ``id`` with its demand row, solo latency, an optional ``tag`` (any object) and
+        the ``values`` of extra columns (by name; the others start at zero). Returns the new slot.
         """
         k = len(self._ids)
         if k == self._dem.shape[0]:
             self._grow()
         self._dem[k] = demand
         self._solo[k] = solo
-        cols = self._cols
-        for name in self._extra:
-            cols[name][k] = 0
+        for arr in self._extra_arrays:
+            arr[k] = 0
+        if values:
+            cols = self._cols
+            for name, v in values.items():
+                cols[name][k] = v
         self._ids.append(id)
         self._tags.append(tag)
         self._slot[id] = k
@@ -166,7 +179,7 @@ class RunningSet:
         a = self._slot.pop(id)
         last = len(self._ids) - 1
         if a != last:
-            for arr in self._cols.values():
+            for arr in self._all_arrays:
                 arr[a] = arr[last]
             moved = self._ids[last]
             self._ids[a] = moved
@@ -183,15 +196,20 @@ class RunningSet:
         new._slot = dict(self._slot)
         new._cols = {n: a.copy() for n, a in self._cols.items()}
         new._extra = self._extra
-        new._dem = new._cols["demand"]
-        new._solo = new._cols["solo"]
+        new._sync()
         return new
 
     def _grow(self) -> None:
         cap = 2 * self._dem.shape[0]
         self._cols = {n: grown(a, cap) for n, a in self._cols.items()}
+        self._sync()
+
+    def _sync(self) -> None:
+        """Point the shortcuts at the current arrays (after allocating or growing them)."""
         self._dem = self._cols["demand"]
         self._solo = self._cols["solo"]
+        self._extra_arrays = tuple(self._cols[n] for n in self._extra)
+        self._all_arrays = tuple(self._cols.values())
 
     def __repr__(self) -> str:
         return f"RunningSet(running={len(self._ids)}, columns={list(self._cols)})"

@@ -194,9 +194,10 @@ class TimelineState:
         self._alpha = spec.alpha
         d = extractor.n_features
         # per slot: start time, feature accumulator, current segment's map, summed weight, whether it has
-        # seen a segment, whether it is in the current one, and its start serial (tag: model, batch size)
+        # seen a segment, whether it is in the current one; tagged with its start serial
         self._set = RunningSet({"start": (), "acc": (d,), "cur": (d,), "wsum": (), "seen": ((), np.bool_),
-                                "in_seg": ((), np.bool_), "serial": ((), np.int64)})
+                                "in_seg": ((), np.bool_)})
+        self._info: dict[int, tuple[str, float]] = {}   # start serial -> (model, batch size) of each running one
         self._seg_t0 = 0.0
         self._now: float | None = None
         self._profile_cache: dict[tuple[str, Any, float], tuple[float, float, float, float]] = {}
@@ -228,7 +229,7 @@ class TimelineState:
         start = rs.column("start")
         out = []
         for a, id in enumerate(rs.ids):
-            model, batch = rs.tag(a)
+            model, batch = self._info[rs.tag(a)]
             out.append(RunningExecution(id, model, batch, float(start[a]), float(now - start[a]), float(rs.solo[a]),
                                         rs.demand[a].copy()))
         return out
@@ -245,11 +246,12 @@ class TimelineState:
             # and finished at one instant, changes nothing, as in the batch form).
             rs = self._set
             k = len(rs)
-            members = frozenset(rs.column("serial")[:k].tolist())
+            members = frozenset(rs.tags)
             if members != self._settled:
-                acc, cur, seen, in_seg = (rs.column(c) for c in ("acc", "cur", "seen", "in_seg"))
+                cols = rs.columns
+                acc, cur, seen, in_seg = cols["acc"], cols["cur"], cols["seen"], cols["in_seg"]
                 if self._agg_id == _k.AGG_TIME_WEIGHTED and self._settled:
-                    _k.stream_close(acc, rs.column("wsum"), seen, cur, in_seg, k, self._now - self._seg_t0)
+                    _k.stream_close(acc, cols["wsum"], seen, cur, in_seg, k, self._now - self._seg_t0)
                 if self.extractor.is_builtin:
                     _k.stream_settle(acc, seen, cur, rs.demand, k, self._map_id, self._combine_id, self._agg_id,
                                      self._alpha)
@@ -325,9 +327,8 @@ class TimelineState:
         prof = self.lookup_profile(model, batch_size, what, share)
         # Validated; from here on nothing can fail.
         self._advance(tf)
-        k = rs.add(id, prof[:3], prof[3], (str(model), float(batch_size)))
-        rs.column("start")[k] = tf
-        rs.column("serial")[k] = self._next_serial
+        rs.add(id, prof[:3], prof[3], self._next_serial, start=tf)
+        self._info[self._next_serial] = (str(model), float(batch_size))
         self._next_serial += 1
 
     def finish(self, id: Any, t: float) -> FinishedExecution:
@@ -351,26 +352,28 @@ class TimelineState:
         tf = check_time(t, what, self._now)
         self._advance(tf)
         a = rs.slot(id)
-        acc = rs.column("acc")[a].copy()
-        wsum = float(rs.column("wsum")[a])
-        seen = bool(rs.column("seen")[a])
-        if self._agg_id == _k.AGG_TIME_WEIGHTED and rs.column("in_seg")[a]:
+        cols = rs.columns
+        acc = cols["acc"][a].copy()
+        wsum = float(cols["wsum"][a])
+        seen = bool(cols["seen"][a])
+        if self._agg_id == _k.AGG_TIME_WEIGHTED and cols["in_seg"][a]:
             # Its last segment ends here, whatever else happens at this instant.
             dur = tf - self._seg_t0
-            _k.fold(acc, rs.column("cur")[a], not seen, dur, self._agg_id, self._alpha)
+            _k.fold(acc, cols["cur"][a], not seen, dur, self._agg_id, self._alpha)
             wsum = wsum + dur if seen else dur
             seen = True
         if self.extractor.is_builtin:
-            _k.finalize(acc, wsum, seen, rs.demand[a].copy(), self._map_id, self._combine_id, self._agg_id)
+            _k.finalize(acc, wsum, seen, cols["demand"][a].copy(), self._map_id, self._combine_id, self._agg_id)
         elif not seen:
             acc = self.extractor.map_instant(rs.demand[a].copy(), np.empty((0, 3)))
         elif self._agg_id == _k.AGG_TIME_WEIGHTED:
             acc = acc / wsum
-        latency = tf - float(rs.column("start")[a])
-        solo = float(rs.solo[a])
+        latency = tf - float(cols["start"][a])
+        solo = float(cols["solo"][a])
         if self.extractor.target == "slowdown":
             y = latency / solo
         else:
             y = solo / latency if latency > 0 else math.inf
+        del self._info[rs.tag(a)]
         rs.remove(id)
         return FinishedExecution(id, acc, y, solo, latency)
