@@ -59,7 +59,7 @@ _LAZY: dict[str, str] = {
     "FinishedExecution": "interfpred.streaming",
     "RunningExecution": "interfpred.streaming",
     "ColocationTracker": "interfpred.tracker",
-    "FinishResult": "interfpred.tracker",
+    "FinishResult": "interfpred.streaming",
     "Fleet": "interfpred.fleet",
     "InterferenceModel": "interfpred.model",
     "load_model": "interfpred.model",
@@ -107,7 +107,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the real names
         make_predictor,
     )
     from interfpred.profiles import Profile, ProfileTable
-    from interfpred.streaming import FinishedExecution, RunningExecution, TimelineState
+    from interfpred.streaming import FinishedExecution, FinishResult, RunningExecution, TimelineState
     from interfpred.timeline import Timeline, build_timeline
     from interfpred.trace import Trace
-    from interfpred.tracker import ColocationTracker, FinishResult
+    from interfpred.tracker import ColocationTracker

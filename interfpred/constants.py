@@ -292,3 +292,13 @@ E3_BOUND_MARGIN = 0.0
 #: data it is fitted on to serving traffic; the relative scale covered better there than RLS's std).
 E3_BOUND_SCALE = "relative"
 E3_BOUND_WINDOW = 200
+# ---------------------------------------------------------------- live tracker and serving (appended)
+#: Extractor of ``ColocationTracker`` when none is given (as ``make_extractor`` reads it): time-weighted
+#: exposure over the rich map, target rate, so training and projection use the same per-segment map.
+TRACKER_DEFAULT_EXTRACTOR = (("aggregation", "time-weighted"), ("map", "rich"), ("combine", "sum"),
+                             ("target", "rate"))
+#: E3 serving loop: a running batch whose time to finish is at most this fraction of the clock (at least
+#: 1 ms) counts as finished now (a completion that rounding would otherwise split into two events).
+E3_FINISH_TIME_RTOL = 1e-12
+#: E3 metrics: a request completed within this relative tolerance of its deadline counts as on time.
+E3_DEADLINE_RTOL = 1e-12

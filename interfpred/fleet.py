@@ -1,20 +1,12 @@
 """Placement over several GPUs: one :class:`~interfpred.tracker.ColocationTracker` per GPU, deadlines.
 
 :meth:`Fleet.choose_gpu` answers "where can this batch start now so that it, and everything
-already running, is projected to finish by its deadline?". Each running execution's deadline is
-recorded when it starts (:meth:`Fleet.start`).
-
-**Rule among feasible GPUs**: the GPU where the launch adds the least projected latency, i.e.
-``(candidate's projected end - t) + sum over running executions of (projected end with the
-candidate - projected end without it)``: the candidate's own latency plus the delay it inflicts
-on others. Added latencies within a relative ``FLEET_TIE_RTOL`` count as a tie (an untrained
-model predicts no interference, so every GPU adds the same), broken by the least loaded GPU:
-fewest running executions, then least remaining solo work, then the GPU listed first. A GPU is feasible when it runs fewer than
-``max_running`` executions (if given) and every projected end ``e`` of the candidate and of its
-running executions meets that execution's deadline ``D`` with the safety margin:
-``t + (e - t) * (1 + margin) <= D``.
-
-Thread safety: every public method holds one re-entrant lock (and each tracker its own).
+already running, is projected to finish by its deadline?" (each running execution's deadline is
+recorded when it starts). A GPU is feasible when it runs fewer than ``max_running`` executions and
+every projected end ``e`` meets its deadline ``D`` with the safety margin, ``t + (e - t) * (1 +
+margin) <= D``; among feasible GPUs the one where the launch adds the least projected latency
+wins, ties (within ``FLEET_TIE_RTOL``) going to the least loaded GPU
+(:mod:`interfpred.placement`; docs/embedding.md). Every public method holds one re-entrant lock.
 
 Examples
 --------
@@ -41,9 +33,10 @@ from typing import Any
 from interfpred.constants import FLEET_MARGIN, FLEET_TIE_RTOL
 from interfpred.errors import InterfpredError
 from interfpred.features import Extractor
-from interfpred.placement import PlacementCache
+from interfpred.placement import PlacementCache, added_latency, least_added_latency, meets_deadlines
 from interfpred.profiles import ProfileTable
-from interfpred.tracker import ColocationTracker, FinishResult
+from interfpred.streaming import FinishResult
+from interfpred.tracker import ColocationTracker
 
 __all__ = ["Fleet"]
 
@@ -227,15 +220,9 @@ class Fleet:
         q = self.quantile
         with_c = tr.what_if([candidate], t) if q is None else tr.what_if([candidate], t, quantile=q)
         base = (tr.predict_finish(t) if q is None else tr.predict_finish(t, quantile=q)) if len(tr) else {}
-        f = 1.0 + self.margin
-        ok = t + (with_c[cid] - t) * f <= d
-        added = with_c[cid] - t
-        for rid, e0 in base.items():
-            e1 = with_c[rid]
-            added += e1 - e0
-            if ok and t + (e1 - t) * f > self._where[rid][1]:
-                ok = False
-        return ok, added
+        ends_with = [with_c[rid] for rid in base]
+        ok = meets_deadlines(t, [with_c[cid], *ends_with], [d, *(self._where[rid][1] for rid in base)], self.margin)
+        return ok, added_latency(t, with_c[cid], ends_with, base.values())
 
     def choose_gpu(self, candidate: tuple[Any, str, float], deadline: float, t: float) -> str | None:
         """The GPU where ``candidate`` (``(id, model, batch_size)``) should start at ``t``, or None.
@@ -269,16 +256,14 @@ class Fleet:
             for name, tr in self._trackers.items():
                 ok, added = fast[name] if name in fast else self._assess(tr, candidate, d, float(t))
                 if ok:
-                    feasible.append((added, name, tr))
-            if not feasible:
-                return None
-            least = min(f[0] for f in feasible)
-            tied = [f for f in feasible if f[0] <= least + FLEET_TIE_RTOL * abs(least)]
-            if len(tied) == 1:
-                return tied[0][1]
+                    feasible.append((name, added))
+            tied = least_added_latency(feasible, tie_rtol=FLEET_TIE_RTOL)
+            if len(tied) <= 1:
+                return tied[0] if tied else None
             # Ties (an untrained model sees no interference anywhere) go to the least loaded GPU:
             # fewest running executions, then least remaining solo work, then the first listed.
-            return min(tied, key=lambda f: (len(f[2]), sum(f[2].remaining_ms(float(t)).values())))[1]
+            trs = self._trackers
+            return min(tied, key=lambda g: (len(trs[g]), sum(trs[g].remaining_ms(float(t)).values())))
 
     def __repr__(self) -> str:
         return f"Fleet(gpus={list(self._trackers)}, running={len(self._where)}, margin={self.margin})"

@@ -1,26 +1,14 @@
 """Vectorised placement over many GPUs: every tracker's what-if in one compiled call, cached between events.
 
 :class:`PlacementCache` answers, for every GPU of a fleet at once, what ``Fleet.choose_gpu``
-asks of each: is a candidate feasible there, and how much projected latency would it add?
-
-* Per GPU it keeps, in one block of a stacked array, the running set as the tracker reported it
-  (:meth:`~interfpred.tracker.ColocationTracker.projection_inputs`: demands, remaining work,
-  current rates, deadlines) and rewrites that block only after an event on that GPU
-  (:meth:`PlacementCache.invalidate`).
-* Per call it reads each distinct predictor's affine weights once and looks the candidate up
-  once per distinct profile table.
-* It keeps each GPU's projection *without* the candidate and reuses it while ``t`` and the
-  weights are unchanged (several candidates placed at one instant).
-* Remaining work at ``t``, the projections of every GPU and the verdicts are three vectorised
-  steps; the Python work per call does not grow with the number of GPUs except through the
-  weights read and the final dict.
-
-The answers equal one ``what_if`` and one ``predict_finish`` per GPU to the bit: the same
-remaining-work arithmetic and the same projection kernel on the same rows, and the added latency
-summed in the same order. GPUs whose tracker cannot take the compiled path (a predictor that is
-not affine, a custom map), whose latest event is after ``t``, or whose set would exceed the
-running-set limit are left out; the caller assesses those one by one (and raises what
-``what_if`` raises).
+asks of each: is a candidate feasible there, and how much projected latency would it add? It
+keeps each GPU's running set (:meth:`~interfpred.tracker.ColocationTracker.projection_inputs`) in
+one block of a stacked array, rewritten only after an event on that GPU, and reuses each GPU's
+projection without the candidate while time and weights are unchanged; the answers equal one
+``what_if`` and one ``predict_finish`` per GPU to the bit. GPUs whose tracker cannot take the
+compiled path are left out for the caller to assess one by one. The placement rule itself
+(:func:`meets_deadlines`, :func:`added_latency`, :func:`least_added_latency`) is shared by the
+fleet and the E3 policies. docs/scale.md gives the costs.
 
 Examples
 --------
@@ -37,8 +25,8 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -46,7 +34,50 @@ from interfpred._jit import njit
 from interfpred.constants import MAX_RUNNING_SET, TRACKER_MIN_REMAINING
 from interfpred.projection import project_stacked_unchecked
 
-__all__ = ["PlacementCache"]
+__all__ = ["PlacementCache", "added_latency", "least_added_latency", "meets_deadlines"]
+
+K = TypeVar("K", bound=Hashable)
+
+
+def meets_deadlines(t: float, ends: Iterable[float], deadlines: Iterable[float], margin: float) -> bool:
+    """Whether every projected end ``e`` meets its deadline ``D`` with the safety margin, seen from ``t``:
+    ``t + (e - t) * (1 + margin) <= D``.
+
+    >>> meets_deadlines(0.0, [10.0, 20.0], [11.5, 22.5], 0.1), meets_deadlines(0.0, [10.0], [10.5], 0.1)
+    (True, False)
+    """
+    f = 1.0 + margin
+    return all(t + (e - t) * f <= d for e, d in zip(ends, deadlines))
+
+
+def added_latency(t: float, candidate_end: float, ends_with: Iterable[float], ends_without: Iterable[float]) -> float:
+    """Projected latency a launch at ``t`` adds: the candidate's own plus the delay it inflicts on the running
+    executions (their ends with it minus without it), summed in that order.
+
+    >>> added_latency(1.0, 5.0, [4.0, 9.0], [3.0, 8.5])
+    5.5
+    """
+    added = candidate_end - t
+    for e1, e0 in zip(ends_with, ends_without):
+        added += e1 - e0
+    return added
+
+
+def least_added_latency(options: Iterable[tuple[K, float]], *, tie_rtol: float = 0.0) -> list[K]:
+    """Keys of the feasible ``(key, added_ms)`` options whose added latency is within ``tie_rtol`` (relative)
+    of the least, in the given order; empty when there are none. The placement rule of
+    :meth:`~interfpred.Fleet.choose_gpu` and of the E3 co-location policies.
+
+    >>> least_added_latency([("a", 3.0), ("b", 2.0), ("c", 2.0)])
+    ['b', 'c']
+    >>> least_added_latency([("a", 2.0 + 1e-9), ("b", 2.0)], tie_rtol=1e-6)
+    ['a', 'b']
+    """
+    opts: Sequence[tuple[K, float]] = list(options)
+    if not opts:
+        return []
+    least = min(a for _, a in opts)
+    return [k for k, a in opts if a <= least + tie_rtol * abs(least)]
 
 
 @njit(cache=True)

@@ -2,28 +2,11 @@
 
 A projection answers "when does each member of this running set finish?" when every member
 progresses at its predicted rate (fraction of solo speed) and the rates change only when a
-member finishes. Under an affine predictor ``p = b + w . phi`` and a built-in feature map, the
-prediction of member ``i`` in a running set with per-resource totals ``T`` and ``k`` members is
-
-    p_i = c_i + sum_r h_ir * o_ir + G(T, k)
-
-where ``c_i`` and ``h_i`` depend on member ``i`` only (computed once per call), ``o_ir`` is what
-the others put on resource ``r`` (``T_r - me_r`` for the ``sum`` combine, the largest other for
-``max``) and ``G`` holds the set-wide terms of the rich map (total pressure, its excess over
-capacity, co-runner count), computed once per segment. When a member finishes, the totals lose
-its (fixed-point, exact) demand and, for ``max``, it leaves a per-resource linked list kept in
-decreasing order; nothing is recomputed from scratch.
-
-**Cost.** Sorting for ``max`` is O(k log k) once; each projected segment costs a handful of
-flops per member still running (the rate and time-to-finish of each), and there are at most k
-segments, so a call is O(k log k + k^2) with a small constant instead of ``k`` full map
-evaluations of ``d`` features per segment. Every member's rate changes at every completion, so
-a segment cannot be cheaper than one pass over the members still running.
-
-**Same answers.** The totals are the exact fixed-point sums of the per-segment map, the
-completion rule is the same (members within ``rtol`` of the earliest finish together), and only
-the order of the additions inside one prediction differs from evaluating the map and the dot
-product: results agree with the per-segment computation to rounding (a few ulps).
+member finishes. :func:`project_fluid` runs it for any rate function (one call per projected
+segment); :func:`project_affine` is the compiled form for an affine predictor over a built-in
+map, which updates the running set's per-resource sums as members finish instead of evaluating
+the map again: O(k log k + k^2) with a small constant, equal to the per-segment computation to
+rounding. docs/embedding.md explains the projection and its cost.
 
 Examples
 --------
@@ -37,167 +20,57 @@ array([1.33333333, 4.33333333])
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 
-from interfpred._jit import njit
-from interfpred._timeline_kernels import (
-    COMBINE_MAX,
-    MAP_DEFAULT,
-    MAP_GPULETS,
-    MAP_RICH,
-    n_features,
-    quantize,
-)
+from interfpred._projection_kernels import advance, project_affine_kernel, project_stacked_kernel
+from interfpred._timeline_kernels import COMBINE_MAX, MAP_DEFAULT, MAP_GPULETS, MAP_RICH, n_features
 from interfpred.constants import TRACKER_FINISH_RTOL, TRACKER_MAX_RATE, TRACKER_MIN_RATE
 from interfpred.errors import InterfpredError
 
-__all__ = ["COMBINE_CODES", "MAP_CODES", "ProjectionInputs", "project_affine", "project_affine_unchecked", "project_stacked_unchecked"]
+__all__ = ["COMBINE_CODES", "MAP_CODES", "ProjectionInputs", "project_affine", "project_affine_unchecked",
+           "project_fluid", "project_stacked_unchecked"]
 
 #: Feature map and combine names -> the codes the kernels take.
 MAP_CODES = {"default": MAP_DEFAULT, "gpulets": MAP_GPULETS, "rich": MAP_RICH}
 COMBINE_CODES = {"sum": 0, "max": COMBINE_MAX}
 
-_INV_SCALE = 2.0 ** -50
 _NONFINITE = ("projection refused: a predicted rate or remaining work is not finite "
               "(the predictor's weights overflow on this running set)")
 
 
-@njit(cache=True)
-def _kernel(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, rtol, end):
-    """Projected completion of every member of ``dem`` (n, 3) with remaining work ``rem`` into ``end``.
+def project_fluid(rates_of: Callable[[np.ndarray], np.ndarray], rem: np.ndarray, t: float, *,
+                  rtol: float = TRACKER_FINISH_RTOL,
+                  refused: str = _NONFINITE) -> np.ndarray:
+    """Projected completion times of members with remaining solo work ``rem`` (n,), from ``t``.
 
-    Returns 0, or 1 when a rate or a remaining work is not finite (a NaN prediction): every
-    segment then retires at least one member, so the loop is bounded by n whatever the weights.
+    ``rates_of(members)`` gives the rates (n_active,) of the members still running (indices
+    into ``rem``, in their order) for one segment; the segment ends at the earliest completion
+    (members within ``rtol`` of it finish together) and the next one's rates are asked for. An
+    error with message ``refused`` is raised when a rate or a time to finish is not finite
+    or not positive.
+
+    Examples
+    --------
+    >>> project_fluid(lambda members: np.full(members.size, 0.5), np.array([1.0, 2.0]), 10.0)
+    array([12., 14.])
     """
-    n = dem.shape[0]
-    if n == 0:
-        return 0
-    dq = quantize(dem)
-    c = np.empty(n)
-    h = np.zeros((n, 3))
-    tot = np.zeros(3, dtype=np.int64)
-    for i in range(n):
-        if map_id == MAP_GPULETS:
-            c[i] = b + w[0] * dem[i, 1] + w[1] * dem[i, 2]
-            h[i, 1] = w[2]
-            h[i, 2] = w[3]
-        else:
-            c[i] = b + w[0] * dem[i, 0] + w[1] * dem[i, 1] + w[2] * dem[i, 2]
-            for r in range(3):
-                h[i, r] = w[3 + r]
-                if map_id == MAP_RICH:
-                    h[i, r] += w[6 + r] * dem[i, r]
-        for r in range(3):
-            tot[r] += dq[i, r]
-    # For the max combine: per resource, members in decreasing demand as a doubly linked list.
-    use_max = combine_id == COMBINE_MAX
-    nl = n + 1 if use_max else 1
-    nxt = np.full((3, nl), -1, dtype=np.int64)
-    prv = np.full((3, nl), -1, dtype=np.int64)
-    head = np.full(3, -1, dtype=np.int64)
-    if use_max:
-        for r in range(3):
-            order = np.argsort(-dem[:, r], kind="mergesort")
-            head[r] = order[0]
-            for a in range(n):
-                i = order[a]
-                prv[r, i] = order[a - 1] if a > 0 else -1
-                nxt[r, i] = order[a + 1] if a + 1 < n else -1
+    r = np.array(rem, dtype=np.float64)
+    n = r.shape[0]
+    end = np.empty(n)
     idx = np.arange(n)
-    work = rem.copy()
-    rate = np.empty(n)
     taus = np.empty(n)
+    retired = np.empty(n, dtype=np.int64)
     na = n
-    t = t0
-    top1 = np.zeros(3)
-    top2 = np.zeros(3)
+    tf = float(t)
     while na > 0:
-        g = 0.0
-        if map_id == MAP_RICH:
-            for r in range(3):
-                total = tot[r] * _INV_SCALE
-                g += w[9 + r] * total + w[12 + r] * max(0.0, total - 1.0)
-            g += w[15] * (na - 1.0)
-        if use_max:
-            for r in range(3):
-                i1 = head[r]
-                top1[r] = dem[i1, r]
-                i2 = nxt[r, i1]
-                top2[r] = dem[i2, r] if i2 >= 0 else 0.0
-        tmin = np.inf
-        t0s = tot[0]
-        t1s = tot[1]
-        t2s = tot[2]
-        for a in range(na):
-            i = idx[a]
-            p = c[i] + g
-            if na > 1:
-                if use_max:
-                    o0 = top2[0] if dem[i, 0] == top1[0] else top1[0]
-                    o1 = top2[1] if dem[i, 1] == top1[1] else top1[1]
-                    o2 = top2[2] if dem[i, 2] == top1[2] else top1[2]
-                else:
-                    o0 = (t0s - dq[i, 0]) * _INV_SCALE
-                    o1 = (t1s - dq[i, 1]) * _INV_SCALE
-                    o2 = (t2s - dq[i, 2]) * _INV_SCALE
-                p += h[i, 0] * o0 + h[i, 1] * o1 + h[i, 2] * o2
-            p = max(p, pred_lo)
-            if is_rate:
-                v = p
-            elif p > 0.0:
-                v = 1.0 / p
-            else:
-                v = rmax
-            v = min(max(v, rmin), rmax)
-            rate[a] = v
-            tau = work[i] / v
-            if not (v > 0.0 and tau >= 0.0 and tau < np.inf):  # NaN fails every comparison
-                return 1
-            taus[a] = tau
-            tmin = min(tmin, tau)
-        t_new = t + tmin
-        lim = tmin * (1.0 + rtol)
-        keep = 0
-        for a in range(na):
-            i = idx[a]
-            if taus[a] <= lim:
-                end[i] = t_new
-                for r in range(3):
-                    tot[r] -= dq[i, r]
-                    if use_max:
-                        pi = prv[r, i]
-                        ni = nxt[r, i]
-                        if pi >= 0:
-                            nxt[r, pi] = ni
-                        else:
-                            head[r] = ni
-                        if ni >= 0:
-                            prv[r, ni] = pi
-            else:
-                work[i] -= rate[a] * tmin
-                idx[keep] = i
-                rate[keep] = rate[a]
-                keep += 1
-        if keep == na:  # nothing retired: impossible with finite rates, but never loop for ever
-            return 1
-        na = keep
-        t = t_new
-    return 0
-
-
-@njit(cache=True)
-def _stacked(dem, rem, n, t, W, B, LO, use, map_id, combine_id, is_rate, rmin, rmax, rtol, end):
-    """One projection per row block ``g`` where ``use[g]``: members ``dem[g, :n[g]]`` under ``W[g]``."""
-    for g in range(dem.shape[0]):
-        m = n[g]
-        if use[g] and m > 0:
-            status = _kernel(dem[g, :m], rem[g, :m], t, map_id, combine_id, W[g], B[g], LO[g], is_rate, rmin, rmax,
-                             rtol, end[g, :m])
-            if status != 0:
-                return status
-    return 0
+        rate = np.ascontiguousarray(rates_of(idx[:na].copy()), dtype=np.float64)
+        na, tf, _ = advance(idx, na, r, rate, taus, tf, rtol, end, retired)
+        if na < 0:
+            raise InterfpredError(refused)
+    return end
 
 
 def project_stacked_unchecked(dem: np.ndarray, rem: np.ndarray, n: np.ndarray, t: float, W: np.ndarray,
@@ -207,7 +80,8 @@ def project_stacked_unchecked(dem: np.ndarray, rem: np.ndarray, n: np.ndarray, t
     """Many projections in one compiled call, in blocks of fixed capacity (a fleet's GPUs): block ``g``
     is ``dem[g, :n[g]]`` (G, C, 3) with ``rem[g, :n[g]]`` under ``W[g]``, ``B[g]``, ``LO[g]``; blocks
     with ``use[g]`` false are skipped. Writes ``end[g, :n[g]]`` (G, C)."""
-    if _stacked(dem, rem, n, float(t), W, B, LO, use, map_id, combine_id, is_rate, rmin, rmax, rtol, end) != 0:
+    if project_stacked_kernel(dem, rem, n, float(t), W, B, LO, use, map_id, combine_id, is_rate, rmin, rmax, rtol,
+                              end) != 0:
         raise InterfpredError(_NONFINITE)
 
 
@@ -216,7 +90,7 @@ def project_affine_unchecked(dem: np.ndarray, rem: np.ndarray, t: float, map_id:
                              rtol: float = TRACKER_FINISH_RTOL) -> np.ndarray:
     """:func:`project_affine` on codes, without checks (the tracker's hot path): C-contiguous float64 inputs."""
     end = np.empty(dem.shape[0])
-    if _kernel(dem, rem, t, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, rtol, end) != 0:
+    if project_affine_kernel(dem, rem, t, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, rtol, end) != 0:
         raise InterfpredError(_NONFINITE)
     return end
 

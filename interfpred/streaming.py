@@ -19,13 +19,15 @@ Examples
 >>> done = st.finish(1, 4.0)
 >>> done.x, done.y
 (array([0.5  , 0.25 , 0.375, 0.375]), 2.0)
->>> [r.id for r in st.running()]
+>>> st.running
 [2]
 """
 
 from __future__ import annotations
 
 import math
+import warnings
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -35,8 +37,9 @@ from interfpred.constants import DEFAULT_SHARE, MAX_RUNNING_SET, PROFILE_CACHE_S
 from interfpred.errors import InterfpredError
 from interfpred.features import Extractor
 from interfpred.profiles import ProfileTable
+from interfpred.running_set import RunningSet, check_time, grown
 
-__all__ = ["FinishedExecution", "RunningExecution", "TimelineState"]
+__all__ = ["FinishResult", "FinishedExecution", "RunningExecution", "RunningIds", "TimelineState", "grown"]
 
 
 class FinishedExecution(NamedTuple):
@@ -53,8 +56,52 @@ class FinishedExecution(NamedTuple):
     latency_ms: float
 
 
+class FinishResult(NamedTuple):
+    """What ``ColocationTracker.finish`` returns: the :class:`FinishedExecution`, and what was predicted and learned.
+
+    The fields of the :class:`~interfpred.streaming.FinishedExecution` it wraps are readable
+    directly under the same names (``id``, ``x``, ``y``, ``solo_ms``, ``latency_ms``).
+    """
+
+    #: The finished execution's features (its real timeline) and observed target.
+    execution: FinishedExecution
+    #: Latency the predictor gave for those features *before* learning from them, ms.
+    predicted_latency_ms: float
+    #: ``(predicted - observed) / observed`` latency.
+    relative_error: float
+    #: Whether ``predictor.update`` was called (False with ``learn=False``, a frozen predictor
+    #: (``learns_online`` false), a zero-length execution, or an
+    #: observed slowdown outside ``[SLOWDOWN_MIN, SLOWDOWN_MAX]``, which is non-physical: a glitched timer).
+    learned: bool
+
+    @property
+    def id(self) -> Any:
+        """The finished execution's id."""
+        return self.execution.id
+
+    @property
+    def x(self) -> np.ndarray:
+        """(d,) its features, aggregated over its real timeline."""
+        return self.execution.x
+
+    @property
+    def y(self) -> float:
+        """Its observed target (slowdown or rate)."""
+        return self.execution.y
+
+    @property
+    def solo_ms(self) -> float:
+        """Its profile solo latency, ms."""
+        return self.execution.solo_ms
+
+    @property
+    def latency_ms(self) -> float:
+        """Its observed latency, ms."""
+        return self.execution.latency_ms
+
+
 class RunningExecution(NamedTuple):
-    """One member of the running set, as :meth:`TimelineState.running` reports it."""
+    """One member of the running set, as :meth:`TimelineState.running_executions` reports it."""
 
     id: Any
     model: str
@@ -68,17 +115,25 @@ class RunningExecution(NamedTuple):
 
 
 
-def grown(arr: np.ndarray, cap: int) -> np.ndarray:
-    """``arr`` copied into zeros of ``cap`` rows (same trailing shape and dtype): slot storage growth.
 
-    >>> grown(np.array([[1.0, 2.0]]), 3)
-    array([[1., 2.],
-           [0., 0.],
-           [0., 0.]])
+class RunningIds(list):
+    """Ids of the running executions (a list), as ``TimelineState.running`` gives them.
+
+    Calling it, the former ``running()`` method, still works for one release: it warns and
+    returns :meth:`TimelineState.running_executions`.
     """
-    out = np.zeros((cap, *arr.shape[1:]), dtype=arr.dtype)
-    out[: arr.shape[0]] = arr
-    return out
+
+    __slots__ = ("_records",)
+
+    def __init__(self, ids: list[Any], records: Callable[[], list[RunningExecution]]) -> None:
+        super().__init__(ids)
+        self._records = records
+
+    def __call__(self) -> list[RunningExecution]:
+        warnings.warn("TimelineState.running() is deprecated: running is now a property giving the running ids; "
+                      "call running_executions() for the records", DeprecationWarning, stacklevel=2)
+        return self._records()
+
 
 class TimelineState:
     """Live co-location timeline of one GPU, producing features as executions finish.
@@ -133,25 +188,19 @@ class TimelineState:
         self.gpu = gpu
         self.extrapolate = extrapolate
         spec = extractor.kernel_spec
+        self._map_id = spec.map_id
+        self._combine_id = spec.combine_id
         self._agg_id = spec.agg_id
         self._alpha = spec.alpha
         d = extractor.n_features
-        cap = 8
-        self._ids: list[Any] = []
-        self._slot: dict[Any, int] = {}
-        self._info: list[tuple[str, float]] = []
-        self._dem = np.zeros((cap, 3))
-        self._solo = np.zeros(cap)
-        self._start = np.zeros(cap)
-        self._acc = np.zeros((cap, d))
-        self._cur = np.zeros((cap, d))
-        self._wsum = np.zeros(cap)
-        self._seen = np.zeros(cap, dtype=np.bool_)
-        self._in_seg = np.zeros(cap, dtype=np.bool_)
+        # per slot: start time, feature accumulator, current segment's map, summed weight, whether it has
+        # seen a segment, whether it is in the current one; tagged with its start serial
+        self._set = RunningSet({"start": (), "acc": (d,), "cur": (d,), "wsum": (), "seen": ((), np.bool_),
+                                "in_seg": ((), np.bool_)})
+        self._info: dict[int, tuple[str, float]] = {}   # start serial -> (model, batch size) of each running one
         self._seg_t0 = 0.0
         self._now: float | None = None
         self._profile_cache: dict[tuple[str, Any, float], tuple[float, float, float, float]] = {}
-        self._serial: list[int] = []
         self._next_serial = 0
         self._settled: frozenset[int] = frozenset()
 
@@ -162,59 +211,60 @@ class TimelineState:
         return self._now
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return len(self._set)
 
     def __contains__(self, id: Any) -> bool:
-        return id in self._slot
+        return id in self._set
 
-    def running(self) -> list[RunningExecution]:
-        """The running set at the current time, in start order of the slots (not sorted)."""
+    @property
+    def running(self) -> RunningIds:
+        """Ids of the running executions, in slot order (as ``ColocationTracker.running``)."""
+        return RunningIds(self._set.ids, self.running_executions)
+
+    def running_executions(self) -> list[RunningExecution]:
+        """The running set at the current time, in slot order (start order, except that a finish moves the last
+        slot into the finished one's place)."""
         now = self._now if self._now is not None else 0.0
-        return [RunningExecution(id, m, b, float(self._start[a]), float(now - self._start[a]),
-                                 float(self._solo[a]), self._dem[a].copy())
-                for a, (id, (m, b)) in enumerate(zip(self._ids, self._info))]
+        rs = self._set
+        start = rs.column("start")
+        out = []
+        for a, id in enumerate(rs.ids):
+            model, batch = self._info[rs.tag(a)]
+            out.append(RunningExecution(id, model, batch, float(start[a]), float(now - start[a]), float(rs.solo[a]),
+                                        rs.demand[a].copy()))
+        return out
 
     def demands(self) -> np.ndarray:
-        """(k, 3) demands of the running set, rows in :meth:`running` order (a copy)."""
-        return self._dem[: len(self._ids)].copy()
+        """(k, 3) demands of the running set, rows in :attr:`running` order (a copy)."""
+        return self._set.demand[: len(self._set)].copy()
 
     # ------------------------------------------------------------------ events
-    def _check_time(self, t: Any, what: str) -> float:
-        try:
-            tf = float(t)
-        except (TypeError, ValueError):
-            raise InterfpredError(f"{what} refused: time {t!r} is not a number") from None
-        if not math.isfinite(tf):
-            raise InterfpredError(f"{what} refused: time {t!r} is not finite")
-        if self._now is not None and tf < self._now:
-            raise InterfpredError(f"{what} refused: time {tf!r} is before the latest event at {self._now!r}")
-        return tf
-
     def _advance(self, t: float) -> None:
         if self._now is not None and t > self._now:
             # The events at self._now are all in: settle the running set there. It starts a new
             # segment only if it differs from the current one (a zero-length execution, started
             # and finished at one instant, changes nothing, as in the batch form).
-            k = len(self._ids)
-            members = frozenset(self._serial[:k])
+            rs = self._set
+            k = len(rs)
+            members = frozenset(rs.tags)
             if members != self._settled:
+                cols = rs.columns
+                acc, cur, seen, in_seg = cols["acc"], cols["cur"], cols["seen"], cols["in_seg"]
                 if self._agg_id == _k.AGG_TIME_WEIGHTED and self._settled:
-                    _k.stream_close(self._acc, self._wsum, self._seen, self._cur, self._in_seg, k,
-                                    self._now - self._seg_t0)
+                    _k.stream_close(acc, cols["wsum"], seen, cur, in_seg, k, self._now - self._seg_t0)
                 if self.extractor.is_builtin:
-                    _k.stream_settle(self._acc, self._seen, self._cur, self._dem, k, self.extractor._map_id,
-                                     self.extractor._combine_id, self._agg_id, self._alpha)
+                    _k.stream_settle(acc, seen, cur, rs.demand, k, self._map_id, self._combine_id, self._agg_id,
+                                     self._alpha)
                 elif k:
-                    self._cur[:k] = self.extractor.map_running_set(self._dem[:k], check=False)
+                    cur[:k] = self.extractor.map_running_set(rs.demand[:k], check=False)
                     if self._agg_id != _k.AGG_TIME_WEIGHTED:
                         for a in range(k):
-                            _k.fold(self._acc[a], self._cur[a], not self._seen[a], 0.0, self._agg_id, self._alpha)
-                            self._seen[a] = True
-                self._in_seg[:k] = True
+                            _k.fold(acc[a], cur[a], not seen[a], 0.0, self._agg_id, self._alpha)
+                            seen[a] = True
+                in_seg[:k] = True
                 self._settled = members
                 self._seg_t0 = self._now
         self._now = t
-
     def lookup_profile(self, model: Any, batch_size: Any, what: str = "lookup",
                        share: float = DEFAULT_SHARE) -> tuple[float, float, float, float]:
         """``(sm, l2, dram, solo_ms)`` of ``model`` at ``batch_size`` and MPS ``share`` on this state's GPU, cached.
@@ -266,31 +316,19 @@ class TimelineState:
             hash(id)
         except TypeError:
             raise InterfpredError(f"{what} refused: an id must be hashable") from None
-        if id in self._slot:
+        rs = self._set
+        if id in rs:
             raise InterfpredError(f"{what} refused: that id is already running (started at "
-                                  f"{float(self._start[self._slot[id]])!r})")
-        tf = self._check_time(t, what)
-        if len(self._ids) >= MAX_RUNNING_SET:
-            raise InterfpredError(f"{what} refused: {len(self._ids)} executions already run, the most is "
+                                  f"{float(rs.column('start')[rs.slot(id)])!r})")
+        tf = check_time(t, what, self._now)
+        if len(rs) >= MAX_RUNNING_SET:
+            raise InterfpredError(f"{what} refused: {len(rs)} executions already run, the most is "
                                   f"MAX_RUNNING_SET={MAX_RUNNING_SET}")
         prof = self.lookup_profile(model, batch_size, what, share)
         # Validated; from here on nothing can fail.
         self._advance(tf)
-        k = len(self._ids)
-        if k == self._dem.shape[0]:
-            self._grow()
-        self._dem[k] = prof[:3]
-        self._solo[k] = prof[3]
-        self._start[k] = tf
-        self._acc[k] = 0.0
-        self._cur[k] = 0.0
-        self._wsum[k] = 0.0
-        self._seen[k] = False
-        self._in_seg[k] = False
-        self._ids.append(id)
-        self._info.append((str(model), float(batch_size)))
-        self._slot[id] = k
-        self._serial.append(self._next_serial)
+        rs.add(id, prof[:3], prof[3], self._next_serial, start=tf)
+        self._info[self._next_serial] = (str(model), float(batch_size))
         self._next_serial += 1
 
     def finish(self, id: Any, t: float) -> FinishedExecution:
@@ -307,59 +345,35 @@ class TimelineState:
             the state is unchanged.
         """
         what = f"finish of id {id!r}"
-        try:
-            known = id in self._slot
-        except TypeError:
-            known = False
-        if not known:
-            names = ", ".join(repr(i) for i in self._ids[:8]) or "none"
+        rs = self._set
+        if id not in rs:
+            names = ", ".join(repr(i) for i in rs.first_ids(8)) or "none"
             raise InterfpredError(f"{what} refused: it is not running (running: {names})")
-        tf = self._check_time(t, what)
+        tf = check_time(t, what, self._now)
         self._advance(tf)
-        a = self._slot[id]
-        acc = self._acc[a].copy()
-        wsum = float(self._wsum[a])
-        seen = bool(self._seen[a])
-        if self._agg_id == _k.AGG_TIME_WEIGHTED and self._in_seg[a]:
+        a = rs.slot(id)
+        cols = rs.columns
+        acc = cols["acc"][a].copy()
+        wsum = float(cols["wsum"][a])
+        seen = bool(cols["seen"][a])
+        if self._agg_id == _k.AGG_TIME_WEIGHTED and cols["in_seg"][a]:
             # Its last segment ends here, whatever else happens at this instant.
             dur = tf - self._seg_t0
-            _k.fold(acc, self._cur[a], not seen, dur, self._agg_id, self._alpha)
+            _k.fold(acc, cols["cur"][a], not seen, dur, self._agg_id, self._alpha)
             wsum = wsum + dur if seen else dur
             seen = True
         if self.extractor.is_builtin:
-            _k.finalize(acc, wsum, seen, self._dem[a].copy(),
-                        self.extractor.kernel_spec.map_id, self.extractor.kernel_spec.combine_id, self._agg_id)
+            _k.finalize(acc, wsum, seen, cols["demand"][a].copy(), self._map_id, self._combine_id, self._agg_id)
         elif not seen:
-            acc = self.extractor._custom_map(self._dem[a].copy(), np.empty((0, 3)))
+            acc = self.extractor.map_instant(rs.demand[a].copy(), np.empty((0, 3)))
         elif self._agg_id == _k.AGG_TIME_WEIGHTED:
             acc = acc / wsum
-        latency = tf - float(self._start[a])
-        solo = float(self._solo[a])
+        latency = tf - float(cols["start"][a])
+        solo = float(cols["solo"][a])
         if self.extractor.target == "slowdown":
             y = latency / solo
         else:
             y = solo / latency if latency > 0 else math.inf
-        self._remove(a)
+        del self._info[rs.tag(a)]
+        rs.remove(id)
         return FinishedExecution(id, acc, y, solo, latency)
-
-    # ------------------------------------------------------------------ storage
-    def _remove(self, a: int) -> None:
-        last = len(self._ids) - 1
-        id = self._ids[a]
-        if a != last:
-            for arr in (self._dem, self._solo, self._start, self._acc, self._cur, self._wsum, self._seen, self._in_seg):
-                arr[a] = arr[last]
-            self._ids[a] = self._ids[last]
-            self._serial[a] = self._serial[last]
-            self._info[a] = self._info[last]
-            self._slot[self._ids[a]] = a
-        self._ids.pop()
-        self._serial.pop()
-        self._info.pop()
-        del self._slot[id]
-
-    def _grow(self) -> None:
-        cap = 2 * self._dem.shape[0]
-        self._dem, self._solo, self._start = (grown(a, cap) for a in (self._dem, self._solo, self._start))
-        self._acc, self._cur, self._wsum, self._seen, self._in_seg = (
-            grown(a, cap) for a in (self._acc, self._cur, self._wsum, self._seen, self._in_seg))

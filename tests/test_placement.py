@@ -117,3 +117,16 @@ def test_an_idle_fleet_and_a_full_one():
     cache.invalidate("x")
     res = cache.assess_all(trs, lambda i: None, ("c", "resnet50", 4), 100.0, 0.0, margin=0.0, max_running=1)
     assert res["x"] == (False, math.inf) and res["y"][0]
+
+
+def test_placement_rule_helpers():
+    from interfpred.placement import added_latency, least_added_latency, meets_deadlines
+
+    assert least_added_latency([]) == []
+    assert least_added_latency([("a", 5.0), ("b", 4.0)]) == ["b"]
+    assert least_added_latency([("a", 4.0 * (1 + 1e-12)), ("b", 4.0)], tie_rtol=1e-9) == ["a", "b"]
+    assert added_latency(2.0, 7.0, [], []) == pytest.approx(5.0)
+    assert added_latency(2.0, 7.0, [10.0, 12.0], [9.0, 11.5]) == pytest.approx(6.5)
+    assert meets_deadlines(0.0, [10.0], [10.0 + 1e-9], 0.0)
+    assert not meets_deadlines(0.0, [10.0], [10.0], 0.01)           # the margin scales the time from t
+    assert meets_deadlines(5.0, [10.0], [10.06], 0.01) and not meets_deadlines(5.0, [10.0], [10.04], 0.01)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from interfpred import InterfpredError
+from interfpred import InterfpredError, Static
 from interfpred.experiments import scheduling
 from interfpred.experiments.report import ReproduceContext
 from interfpred.experiments.scheduling import POLICIES, fit_pair_models, simulate_serving
+from interfpred.experiments.serving import Batch, ServingSim, project_truth
+from interfpred.experiments.serving_policies import FifoPolicy, GpuletsPolicy, OraclePolicy
 from interfpred.sim.contention import get_gpu_spec
 from interfpred.sim.zoo import zoo_profiles
 
@@ -68,5 +71,90 @@ def test_run_e3_tiny(tmp_path, monkeypatch):
     for pol in POLICIES:
         assert all(0.0 <= r["attainment"] <= 1.0 for r in sec.data["results"][pol])
     assert "SLO attain." in sec.terminal and "| load |" in sec.markdown
-    assert isinstance(sec.data["goals"]["met"], bool)
-    assert msgs
+    goals = sec.data["goals"]
+    assert [r["load"] for r in goals["per_load"]] == [1.0, 3.5]
+    for r, a, c, d in zip(goals["per_load"], *(sec.data["results"][p] for p in ("fifo", "tracker", "oracle"))):
+        assert r["fifo"] == pytest.approx(a["attainment"]) and r["tracker"] == pytest.approx(c["attainment"])
+        assert r["goodput_ratio"] == pytest.approx(c["goodput_rps"] / d["goodput_rps"])
+        assert r["met"] is (r["fifo"] < 0.90 and r["tracker"] >= 0.99 and r["goodput_ratio"] >= 0.90)
+    assert goals["met"] is any(r["met"] for r in goals["per_load"])
+    assert goals["loads_met"] == [r["load"] for r in goals["per_load"] if r["met"]]
+    assert ("Goal met at load(s)" if goals["met"] else "Goal NOT met at any measured load") in sec.markdown
+    assert msgs == ["E3: fitting gpulets and the warm RLS on simulated pairs",
+                    "E3: serving 200 requests at load 1 with 5 policies",
+                    "E3: serving 200 requests at load 3.5 with 5 policies"]
+
+
+# ---------------------------------------------------------------------------- policy decisions
+def _serving(running_on: tuple[int, ...], n_gpus: int = 2):
+    """A serving state whose GPUs in ``running_on`` each run one vgg19 batch of 16 launched at 0."""
+    prof, spec = zoo_profiles("l4"), get_gpu_spec("l4")
+    sim = ServingSim(prof, spec, n_gpus, {m: 1e9 for m in prof.models}, np.random.default_rng(0), 32)
+    sm, l2, dr, solo = sim.profile("vgg19", 16)
+    for g in running_on:
+        sim.gpus[g].running.append(Batch(g, "vgg19", 16, np.array([g]), 1e6, 0.0, np.array([sm, l2, dr]), solo,
+                                         solo, solo))
+    return sim
+
+
+def _oracle_added(sim, g, model, size, t):
+    """Added latency of launching (model, size) on GPU g at t, from the true projection."""
+    sm, l2, dr, solo = sim.profile(model, size)
+    run = sim.gpus[g].running
+    dem = np.array([b.demand for b in run] + [[sm, l2, dr]])
+    rem = np.array([b.remaining for b in run] + [solo])
+    with_c = project_truth(sim.truth, dem, rem, t)
+    base = project_truth(sim.truth, dem[:-1], rem[:-1], t) if run else np.empty(0)
+    return with_c[-1] - t + float(np.sum(with_c[:-1] - base)), with_c
+
+
+def test_fifo_places_only_on_an_idle_gpu():
+    assert FifoPolicy(_serving((0,))).place(1, "resnet50", 8, 1e6, 0.0) == 1
+    assert FifoPolicy(_serving((0, 1))).place(1, "resnet50", 8, 1e6, 0.0) is None
+
+
+def test_oracle_places_where_the_launch_adds_least_latency():
+    sim = _serving((0,))
+    added0, _ = _oracle_added(sim, 0, "resnet50", 8, 0.0)
+    added1, _ = _oracle_added(sim, 1, "resnet50", 8, 0.0)
+    assert added1 < added0                               # beside vgg19 both slow down
+    assert OraclePolicy(sim).place(1, "resnet50", 8, 1e6, 0.0) == 1
+    # both busy: the one with the least added latency, though both are feasible
+    sim = _serving((0, 1))
+    sim.gpus[1].running[0].remaining *= 0.25             # GPU 1's batch is nearly done: less to delay
+    added = [_oracle_added(sim, g, "resnet50", 8, 0.0)[0] for g in (0, 1)]
+    assert added[1] < added[0]
+    assert OraclePolicy(sim).place(1, "resnet50", 8, 1e6, 0.0) == 1
+
+
+def test_oracle_refuses_a_launch_that_would_break_a_deadline():
+    sim = _serving((0, 1))
+    _, with_c = _oracle_added(sim, 0, "resnet50", 8, 0.0)
+    sim.gpus[0].running[0].deadline = sim.gpus[1].running[0].deadline = 0.5 * (with_c[0] + sim.gpus[0].running[0].solo)
+    assert with_c[0] > sim.gpus[0].running[0].deadline      # the running batch would be late beside the candidate
+    assert OraclePolicy(sim).place(1, "resnet50", 8, 1e6, 0.0) is None   # no idle GPU to fall back on
+    sim.gpus[1].running.clear()
+    assert OraclePolicy(sim).place(1, "resnet50", 8, 1e6, 0.0) == 1
+
+
+def test_gpulets_admits_on_its_static_prediction(pair):
+    g = pair[0]
+    sim = _serving((0, 1))
+    sm, l2, dr, solo = sim.profile("resnet50", 1)
+    light = sim.gpus[1].running[0]
+    light.model, light.size, light.demand, light.solo = "resnet50", 1, np.array([sm, l2, dr]), solo
+    ex = Static(feature_map="gpulets", combine="max", target="slowdown")
+
+    def ends(members):   # gpulets: each member takes solo x max(1, predicted slowdown) from its own start
+        a = g.predict(ex.map_running_set(np.array([m[0] for m in members])))
+        return np.array([m[2] + m[1] * max(1.0, float(x)) for m, x in zip(members, a)])
+
+    cand = (np.array(sim.profile("resnet50", 8)[:3]), sim.profile("resnet50", 8)[3], 0.0)
+    added = []
+    for gpu in sim.gpus:
+        run = [(b.demand, b.solo, b.start) for b in gpu.running]
+        with_c = ends(run + [cand])
+        added.append(with_c[-1] + float(np.sum(with_c[:-1] - ends(run))))
+    pol = GpuletsPolicy(sim, g, 0.05)
+    assert pol.place(1, "resnet50", 8, 1e6, 0.0) == int(np.argmin(added))
+    assert pol.place(1, "resnet50", 8, cand[1], 0.0) is None   # solo latency alone breaks the 5% margin

@@ -337,13 +337,13 @@ def test_pair_slowdowns_in_steady_state_follow_the_rates():
 
 
 def test_serving_truth_with_hidden_factors_is_the_phase_engine():
-    from interfpred.experiments.scheduling import _Truth
+    from interfpred.experiments.serving import GroundTruth
 
     spec = GpuSpec(name="tiny", l2_mb=2.0, kappa=2.0)
     dem = np.array([[0.6, 0.5, 0.5], [0.5, 0.6, 0.6], [0.3, 0.2, 0.7]])
     foot, hide, work = np.array([1.0, 1.5, 0.8]), np.array([0.7, 1.0, 1.6]), np.array([5.0, 6.0, 7.0])
-    r = _Truth(spec, 4).rates(dem, foot, hide)
+    r = GroundTruth(spec, 4).rates(dem, foot, hide)
     _, e, _ = simulate_programs(np.arange(4), work, dem, np.arange(3), np.zeros(3), footprint_mb=foot, hiding=hide,
                                 spec=spec, queue=False)
     assert abs(e.min() - (work / r).min()) <= 1e-9 * e.min()
-    assert not np.allclose(r, _Truth(spec, 4).rates(dem))
+    assert not np.allclose(r, GroundTruth(spec, 4).rates(dem))

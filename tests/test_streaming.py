@@ -82,8 +82,8 @@ def _prof():
 
 
 def _snapshot(st_):
-    return (st_.now, [(r.id, r.start_ms, r.demand.tolist()) for r in st_.running()],
-            st_._acc.copy(), st_._wsum.copy(), list(st_._serial), st_._settled)
+    return (st_.now, [(r.id, r.start_ms, r.elapsed_ms, r.demand.tolist()) for r in st_.running_executions()],
+            st_.demands(), len(st_), list(st_.running))
 
 
 def test_refused_events_leave_state_unchanged():
@@ -124,14 +124,14 @@ def test_finish_before_start_and_reuse_of_an_id():
     st_.start(1, "a", 1, 0.0)
     st_.finish(1, 1.0)
     st_.start(1, "b", 1, 1.0)          # a new execution may reuse a finished id
-    assert [r.model for r in st_.running()] == ["b"]
+    assert [r.model for r in st_.running_executions()] == ["b"]
 
 
 def test_running_and_growth():
     st_ = TimelineState(EWMA(alpha=0.5, feature_map="rich"), _prof())
     for k in range(20):                   # beyond the initial capacity of 8
         st_.start(k, "a", 1 + k % 4, float(k))
-    rs = st_.running()
+    rs = st_.running_executions()
     assert [r.id for r in rs] == list(range(20))
     assert rs[3].elapsed_ms == 16.0 and rs[3].batch_size == 4.0 and rs[3].solo_ms == 4.0
     assert st_.demands().shape == (20, 3)
@@ -173,3 +173,14 @@ def test_one_long_stream_matches_batch():
         X = np.array([got[i].x for i in range(n)])
         np.testing.assert_array_equal(X, fm.X)
         assert fm.names == feature_names(ex.feature_map)
+
+
+def test_running_is_a_property_of_ids_and_the_old_call_warns():
+    st_ = TimelineState(Static(), _prof())
+    st_.start("x", "a", 1, 0.0)
+    st_.start("y", "b", 1, 1.0)
+    st_.finish("x", 2.0)
+    assert st_.running == ["y"]                   # the ids, as ColocationTracker.running
+    with pytest.warns(DeprecationWarning, match="running_executions"):
+        old = st_.running()
+    assert [(r.id, r.model) for r in old] == [("y", "b")] and old[0].start_ms == pytest.approx(1.0)

@@ -14,6 +14,7 @@ from naive import naive_feature_map, naive_tracker_projection
 from interfpred import (
     RLS,
     ColocationTracker,
+    FinishedExecution,
     GpuletsModel,
     InterfpredError,
     OfflineLinear,
@@ -146,7 +147,7 @@ def test_fast_path_equals_generic_path():
             ex = TimeWeighted(feature_map="rich", target=target)
             a = ColocationTracker(prof, p, ex)
             b = ColocationTracker(prof, Opaque(p), ex)
-            assert a._fast and not b._fast
+            assert a.projection_inputs() is not None and b.projection_inputs() is None   # compiled vs generic
             for i, (m, bs) in enumerate([("resnet50", 8), ("vgg19", 2), ("yolov8n", 32)]):
                 a.start(i, m, bs, float(i))
                 b.start(i, m, bs, float(i))
@@ -155,7 +156,7 @@ def test_fast_path_equals_generic_path():
     g = GpuletsModel(coefficients=(0.5, 0.8, 0.4, 0.3, 0.9))
     ex = Static(feature_map="gpulets", combine="max", target="slowdown")
     a, b = ColocationTracker(prof, g, ex), ColocationTracker(prof, Opaque(g), ex)
-    assert a._fast
+    assert a.projection_inputs() is not None
     for tr in (a, b):
         tr.start(0, "resnet50", 1, 0.0)
     assert a.what_if([(1, "vgg19", 8)], 1.0) == pytest.approx(b.what_if([(1, "vgg19", 8)], 1.0), rel=1e-9)
@@ -368,3 +369,16 @@ def test_predictor_refitted_with_another_width_is_refused():
     with pytest.raises(InterfpredError, match="another width"):
         tr.what_if([(2, "vgg19", 1)], 1.0)
     assert tr.running == [1]
+
+
+def test_finish_result_reads_like_the_finished_execution():
+    prof = ProfileTable.from_columns(gpu=["l4"], model=["a"], batch_size=[1], solo_ms=[2.0], sm=[0.5], l2=[0.5],
+                                     dram=[0.25])
+    tr = ColocationTracker(prof, RLS())
+    tr.start("x", "a", 1, 0.0)
+    res = tr.finish("x", 2.5)
+    assert isinstance(res.execution, FinishedExecution)
+    assert res.id == "x" and (res.solo_ms, res.latency_ms) == pytest.approx((2.0, 2.5))
+    assert res.y == pytest.approx(0.8) and res.y == pytest.approx(res.execution.y)
+    np.testing.assert_array_equal(res.x, res.execution.x)
+    assert res.predicted_latency_ms == pytest.approx(2.0) and res.learned

@@ -82,3 +82,34 @@ def test_alone_batch_projects_at_solo_speed():
     tr = ColocationTracker(prof, p)
     solo = prof.lookup_arrays(["vgg19"], [8])["solo_ms"][0]
     assert tr.what_if([("c", "vgg19", 8)], 0.0)["c"] == pytest.approx(solo, rel=1e-12)
+
+
+class _EntityTerms(_Opaque):
+    """Not an EntityRLS, but exposes the entity terms the compiled path reads: the tracker takes that path."""
+
+    def __init__(self, inner):
+        super().__init__(inner)
+        self.calls = 0
+        for name in ("coef_", "intercept_", "n_features_in_", "log_target", "alone_is_solo"):
+            setattr(self, name, getattr(inner, name))
+
+    def pairwise_terms(self, names):
+        return self.inner.pairwise_terms(names)
+
+    def predict(self, X, entities=None):
+        self.calls += 1
+        return super().predict(X, entities=entities)
+
+
+def test_entity_path_keys_on_the_pairwise_terms_capability():
+    p = _trained(True, 2)
+    prof = zoo_profiles("l4")
+    duck, direct = _EntityTerms(p), ColocationTracker(prof, p)
+    tr = ColocationTracker(prof, duck)
+    for t in (tr, direct):
+        t.start(0, "resnet50", 4, 0.0)
+        t.start(1, "vgg19", 8, 1.0)
+    got = tr.what_if([("c", "vit_b16", 2)], 2.0)
+    assert duck.calls == 0                      # compiled: no predict call per projected segment
+    np.testing.assert_allclose(list(got.values()), list(direct.what_if([("c", "vit_b16", 2)], 2.0).values()),
+                               rtol=1e-12)
