@@ -36,8 +36,7 @@ from interfpred.counters import checked_demands
 from interfpred.errors import InterfpredError
 from interfpred.extractors import Extractor
 from interfpred.feature_matrix import FeatureMatrix, refuse_zero_latency
-from interfpred.profiles import profile_arrays
-from interfpred.profiles import ProfileTable
+from interfpred.profiles import ProfileTable, profile_arrays
 from interfpred.trace import Trace
 
 __all__ = ["FeatureChunk", "TimelineChunk", "iter_features", "iter_timeline", "transform_chunked"]

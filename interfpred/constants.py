@@ -295,7 +295,7 @@ E3_BOUND_WINDOW = 200
 # ---------------------------------------------------------------- live tracker and serving (appended)
 #: Extractor of ``ColocationTracker`` when none is given (as ``make_extractor`` reads it): time-weighted
 #: exposure over the rich map, target rate, so training and projection use the same per-segment map.
-TRACKER_DEFAULT_EXTRACTOR = (("aggregation", "time-weighted"), ("map", "rich"), ("combine", "sum"),
+TRACKER_DEFAULT_EXTRACTOR = (("aggregation", "time_weighted"), ("feature_map", "rich"), ("combine", "sum"),
                              ("target", "rate"))
 #: E3 serving loop: a running batch whose time to finish is at most this fraction of the clock (at least
 #: 1 ms) counts as finished now (a completion that rounding would otherwise split into two events).

@@ -29,8 +29,7 @@ from interfpred.counters import checked_demands
 from interfpred.entity_features import trace_entities
 from interfpred.errors import InterfpredError
 from interfpred.feature_matrix import FeatureMatrix, refuse_zero_latency
-from interfpred.profiles import profile_arrays
-from interfpred.profiles import ProfileTable
+from interfpred.profiles import ProfileTable, profile_arrays
 from interfpred.timeline import Timeline, trace_segments
 from interfpred.trace import Trace
 

@@ -25,8 +25,7 @@ from interfpred.extractors import EWMA, Extractor, KernelSpec, Static, TimeWeigh
 from interfpred.feature_batch import batch_features
 from interfpred.feature_maps import CustomMap, feature_names
 from interfpred.feature_matrix import FeatureMatrix
-from interfpred.profiles import profile_arrays
-from interfpred.profiles import ProfileTable
+from interfpred.profiles import ProfileTable, profile_arrays
 from interfpred.timeline import Timeline
 from interfpred.trace import Trace
 
