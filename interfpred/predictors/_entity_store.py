@@ -17,12 +17,14 @@ from interfpred.constants import ENTITY_FACTOR_INIT, ENTITY_FULL_MAX_PARAMS
 from interfpred.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.predictors import _entity_kernels as EK
+from interfpred.predictors import _entity_rows as ER
 from interfpred.predictors import _entity_tables as ET
+from interfpred.predictors.inputs import check_entities
 
 __all__ = ["EntityStore"]
 
-_EH = EK.EH
-_FAST = EK.FAST
+_EH = EK.ENT_HEADER
+_FAST = ER.FAST
 _NO_I = np.zeros((0, 2), dtype=np.int64)
 _CACHE = ("_vm_key", "_vm_n", "_vmap", "_vm_cache")
 _VMAP_CACHE = 4096
@@ -78,16 +80,16 @@ class EntityStore:
     # ------------------------------------------------------------------ entities
     def _is_full(self) -> bool:
         """Whether the state keeps the joint covariance of every parameter (exact RLS)."""
-        return self._g is not None and self._g[13] > 0.0
+        return self._g is not None and self._g[EK.ENT_N_FULL] > 0.0
 
     def _to_blocks(self) -> None:
         """Keep only the global block and each entity parameter's own variance from now on."""
-        g0, m, N = self._g, int(self._g[1]), int(self._g[13])
+        g0, m, N = self._g, int(self._g[EK.N_WEIGHTS]), int(self._g[EK.ENT_N_FULL])
         g = np.zeros(_EH + 3 * m + m * m)
         g[:_EH] = g0[:_EH]
-        g[13] = 0.0
-        g[7] = g0[7] if g0[7] < m else 0.0
-        g[14] = float(self.population == "marginal")
+        g[EK.ENT_N_FULL] = 0.0
+        g[EK.RLS_CYCLE] = g0[EK.RLS_CYCLE] if g0[EK.RLS_CYCLE] < m else 0.0
+        g[EK.ENT_MARGINAL] = float(self.population == "marginal")
         est, P = self._est, self._P
         g[_EH:_EH + m] = est[0, :m]
         g[_EH + m:_EH + 2 * m] = est[3, :m]
@@ -100,10 +102,10 @@ class EntityStore:
 
     def _new_param(self, var: float, value: float = 0.0) -> int:
         p = self._np
-        if self._is_full() and self.covariance == "auto" and int(self._g[1]) + p + 1 > ENTITY_FULL_MAX_PARAMS:
+        if self._is_full() and self.covariance == "auto" and int(self._g[EK.N_WEIGHTS]) + p + 1 > ENTITY_FULL_MAX_PARAMS:
             self._to_blocks()
         full = self._is_full()
-        off = int(self._g[1]) if full else 0
+        off = int(self._g[EK.N_WEIGHTS]) if full else 0
         old = self._est.shape[1]
         if off + p >= old:
             est = np.zeros((4, 2 * old))
@@ -119,7 +121,7 @@ class EntityStore:
         est[2, off + p] = 1.0 / var
         if full:
             self._P[off + p, off + p] = var
-            self._g[13] = off + p + 1
+            self._g[EK.ENT_N_FULL] = off + p + 1
         self._np = p + 1
         return p
 
@@ -172,12 +174,12 @@ class EntityStore:
             del self._eid[name]
         self._etab[n_names:len(self._names)] = -1
         del self._names[n_names:]
-        off = int(self._g[1]) if self._is_full() else 0
+        off = int(self._g[EK.N_WEIGHTS]) if self._is_full() else 0
         self._est[:, off + n_params:] = 0.0
         if off:
             self._P[off + n_params:, :] = 0.0
             self._P[:, off + n_params:] = 0.0
-            self._g[13] = off + n_params
+            self._g[EK.ENT_N_FULL] = off + n_params
         self._np = n_params
 
     def _vmap_for(self, ent: Entities) -> np.ndarray:
@@ -239,13 +241,7 @@ class EntityStore:
 
     @staticmethod
     def _check_entities(entities: Any, n: int) -> Entities | None:
-        if entities is None:
-            return None
-        if not isinstance(entities, Entities):
-            raise InterfpredError(f"entities must be an Entities table or None, got {type(entities).__name__}")
-        if len(entities) != n:
-            raise InterfpredError(f"entities has {len(entities)} rows but X has {n}")
-        return entities
+        return check_entities(entities, n)
 
     # ------------------------------------------------------------------ read-only views
     def _need(self, what: str) -> None:
@@ -253,11 +249,11 @@ class EntityStore:
             raise AttributeError(f"{what} is not available before fit/update")
 
     def _global(self) -> np.ndarray:
-        m = int(self._g[1])
+        m = int(self._g[EK.N_WEIGHTS])
         return self._est[0, :m] if self._is_full() else self._g[_EH:_EH + m]
 
     def _entity_values(self) -> np.ndarray:
-        off = int(self._g[1]) if self._is_full() else 0
+        off = int(self._g[EK.N_WEIGHTS]) if self._is_full() else 0
         return self._est[0, off:off + self._np]
 
     @property
@@ -275,16 +271,16 @@ class EntityStore:
     @property
     def n_seen_(self) -> int:
         """Number of observations received (lone rows included)."""
-        return 0 if self._g is None else int(self._g[0])
+        return 0 if self._g is None else int(self._g[EK.N_SEEN])
 
     @property
     def covariance_(self) -> np.ndarray:
         """Covariance of the global weights (m, m), m = d + 1; with ``covariance="full"`` the joint
         covariance of every parameter (global weights first, then entity terms in order of creation)."""
         self._need("covariance_")
-        m = int(self._g[1])
+        m = int(self._g[EK.N_WEIGHTS])
         if self._is_full():
-            n = int(self._g[13])
+            n = int(self._g[EK.ENT_N_FULL])
             return self._P[:n, :n].copy()
         return self._g[_EH + 2 * m:_EH + 2 * m + m * m].reshape(m, m).copy()
 
@@ -293,7 +289,7 @@ class EntityStore:
         """Posterior variance of every entity parameter, in order of creation (copy)."""
         self._need("entity_variances_")
         if self._is_full():
-            m = int(self._g[1])
+            m = int(self._g[EK.N_WEIGHTS])
             return np.diag(self._P)[m:m + self._np].copy()
         return 1.0 / self._est[1, :self._np]
 
@@ -307,7 +303,7 @@ class EntityStore:
     def entity_priors_(self) -> np.ndarray:
         """Prior variance of every entity parameter, in order of creation."""
         self._need("entity_priors_")
-        off = int(self._g[1]) if self._is_full() else 0
+        off = int(self._g[EK.N_WEIGHTS]) if self._is_full() else 0
         return 1.0 / self._est[2, off:off + self._np]
 
     @property
@@ -340,7 +336,7 @@ class EntityStore:
     def _get_state(self) -> dict[str, Any]:
         n = len(self._names)
         full = self._is_full()
-        N = int(self._g[13]) if full else self._np
+        N = int(self._g[EK.ENT_N_FULL]) if full else self._np
         state = {"prior_variances": dict(self._var), "header": self._g.tolist(), "names": list(self._names), "etab": self._etab[:n].tolist(),
                  "pairs": self._pairs().tolist(),
                  "n_params": self._np, "mu": self._est[0, :N].tolist(), "r0": self._est[2, :N].tolist()}
@@ -364,9 +360,9 @@ class EntityStore:
         full = self._is_full()
         m = d + 1
         g = np.asarray(state["header"], dtype=np.float64)
-        if g.shape != self._g.shape or not np.isfinite(g).all() or int(g[2]) != d:
-            raise InterfpredError(f"state header has shape {g.shape} or width {g[2] if g.size > 2 else None}, "
-                                  f"expected {self._g.shape} and {d}")
+        if g.shape != self._g.shape or not np.isfinite(g).all() or int(g[EK.N_FEATURES]) != d:
+            width = g[EK.N_FEATURES] if g.size > EK.N_FEATURES else None
+            raise InterfpredError(f"state header has shape {g.shape} or width {width}, expected {self._g.shape} and {d}")
         names = [str(s) for s in state["names"]]
         etab = np.asarray(state["etab"], dtype=np.int64).reshape(-1, 4)
         n_params = int(state["n_params"])
@@ -379,8 +375,8 @@ class EntityStore:
             raise InterfpredError("state etab refers to a parameter that does not exist")
         keep = self._g.copy()
         self._g = g
-        self._g[3], self._g[8] = keep[3], keep[8]  # hyperparameters follow the file's params
-        self._g[4], self._g[6], self._g[9:13], self._g[14] = keep[4], keep[6], keep[9:13], keep[14]
+        for slot in EK.ENT_HYPER_SLOTS:   # hyperparameters follow the file's params
+            self._g[slot] = keep[slot]
         cap_e = max(8, 1 << max(len(names) - 1, 0).bit_length())
         self._etab = np.full((cap_e, 4), -1, dtype=np.int64)
         self._etab[:len(names)] = etab
@@ -395,7 +391,7 @@ class EntityStore:
         if full:
             t0 = np.asarray(state["t0"], dtype=np.float64)
             P = np.asarray(state["P"], dtype=np.float64)
-            if t0.shape != (N,) or P.shape != (N, N) or int(g[13]) != N:
+            if t0.shape != (N,) or P.shape != (N, N) or int(g[EK.ENT_N_FULL]) != N:
                 raise InterfpredError("state covariance does not match the number of parameters")
             self._est[3, :N] = t0
             self._P = np.zeros((cap, cap))
