@@ -37,7 +37,7 @@ from interfpred.constants import PRIOR_SLOWDOWN
 from interfpred.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.predictors.base import BasePredictor
-from interfpred.predictors.inputs import as_rows, as_targets, as_weights, check_entities, check_learnable
+from interfpred.predictors.inputs import as_rows, as_targets, as_weights, check_entities
 
 __all__ = ["GlobalMean", "NoInterference", "PairMean", "as_weights"]
 
@@ -52,7 +52,28 @@ def _finite_count(state: dict[str, Any], key: str) -> list:
     return [mean, n, wsum]
 
 
-class NoInterference(BasePredictor):
+class _Constant(BasePredictor):
+    """A baseline whose prediction does not depend on the features: zero weights and a constant."""
+
+    def _constant(self) -> float:
+        raise NotImplementedError
+
+    @property
+    def coef_(self) -> np.ndarray:
+        """Zero weights, one per feature: the prediction never depends on the features."""
+        if self._d is None:
+            raise AttributeError("coef_ is not available before fit/update")
+        return np.zeros(self._d)
+
+    @property
+    def intercept_(self) -> float:
+        """The constant prediction."""
+        if self._d is None:
+            raise AttributeError("intercept_ is not available before fit/update")
+        return self._constant()
+
+
+class NoInterference(_Constant):
     """Predicts slowdown 1 (no interference) for every row; learns nothing.
 
     ``update`` validates its input and learns nothing (``learns_online`` is False).
@@ -79,32 +100,16 @@ class NoInterference(BasePredictor):
         self._d = Xa.shape[1]
         return self
 
-    def update(self, X: Any, y: Any) -> None:
-        """Validate ``X`` and ``y`` (the first call fixes the width); learns nothing."""
-        Xa, single = as_rows(X, width=self._width())
-        ya = as_targets(y, Xa.shape[0], single)
-        check_learnable(Xa, ya)
-        if self._d is None:
-            self._allocate(Xa.shape[1])
-
     def _allocate(self, d: int) -> None:
         self._d = d
+
+    def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
+        """Nothing to learn: the prediction is slowdown 1 whatever the data (``update`` only checks the rows)."""
 
     def _predict_rows(self, X: np.ndarray) -> np.ndarray:
         return np.full(X.shape[0], PRIOR_SLOWDOWN)
 
-    @property
-    def coef_(self) -> np.ndarray:
-        """Zero weights, one per feature: the prediction never depends on the features."""
-        if self._d is None:
-            raise AttributeError("coef_ is not available before fit/update")
-        return np.zeros(self._d)
-
-    @property
-    def intercept_(self) -> float:
-        """The constant prediction, slowdown 1."""
-        if self._d is None:
-            raise AttributeError("intercept_ is not available before fit/update")
+    def _constant(self) -> float:
         return PRIOR_SLOWDOWN
 
     @property
@@ -119,7 +124,7 @@ class NoInterference(BasePredictor):
         self._d = d
 
 
-class GlobalMean(BasePredictor):
+class GlobalMean(_Constant):
     """The running mean of every target learned; the prior (1.0) before any.
 
     Examples
@@ -171,18 +176,7 @@ class GlobalMean(BasePredictor):
         """Targets learned since the last fit."""
         return self._n
 
-    @property
-    def coef_(self) -> np.ndarray:
-        """Zero weights, one per feature: the prediction is the mean whatever the features."""
-        if self._d is None:
-            raise AttributeError("coef_ is not available before fit/update")
-        return np.zeros(self._d)
-
-    @property
-    def intercept_(self) -> float:
-        """The constant prediction: :attr:`mean_`."""
-        if self._d is None:
-            raise AttributeError("intercept_ is not available before fit/update")
+    def _constant(self) -> float:
         return self.mean_
 
     def _get_state(self) -> dict[str, Any]:

@@ -21,9 +21,10 @@ import numpy as np
 from interfpred.constants import PRIOR_SLOWDOWN, PRIOR_STD, RLS_DELTA, RLS_FORGETTING, RLS_MAX_DELTA
 from interfpred.errors import InterfpredError
 from interfpred.predictors import _kernels as K
-from interfpred.predictors._status import OK, kernel_error, split_code
+from interfpred.predictors._status import kernel_error
 from interfpred.predictors.base import BasePredictor
-from interfpred.predictors.inputs import as_rows, check_flag, check_positive, is_row_array, state_array
+from interfpred.predictors.buffered import BufferedPredictor
+from interfpred.predictors.inputs import as_rows, check_flag, check_positive, is_row_array
 
 __all__ = ["RLS"]
 
@@ -31,7 +32,7 @@ _FAST = K.FAST
 _H = K.RLS_HEADER
 
 
-class RLS(BasePredictor):
+class RLS(BufferedPredictor):
     """Recursive least squares with exponential forgetting (numba kernel).
 
     Parameters
@@ -64,6 +65,7 @@ class RLS(BasePredictor):
 
     kind = "rls"
     is_linear = True
+    _learn_kernel = K.rls_update_many
     _contract_params = [{}, {"forgetting": 0.9, "delta": 10.0}, {"fit_intercept": False, "forgetting": 1.0}]
 
     def __init__(
@@ -79,7 +81,7 @@ class RLS(BasePredictor):
         self.fit_intercept = fit_intercept
         self.stabilize = stabilize
         self._check_params()
-        self._buf: np.ndarray | None = None
+        self._buf = None
         self._d = None
 
     def _check_params(self) -> None:
@@ -96,7 +98,6 @@ class RLS(BasePredictor):
         return m, _H + 3 * m + m * m
 
     def _header(self, buf: np.ndarray) -> None:
-        """Write the hyperparameters into the buffer's header."""
         f = float(self.forgetting)
         buf[K.RLS_FORGETTING] = f
         buf[K.RLS_STAB] = (1.0 - f) / float(self.delta) if self.stabilize else 0.0
@@ -107,24 +108,12 @@ class RLS(BasePredictor):
         m, size = self._layout(d)
         buf = np.zeros(size)
         buf[K.N_WEIGHTS], buf[K.N_FEATURES] = m, d
-        self._header(buf)
         wo, w0o, po, _ = K.rls_offsets(_H, m)
         if self.fit_intercept:
             buf[wo + d] = PRIOR_SLOWDOWN
             buf[w0o + d] = PRIOR_SLOWDOWN
         buf[po:po + m * m].reshape(m, m)[np.diag_indices(m)] = float(self.delta)
-        self._buf = buf
-        self._d = d
-
-    def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
-        buf = self._buf
-        assert buf is not None  # allocated before _learn
-        saved = buf.copy()  # small (m^2); restores the state if a row is refused mid-batch
-        code = int(K.rls_update_many(buf, X, y))
-        if code != OK:
-            buf[:] = saved
-            status, row = split_code(code)
-            raise kernel_error(status, row=row, model="RLS")
+        self._adopt(buf, d)
 
     def _predict_rows(self, X: np.ndarray) -> np.ndarray:
         out = np.empty(X.shape[0])
@@ -296,11 +285,6 @@ class RLS(BasePredictor):
         return float(self._buf[_H + self._d]) if self.fit_intercept else 0.0
 
     @property
-    def n_seen_(self) -> int:
-        """Number of observations learned."""
-        return 0 if self._buf is None else int(self._buf[K.N_SEEN])
-
-    @property
     def covariance_(self) -> np.ndarray:
         """The covariance ``P`` (m, m), m = d + fit_intercept: symmetric positive definite (copy)."""
         if self._buf is None:
@@ -315,26 +299,15 @@ class RLS(BasePredictor):
         return np.linalg.inv(self.covariance_)
 
     # -- persistence ----------------------------------------------------------------------
-    def _get_state(self) -> dict[str, Any]:
-        assert self._buf is not None  # only called on a fitted predictor
-        return {"buffer": self._buf.tolist()}
-
     def _set_state(self, state: dict[str, Any], d: int) -> None:
-        m, size = self._layout(d)
-        buf = state_array(state, "buffer", size)
-        if int(buf[K.N_WEIGHTS]) != m or int(buf[K.N_FEATURES]) != d:
-            raise InterfpredError(f"state buffer describes width {int(buf[K.N_FEATURES])}, file says {d}")
-        cycle, seen, noise = buf[K.RLS_CYCLE], buf[K.N_SEEN], buf[K.RLS_NOISE_VAR]
+        buf, m = self._read_buffer(state, d)
+        cycle, noise = buf[K.RLS_CYCLE], buf[K.RLS_NOISE_VAR]
         if not (0 <= cycle < m and float(cycle).is_integer()):
             raise InterfpredError(f"state buffer has a bad cycle position {cycle}")
-        if not (seen >= 0 and float(seen).is_integer()):
-            raise InterfpredError(f"state buffer has a bad observation count {seen} (expected an integer >= 0)")
         if not noise >= 0:
             raise InterfpredError(f"state buffer has a negative noise variance {noise}")
         _, _, po, _ = K.rls_offsets(_H, m)
         P = buf[po:po + m * m].reshape(m, m)
         if not (np.diag(P) > 0).all() or not np.array_equal(P, P.T):
             raise InterfpredError("state covariance is not symmetric with a positive diagonal")
-        self._header(buf)  # hyperparameters in the header follow the file's params
-        self._buf = buf
-        self._d = d
+        self._adopt(buf, d)  # hyperparameters in the header follow the file's params

@@ -39,9 +39,10 @@ from interfpred.constants import (
 )
 from interfpred.errors import InterfpredError
 from interfpred.predictors import _sgd_kernels as K
-from interfpred.predictors._status import OK, kernel_error, split_code
+from interfpred.predictors._status import kernel_error
 from interfpred.predictors.base import BasePredictor
-from interfpred.predictors.inputs import as_rows, check_flag, check_positive, is_row_array, state_array
+from interfpred.predictors.buffered import BufferedPredictor
+from interfpred.predictors.inputs import as_rows, check_flag, check_positive, is_row_array
 
 __all__ = ["OnlineSGD", "SCHEDULES"]
 
@@ -55,7 +56,7 @@ _H = K.SGD_HEADER
 _FAST = K.FAST
 
 
-class OnlineSGD(BasePredictor):
+class OnlineSGD(BufferedPredictor):
     """Online least-squares regression by SGD (see the module docstring for the schedules).
 
     Parameters
@@ -96,6 +97,7 @@ class OnlineSGD(BasePredictor):
 
     kind = "online_sgd"
     is_linear = True
+    _learn_kernel = K.sgd_update_many
     _contract_params = [
         {},
         {"schedule": "constant", "learning_rate": 0.05},
@@ -118,7 +120,7 @@ class OnlineSGD(BasePredictor):
         self.fit_intercept = fit_intercept
         self.power_t = power_t
         self._check_params()
-        self._buf: np.ndarray | None = None
+        self._buf = None
         self._d = None
 
     def _check_params(self) -> None:
@@ -133,8 +135,7 @@ class OnlineSGD(BasePredictor):
         m = d + int(bool(self.fit_intercept))
         return m, _H + 2 * m + 2 * d
 
-    def _header(self, buf: np.ndarray, m: int, d: int) -> None:
-        buf[K.N_WEIGHTS], buf[K.N_FEATURES] = m, d
+    def _header(self, buf: np.ndarray) -> None:
         buf[K.SGD_RATE] = float(self.learning_rate)
         buf[K.SGD_SCHEDULE] = SCHEDULES[self.schedule]
         buf[K.SGD_POWER_T] = float(self.power_t)
@@ -145,21 +146,10 @@ class OnlineSGD(BasePredictor):
         self._check_params()
         m, size = self._layout(d)
         buf = np.zeros(size)
-        self._header(buf, m, d)
+        buf[K.N_WEIGHTS], buf[K.N_FEATURES] = m, d
         if self.fit_intercept:
             buf[_H + d] = PRIOR_SLOWDOWN
-        self._buf = buf
-        self._d = d
-
-    def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
-        buf = self._buf
-        assert buf is not None  # allocated before _learn
-        saved = buf.copy()  # small; restores the state if a row is refused mid-batch
-        code = int(K.sgd_update_many(buf, X, y))
-        if code != OK:
-            buf[:] = saved
-            status, row = split_code(code)
-            raise kernel_error(status, row=row, model="OnlineSGD")
+        self._adopt(buf, d)
 
     def _predict_rows(self, X: np.ndarray) -> np.ndarray:
         out = np.empty(X.shape[0])
@@ -221,26 +211,9 @@ class OnlineSGD(BasePredictor):
             b -= float(np.dot(w, mean))
         return w, b
 
-    @property
-    def n_seen_(self) -> int:
-        """Number of observations learned."""
-        return 0 if self._buf is None else int(self._buf[K.N_SEEN])
-
-    def _get_state(self) -> dict[str, Any]:
-        assert self._buf is not None  # only called on a fitted predictor
-        return {"buffer": self._buf.tolist()}
-
     def _set_state(self, state: dict[str, Any], d: int) -> None:
-        m, size = self._layout(d)
-        buf = state_array(state, "buffer", size)
-        if int(buf[K.N_WEIGHTS]) != m or int(buf[K.N_FEATURES]) != d:
-            raise InterfpredError(f"state buffer describes width {int(buf[K.N_FEATURES])}, file says {d}")
-        seen = buf[K.N_SEEN]
-        if not (seen >= 0 and float(seen).is_integer()):
-            raise InterfpredError(f"state buffer has a bad observation count {seen} (expected an integer >= 0)")
+        buf, m = self._read_buffer(state, d)
         _, go, mo, so = K.sgd_offsets(m, d)
         if (buf[go:mo] < 0).any() or (buf[so:] < 0).any():
             raise InterfpredError("state buffer has negative sums of squares")
-        self._header(buf, m, d)
-        self._buf = buf
-        self._d = d
+        self._adopt(buf, d)
