@@ -45,8 +45,8 @@ from interfpred.predictors._status import BAD_LOG, NOT_PD, OK
 
 __all__ = ["N_SEEN", "N_WEIGHTS", "N_FEATURES", "RLS_FORGETTING", "RLS_STAB", "RLS_NOISE_VAR", "RLS_INV_DELTA",
            "RLS_CYCLE", "ENT_FORGETTING", "ENT_STABILIZE", "ENT_LOG_TARGET", "ENT_ALONE_IS_SOLO", "ENT_RANK",
-           "ENT_N_FULL", "ENT_MARGINAL", "ENT_HEADER", "ENT_HYPER_SLOTS", "check_entity_row", "row_terms", "blocks_value",
-           "blocks_step", "full_value", "full_step", "pairwise_terms"]
+           "ENT_N_FULL", "ENT_MARGINAL", "ENT_HEADER", "ENT_HYPER_SLOTS", "check_entity_row", "row_terms",
+           "blocks_value", "blocks_step", "full_value", "full_step", "pairwise_terms"]
 
 # -- EntityRLS header: N_SEEN .. RLS_CYCLE as in an RLS buffer, then
 ENT_FORGETTING = 8      # entity_forgetting

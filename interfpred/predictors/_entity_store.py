@@ -102,7 +102,8 @@ class EntityStore:
 
     def _new_param(self, var: float, value: float = 0.0) -> int:
         p = self._np
-        if self._is_full() and self.covariance == "auto" and int(self._g[EK.N_WEIGHTS]) + p + 1 > ENTITY_FULL_MAX_PARAMS:
+        m = int(self._g[EK.N_WEIGHTS])
+        if self._is_full() and self.covariance == "auto" and m + p + 1 > ENTITY_FULL_MAX_PARAMS:
             self._to_blocks()
         full = self._is_full()
         off = int(self._g[EK.N_WEIGHTS]) if full else 0
@@ -362,7 +363,8 @@ class EntityStore:
         g = np.asarray(state["header"], dtype=np.float64)
         if g.shape != self._g.shape or not np.isfinite(g).all() or int(g[EK.N_FEATURES]) != d:
             width = g[EK.N_FEATURES] if g.size > EK.N_FEATURES else None
-            raise InterfpredError(f"state header has shape {g.shape} or width {width}, expected {self._g.shape} and {d}")
+            raise InterfpredError(f"state header has shape {g.shape} or width {width}, "
+                                  f"expected {self._g.shape} and {d}")
         names = [str(s) for s in state["names"]]
         etab = np.asarray(state["etab"], dtype=np.int64).reshape(-1, 4)
         n_params = int(state["n_params"])

@@ -139,7 +139,7 @@ def sgd_update_many(buf, X, y):
     return OK
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _sgd_value(buf, m, d, x, z):
     _sgd_features(buf, m, d, x, z)
     s = 0.0

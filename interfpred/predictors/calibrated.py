@@ -39,7 +39,7 @@ from interfpred.errors import InterfpredError
 from interfpred.predictors import _calibration_kernels as K
 from interfpred.predictors.base import BasePredictor
 from interfpred.predictors.calibrated_state import CalibratedStateMixin
-from interfpred.predictors.inputs import as_rows, as_targets, check_entities, is_integer, is_row_array
+from interfpred.predictors.inputs import F64, NDARRAY, as_rows, as_targets, check_entities, is_integer
 from interfpred.predictors.registry import PredictorSpec, make_predictor
 
 __all__ = ["Calibrated"]
@@ -305,7 +305,8 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
         Refused input raises :class:`~interfpred.errors.InterfpredError` and changes nothing.
         """
         inner = self._inner
-        if entities is None and inner is not None and is_row_array(X) and type(y) is float and y - y == 0.0:
+        if (entities is None and inner is not None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1
+                and type(y) is float and y - y == 0.0):
             if self._relative:                   # the lean single-row path; predict validates X
                 m = inner.predict(X)
                 s = (y - m) / max(abs(m), CALIBRATED_MIN_SCALE)
@@ -386,7 +387,7 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
             li = self._level_index(quantile)
         state = self._state
         th = self._th0 + li
-        if state is not None and entities is None and is_row_array(X):
+        if state is not None and entities is None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1:
             if self._relative:
                 m = self._inner.predict(X)
                 return m + max(abs(m), CALIBRATED_MIN_SCALE) * state.item(0, th)

@@ -38,7 +38,7 @@ from interfpred.predictors._entity_store import EntityStore
 from interfpred.predictors._status import MISSING, OK, kernel_error, split_code
 from interfpred.predictors.base import BasePredictor
 from interfpred.predictors.entity_tuning import select_prior_variances
-from interfpred.predictors.inputs import as_rows, as_targets, check_flag, check_positive, is_row_array
+from interfpred.predictors.inputs import F64, NDARRAY, as_rows, as_targets, check_flag, check_positive
 
 __all__ = ["EntityRLS"]
 
@@ -277,7 +277,7 @@ class EntityRLS(EntityStore, BasePredictor):
         changes nothing.
         """
         g = self._g
-        if g is not None and is_row_array(X) and type(y) in _FLOATS:
+        if g is not None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1 and type(y) in _FLOATS:
             if entities is None:
                 st = _FAST.update_one(g, self._est, self._P, self._etab, self._ptab, _NO_V, X, y, -1, _NO_I, _NO_F, 0)
             elif type(entities) is Entities and entities.own.shape[0] == 1:
@@ -340,7 +340,7 @@ class EntityRLS(EntityStore, BasePredictor):
     def predict(self, X: Any, *, entities: Entities | None = None) -> Any:
         """Predicted targets: (n, d) -> (n,); one row (d,) -> float. Unknown entities contribute 0."""
         g = self._g
-        if g is not None and is_row_array(X):
+        if g is not None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1:
             r = None
             if entities is None:
                 r = _FAST.predict_one(g, self._est, self._etab, self._ptab, _NO_V, X, -1, _NO_I, _NO_F)

@@ -10,11 +10,12 @@ from interfpred.errors import InterfpredError
 from interfpred.predictors import _kernels as K
 from interfpred.predictors.base import BasePredictor, FrozenPredictor
 from interfpred.predictors.inputs import (
+    F64,
+    NDARRAY,
     as_rows,
     as_weights,
     check_flag,
     check_positive,
-    is_row_array,
     state_array,
     state_count,
 )
@@ -122,7 +123,7 @@ class OfflineLinear(FrozenPredictor):
     def predict(self, X: Any) -> Any:
         """Predicted slowdowns: (n, d) -> (n,) array; one row (d,) -> float (the prior before fit)."""
         buf = self._buf
-        if buf is not None and is_row_array(X):
+        if buf is not None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1:
             r = _FAST.linear_predict_one(buf, X, _H)
             if r - r == 0.0:
                 return r

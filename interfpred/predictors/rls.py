@@ -24,7 +24,7 @@ from interfpred.predictors import _kernels as K
 from interfpred.predictors._status import kernel_error
 from interfpred.predictors.base import BasePredictor
 from interfpred.predictors.buffered import BufferedPredictor
-from interfpred.predictors.inputs import as_rows, check_flag, check_positive, is_row_array
+from interfpred.predictors.inputs import F64, NDARRAY, as_rows, check_flag, check_positive
 
 __all__ = ["RLS"]
 
@@ -127,7 +127,7 @@ class RLS(BufferedPredictor):
         Refused input (wrong width, NaN/inf) raises InterfpredError and changes nothing.
         """
         buf = self._buf
-        if buf is not None and is_row_array(X):
+        if buf is not None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1:
             ty = type(y)
             if ty is float or ty is np.float64:
                 status = _FAST.rls_update_one(buf, X, y)
@@ -152,7 +152,7 @@ class RLS(BufferedPredictor):
         float or ndarray, or a pair of them when ``return_std`` is true.
         """
         buf = self._buf
-        if buf is not None and is_row_array(X):
+        if buf is not None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1:
             r = _FAST.linear_predict_one(buf, X, _H)
             if r - r == 0.0:
                 if not return_std:

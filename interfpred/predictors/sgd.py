@@ -42,7 +42,7 @@ from interfpred.predictors import _sgd_kernels as K
 from interfpred.predictors._status import kernel_error
 from interfpred.predictors.base import BasePredictor
 from interfpred.predictors.buffered import BufferedPredictor
-from interfpred.predictors.inputs import as_rows, check_flag, check_positive, is_row_array
+from interfpred.predictors.inputs import F64, NDARRAY, as_rows, check_flag, check_positive
 
 __all__ = ["OnlineSGD", "SCHEDULES"]
 
@@ -159,7 +159,7 @@ class OnlineSGD(BufferedPredictor):
     def update(self, X: Any, y: Any) -> None:
         """Learn from rows ``X`` (n, d) with ``y`` (n,), or one row (d,) with a float."""
         buf = self._buf
-        if buf is not None and is_row_array(X):
+        if buf is not None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1:
             ty = type(y)
             if ty is float or ty is np.float64:
                 status = _FAST.sgd_update_one(buf, X, y)
@@ -171,7 +171,7 @@ class OnlineSGD(BufferedPredictor):
     def predict(self, X: Any) -> Any:
         """Predicted slowdowns: (n, d) -> (n,) array; one row (d,) -> float."""
         buf = self._buf
-        if buf is not None and is_row_array(X):
+        if buf is not None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1:
             r = _FAST.sgd_predict_one(buf, X)
             if r - r == 0.0:
                 return r
