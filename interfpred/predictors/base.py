@@ -284,12 +284,16 @@ class BasePredictor(abc.ABC):
 
     @classmethod
     def from_state(cls, state: Any, *, source: str = "state", trusted: bool = False) -> BasePredictor:
-        """Rebuild a predictor of this class from :meth:`to_state`'s dict (checks format, kind,
-        version and width); :func:`~interfpred.predictors.predictor_from_state` takes any kind.
+        """Rebuild a predictor from :meth:`to_state`'s dict (checks format, kind, version and width).
+
+        On a subclass the state must hold that kind; on ``BasePredictor`` itself any registered
+        kind (as :func:`~interfpred.predictors.predictor_from_state`).
 
         ``trusted`` allows states of wrapped river / scikit-learn models, which are pickled and
         so run code from the file when restored (see :func:`load_predictor`).
         """
+        if cls is BasePredictor:  # any kind: dispatch on the one recorded
+            return predictor_from_state(state, source=source, trusted=trusted)
         check_state_header(state, source=source)
         kind = state.get("kind")
         if kind != cls.kind:
