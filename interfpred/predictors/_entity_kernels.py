@@ -5,12 +5,10 @@ State (the model is in docs/predictors.md)::
 
     g   header (ENT_HEADER floats, slots named below; the first ones as RLS's) then, in "blocks"
         mode, the RLS block of the global weights: w (m), w0 (m), P (m*m), scratch z (m)
-    est (4, cap) rows: mu, the parameter means (blocks: entity parameters; full: every parameter,
-        the m global weights first); info, each entity parameter's information 1/variance
-        (blocks only); r0, each parameter's prior information; t0, its prior mean (full only)
+    est (4, cap) rows ``EST_*``: the parameter means (blocks: entity parameters; full: every
+        parameter, the m global weights first), information, prior information and prior mean
     P2  (cap, cap) joint covariance (full mode only)
-    etab (E, 4) int64: parameter index of each entity's sensitivity, aggressiveness, first
-        latent factor u, first latent factor v (-1: none)
+    etab (E, 4) int64: parameter index of each entity's terms, columns ``ETAB_*`` (-1: none)
     ptab the pair hash table of :mod:`interfpred.predictors._entity_tables`
     vmap (V, 2) int64: entity index and parent entity index ("model" of "model@batch") of each
         name of the caller's vocabulary (-1: unknown, or no parent)
@@ -45,7 +43,9 @@ from interfpred.predictors._status import BAD_LOG, NOT_PD, OK
 
 __all__ = ["N_SEEN", "N_WEIGHTS", "N_FEATURES", "RLS_FORGETTING", "RLS_STAB", "RLS_NOISE_VAR", "RLS_INV_DELTA",
            "RLS_CYCLE", "ENT_FORGETTING", "ENT_STABILIZE", "ENT_LOG_TARGET", "ENT_ALONE_IS_SOLO", "ENT_RANK",
-           "ENT_N_FULL", "ENT_MARGINAL", "ENT_HEADER", "ENT_HYPER_SLOTS", "check_entity_row", "row_terms",
+           "ENT_N_FULL", "ENT_MARGINAL", "ENT_HEADER", "ENT_HYPER_SLOTS", "EST_MEAN", "EST_INFO",
+           "EST_PRIOR_INFO", "EST_PRIOR_MEAN", "ETAB_SENSITIVITY", "ETAB_AGGRESSIVENESS", "ETAB_U", "ETAB_V",
+           "check_entity_row", "row_terms",
            "blocks_value", "blocks_step", "full_value", "full_step", "pairwise_terms"]
 
 # -- EntityRLS header: N_SEEN .. RLS_CYCLE as in an RLS buffer, then
@@ -57,6 +57,17 @@ ENT_RANK = 12           # rank of the latent factors
 ENT_N_FULL = 13         # "full" mode: number of parameters N (global and entity); 0 in "blocks" mode
 ENT_MARGINAL = 14       # 1.0 for population="marginal"
 ENT_HEADER = 16
+# -- rows of ``est``
+EST_MEAN = 0        # mu: parameter means
+EST_INFO = 1        # info: each entity parameter's information 1 / variance ("blocks" only)
+EST_PRIOR_INFO = 2  # r0: each parameter's prior information
+EST_PRIOR_MEAN = 3  # t0: each parameter's prior mean ("full" only)
+# -- columns of ``etab``: the parameter index of each entity's terms (-1: none)
+ETAB_SENSITIVITY = 0
+ETAB_AGGRESSIVENESS = 1
+ETAB_U = 2          # first latent factor u (own side)
+ETAB_V = 3          # first latent factor v (co-runner side)
+
 #: The slots that hold hyperparameters (rewritten from the parameters when a state is loaded).
 ENT_HYPER_SLOTS = (RLS_FORGETTING, RLS_STAB, RLS_INV_DELTA, ENT_FORGETTING, ENT_STABILIZE, ENT_LOG_TARGET,
                    ENT_ALONE_IS_SOLO, ENT_RANK, ENT_MARGINAL)
@@ -109,19 +120,19 @@ def row_terms(g, etab, ptab, vmap, own_v, lo, hi, co, w, idx, h, vb, vw):
     eo = vmap[own_v, 0]
     po = vmap[own_v, 1]
     hs = min(1.0, tot)
-    L = _add(etab, eo, 0, hs, idx, h, 0)
-    L = _add(etab, po, 0, hs, idx, h, L)
+    L = _add(etab, eo, ETAB_SENSITIVITY, hs, idx, h, 0)
+    L = _add(etab, po, ETAB_SENSITIVITY, hs, idx, h, L)
     K = 0
-    ub = etab[eo, 2] if eo >= 0 else -1
+    ub = etab[eo, ETAB_U] if eo >= 0 else -1
     for j in range(lo, hi):
         ec = vmap[co[j], 0]
         pc = vmap[co[j], 1]
-        L = _add(etab, ec, 1, w[j], idx, h, L)
-        L = _add(etab, pc, 1, w[j], idx, h, L)
+        L = _add(etab, ec, ETAB_AGGRESSIVENESS, w[j], idx, h, L)
+        L = _add(etab, pc, ETAB_AGGRESSIVENESS, w[j], idx, h, L)
         L = _add_pair(ptab, eo, ec, w[j], idx, h, L)
         L = _add_pair(ptab, po, pc, w[j], idx, h, L)
-        if ec >= 0 and etab[ec, 3] >= 0:
-            vb[K] = etab[ec, 3]
+        if ec >= 0 and etab[ec, ETAB_V] >= 0:
+            vb[K] = etab[ec, ETAB_V]
             vw[K] = w[j]
             K += 1
     return L, ub, K, alone
@@ -310,14 +321,14 @@ def pairwise_terms(g, est, etab, ptab, ids, S, M):
     """
     k = ids.shape[0]
     off = int(g[N_WEIGHTS]) if g[ENT_N_FULL] > 0.0 else 0
-    mu = est[0]
+    mu = est[EST_MEAN]
     r = int(g[ENT_RANK])
     for a in range(k):
         S[a] = 0.0
         for lvl in range(2):
             ea = ids[a, lvl]
-            if ea >= 0 and etab[ea, 0] >= 0:
-                S[a] += mu[off + etab[ea, 0]]
+            if ea >= 0 and etab[ea, ETAB_SENSITIVITY] >= 0:
+                S[a] += mu[off + etab[ea, ETAB_SENSITIVITY]]
         for b in range(k):
             M[a, b] = 0.0
             if a == b:
@@ -326,8 +337,8 @@ def pairwise_terms(g, est, etab, ptab, ids, S, M):
             for lvl in range(2):
                 ea = ids[a, lvl]
                 eb = ids[b, lvl]
-                if eb >= 0 and etab[eb, 1] >= 0:
-                    v += mu[off + etab[eb, 1]]
+                if eb >= 0 and etab[eb, ETAB_AGGRESSIVENESS] >= 0:
+                    v += mu[off + etab[eb, ETAB_AGGRESSIVENESS]]
                 if ea >= 0 and eb >= 0:
                     pp = pair_get(ptab, ea, eb)
                     if pp >= 0:
@@ -335,8 +346,8 @@ def pairwise_terms(g, est, etab, ptab, ids, S, M):
             ea = ids[a, 0]
             eb = ids[b, 0]
             if ea >= 0 and eb >= 0:
-                ub = etab[ea, 2]
-                vb = etab[eb, 3]
+                ub = etab[ea, ETAB_U]
+                vb = etab[eb, ETAB_V]
                 if ub >= 0 and vb >= 0:
                     for q in range(r):
                         v += mu[ub + q] * mu[vb + q]

@@ -19,6 +19,10 @@ from interfpred.predictors._entity_kernels import (
     ENT_LOG_TARGET,
     ENT_N_FULL,
     ENT_RANK,
+    EST_INFO,
+    EST_MEAN,
+    EST_PRIOR_INFO,
+    EST_PRIOR_MEAN,
     N_FEATURES,
     N_SEEN,
     blocks_step,
@@ -67,7 +71,7 @@ def update_rows(g, est, P, etab, ptab, vmap, X, y, own, indptr, co, w, has_ent):
     st = check_rows(g, X, y)
     if st != OK:
         return st
-    mu, info, r0, t0 = est[0], est[1], est[2], est[3]
+    mu, info, r0, t0 = est[EST_MEAN], est[EST_INFO], est[EST_PRIOR_INFO], est[EST_PRIOR_MEAN]
     r = int(g[ENT_RANK])
     full = g[ENT_N_FULL] > 0.0
     idx, h, vb, vw = _scratch(indptr, n if has_ent else 0, r)
@@ -102,7 +106,7 @@ def predict_rows(g, est, etab, ptab, vmap, X, own, indptr, co, w, has_ent, out):
         for k in range(X.shape[1]):
             if not math.isfinite(X[i, k]):
                 return BAD_X
-    mu = est[0]
+    mu = est[EST_MEAN]
     r = int(g[ENT_RANK])
     full = g[ENT_N_FULL] > 0.0
     idx, h, vb, vw = _scratch(indptr, n if has_ent else 0, r)
@@ -148,8 +152,8 @@ def update_one(g, est, P, etab, ptab, vmap, x, y, own, co, w, create):
     yi = math.log(y) if g[ENT_LOG_TARGET] != 0.0 else y
     if g[ENT_N_FULL] > 0.0:
         z = np.empty(est.shape[1])
-        return full_step(g, est[0], P, est[2], est[3], x, yi, idx, h, L, z)
-    return blocks_step(g, est[0], est[1], est[2], x, yi, idx, h, L, ub, vb, vw, K, tmu, tvar, th, tix)
+        return full_step(g, est[EST_MEAN], P, est[EST_PRIOR_INFO], est[EST_PRIOR_MEAN], x, yi, idx, h, L, z)
+    return blocks_step(g, est[EST_MEAN], est[EST_INFO], est[EST_PRIOR_INFO], x, yi, idx, h, L, ub, vb, vw, K, tmu, tvar, th, tix)
 
 
 @njit(cache=True)
@@ -173,9 +177,9 @@ def predict_one(g, est, etab, ptab, vmap, x, own, co, w):
     if alone and g[ENT_ALONE_IS_SOLO] != 0.0:
         return 1.0
     if g[ENT_N_FULL] > 0.0:
-        s = full_value(g, est[0], x, idx, h, L)
+        s = full_value(g, est[EST_MEAN], x, idx, h, L)
     else:
-        s = blocks_value(g, est[0], x, idx, h, L, ub, vb, vw, K, r)
+        s = blocks_value(g, est[EST_MEAN], x, idx, h, L, ub, vb, vw, K, r)
     return math.exp(s) if g[ENT_LOG_TARGET] != 0.0 else s
 
 

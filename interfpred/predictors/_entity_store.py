@@ -91,13 +91,13 @@ class EntityStore:
         g[EK.RLS_CYCLE] = g0[EK.RLS_CYCLE] if g0[EK.RLS_CYCLE] < m else 0.0
         g[EK.ENT_MARGINAL] = float(self.population == "marginal")
         est, P = self._est, self._P
-        g[_EH:_EH + m] = est[0, :m]
-        g[_EH + m:_EH + 2 * m] = est[3, :m]
+        g[_EH:_EH + m] = est[EK.EST_MEAN, :m]
+        g[_EH + m:_EH + 2 * m] = est[EK.EST_PRIOR_MEAN, :m]
         g[_EH + 2 * m:_EH + 2 * m + m * m] = P[:m, :m].reshape(-1)
         new = np.zeros((4, max(16, 2 * (N - m))))
-        new[0, :N - m] = est[0, m:N]
-        new[1, :N - m] = 1.0 / np.diag(P)[m:N]
-        new[2, :N - m] = est[2, m:N]
+        new[EK.EST_MEAN, :N - m] = est[EK.EST_MEAN, m:N]
+        new[EK.EST_INFO, :N - m] = 1.0 / np.diag(P)[m:N]
+        new[EK.EST_PRIOR_INFO, :N - m] = est[EK.EST_PRIOR_INFO, m:N]
         self._g, self._est, self._P = g, new, np.zeros((1, 1))
 
     def _new_param(self, var: float, value: float = 0.0) -> int:
@@ -117,9 +117,9 @@ class EntityStore:
                 P[:old, :old] = self._P
                 self._P = P
         est = self._est
-        est[0, off + p] = value
-        est[1, off + p] = 1.0 / var
-        est[2, off + p] = 1.0 / var
+        est[EK.EST_MEAN, off + p] = value
+        est[EK.EST_INFO, off + p] = 1.0 / var
+        est[EK.EST_PRIOR_INFO, off + p] = 1.0 / var
         if full:
             self._P[off + p, off + p] = var
             self._g[EK.ENT_N_FULL] = off + p + 1
@@ -136,15 +136,15 @@ class EntityStore:
         row = self._etab[e]
         var = self._var
         if var["sensitivity_var"] > 0:
-            row[0] = self._new_param(var["sensitivity_var"])
+            row[EK.ETAB_SENSITIVITY] = self._new_param(var["sensitivity_var"])
         if var["aggressiveness_var"] > 0:
-            row[1] = self._new_param(var["aggressiveness_var"])
+            row[EK.ETAB_AGGRESSIVENESS] = self._new_param(var["aggressiveness_var"])
         r = int(self.rank)
         if r and var["factor_var"] > 0:
             init = np.random.default_rng([int(self.seed), e]).normal(
                 0.0, ENTITY_FACTOR_INIT * math.sqrt(var["factor_var"]), 2 * r)
             base = [self._new_param(var["factor_var"], float(v)) for v in init]
-            row[2], row[3] = base[0], base[r]
+            row[EK.ETAB_U], row[EK.ETAB_V] = base[0], base[r]
         self._names.append(name)
         self._eid[name] = e
         return e
@@ -251,11 +251,11 @@ class EntityStore:
 
     def _global(self) -> np.ndarray:
         m = int(self._g[EK.N_WEIGHTS])
-        return self._est[0, :m] if self._is_full() else self._g[_EH:_EH + m]
+        return self._est[EK.EST_MEAN, :m] if self._is_full() else self._g[_EH:_EH + m]
 
     def _entity_values(self) -> np.ndarray:
         off = int(self._g[EK.N_WEIGHTS]) if self._is_full() else 0
-        return self._est[0, off:off + self._np]
+        return self._est[EK.EST_MEAN, off:off + self._np]
 
     @property
     def coef_(self) -> np.ndarray:
@@ -292,7 +292,7 @@ class EntityStore:
         if self._is_full():
             m = int(self._g[EK.N_WEIGHTS])
             return np.diag(self._P)[m:m + self._np].copy()
-        return 1.0 / self._est[1, :self._np]
+        return 1.0 / self._est[EK.EST_INFO, :self._np]
 
     @property
     def prior_variances_(self) -> dict[str, float]:
@@ -305,7 +305,7 @@ class EntityStore:
         """Prior variance of every entity parameter, in order of creation."""
         self._need("entity_priors_")
         off = int(self._g[EK.N_WEIGHTS]) if self._is_full() else 0
-        return 1.0 / self._est[2, off:off + self._np]
+        return 1.0 / self._est[EK.EST_PRIOR_INFO, off:off + self._np]
 
     @property
     def entities_(self) -> tuple[str, ...]:
@@ -320,7 +320,7 @@ class EntityStore:
         vals = self._entity_values()
         out = {}
         for e, name in enumerate(self._names):
-            s, a = int(self._etab[e, 0]), int(self._etab[e, 1])
+            s, a = int(self._etab[e, EK.ETAB_SENSITIVITY]), int(self._etab[e, EK.ETAB_AGGRESSIVENESS])
             out[name] = {"sensitivity": float(vals[s]) if s >= 0 else 0.0,
                          "aggressiveness": float(vals[a]) if a >= 0 else 0.0}
         return out
@@ -340,12 +340,12 @@ class EntityStore:
         N = int(self._g[EK.ENT_N_FULL]) if full else self._np
         state = {"prior_variances": dict(self._var), "header": self._g.tolist(), "names": list(self._names), "etab": self._etab[:n].tolist(),
                  "pairs": self._pairs().tolist(),
-                 "n_params": self._np, "mu": self._est[0, :N].tolist(), "r0": self._est[2, :N].tolist()}
+                 "n_params": self._np, "mu": self._est[EK.EST_MEAN, :N].tolist(), "r0": self._est[EK.EST_PRIOR_INFO, :N].tolist()}
         if full:
-            state["t0"] = self._est[3, :N].tolist()
+            state["t0"] = self._est[EK.EST_PRIOR_MEAN, :N].tolist()
             state["P"] = self._P[:N, :N].tolist()
         else:
-            state["info"] = self._est[1, :N].tolist()
+            state["info"] = self._est[EK.EST_INFO, :N].tolist()
         return state
 
     def _set_state(self, state: dict[str, Any], d: int) -> None:
@@ -388,21 +388,21 @@ class EntityStore:
             self._new_pair(int(a), int(b), int(p))
         cap = max(N + 1, 16)
         self._est = np.zeros((4, cap))
-        self._est[0, :N] = mu
-        self._est[2, :N] = r0
+        self._est[EK.EST_MEAN, :N] = mu
+        self._est[EK.EST_PRIOR_INFO, :N] = r0
         if full:
             t0 = np.asarray(state["t0"], dtype=np.float64)
             P = np.asarray(state["P"], dtype=np.float64)
             if t0.shape != (N,) or P.shape != (N, N) or int(g[EK.ENT_N_FULL]) != N:
                 raise InterfpredError("state covariance does not match the number of parameters")
-            self._est[3, :N] = t0
+            self._est[EK.EST_PRIOR_MEAN, :N] = t0
             self._P = np.zeros((cap, cap))
             self._P[:N, :N] = P
         else:
             info = np.asarray(state["info"], dtype=np.float64)
             if info.shape != (N,):
                 raise InterfpredError("state info does not match the number of parameters")
-            self._est[1, :N] = info
+            self._est[EK.EST_INFO, :N] = info
         self._np = n_params
         self._names = names
         self._eid = {s: i for i, s in enumerate(names)}

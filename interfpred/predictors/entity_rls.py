@@ -224,8 +224,8 @@ class EntityRLS(EntityStore, BasePredictor):
         if full:
             g[EK.ENT_N_FULL] = m
             self._est = np.zeros((4, m + cap))
-            self._est[0, d] = self._est[3, d] = b0
-            self._est[2, :m] = 1.0 / float(self.delta)
+            self._est[EK.EST_MEAN, d] = self._est[EK.EST_PRIOR_MEAN, d] = b0
+            self._est[EK.EST_PRIOR_INFO, :m] = 1.0 / float(self.delta)
             self._P = np.zeros((m + cap, m + cap))
             self._P[np.arange(m), np.arange(m)] = float(self.delta)
         else:
