@@ -1,15 +1,9 @@
-"""The three baselines every accuracy number is shown beside.
+"""The three baselines every accuracy number is shown beside (docs/predictors.md).
 
-- :class:`NoInterference`: slowdown 1, always (co-location costs nothing);
-- :class:`GlobalMean`: the running mean of every target seen;
-- :class:`PairMean`: the running mean per (model, sorted set of co-runner models), falling back
-  to the model's own running mean, then to the global mean. It needs to know which models a row
-  involves, so it reads an :class:`~interfpred.entities.Entities` table (``uses_entities``);
-  without one it is the global mean.
-
-They follow the same fit/predict/update contract as every predictor and ignore the feature
-values (only the width is checked), so a fitted model that loses to one of them has learned
-less than a table of averages.
+:class:`NoInterference` (slowdown 1, always), :class:`GlobalMean` (the running mean of every
+target) and :class:`PairMean` (the running mean per model and co-runner models, read from an
+:class:`~interfpred.entities.Entities` table) follow the contract of every predictor and ignore
+the feature values, so a model that loses to one of them has learned less than a table of averages.
 
 Examples
 --------
