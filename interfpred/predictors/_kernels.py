@@ -203,11 +203,12 @@ def _rls_quad(buf, m, x, fi):
 
 
 @njit(cache=True)
-def rls_state_ok(buf, header, m):
-    """Whether the noise estimate, w and P of the RLS block at ``header`` are finite and P's diagonal positive."""
+def _rls_state_ok(buf, m):
+    """Whether the noise estimate, w and P are finite and P's diagonal positive."""
     if not math.isfinite(buf[RLS_NOISE_VAR]):
         return False
-    wo, _, po, _ = rls_offsets(header, m)
+    wo = RLS_HEADER
+    po = wo + 2 * m
     for i in range(m):
         if not math.isfinite(buf[wo + i]):
             return False
@@ -228,7 +229,7 @@ def rls_update_one(buf, x, y):
     m = int(buf[N_WEIGHTS])
     saved = buf.copy()
     status = _rls_step(buf, m, x, y)
-    if status == OK and not rls_state_ok(buf, RLS_HEADER, m):
+    if status == OK and not _rls_state_ok(buf, m):
         status = NONFINITE
     if status != OK:
         buf[:] = saved
@@ -247,7 +248,7 @@ def rls_update_many(buf, X, y):
         return status
     for r in range(n):
         st = _rls_step(buf, m, X[r], y[r])
-        if st == OK and not rls_state_ok(buf, RLS_HEADER, m):
+        if st == OK and not _rls_state_ok(buf, m):
             st = NONFINITE
         if st != OK:
             return st * ROW_FACTOR + r
