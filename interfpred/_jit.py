@@ -41,7 +41,7 @@ from typing import Any
 
 import numba
 
-__all__ = ["njit", "CACHE_WARNING"]
+__all__ = ["njit", "compiled_entry", "CompiledEntries", "CACHE_WARNING"]
 
 #: Start of the warning issued (once per process) when kernels cannot be cached on disk.
 CACHE_WARNING = "numba cannot cache interfpred's compiled kernels on disk"
@@ -92,3 +92,70 @@ def njit(*args: Any, **options: Any) -> Any:
         return _decorate(func, args, options)
 
     return decorator
+
+
+def compiled_entry(dispatcher: Any, signature: tuple[Any, ...]) -> Callable[..., Any]:
+    """The compiled function of ``dispatcher`` for ``signature``, called without numba's type dispatch.
+
+    A numba dispatcher resolves its argument types on every call (a few hundred nanoseconds);
+    kernels called once per row on a hot path skip that by calling the compiled entry point of
+    one exact signature directly. This compiles ``signature`` (or loads it from numba's on-disk
+    cache) and returns that entry point, read from numba's internal ``overloads`` table. When a
+    numba release no longer offers it, the dispatcher itself is returned: the same results, at
+    the cost of the dispatch.
+
+    Callers must then pass exactly the types of ``signature`` (no conversion happens on this
+    path): check them in Python before taking it.
+
+    Parameters
+    ----------
+    dispatcher
+        A function decorated with :func:`njit`.
+    signature
+        A tuple of numba types, one per argument.
+
+    Examples
+    --------
+    >>> from numba import types
+    >>> @njit
+    ... def _scale(x, k):
+    ...     return x * k
+    >>> fast = compiled_entry(_scale, (types.float64, types.float64))
+    >>> fast(1.5, 2.0)
+    3.0
+    """
+    dispatcher.compile(signature)
+    try:
+        return dispatcher.overloads[signature].entry_point
+    except (AttributeError, KeyError, TypeError):  # numba's internals moved: dispatch as usual
+        return dispatcher
+
+
+class CompiledEntries:
+    """Entry points (:func:`compiled_entry`) of several kernels, each compiled on first access.
+
+    ``specs`` maps an attribute name to ``(dispatcher, signature)``; reading the attribute
+    compiles that kernel for that signature (or loads it from numba's cache) once, and later
+    reads are plain attribute lookups.
+
+    Examples
+    --------
+    >>> from numba import types
+    >>> @njit
+    ... def _neg(x):
+    ...     return -x
+    >>> fast = CompiledEntries({"neg": (_neg, (types.float64,))})
+    >>> fast.neg(2.0)
+    -2.0
+    """
+
+    def __init__(self, specs: dict[str, tuple[Any, tuple[Any, ...]]]) -> None:
+        self._specs = specs
+
+    def __getattr__(self, name: str) -> Any:
+        specs = self.__dict__.get("_specs", {})
+        if name not in specs:
+            raise AttributeError(name)
+        entry = compiled_entry(*specs[name])
+        setattr(self, name, entry)
+        return entry

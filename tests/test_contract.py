@@ -8,7 +8,7 @@ from interfpred.predictors import registered
 CASES = [
     (cls, params)
     for _, cls in sorted(registered().items())
-    for params in (cls._test_models() if hasattr(cls, "_test_models") else cls._test_params)
+    for params in cls.contract_params()
 ]
 
 

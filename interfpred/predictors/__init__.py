@@ -1,8 +1,17 @@
-"""Predictors behind one predict/update API (see :mod:`interfpred.predictors.base`)."""
+"""Predictors behind one predict/update API (see :mod:`interfpred.predictors.base` and docs/predictors.md).
 
-from interfpred.predictors.base import (
-    BasePredictor,
-    Predictor,
+Importing this package registers every built-in predictor kind, here and nowhere else. The
+facades (:class:`RiverFacade`, :class:`SklearnFacade`) import river and scikit-learn (about a
+second), so they are loaded on first use.
+"""
+
+from interfpred.predictors.base import BasePredictor, FrozenPredictor, LinearForm, Predictor
+from interfpred.predictors.baselines import GlobalMean, NoInterference, PairMean
+from interfpred.predictors.calibrated import Calibrated
+from interfpred.predictors.entity_rls import EntityRLS
+from interfpred.predictors.gpulets import GpuletsModel, gpulets_utilisation
+from interfpred.predictors.linear import OfflineLinear
+from interfpred.predictors.registry import (
     PredictorSpec,
     load_predictor,
     make_predictor,
@@ -10,22 +19,20 @@ from interfpred.predictors.base import (
     register,
     registered,
 )
-from interfpred.predictors.baselines import GlobalMean, NoInterference, PairMean
-from interfpred.predictors.calibrated import Calibrated
-from interfpred.predictors.entity_rls import EntityRLS
-from interfpred.predictors.gpulets import GpuletsModel, gpulets_utilisation
-from interfpred.predictors.linear import OfflineLinear
 from interfpred.predictors.rls import RLS
 from interfpred.predictors.sgd import OnlineSGD
+from interfpred.predictors.wrappers import RiverRegressor, SklearnRegressor
 
 __all__ = [
     "BasePredictor",
     "Calibrated",
     "EntityRLS",
+    "FrozenPredictor",
     "GlobalMean",
     "NoInterference",
     "PairMean",
     "GpuletsModel",
+    "LinearForm",
     "OfflineLinear",
     "OnlineSGD",
     "gpulets_utilisation",
@@ -43,14 +50,19 @@ __all__ = [
     "registered",
 ]
 
+# The built-in kinds, registered in one place.
+for _cls in (RLS, OnlineSGD, OfflineLinear, GpuletsModel, EntityRLS, NoInterference, GlobalMean, PairMean,
+             Calibrated, RiverRegressor, SklearnRegressor):
+    register(_cls)
+del _cls
 
-_ADAPTERS = ("RiverFacade", "RiverRegressor", "SklearnFacade", "SklearnRegressor")
+_FACADES = ("RiverFacade", "SklearnFacade")
 
 
 def __getattr__(name: str):
-    # The adapters import scikit-learn and river (about a second): load them on first use.
-    if name in _ADAPTERS:
-        from interfpred.predictors import adapters
+    # The facades import scikit-learn and river (about a second): load them on first use.
+    if name in _FACADES:
+        from interfpred.predictors import facades
 
-        return getattr(adapters, name)
+        return getattr(facades, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,11 +23,17 @@ import numpy as np
 
 from interfpred._jit import njit
 
+POS = 0       # slots of a group row, as above
+COUNT = 1
+SEEN = 2
+FROZEN = 3
 HEADER = 4
 
 METHOD_ACI = 0
 METHOD_SPLIT = 1
 METHOD_FIXED = 2
+#: ``method`` hyperparameter -> code.
+METHOD_CODES = {"aci": METHOD_ACI, "split": METHOD_SPLIT, "fixed": METHOD_FIXED}
 
 
 def row_size(n_levels: int, window: int) -> int:
@@ -61,7 +67,7 @@ def _threshold(row, so, cnt, tau):
 def _refresh(state, g, levels, n_levels, window, method):
     """Recompute the thresholds of group ``g`` from its window."""
     row = state[g]
-    cnt = int(row[1])
+    cnt = int(row[COUNT])
     so = HEADER + 3 * n_levels + window
     for li in range(n_levels):
         tau = row[HEADER + li] if method == METHOD_ACI else levels[li]
@@ -92,13 +98,13 @@ def push(state, g, s, levels, par):
         if method == METHOD_ACI:
             t = row[to + li] + gamma * (levels[li] - ok)
             row[to + li] = min(max(t, tau_lo), tau_hi)
-    row[2] += 1.0
-    if method == METHOD_FIXED and row[3] != 0.0:
+    row[SEEN] += 1.0
+    if method == METHOD_FIXED and row[FROZEN] != 0.0:
         return
     ro = HEADER + 3 * n_levels
     so = ro + window
-    pos = int(row[0])
-    cnt = int(row[1])
+    pos = int(row[POS])
+    cnt = int(row[COUNT])
     # j: insertion point of ``s`` after every score <= s
     lo_i, hi_i = 0, cnt
     while lo_i < hi_i:
@@ -136,10 +142,10 @@ def push(state, g, s, levels, par):
     pos += 1
     if pos == window:
         pos = 0
-    row[0] = pos
-    row[1] = cnt + 1
+    row[POS] = pos
+    row[COUNT] = cnt + 1
     if method == METHOD_FIXED and cnt + 1 == window:
-        row[3] = 1.0
+        row[FROZEN] = 1.0
     _refresh(state, g, levels, n_levels, window, method)
 
 

@@ -17,12 +17,14 @@ from interfpred.constants import ENTITY_FACTOR_INIT, ENTITY_FULL_MAX_PARAMS
 from interfpred.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.predictors import _entity_kernels as EK
+from interfpred.predictors import _entity_rows as ER
 from interfpred.predictors import _entity_tables as ET
+from interfpred.predictors.inputs import check_entities
 
 __all__ = ["EntityStore"]
 
-_EH = EK.EH
-_FAST = EK.FAST
+_EH = EK.ENT_HEADER
+_FAST = ER.FAST
 _NO_I = np.zeros((0, 2), dtype=np.int64)
 _CACHE = ("_vm_key", "_vm_n", "_vmap", "_vm_cache")
 _VMAP_CACHE = 4096
@@ -78,32 +80,33 @@ class EntityStore:
     # ------------------------------------------------------------------ entities
     def _is_full(self) -> bool:
         """Whether the state keeps the joint covariance of every parameter (exact RLS)."""
-        return self._g is not None and self._g[13] > 0.0
+        return self._g is not None and self._g[EK.ENT_N_FULL] > 0.0
 
     def _to_blocks(self) -> None:
         """Keep only the global block and each entity parameter's own variance from now on."""
-        g0, m, N = self._g, int(self._g[1]), int(self._g[13])
+        g0, m, N = self._g, int(self._g[EK.N_WEIGHTS]), int(self._g[EK.ENT_N_FULL])
         g = np.zeros(_EH + 3 * m + m * m)
         g[:_EH] = g0[:_EH]
-        g[13] = 0.0
-        g[7] = g0[7] if g0[7] < m else 0.0
-        g[14] = float(self.population == "marginal")
+        g[EK.ENT_N_FULL] = 0.0
+        g[EK.RLS_CYCLE] = g0[EK.RLS_CYCLE] if g0[EK.RLS_CYCLE] < m else 0.0
+        g[EK.ENT_MARGINAL] = float(self.population == "marginal")
         est, P = self._est, self._P
-        g[_EH:_EH + m] = est[0, :m]
-        g[_EH + m:_EH + 2 * m] = est[3, :m]
+        g[_EH:_EH + m] = est[EK.EST_MEAN, :m]
+        g[_EH + m:_EH + 2 * m] = est[EK.EST_PRIOR_MEAN, :m]
         g[_EH + 2 * m:_EH + 2 * m + m * m] = P[:m, :m].reshape(-1)
         new = np.zeros((4, max(16, 2 * (N - m))))
-        new[0, :N - m] = est[0, m:N]
-        new[1, :N - m] = 1.0 / np.diag(P)[m:N]
-        new[2, :N - m] = est[2, m:N]
+        new[EK.EST_MEAN, :N - m] = est[EK.EST_MEAN, m:N]
+        new[EK.EST_INFO, :N - m] = 1.0 / np.diag(P)[m:N]
+        new[EK.EST_PRIOR_INFO, :N - m] = est[EK.EST_PRIOR_INFO, m:N]
         self._g, self._est, self._P = g, new, np.zeros((1, 1))
 
     def _new_param(self, var: float, value: float = 0.0) -> int:
         p = self._np
-        if self._is_full() and self.covariance == "auto" and int(self._g[1]) + p + 1 > ENTITY_FULL_MAX_PARAMS:
+        m = int(self._g[EK.N_WEIGHTS])
+        if self._is_full() and self.covariance == "auto" and m + p + 1 > ENTITY_FULL_MAX_PARAMS:
             self._to_blocks()
         full = self._is_full()
-        off = int(self._g[1]) if full else 0
+        off = int(self._g[EK.N_WEIGHTS]) if full else 0
         old = self._est.shape[1]
         if off + p >= old:
             est = np.zeros((4, 2 * old))
@@ -114,12 +117,12 @@ class EntityStore:
                 P[:old, :old] = self._P
                 self._P = P
         est = self._est
-        est[0, off + p] = value
-        est[1, off + p] = 1.0 / var
-        est[2, off + p] = 1.0 / var
+        est[EK.EST_MEAN, off + p] = value
+        est[EK.EST_INFO, off + p] = 1.0 / var
+        est[EK.EST_PRIOR_INFO, off + p] = 1.0 / var
         if full:
             self._P[off + p, off + p] = var
-            self._g[13] = off + p + 1
+            self._g[EK.ENT_N_FULL] = off + p + 1
         self._np = p + 1
         return p
 
@@ -133,15 +136,15 @@ class EntityStore:
         row = self._etab[e]
         var = self._var
         if var["sensitivity_var"] > 0:
-            row[0] = self._new_param(var["sensitivity_var"])
+            row[EK.ETAB_SENSITIVITY] = self._new_param(var["sensitivity_var"])
         if var["aggressiveness_var"] > 0:
-            row[1] = self._new_param(var["aggressiveness_var"])
+            row[EK.ETAB_AGGRESSIVENESS] = self._new_param(var["aggressiveness_var"])
         r = int(self.rank)
         if r and var["factor_var"] > 0:
             init = np.random.default_rng([int(self.seed), e]).normal(
                 0.0, ENTITY_FACTOR_INIT * math.sqrt(var["factor_var"]), 2 * r)
             base = [self._new_param(var["factor_var"], float(v)) for v in init]
-            row[2], row[3] = base[0], base[r]
+            row[EK.ETAB_U], row[EK.ETAB_V] = base[0], base[r]
         self._names.append(name)
         self._eid[name] = e
         return e
@@ -172,12 +175,12 @@ class EntityStore:
             del self._eid[name]
         self._etab[n_names:len(self._names)] = -1
         del self._names[n_names:]
-        off = int(self._g[1]) if self._is_full() else 0
+        off = int(self._g[EK.N_WEIGHTS]) if self._is_full() else 0
         self._est[:, off + n_params:] = 0.0
         if off:
             self._P[off + n_params:, :] = 0.0
             self._P[:, off + n_params:] = 0.0
-            self._g[13] = off + n_params
+            self._g[EK.ENT_N_FULL] = off + n_params
         self._np = n_params
 
     def _vmap_for(self, ent: Entities) -> np.ndarray:
@@ -239,13 +242,7 @@ class EntityStore:
 
     @staticmethod
     def _check_entities(entities: Any, n: int) -> Entities | None:
-        if entities is None:
-            return None
-        if not isinstance(entities, Entities):
-            raise InterfpredError(f"entities must be an Entities table or None, got {type(entities).__name__}")
-        if len(entities) != n:
-            raise InterfpredError(f"entities has {len(entities)} rows but X has {n}")
-        return entities
+        return check_entities(entities, n)
 
     # ------------------------------------------------------------------ read-only views
     def _need(self, what: str) -> None:
@@ -253,12 +250,12 @@ class EntityStore:
             raise AttributeError(f"{what} is not available before fit/update")
 
     def _global(self) -> np.ndarray:
-        m = int(self._g[1])
-        return self._est[0, :m] if self._is_full() else self._g[_EH:_EH + m]
+        m = int(self._g[EK.N_WEIGHTS])
+        return self._est[EK.EST_MEAN, :m] if self._is_full() else self._g[_EH:_EH + m]
 
     def _entity_values(self) -> np.ndarray:
-        off = int(self._g[1]) if self._is_full() else 0
-        return self._est[0, off:off + self._np]
+        off = int(self._g[EK.N_WEIGHTS]) if self._is_full() else 0
+        return self._est[EK.EST_MEAN, off:off + self._np]
 
     @property
     def coef_(self) -> np.ndarray:
@@ -275,16 +272,16 @@ class EntityStore:
     @property
     def n_seen_(self) -> int:
         """Number of observations received (lone rows included)."""
-        return 0 if self._g is None else int(self._g[0])
+        return 0 if self._g is None else int(self._g[EK.N_SEEN])
 
     @property
     def covariance_(self) -> np.ndarray:
         """Covariance of the global weights (m, m), m = d + 1; with ``covariance="full"`` the joint
         covariance of every parameter (global weights first, then entity terms in order of creation)."""
         self._need("covariance_")
-        m = int(self._g[1])
+        m = int(self._g[EK.N_WEIGHTS])
         if self._is_full():
-            n = int(self._g[13])
+            n = int(self._g[EK.ENT_N_FULL])
             return self._P[:n, :n].copy()
         return self._g[_EH + 2 * m:_EH + 2 * m + m * m].reshape(m, m).copy()
 
@@ -293,9 +290,9 @@ class EntityStore:
         """Posterior variance of every entity parameter, in order of creation (copy)."""
         self._need("entity_variances_")
         if self._is_full():
-            m = int(self._g[1])
+            m = int(self._g[EK.N_WEIGHTS])
             return np.diag(self._P)[m:m + self._np].copy()
-        return 1.0 / self._est[1, :self._np]
+        return 1.0 / self._est[EK.EST_INFO, :self._np]
 
     @property
     def prior_variances_(self) -> dict[str, float]:
@@ -307,8 +304,8 @@ class EntityStore:
     def entity_priors_(self) -> np.ndarray:
         """Prior variance of every entity parameter, in order of creation."""
         self._need("entity_priors_")
-        off = int(self._g[1]) if self._is_full() else 0
-        return 1.0 / self._est[2, off:off + self._np]
+        off = int(self._g[EK.N_WEIGHTS]) if self._is_full() else 0
+        return 1.0 / self._est[EK.EST_PRIOR_INFO, off:off + self._np]
 
     @property
     def entities_(self) -> tuple[str, ...]:
@@ -323,7 +320,7 @@ class EntityStore:
         vals = self._entity_values()
         out = {}
         for e, name in enumerate(self._names):
-            s, a = int(self._etab[e, 0]), int(self._etab[e, 1])
+            s, a = int(self._etab[e, EK.ETAB_SENSITIVITY]), int(self._etab[e, EK.ETAB_AGGRESSIVENESS])
             out[name] = {"sensitivity": float(vals[s]) if s >= 0 else 0.0,
                          "aggressiveness": float(vals[a]) if a >= 0 else 0.0}
         return out
@@ -340,15 +337,15 @@ class EntityStore:
     def _get_state(self) -> dict[str, Any]:
         n = len(self._names)
         full = self._is_full()
-        N = int(self._g[13]) if full else self._np
+        N = int(self._g[EK.ENT_N_FULL]) if full else self._np
         state = {"prior_variances": dict(self._var), "header": self._g.tolist(), "names": list(self._names), "etab": self._etab[:n].tolist(),
                  "pairs": self._pairs().tolist(),
-                 "n_params": self._np, "mu": self._est[0, :N].tolist(), "r0": self._est[2, :N].tolist()}
+                 "n_params": self._np, "mu": self._est[EK.EST_MEAN, :N].tolist(), "r0": self._est[EK.EST_PRIOR_INFO, :N].tolist()}
         if full:
-            state["t0"] = self._est[3, :N].tolist()
+            state["t0"] = self._est[EK.EST_PRIOR_MEAN, :N].tolist()
             state["P"] = self._P[:N, :N].tolist()
         else:
-            state["info"] = self._est[1, :N].tolist()
+            state["info"] = self._est[EK.EST_INFO, :N].tolist()
         return state
 
     def _set_state(self, state: dict[str, Any], d: int) -> None:
@@ -364,8 +361,9 @@ class EntityStore:
         full = self._is_full()
         m = d + 1
         g = np.asarray(state["header"], dtype=np.float64)
-        if g.shape != self._g.shape or not np.isfinite(g).all() or int(g[2]) != d:
-            raise InterfpredError(f"state header has shape {g.shape} or width {g[2] if g.size > 2 else None}, "
+        if g.shape != self._g.shape or not np.isfinite(g).all() or int(g[EK.N_FEATURES]) != d:
+            width = g[EK.N_FEATURES] if g.size > EK.N_FEATURES else None
+            raise InterfpredError(f"state header has shape {g.shape} or width {width}, "
                                   f"expected {self._g.shape} and {d}")
         names = [str(s) for s in state["names"]]
         etab = np.asarray(state["etab"], dtype=np.int64).reshape(-1, 4)
@@ -379,8 +377,8 @@ class EntityStore:
             raise InterfpredError("state etab refers to a parameter that does not exist")
         keep = self._g.copy()
         self._g = g
-        self._g[3], self._g[8] = keep[3], keep[8]  # hyperparameters follow the file's params
-        self._g[4], self._g[6], self._g[9:13], self._g[14] = keep[4], keep[6], keep[9:13], keep[14]
+        for slot in EK.ENT_HYPER_SLOTS:   # hyperparameters follow the file's params
+            self._g[slot] = keep[slot]
         cap_e = max(8, 1 << max(len(names) - 1, 0).bit_length())
         self._etab = np.full((cap_e, 4), -1, dtype=np.int64)
         self._etab[:len(names)] = etab
@@ -390,21 +388,21 @@ class EntityStore:
             self._new_pair(int(a), int(b), int(p))
         cap = max(N + 1, 16)
         self._est = np.zeros((4, cap))
-        self._est[0, :N] = mu
-        self._est[2, :N] = r0
+        self._est[EK.EST_MEAN, :N] = mu
+        self._est[EK.EST_PRIOR_INFO, :N] = r0
         if full:
             t0 = np.asarray(state["t0"], dtype=np.float64)
             P = np.asarray(state["P"], dtype=np.float64)
-            if t0.shape != (N,) or P.shape != (N, N) or int(g[13]) != N:
+            if t0.shape != (N,) or P.shape != (N, N) or int(g[EK.ENT_N_FULL]) != N:
                 raise InterfpredError("state covariance does not match the number of parameters")
-            self._est[3, :N] = t0
+            self._est[EK.EST_PRIOR_MEAN, :N] = t0
             self._P = np.zeros((cap, cap))
             self._P[:N, :N] = P
         else:
             info = np.asarray(state["info"], dtype=np.float64)
             if info.shape != (N,):
                 raise InterfpredError("state info does not match the number of parameters")
-            self._est[1, :N] = info
+            self._est[EK.EST_INFO, :N] = info
         self._np = n_params
         self._names = names
         self._eid = {s: i for i, s in enumerate(names)}

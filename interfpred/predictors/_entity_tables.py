@@ -1,5 +1,5 @@
 """numba kernels of EntityRLS's entity tables (private): the pair hash table, lookups of what a
-row names for the first time, and the pairwise terms of a running set.
+row names for the first time.
 
 ``ptab`` (cap, 3) int64 is an open-addressing hash table of (own entity, co-runner entity,
 parameter index of their pair term) with linear probing; cap is a power of two, empty slots
@@ -12,7 +12,7 @@ import numpy as np
 
 from interfpred._jit import njit
 
-__all__ = ["count_missing", "pair_del", "pair_get", "pair_missing", "pair_put", "pairwise_terms", "row_missing"]
+__all__ = ["count_missing", "pair_del", "pair_get", "pair_missing", "pair_put", "row_missing"]
 
 @njit(cache=True)
 def pair_get(ptab, eo, ec):
@@ -100,47 +100,3 @@ def count_missing(etab, ptab, vmap, own, indptr, co, want_pairs):
         if row_missing(etab, ptab, vmap, own[i], co[indptr[i]:indptr[i + 1]], want_pairs):
             miss += 1
     return miss
-
-
-@njit(cache=True)
-def pairwise_terms(g, est, etab, ptab, ids, S, M):
-    """Entity part of each member's prediction in a running set of entities ``ids`` (k, 2): entity and
-    parent entity of each member (-1: unknown or none).
-
-    ``S[a]``: sensitivity of member a (applied with ``min(1, number of co-runners)``);
-    ``M[a, b]``: what member b adds to member a's prediction when they run together
-    (aggressiveness of b, pair terms (a, b), latent factors u[a] . v[b]); ``M[a, a] = 0``.
-    """
-    k = ids.shape[0]
-    off = int(g[1]) if g[13] > 0.0 else 0
-    mu = est[0]
-    r = int(g[12])
-    for a in range(k):
-        S[a] = 0.0
-        for lvl in range(2):
-            ea = ids[a, lvl]
-            if ea >= 0 and etab[ea, 0] >= 0:
-                S[a] += mu[off + etab[ea, 0]]
-        for b in range(k):
-            M[a, b] = 0.0
-            if a == b:
-                continue
-            v = 0.0
-            for lvl in range(2):
-                ea = ids[a, lvl]
-                eb = ids[b, lvl]
-                if eb >= 0 and etab[eb, 1] >= 0:
-                    v += mu[off + etab[eb, 1]]
-                if ea >= 0 and eb >= 0:
-                    pp = pair_get(ptab, ea, eb)
-                    if pp >= 0:
-                        v += mu[off + pp]
-            ea = ids[a, 0]
-            eb = ids[b, 0]
-            if ea >= 0 and eb >= 0:
-                ub = etab[ea, 2]
-                vb = etab[eb, 3]
-                if ub >= 0 and vb >= 0:
-                    for q in range(r):
-                        v += mu[ub + q] * mu[vb + q]
-            M[a, b] = v

@@ -1,15 +1,9 @@
-"""The three baselines every accuracy number is shown beside.
+"""The three baselines every accuracy number is shown beside (docs/predictors.md).
 
-- :class:`NoInterference`: slowdown 1, always (co-location costs nothing);
-- :class:`GlobalMean`: the running mean of every target seen;
-- :class:`PairMean`: the running mean per (model, sorted set of co-runner models), falling back
-  to the model's own running mean, then to the global mean. It needs to know which models a row
-  involves, so it reads an :class:`~interfpred.entities.Entities` table (``uses_entities``);
-  without one it is the global mean.
-
-They follow the same fit/predict/update contract as every predictor and ignore the feature
-values (only the width is checked), so a fitted model that loses to one of them has learned
-less than a table of averages.
+:class:`NoInterference` (slowdown 1, always), :class:`GlobalMean` (the running mean of every
+target) and :class:`PairMean` (the running mean per model and co-runner models, read from an
+:class:`~interfpred.entities.Entities` table) follow the contract of every predictor and ignore
+the feature values, so a model that loses to one of them has learned less than a table of averages.
 
 Examples
 --------
@@ -36,7 +30,8 @@ import numpy as np
 from interfpred.constants import PRIOR_SLOWDOWN
 from interfpred.entities import Entities
 from interfpred.errors import InterfpredError
-from interfpred.predictors.base import BasePredictor, as_rows, as_targets, register
+from interfpred.predictors.base import BasePredictor
+from interfpred.predictors.inputs import as_rows, as_targets, as_weights, check_entities
 
 __all__ = ["GlobalMean", "NoInterference", "PairMean", "as_weights"]
 
@@ -51,23 +46,28 @@ def _finite_count(state: dict[str, Any], key: str) -> list:
     return [mean, n, wsum]
 
 
-def as_weights(sample_weight: Any, n: int) -> np.ndarray | None:
-    """Validate row weights: None, or (n,) finite values >= 0 that are not all zero."""
-    if sample_weight is None:
-        return None
-    try:
-        w = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        raise InterfpredError(f"sample_weight must be numeric, got {type(sample_weight).__name__}") from None
-    if w.shape != (n,):
-        raise InterfpredError(f"sample_weight has {w.size} values, X has {n} rows")
-    if not np.isfinite(w).all() or (w < 0).any() or (n and not (w > 0).any()):
-        raise InterfpredError("sample_weight must be finite, >= 0 and not all zero")
-    return w
+class _Constant(BasePredictor):
+    """A baseline whose prediction does not depend on the features: zero weights and a constant."""
+
+    def _constant(self) -> float:
+        raise NotImplementedError
+
+    @property
+    def coef_(self) -> np.ndarray:
+        """Zero weights, one per feature: the prediction never depends on the features."""
+        if self._d is None:
+            raise AttributeError("coef_ is not available before fit/update")
+        return np.zeros(self._d)
+
+    @property
+    def intercept_(self) -> float:
+        """The constant prediction."""
+        if self._d is None:
+            raise AttributeError("intercept_ is not available before fit/update")
+        return self._constant()
 
 
-@register
-class NoInterference(BasePredictor):
+class NoInterference(_Constant):
     """Predicts slowdown 1 (no interference) for every row; learns nothing.
 
     ``update`` validates its input and learns nothing (``learns_online`` is False).
@@ -98,10 +98,18 @@ class NoInterference(BasePredictor):
         self._d = d
 
     def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
-        pass
+        """Nothing to learn: the prediction is slowdown 1 whatever the data (``update`` only checks the rows)."""
 
     def _predict_rows(self, X: np.ndarray) -> np.ndarray:
         return np.full(X.shape[0], PRIOR_SLOWDOWN)
+
+    def _constant(self) -> float:
+        return PRIOR_SLOWDOWN
+
+    @property
+    def n_seen_(self) -> int:
+        """Always 0: this baseline learns nothing from the rows it is given."""
+        return 0
 
     def _get_state(self) -> dict[str, Any]:
         return {}
@@ -110,8 +118,7 @@ class NoInterference(BasePredictor):
         self._d = d
 
 
-@register
-class GlobalMean(BasePredictor):
+class GlobalMean(_Constant):
     """The running mean of every target learned; the prior (1.0) before any.
 
     Examples
@@ -163,6 +170,9 @@ class GlobalMean(BasePredictor):
         """Targets learned since the last fit."""
         return self._n
 
+    def _constant(self) -> float:
+        return self.mean_
+
     def _get_state(self) -> dict[str, Any]:
         return {"mean": [self._mean, self._n, self._w]}
 
@@ -171,7 +181,6 @@ class GlobalMean(BasePredictor):
         self._d = d
 
 
-@register
 class PairMean(BasePredictor):
     """Running mean per (model, sorted co-runner models); else the model's mean; else the global mean.
 
@@ -205,13 +214,8 @@ class PairMean(BasePredictor):
     # -- contract with entities ----------------------------------------------------------------
     @staticmethod
     def _keys(entities: Any, n: int) -> list[tuple[str, tuple[str, ...]]] | None:
-        if entities is None:
-            return None
-        if not isinstance(entities, Entities):
-            raise InterfpredError(f"entities must be an Entities table, got {type(entities).__name__}")
-        if len(entities) != n:
-            raise InterfpredError(f"entities has {len(entities)} rows, X has {n}")
-        return entities.pair_keys()
+        ent = check_entities(entities, n)
+        return None if ent is None else ent.pair_keys()
 
     def fit(self, X: Any, y: Any, *, entities: Entities | None = None, sample_weight: Any = None) -> PairMean:
         """Forget everything, then learn rows ``X``, ``y`` keyed by ``entities`` (weighted means
@@ -264,9 +268,6 @@ class PairMean(BasePredictor):
         self._global = [PRIOR_SLOWDOWN, 0, 0.0]
         self._models, self._pairs = {}, {}
 
-    def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
-        self._learn_keys(y, None)
-
     def _predict_rows(self, X: np.ndarray) -> np.ndarray:
         return np.full(X.shape[0], self._global[0] if self._global[1] else PRIOR_SLOWDOWN)
 
@@ -284,6 +285,20 @@ class PairMean(BasePredictor):
     def n_seen_(self) -> int:
         """Targets learned since the last fit."""
         return int(self._global[1])
+
+    @property
+    def coef_(self) -> np.ndarray:
+        """Not defined: the pair mean has no feature weights (its predictions are per-pair and
+        per-model means, :attr:`n_pairs_` and :attr:`n_models_` of them); raises AttributeError."""
+        raise AttributeError("PairMean has no coef_: it predicts running means per (model, co-runners) key, "
+                             "not a function of the features")
+
+    @property
+    def intercept_(self) -> float:
+        """Not defined, as :attr:`coef_` (the global mean it falls back to is not an intercept);
+        raises AttributeError."""
+        raise AttributeError("PairMean has no intercept_: it predicts running means per (model, co-runners) key, "
+                             "not a function of the features")
 
     # -- persistence -----------------------------------------------------------------------------
     def _get_state(self) -> dict[str, Any]:

@@ -2,65 +2,14 @@
 
 :class:`Calibrated` wraps a predictor and learns, from the residuals it observes on every
 ``update``, a threshold per requested quantile so that ``predict(X, quantile=q)`` is a bound
-the target falls below with long-run frequency ``q``. Point predictions are the wrapped
-predictor's, unchanged.
-
-**Scores.** Each observation ``(x, y)`` is scored *before* the wrapped predictor learns from it:
-``s = (y - m(x)) / u(x)``, with ``m`` the point prediction and ``u`` the scale: ``|m(x)|`` for
-``scale="relative"`` (so ``s = y / m - 1``, the latency ratio minus one: the same for slowdown and
-latency), or the wrapped predictor's own predictive standard deviation for ``scale="std"``
-(RLS's ``return_std``). The ``q`` bound is ``m(x) + u(x) * theta_q``.
-
-**Thresholds.** ``theta_q`` is a split-conformal quantile of the last ``window`` scores (rank
-``ceil((k + 1) q)`` of ``k`` scores, ``floor`` below the median):
-
-* ``method="aci"`` (default): adaptive conformal inference (Gibbs & Candes, NeurIPS 2021). The
-  level used for ``q`` moves after every score, ``tau <- tau + gamma * (q - [s <= theta])``: a
-  run of misses raises it, a run of hits lowers it, so the long-run share of targets at or below
-  the bound tracks ``q`` whatever the drift, within ``(1 + gamma) / (gamma T)`` after ``T``
-  scores while ``tau`` stays in [0, 1] (beyond, the window's extreme score is used and ``tau`` is
-  kept in ``CALIBRATED_TAU_RANGE``);
-* ``method="split"``: the rolling window's quantile at level ``q`` itself. Under exchangeable
-  data each bound holds with probability at least ``q``; it follows drift only as fast as the
-  window turns over;
-* ``method="fixed"``: classic split conformal. The window is filled by ``fit`` (or the first
-  ``window`` updates) and then frozen; the wrapped predictor keeps learning.
-
-Every quantile is calibrated together with its complement ``1 - q`` (a lower bound), so an
-upper latency bound is available for a ``rate`` target too (latency falls as rate rises).
-Until a group has a score its thresholds are 0: the bound is the point prediction, so warm the
-wrapper with ``fit`` (or a few hundred updates) before admitting on its bounds.
-
-**fit** scores out of sample: a clone of the wrapped predictor is fitted on the first
-``1 - calibration_share`` of the rows and run prequentially (predict, then learn) over the rest,
-whose scores fill the window; then the wrapped predictor is fitted on all rows. It also stores
-the empirical quantiles of the training targets (``train_quantiles_``), the trivial baseline
-every coverage figure is shown beside.
-
-**Groups (Mondrian).** With ``groups="entity"`` and an :class:`~interfpred.entities.Entities`
-table, every row's own entity (its model) has its own window and levels besides the global
-one; a group's threshold is used once it has ``min_group`` scores, the global one before.
-
-**What is guaranteed.** Coverage is marginal and long-run: over many predictions, not for any
-one request, and not under an adversary choosing the data against the bound. Memory is fixed per
-group (``2 * window`` floats), and grows with the number of entities, not of observations.
-
-Examples
---------
->>> import numpy as np
->>> from interfpred import RLS
->>> rng = np.random.default_rng(0)
->>> X = rng.random((3000, 2))
->>> y = (1.0 + X @ [1.0, 0.5]) * np.exp(0.1 * rng.standard_normal(3000))
->>> cal = Calibrated(RLS(), quantiles=(0.9,), scale="relative").fit(X[:1000], y[:1000])
->>> hits = []
->>> for x, t in zip(X[1000:], y[1000:]):
-...     hits.append(t <= cal.predict(x, quantile=0.9))
-...     cal.update(x, float(t))
->>> bool(abs(np.mean(hits) - 0.9) < 0.02)
-True
->>> bool(np.isclose(cal.predict(X[0]), cal.predictor_.predict(X[0])))   # point predictions are unchanged
-True
+the target falls below with long-run frequency ``q``; point predictions are the wrapped
+predictor's, unchanged. Each observation is scored before the wrapped predictor learns from it,
+``s = (y - m(x)) / u(x)`` (``u`` the relative or the predictive-std scale), and the ``q`` bound
+is ``m(x) + u(x) * theta_q`` with ``theta_q`` a split-conformal quantile of the last ``window``
+scores, moved by adaptive conformal inference (``method="aci"``, Gibbs & Candes, NeurIPS 2021),
+read at level ``q`` (``"split"``) or frozen after ``fit`` (``"fixed"``). Scores, methods,
+levels, entity groups, what is guaranteed and the cost are described in docs/predictors.md
+("Calibrated bounds").
 """
 
 from __future__ import annotations
@@ -88,21 +37,12 @@ from interfpred.constants import (
 from interfpred.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.predictors import _calibration_kernels as K
-from interfpred.predictors.base import (
-    BasePredictor,
-    PredictorSpec,
-    as_rows,
-    as_targets,
-    make_predictor,
-    register,
-)
+from interfpred.predictors.base import BasePredictor
 from interfpred.predictors.calibrated_state import CalibratedStateMixin
+from interfpred.predictors.inputs import F64, NDARRAY, as_rows, as_targets, check_entities, is_integer
+from interfpred.predictors.registry import PredictorSpec, make_predictor
 
 __all__ = ["Calibrated"]
-
-_NDARRAY = np.ndarray
-_F64 = np.dtype(np.float64)
-_METHOD_CODE = {"aci": K.METHOD_ACI, "split": K.METHOD_SPLIT, "fixed": K.METHOD_FIXED}
 
 
 def _levels(quantiles: tuple[float, ...]) -> np.ndarray:
@@ -111,11 +51,6 @@ def _levels(quantiles: tuple[float, ...]) -> np.ndarray:
     return np.array(sorted(vals), dtype=np.float64)
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-
-
-@register
 class Calibrated(CalibratedStateMixin, BasePredictor):
     """Conformal quantile bounds around any predictor, kept calibrated online.
 
@@ -148,10 +83,24 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
     Calibrated(predictor='rls', quantiles=(0.99,), method='split')
     >>> Calibrated().predict([0.5, 0.5], quantile=0.9)          # fresh: the wrapped prior
     1.0
+    >>> import numpy as np
+    >>> from interfpred import RLS
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.random((3000, 2))
+    >>> y = (1.0 + X @ [1.0, 0.5]) * np.exp(0.1 * rng.standard_normal(3000))
+    >>> cal = Calibrated(RLS(), quantiles=(0.9,), scale="relative").fit(X[:1000], y[:1000])
+    >>> hits = []
+    >>> for x, t in zip(X[1000:], y[1000:]):
+    ...     hits.append(t <= cal.predict(x, quantile=0.9))
+    ...     cal.update(x, float(t))
+    >>> bool(abs(np.mean(hits) - 0.9) < 0.02)
+    True
+    >>> bool(np.isclose(cal.predict(X[0]), cal.predictor_.predict(X[0])))   # point predictions are unchanged
+    True
     """
 
     kind = "calibrated"
-    _test_params = [{}, {"method": "split", "window": 40}, {"predictor": "online_sgd", "method": "fixed"},
+    _contract_params = [{}, {"method": "split", "window": 40}, {"predictor": "online_sgd", "method": "fixed"},
                     {"predictor": "online_sgd", "scale": "relative", "window": 30},
                     {"predictor": "pair_mean", "groups": "entity", "quantiles": (0.8,)}]
 
@@ -177,13 +126,14 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
         self._levels = _levels(self.quantiles)
         self._level_pos = {float(v): i for i, v in enumerate(self._levels.tolist())}
         self._th0 = K.HEADER + self._levels.shape[0]    # offset of the thresholds in a group row
-        self._par = K.params(float(self.gamma), *CALIBRATED_TAU_RANGE, _METHOD_CODE[self.method])
+        self._par = K.params(float(self.gamma), *CALIBRATED_TAU_RANGE, K.METHOD_CODES[self.method])
         self._reset()
 
     # ------------------------------------------------------------------ parameters
     @classmethod
-    def _param_names(cls) -> list[str]:
-        return ["predictor", *super()._param_names()]
+    def param_names(cls) -> list[str]:
+        """``predictor`` (positional) and the keyword-only hyperparameters."""
+        return ["predictor", *super().param_names()]
 
     def _check_params(self) -> None:
         qs = self.quantiles
@@ -193,9 +143,9 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
                               ("groups", CALIBRATED_GROUPINGS)):
             if getattr(self, name) not in allowed:
                 raise InterfpredError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
-        if not _is_int(self.window) or self.window < 2:
+        if not is_integer(self.window) or self.window < 2:
             raise InterfpredError(f"window must be an integer >= 2, got {self.window!r}")
-        if not _is_int(self.min_group) or self.min_group < 1:
+        if not is_integer(self.min_group) or self.min_group < 1:
             raise InterfpredError(f"min_group must be a positive integer, got {self.min_group!r}")
         for name in ("gamma", "calibration_share"):
             v = getattr(self, name)
@@ -271,13 +221,7 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
         return {"entities": ent} if ent is not None and getattr(self._template, "uses_entities", False) else {}
 
     def _check_entities(self, entities: Any, n: int) -> Entities | None:
-        if entities is None:
-            return None
-        if not isinstance(entities, Entities):
-            raise InterfpredError(f"entities must be an Entities table, got {type(entities).__name__}")
-        if len(entities) != n:
-            raise InterfpredError(f"entities has {len(entities)} rows, X has {n}")
-        return entities
+        return check_entities(entities, n)
 
     def _mean_scale(self, p: Any, X: np.ndarray, ent: Entities | None) -> tuple[np.ndarray, np.ndarray]:
         kw = self._kw(ent)
@@ -306,7 +250,7 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
 
     def _push(self, groups: np.ndarray, scores: np.ndarray, method: str | None = None) -> None:
         par = self._par if method is None else K.params(float(self.gamma), *CALIBRATED_TAU_RANGE,
-                                                        _METHOD_CODE[method])
+                                                        K.METHOD_CODES[method])
         K.push_many(self._state, groups, scores, self._levels, par)
 
     # ------------------------------------------------------------------ the API
@@ -330,7 +274,7 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
                     np.arange(m, n)))
                 self._push(groups, scores, "split" if self.method == "fixed" else None)
                 if self.method == "fixed":
-                    self._state[:, 3] = 1.0
+                    self._state[:, K.FROZEN] = 1.0
             self._inner = self._template.clone().fit(Xa, ya, **self._kw(ent))
             self._yq = np.quantile(ya, self._levels)
         except BaseException:
@@ -361,7 +305,7 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
         Refused input raises :class:`~interfpred.errors.InterfpredError` and changes nothing.
         """
         inner = self._inner
-        if (entities is None and inner is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1
+        if (entities is None and inner is not None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1
                 and type(y) is float and y - y == 0.0):
             if self._relative:                   # the lean single-row path; predict validates X
                 m = inner.predict(X)
@@ -443,7 +387,7 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
             li = self._level_index(quantile)
         state = self._state
         th = self._th0 + li
-        if state is not None and entities is None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1:
+        if state is not None and entities is None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1:
             if self._relative:
                 m = self._inner.predict(X)
                 return m + max(abs(m), CALIBRATED_MIN_SCALE) * state.item(0, th)
@@ -457,7 +401,7 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
         else:
             g = self._row_groups(ent, Xa.shape[0], create=False)
             if g.any():
-                g = np.where(state[g, 2] >= self.min_group, g, 0)
+                g = np.where(state[g, K.SEEN] >= self.min_group, g, 0)
             out = mean + scale * state[g, th]
         return float(out[0]) if single else out
 

@@ -15,20 +15,13 @@ import numpy as np
 from interfpred.constants import SCHEMA_VERSION
 from interfpred.errors import InterfpredError
 from interfpred.predictors import _calibration_kernels as K
-from interfpred.predictors.base import (
-    BasePredictor,
-    PredictorSpec,
-    predictor_from_state,
-)
-from interfpred.schema import check_predictor_file
+from interfpred.predictors.inputs import check_state_header, is_integer
+from interfpred.predictors.registry import PredictorSpec, predictor_from_state
+
+if TYPE_CHECKING:
+    from interfpred.predictors.base import BasePredictor
 
 __all__ = ["CalibratedStateMixin"]
-
-_METHOD_CODE = {"aci": K.METHOD_ACI, "split": K.METHOD_SPLIT, "fixed": K.METHOD_FIXED}
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
 
 class CalibratedStateMixin:
@@ -67,8 +60,18 @@ class CalibratedStateMixin:
 
     @property
     def n_seen_(self) -> int:
-        """Scores learned (global group)."""
-        return 0 if self._state is None else int(self._state[0, 2])
+        """Observations scored and learned (the global group's count; ``fit``'s calibration rows included)."""
+        return 0 if self._state is None else int(self._state[0, K.SEEN])
+
+    @property
+    def coef_(self) -> np.ndarray:
+        """The wrapped predictor's ``coef_`` (point predictions are its own); AttributeError where it has none."""
+        return self._now().coef_
+
+    @property
+    def intercept_(self) -> float:
+        """The wrapped predictor's ``intercept_``; AttributeError where it has none."""
+        return self._now().intercept_
 
     @property
     def groups_(self) -> tuple[str, ...]:
@@ -88,7 +91,7 @@ class CalibratedStateMixin:
         """
         row = self._group_row(group)
         L = self._levels.shape[0]
-        seen = max(row[2], 1.0)
+        seen = max(row[K.SEEN], 1.0)
         return dict(zip(self.levels_, (row[K.HEADER + 2 * L:K.HEADER + 3 * L] / seen).tolist()))
 
     @property
@@ -124,12 +127,9 @@ class CalibratedStateMixin:
         ``trusted`` is passed on to the wrapped predictor's state (needed for pickled river /
         scikit-learn models, as in :func:`~interfpred.predictors.load_predictor`).
         """
-        if not isinstance(state, dict) or state.get("schema_version") != SCHEMA_VERSION:
-            raise InterfpredError(f"{source}: missing or unsupported schema_version (this interfpred reads "
-                                  f"{SCHEMA_VERSION})")
+        check_state_header(state, source=source)
         if state.get("kind") != cls.kind:
             raise InterfpredError(f"{source}: holds a predictor of kind {state.get('kind')!r}, not {cls.kind!r}")
-        check_predictor_file(state, source=source)
         params = dict(state["params"])
         wrapped = params.pop("predictor", {"spec": None})
         if not isinstance(wrapped, dict):
@@ -142,7 +142,7 @@ class CalibratedStateMixin:
             raise InterfpredError(f"{source}: bad parameters for 'calibrated': {exc}") from None
         d = state.get("n_features_in")
         if d is not None:
-            if not _is_int(d) or d < 1:
+            if not is_integer(d) or d < 1:
                 raise InterfpredError(f"{source}: n_features_in {d!r} must be a positive integer")
             try:
                 obj._restore(state["state"], d, trusted)
@@ -165,7 +165,8 @@ class CalibratedStateMixin:
         shape = (1 + len(names), K.row_size(levels.shape[0], self.window))
         if cal.shape != shape or not np.isfinite(cal).all():
             raise InterfpredError(f"calibration has shape {cal.shape}, expected {shape} of finite values")
-        if np.any(cal[:, 0] >= self.window) or np.any(cal[:, 1] > self.window) or np.any(cal[:, :3] < 0):
+        if (np.any(cal[:, K.POS] >= self.window) or np.any(cal[:, K.COUNT] > self.window)
+                or np.any(cal[:, :K.FROZEN] < 0)):
             raise InterfpredError("calibration holds a bad window position or count")
         if state["scale"] not in ("relative", "std"):
             raise InterfpredError(f"scale {state['scale']!r} must be 'relative' or 'std'")
@@ -176,4 +177,4 @@ class CalibratedStateMixin:
         self._scale_mode = state["scale"]
         self._relative = self._scale_mode == "relative"
         self._yq = None if yq is None else np.asarray(yq, dtype=np.float64).reshape(levels.shape)
-        K.refresh_all(self._state, self._levels, self.window, _METHOD_CODE[self.method])
+        K.refresh_all(self._state, self._levels, self.window, K.METHOD_CODES[self.method])

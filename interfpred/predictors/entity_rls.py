@@ -1,88 +1,21 @@
 """EntityRLS: a throughput-feature model plus each model's own sensitivity and aggressiveness, online.
 
-The prediction of a row whose own entity is ``m`` and whose co-runners ``c`` ran beside it with
-weights ``w_c`` (mean number of ``c`` running beside it, :class:`~interfpred.entities.Entities`) is
+A row whose own entity is ``m`` and whose co-runners ``c`` ran beside it with weights ``w_c``
+(:class:`~interfpred.entities.Entities`) is predicted as
 
-    f = g(phi) + s[m] h_m + sum_c w_c (a[c] + p[m, c]) + <u[m], sum_c w_c v[c]>
+    f = g(phi) + s[m] min(1, sum_c w_c) + sum_c w_c (a[c] + p[m, c]) + <u[m], sum_c w_c v[c]>
 
-with ``g(phi) = w . phi + b`` the population model of the throughput features (all there is for
-a model never seen), ``s`` the sensitivity of a model (``h_m = min(1, sum_c w_c)``: it suffers
-only while someone runs beside it), ``a`` the aggressiveness of a co-runner, ``p`` a per-pair
-residual and ``u, v`` optional rank-``r`` latent factors that share pair structure between pairs
-never measured together. The prediction is ``f`` or, with ``log_target=True``, ``exp(f)``
-(interference is multiplicative; the fit is then on ``log y``).
-
-**Entity terms are zero-mean deviations.** Each has a zero-mean Gaussian prior (variances
-``sensitivity_var``, ``aggressiveness_var``, ``pair_var``, ``factor_var``): with few observations
-an entity stays near ``g(phi)``; an entity never seen contributes exactly 0, so its prediction is
-``g(phi)``. The global weights have the weak prior of :class:`~interfpred.RLS` (``delta``), so the
-shared intercept absorbs the population mean and the entity terms only what is specific.
-
-**Alone is solo.** With ``alone_is_solo=True`` (default) a row given with entities and no
-co-runner weight predicts exactly 1.0 (slowdown 1 or rate 1) and teaches nothing: there is no
-interference to learn, so a model trained on pairs never invents a slowdown for a lone batch.
-
-**The update** is one joint Kalman (RLS) step over the global weights and the few entity
-parameters an observation touches (``k = 2 + 4K + r (1 + K)`` for ``K`` co-runners, with their
-parents), in one of two covariance structures (``covariance="auto"``, the default, keeps the
-exact one while there are at most ``ENTITY_FULL_MAX_PARAMS`` parameters and no latent factors,
-then keeps only the blocks; its exact phase is always "joint"):
-
-- ``covariance="blocks"`` (``O(m^2 + k)`` per update, memory ``O(m^2 + parameters)``):
-  the global block keeps its dense covariance; every entity parameter keeps only its own
-  variance. Cross-covariances between the global weights and entity terms, and between entity
-  terms, are *not kept* (a decoupled Kalman filter): after each step they are dropped. The
-  update therefore equals plain :class:`~interfpred.RLS` exactly when no entity term is touched,
-  and otherwise approximates the joint posterior (it over-counts information shared between a
-  model's terms and the intercept, which the zero-mean priors keep small).
-- ``covariance="full"`` (``O(N^2)`` per update for ``N`` parameters in all; for small problems and
-  as the reference): one dense covariance over every parameter. With ``rank=0`` this *is* RLS on
-  the augmented linear model, so after any stream with ``forgetting=1`` its estimate equals the
-  batch generalised ridge solution ``argmin sum_i (y_i - h_i . theta)^2 + (theta - theta0)' Q0
-  (theta - theta0)`` with ``Q0`` the prior information (1/delta for global weights, 1/variance
-  for entity terms) to rounding (tests check 1e-9). Latent factors need ``"blocks"``.
-
-With ``population="joint"`` (default) one innovation drives every part; with ``"marginal"`` the
-global block learns ``y`` as if the entity terms were noise (exactly the feature-only RLS) and the
-entity terms the residual the updated ``g`` leaves (blocks only; the exact modes are joint).
-
-The bilinear factor term is linearised around the current factors at every step (an extended
-Kalman step): exact in neither mode, seeded at ``N(0, (ENTITY_FACTOR_INIT * sqrt(factor_var))^2)``
-to break the symmetry.
-
-**Forgetting applies to every part.** The global block forgets per observation (``forgetting``,
-with :class:`~interfpred.RLS`'s stabilised forgetting). In "blocks" mode each entity parameter
-forgets each time it is touched (``entity_forgetting``: the information of *that* entity decays,
-so a model whose behaviour drifts is followed while a rarely seen pair keeps what it knew); with
-``stabilize`` what forgetting removes is put back as prior information (``R <- f R + (1 - f) R0``,
-mean shrunk by the same ratio), which bounds every variance by its prior. In "full" mode the whole
-covariance forgets per observation, as RLS.
-
-**Entities** are created on first sight by ``update`` (no refit); memory grows with the number of
-entities and pairs seen, never with the number of observations. Rows given without entities use
-``g(phi)`` alone (and learn only ``g``).
-
-Examples
---------
->>> import numpy as np
->>> from interfpred.entities import Entities
->>> rng = np.random.default_rng(0)
->>> X = rng.random((400, 2))
->>> own = rng.choice(["a", "b"], 400)
->>> ent = Entities.from_lists(own, [{"b": 1.0} if o == "a" else {"a": 1.0} for o in own])
->>> y = 1.0 + X[:, 0] + np.where(own == "a", 0.3, -0.1)
->>> p = EntityRLS(forgetting=1.0).fit(X, y, entities=ent)
->>> one = Entities.from_lists(["a", "new"], [{"b": 1.0}, {"b": 1.0}])
->>> np.round(p.predict(np.array([[0.5, 0.5], [0.5, 0.5]]), entities=one), 1)   # a learned; new = g(phi)
-array([1.8, 1.7])
->>> p.predict(np.array([0.5, 0.5]), entities=Entities.from_lists(["a"], [{}]))    # alone: solo
-1.0
+(``exp(f)`` with ``log_target``): the population model ``g`` of the features, then zero-mean
+entity terms with Gaussian priors (sensitivity, aggressiveness, pair residual, optional latent
+factors), each learned by one joint Kalman (RLS) step per observation, in an exact ("full") or a
+decoupled ("blocks") covariance. The model, the update modes, forgetting and the accuracy on real
+pairs are described in docs/predictors.md ("Per-model terms: entities and EntityRLS").
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -100,23 +33,17 @@ from interfpred.constants import (
 from interfpred.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.predictors import _entity_kernels as EK
-from interfpred.predictors import _entity_tables as ET
-from interfpred.predictors import _kernels as K
+from interfpred.predictors import _entity_rows as ER
 from interfpred.predictors._entity_store import EntityStore
-from interfpred.predictors.base import (
-    BasePredictor,
-    as_rows,
-    as_targets,
-    check_positive,
-    register,
-)
+from interfpred.predictors._status import MISSING, OK, kernel_error, split_code
+from interfpred.predictors.base import BasePredictor
+from interfpred.predictors.entity_tuning import select_prior_variances
+from interfpred.predictors.inputs import F64, NDARRAY, as_rows, as_targets, check_flag, check_positive
 
 __all__ = ["EntityRLS"]
 
-_NDARRAY = np.ndarray
-_F64 = np.dtype(np.float64)
-_EH = EK.EH
-_FAST = EK.FAST
+_EH = EK.ENT_HEADER
+_FAST = ER.FAST
 _NO_I = np.zeros(0, dtype=np.int64)
 _NO_V = np.zeros((0, 2), dtype=np.int64)
 _VARS = ("sensitivity_var", "aggressiveness_var", "pair_var", "factor_var")
@@ -128,22 +55,10 @@ _OWN0 = np.zeros(1, dtype=np.int64)
 _FLOATS = (float, np.float64)
 
 
-def _status_error(status: int, row: int | None = None, d: Any = None) -> InterfpredError:
-    where = "" if row is None else f" (row {row})"
-    if status == K.BAD_WIDTH:
-        return InterfpredError(f"X has the wrong number of features; the predictor was fitted with {d}")
-    if status == K.BAD_X:
-        return InterfpredError(f"X contains NaN or inf{where}; features must be finite")
-    if status == K.BAD_Y:
-        return InterfpredError(f"y contains NaN or inf{where}; targets must be finite")
-    if status == EK.BAD_LOG:
-        return InterfpredError(f"y holds a value <= 0{where}; log_target=True needs positive targets")
-    if status in (K.X_RANGE, K.Y_RANGE):
-        return cast(InterfpredError, K.status_error(status, row, kind="EntityRLS"))
-    return InterfpredError(f"EntityRLS covariance lost positive definiteness{where}; the update was refused")
+def _error(status: int, row: int | None, d: Any, n_features: int | None = None) -> InterfpredError:
+    return kernel_error(status, row=row, model="EntityRLS", n_features=n_features, width=d)
 
 
-@register
 class EntityRLS(EntityStore, BasePredictor):
     """Throughput-feature RLS plus per-model sensitivity, aggressiveness, pair and latent terms.
 
@@ -192,11 +107,27 @@ class EntityRLS(EntityStore, BasePredictor):
         its own rows (the last quarter, prequentially; see :mod:`interfpred.predictors.entity_tuning`),
         scaling the variances given here; the choice is kept in ``prior_variances_`` (the
         hyperparameters are not changed). ``update`` alone uses the given variances.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interfpred.entities import Entities
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.random((400, 2))
+    >>> own = rng.choice(["a", "b"], 400)
+    >>> ent = Entities.from_lists(own, [{"b": 1.0} if o == "a" else {"a": 1.0} for o in own])
+    >>> y = 1.0 + X[:, 0] + np.where(own == "a", 0.3, -0.1)
+    >>> p = EntityRLS(forgetting=1.0).fit(X, y, entities=ent)
+    >>> one = Entities.from_lists(["a", "new"], [{"b": 1.0}, {"b": 1.0}])
+    >>> np.round(p.predict(np.array([[0.5, 0.5], [0.5, 0.5]]), entities=one), 1)   # a learned; new = g(phi)
+    array([1.8, 1.7])
+    >>> p.predict(np.array([0.5, 0.5]), entities=Entities.from_lists(["a"], [{}]))    # alone: solo
+    1.0
     """
 
     kind = "entity_rls"
     uses_entities = True
-    _test_params = [{}, {"log_target": False, "rank": 2, "forgetting": 0.99},
+    _contract_params = [{}, {"log_target": False, "rank": 2, "forgetting": 0.99},
                     {"covariance": "full", "population": "joint", "log_target": False},
                     {"population": "joint", "tune_priors": True}, {"entity_terms": False, "alone_is_solo": False}]
 
@@ -252,9 +183,7 @@ class EntityRLS(EntityStore, BasePredictor):
         check_positive("delta", self.delta)
         for name in ("sensitivity_var", "aggressiveness_var", "pair_var", "factor_var"):
             check_positive(name, getattr(self, name), allow_zero=True)
-        for name in ("log_target", "alone_is_solo", "entity_terms", "stabilize", "hierarchy", "tune_priors"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise InterfpredError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        check_flag(self, "log_target", "alone_is_solo", "entity_terms", "stabilize", "hierarchy", "tune_priors")
         for name, hi in (("rank", ENTITY_MAX_RANK), ("seed", 2**63 - 1)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= v <= hi:
@@ -279,23 +208,24 @@ class EntityRLS(EntityStore, BasePredictor):
             full = self.covariance == "full" or (self.covariance == "auto" and not self.rank)
         size = _EH + (0 if full else 3 * m + m * m)
         g = np.zeros(size)
+        g[EK.N_WEIGHTS], g[EK.N_FEATURES] = m, d
         f = float(self.forgetting)
-        g[1], g[2], g[3] = m, d, f
-        g[4] = (1.0 - f) / float(self.delta) if self.stabilize else 0.0
-        g[6] = 1.0 / float(self.delta)
-        g[8] = float(self.entity_forgetting)
-        g[9] = float(bool(self.stabilize))
-        g[10] = float(bool(self.log_target))
-        g[11] = float(bool(self.alone_is_solo))
-        g[12] = float(self.rank)
-        g[14] = float(self.population == "marginal")
+        g[EK.RLS_FORGETTING] = f
+        g[EK.RLS_STAB] = (1.0 - f) / float(self.delta) if self.stabilize else 0.0
+        g[EK.RLS_INV_DELTA] = 1.0 / float(self.delta)
+        g[EK.ENT_FORGETTING] = float(self.entity_forgetting)
+        g[EK.ENT_STABILIZE] = float(bool(self.stabilize))
+        g[EK.ENT_LOG_TARGET] = float(bool(self.log_target))
+        g[EK.ENT_ALONE_IS_SOLO] = float(bool(self.alone_is_solo))
+        g[EK.ENT_RANK] = float(self.rank)
+        g[EK.ENT_MARGINAL] = float(self.population == "marginal")
         b0 = 0.0 if self.log_target else PRIOR_SLOWDOWN
         cap = 16
         if full:
-            g[13] = m
+            g[EK.ENT_N_FULL] = m
             self._est = np.zeros((4, m + cap))
-            self._est[0, d] = self._est[3, d] = b0
-            self._est[2, :m] = 1.0 / float(self.delta)
+            self._est[EK.EST_MEAN, d] = self._est[EK.EST_PRIOR_MEAN, d] = b0
+            self._est[EK.EST_PRIOR_INFO, :m] = 1.0 / float(self.delta)
             self._P = np.zeros((m + cap, m + cap))
             self._P[np.arange(m), np.arange(m)] = float(self.delta)
         else:
@@ -326,8 +256,6 @@ class EntityRLS(EntityStore, BasePredictor):
         try:
             self._allocate(Xa.shape[1])
             if self.tune_priors and ent is not None and self.entity_terms and Xa.shape[0] >= 8:
-                from interfpred.predictors.entity_tuning import select_prior_variances
-
                 # the search runs with the decoupled covariance (fast); the fit below uses the chosen
                 # variances with the configured one
                 params = {**self.get_params(), "tune_priors": False,
@@ -349,7 +277,7 @@ class EntityRLS(EntityStore, BasePredictor):
         changes nothing.
         """
         g = self._g
-        if g is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1 and type(y) in _FLOATS:
+        if g is not None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1 and type(y) in _FLOATS:
             if entities is None:
                 st = _FAST.update_one(g, self._est, self._P, self._etab, self._ptab, _NO_V, X, y, -1, _NO_I, _NO_F, 0)
             elif type(entities) is Entities and entities.own.shape[0] == 1:
@@ -358,7 +286,7 @@ class EntityRLS(EntityStore, BasePredictor):
                 own = int(entities.own[0])
                 st = _FAST.update_one(g, self._est, self._P, self._etab, self._ptab, vmap, X, y, own, entities.co,
                                       entities.weight, self._create)
-                if st == EK.MISSING:  # nothing changed yet: create what is new, then learn
+                if st == MISSING:  # nothing changed yet: create what is new, then learn
                     mark = (len(self._names), self._np, self._n_pairs)
                     self._create_missing(entities)
                     st = _FAST.update_one(self._g, self._est, self._P, self._etab, self._ptab,
@@ -368,7 +296,7 @@ class EntityRLS(EntityStore, BasePredictor):
             else:
                 st = -1
             if st > 0:
-                raise _status_error(st, None, self._d)
+                raise _error(st, None, self._d, X.shape[0])
             if st == 0:
                 return
         Xa, single = as_rows(X, width=self._d)
@@ -392,9 +320,9 @@ class EntityRLS(EntityStore, BasePredictor):
         saved = self._snapshot()
         if ent is not None and self.entity_terms and self._is_full() and X.shape[0] > 1:
             # the joint covariance forgets per observation: create each entity at its first row
-            bad = int(EK.check_rows(self._g, X, y))
-            if bad != K.OK:
-                raise _status_error(bad >> 32, bad & 0xFFFFFFFF, self._d)
+            bad = int(ER.check_rows(self._g, X, y))
+            if bad != OK:
+                raise _error(*split_code(bad), self._d)
             for i in range(X.shape[0]):
                 try:
                     self._learn(X[i:i + 1], y[i:i + 1], ent.take([i]))
@@ -405,14 +333,14 @@ class EntityRLS(EntityStore, BasePredictor):
         if ent is not None and self.entity_terms:
             self._create_missing(ent)
         code = self._run_update(X, y, ent)
-        if code != K.OK:
+        if code != OK:
             self._restore(saved)
-            raise _status_error(code >> 32, code & 0xFFFFFFFF, self._d)
+            raise _error(*split_code(code), self._d)
 
     def predict(self, X: Any, *, entities: Entities | None = None) -> Any:
         """Predicted targets: (n, d) -> (n,); one row (d,) -> float. Unknown entities contribute 0."""
         g = self._g
-        if g is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1:
+        if g is not None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1:
             r = None
             if entities is None:
                 r = _FAST.predict_one(g, self._est, self._etab, self._ptab, _NO_V, X, -1, _NO_I, _NO_F)
@@ -472,6 +400,6 @@ class EntityRLS(EntityStore, BasePredictor):
         if self._g is None or not self.entity_terms:
             return S, M
         ids = self._ids_cached(names)
-        ET.pairwise_terms(self._g, self._est, self._etab, self._ptab, ids, S, M)
+        EK.pairwise_terms(self._g, self._est, self._etab, self._ptab, ids, S, M)
         return S, M
 

@@ -34,9 +34,12 @@ import numpy as np
 from interfpred.constants import ENTITY_VAR_SCALES
 from interfpred.entities import Entities
 from interfpred.errors import InterfpredError
-from interfpred.predictors.entity_rls import EntityRLS
+from interfpred.predictors.registry import make_predictor
 
 __all__ = ["select_prior_variances", "validation_error"]
+
+_VARIANCES = ("sensitivity_var", "aggressiveness_var", "pair_var", "factor_var")
+_MODEL_LEVEL = ("sensitivity_var", "aggressiveness_var")   # scaled together; the pair-level ones by another factor
 
 
 def validation_error(params: Mapping[str, Any], X: np.ndarray, y: np.ndarray, entities: Entities, *,
@@ -45,7 +48,7 @@ def validation_error(params: Mapping[str, Any], X: np.ndarray, y: np.ndarray, en
     prequentially over the last ``validation_share`` of ``X, y, entities`` (in their order)."""
     n = X.shape[0]
     cut = min(n - 1, max(1, round(n * (1.0 - validation_share))))
-    p = EntityRLS(**params)
+    p: Any = make_predictor("entity_rls", **params)   # an EntityRLS
     p.fit(X[:cut], y[:cut], entities=entities.take(np.arange(cut)))
     rows = entities.take(np.arange(cut, n)).split_rows()
     pred = np.empty(n - cut)
@@ -94,12 +97,11 @@ def select_prior_variances(X: Any, y: Any, entities: Entities, *, params: Mappin
     if target not in ("slowdown", "rate"):
         raise InterfpredError(f"target must be 'slowdown' or 'rate', got {target!r}")
     base_p = dict(params or {})
-    base = EntityRLS(**base_p)
+    base = make_predictor("entity_rls", **base_p)
     scores: list[tuple[dict[str, Any], float]] = []
     for a in scales:
         for b in scales:
-            v = {"sensitivity_var": base.sensitivity_var * float(a), "aggressiveness_var": base.aggressiveness_var * float(a),
-                 "pair_var": base.pair_var * float(b), "factor_var": base.factor_var * float(b)}
+            v = {name: getattr(base, name) * float(a if name in _MODEL_LEVEL else b) for name in _VARIANCES}
             err = validation_error({**base_p, **v}, X, y, entities, validation_share=validation_share, target=target)
             scores.append((v, err))
     best = min(scores, key=lambda s: s[1])[0]

@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 
 from interfpred.constants import GPULETS_MAX_BATCH, GPULETS_RTX2080TI
-from interfpred.errors import FrozenPredictorError, InterfpredError
-from interfpred.predictors.base import BasePredictor, LinearForm, _state_array, as_rows, as_targets, register
+from interfpred.errors import InterfpredError
+from interfpred.predictors.base import FrozenPredictor, LinearForm
+from interfpred.predictors.inputs import check_flag, state_array, state_count
 
 __all__ = ["GpuletsModel", "gpulets_utilisation"]
 
@@ -73,8 +74,7 @@ def gpulets_utilisation(
     return l2 * p / 100.0, dram * p / 100.0
 
 
-@register
-class GpuletsModel(BasePredictor):
+class GpuletsModel(FrozenPredictor):
     """gpulets' linear interference function over ``[l2_me, dram_me, l2_other, dram_other]``.
 
     Parameters
@@ -97,10 +97,9 @@ class GpuletsModel(BasePredictor):
     """
 
     kind = "gpulets"
-    learns_online = False
     fixed_width = 4
     is_linear = True
-    _test_params = [{}, {"clip": False}, {"coefficients": GPULETS_RTX2080TI, "clip": False}]
+    _contract_params = [{}, {"clip": False}, {"coefficients": GPULETS_RTX2080TI, "clip": False}]
 
     def __init__(self, *, coefficients: tuple[float, ...] | None = None, clip: bool = True) -> None:
         self.coefficients = coefficients
@@ -109,6 +108,7 @@ class GpuletsModel(BasePredictor):
         if coefficients is not None:  # one canonical form, so repr and files round-trip
             self.coefficients = tuple(float(c) for c in coefficients)
         self._c: np.ndarray | None = None
+        self._n = 0
         self._d = None
         if coefficients is not None:
             self._c = np.array(coefficients, dtype=np.float64)
@@ -122,8 +122,7 @@ class GpuletsModel(BasePredictor):
                 raise InterfpredError(f"coefficients must be 5 numbers, got {self.coefficients!r}") from None
             if c.shape != (5,) or not np.isfinite(c).all():
                 raise InterfpredError(f"coefficients must be 5 finite numbers c0..c4, got {self.coefficients!r}")
-        if not isinstance(self.clip, (bool, np.bool_)):
-            raise InterfpredError(f"clip must be True or False, got {self.clip!r}")
+        check_flag(self, "clip")
 
     def interference(self, me: tuple[float, float], other: tuple[float, float]) -> float:
         """gpulets' ``a`` (unclipped) from (L2, DRAM) of me and of the other batch."""
@@ -132,10 +131,30 @@ class GpuletsModel(BasePredictor):
 
     @property
     def coefficients_(self) -> np.ndarray:
-        """The fitted (or given) c0..c4."""
+        """The fitted (or given) c0..c4, in gpulets' own order (L2_me, L2_other, DRAM_me, DRAM_other, 1)."""
         if self._c is None:
             raise AttributeError("coefficients_ is not available before fit")
         return self._c.copy()
+
+    @property
+    def coef_(self) -> np.ndarray:
+        """The weights in the column order of the gpulets map, ``[l2_me, dram_me, l2_other, dram_other]``:
+        ``[c0, c2, c1, c3]`` (the same as ``linear_form().weights``)."""
+        if self._c is None:
+            raise AttributeError("coef_ is not available before fit")
+        return self._c[_ORDER].copy()
+
+    @property
+    def intercept_(self) -> float:
+        """The constant ``c4`` (before the clip at 1 with ``clip``)."""
+        if self._c is None:
+            raise AttributeError("intercept_ is not available before fit")
+        return float(self._c[4])
+
+    @property
+    def n_seen_(self) -> int:
+        """Pairs the last ``fit`` learned from (0 before fit, and for coefficients given as published)."""
+        return self._n
 
     def linear_form(self) -> LinearForm | None:
         """``max(c4 + c . x, 1)`` (lower 1 only with ``clip``) in the column order of the gpulets map."""
@@ -145,6 +164,7 @@ class GpuletsModel(BasePredictor):
 
     def _allocate(self, d: int) -> None:
         self._c = np.zeros(5)
+        self._n = 0
         self._d = d
 
     def _fit_rows(self, X: np.ndarray, y: np.ndarray) -> None:
@@ -156,23 +176,7 @@ class GpuletsModel(BasePredictor):
         c[_ORDER] = sol[:4]
         c[4] = sol[4]
         self._c = c
-
-    def update(self, X: Any, y: Any) -> None:
-        """Refused: gpulets is fitted offline and learns nothing online.
-
-        Raises
-        ------
-        FrozenPredictorError
-            Always (after checking ``X`` and ``y``); refit with :meth:`fit` on all the data.
-        """
-        Xa, single = as_rows(X, width=4)
-        as_targets(y, Xa.shape[0], single)
-        raise FrozenPredictorError(
-            "GpuletsModel is frozen: update() cannot learn online; refit with fit(X, y) on all the data, "
-            "or use an online predictor (rls, online_sgd)")
-
-    def _learn(self, X: np.ndarray, y: np.ndarray) -> None:  # pragma: no cover - never called
-        pass
+        self._n = X.shape[0]
 
     def _predict_rows(self, X: np.ndarray) -> np.ndarray:
         assert self._c is not None  # only called on a fitted predictor
@@ -181,8 +185,10 @@ class GpuletsModel(BasePredictor):
 
     def _get_state(self) -> dict[str, Any]:
         assert self._c is not None  # only called on a fitted predictor
-        return {"coefficients": self._c.tolist()}
+        return {"coefficients": self._c.tolist(), "n_seen": self._n}
 
     def _set_state(self, state: dict[str, Any], d: int) -> None:
-        self._c = _state_array(state, "coefficients", 5)
+        n = state_count(state, "n_seen")
+        self._c = state_array(state, "coefficients", 5)
+        self._n = n
         self._d = 4

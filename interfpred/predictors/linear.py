@@ -6,19 +6,27 @@ from typing import Any
 
 import numpy as np
 
-from interfpred.errors import FrozenPredictorError, InterfpredError
+from interfpred.errors import InterfpredError
 from interfpred.predictors import _kernels as K
-from interfpred.predictors.base import BasePredictor, _state_array, as_rows, as_targets, check_positive, register
+from interfpred.predictors.base import BasePredictor, FrozenPredictor
+from interfpred.predictors.inputs import (
+    F64,
+    NDARRAY,
+    as_rows,
+    as_weights,
+    check_flag,
+    check_positive,
+    state_array,
+    state_count,
+)
 
-_NDARRAY = np.ndarray
-_F64 = np.dtype(np.float64)
 _FAST = K.FAST
+_H = K.LINEAR_HEADER
 
 __all__ = ["OfflineLinear"]
 
 
-@register
-class OfflineLinear(BasePredictor):
+class OfflineLinear(FrozenPredictor):
     """Linear regression fitted once, offline (scikit-learn underneath); frozen afterwards.
 
     ``ridge = 0`` is ordinary least squares (``LinearRegression``), otherwise ``Ridge(alpha=ridge)``
@@ -52,10 +60,9 @@ class OfflineLinear(BasePredictor):
 
     kind = "offline_linear"
     is_linear = True
-    learns_online = False
     #: ``fit`` accepts ``sample_weight`` (weighted least squares).
     supports_weights = True
-    _test_params = [{}, {"ridge": 1.0}, {"fit_intercept": False}]
+    _contract_params = [{}, {"ridge": 1.0}, {"fit_intercept": False}]
 
     def __init__(self, *, ridge: float = 0.0, fit_intercept: bool = True) -> None:
         self.ridge = ridge
@@ -63,25 +70,24 @@ class OfflineLinear(BasePredictor):
         self._check_params()
         self._coef: np.ndarray | None = None
         self._intercept = 0.0
+        self._n = 0
         self._d = None
-        self._buf: np.ndarray | None = None  # [_, m, d, _ ...] + coef + intercept, for the numba single-row path
+        self._buf: np.ndarray | None = None  # LINEAR_HEADER slots, coef, intercept: the compiled single-row path
 
     def _check_params(self) -> None:
         check_positive("ridge", self.ridge, allow_zero=True)
-        if not isinstance(self.fit_intercept, (bool, np.bool_)):
-            raise InterfpredError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
+        check_flag(self, "fit_intercept")
 
     def _allocate(self, d: int) -> None:
         self._check_params()
         self._coef = np.zeros(d)
         self._intercept = 0.0
+        self._n = 0
         self._d = d
         self._pack()
 
     def fit(self, X: Any, y: Any, *, sample_weight: Any = None) -> OfflineLinear:
         """Forget, then fit ``X`` (n, d) to ``y`` (n,), with optional row weights; returns self."""
-        from interfpred.predictors.baselines import as_weights
-
         Xa, single = as_rows(X, width=None)
         self._weights = as_weights(sample_weight, Xa.shape[0])
         try:
@@ -102,45 +108,28 @@ class OfflineLinear(BasePredictor):
         est.fit(X, y, sample_weight=getattr(self, "_weights", None))
         self._coef = np.ascontiguousarray(est.coef_, dtype=np.float64).reshape(-1)
         self._intercept = float(est.intercept_) if self.fit_intercept else 0.0
+        self._n = X.shape[0]
         self._pack()
 
     def _pack(self) -> None:
         assert self._coef is not None
         d = self._coef.shape[0]
-        buf = np.zeros(K.RLS_HEADER + d + 1)
-        buf[1], buf[2] = d + 1, d
-        buf[K.RLS_HEADER:K.RLS_HEADER + d] = self._coef
-        buf[K.RLS_HEADER + d] = self._intercept
+        buf = np.zeros(_H + d + 1)
+        buf[K.N_SEEN], buf[K.N_WEIGHTS], buf[K.N_FEATURES] = self._n, d + 1, d
+        buf[_H:_H + d] = self._coef
+        buf[_H + d] = self._intercept
         self._buf = buf
 
     def predict(self, X: Any) -> Any:
         """Predicted slowdowns: (n, d) -> (n,) array; one row (d,) -> float (the prior before fit)."""
         buf = self._buf
-        if buf is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1:
-            r = _FAST.linear_predict_one(buf, X, K.RLS_HEADER)
+        if buf is not None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1:
+            r = _FAST.linear_predict_one(buf, X, _H)
             if r - r == 0.0:
                 return r
             as_rows(X, width=self._d)
             return r
         return BasePredictor.predict(self, X)
-
-    def update(self, X: Any, y: Any) -> None:
-        """Refused: an offline predictor is frozen and learns nothing online.
-
-        Raises
-        ------
-        FrozenPredictorError
-            Always (after checking ``X`` and ``y``); refit with :meth:`fit` on all the data, or
-            use an online predictor (:class:`~interfpred.RLS`, :class:`~interfpred.OnlineSGD`).
-        """
-        Xa, single = as_rows(X, width=self._d)
-        as_targets(y, Xa.shape[0], single)
-        raise FrozenPredictorError(
-            "OfflineLinear is frozen: update() cannot learn online; refit with fit(X, y) on all the data, "
-            "or use an online predictor (rls, online_sgd)")
-
-    def _learn(self, X: np.ndarray, y: np.ndarray) -> None:  # pragma: no cover - never called
-        pass
 
     def _predict_rows(self, X: np.ndarray) -> np.ndarray:
         return X @ self._coef + self._intercept
@@ -159,14 +148,20 @@ class OfflineLinear(BasePredictor):
             raise AttributeError("intercept_ is not available before fit")
         return self._intercept
 
+    @property
+    def n_seen_(self) -> int:
+        """Rows the last ``fit`` learned from (0 before fit)."""
+        return self._n
+
     def _get_state(self) -> dict[str, Any]:
         assert self._coef is not None  # only called on a fitted predictor
-        return {"coef": self._coef.tolist(), "intercept": self._intercept}
+        return {"coef": self._coef.tolist(), "intercept": self._intercept, "n_seen": self._n}
 
     def _set_state(self, state: dict[str, Any], d: int) -> None:
-        coef = _state_array(state, "coef", d)
+        coef = state_array(state, "coef", d)
         intercept = float(state["intercept"])
         if not np.isfinite(intercept):
             raise InterfpredError(f"intercept {intercept} must be finite")
-        self._coef, self._intercept, self._d = coef, intercept, d
+        n = state_count(state, "n_seen")
+        self._coef, self._intercept, self._n, self._d = coef, intercept, n, d
         self._pack()

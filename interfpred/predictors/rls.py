@@ -1,29 +1,14 @@
 """Recursive least squares with exponential forgetting and stabilised (anti-windup) forgetting.
 
-The estimate after t observations minimises
-
-    sum_i f**(t-i) (y_i - w.x_i)**2  +  (w - w0)^T Q_t (w - w0)
-
-where ``f`` is ``forgetting``, ``w0`` the prior (zero weights, intercept at the prior
-slowdown 1.0) and ``Q_t`` the prior's information.  Plain RLS (``stabilize=False``) has
-``Q_t = f**t I / delta``: the prior is forgotten like the data, so a feature that sits at
-zero for a long stretch (an idle co-runner) has its information decay geometrically and its
-covariance grow as ``f**-t`` ("windup"); with one of six features active and forgetting
-0.95, the covariance overflows after about 13,700 updates.
-
-**Remedy: stabilised forgetting by cyclic prior pseudo-observations** (the default).  What
-forgetting removes from the prior's information each step, ``(1 - f) I / delta``, is put back
-as one rank-one pseudo-observation "w_j = w0_j" with weight ``rho = m (1 - f) / delta`` whose
-coordinate ``j`` cycles over the m weights (Kulhavý's stabilised forgetting, in the cheap
-rank-one form of cyclic Tikhonov regularisation).  Over any m consecutive steps every
-direction regains the information it lost, so ``R = P^-1 >= f**(m-1) I / delta`` and the
-covariance stays bounded, ``P <= delta f**-(m-1) I``, for ever, while excited directions still
-forget at rate ``f`` (the penalty is tiny next to the effective sample weight ``1/(1-f)``).
-Each step costs two rank-one covariance updates, O(m^2) without square roots.  ``P`` is kept
-exactly symmetric (each entry is updated with the product z_i z_j, which IEEE arithmetic makes
-equal to z_j z_i); positive definiteness follows from
-the bound and is checked by the soak benchmark over 10**7 updates.  The exact closed form
-of both variants is in tests/naive.py (``naive_ew_ridge``).
+The estimate after t observations minimises ``sum_i f**(t-i) (y_i - w.x_i)**2 + (w - w0)' Q_t (w - w0)``
+with ``f`` the ``forgetting``, ``w0`` the prior (zero weights, intercept at the prior slowdown
+1.0) and ``Q_t`` the prior's information. Plain RLS (``stabilize=False``) forgets the prior like
+the data, so the covariance of a feature that idles at zero grows as ``f**-t`` ("windup");
+stabilised forgetting (the default) puts back what forgetting removed from the prior as one
+cyclic rank-one pseudo-observation per step (Kulhavy's stabilised forgetting), which keeps
+``P <= delta f**-(m-1) I`` for ever. The derivation, the bound and the soak test are in
+docs/predictors.md ("RLS windup and the remedy"); the exact closed form of both variants is
+tests/naive.py's ``naive_ew_ridge``.
 """
 
 from __future__ import annotations
@@ -36,22 +21,18 @@ import numpy as np
 from interfpred.constants import PRIOR_SLOWDOWN, PRIOR_STD, RLS_DELTA, RLS_FORGETTING, RLS_MAX_DELTA
 from interfpred.errors import InterfpredError
 from interfpred.predictors import _kernels as K
-from interfpred.predictors.base import BasePredictor, _state_array, as_rows, check_positive, register
+from interfpred.predictors._status import kernel_error
+from interfpred.predictors.base import BasePredictor
+from interfpred.predictors.buffered import BufferedPredictor
+from interfpred.predictors.inputs import F64, NDARRAY, as_rows, check_flag, check_positive
 
 __all__ = ["RLS"]
 
-_NDARRAY = np.ndarray
-_F64 = np.dtype(np.float64)
 _FAST = K.FAST
 _H = K.RLS_HEADER
 
 
-def _status_error(status: int, row: int | None = None) -> InterfpredError:
-    return K.status_error(status, row, kind="RLS")  # type: ignore[return-value]
-
-
-@register
-class RLS(BasePredictor):
+class RLS(BufferedPredictor):
     """Recursive least squares with exponential forgetting (numba kernel).
 
     Parameters
@@ -64,7 +45,7 @@ class RLS(BasePredictor):
     fit_intercept
         Append a constant feature; its weight starts at the prior slowdown 1.0.
     stabilize
-        Stabilised forgetting (see the module docstring): keeps the covariance bounded by
+        Stabilised forgetting (see the module docstring and docs/predictors.md): keeps the covariance bounded by
         about ``delta * I`` when features sit at zero for long stretches.  ``False`` gives plain RLS
         (exactly padasip's ``FilterRLS``), which winds up on such streams.
 
@@ -84,7 +65,8 @@ class RLS(BasePredictor):
 
     kind = "rls"
     is_linear = True
-    _test_params = [{}, {"forgetting": 0.9, "delta": 10.0}, {"fit_intercept": False, "forgetting": 1.0}]
+    _learn_kernel = K.rls_update_many
+    _contract_params = [{}, {"forgetting": 0.9, "delta": 10.0}, {"fit_intercept": False, "forgetting": 1.0}]
 
     def __init__(
         self,
@@ -99,7 +81,7 @@ class RLS(BasePredictor):
         self.fit_intercept = fit_intercept
         self.stabilize = stabilize
         self._check_params()
-        self._buf: np.ndarray | None = None
+        self._buf = None
         self._d = None
 
     def _check_params(self) -> None:
@@ -109,39 +91,29 @@ class RLS(BasePredictor):
         if check_positive("delta", self.delta) > RLS_MAX_DELTA:
             raise InterfpredError(f"delta must be at most {RLS_MAX_DELTA:g} (a larger prior covariance overflows "
                                   f"in the first update), got {self.delta!r}")
-        for name in ("fit_intercept", "stabilize"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise InterfpredError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        check_flag(self, "fit_intercept", "stabilize")
 
     def _layout(self, d: int) -> tuple[int, int]:
         m = d + int(bool(self.fit_intercept))
         return m, _H + 3 * m + m * m
 
+    def _header(self, buf: np.ndarray) -> None:
+        f = float(self.forgetting)
+        buf[K.RLS_FORGETTING] = f
+        buf[K.RLS_STAB] = (1.0 - f) / float(self.delta) if self.stabilize else 0.0
+        buf[K.RLS_INV_DELTA] = 1.0 / float(self.delta)
+
     def _allocate(self, d: int) -> None:
         self._check_params()
         m, size = self._layout(d)
         buf = np.zeros(size)
-        f = float(self.forgetting)
-        inv_delta = 1.0 / float(self.delta)
-        buf[1], buf[2], buf[3] = m, d, f
-        buf[4] = (1.0 - f) * inv_delta if self.stabilize else 0.0
-        buf[6] = inv_delta
-        wo, w0o, po = _H, _H + m, _H + 2 * m
+        buf[K.N_WEIGHTS], buf[K.N_FEATURES] = m, d
+        wo, w0o, po, _ = K.rls_offsets(_H, m)
         if self.fit_intercept:
             buf[wo + d] = PRIOR_SLOWDOWN
             buf[w0o + d] = PRIOR_SLOWDOWN
         buf[po:po + m * m].reshape(m, m)[np.diag_indices(m)] = float(self.delta)
-        self._buf = buf
-        self._d = d
-
-    def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
-        buf = self._buf
-        assert buf is not None  # allocated before _learn
-        saved = buf.copy()  # small (m^2); restores the state if a row is refused mid-batch
-        code = int(K.rls_update_many(buf, X, y))
-        if code != K.OK:
-            buf[:] = saved
-            raise _status_error(code >> 32, code & 0xFFFFFFFF)
+        self._adopt(buf, d)
 
     def _predict_rows(self, X: np.ndarray) -> np.ndarray:
         out = np.empty(X.shape[0])
@@ -155,13 +127,12 @@ class RLS(BasePredictor):
         Refused input (wrong width, NaN/inf) raises InterfpredError and changes nothing.
         """
         buf = self._buf
-        if buf is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1:
+        if buf is not None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1:
             ty = type(y)
             if ty is float or ty is np.float64:
                 status = _FAST.rls_update_one(buf, X, y)
                 if status:
-                    raise _status_error(status) if status != K.BAD_WIDTH else InterfpredError(
-                        f"X has {X.shape[0]} features, but the predictor was fitted with {self._d}")
+                    raise kernel_error(status, model="RLS", n_features=X.shape[0], width=self._d)
                 return
         BasePredictor.update(self, X, y)
 
@@ -181,14 +152,14 @@ class RLS(BasePredictor):
         float or ndarray, or a pair of them when ``return_std`` is true.
         """
         buf = self._buf
-        if buf is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1:
+        if buf is not None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1:
             r = _FAST.linear_predict_one(buf, X, _H)
             if r - r == 0.0:
                 if not return_std:
                     return r
                 q = np.empty(1)           # one row with its std: the batch kernel on a (1, d) view
                 K.rls_quad_many(buf, X.reshape(1, -1), q)
-                return r, math.sqrt(buf[5] * (1.0 + q[0]))
+                return r, math.sqrt(buf[K.RLS_NOISE_VAR] * (1.0 + q[0]))
             as_rows(X, width=self._d)  # raises with a precise message
             if not return_std:
                 return r  # finite input whose product overflowed
@@ -201,7 +172,7 @@ class RLS(BasePredictor):
         else:
             q = np.empty(Xa.shape[0])
             K.rls_quad_many(buf, Xa, q)
-            std = np.sqrt(buf[5] * (1.0 + q))
+            std = np.sqrt(buf[K.RLS_NOISE_VAR] * (1.0 + q))
         return (mean, float(std[0])) if single else (mean, std)
 
     # -- fleet learning -------------------------------------------------------------------
@@ -256,15 +227,16 @@ class RLS(BasePredictor):
         mine, theirs = self.get_params(), other.get_params()
         if mine != theirs:
             raise InterfpredError(f"merge needs the same hyperparameters: {mine} vs {theirs}")
-        obuf = other._buf
-        if obuf is None or other._d is None or other.n_seen_ == 0:
+        obuf = other._buf   # the same class: its layout is this one's
+        d_other = other.n_features_in_
+        if obuf is None or d_other is None or other.n_seen_ == 0:
             return self
         if self._buf is None:
-            self._allocate(other._d)
-        if self._d != other._d:
-            raise InterfpredError(f"merge needs the same width: {self._d} features vs {other._d}")
+            self._allocate(d_other)
+        if self._d != d_other:
+            raise InterfpredError(f"merge needs the same width: {self._d} features vs {d_other}")
         m = self._m()
-        wo, w0o, po = _H, _H + m, _H + 2 * m
+        wo, w0o, po, _ = K.rls_offsets(_H, m)
         buf = self._buf
         assert buf is not None
         w0 = buf[w0o:w0o + m]
@@ -286,20 +258,21 @@ class RLS(BasePredictor):
         na, nb = self.n_seen_, other.n_seen_
         buf[wo:wo + m] = w
         buf[po:po + m * m] = P.reshape(-1)
-        buf[5] = (na * buf[5] + nb * obuf[5]) / (na + nb)
-        buf[0] = na + nb
+        noise = K.RLS_NOISE_VAR
+        buf[noise] = (na * buf[noise] + nb * obuf[noise]) / (na + nb)
+        buf[K.N_SEEN] = na + nb
         if self.stabilize and float(self.forgetting) < 1.0:
-            buf[7] = float((na + nb) % m)   # the cycle of a model that saw as many rows
+            buf[K.RLS_CYCLE] = float((na + nb) % m)   # the cycle of a model that saw as many rows
         return self
 
     # -- read-only views of the state -------------------------------------------------------
     def _m(self) -> int:
         assert self._buf is not None
-        return int(self._buf[1])
+        return int(self._buf[K.N_WEIGHTS])
 
     @property
     def coef_(self) -> np.ndarray:
-        """Feature weights (copy); zeros before any data."""
+        """Feature weights (copy)."""
         if self._buf is None or self._d is None:
             raise AttributeError("coef_ is not available before fit/update")
         return self._buf[_H:_H + self._d].copy()
@@ -312,17 +285,12 @@ class RLS(BasePredictor):
         return float(self._buf[_H + self._d]) if self.fit_intercept else 0.0
 
     @property
-    def n_seen_(self) -> int:
-        """Number of observations learned."""
-        return 0 if self._buf is None else int(self._buf[0])
-
-    @property
     def covariance_(self) -> np.ndarray:
         """The covariance ``P`` (m, m), m = d + fit_intercept: symmetric positive definite (copy)."""
         if self._buf is None:
             raise AttributeError("covariance_ is not available before fit/update")
         m = self._m()
-        po = _H + 2 * m
+        _, _, po, _ = K.rls_offsets(_H, m)
         return self._buf[po:po + m * m].reshape(m, m).copy()
 
     @property
@@ -330,34 +298,16 @@ class RLS(BasePredictor):
         """The information matrix ``R = P^-1``."""
         return np.linalg.inv(self.covariance_)
 
-    @property
-    def noise_var_(self) -> float:
-        """Exponentially weighted estimate of the noise variance."""
-        return 0.0 if self._buf is None else float(self._buf[5])
-
     # -- persistence ----------------------------------------------------------------------
-    def _get_state(self) -> dict[str, Any]:
-        assert self._buf is not None  # only called on a fitted predictor
-        return {"buffer": self._buf.tolist()}
-
     def _set_state(self, state: dict[str, Any], d: int) -> None:
-        m, size = self._layout(d)
-        buf = _state_array(state, "buffer", size)
-        if int(buf[1]) != m or int(buf[2]) != d:
-            raise InterfpredError(f"state buffer describes width {int(buf[2])}, file says {d}")
-        if not (0 <= buf[7] < m and float(buf[7]).is_integer()):
-            raise InterfpredError(f"state buffer has a bad cycle position {buf[7]}")
-        if not (buf[0] >= 0 and float(buf[0]).is_integer()):
-            raise InterfpredError(f"state buffer has a bad observation count {buf[0]} (expected an integer >= 0)")
-        if not buf[5] >= 0:
-            raise InterfpredError(f"state buffer has a negative noise variance {buf[5]}")
-        po = _H + 2 * m
+        buf, m = self._read_buffer(state, d)
+        cycle, noise = buf[K.RLS_CYCLE], buf[K.RLS_NOISE_VAR]
+        if not (0 <= cycle < m and float(cycle).is_integer()):
+            raise InterfpredError(f"state buffer has a bad cycle position {cycle}")
+        if not noise >= 0:
+            raise InterfpredError(f"state buffer has a negative noise variance {noise}")
+        _, _, po, _ = K.rls_offsets(_H, m)
         P = buf[po:po + m * m].reshape(m, m)
         if not (np.diag(P) > 0).all() or not np.array_equal(P, P.T):
             raise InterfpredError("state covariance is not symmetric with a positive diagonal")
-        # hyperparameters in the header follow the file's params
-        buf[3] = float(self.forgetting)
-        buf[4] = (1.0 - float(self.forgetting)) / float(self.delta) if self.stabilize else 0.0
-        buf[6] = 1.0 / float(self.delta)
-        self._buf = buf
-        self._d = d
+        self._adopt(buf, d)  # hyperparameters in the header follow the file's params

@@ -38,8 +38,11 @@ from interfpred.constants import (
     SGD_SCHEDULE,
 )
 from interfpred.errors import InterfpredError
-from interfpred.predictors import _kernels as K
-from interfpred.predictors.base import BasePredictor, _state_array, as_rows, check_positive, register
+from interfpred.predictors import _sgd_kernels as K
+from interfpred.predictors._status import kernel_error
+from interfpred.predictors.base import BasePredictor
+from interfpred.predictors.buffered import BufferedPredictor
+from interfpred.predictors.inputs import F64, NDARRAY, as_rows, check_flag, check_positive
 
 __all__ = ["OnlineSGD", "SCHEDULES"]
 
@@ -49,14 +52,11 @@ SCHEDULES = {
     "nlms": K.SCHED_NLMS,
     "adagrad": K.SCHED_ADAGRAD,
 }
-_NDARRAY = np.ndarray
-_F64 = np.dtype(np.float64)
 _H = K.SGD_HEADER
 _FAST = K.FAST
 
 
-@register
-class OnlineSGD(BasePredictor):
+class OnlineSGD(BufferedPredictor):
     """Online least-squares regression by SGD (see the module docstring for the schedules).
 
     Parameters
@@ -71,6 +71,16 @@ class OnlineSGD(BasePredictor):
         Learn an intercept (starting at the prior slowdown 1.0).
     power_t
         Exponent of ``"invscaling"``.
+
+    References
+    ----------
+    ``"invscaling"`` is the inverse-scaling schedule of scikit-learn's ``SGDRegressor``,
+    ``eta = eta0 / t**power_t`` (here ``eta0`` is ``learning_rate``): F. Pedregosa et al.,
+    "Scikit-learn: Machine Learning in Python", JMLR 12 (2011), 2825-2830, and its
+    ``SGDRegressor`` documentation. ``"adagrad"`` is the diagonal AdaGrad of J. Duchi, E. Hazan
+    and Y. Singer, "Adaptive Subgradient Methods for Online Learning and Stochastic
+    Optimization", JMLR 12 (2011), 2121-2159. ``"nlms"`` is the normalised LMS filter of
+    adaptive signal processing: S. Haykin, *Adaptive Filter Theory*, Prentice Hall.
 
     Examples
     --------
@@ -87,7 +97,8 @@ class OnlineSGD(BasePredictor):
 
     kind = "online_sgd"
     is_linear = True
-    _test_params = [
+    _learn_kernel = K.sgd_update_many
+    _contract_params = [
         {},
         {"schedule": "constant", "learning_rate": 0.05},
         {"schedule": "adagrad", "learning_rate": 0.5, "standardize": True},
@@ -109,7 +120,7 @@ class OnlineSGD(BasePredictor):
         self.fit_intercept = fit_intercept
         self.power_t = power_t
         self._check_params()
-        self._buf: np.ndarray | None = None
+        self._buf = None
         self._d = None
 
     def _check_params(self) -> None:
@@ -118,40 +129,27 @@ class OnlineSGD(BasePredictor):
         check_positive("power_t", self.power_t, allow_zero=True)
         if self.schedule not in SCHEDULES:
             raise InterfpredError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
-        for name in ("standardize", "fit_intercept"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise InterfpredError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        check_flag(self, "standardize", "fit_intercept")
 
     def _layout(self, d: int) -> tuple[int, int]:
         m = d + int(bool(self.fit_intercept))
         return m, _H + 2 * m + 2 * d
 
-    def _header(self, buf: np.ndarray, m: int, d: int) -> None:
-        buf[1], buf[2] = m, d
-        buf[3] = float(self.learning_rate)
-        buf[4] = SCHEDULES[self.schedule]
-        buf[5] = float(self.power_t)
-        buf[6] = 1.0 if self.standardize else 0.0
-        buf[7] = SGD_EPS
+    def _header(self, buf: np.ndarray) -> None:
+        buf[K.SGD_RATE] = float(self.learning_rate)
+        buf[K.SGD_SCHEDULE] = SCHEDULES[self.schedule]
+        buf[K.SGD_POWER_T] = float(self.power_t)
+        buf[K.SGD_STANDARDIZE] = 1.0 if self.standardize else 0.0
+        buf[K.SGD_EPSILON] = SGD_EPS
 
     def _allocate(self, d: int) -> None:
         self._check_params()
         m, size = self._layout(d)
         buf = np.zeros(size)
-        self._header(buf, m, d)
+        buf[K.N_WEIGHTS], buf[K.N_FEATURES] = m, d
         if self.fit_intercept:
             buf[_H + d] = PRIOR_SLOWDOWN
-        self._buf = buf
-        self._d = d
-
-    def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
-        buf = self._buf
-        assert buf is not None  # allocated before _learn
-        saved = buf.copy()  # small; restores the state if a row is refused mid-batch
-        code = int(K.sgd_update_many(buf, X, y))
-        if code != K.OK:
-            buf[:] = saved
-            raise K.status_error(code >> 32, code & 0xFFFFFFFF, kind="OnlineSGD")
+        self._adopt(buf, d)
 
     def _predict_rows(self, X: np.ndarray) -> np.ndarray:
         out = np.empty(X.shape[0])
@@ -161,23 +159,19 @@ class OnlineSGD(BasePredictor):
     def update(self, X: Any, y: Any) -> None:
         """Learn from rows ``X`` (n, d) with ``y`` (n,), or one row (d,) with a float."""
         buf = self._buf
-        if buf is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1:
+        if buf is not None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1:
             ty = type(y)
             if ty is float or ty is np.float64:
                 status = _FAST.sgd_update_one(buf, X, y)
-                if status == K.BAD_WIDTH:
-                    raise InterfpredError(f"X has {X.shape[0]} features, but the predictor was fitted with {self._d}")
-                if status == K.BAD_Y:
-                    raise InterfpredError(f"y is {y}; targets must be finite")
                 if status:
-                    raise K.status_error(status, kind="OnlineSGD")
+                    raise kernel_error(status, model="OnlineSGD", n_features=X.shape[0], width=self._d)
                 return
         BasePredictor.update(self, X, y)
 
     def predict(self, X: Any) -> Any:
         """Predicted slowdowns: (n, d) -> (n,) array; one row (d,) -> float."""
         buf = self._buf
-        if buf is not None and type(X) is _NDARRAY and X.dtype is _F64 and X.ndim == 1:
+        if buf is not None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1:
             r = _FAST.sgd_predict_one(buf, X)
             if r - r == 0.0:
                 return r
@@ -203,36 +197,23 @@ class OnlineSGD(BasePredictor):
     def _unscaled(self) -> tuple[np.ndarray, float]:
         buf, d = self._buf, self._d
         assert buf is not None and d is not None  # callers check that the predictor is fitted
-        m = int(buf[1])
-        w = buf[_H:_H + d].copy()
-        b = float(buf[_H + d]) if m > d else 0.0
-        if self.standardize and buf[0] > 0:
-            mean = buf[_H + 2 * m:_H + 2 * m + d]
-            var = buf[_H + 2 * m + d:_H + 2 * m + 2 * d] / buf[0]
+        m = int(buf[K.N_WEIGHTS])
+        wo, _, mo, so = K.sgd_offsets(m, d)
+        w = buf[wo:wo + d].copy()
+        b = float(buf[wo + d]) if m > d else 0.0
+        n = buf[K.N_SEEN]
+        if self.standardize and n > 0:
+            mean = buf[mo:mo + d]
+            var = buf[so:so + d] / n
             sd = np.sqrt(var)
             scale = np.divide(1.0, sd, out=np.zeros(d), where=sd > 0)
             w = w * scale
             b -= float(np.dot(w, mean))
         return w, b
 
-    @property
-    def n_seen_(self) -> int:
-        """Number of observations learned."""
-        return 0 if self._buf is None else int(self._buf[0])
-
-    def _get_state(self) -> dict[str, Any]:
-        assert self._buf is not None  # only called on a fitted predictor
-        return {"buffer": self._buf.tolist()}
-
     def _set_state(self, state: dict[str, Any], d: int) -> None:
-        m, size = self._layout(d)
-        buf = _state_array(state, "buffer", size)
-        if int(buf[1]) != m or int(buf[2]) != d:
-            raise InterfpredError(f"state buffer describes width {int(buf[2])}, file says {d}")
-        if not (buf[0] >= 0 and float(buf[0]).is_integer()):
-            raise InterfpredError(f"state buffer has a bad observation count {buf[0]} (expected an integer >= 0)")
-        if (buf[_H + m:_H + 2 * m] < 0).any() or (buf[_H + 2 * m + d:] < 0).any():
+        buf, m = self._read_buffer(state, d)
+        _, go, mo, so = K.sgd_offsets(m, d)
+        if (buf[go:mo] < 0).any() or (buf[so:] < 0).any():
             raise InterfpredError("state buffer has negative sums of squares")
-        self._header(buf, m, d)
-        self._buf = buf
-        self._d = d
+        self._adopt(buf, d)

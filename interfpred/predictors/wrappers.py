@@ -1,0 +1,210 @@
+"""Any river or scikit-learn regressor as an interfpred predictor (kinds ``river`` and ``sklearn``).
+
+Same predict/update contract as every predictor, prior before learning, validated input,
+save/load. Their state files embed the wrapped object pickled (base64) inside the JSON.
+Unpickling runs code named by the file, so loading such a state is refused unless the caller
+passes ``trusted=True`` (CLI ``--trust-model-file``); native predictors never use pickle.
+river and scikit-learn are imported when a wrapper is first used, not with this module.
+"""
+
+from __future__ import annotations
+
+import base64
+import pickle
+from typing import Any
+
+import numpy as np
+
+from interfpred.constants import PRIOR_SLOWDOWN, SCHEMA_VERSION
+from interfpred.errors import FrozenPredictorError, InterfpredError
+from interfpred.predictors.base import BasePredictor
+from interfpred.predictors.inputs import as_rows, as_targets, check_state_header
+
+__all__ = ["RiverRegressor", "SklearnRegressor"]
+
+
+class _WrappedPredictor(BasePredictor):
+    """Shared persistence of the wrappers: the wrapped estimator travels pickled in the JSON."""
+
+    stores_pickle = True
+
+    def _get_state(self) -> dict[str, Any]:
+        return {"pickle": base64.b64encode(pickle.dumps(self)).decode("ascii")}
+
+    def _set_state(self, state: dict[str, Any], d: int | None) -> None:
+        obj = pickle.loads(base64.b64decode(state["pickle"]))
+        if type(obj) is not type(self) or obj.n_features_in_ != d:
+            raise InterfpredError("restored object does not match kind or width")
+        self.__dict__.update(obj.__dict__)
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "kind": self.kind,
+            "params": {},
+            "n_features_in": self._d,
+            "state": self._get_state(),
+        }
+
+    @classmethod
+    def from_state(cls, state: Any, *, source: str = "state", trusted: bool = False) -> BasePredictor:
+        """Restore a wrapped model; refused unless ``trusted`` (the state is a pickle, which runs code)."""
+        check_state_header(state, source=source)
+        if not trusted:
+            raise InterfpredError(
+                f"{source}: holds a pickled {state.get('kind')} model, and loading a pickle runs any code the "
+                "file contains; refused. Load it only if you wrote the file yourself: pass trusted=True "
+                "(CLI: --trust-model-file)")
+        if state.get("kind") != cls.kind:
+            raise InterfpredError(f"{source}: holds a predictor of kind {state.get('kind')!r}, not {cls.kind!r}")
+        obj = cls.__new__(cls)  # the whole object comes from the pickle, not from params
+        try:
+            obj._set_state(state["state"], state.get("n_features_in"))
+        except InterfpredError as exc:
+            raise InterfpredError(f"{source}: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - any corruption is bad input here
+            raise InterfpredError(f"{source}: cannot restore the wrapped estimator: {exc!r}") from None
+        return obj
+
+
+class RiverRegressor(_WrappedPredictor):
+    """Any river regressor as an interfpred predictor.
+
+    Rows become dicts ``{0: x0, 1: x1, ...}``; ``update`` calls ``learn_one`` row by row on a
+    clone of ``model`` (the argument itself is never trained).
+
+    Examples
+    --------
+    >>> from river import linear_model
+    >>> p = RiverRegressor(model=linear_model.LinearRegression())
+    >>> p.predict([0.5, 0.5])
+    1.0
+    >>> p.update([[0.5, 0.5]], [2.0])
+    >>> p.n_seen_
+    1
+    """
+
+    kind = "river"
+
+    @classmethod
+    def contract_params(cls) -> list[dict[str, Any]]:
+        """A river ``LinearRegression`` with a constant SGD step (river is imported on use)."""
+        from river import linear_model, optim
+
+        return [{"model": linear_model.LinearRegression(optimizer=optim.SGD(0.05), intercept_lr=0.05)}]
+
+    def __init__(self, *, model: Any = None) -> None:
+        self.model = model
+        self._check_params()
+        self._est: Any = None
+        self._d = None
+        self._n = 0
+
+    def _check_params(self) -> None:
+        if self.model is not None and not (hasattr(self.model, "learn_one") and hasattr(self.model, "predict_one")):
+            raise InterfpredError(f"model must be a river regressor (learn_one/predict_one), got {self.model!r}")
+
+    def _allocate(self, d: int) -> None:
+        if self.model is None:
+            from river import linear_model
+
+            self._est = linear_model.LinearRegression()
+        else:
+            self._est = self.model.clone()
+        self._d = d
+        self._n = 0
+
+    def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
+        est = self._est
+        for row, t in zip(X.tolist(), y.tolist()):
+            est.learn_one(dict(enumerate(row)), t)
+        self._n += X.shape[0]
+
+    def _predict_rows(self, X: np.ndarray) -> np.ndarray:
+        if self._n == 0:
+            return np.full(X.shape[0], PRIOR_SLOWDOWN)
+        est = self._est
+        return np.array([float(est.predict_one(dict(enumerate(row)))) for row in X.tolist()])
+
+    @property
+    def n_seen_(self) -> int:
+        """Number of observations learned."""
+        return self._n
+
+
+class SklearnRegressor(_WrappedPredictor):
+    """Any scikit-learn regressor as an interfpred predictor.
+
+    ``fit`` fits a clone of ``estimator``; ``update`` calls ``partial_fit`` when the estimator
+    has it (``learns_online`` is then true) and otherwise raises
+    :class:`~interfpred.errors.FrozenPredictorError`, like :class:`~interfpred.OfflineLinear`.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import SGDRegressor
+    >>> p = SklearnRegressor(estimator=SGDRegressor(random_state=0))
+    >>> p.learns_online
+    True
+    >>> p.predict([0.5])
+    1.0
+    """
+
+    kind = "sklearn"
+
+    @classmethod
+    def contract_params(cls) -> list[dict[str, Any]]:
+        """An ``SGDRegressor`` (online) and a ``Ridge`` (frozen); scikit-learn is imported on use."""
+        from sklearn.linear_model import Ridge, SGDRegressor
+
+        return [{"estimator": SGDRegressor(random_state=0, learning_rate="constant", eta0=0.05, shuffle=False)},
+                {"estimator": Ridge(alpha=1e-3)}]
+
+    def __init__(self, *, estimator: Any = None) -> None:
+        self.estimator = estimator
+        self._check_params()
+        self._est: Any = None
+        self._d = None
+        self._fitted = False
+
+    def _check_params(self) -> None:
+        if self.estimator is not None and not (hasattr(self.estimator, "fit") and hasattr(self.estimator, "predict")):
+            raise InterfpredError(f"estimator must be a scikit-learn regressor, got {self.estimator!r}")
+
+    @property
+    def learns_online(self) -> bool:  # type: ignore[override]
+        """True when the estimator has ``partial_fit``."""
+        return self.estimator is None or hasattr(self.estimator, "partial_fit")
+
+    def _allocate(self, d: int) -> None:
+        from sklearn.base import clone
+        from sklearn.linear_model import SGDRegressor
+
+        self._est = SGDRegressor() if self.estimator is None else clone(self.estimator)
+        self._d = d
+        self._fitted = False
+
+    def _fit_rows(self, X: np.ndarray, y: np.ndarray) -> None:
+        if X.shape[0] == 0:
+            raise InterfpredError("fit needs at least one row")
+        self._est.fit(X, y)
+        self._fitted = True
+
+    def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
+        if self.learns_online and X.shape[0]:
+            self._est.partial_fit(X, y)
+            self._fitted = True
+
+    def update(self, X: Any, y: Any) -> None:
+        """``partial_fit`` on the rows (or validate and learn nothing without it)."""
+        if not self.learns_online:
+            Xa, single = as_rows(X, width=self._d)
+            as_targets(y, Xa.shape[0], single)
+            raise FrozenPredictorError(
+                f"{type(self.estimator).__name__} has no partial_fit, so update() cannot learn online; refit "
+                "with fit(X, y) on all the data, or wrap an estimator with partial_fit (SGDRegressor)")
+        BasePredictor.update(self, X, y)
+
+    def _predict_rows(self, X: np.ndarray) -> np.ndarray:
+        if not self._fitted:
+            return np.full(X.shape[0], PRIOR_SLOWDOWN)
+        return np.asarray(self._est.predict(X), dtype=np.float64).reshape(-1)

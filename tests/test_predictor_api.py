@@ -1,0 +1,207 @@
+"""The learned-state names every predictor shares, saved states of earlier releases, one error wording
+for kernel refusals, the compiled-entry helper, and the registry from a fresh interpreter."""
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from interfpred import RLS, GpuletsModel, OfflineLinear, OnlineSGD
+from interfpred._jit import compiled_entry, njit
+from interfpred.constants import GPULETS_RTX2080TI, PRIOR_SLOWDOWN
+from interfpred.entities import Entities
+from interfpred.errors import InterfpredError
+from interfpred.predictors import (
+    Calibrated,
+    EntityRLS,
+    GlobalMean,
+    NoInterference,
+    PairMean,
+    load_predictor,
+    predictor_from_state,
+    registered,
+)
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+OLD_STATES = ROOT / "tests" / "data" / "predictor_states_before_n_seen.json"
+
+
+def _rows(n=60, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, d))
+    return X, 1.0 + X @ np.arange(1.0, d + 1.0) + 0.01 * rng.standard_normal(n)
+
+
+# ----------------------------------------------------------------------------- coef_, intercept_, n_seen_
+
+
+@pytest.mark.parametrize("make", [RLS, OnlineSGD, OfflineLinear, GpuletsModel, NoInterference, GlobalMean, EntityRLS,
+                                  lambda: Calibrated(RLS())])
+def test_coef_and_intercept_raise_before_fit_and_n_seen_is_zero(make):
+    p = make()
+    for name in ("coef_", "intercept_"):
+        with pytest.raises(AttributeError, match="not available before fit"):
+            getattr(p, name)
+    assert p.n_seen_ == 0
+
+
+@pytest.mark.parametrize("make", [RLS, OnlineSGD, OfflineLinear, lambda: GpuletsModel(clip=False)])
+def test_linear_predictors_coef_and_intercept_are_their_linear_form(make):
+    X, y = _rows(d=4)
+    p = make().fit(X, y)
+    form = p.linear_form()
+    np.testing.assert_allclose(p.coef_, form.weights, rtol=1e-9, atol=1e-9)
+    assert p.intercept_ == pytest.approx(form.intercept, rel=1e-9, abs=1e-9)
+    np.testing.assert_allclose(p.predict(X), X @ p.coef_ + p.intercept_, rtol=1e-9, atol=1e-9)
+    assert p.n_seen_ == X.shape[0]
+
+
+def test_gpulets_coef_is_in_feature_order_and_keeps_coefficients():
+    g = GpuletsModel(coefficients=GPULETS_RTX2080TI)
+    c = np.asarray(GPULETS_RTX2080TI)
+    np.testing.assert_allclose(g.coef_, c[[0, 2, 1, 3]], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(g.coefficients_, c, rtol=1e-12, atol=1e-12)
+    assert g.intercept_ == pytest.approx(c[4], rel=1e-12)
+    assert g.n_seen_ == 0   # published coefficients: no rows learned
+
+
+def test_constant_baselines_have_zero_weights_and_their_constant():
+    X, y = _rows(d=2)
+    assert NoInterference().fit(X, y).intercept_ == pytest.approx(PRIOR_SLOWDOWN, abs=1e-12)
+    g = GlobalMean().fit(X, y)
+    np.testing.assert_array_equal(g.coef_, np.zeros(2))
+    assert g.intercept_ == pytest.approx(float(np.mean(y)), rel=1e-12) and g.n_seen_ == len(y)
+    assert NoInterference().fit(X, y).n_seen_ == 0
+
+
+def test_pair_mean_has_no_weights_and_says_why():
+    ent = Entities.from_lists(["a", "b"], [{"b": 1.0}, {"a": 1.0}])
+    p = PairMean().fit(np.zeros((2, 1)), [1.5, 2.0], entities=ent)
+    assert p.n_seen_ == 2
+    for name in ("coef_", "intercept_"):
+        with pytest.raises(AttributeError, match="running means per"):
+            getattr(p, name)
+        assert not hasattr(p, name)
+
+
+def test_calibrated_reads_the_wrapped_predictors_weights():
+    X, y = _rows(n=200)
+    cal = Calibrated(RLS(), quantiles=(0.9,)).fit(X, y)
+    np.testing.assert_allclose(cal.coef_, cal.predictor_.coef_, rtol=1e-12, atol=1e-12)
+    assert cal.intercept_ == pytest.approx(cal.predictor_.intercept_, rel=1e-12, abs=1e-12)
+    assert 0 < cal.n_seen_ < len(y)       # the out-of-sample calibration rows of fit
+    assert not hasattr(Calibrated(PairMean()).fit(X, y), "coef_")
+
+
+# ----------------------------------------------------------------------------- earlier state files
+
+
+@pytest.mark.parametrize("kind", ["rls", "online_sgd", "offline_linear", "gpulets", "no_interference", "global_mean",
+                                  "pair_mean", "entity_rls"])
+def test_states_saved_before_n_seen_still_load_and_predict_the_same(kind):
+    saved = json.loads(OLD_STATES.read_text())[kind]
+    p = predictor_from_state(saved["state"])
+    X = np.array([[0.0, 0.5], [0.5, 0.25], [1.0, 0.0], [0.25, 1.0], [0.75, 0.75], [0.5, 0.5]])
+    X = np.hstack([X, X]) if kind == "gpulets" else X
+    kw = {}
+    if p.uses_entities:
+        kw["entities"] = Entities.from_lists(["a", "b", "a", "b", "a", "b"], [{"b": 1.0}, {"a": 1.0}] * 3)
+    np.testing.assert_allclose(p.predict(X, **kw), saved["predict"], rtol=1e-12, atol=1e-12)
+    q = predictor_from_state(p.to_state())   # and round-trips in today's format
+    np.testing.assert_allclose(q.predict(X, **kw), saved["predict"], rtol=1e-12, atol=1e-12)
+
+
+def test_base_class_load_dispatches_on_the_kind(tmp_path):
+    X, y = _rows()
+    RLS(forgetting=0.9).fit(X, y).save(tmp_path / "p.json")
+    from interfpred.predictors.base import BasePredictor
+
+    assert repr(BasePredictor.load(tmp_path / "p.json")) == "RLS(forgetting=0.9)"
+    with pytest.raises(InterfpredError, match="kind 'rls', not 'online_sgd'"):
+        OnlineSGD.load(tmp_path / "p.json")
+    assert repr(load_predictor(tmp_path / "p.json")) == "RLS(forgetting=0.9)"
+
+
+# ----------------------------------------------------------------------------- one wording per refusal
+
+
+@pytest.mark.parametrize("x, y, match", [
+    (np.zeros(4), 1.0, "X has 4 features, but the predictor was fitted with 3"),
+    (np.array([0.0, np.nan, 0.0]), 1.0, "X contains NaN or inf; features must be finite"),
+    (np.zeros(3), float("inf"), "y contains NaN or inf; targets must be finite"),
+    (np.zeros(3), 1e300, "y is beyond"),
+])
+def test_single_row_refusals_read_the_same_for_every_kernel_predictor(x, y, match):
+    X, Y = _rows()
+    messages = []
+    for p in (RLS().fit(X, Y), OnlineSGD().fit(X, Y), EntityRLS(log_target=False, tune_priors=False).fit(X, Y)):
+        with pytest.raises(InterfpredError) as info:
+            p.update(x, y)
+        messages.append(str(info.value))
+    assert len(set(messages)) == 1 and match in messages[0]
+
+
+def test_batch_refusals_name_the_row():
+    X, Y = _rows()
+    bad = X.copy()
+    bad[7, 1] = 2e6
+    for p in (RLS(), OnlineSGD()):
+        p.update(X, Y)
+        with pytest.raises(InterfpredError, match=r"beyond \+-1e\+06"):
+            p.update(bad, Y)
+        assert p.n_seen_ == len(Y)
+
+
+# ----------------------------------------------------------------------------- compiled entry points
+
+
+def test_compiled_entry_calls_the_compiled_function_and_falls_back_to_the_dispatcher():
+    from numba import types
+
+    @njit
+    def _twice(x):
+        return 2.0 * x
+
+    fast = compiled_entry(_twice, (types.float64,))
+    assert fast(1.5) == pytest.approx(3.0, rel=1e-12)
+
+    class _NoOverloads:        # a numba without the internal table: the dispatcher itself is used
+        def compile(self, sig):
+            pass
+
+        def __call__(self, x):
+            return _twice(x)
+
+    fallback = _NoOverloads()
+    assert compiled_entry(fallback, (types.float64,)) is fallback
+
+
+# ----------------------------------------------------------------------------- registry
+
+
+@pytest.mark.parametrize("code", [
+    "from interfpred.predictors.registry import make_predictor; print(make_predictor('rls'))",
+    "from interfpred.predictors.base import make_predictor; print(make_predictor('online_sgd'))",
+    "from interfpred.predictors.entity_tuning import select_prior_variances; "
+    "from interfpred import make_predictor; print(make_predictor('entity_rls', rank=1))",
+    "from interfpred.predictors.facades import RiverFacade; print(RiverFacade().predict_one({'a': 1.0}))",
+    "from interfpred.predictors.wrappers import RiverRegressor; from interfpred.predictors import registered; "
+    "print(sorted(registered())[0])",
+    "import interfpred; print(interfpred.make_predictor('calibrated', predictor='pair_mean'))",
+])
+def test_registry_works_from_a_fresh_interpreter_in_any_import_order(code):
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() in {"RLS()", "OnlineSGD()", "EntityRLS(rank=1)", "1.0", "calibrated",
+                                  "Calibrated(predictor='pair_mean')"}
+
+
+def test_every_kind_is_registered_once_by_the_package():
+    kinds = registered()
+    assert sorted(kinds) == ["calibrated", "entity_rls", "global_mean", "gpulets", "no_interference",
+                             "offline_linear", "online_sgd", "pair_mean", "river", "rls", "sklearn"]
+    assert all(cls.kind == kind for kind, cls in kinds.items())
