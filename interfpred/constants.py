@@ -82,8 +82,14 @@ SIM_MAX_CONCURRENCY = 4
 SIM_FINISH_RTOL = 1e-12
 #: Relative tolerance under which a resource counts as saturated in progressive filling.
 SIM_SATURATION_RTOL = 1e-12
+#: Relative slack of a comparison against a bound (an error against a tolerance, a bound against an
+#: observation, a demand against a capacity), so a value exactly at the bound counts as within it
+#: whatever the float rounding (9 against 10 is exactly 10 %).
+BOUNDARY_RTOL = 1e-12
 #: GPU preset used when none is named.
 SIM_DEFAULT_GPU = "l4"
+#: GPU preset of the phase-structured engine when none is named (the orion zoo's GPU).
+SIM_PHASED_DEFAULT_GPU = "v100"
 #: Executions per set of the paper scenario when no size is given.
 SIM_DEFAULT_EXECUTIONS = 20_000
 #: Offered utilisation of the paper scenario's loads (sum over models of rate x mean solo latency).

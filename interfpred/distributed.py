@@ -32,7 +32,7 @@ Examples
 >>> import pathlib, tempfile
 >>> from interfpred.model import InterferenceModel
 >>> from interfpred.sim.workload import mix_scenario
->>> sc = mix_scenario(["vgg19", "resnet50"], rho=0.8, executions=400, seed=0, gpus=2)
+>>> sc = mix_scenario(["vgg19", "resnet50"], rho=0.8, executions=400, seed=0, n_devices=2)
 >>> paths = write_device_files(sc.traces["trace"], pathlib.Path(tempfile.mkdtemp()), files=2)
 >>> parts = trace_partitions(paths)
 >>> [p.gpu for p in parts]
@@ -59,9 +59,8 @@ import numpy as np
 
 from interfpred._arrow import require_pyarrow
 from interfpred.errors import InterfpredError
-from interfpred.evaluation import call
-from interfpred.experiments.metrics import accuracy_summary
-from interfpred.model import Evaluation, InterferenceModel, prequential
+from interfpred.evaluation import accuracy_summary, call, prequential
+from interfpred.model import Evaluation, InterferenceModel
 from interfpred.predictors import RLS, predictor_from_state
 from interfpred.profiles import ProfileTable
 from interfpred.trace import Trace

@@ -17,7 +17,8 @@ from naive import naive_prequential
 from interfpred import RLS, InterferenceModel, OfflineLinear, OnlineSGD, load_model
 from interfpred.cli import main
 from interfpred.errors import InterfpredError
-from interfpred.model import prequential, write_predictions
+from interfpred.evaluation import prequential
+from interfpred.model import write_predictions
 from interfpred.sim.workload import mix_scenario, write_scenario
 
 

@@ -41,7 +41,7 @@ from interfpred.constants import (
     REPRODUCE_TRAIN_SHARE,
 )
 from interfpred.entities import Entities
-from interfpred.experiments.coverage import (
+from interfpred.evaluation.coverage import (
     baseline_bounds,
     coverage_rows,
     prequential_bounds,

@@ -36,13 +36,13 @@ import numpy as np
 from interfpred.constants import CALIBRATED_WARMUP, E4_QUICK_REPEATS, E4_REPEATS
 from interfpred.datasets import gavel_v100
 from interfpred.evaluation import run_folds
-from interfpred.experiments.bounds import COVERAGE_QUANTILES, COVERAGE_TOLERANCE
-from interfpred.experiments.coverage import (
+from interfpred.evaluation.coverage import (
     baseline_bounds,
     coverage_rows,
     prequential_bounds,
     run_stamps,
 )
+from interfpred.experiments.bounds import COVERAGE_QUANTILES, COVERAGE_TOLERANCE
 from interfpred.experiments.real import new_model_streams
 from interfpred.experiments.report import (
     ReproduceContext,

@@ -98,7 +98,7 @@ from interfpred.features import Static, TimeWeighted, transform_many
 from interfpred.fleet import Fleet
 from interfpred.predictors import RLS, GpuletsModel
 from interfpred.profiles import ProfileTable
-from interfpred.sim.contention import GpuSpec, _rates_kernel, get_gpu_spec
+from interfpred.sim.contention import GpuSpec, get_gpu_spec, rates_kernel
 from interfpred.sim.engine import simulate
 from interfpred.sim.operators import HiddenFactors, PhaseZoo, Program
 from interfpred.sim.orion import synthetic_phase_zoo
@@ -143,8 +143,8 @@ class _Truth:
             over = min(1.0, max(0.0, float(np.sum(foot)) / s.l2_mb - 1.0))
             theta = s.theta * (1.0 + s.kappa * over)
         sm, l2, dr = (np.ascontiguousarray(dem[:, j]) for j in range(3))
-        _rates_kernel(sm, l2, dr, k, s.capacity_sm, s.capacity_l2, s.capacity_dram, theta, s.epsilon,
-                      self._dem, out, self._frozen)
+        rates_kernel(sm, l2, dr, k, s.capacity_sm, s.capacity_l2, s.capacity_dram, theta, s.epsilon,
+                     self._dem, out, self._frozen)
         if hide is not None:
             out = out ** hide
         return out
@@ -561,8 +561,8 @@ def simulate_serving(policy: str, load: float, *, requests: int, seed: int = 0, 
         raise InterfpredError(f"requests {requests!r} must be a positive integer")
     slo = {m: slo_factor * float(profiles.lookup_arrays([m], [slo_batch], gpus=spec.name)["solo_ms"][0])
            for m in models}
-    arr = poisson_arrivals(list(models), rho=load, executions=requests, profiles=profiles, gpu=spec,
-                           batch_sizes={1: 1.0}, gpus=n_gpus, seed=seed)
+    arr = poisson_arrivals(list(models), rho=load, executions=requests, profiles=profiles, spec=spec,
+                           batch_sizes={1: 1.0}, n_devices=n_gpus, seed=seed)
     sim = _Serving(profiles, spec, n_gpus, slo, np.random.default_rng([seed, 1]), max_batch, hidden)
     pol: _Policy
     if policy in ("gpulets", "tracker") and pair_models is None:

@@ -52,6 +52,7 @@ from interfpred.constants import (
     ORION_DEMANDS,
     ORION_MIN_OP_MS,
     ORION_SMS,
+    SIM_DEFAULT_GPU,
     SIM_MAX_PHASES,
     SIM_TRUTHS,
 )
@@ -59,7 +60,14 @@ from interfpred.errors import InterfpredError
 from interfpred.profiles import ProfileTable
 from interfpred.sim.contention import GpuSpec
 from interfpred.sim.operators import PhaseZoo, Program, draw_hidden
-from interfpred.sim.zoo import ZOO_BATCH_SIZES, zoo_profiles
+from interfpred.sim.zoo import (
+    PAPER_HETERO_BATCHES,
+    PAPER_HETERO_WEIGHTS,
+    PAPER_NEW_MODELS,
+    PAPER_TRAIN_MODELS,
+    ZOO_BATCH_SIZES,
+    zoo_profiles,
+)
 
 __all__ = ["ORION_MODELS", "ORION_TRAIN_MODELS", "ORION_NEW_MODELS", "ORION_HETERO_BATCHES", "ORION_HETERO_WEIGHTS",
            "OrionTable", "read_orion_csv", "read_operator_table", "write_operator_table", "to_orion_csv",
@@ -246,7 +254,7 @@ def orion_zoo(gpu: str = "v100", *, batch_sizes: tuple[int, ...] = ZOO_BATCH_SIZ
 
 
 @functools.lru_cache(maxsize=8)
-def synthetic_phase_zoo(gpu: str = "l4") -> PhaseZoo:
+def synthetic_phase_zoo(gpu: str = SIM_DEFAULT_GPU) -> PhaseZoo:
     """The synthetic zoo as one-operator programs with hidden factors (see the module docstring).
 
     Examples
@@ -311,12 +319,5 @@ def paper_sets(family: str):
     if family == "orion":
         return (list(ORION_TRAIN_MODELS), list(ORION_NEW_MODELS), sorted(ORION_MODELS), ORION_HETERO_BATCHES,
                 ORION_HETERO_WEIGHTS)
-    from interfpred.sim.workload import (
-        PAPER_HETERO_BATCHES,
-        PAPER_HETERO_WEIGHTS,
-        PAPER_NEW_MODELS,
-        PAPER_TRAIN_MODELS,
-    )
-
     train, new = list(PAPER_TRAIN_MODELS), list(PAPER_NEW_MODELS)
     return train, new, train + new, PAPER_HETERO_BATCHES, PAPER_HETERO_WEIGHTS

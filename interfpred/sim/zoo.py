@@ -38,11 +38,27 @@ from typing import Any, cast
 
 import numpy as np
 
+from interfpred.constants import SIM_DEFAULT_GPU
 from interfpred.errors import InterfpredError
 from interfpred.profiles import ProfileTable
 from interfpred.sim.contention import GPU_PRESETS
 
-__all__ = ["ZOO_MODELS", "ZOO_HARDWARE", "ZOO_BATCH_SIZES", "zoo_profiles"]
+__all__ = ["ZOO_MODELS", "ZOO_HARDWARE", "ZOO_BATCH_SIZES", "PAPER_BATCH_SIZES", "PAPER_HETERO_BATCHES",
+           "PAPER_HETERO_WEIGHTS", "PAPER_NEW_MODELS", "PAPER_TRAIN_MODELS", "zoo_profiles"]
+
+#: E2's training models and the models that only appear at test time.
+PAPER_TRAIN_MODELS = ("resnet50", "vgg19", "roberta_base", "vit_b16")
+PAPER_NEW_MODELS = ("convnext_b", "yolov8n")
+#: Batch sizes of the homogeneous sets (uniform over these).
+PAPER_BATCH_SIZES = (1, 2, 4, 8, 16)
+#: Test set 3's heterogeneous batch-size ranges (uniform over each inclusive range) and load shares.
+PAPER_HETERO_BATCHES = {
+    "resnet50": (1, 32), "vgg19": (1, 8), "convnext_b": (1, 16),
+    "roberta_base": (8, 32), "vit_b16": (1, 32), "yolov8n": (16, 32),
+}
+PAPER_HETERO_WEIGHTS = {
+    "resnet50": 3.0, "vgg19": 1.0, "convnext_b": 1.0, "roberta_base": 2.0, "vit_b16": 1.0, "yolov8n": 2.0,
+}
 
 #: Profiled batch sizes: every integer from 1 to 32.
 ZOO_BATCH_SIZES = tuple(range(1, 33))
@@ -93,7 +109,7 @@ def _model_rows(name: str, hw: dict[str, float], batch: np.ndarray, dram_cap: fl
             "dram": np.round(dram, 6)}
 
 
-def zoo_profiles(gpu: str = "l4") -> ProfileTable:
+def zoo_profiles(gpu: str = SIM_DEFAULT_GPU) -> ProfileTable:
     """The synthetic zoo's profiles on one GPU preset, as a :class:`ProfileTable`.
 
     Parameters
@@ -136,7 +152,7 @@ def zoo_profiles(gpu: str = "l4") -> ProfileTable:
     return ProfileTable.from_columns(**cast(dict[str, Any], cols), extra={"source": ["synthetic"] * n})
 
 
-def zoo_markdown(gpu: str = "l4", batch_sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 32)) -> str:
+def zoo_markdown(gpu: str = SIM_DEFAULT_GPU, batch_sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 32)) -> str:
     """The zoo as a Markdown table (used to render docs/simulator.md).
 
     Examples
