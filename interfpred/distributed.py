@@ -1,31 +1,11 @@
 """Fitting and evaluating on Dask: a trace in many Parquet files, partitioned by device, merged exactly.
 
-Timelines are per device, so a trace split by GPU partitions **exactly**: each partition (one
-GPU's executions, gathered from every file that holds them) computes its own features, and what
-each partition learns is merged as sufficient statistics:
-
-=====================  ======================================================  ==========================
-predictor              per partition                                           merge
-=====================  ======================================================  ==========================
-``offline_linear``     weight, mean and centred co-moments of ``[x, y]``       exact (Chan's update)
-``rls``                an RLS fed the partition's rows in launch order         :meth:`RLS.merge` (information form)
-``global_mean``        running mean, count, weight                             exact
-``pair_mean``          the same per key                                        exact
-``no_interference``    nothing                                                 nothing
-=====================  ======================================================  ==========================
-
-The merged model equals the one-process fit (coefficients to about 1e-9) for ``offline_linear``,
-the baselines and ``rls`` with ``forgetting=1``. With ``forgetting < 1`` each row keeps the weight
-it has in its own GPU's stream (``forgetting ** later rows on that GPU``), not in the interleaved
-stream a single process would see; RLS's noise-variance estimate is merged as a count-weighted
-mean. Predictors that learn sequentially in other ways (``online_sgd``, ...) have no such
-statistics and are refused.
-
-Prequential evaluation runs per device in parallel: each GPU's executions are predicted at
-launch with what that GPU's own finished executions taught (a fleet whose trackers do not share),
-and the per-row predictions are gathered so every figure (quantiles included) is exact.
-
-Dask (``distributed``) and pyarrow are the optional extra ``pip install 'interfpred[fleet]'``.
+Timelines are per device, so a trace split by GPU partitions exactly: each partition computes its
+own features, and what it learns is merged as sufficient statistics (exact for ``offline_linear``,
+the baselines and ``rls`` with ``forgetting=1``; predictors without such statistics are refused).
+Prequential evaluation runs per device in parallel and gathers the per-row predictions, so every
+figure is exact. See docs/scale.md for the merge of each predictor. Dask (``distributed``) and
+pyarrow are the optional extra ``pip install 'interfpred[fleet]'``.
 
 Examples
 --------

@@ -1,16 +1,10 @@
 """An interference model: an extractor and a predictor, fitted together and saved as one file.
 
-A scheduler needs both halves to turn "what ran when" into a latency: the extractor (feature
-map, temporal aggregation, target) and the predictor's learned state. :class:`InterferenceModel`
-keeps them together, and :meth:`InterferenceModel.save` writes both into one JSON file (schema
-version, written atomically) that :func:`load_model` reads back.
-
-Predictions are always reported as latency (ms) and slowdown, whatever the target the predictor
-learns: a ``target="rate"`` prediction is turned back with
-:meth:`~interfpred.features.Extractor.latency_from_target`.
-
-:func:`~interfpred.evaluation.prequential` (the online evaluation loop) and the prediction
-writers of :mod:`interfpred.prediction_tables` are importable from here too.
+:class:`InterferenceModel` keeps the extractor (feature map, aggregation, target) and the
+predictor's learned state together; :meth:`InterferenceModel.save` writes both into one JSON file
+that :func:`load_model` reads back. Predictions are reported as latency (ms) and slowdown whatever
+the target learned. :func:`~interfpred.evaluation.prequential` and the writers of
+:mod:`interfpred.prediction_tables` are importable from here too.
 
 Examples
 --------

@@ -6,17 +6,9 @@ job types on a real V100, each alone and in pairs launched together on the same 
 throughputs (steps per second). Their ``physical_cluster_throughputs.json`` reads
 ``{"v100": {"(job, scale)": {"null": solo, "(other_job, scale)": [self, other], ...}}}``.
 
-The conversion keeps single-GPU jobs (scale 1), writes one run of two members per measured
-unordered pair (a job paired with itself is a run of two copies, told apart by ``member``) and
-skips every pair recorded as ``0.0`` (not measured or did not fit in memory: never a
-measurement). The model is the job name without its batch size (``"ResNet-50 (batch size 64)"``
-is model ``ResNet-50`` at batch size 64); jobs without a batch size in their name (A3C,
-CycleGAN) get batch size 1. Rates stay as they were measured, in the throughput form
-(``solo_throughput, observed_throughput``), and ``job`` keeps Gavel's name.
-
-Regenerate the shipped file from the original JSON with::
-
-    python -m interfpred.datasets.gavel v100_physical_cluster_throughputs.json
+The conversion keeps single-GPU jobs, writes one run of two members per measured unordered pair
+and skips pairs recorded as ``0.0`` (never a measurement); docs/data.md gives the rules. Regenerate
+the shipped file with ``python -m interfpred.datasets.gavel v100_physical_cluster_throughputs.json``.
 
 Examples
 --------

@@ -22,6 +22,7 @@ Examples
 from interfpred.evaluation.baselines import BASELINE_LABELS, call, fit_baselines, make_baselines
 from interfpred.evaluation.coverage import (
     baseline_bounds,
+    check_quantile,
     coverage_rows,
     latency_bounds,
     prequential_bounds,
@@ -53,6 +54,7 @@ __all__ = [
     "accuracy_summary",
     "baseline_bounds",
     "call",
+    "check_quantile",
     "coverage_rows",
     "feedback_schedule",
     "fit_baselines",

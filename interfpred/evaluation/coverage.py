@@ -34,7 +34,8 @@ from interfpred.constants import BOUNDARY_RTOL, MIN_PREDICTED_RATE
 from interfpred.errors import InterfpredError
 from interfpred.evaluation.prequential import feedback_schedule
 
-__all__ = ["baseline_bounds", "coverage_rows", "latency_bounds", "prequential_bounds", "run_stamps", "target_level"]
+__all__ = ["baseline_bounds", "check_quantile", "coverage_rows", "latency_bounds", "prequential_bounds", "run_stamps",
+           "target_level"]
 
 
 def target_level(q: float, target: str) -> float:
@@ -54,16 +55,27 @@ def _to_latency(pred: np.ndarray, solo: np.ndarray, target: str) -> np.ndarray:
     return solo / np.maximum(pred, MIN_PREDICTED_RATE)
 
 
+def check_quantile(quantile: Any) -> float:
+    """``quantile`` as a float in (0, 1), else an :class:`InterfpredError` naming it.
+
+    >>> check_quantile("0.9")
+    0.9
+    >>> check_quantile(1.0)
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: quantile 1.0 must be in (0, 1)
+    """
+    try:
+        q = float(quantile)
+    except (TypeError, ValueError):
+        raise InterfpredError(f"quantile {quantile!r} must be a number in (0, 1)") from None
+    if not 0.0 < q < 1.0:
+        raise InterfpredError(f"quantile {quantile!r} must be in (0, 1)")
+    return q
+
+
 def _check_quantiles(quantiles: Sequence[float]) -> list[float]:
-    out = []
-    for q in quantiles:
-        try:
-            v = float(q)
-        except (TypeError, ValueError):
-            raise InterfpredError(f"quantile {q!r} must be a number in (0, 1)") from None
-        if not 0.0 < v < 1.0:
-            raise InterfpredError(f"quantile {q!r} must be in (0, 1)")
-        out.append(v)
+    out = [check_quantile(q) for q in quantiles]
     if not out:
         raise InterfpredError("give at least one quantile")
     return out

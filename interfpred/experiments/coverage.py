@@ -6,13 +6,5 @@ Examples
 0.9
 """
 
-from interfpred.evaluation.coverage import (
-    baseline_bounds,
-    coverage_rows,
-    latency_bounds,
-    prequential_bounds,
-    run_stamps,
-    target_level,
-)
-
-__all__ = ["baseline_bounds", "coverage_rows", "latency_bounds", "prequential_bounds", "run_stamps", "target_level"]
+from interfpred.evaluation.coverage import *  # noqa: F403  (re-exported: the names live there)
+from interfpred.evaluation.coverage import __all__  # noqa: F401

@@ -6,22 +6,5 @@ Examples
 0.15
 """
 
-from interfpred.evaluation.metrics import (
-    AccuracySummary,
-    accuracy_summary,
-    mape,
-    mse,
-    relative_error,
-    relative_error_cdf,
-    share_within,
-)
-
-__all__ = [
-    "AccuracySummary",
-    "accuracy_summary",
-    "mape",
-    "mse",
-    "relative_error",
-    "relative_error_cdf",
-    "share_within",
-]
+from interfpred.evaluation.metrics import *  # noqa: F403  (re-exported: the names live there)
+from interfpred.evaluation.metrics import __all__  # noqa: F401

@@ -4,20 +4,13 @@ Both run on :func:`interfpred.sim.workload.paper_scenario` (see docs/simulator.m
 docs/results.md); the scenario, the configurations and their choice on training data are in
 :mod:`interfpred.experiments.selection`.
 
-**E1, co-location dynamics** (:func:`run_e1`): the ``train`` set (four models, moderate load),
-split in launch order 75/25. Features are the paper's, gpulets' four inputs
-``[l2_me, dram_me, l2_other, dram_other]`` with the slowdown as target, aggregated five ways:
-Static, EWMA(0.2, 0.5, 0.8), TimeWeighted. Each is learned by OfflineLinear (fitted on the 75 %,
-then frozen) and by RLS (fitted on the 75 %, then prequential on the 25 %: predict at launch,
-learn at finish). Reported: the relative-error CDF (PNG) and accuracy figures.
-
-**E2, workload change** (:func:`run_e2`): OfflineLinear, OnlineSGD and RLS fitted on the first
-75 % of ``train``, then run on the held-out 25 % and on test sets 1, 2, 3 (each starting from the
-trained state), prequentially for the online learners; MSE of slowdown and MAPE of latency in the
-paper's layout. Features: the paper's remedy from E1, gpulets' inputs smoothed by EWMA(0.5).
-
-Step sizes and interfpred's best configuration (the extra row of both tables) are chosen on
-training data only.
+**E1, co-location dynamics** (:func:`run_e1`): gpulets' four inputs aggregated five ways (Static,
+EWMA(0.2, 0.5, 0.8), TimeWeighted), each learned by OfflineLinear and by prequential RLS on the
+``train`` set split 75/25; relative-error CDF and accuracy figures. **E2, workload change**
+(:func:`run_e2`): OfflineLinear, OnlineSGD and RLS fitted on 75 % of ``train``, then run on the
+held-out quarter and test sets 1-3; MSE of slowdown and MAPE of latency. Step sizes and
+interfpred's best configuration (the extra row of both tables) are chosen on training data only.
+docs/results.md describes both protocols with their tables.
 
 Examples
 --------
@@ -185,15 +178,18 @@ def _yes(b: bool) -> str:
     return "yes" if b else "**no**"
 
 
+def _findings(title: str, items: list[str]) -> str:
+    """The findings paragraph: a title line, then one bullet per item."""
+    return "\n".join([title, "", *(f"- {item}" for item in items)])
+
+
 def _e1_findings(patterns: dict[str, bool], goal: dict[str, Any]) -> str:
-    return "\n".join([
-        "Paper patterns and goals (by share within 10 %):",
-        "",
-        f"- Static worst: OfflineLinear {_yes(patterns['static_worst_OfflineLinear'])}, "
+    return _findings("Paper patterns and goals (by share within 10 %):", [
+        f"Static worst: OfflineLinear {_yes(patterns['static_worst_OfflineLinear'])}, "
         f"RLS {_yes(patterns['static_worst_RLS'])}",
-        f"- TimeWeighted best of the five: OfflineLinear {_yes(patterns['timeweighted_best_OfflineLinear'])}, "
+        f"TimeWeighted best of the five: OfflineLinear {_yes(patterns['timeweighted_best_OfflineLinear'])}, "
         f"RLS {_yes(patterns['timeweighted_best_RLS'])}",
-        f"- interfpred best within 10 %: {goal['best_within_10']:.3f} (goal >= 0.9: {_yes(goal['met'])})",
+        f"interfpred best within 10 %: {goal['best_within_10']:.3f} (goal >= 0.9: {_yes(goal['met'])})",
     ])
 
 
@@ -379,14 +375,11 @@ def _plot_e2(ctx: ReproduceContext, errors: dict[str, dict[str, np.ndarray]],
 
 
 def _e2_findings(patterns: dict[str, bool], goal: dict[str, Any]) -> str:
-    return "\n".join([
-        "Paper patterns and goals on test set 2 (MSE of slowdown):",
-        "",
-        f"- offline model degrades on new models (test 2 worse than held-out): "
+    ratio = 'undefined (offline MSE 0)' if goal['ratio'] is None else format(goal['ratio'], '.3f')
+    return _findings("Paper patterns and goals on test set 2 (MSE of slowdown):", [
+        f"offline model degrades on new models (test 2 worse than held-out): "
         f"{_yes(patterns['offline_degrades_on_test2'])}",
-        f"- RLS beats SGD: {_yes(patterns['rls_beats_sgd_on_test2'])}; SGD beats offline: "
+        f"RLS beats SGD: {_yes(patterns['rls_beats_sgd_on_test2'])}; SGD beats offline: "
         f"{_yes(patterns['sgd_beats_offline_on_test2'])}",
-        f"- interfpred best / offline = "
-        f"{'undefined (offline MSE 0)' if goal['ratio'] is None else format(goal['ratio'], '.3f')} "
-        f"(goal <= 1/3: {_yes(goal['met'])})",
+        f"interfpred best / offline = {ratio} (goal <= 1/3: {_yes(goal['met'])})",
     ])

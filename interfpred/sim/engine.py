@@ -32,6 +32,7 @@ from interfpred._jit import njit
 from interfpred.constants import SIM_DEFAULT_GPU, SIM_FINISH_RTOL
 from interfpred.errors import InterfpredError
 from interfpred.profiles import ProfileTable
+from interfpred.sim._event_kernels import advance, event_scratch, retire, time_to_next_finish
 from interfpred.sim._executions import check_seed, device_codes, device_order, execution_columns, sorted_trace
 from interfpred.sim.contention import GpuSpec, check_fits, get_gpu_spec, rates_kernel
 from interfpred.sim.zoo import zoo_profiles
@@ -45,50 +46,29 @@ __all__ = ["SimResult", "simulate", "simulate_work", "noisy_work"]
 def _run_device(order, time, work, sm, l2, dram, limit, cap0, cap1, cap2, theta, eps, start_out, end_out):
     """Simulate one GPU: ``order`` indexes its executions sorted by time (ties: input order)."""
     n = order.shape[0]
-    size = limit if limit < n else n
-    run = np.empty(size, dtype=np.int64)
-    rem = np.empty(size)
-    rate = np.empty(size)
-    tau = np.empty(size)
-    lsm = np.empty(size)
-    ll2 = np.empty(size)
-    ldr = np.empty(size)
-    dem = np.empty((size, 3))
-    frozen = np.empty(size, dtype=np.bool_)
+    run, rem, rate, tau, lsm, ll2, ldr, dem, frozen = event_scratch(limit if limit < n else n)
     nrun = 0
     p = 0       # next arrival (position in order)
     head = 0    # next to launch; the FIFO queue is order[head:p]
     t = 0.0
     while p < n or nrun > 0:
-        tmin = np.inf
-        for j in range(nrun):
-            tau[j] = rem[j] / rate[j]
-            if tau[j] < tmin:
-                tmin = tau[j]
+        tmin = time_to_next_finish(rem, rate, tau, nrun)
         ta = time[order[p]] if p < n else np.inf
         if nrun > 0 and t + tmin <= ta:
             # completion(s): advance to the earliest finish, retire every execution done then
-            t_new = t + tmin
-            for j in range(nrun):
-                rem[j] -= rate[j] * tmin
-            t = t_new
+            advance(rem, rate, nrun, tmin)
+            t = t + tmin
             j = 0
             while j < nrun:
                 e = run[j]
                 if tau[j] <= tmin or rem[j] <= SIM_FINISH_RTOL * work[e]:
                     end_out[e] = t
-                    nrun -= 1
-                    run[j] = run[nrun]
-                    rem[j] = rem[nrun]
-                    rate[j] = rate[nrun]
-                    tau[j] = tau[nrun]
+                    nrun = retire(j, nrun, run, rem, rate, tau)
                 else:
                     j += 1
         else:
             if nrun > 0:
-                dt = ta - t
-                for j in range(nrun):
-                    rem[j] -= rate[j] * dt
+                advance(rem, rate, nrun, ta - t)
             t = ta
             p += 1
         # launch from the FIFO queue while there is room

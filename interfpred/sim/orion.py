@@ -1,30 +1,12 @@
 """Model families of the phase-structured simulator: Orion's real operator tables, and the synthetic zoo.
 
-**orion** — real operator structure, derived demands.  Seven inference passes measured operator
-by operator with Nsight Compute on a V100-16GB (80 SMs) by Orion (Strati et al., "Orion:
-Interference-aware, Fine-grained GPU Sharing for ML Applications", EuroSys 2024; MIT licence,
-shipped in ``interfpred/data/orion/`` with its notice).  Per operator the tables give a name,
-the roofline class (1 compute-bound, 0 memory-bound, -1 unknown), the SMs its grid needs
-(``sm_usage``, more than 80 means more than one wave) and its solo duration.  The demands are
-*derived*, not measured:
-
-* SM occupancy ``occ = u / (80 * ceil(u / 80))``: the share of SMs busy averaged over the
-  waves of a grid that needs ``u`` SMs (a 98-SM grid runs two waves, 61% busy on average);
-* demand ``(sm, l2, dram) = occ * ORION_DEMANDS[class]``: a compute-bound operator that fills
-  the GPU reaches 85% of SM peak and 20% of DRAM peak, a memory-bound one the reverse (30% SM,
-  80% DRAM), L2 in between (45% and 55%); unknown ones sit in the middle (50/45/45).
-
-**Batch sizes** other than the file's ``b0`` (4, bert 2) scale each operator by one rule: the
-grid grows with the batch, ``u(b) = max(1, u0 * b / b0)`` SMs, and the duration with the number
-of (fractional) waves, ``d(b) = d0 * max(1, u(b)/80) / max(1, u0/80)`` (at least
-``ORION_MIN_OP_MS``): a grid that fits in one wave takes as long with fewer blocks, one that
-runs several waves takes proportionally longer.  Demands follow ``occ`` of ``u(b)``.
-
-**synthetic** — the synthetic zoo (:mod:`interfpred.sim.zoo`): each (model, batch) is one
-operator with the profile's demands.  It has no phases; only the hidden factors separate its
-ground truth from the fluid one.
-
-Both families carry hidden per-model factors (:func:`interfpred.sim.operators.draw_hidden`).
+**orion**: seven inference passes measured operator by operator on a V100-16GB by Orion (Strati et
+al., EuroSys 2024; MIT licence, shipped in ``interfpred/data/orion/`` with its notice), with
+demands *derived* from each operator's roofline class and SM occupancy, and other batch sizes
+scaled from the file's. **synthetic**: the synthetic zoo (:mod:`interfpred.sim.zoo`), each
+(model, batch) one operator with the profile's demands. Both carry hidden per-model factors
+(:func:`interfpred.sim.operators.draw_hidden`). docs/simulator.md gives the derivation and the
+scaling rules.
 
 Examples
 --------

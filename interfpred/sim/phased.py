@@ -34,6 +34,7 @@ import numpy as np
 from interfpred._jit import njit
 from interfpred.constants import SIM_DEFAULT_GPU, SIM_FINISH_RTOL, SIM_MAX_PHASES, SIM_PHASED_DEFAULT_GPU
 from interfpred.errors import InterfpredError
+from interfpred.sim._event_kernels import advance, event_scratch, retire, time_to_next_finish
 from interfpred.sim._executions import device_codes, device_order, execution_columns, sorted_trace
 from interfpred.sim.contention import GpuSpec, check_fits, get_gpu_spec, rates_kernel
 from interfpred.sim.engine import SimResult, noisy_work
@@ -50,16 +51,8 @@ def _run_device(order, time, prog, scale, foot, hide, offsets, op_dur, op_sm, op
     """Simulate one GPU; returns the number of events processed."""
     n = order.shape[0]
     size = limit if limit < n else n
-    run = np.empty(size, dtype=np.int64)
-    op = np.empty(size, dtype=np.int64)
-    rem = np.empty(size)
-    rate = np.empty(size)
-    tau = np.empty(size)
-    lsm = np.empty(size)
-    ll2 = np.empty(size)
-    ldr = np.empty(size)
-    dem = np.empty((size, 3))
-    frozen = np.empty(size, dtype=np.bool_)
+    run, rem, rate, tau, lsm, ll2, ldr, dem, frozen = event_scratch(size)
+    op = np.empty(size, dtype=np.int64)     # each slot's current operator
     nrun = 0
     p = 0
     head = 0
@@ -67,15 +60,10 @@ def _run_device(order, time, prog, scale, foot, hide, offsets, op_dur, op_sm, op
     events = 0
     while p < n or nrun > 0:
         events += 1
-        tmin = np.inf
-        for j in range(nrun):
-            tau[j] = rem[j] / rate[j]
-            if tau[j] < tmin:
-                tmin = tau[j]
+        tmin = time_to_next_finish(rem, rate, tau, nrun)
         ta = time[order[p]] if p < n else np.inf
         if nrun > 0 and t + tmin <= ta:
-            for j in range(nrun):
-                rem[j] -= rate[j] * tmin
+            advance(rem, rate, nrun, tmin)
             t = t + tmin
             j = 0
             while j < nrun:
@@ -84,20 +72,14 @@ def _run_device(order, time, prog, scale, foot, hide, offsets, op_dur, op_sm, op
                     op[j] += 1
                     if op[j] >= offsets[prog[e] + 1]:
                         end_out[e] = t
-                        nrun -= 1
-                        run[j] = run[nrun]
+                        nrun = retire(j, nrun, run, rem, rate, tau)
                         op[j] = op[nrun]
-                        rem[j] = rem[nrun]
-                        rate[j] = rate[nrun]
-                        tau[j] = tau[nrun]
                         continue
                     rem[j] = op_dur[op[j]] * scale[e]
                 j += 1
         else:
             if nrun > 0:
-                dt = ta - t
-                for j in range(nrun):
-                    rem[j] -= rate[j] * dt
+                advance(rem, rate, nrun, ta - t)
             t = ta
             p += 1
         while nrun < limit and head < p:
