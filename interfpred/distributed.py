@@ -38,8 +38,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from interfpred._arrow import require_pyarrow
+from interfpred.columnar import trace_from_arrow, write_trace
 from interfpred.errors import InterfpredError
-from interfpred.evaluation import accuracy_summary, call, prequential
+from interfpred.evaluation import accuracy_summary, call, make_baselines, prequential
 from interfpred.model import Evaluation, InterferenceModel
 from interfpred.predictors import RLS, predictor_from_state
 from interfpred.profiles import ProfileTable
@@ -128,8 +129,6 @@ def read_partition(part: TracePartition) -> Trace:
     pa = require_pyarrow("reading a trace partition")
     import pyarrow.parquet as pq
 
-    from interfpred.columnar import trace_from_arrow
-
     tables = [pq.read_table(p, filters=[("gpu", "==", part.gpu)]) for p in part.files]
     tables = [t.select([c for c in t.column_names if c in tables[0].column_names]) for t in tables]
     table = pa.concat_tables(tables, promote_options="default")
@@ -141,8 +140,6 @@ def read_partition(part: TracePartition) -> Trace:
 def write_device_files(trace: Trace, folder: str | os.PathLike[str], *, files: int = 8) -> list[str]:
     """Write ``trace`` as ``files`` Parquet files (rows dealt round-robin in launch order), for tests
     and benchmarks of the partitioned path; returns their paths."""
-    from interfpred.columnar import write_trace
-
     os.makedirs(folder, exist_ok=True)
     order = np.argsort(trace.start_ms, kind="stable")
     out = []
@@ -274,8 +271,6 @@ def _fit_partition(part: TracePartition, profiles: ProfileTable, state: dict) ->
 
 
 def _fresh_baselines() -> dict:
-    from interfpred.evaluation import make_baselines
-
     return make_baselines()
 
 

@@ -59,6 +59,7 @@ from interfpred.prediction_tables import write_measurement_predictions, write_pr
 from interfpred.predictors import BasePredictor, make_predictor, predictor_from_state, registered
 from interfpred.profiles import ProfileTable
 from interfpred.run_features import concat_features, measurement_features
+from interfpred.schema import check_model_file
 from interfpred.trace import Trace
 
 __all__ = ["Evaluation", "InterferenceModel", "load_model", "prequential", "write_measurement_predictions",
@@ -348,8 +349,6 @@ class InterferenceModel:
         if kind != MODEL_FILE_KIND:
             hint = " (a bare predictor state: fit a model with 'interfpred fit')" if "params" in state else ""
             raise InterfpredError(f"{source}: kind {kind!r} is not an interference model ({MODEL_FILE_KIND!r}){hint}")
-        from interfpred.schema import check_model_file
-
         check_model_file(state, source=source)
         version = state.get("schema_version")
         if version != SCHEMA_VERSION:

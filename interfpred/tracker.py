@@ -101,6 +101,7 @@ from interfpred.constants import (
 from interfpred.entities import Entities
 from interfpred.entity_features import RunningEntities
 from interfpred.errors import FrozenPredictorError, InterfpredError
+from interfpred.evaluation.coverage import check_quantile
 from interfpred.features import Extractor, TimeWeighted
 from interfpred.predictors import EntityRLS
 from interfpred.profiles import ProfileTable
@@ -254,15 +255,7 @@ def _entity_project(dem, rem, t0, map_id, combine_id, w, b, S, M, log_target, al
 
 
 def _check_quantile(quantile: Any) -> float | None:
-    if quantile is None:
-        return None
-    try:
-        q = float(quantile)
-    except (TypeError, ValueError):
-        raise InterfpredError(f"quantile {quantile!r} must be a number in (0, 1)") from None
-    if not 0.0 < q < 1.0:
-        raise InterfpredError(f"quantile {quantile!r} must be in (0, 1)")
-    return q
+    return None if quantile is None else check_quantile(quantile)
 
 
 # ---------------------------------------------------------------------------- results

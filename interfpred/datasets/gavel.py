@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import csv
 import os
 import re
 import sys
@@ -33,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from interfpred._io import read_json
+from interfpred._io import atomic_open, read_json
 from interfpred.errors import InterfpredError
 from interfpred.measurements import Measurements
 
@@ -108,10 +109,6 @@ def measurements_from_gavel(raw: dict[str, Any], *, gpu: str = "v100") -> Measur
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Regenerate the shipped CSV (throughput form, Gavel's own numbers) from Gavel's JSON."""
-    import csv
-
-    from interfpred._io import atomic_open
-
     p = argparse.ArgumentParser(prog="python -m interfpred.datasets.gavel", description=main.__doc__)
     p.add_argument("source", help="Gavel's physical_cluster_throughputs.json (or its v100 part)")
     p.add_argument("--out", default=os.fspath(DATA_FILE), help="CSV to write (default: the shipped file)")

@@ -27,6 +27,7 @@ import numpy as np
 
 from interfpred.constants import (
     CALIBRATED_WARMUP,
+    COVERAGE_GOAL_SLACK,
     E3_PAIR_BATCHES,
     REPRODUCE_TRAIN_SHARE,
 )
@@ -145,7 +146,7 @@ def run_coverage(ctx: ReproduceContext, quantiles: Sequence[float] = COVERAGE_QU
 def _goal(aci: dict[str, dict[str, Any]], quantiles: Sequence[float]) -> dict[str, Any]:
     misses = [{"set": s, "quantile": q, "coverage": aci[s][f"{q:g}"]["coverage"]}
               for s in aci for q in quantiles
-              if abs(aci[s][f"{q:g}"]["coverage"] - q) > COVERAGE_TOLERANCE + 1e-9]
+              if abs(aci[s][f"{q:g}"]["coverage"] - q) > COVERAGE_TOLERANCE + COVERAGE_GOAL_SLACK]
     return {"tolerance": COVERAGE_TOLERANCE, "met": not misses, "misses": misses}
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from interfpred.constants import BASELINE_KINDS, E4_QUICK_REPEATS, E4_REPEATS, E4_TARGETS, E4_TRAIN_SHARE
+from interfpred.datasets import gavel_v100
 from interfpred.evaluation import BASELINE_LABELS, Fold, held_out_mape, run_folds
 from interfpred.experiments.report import ReproduceContext, Section, markdown_table, text_table
 from interfpred.features import Extractor, TimeWeighted
@@ -170,8 +171,6 @@ def split_table(extractor: Extractor, predictor: BasePredictor, measurements: Me
 
 def run_e4(ctx: ReproduceContext) -> Section:
     """E4 on Gavel's V100 pairs: every registered predictor and the three baselines, three columns, two targets."""
-    from interfpred.datasets import gavel_v100
-
     m = gavel_v100()
     # The tests' size knob (executions given) runs a few splits, like the other sections' small sizes.
     repeats = 3 if ctx.executions is not None else (E4_QUICK_REPEATS if ctx.quick else E4_REPEATS)

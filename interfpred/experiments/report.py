@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from interfpred.constants import SIM_PHASED_DEFAULT_GPU
 from interfpred.evaluation.tables import format_cell, markdown_table, text_table
 
 __all__ = ["ReproduceContext", "Section", "format_cell", "markdown_table", "text_table"]
@@ -59,7 +60,7 @@ class ReproduceContext:
     seed: int = 0
     quick: bool = False
     progress: Callable[[str], None] = _silent
-    gpu: str = "v100"
+    gpu: str = SIM_PHASED_DEFAULT_GPU
     executions: int | None = None
     truth: str = "phases"
     zoo: str | None = None

@@ -30,12 +30,14 @@ from typing import Any
 
 import numpy as np
 
+from interfpred._io import atomic_open
 from interfpred.constants import (
     ORION_DEMANDS,
     ORION_MIN_OP_MS,
     ORION_SMS,
     SIM_DEFAULT_GPU,
     SIM_MAX_PHASES,
+    SIM_PHASED_DEFAULT_GPU,
     SIM_TRUTHS,
 )
 from interfpred.errors import InterfpredError
@@ -152,8 +154,6 @@ def to_orion_csv(table: OrionTable) -> str:
 
 def write_operator_table(table: OrionTable, path: str | os.PathLike[str]) -> None:
     """Write the shipped layout (op, name, kind, sm_usage, duration_ns), atomically."""
-    from interfpred._io import atomic_open
-
     with atomic_open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(_COLUMNS)
@@ -212,7 +212,7 @@ def scale_operators(table: OrionTable, b0: int, batch_size: int, n_sms: int = OR
 
 
 @functools.lru_cache(maxsize=16)
-def orion_zoo(gpu: str = "v100", *, batch_sizes: tuple[int, ...] = ZOO_BATCH_SIZES,
+def orion_zoo(gpu: str = SIM_PHASED_DEFAULT_GPU, *, batch_sizes: tuple[int, ...] = ZOO_BATCH_SIZES,
               max_phases: int = SIM_MAX_PHASES) -> PhaseZoo:
     """The orion family on the V100 it was measured on (cached per arguments).
 
@@ -225,7 +225,7 @@ def orion_zoo(gpu: str = "v100", *, batch_sizes: tuple[int, ...] = ZOO_BATCH_SIZ
     max_phases
         Phase bound of the reduction; 0 keeps every operator.
     """
-    if gpu != "v100":
+    if gpu != SIM_PHASED_DEFAULT_GPU:
         raise InterfpredError(f"the orion zoo was measured on a v100, not {gpu!r}; use --gpu v100 or --zoo synthetic")
     bs = tuple(int(b) for b in batch_sizes)
     if not bs or min(bs) < 1:
@@ -266,7 +266,7 @@ def phase_zoo(gpu: str, zoo: str | None = None, *, max_phases: int = SIM_MAX_PHA
     interfpred.errors.InterfpredError: unknown zoo 'resnets'; known: orion, synthetic
     """
     if zoo is None:
-        zoo = "orion" if gpu == "v100" else "synthetic"
+        zoo = "orion" if gpu == SIM_PHASED_DEFAULT_GPU else "synthetic"
     if zoo == "orion":
         return orion_zoo(gpu, max_phases=max_phases)
     if zoo == "synthetic":
