@@ -14,9 +14,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from interfpred.errors import InterfpredError
+from interfpred.sim.contention import GpuSpec
 from interfpred.trace import Trace
 
-__all__ = ["check_seed", "device_codes", "device_order", "execution_columns", "sorted_trace"]
+__all__ = ["check_seed", "check_times", "device_codes", "device_order", "engine_outputs", "execution_columns",
+           "sorted_trace"]
 
 
 def check_seed(seed: object) -> int | None:
@@ -34,6 +36,19 @@ def check_seed(seed: object) -> int | None:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InterfpredError(f"seed {seed!r} must be a non-negative integer (or None)")
     return int(seed)
+
+
+def check_times(time: np.ndarray) -> None:
+    """Refuse an arrival or start time that is not finite or is negative, naming the execution."""
+    bad = np.flatnonzero(~np.isfinite(time) | (time < 0))
+    if bad.size:
+        raise InterfpredError(f"time_ms {time[bad[0]]!r} (execution {int(bad[0])}) must be a finite time >= 0")
+
+
+def engine_outputs(n: int, spec: GpuSpec, queue: bool) -> tuple[np.ndarray, np.ndarray, int]:
+    """NaN-filled launch and end times for ``n`` executions, and the engine's concurrency limit
+    (``spec.max_concurrency`` with the queue, none without)."""
+    return np.full(n, np.nan), np.full(n, np.nan), int(spec.max_concurrency if queue else max(n, 1))
 
 
 def device_codes(device: Sequence[str] | np.ndarray | None, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -33,7 +33,15 @@ from interfpred.constants import SIM_DEFAULT_GPU, SIM_FINISH_RTOL
 from interfpred.errors import InterfpredError
 from interfpred.profiles import ProfileTable
 from interfpred.sim._event_kernels import advance, event_scratch, retire, time_to_next_finish
-from interfpred.sim._executions import check_seed, device_codes, device_order, execution_columns, sorted_trace
+from interfpred.sim._executions import (
+    check_seed,
+    check_times,
+    device_codes,
+    device_order,
+    engine_outputs,
+    execution_columns,
+    sorted_trace,
+)
 from interfpred.sim.contention import GpuSpec, check_fits, get_gpu_spec, rates_kernel
 from interfpred.sim.zoo import zoo_profiles
 from interfpred.trace import Trace
@@ -162,9 +170,7 @@ def simulate_work(
         raise InterfpredError(f"time_ms has shape {time.shape}, expected ({n},) like work_ms")
     if dem.shape != (n, 3):
         raise InterfpredError(f"demands has shape {dem.shape}, expected ({n}, 3) columns sm, l2, dram")
-    bad = np.flatnonzero(~np.isfinite(time) | (time < 0))
-    if bad.size:
-        raise InterfpredError(f"time_ms {time[bad[0]]!r} (execution {int(bad[0])}) must be a finite time >= 0")
+    check_times(time)
     bad = np.flatnonzero(~np.isfinite(work) | (work <= 0))
     if bad.size:
         raise InterfpredError(f"work_ms {work[bad[0]]!r} (execution {int(bad[0])}) must be positive and finite")
@@ -179,11 +185,9 @@ def simulate_work(
             raise InterfpredError(f"device has shape {dev.shape}, expected ({n},)")
         codes = np.unique(dev.astype(str), return_inverse=True)[1].astype(np.int64)
     order, offsets = device_order(codes, time)
-    start = np.full(n, np.nan)
-    end = np.full(n, np.nan)
-    limit = spec.max_concurrency if queue else max(n, 1)
+    start, end, limit = engine_outputs(n, spec, queue)
     _run_all(offsets, order, time, work, np.ascontiguousarray(dem[:, 0]), np.ascontiguousarray(dem[:, 1]),
-             np.ascontiguousarray(dem[:, 2]), int(limit), spec.capacity_sm, spec.capacity_l2,
+             np.ascontiguousarray(dem[:, 2]), limit, spec.capacity_sm, spec.capacity_l2,
              spec.capacity_dram, spec.theta, spec.epsilon, start, end)
     return start, end
 

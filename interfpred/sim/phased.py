@@ -35,7 +35,14 @@ from interfpred._jit import njit
 from interfpred.constants import SIM_DEFAULT_GPU, SIM_FINISH_RTOL, SIM_MAX_PHASES, SIM_PHASED_DEFAULT_GPU
 from interfpred.errors import InterfpredError
 from interfpred.sim._event_kernels import advance, event_scratch, retire, time_to_next_finish
-from interfpred.sim._executions import device_codes, device_order, execution_columns, sorted_trace
+from interfpred.sim._executions import (
+    check_times,
+    device_codes,
+    device_order,
+    engine_outputs,
+    execution_columns,
+    sorted_trace,
+)
 from interfpred.sim.contention import GpuSpec, check_fits, get_gpu_spec, rates_kernel
 from interfpred.sim.engine import SimResult, noisy_work
 from interfpred.sim.operators import PhaseZoo
@@ -186,9 +193,7 @@ def simulate_programs(
         raise InterfpredError(f"program indices must lie in 0..{offsets.size - 2}")
     if time.shape != (n,):
         raise InterfpredError(f"time_ms has shape {time.shape}, expected ({n},)")
-    bad = np.flatnonzero(~np.isfinite(time) | (time < 0))
-    if bad.size:
-        raise InterfpredError(f"time_ms {time[bad[0]]!r} (execution {int(bad[0])}) must be a finite time >= 0")
+    check_times(time)
 
     def per_exec(x, default, name, positive):
         a = np.full(n, default) if x is None else np.ascontiguousarray(x, dtype=np.float64)
@@ -201,12 +206,10 @@ def simulate_programs(
     hide = per_exec(hiding, 1.0, "hiding", True)
     codes = np.zeros(n, dtype=np.int64) if device is None else device_codes(device, n)[1]
     order, dev_off = device_order(codes, time)
-    start = np.full(n, np.nan)
-    end = np.full(n, np.nan)
-    limit = spec.max_concurrency if queue else max(n, 1)
+    start, end, limit = engine_outputs(n, spec, queue)
     events = _run_all(dev_off, order, time, prog, scale_a, foot, hide, offsets, dur,
                       np.ascontiguousarray(dem[:, 0]), np.ascontiguousarray(dem[:, 1]),
-                      np.ascontiguousarray(dem[:, 2]), int(limit), spec.capacity_sm, spec.capacity_l2,
+                      np.ascontiguousarray(dem[:, 2]), limit, spec.capacity_sm, spec.capacity_l2,
                       spec.capacity_dram, spec.theta, spec.epsilon, spec.l2_mb, spec.kappa, start, end)
     return start, end, int(events)
 
