@@ -23,14 +23,14 @@ from interfpred._jit import njit
 __all__ = ["advance", "event_scratch", "retire", "time_to_next_finish"]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def event_scratch(size):
     """Slot arrays for ``size`` running executions: ``run, rem, rate, tau, sm, l2, dram, dem, frozen``."""
     return (np.empty(size, dtype=np.int64), np.empty(size), np.empty(size), np.empty(size), np.empty(size),
             np.empty(size), np.empty(size), np.empty((size, 3)), np.empty(size, dtype=np.bool_))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def time_to_next_finish(rem, rate, tau, nrun):
     """Fill ``tau[:nrun]`` with each slot's time to finish; return the smallest (inf when none runs)."""
     tmin = np.inf
@@ -41,14 +41,14 @@ def time_to_next_finish(rem, rate, tau, nrun):
     return tmin
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def advance(rem, rate, nrun, dt):
     """Progress every running slot by ``dt`` ms at its rate."""
     for j in range(nrun):
         rem[j] -= rate[j] * dt
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def retire(j, nrun, run, rem, rate, tau):
     """Free slot ``j`` by moving the last running slot into it; returns the new count of running slots."""
     nrun -= 1
