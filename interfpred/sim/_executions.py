@@ -17,8 +17,7 @@ from interfpred.errors import InterfpredError
 from interfpred.sim.contention import GpuSpec
 from interfpred.trace import Trace
 
-__all__ = ["check_seed", "check_times", "device_codes", "device_order", "engine_outputs", "execution_columns",
-           "sorted_trace"]
+__all__ = ["check_seed", "check_times", "device_codes", "engine_plan", "execution_columns", "sorted_trace"]
 
 
 def check_seed(seed: object) -> int | None:
@@ -43,12 +42,6 @@ def check_times(time: np.ndarray) -> None:
     bad = np.flatnonzero(~np.isfinite(time) | (time < 0))
     if bad.size:
         raise InterfpredError(f"time_ms {time[bad[0]]!r} (execution {int(bad[0])}) must be a finite time >= 0")
-
-
-def engine_outputs(n: int, spec: GpuSpec, queue: bool) -> tuple[np.ndarray, np.ndarray, int]:
-    """NaN-filled launch and end times for ``n`` executions, and the engine's concurrency limit
-    (``spec.max_concurrency`` with the queue, none without)."""
-    return np.full(n, np.nan), np.full(n, np.nan), int(spec.max_concurrency if queue else max(n, 1))
 
 
 def device_codes(device: Sequence[str] | np.ndarray | None, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -83,15 +76,22 @@ def execution_columns(model: Sequence[str] | np.ndarray, batch_size: Sequence[in
     return model_a, batch_a, time, ids
 
 
-def device_order(codes: np.ndarray, time: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Executions grouped by device, by time within one (ties in input order, the FIFO order),
-    and the offsets of each device's group."""
+def engine_plan(codes: np.ndarray, time: np.ndarray, spec: GpuSpec, queue: bool
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """What an engine needs before it runs: ``order, offsets, start, end, limit``.
+
+    ``order`` groups the executions by device, by time within one (ties in input order, the FIFO
+    order), and ``offsets`` bounds each device's group; ``start`` and ``end`` are NaN-filled
+    outputs; ``limit`` is the concurrency limit (``spec.max_concurrency`` with the queue, none
+    without).
+    """
     n = codes.shape[0]
     order = np.lexsort((np.arange(n), time, codes)).astype(np.int64)
     counts = np.bincount(codes, minlength=int(codes.max()) + 1 if n else 0)
     offsets = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
-    return order, offsets
+    limit = int(spec.max_concurrency if queue else max(n, 1))
+    return order, offsets, np.full(n, np.nan), np.full(n, np.nan), limit
 
 
 def sorted_trace(ids: np.ndarray, device: np.ndarray, model: np.ndarray, batch_size: np.ndarray, start: np.ndarray,

@@ -37,8 +37,7 @@ from interfpred.sim._executions import (
     check_seed,
     check_times,
     device_codes,
-    device_order,
-    engine_outputs,
+    engine_plan,
     execution_columns,
     sorted_trace,
 )
@@ -184,8 +183,7 @@ def simulate_work(
         if dev.shape != (n,):
             raise InterfpredError(f"device has shape {dev.shape}, expected ({n},)")
         codes = np.unique(dev.astype(str), return_inverse=True)[1].astype(np.int64)
-    order, offsets = device_order(codes, time)
-    start, end, limit = engine_outputs(n, spec, queue)
+    order, offsets, start, end, limit = engine_plan(codes, time, spec, queue)
     _run_all(offsets, order, time, work, np.ascontiguousarray(dem[:, 0]), np.ascontiguousarray(dem[:, 1]),
              np.ascontiguousarray(dem[:, 2]), limit, spec.capacity_sm, spec.capacity_l2,
              spec.capacity_dram, spec.theta, spec.epsilon, start, end)

@@ -38,8 +38,7 @@ from interfpred.sim._event_kernels import advance, event_scratch, retire, time_t
 from interfpred.sim._executions import (
     check_times,
     device_codes,
-    device_order,
-    engine_outputs,
+    engine_plan,
     execution_columns,
     sorted_trace,
 )
@@ -205,8 +204,7 @@ def simulate_programs(
     foot = per_exec(footprint_mb, 0.0, "footprint_mb", False)
     hide = per_exec(hiding, 1.0, "hiding", True)
     codes = np.zeros(n, dtype=np.int64) if device is None else device_codes(device, n)[1]
-    order, dev_off = device_order(codes, time)
-    start, end, limit = engine_outputs(n, spec, queue)
+    order, dev_off, start, end, limit = engine_plan(codes, time, spec, queue)
     events = _run_all(dev_off, order, time, prog, scale_a, foot, hide, offsets, dur,
                       np.ascontiguousarray(dem[:, 0]), np.ascontiguousarray(dem[:, 1]),
                       np.ascontiguousarray(dem[:, 2]), limit, spec.capacity_sm, spec.capacity_l2,
