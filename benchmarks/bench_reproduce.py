@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 import numpy as np  # noqa: E402
 
 from interfpred import RLS, OnlineSGD  # noqa: E402
-from interfpred.model import prequential  # noqa: E402
+from interfpred.evaluation import prequential  # noqa: E402
 
 
 def bare_loop(p, X, y):

@@ -124,7 +124,7 @@ def phases_main(largest: int, full_largest: int) -> None:
     for n in (10_000, 100_000, 1_000_000):
         if n > largest:
             break
-        arr = poisson_arrivals(models, rho=0.9, executions=n, profiles=prof, gpu="v100",
+        arr = poisson_arrivals(models, rho=0.9, executions=n, profiles=prof, spec="v100",
                                batch_sizes=list(range(1, 17)), seed=0)
         for label, z in (("phases", zoo), ("full", full)):
             if label == "full" and n > full_largest:

@@ -2,7 +2,7 @@
 
 :func:`evaluate_coverage` scores the bounds of an :class:`~interfpred.InterferenceModel` whose
 predictor is :class:`~interfpred.Calibrated`: for each quantile, the observed coverage, the mean
-width and the interval score (see :mod:`interfpred.experiments.coverage`), overall and per model,
+width and the interval score (see :mod:`interfpred.evaluation.coverage`), overall and per model,
 for the model and for the *quantile baseline* (the empirical quantiles of the training targets,
 stored by ``Calibrated.fit``) on the same rows. Online (``online=True``) the bounds are made
 prequentially on a copy of the model (predict at launch, learn at finish), as a scheduler would
@@ -31,14 +31,14 @@ from typing import Any
 import numpy as np
 
 from interfpred.errors import InterfpredError
-from interfpred.experiments.coverage import (
+from interfpred.evaluation import (
     baseline_bounds,
     coverage_rows,
     latency_bounds,
     prequential_bounds,
     run_stamps,
+    text_table,
 )
-from interfpred.experiments.report import text_table
 from interfpred.measurements import Measurements
 from interfpred.model import InterferenceModel
 from interfpred.predictors import predictor_from_state

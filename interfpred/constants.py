@@ -84,8 +84,17 @@ SIM_MAX_CONCURRENCY = 4
 SIM_FINISH_RTOL = 1e-12
 #: Relative tolerance under which a resource counts as saturated in progressive filling.
 SIM_SATURATION_RTOL = 1e-12
+#: Relative slack of a comparison against a bound (an error against a tolerance, a bound against an
+#: observation, a demand against a capacity), so a value exactly at the bound counts as within it
+#: whatever the float rounding (9 against 10 is exactly 10 %).
+BOUNDARY_RTOL = 1e-12
 #: GPU preset used when none is named.
 SIM_DEFAULT_GPU = "l4"
+#: The GPU Orion's operator tables were measured on; the phase-structured engine and the reproduction
+#: default to it.
+SIM_PHASED_DEFAULT_GPU = "v100"
+#: Slack on a coverage goal's distance from nominal (coverage figures are rounded to 4 digits).
+COVERAGE_GOAL_SLACK = 1e-9
 #: Executions per set of the paper scenario when no size is given.
 SIM_DEFAULT_EXECUTIONS = 20_000
 #: Offered utilisation of the paper scenario's loads (sum over models of rate x mean solo latency).

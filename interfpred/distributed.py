@@ -1,38 +1,18 @@
 """Fitting and evaluating on Dask: a trace in many Parquet files, partitioned by device, merged exactly.
 
-Timelines are per device, so a trace split by GPU partitions **exactly**: each partition (one
-GPU's executions, gathered from every file that holds them) computes its own features, and what
-each partition learns is merged as sufficient statistics:
-
-=====================  ======================================================  ==========================
-predictor              per partition                                           merge
-=====================  ======================================================  ==========================
-``offline_linear``     weight, mean and centred co-moments of ``[x, y]``       exact (Chan's update)
-``rls``                an RLS fed the partition's rows in launch order         :meth:`RLS.merge` (information form)
-``global_mean``        running mean, count, weight                             exact
-``pair_mean``          the same per key                                        exact
-``no_interference``    nothing                                                 nothing
-=====================  ======================================================  ==========================
-
-The merged model equals the one-process fit (coefficients to about 1e-9) for ``offline_linear``,
-the baselines and ``rls`` with ``forgetting=1``. With ``forgetting < 1`` each row keeps the weight
-it has in its own GPU's stream (``forgetting ** later rows on that GPU``), not in the interleaved
-stream a single process would see; RLS's noise-variance estimate is merged as a count-weighted
-mean. Predictors that learn sequentially in other ways (``online_sgd``, ...) have no such
-statistics and are refused.
-
-Prequential evaluation runs per device in parallel: each GPU's executions are predicted at
-launch with what that GPU's own finished executions taught (a fleet whose trackers do not share),
-and the per-row predictions are gathered so every figure (quantiles included) is exact.
-
-Dask (``distributed``) and pyarrow are the optional extra ``pip install 'interfpred[fleet]'``.
+Timelines are per device, so a trace split by GPU partitions exactly: each partition computes its
+own features, and what it learns is merged as sufficient statistics (exact for ``offline_linear``,
+the baselines and ``rls`` with ``forgetting=1``; predictors without such statistics are refused).
+Prequential evaluation runs per device in parallel and gathers the per-row predictions, so every
+figure is exact. See docs/scale.md for the merge of each predictor. Dask (``distributed``) and
+pyarrow are the optional extra ``pip install 'interfpred[fleet]'``.
 
 Examples
 --------
 >>> import pathlib, tempfile
 >>> from interfpred.model import InterferenceModel
 >>> from interfpred.sim.workload import mix_scenario
->>> sc = mix_scenario(["vgg19", "resnet50"], rho=0.8, executions=400, seed=0, gpus=2)
+>>> sc = mix_scenario(["vgg19", "resnet50"], rho=0.8, executions=400, seed=0, n_devices=2)
 >>> paths = write_device_files(sc.traces["trace"], pathlib.Path(tempfile.mkdtemp()), files=2)
 >>> parts = trace_partitions(paths)
 >>> [p.gpu for p in parts]
@@ -58,10 +38,10 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from interfpred._arrow import require_pyarrow
+from interfpred.columnar import trace_from_arrow, write_trace
 from interfpred.errors import InterfpredError
-from interfpred.evaluation import call
-from interfpred.experiments.metrics import accuracy_summary
-from interfpred.model import Evaluation, InterferenceModel, prequential
+from interfpred.evaluation import accuracy_summary, call, make_baselines, prequential
+from interfpred.model import Evaluation, InterferenceModel
 from interfpred.predictors import RLS, predictor_from_state
 from interfpred.profiles import ProfileTable
 from interfpred.trace import Trace
@@ -149,8 +129,6 @@ def read_partition(part: TracePartition) -> Trace:
     pa = require_pyarrow("reading a trace partition")
     import pyarrow.parquet as pq
 
-    from interfpred.columnar import trace_from_arrow
-
     tables = [pq.read_table(p, filters=[("gpu", "==", part.gpu)]) for p in part.files]
     tables = [t.select([c for c in t.column_names if c in tables[0].column_names]) for t in tables]
     table = pa.concat_tables(tables, promote_options="default")
@@ -162,8 +140,6 @@ def read_partition(part: TracePartition) -> Trace:
 def write_device_files(trace: Trace, folder: str | os.PathLike[str], *, files: int = 8) -> list[str]:
     """Write ``trace`` as ``files`` Parquet files (rows dealt round-robin in launch order), for tests
     and benchmarks of the partitioned path; returns their paths."""
-    from interfpred.columnar import write_trace
-
     os.makedirs(folder, exist_ok=True)
     order = np.argsort(trace.start_ms, kind="stable")
     out = []
@@ -295,8 +271,6 @@ def _fit_partition(part: TracePartition, profiles: ProfileTable, state: dict) ->
 
 
 def _fresh_baselines() -> dict:
-    from interfpred.evaluation import make_baselines
-
     return make_baselines()
 
 

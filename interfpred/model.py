@@ -1,16 +1,10 @@
 """An interference model: an extractor and a predictor, fitted together and saved as one file.
 
-A scheduler needs both halves to turn "what ran when" into a latency: the extractor (feature
-map, temporal aggregation, target) and the predictor's learned state. :class:`InterferenceModel`
-keeps them together, and :meth:`InterferenceModel.save` writes both into one JSON file (schema
-version, written atomically) that :func:`load_model` reads back.
-
-Predictions are always reported as latency (ms) and slowdown, whatever the target the predictor
-learns: a ``target="rate"`` prediction is turned back with
-:meth:`~interfpred.features.Extractor.latency_from_target`.
-
-:func:`prequential` is the online evaluation loop shared with the experiments: predict every
-execution at its launch with what was learned so far, learn from it once it has finished.
+:class:`InterferenceModel` keeps the extractor (feature map, aggregation, target) and the
+predictor's learned state together; :meth:`InterferenceModel.save` writes both into one JSON file
+that :func:`load_model` reads back. Predictions are reported as latency (ms) and slowdown whatever
+the target learned. :func:`~interfpred.evaluation.prequential` and the writers of
+:mod:`interfpred.prediction_tables` are importable from here too.
 
 Examples
 --------
@@ -30,7 +24,6 @@ True
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 from collections.abc import Mapping
@@ -39,9 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from interfpred._io import atomic_open, atomic_write_text, read_json
+from interfpred._io import atomic_write_text, read_json
 from interfpred._version import __version__
-from interfpred.columnar import format_of, write_predictions_table
 from interfpred.constants import (
     MODEL_DEFAULT_EXTRACTOR,
     MODEL_DEFAULT_PREDICTOR,
@@ -52,104 +44,26 @@ from interfpred.counters import supported_maps
 from interfpred.entities import Entities
 from interfpred.entity_features import parent_entities
 from interfpred.errors import InterfpredError
-from interfpred.evaluation import call, fit_baselines, prequential_entities, prequential_runs
-from interfpred.experiments.coverage import latency_bounds
-from interfpred.experiments.metrics import AccuracySummary, accuracy_summary
+from interfpred.evaluation import (
+    AccuracySummary,
+    accuracy_summary,
+    call,
+    fit_baselines,
+    latency_bounds,
+    prequential,
+    prequential_runs,
+)
 from interfpred.features import Extractor, FeatureMatrix, make_extractor
 from interfpred.measurements import Measurements
+from interfpred.prediction_tables import write_measurement_predictions, write_predictions
 from interfpred.predictors import BasePredictor, make_predictor, predictor_from_state, registered
 from interfpred.profiles import ProfileTable
 from interfpred.run_features import concat_features, measurement_features
+from interfpred.schema import check_model_file
 from interfpred.trace import Trace
 
 __all__ = ["Evaluation", "InterferenceModel", "load_model", "prequential", "write_measurement_predictions",
            "write_predictions"]
-#: Columns of the predictions CSV written for measurements.
-MEASUREMENT_PREDICTION_COLUMNS = ("run", "model", "batch_size", "share", "predicted_latency_ms",
-                                  "predicted_slowdown", "observed_latency_ms")
-
-PREDICTION_COLUMNS = ("id", "predicted_latency_ms", "predicted_slowdown", "observed_latency_ms")
-
-
-def prequential(predictor: BasePredictor, X: np.ndarray, y: np.ndarray, *, start_ms: np.ndarray | None = None,
-                end_ms: np.ndarray | None = None, entities: Entities | None = None) -> np.ndarray:
-    """Predict every row, then learn from it: the online ("test-then-train") evaluation.
-
-    With ``start_ms`` and ``end_ms`` the feedback is delayed as in a live system: row ``i`` is
-    predicted with everything learned from the rows that *finished* at or before its launch
-    (rows are taken in their given order, which should be launch order). Without them each row
-    is learned right after it is predicted. An offline predictor (``learns_online`` false) only
-    predicts, in one batch call. ``predictor`` is updated in place.
-
-    Parameters
-    ----------
-    predictor
-        Any interfpred predictor, fitted or fresh.
-    X, y
-        Features (n, d) and targets (n,), in launch order.
-    start_ms, end_ms
-        Launch and finish times (n,), for delayed feedback.
-    entities
-        The rows' entities (n rows), passed to a predictor with ``uses_entities`` (one row at
-        a time, as the features); other predictors never see them.
-
-    Returns
-    -------
-    ndarray
-        (n,) predictions, each made before its own row was learned.
-
-    Examples
-    --------
-    >>> from interfpred import RLS
-    >>> X = np.array([[1.0], [1.0], [1.0]]); y = np.array([2.0, 2.0, 2.0])
-    >>> prequential(RLS(), X, y).round(2)              # the prior, then what it learned
-    array([1., 2., 2.])
-    >>> prequential(RLS(), X, y, start_ms=np.array([0.0, 1.0, 5.0]),
-    ...             end_ms=np.array([4.0, 6.0, 7.0])).round(2)   # row 1 launched before row 0 finished
-    array([1., 1., 2.])
-    """
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    y = np.ascontiguousarray(y, dtype=np.float64)
-    n = X.shape[0]
-    if X.ndim != 2 or y.shape != (n,):
-        raise InterfpredError(f"X has shape {X.shape} and y {y.shape}; expected (n, d) and (n,)")
-    if (start_ms is None) != (end_ms is None):
-        raise InterfpredError("give both start_ms and end_ms, or neither")
-    if n == 0:
-        return np.empty(0)
-    if entities is not None and getattr(predictor, "uses_entities", False):
-        if len(entities) != n:
-            raise InterfpredError(f"entities has {len(entities)} rows, X has {n}")
-        return prequential_entities(predictor, X, y, start_ms=start_ms, end_ms=end_ms, entities=entities)
-    if not predictor.learns_online:
-        return np.asarray(predictor.predict(X), dtype=np.float64)
-    out = np.empty(n)
-    predict, update = predictor.predict, predictor.update
-    rows = list(X)                     # row views, built once
-    ys = y.tolist()                    # Python floats: the predictors' single-row fast path
-    if start_ms is None:
-        for i in range(n):
-            out[i] = predict(rows[i])
-            update(rows[i], ys[i])
-        return out
-    start = np.asarray(start_ms, dtype=np.float64)
-    end = np.asarray(end_ms, dtype=np.float64)
-    if start.shape != (n,) or end.shape != (n,):
-        raise InterfpredError(f"start_ms and end_ms must have {n} values")
-    order = np.argsort(end, kind="stable")
-    # learned[i]: how many rows (in finishing order) have finished by row i's launch.
-    learned = np.searchsorted(end[order], start, side="right").tolist()
-    order_l = order.tolist()
-    j = 0
-    for i in range(n):
-        stop = learned[i]
-        while j < stop:
-            k = order_l[j]
-            update(rows[k], ys[k])
-            j += 1
-        out[i] = predict(rows[i])
-    return out
-
 
 @dataclass(frozen=True)
 class Evaluation:
@@ -362,6 +276,13 @@ class InterferenceModel:
         """
         return self._latency(self.features(trace, profiles, measurements=measurements), quantile=quantile)
 
+    def latency_from_features(self, fm: FeatureMatrix, *, quantile: float | None = None) -> np.ndarray:
+        """Predicted latency (ms) of the rows of ``fm`` (from :meth:`features`), in row order.
+
+        With ``quantile``, the latency bound at that quantile, as in :meth:`predict_latency`.
+        """
+        return self._latency(fm, quantile=quantile)
+
     def _latency(self, fm: FeatureMatrix, pred: np.ndarray | None = None,
                  predictor: BasePredictor | None = None, quantile: float | None = None) -> np.ndarray:
         self._check_width(fm)
@@ -428,8 +349,6 @@ class InterferenceModel:
         if kind != MODEL_FILE_KIND:
             hint = " (a bare predictor state: fit a model with 'interfpred fit')" if "params" in state else ""
             raise InterfpredError(f"{source}: kind {kind!r} is not an interference model ({MODEL_FILE_KIND!r}){hint}")
-        from interfpred.schema import check_model_file
-
         check_model_file(state, source=source)
         version = state.get("schema_version")
         if version != SCHEMA_VERSION:
@@ -487,78 +406,3 @@ def load_model(path: str | os.PathLike[str], *, trusted: bool = False) -> Interf
     interfpred.errors.InterfpredError: ...m.json: kind 'rls' is not an interference model ('interfpred.model') (a bare predictor state: fit a model with 'interfpred fit')
     """
     return InterferenceModel.from_state(read_json(path), source=os.fspath(path), trusted=trusted)
-
-
-def write_predictions(model: InterferenceModel, trace: Trace, profiles: ProfileTable,
-                      path: str | os.PathLike[str], *, quantiles: tuple[float, ...] = ()) -> int:
-    """Write ``id, predicted_latency_ms, predicted_slowdown, observed_latency_ms`` per execution (atomically).
-
-    CSV, or Parquet / Arrow for a ``.parquet`` / ``.arrow`` path (needs pyarrow). With
-    ``quantiles`` (a model whose predictor is :class:`~interfpred.Calibrated`), one more column
-    per quantile ``q``, ``latency_q<q>_ms``: the latency bound at ``q``.
-    Returns the number of rows written.
-
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> from interfpred.sim.workload import mix_scenario
-    >>> sc = mix_scenario(["vgg19"], rho=0.8, executions=50, seed=0)
-    >>> model = InterferenceModel().fit(sc.traces["trace"], sc.profiles)
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "pred.csv"
-    >>> write_predictions(model, sc.traces["trace"], sc.profiles, path)
-    50
-    >>> path.read_text().splitlines()[0]
-    'id,predicted_latency_ms,predicted_slowdown,observed_latency_ms'
-    """
-    fm = model.features(trace, profiles)
-    lat = model._latency(fm)
-    bounds = [model._latency(fm, quantile=q) for q in quantiles]
-    qcols = tuple(f"latency_q{float(q):g}_ms" for q in quantiles)
-    if format_of(path) != "csv":      # Parquet or Arrow by suffix (needs pyarrow)
-        return write_predictions_table(dict(zip(PREDICTION_COLUMNS + qcols, (trace.id, lat, lat / fm.solo_ms,
-                                                                               fm.latency_ms, *bounds))), path)
-    ids = trace.id.tolist()
-    with atomic_open(path, "w", encoding="utf-8", newline="") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(PREDICTION_COLUMNS + qcols)
-        w.writerows(zip(ids, map(repr, lat.tolist()), map(repr, (lat / fm.solo_ms).tolist()),
-                        map(repr, fm.latency_ms.tolist()), *(map(repr, b.tolist()) for b in bounds)))
-    return len(ids)
-
-
-def write_measurement_predictions(model: InterferenceModel, measurements: Measurements,
-                                  profiles: ProfileTable | None, path: str | os.PathLike[str], *,
-                                  quantiles: tuple[float, ...] = ()) -> int:
-    """Write ``run, model, batch_size, share, predicted_latency_ms, predicted_slowdown, observed_latency_ms``
-    per measurement row (atomically); returns the number of rows.
-
-    With ``quantiles`` (a :class:`~interfpred.Calibrated` predictor), one more column per quantile
-    ``q``, ``latency_q<q>_ms``: the latency bound at ``q``.
-
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> from interfpred.datasets import gavel_v100
-    >>> m = gavel_v100()
-    >>> model = InterferenceModel().fit(measurements=m)
-    >>> model.note
-    "feature map 'shares' chosen: the default 'rich' needs sm, l2, dram, which no profiles were given for"
-    >>> write_measurement_predictions(model, m, None, pathlib.Path(tempfile.mkdtemp()) / "p.csv")
-    660
-    """
-    fm = model.features(profiles=profiles, measurements=measurements)
-    lat = model._latency(fm)
-    bounds = [model._latency(fm, quantile=q) for q in quantiles]
-    qcols = tuple(f"latency_q{float(q):g}_ms" for q in quantiles)
-    if format_of(path) != "csv":      # Parquet or Arrow by suffix (needs pyarrow)
-        cols = (measurements.run, measurements.model, measurements.batch_size, measurements.share, lat,
-                lat / fm.solo_ms, fm.latency_ms, *bounds)
-        return write_predictions_table(dict(zip(MEASUREMENT_PREDICTION_COLUMNS + qcols, cols)), path)
-    with atomic_open(path, "w", encoding="utf-8", newline="") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(MEASUREMENT_PREDICTION_COLUMNS + qcols)
-        w.writerows(zip(measurements.run.tolist(), measurements.model.tolist(), measurements.batch_size.tolist(),
-                        map(repr, measurements.share.tolist()), map(repr, lat.tolist()),
-                        map(repr, (lat / fm.solo_ms).tolist()), map(repr, fm.latency_ms.tolist()),
-                        *(map(repr, b.tolist()) for b in bounds)))
-    return len(lat)

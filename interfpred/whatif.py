@@ -35,6 +35,7 @@ from interfpred._projection_kernels import NONFINITE, affine_rates, all_finite, 
 from interfpred.constants import PRIOR_SLOWDOWN, TRACKER_FINISH_RTOL, TRACKER_MAX_RATE, TRACKER_MIN_RATE
 from interfpred.entities import Entities
 from interfpred.errors import InterfpredError
+from interfpred.evaluation.coverage import check_quantile as check_level
 from interfpred.features import Extractor
 from interfpred.projection import project_affine_unchecked, project_fluid
 
@@ -51,16 +52,8 @@ def nonfinite_error(what: str, values: np.ndarray) -> InterfpredError:
 
 
 def check_quantile(quantile: Any) -> float | None:
-    """``quantile`` as a float in (0, 1), or None; refused otherwise."""
-    if quantile is None:
-        return None
-    try:
-        q = float(quantile)
-    except (TypeError, ValueError):
-        raise InterfpredError(f"quantile {quantile!r} must be a number in (0, 1)") from None
-    if not 0.0 < q < 1.0:
-        raise InterfpredError(f"quantile {quantile!r} must be in (0, 1)")
-    return q
+    """``quantile`` as a float in (0, 1), or None; refused otherwise (see :func:`interfpred.evaluation.check_quantile`)."""
+    return None if quantile is None else check_level(quantile)
 
 
 def parse_candidates(candidates: list[Any], running: Container[Any],

@@ -68,7 +68,7 @@ def test_timeline_chunks_hold_the_one_shot_segments(n, seed, chunk, gpus):
 
 
 def test_a_simulated_trace_in_many_windows():
-    sc = mix_scenario(["vgg19", "resnet50", "yolov8n"], rho=0.9, executions=3000, seed=3, gpus=2)
+    sc = mix_scenario(["vgg19", "resnet50", "yolov8n"], rho=0.9, executions=3000, seed=3, n_devices=2)
     tr = sc.traces["trace"]
     ex = TimeWeighted(feature_map="rich", target="rate")
     chunks = list(iter_features(tr, sc.profiles, [ex], chunk_rows=100))

@@ -32,7 +32,7 @@ from interfpred.sim.zoo import zoo_profiles
 
 @pytest.fixture(scope="module")
 def trace():
-    return mix_scenario(["vgg19", "resnet50"], rho=0.7, executions=300, seed=2, gpus=2).traces["trace"]
+    return mix_scenario(["vgg19", "resnet50"], rho=0.7, executions=300, seed=2, n_devices=2).traces["trace"]
 
 
 @pytest.mark.parametrize("name", ["t.csv", "t.parquet", "t.pq", "t.arrow", "t.feather"])

@@ -24,7 +24,7 @@ from interfpred.sim.workload import mix_scenario
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    sc = mix_scenario(["vgg19", "resnet50", "yolov8n"], rho=0.8, executions=1500, seed=4, gpus=3,
+    sc = mix_scenario(["vgg19", "resnet50", "yolov8n"], rho=0.8, executions=1500, seed=4, n_devices=3,
                       truth="fluid")  # well-conditioned features: rounding stays far below 1e-9
     folder = tmp_path_factory.mktemp("parts")
     paths = write_device_files(sc.traces["trace"], folder, files=4)

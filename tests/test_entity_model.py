@@ -7,7 +7,7 @@ import pytest
 
 from interfpred import EntityRLS, InterferenceModel, load_model
 from interfpred.cli import main
-from interfpred.model import prequential
+from interfpred.evaluation import prequential
 from interfpred.sim.workload import mix_scenario, write_scenario
 
 

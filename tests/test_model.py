@@ -17,7 +17,8 @@ from naive import naive_prequential
 from interfpred import RLS, InterferenceModel, OfflineLinear, OnlineSGD, load_model
 from interfpred.cli import main
 from interfpred.errors import InterfpredError
-from interfpred.model import prequential, write_predictions
+from interfpred.evaluation import prequential
+from interfpred.model import write_predictions
 from interfpred.sim.workload import mix_scenario, write_scenario
 
 
@@ -97,6 +98,27 @@ def test_predictions_are_latency_for_either_target(scenario):
         rel = np.abs(lat - tr.latency_ms) / tr.latency_ms
         assert np.median(rel) < 0.1, target      # on the training data itself: a loose sanity bound
         np.testing.assert_allclose(m.predict_slowdown(tr, prof) * m.features(tr, prof).solo_ms, lat)
+
+
+def test_latency_from_features_is_predict_latency_on_the_same_rows(scenario):
+    tr, prof = scenario.traces["trace"], scenario.profiles
+    m = InterferenceModel({"map": "rich", "target": "rate"}).fit(tr, prof)
+    fm = m.features(tr, prof)
+    np.testing.assert_allclose(m.latency_from_features(fm), m.predict_latency(tr, prof), rtol=1e-12)
+    with pytest.raises(InterfpredError, match="gives no quantiles"):
+        m.latency_from_features(fm, quantile=0.9)      # an RLS has no quantiles: the bound path is taken
+
+
+def test_old_import_paths_still_work():
+    from interfpred import evaluation
+    from interfpred.experiments import coverage, metrics
+    from interfpred.model import prequential as model_prequential
+    from interfpred.model import write_measurement_predictions
+
+    assert metrics.accuracy_summary is evaluation.accuracy_summary and metrics.__all__
+    assert coverage.latency_bounds is evaluation.latency_bounds and "run_stamps" in coverage.__all__
+    assert model_prequential is prequential
+    assert write_measurement_predictions.__module__ == "interfpred.prediction_tables"
 
 
 def test_evaluate_online_leaves_model_unchanged(scenario):

@@ -471,8 +471,8 @@ class Block(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, Block())
-from interfpred.experiments import paper, scheduling
-paper.REPRODUCE_QUICK_EXECUTIONS = 400
+from interfpred.experiments import scheduling, selection
+selection.REPRODUCE_QUICK_EXECUTIONS = 400
 scheduling.E3_QUICK_LOADS = (1.0, 3.0)
 scheduling.E3_QUICK_REQUESTS = 150
 scheduling.E3_PAIR_BATCHES = (1, 8)
@@ -556,8 +556,8 @@ def test_e3_names_the_simulated_gpu(tmp_path, monkeypatch):
 # ---------------------------------------------------------------------------- across CPUs
 _SMALL_REPRODUCE = r"""
 import sys
-from interfpred.experiments import paper, scheduling
-paper.REPRODUCE_QUICK_EXECUTIONS = 600
+from interfpred.experiments import scheduling, selection
+selection.REPRODUCE_QUICK_EXECUTIONS = 600
 scheduling.E3_QUICK_LOADS = (1.0, 3.0)
 scheduling.E3_QUICK_REQUESTS = 200
 scheduling.E3_PAIR_BATCHES = (1, 8)

@@ -10,7 +10,7 @@ import pytest
 
 from interfpred.cli import main
 from interfpred.errors import InterfpredError
-from interfpred.experiments import paper
+from interfpred.experiments import paper, selection
 from interfpred.experiments import reproduce as rmod
 from interfpred.experiments.report import Section
 from interfpred.experiments.reproduce import DEFAULT_SECTIONS, reproduce
@@ -94,8 +94,16 @@ def test_missing_matplotlib_skips_figures(tmp_path, monkeypatch):
     assert "figure skipped: matplotlib is not installed" in (tmp_path / "r" / "report.md").read_text()
 
 
+def test_pyplot_is_none_and_the_placeholder_names_the_plot_extra_when_matplotlib_is_missing(monkeypatch):
+    from interfpred.experiments.plotting import NO_MPL, pyplot
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)      # import matplotlib -> ImportError
+    assert pyplot() is None
+    assert '.[plot]' in NO_MPL
+
+
 def test_cli_quick_and_refusal(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(paper, "REPRODUCE_QUICK_EXECUTIONS", N)
+    monkeypatch.setattr(selection, "REPRODUCE_QUICK_EXECUTIONS", N)
     monkeypatch.setattr(rmod, "DEFAULT_SECTIONS", [paper.run_e1, paper.run_e2])
     out = tmp_path / "r"
     assert main(["reproduce", "--quick", "--out", str(out), "--seed", "3"]) == 0

@@ -9,11 +9,20 @@ from hypothesis import strategies as st
 from naive import naive_sim_integrate, naive_sim_rates
 
 from interfpred.errors import InterfpredError
-from interfpred.sim.contention import GPU_PRESETS, GpuSpec, effective_demands, get_gpu_spec, rates
+from interfpred.sim.contention import (
+    GPU_PRESETS,
+    GpuSpec,
+    effective_demands,
+    get_gpu_spec,
+    kernel_constants,
+    rates,
+)
 from interfpred.sim.engine import simulate, simulate_work
 from interfpred.sim.workload import (
     PAPER_NEW_MODELS,
     PAPER_TRAIN_MODELS,
+    Arrivals,
+    mix_scenario,
     offered_load,
     paper_scenario,
     poisson_arrivals,
@@ -285,7 +294,7 @@ def test_poisson_arrivals_hit_the_requested_load():
     z = zoo_profiles("l4")
     for rho in (0.3, 1.2):
         a = poisson_arrivals(["resnet50", "vit_b16"], rho=rho, executions=4000, batch_sizes=[1, 8, 32],
-                             gpus=2, seed=11)
+                             n_devices=2, seed=11)
         assert offered_load(a, z) == pytest.approx(rho, rel=0.08)
         assert np.all(np.diff(a.time_ms) >= 0) and set(a.gpu) == {"gpu0", "gpu1"}
         assert set(a.batch_size.tolist()) == {1, 8, 32}
@@ -302,9 +311,9 @@ def test_poisson_arrivals_hit_the_requested_load():
     (dict(rho=50.0), "above max_concurrency"), (dict(rho="x"), "not a number"),
     (dict(batch_sizes=[64]), "batch size 64 of model 'vgg19' is outside the profiled range 1..32"),
     (dict(batch_sizes=[0]), "outside the profiled range"),
-    (dict(models=["vgg19", "gpt"]), "known models"), (dict(gpu="h100"), "known presets"),
+    (dict(models=["vgg19", "gpt"]), "known models"), (dict(spec="h100"), "known presets"),
     (dict(start_ms=-3.0), "start_ms -3.0"), (dict(weights={"bert": 1.0}), "not in models"),
-    (dict(executions=-1), "executions"), (dict(gpus=0), "gpus"),
+    (dict(executions=-1), "executions"), (dict(n_devices=0), "n_devices"),
 ])
 def test_poisson_arrivals_bad_input(kwargs, match):
     args = dict(models=["vgg19"], rho=0.5, executions=10)
@@ -380,3 +389,43 @@ def test_rates_kernel_is_callable_from_other_compiled_code():
     for i in range(5):
         for j in range(5):
             assert got[i, j] == pytest.approx(rates(d[[i, j]], "l4")[0], rel=1e-12)
+
+
+# ---------------------------------------------------------------------------- deprecated keywords
+@pytest.mark.parametrize("call, old, new", [
+    (lambda **kw: poisson_arrivals(["vgg19"], rho=0.5, executions=20, seed=3, **kw), {"gpu": "a100", "gpus": 2},
+     {"spec": "a100", "n_devices": 2}),
+    (lambda **kw: rates([[0.7, 0.4, 0.1], [0.5, 0.5, 0.3]], **kw), {"gpu_spec": "a100"}, {"spec": "a100"}),
+    (lambda **kw: effective_demands([[0.5, 0.5, 0.4], [0.5, 0.5, 0.4]], **kw), {"gpu_spec": "v100"},
+     {"spec": "v100"}),
+    (lambda **kw: kernel_constants(**kw), {"gpu_spec": "a100"}, {"spec": "a100"}),
+    (lambda **kw: get_gpu_spec(**kw).name, {"gpu": "v100"}, {"spec": "v100"}),
+])
+def test_old_gpu_keywords_still_work_and_warn(call, old, new):
+    with pytest.warns(DeprecationWarning, match="is deprecated; use"):
+        got = call(**old)
+    want = call(**new)
+    if isinstance(want, Arrivals):
+        assert got.gpu.tolist() == want.gpu.tolist()
+        np.testing.assert_allclose(got.time_ms, want.time_ms, rtol=1e-12)
+    elif isinstance(want, str):
+        assert got == want
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_old_and_new_keyword_together_are_refused():
+    with pytest.raises(InterfpredError, match="both gpu= and spec="):
+        get_gpu_spec(gpu="l4", spec="v100")
+
+
+def test_offered_load_old_keyword_and_scenario_device_count():
+    a = poisson_arrivals(["resnet50"], rho=0.6, executions=500, seed=2, n_devices=2)
+    z = zoo_profiles("l4")
+    with pytest.warns(DeprecationWarning, match=r"offered_load\(gpu=...\)"):
+        old = offered_load(a, z, gpu="l4")
+    assert old == pytest.approx(offered_load(a, z, spec="l4"), rel=1e-12)
+    with pytest.warns(DeprecationWarning, match=r"mix_scenario\(gpus=...\)"):
+        sc = mix_scenario(["vgg19"], rho=0.5, executions=40, seed=1, gpus=2)
+    assert sc.sets["trace"]["gpus"] == 2
+    assert sorted(set(sc.traces["trace"].gpu.tolist())) == ["gpu0", "gpu1"]

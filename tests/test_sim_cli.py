@@ -63,7 +63,7 @@ def test_simulate_mix(tmp_path):
     (["--scenario", "mix", "--models", "vgg19"], "needs --models and --rho"),
     (["--rho", "1"], "apply only to --scenario mix"),
     (["--executions", "-5"], "executions -5"),
-    (["--gpus", "0"], "gpus 0"),
+    (["--gpus", "0"], "n_devices 0"),
 ])
 def test_simulate_bad_input_is_one_line_exit_2(tmp_path, capsys, argv, match):
     out = tmp_path / "sim"

@@ -252,18 +252,18 @@ def test_engine_bad_input():
     with pytest.raises(InterfpredError, match="unknown truth 'exact'"):
         paper_scenario("v100", executions=10, truth="exact")
     with pytest.raises(InterfpredError, match="measured on a v100, not 'l4'"):
-        mix_scenario(["bert"], rho=0.5, gpu="l4", truth="fluid", zoo="orion", executions=10)
+        mix_scenario(["bert"], rho=0.5, spec="l4", truth="fluid", zoo="orion", executions=10)
 
 
 def test_fluid_truth_on_the_orion_family_runs_its_profiles_without_phases_or_hidden_factors():
-    sc = mix_scenario(["bert", "resnet50"], rho=0.8, gpu="v100", truth="fluid", zoo="orion", executions=60,
+    sc = mix_scenario(["bert", "resnet50"], rho=0.8, spec="v100", truth="fluid", zoo="orion", executions=60,
                       batch_sizes=[1, 8])
     assert sc.truth == "fluid" and sc.source == "orion operators, derived demands"
     assert sc.profiles == orion_zoo().profiles()
-    same = mix_scenario(["bert", "resnet50"], rho=0.8, gpu="v100", truth="fluid", profiles=orion_zoo().profiles(),
+    same = mix_scenario(["bert", "resnet50"], rho=0.8, spec="v100", truth="fluid", profiles=orion_zoo().profiles(),
                         executions=60, batch_sizes=[1, 8])
     assert same.traces["trace"] == sc.traces["trace"]
-    phased = mix_scenario(["bert", "resnet50"], rho=0.8, gpu="v100", zoo="orion", executions=60, batch_sizes=[1, 8])
+    phased = mix_scenario(["bert", "resnet50"], rho=0.8, spec="v100", zoo="orion", executions=60, batch_sizes=[1, 8])
     assert not np.allclose(phased.traces["trace"].end_ms, sc.traces["trace"].end_ms)
 
 

@@ -45,7 +45,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         extra = [f"--{k.replace('_', '-')}" for k in ("models", "rho", "batch_sizes") if getattr(args, k) is not None]
         if extra:
             raise InterfpredError(f"{', '.join(extra)}: apply only to --scenario mix")
-        scenario = paper_scenario(args.gpu, seed=args.seed, executions=n, gpus=args.gpus, truth=args.truth,
+        scenario = paper_scenario(args.gpu, seed=args.seed, executions=n, n_devices=args.gpus, truth=args.truth,
                                   zoo=args.zoo)
     else:
         if args.models is None or args.rho is None:
@@ -57,8 +57,8 @@ def run_simulate(args: argparse.Namespace) -> int:
                 batches = [int(b) for b in args.batch_sizes.split(",") if b.strip()]
             except ValueError:
                 raise InterfpredError(f"--batch-sizes {args.batch_sizes!r} must be comma-separated integers") from None
-        scenario = mix_scenario(models, rho=args.rho, gpu=args.gpu, seed=args.seed, executions=n,
-                                batch_sizes=batches, gpus=args.gpus, truth=args.truth, zoo=args.zoo)
+        scenario = mix_scenario(models, rho=args.rho, spec=args.gpu, seed=args.seed, executions=n,
+                                batch_sizes=batches, n_devices=args.gpus, truth=args.truth, zoo=args.zoo)
     names = write_scenario(scenario, args.out, force=args.force, operators=args.operators, format=args.format)
     sizes = ", ".join(f"{k}.{args.format} ({len(t)} executions)" for k, t in scenario.traces.items())
     ops = ", operators.csv" if args.operators else ""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from interfpred.errors import InterfpredError
 from interfpred.measurements import Measurements
 
 __all__ = ["DATASETS", "gavel_v100", "load_dataset"]
@@ -49,8 +50,6 @@ def load_dataset(name: str) -> Measurements:
     ...
     interfpred.errors.InterfpredError: no dataset named 'nope'; shipped: gavel_v100
     """
-    from interfpred.errors import InterfpredError
-
     if name not in DATASETS:
         raise InterfpredError(f"no dataset named {name!r}; shipped: {', '.join(sorted(DATASETS))}")
     return DATASETS[name]()

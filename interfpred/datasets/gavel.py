@@ -6,17 +6,9 @@ job types on a real V100, each alone and in pairs launched together on the same 
 throughputs (steps per second). Their ``physical_cluster_throughputs.json`` reads
 ``{"v100": {"(job, scale)": {"null": solo, "(other_job, scale)": [self, other], ...}}}``.
 
-The conversion keeps single-GPU jobs (scale 1), writes one run of two members per measured
-unordered pair (a job paired with itself is a run of two copies, told apart by ``member``) and
-skips every pair recorded as ``0.0`` (not measured or did not fit in memory: never a
-measurement). The model is the job name without its batch size (``"ResNet-50 (batch size 64)"``
-is model ``ResNet-50`` at batch size 64); jobs without a batch size in their name (A3C,
-CycleGAN) get batch size 1. Rates stay as they were measured, in the throughput form
-(``solo_throughput, observed_throughput``), and ``job`` keeps Gavel's name.
-
-Regenerate the shipped file from the original JSON with::
-
-    python -m interfpred.datasets.gavel v100_physical_cluster_throughputs.json
+The conversion keeps single-GPU jobs, writes one run of two members per measured unordered pair
+and skips pairs recorded as ``0.0`` (never a measurement); docs/data.md gives the rules. Regenerate
+the shipped file with ``python -m interfpred.datasets.gavel v100_physical_cluster_throughputs.json``.
 
 Examples
 --------
@@ -34,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import csv
 import os
 import re
 import sys
@@ -41,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from interfpred._io import read_json
+from interfpred._io import atomic_open, read_json
 from interfpred.errors import InterfpredError
 from interfpred.measurements import Measurements
 
@@ -116,10 +109,6 @@ def measurements_from_gavel(raw: dict[str, Any], *, gpu: str = "v100") -> Measur
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Regenerate the shipped CSV (throughput form, Gavel's own numbers) from Gavel's JSON."""
-    import csv
-
-    from interfpred._io import atomic_open
-
     p = argparse.ArgumentParser(prog="python -m interfpred.datasets.gavel", description=main.__doc__)
     p.add_argument("source", help="Gavel's physical_cluster_throughputs.json (or its v100 part)")
     p.add_argument("--out", default=os.fspath(DATA_FILE), help="CSV to write (default: the shipped file)")

@@ -1,1 +1,5 @@
-"""Experiments that reproduce the paper and evaluate interfpred (E1, E2, E3) and their metrics."""
+"""Experiments that reproduce the paper and go past it (E1 to E4, bound coverage, scheduling).
+
+They sit on top of the library; the metrics, baselines and prequential loops they use live in
+:mod:`interfpred.evaluation`.
+"""

@@ -1,28 +1,16 @@
 """The paper's two experiments on the simulator, with interfpred's best configuration beside them.
 
-Both run on :func:`interfpred.sim.workload.paper_scenario` (synthetic ground truth, see
-docs/simulator.md), simulated once per run and shared through the context's cache.
+Both run on :func:`interfpred.sim.workload.paper_scenario` (see docs/simulator.md and
+docs/results.md); the scenario, the configurations and their choice on training data are in
+:mod:`interfpred.experiments.selection`.
 
-**E1, co-location dynamics** (:func:`run_e1`): the ``train`` set (four models, moderate load),
-split in launch order 75/25. Features are the paper's, gpulets' four inputs
-``[l2_me, dram_me, l2_other, dram_other]`` with the slowdown as target, aggregated five ways:
-Static, EWMA(0.2, 0.5, 0.8), TimeWeighted. Each is learned by OfflineLinear (fitted on the 75 %,
-then frozen) and by RLS (fitted on the 75 %, then prequential on the 25 %: predict at launch,
-learn at finish). Reported: the relative-error CDF (PNG) and accuracy figures.
-
-**E2, workload change** (:func:`run_e2`): OfflineLinear, OnlineSGD and RLS fitted on the first
-75 % of ``train``, then run on the held-out 25 % and on test sets 1, 2, 3 (each starting from the
-trained state), prequentially for the online learners; MSE of slowdown and MAPE of latency in the
-paper's layout. Features: the paper's remedy from E1, gpulets' inputs smoothed by EWMA(0.5).
-
-**Choices made on training data only.** The online learners' step sizes (SGD ``learning_rate``,
-RLS ``forgetting``) and interfpred's best configuration (aggregation TimeWeighted, feature map
-and target) are chosen by prequential MAPE on a validation split *inside* the 75 % (fit on its
-first two thirds, validate on the last third), never on a reported test set. The chosen
-configuration is the extra row of both tables.
-
-Predictions are compared on latency and slowdown whatever the target a predictor learns
-(:meth:`~interfpred.features.Extractor.latency_from_target`).
+**E1, co-location dynamics** (:func:`run_e1`): gpulets' four inputs aggregated five ways (Static,
+EWMA(0.2, 0.5, 0.8), TimeWeighted), each learned by OfflineLinear and by prequential RLS on the
+``train`` set split 75/25; relative-error CDF and accuracy figures. **E2, workload change**
+(:func:`run_e2`): OfflineLinear, OnlineSGD and RLS fitted on 75 % of ``train``, then run on the
+held-out quarter and test sets 1-3; MSE of slowdown and MAPE of latency. Step sizes and
+interfpred's best configuration (the extra row of both tables) are chosen on training data only.
+docs/results.md describes both protocols with their tables.
 
 Examples
 --------
@@ -38,46 +26,38 @@ Examples
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from interfpred.constants import (
-    BASELINE_KINDS,
-    REPRODUCE_EWMA_ALPHAS,
-    REPRODUCE_EXECUTIONS,
-    REPRODUCE_QUICK_EXECUTIONS,
-    REPRODUCE_TRAIN_SHARE,
-)
-from interfpred.evaluation import BASELINE_LABELS, call
-from interfpred.experiments.launch_keys import launch_entities
-from interfpred.experiments.metrics import (
+from interfpred.constants import BASELINE_KINDS, REPRODUCE_EWMA_ALPHAS
+from interfpred.evaluation import (
+    BASELINE_LABELS,
     accuracy_summary,
     mape,
+    markdown_table,
     mse,
     relative_error_cdf,
-)
-from interfpred.experiments.report import (
-    ReproduceContext,
-    Section,
-    markdown_table,
     text_table,
 )
-from interfpred.features import (
-    EWMA,
-    Extractor,
-    FeatureMatrix,
-    Static,
-    TimeWeighted,
-    transform_many,
+from interfpred.experiments.plotting import NO_MPL, pyplot
+from interfpred.experiments.report import ReproduceContext, Section
+from interfpred.experiments.selection import (
+    RLS_GRID,
+    SGD_GRID,
+    Config,
+    best_config,
+    entity_configs,
+    run_config,
+    scenario_features,
+    scenario_for,
+    scores_table,
+    select,
+    train_cut,
 )
-from interfpred.model import prequential
-from interfpred.predictors import BasePredictor, make_predictor
-from interfpred.sim.workload import Scenario, paper_scenario
+from interfpred.features import EWMA, Extractor, FeatureMatrix, Static, TimeWeighted
+from interfpred.sim.workload import Scenario
 
 __all__ = ["E2_SETS", "PAPER_E2_MSE", "Config", "run_e1", "run_e2", "scenario_for"]
 
@@ -87,126 +67,8 @@ PAPER_E2_MSE = {"offline_seen": 0.0355, "offline_test2": 0.5480, "sgd_test2": 0.
 E2_SETS = ("held-out", "test1", "test2", "test3")
 _SET_LABELS = {"held-out": "held-out (seen)", "test1": "test 1 (load)", "test2": "test 2 (new models)",
                "test3": "test 3 (mixed)"}
-#: Step-size grids the online learners' hyperparameter is chosen from (on training data).
-_SGD_GRID = (0.5, 0.1, 0.02)
-_RLS_GRID = (0.99, 0.995, 0.999)
-#: interfpred's candidate configurations (TimeWeighted exposure; map x target), learned by RLS.
-_BEST_MAPS = ("default", "rich")
-_BEST_TARGETS = ("slowdown", "rate")
 _PAPER_MAP = "gpulets"
 _E2_ALPHA = 0.5
-
-
-@dataclass(frozen=True)
-class Config:
-    """A learning configuration: an extractor and a predictor kind with its parameters."""
-
-    extractor: Extractor
-    kind: str
-    params: tuple[tuple[str, Any], ...] = ()
-
-    def predictor(self) -> BasePredictor:
-        """A fresh predictor of this configuration."""
-        return make_predictor(self.kind, **dict(self.params))
-
-    def label(self) -> str:
-        """Short human-readable description."""
-        ex = self.extractor
-        agg = {"static": "Static", "ewma": f"EWMA({getattr(ex, 'alpha', '')})",
-               "time_weighted": "TimeWeighted"}[ex.aggregation]
-        params = ", ".join(f"{k}={v}" for k, v in self.params)
-        return f"{agg}, {ex.feature_map} map, {ex.target} target, {self.kind}" + (f" ({params})" if params else "")
-
-
-# ---------------------------------------------------------------------------- shared data
-def scenario_for(ctx: ReproduceContext) -> Scenario:
-    """The paper scenario of this run (simulated once, cached in ``ctx.cache``).
-
-    Size: ``ctx.executions`` per set when given, else 5,000 with ``ctx.quick`` or 50,000.
-    """
-    n = ctx.executions or (REPRODUCE_QUICK_EXECUTIONS if ctx.quick else REPRODUCE_EXECUTIONS)
-    key = ("paper_scenario", ctx.gpu, ctx.seed, n, ctx.truth, ctx.zoo)
-    if key not in ctx.cache:
-        what = f"fluid truth, {ctx.zoo or 'synthetic'} zoo" if ctx.truth == "fluid" else \
-            f"phase truth, {ctx.zoo or ('orion' if ctx.gpu == 'v100' else 'synthetic')} zoo"
-        ctx.progress(f"simulating the paper scenario: 4 sets x {n} executions on a simulated {ctx.gpu} GPU ({what})")
-        ctx.cache[key] = paper_scenario(ctx.gpu, seed=ctx.seed, executions=n, truth=ctx.truth, zoo=ctx.zoo)
-    return ctx.cache[key]
-
-
-def _features(ctx: ReproduceContext, set_name: str, extractors: Sequence[Extractor]) -> list[FeatureMatrix]:
-    """Features of one set for several extractors, each computed once per run."""
-    sc = scenario_for(ctx)
-    store = ctx.cache.setdefault(("paper_features", id(sc)), {})
-    missing = [ex for ex in dict.fromkeys(extractors) if (set_name, ex) not in store]
-    if missing:
-        # Entity-aware predictors (the per-pair mean) key each row by its model and the models
-        # running at its launch, the co-runners known when it is predicted.
-        ent = launch_entities(sc.traces[set_name])
-        for ex, fm in zip(missing, transform_many(missing, sc.traces[set_name], sc.profiles)):
-            store[(set_name, ex)] = fm if fm.entities is not None else dataclasses.replace(fm, entities=ent)
-    return [store[(set_name, ex)] for ex in extractors]
-
-
-def _cut(n: int) -> int:
-    return max(2, min(n - 1, int(round(REPRODUCE_TRAIN_SHARE * n))))
-
-
-def _run(cfg: Config, fit: FeatureMatrix, rows_fit: slice, test: FeatureMatrix, rows_test: slice,
-         start_ms: np.ndarray, end_ms: np.ndarray) -> np.ndarray:
-    """Predicted latency of ``test[rows_test]`` after fitting on ``fit[rows_fit]`` (prequential if online).
-
-    A predictor with ``uses_entities`` also gets the rows' entities, when the features carry them.
-    """
-    p = cfg.predictor()
-    ent_fit = None if fit.entities is None else fit.entities.take(np.arange(len(fit))[rows_fit])
-    ent_test = None if test.entities is None else test.entities.take(np.arange(len(test))[rows_test])
-    call(p, "fit", fit.X[rows_fit], fit.y[rows_fit], entities=ent_fit)
-    pred = prequential(p, test.X[rows_test], test.y[rows_test], start_ms=start_ms[rows_test],
-                       end_ms=end_ms[rows_test], entities=ent_test)
-    return np.asarray(cfg.extractor.latency_from_target(pred, test.solo_ms[rows_test]), dtype=np.float64)
-
-
-def _validation_mape(ctx: ReproduceContext, cfg: Config) -> float:
-    """Prequential MAPE on the last third of the training rows after fitting on the first two thirds."""
-    sc = scenario_for(ctx)
-    tr = sc.traces["train"]
-    cut = _cut(len(tr))
-    inner = max(1, int(round(cut * 2 / 3)))
-    (fm,) = _features(ctx, "train", [cfg.extractor])
-    lat = _run(cfg, fm, slice(0, inner), fm, slice(inner, cut), tr.start_ms, tr.end_ms)
-    return mape(lat, fm.latency_ms[inner:cut])
-
-
-def _select(ctx: ReproduceContext, name: str, candidates: Sequence[Config]) -> tuple[Config, list[tuple[Config, float]]]:
-    """The candidate with the lowest validation MAPE (cached per run), and every score."""
-    key = ("paper_select", name)
-    if key not in ctx.cache:
-        scores = [(c, _validation_mape(ctx, c)) for c in candidates]
-        best = min(scores, key=lambda cs: cs[1])[0]
-        ctx.cache[key] = (best, scores)
-    return ctx.cache[key]
-
-
-def best_config(ctx: ReproduceContext) -> tuple[Config, list[tuple[Config, float]]]:
-    """interfpred's best configuration, chosen on training data (see the module docstring)."""
-    cands = [Config(TimeWeighted(feature_map=m, target=t), "rls") for m in _BEST_MAPS for t in _BEST_TARGETS]
-    return _select(ctx, "best", cands)
-
-
-def entity_configs(ctx: ReproduceContext) -> tuple[Config, Config, list[tuple[Config, float]]]:
-    """EntityRLS on interfpred's best extractor (its ``log_target`` chosen on training data, like the
-    best configuration), and the same predictor without its entity terms (the ablation)."""
-    best, _ = best_config(ctx)
-    cands = [Config(best.extractor, "entity_rls", (("forgetting", f), ("log_target", lt)))
-             for f in _RLS_GRID for lt in (False, True)]
-    chosen, scores = _select(ctx, "entity_rls", cands)
-    ablation = Config(chosen.extractor, "entity_rls", chosen.params + (("entity_terms", False),))
-    return chosen, ablation, scores
-
-
-def _scores_table(scores: Sequence[tuple[Config, float]], chosen: Config) -> list[list[object]]:
-    return [[c.label(), s, "chosen" if c == chosen else ""] for c, s in scores]
 
 
 # ---------------------------------------------------------------------------- E1
@@ -229,11 +91,11 @@ def run_e1(ctx: ReproduceContext) -> Section:
     sc = scenario_for(ctx)
     tr = sc.traces["train"]
     n = len(tr)
-    cut = _cut(n)
+    cut = train_cut(n)
     ctx.progress(f"E1: features of {n} executions; choosing interfpred's best configuration on training rows")
     best, best_scores = best_config(ctx)
     named = _e1_extractors()
-    fms = _features(ctx, "train", [ex for _, ex in named] + [best.extractor])
+    fms = scenario_features(ctx, "train", [ex for _, ex in named] + [best.extractor])
     test_rows = slice(cut, n)
     obs_lat = fms[0].latency_ms[test_rows]
     solo = fms[0].solo_ms[test_rows]
@@ -256,7 +118,7 @@ def run_e1(ctx: ReproduceContext) -> Section:
         else:
             params = best.params if label == "interfpred best" else ()
             cfg = Config(ex, kind, params)
-        lat = _run(cfg, fm, slice(0, cut), fm, test_rows, tr.start_ms, tr.end_ms)
+        lat = run_config(cfg, fm, slice(0, cut), fm, test_rows, tr.start_ms, tr.end_ms)
         s = accuracy_summary(lat / solo, obs_sd)
         rows.append({"aggregation": label, "method": mlabel, "map": ex.feature_map, "target": ex.target,
                      **s.as_dict()})
@@ -291,7 +153,7 @@ def run_e1(ctx: ReproduceContext) -> Section:
         f"**interfpred best** = {best.label()}, chosen by prequential MAPE on a validation split inside the "
         "training rows (the test rows played no part):",
         "",
-        markdown_table(["candidate", "validation MAPE", ""], _scores_table(best_scores, best)),
+        markdown_table(["candidate", "validation MAPE", ""], scores_table(best_scores, best)),
         "",
         f"**EntityRLS** = {ent_cfg.label()}: the same features plus each model's learned sensitivity, "
         "aggressiveness and per-pair terms (entities: the models each execution met, aggregated like the "
@@ -311,39 +173,29 @@ def run_e1(ctx: ReproduceContext) -> Section:
                    figures=figures, data=data)
 
 
+def _yes(b: bool) -> str:
+    return "yes" if b else "**no**"
+
+
+def _findings(title: str, items: list[str]) -> str:
+    """The findings paragraph: a title line, then one bullet per item."""
+    return "\n".join([title, "", *(f"- {item}" for item in items)])
+
+
 def _e1_findings(patterns: dict[str, bool], goal: dict[str, Any]) -> str:
-    def yes(b: bool) -> str:
-        return "yes" if b else "**no**"
-    return "\n".join([
-        "Paper patterns and goals (by share within 10 %):",
-        "",
-        f"- Static worst: OfflineLinear {yes(patterns['static_worst_OfflineLinear'])}, "
-        f"RLS {yes(patterns['static_worst_RLS'])}",
-        f"- TimeWeighted best of the five: OfflineLinear {yes(patterns['timeweighted_best_OfflineLinear'])}, "
-        f"RLS {yes(patterns['timeweighted_best_RLS'])}",
-        f"- interfpred best within 10 %: {goal['best_within_10']:.3f} (goal >= 0.9: {yes(goal['met'])})",
+    return _findings("Paper patterns and goals (by share within 10 %):", [
+        f"Static worst: OfflineLinear {_yes(patterns['static_worst_OfflineLinear'])}, "
+        f"RLS {_yes(patterns['static_worst_RLS'])}",
+        f"TimeWeighted best of the five: OfflineLinear {_yes(patterns['timeweighted_best_OfflineLinear'])}, "
+        f"RLS {_yes(patterns['timeweighted_best_RLS'])}",
+        f"interfpred best within 10 %: {goal['best_within_10']:.3f} (goal >= 0.9: {_yes(goal['met'])})",
     ])
 
 
-_NO_MPL = "_(figure skipped: matplotlib is not installed; `pip install \".[plot]\"` draws it)_"
-
-
-def _pyplot():
-    """matplotlib.pyplot on the Agg backend, or None when matplotlib is not installed."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    return plt
-
-
 def _plot_e1(ctx: ReproduceContext, curves: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[list[str], str]:
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None:
-        return [], _NO_MPL
+        return [], NO_MPL
     ctx.progress("E1: drawing the relative-error CDF")
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     for ax, method in zip(axes, ("OfflineLinear", "RLS")):
@@ -376,8 +228,8 @@ def _plot_e1(ctx: ReproduceContext, curves: dict[str, tuple[np.ndarray, np.ndarr
 def _e2_configs(ctx: ReproduceContext) -> list[tuple[str, Config, list[tuple[Config, float]]]]:
     ex = EWMA(alpha=_E2_ALPHA, feature_map=_PAPER_MAP)
     offline = Config(ex, "offline_linear")
-    sgd, sgd_scores = _select(ctx, "sgd", [Config(ex, "online_sgd", (("learning_rate", lr),)) for lr in _SGD_GRID])
-    rls, rls_scores = _select(ctx, "rls", [Config(ex, "rls", (("forgetting", f),)) for f in _RLS_GRID])
+    sgd, sgd_scores = select(ctx, "sgd", [Config(ex, "online_sgd", (("learning_rate", lr),)) for lr in SGD_GRID])
+    rls, rls_scores = select(ctx, "rls", [Config(ex, "rls", (("forgetting", f),)) for f in RLS_GRID])
     best, best_scores = best_config(ctx)
     ent_cfg, ent_abl, ent_scores = entity_configs(ctx)
     return [("Offline linear", offline, []), ("Online SGD", sgd, sgd_scores), ("RLS", rls, rls_scores),
@@ -391,7 +243,7 @@ def run_e2(ctx: ReproduceContext) -> Section:
     t0 = time.perf_counter()
     sc = scenario_for(ctx)
     tr = sc.traces["train"]
-    cut = _cut(len(tr))
+    cut = train_cut(len(tr))
     ctx.progress("E2: choosing step sizes on a validation split of the train set")
     configs = _e2_configs(ctx)
     extractors = list(dict.fromkeys(c.extractor for _, c, _ in configs))
@@ -405,11 +257,11 @@ def run_e2(ctx: ReproduceContext) -> Section:
         trace = sc.traces[src]
         rows = slice(cut, len(trace)) if set_name == "held-out" else slice(0, len(trace))
         ctx.progress(f"E2: {set_name} ({rows.stop - rows.start} executions), prequential")
-        fms = dict(zip(extractors, _features(ctx, src, extractors)))
-        train_by = dict(zip(extractors, _features(ctx, "train", extractors)))
+        fms = dict(zip(extractors, scenario_features(ctx, src, extractors)))
+        train_by = dict(zip(extractors, scenario_features(ctx, "train", extractors)))
         for label, cfg, _ in configs:
             fm = fms[cfg.extractor]
-            lat = _run(cfg, train_by[cfg.extractor], slice(0, cut), fm, rows, trace.start_ms, trace.end_ms)
+            lat = run_config(cfg, train_by[cfg.extractor], slice(0, cut), fm, rows, trace.start_ms, trace.end_ms)
             obs = fm.latency_ms[rows]
             solo = fm.solo_ms[rows]
             results[label][set_name] = {"mse": mse(lat / solo, obs / solo), "mape": mape(lat, obs),
@@ -479,9 +331,9 @@ def run_e2(ctx: ReproduceContext) -> Section:
 
 def _plot_e2(ctx: ReproduceContext, errors: dict[str, dict[str, np.ndarray]],
              sc: Scenario) -> tuple[list[str], str]:
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None:
-        return [], _NO_MPL
+        return [], NO_MPL
     ctx.progress("E2: drawing the rolling error along the test sets")
     sets = [s for s in E2_SETS if s != "held-out"]
     fig, axes = plt.subplots(1, len(sets), figsize=(13, 3.8), sharey=True)
@@ -511,16 +363,11 @@ def _plot_e2(ctx: ReproduceContext, errors: dict[str, dict[str, np.ndarray]],
 
 
 def _e2_findings(patterns: dict[str, bool], goal: dict[str, Any]) -> str:
-    def yes(b: bool) -> str:
-        return "yes" if b else "**no**"
-    return "\n".join([
-        "Paper patterns and goals on test set 2 (MSE of slowdown):",
-        "",
-        f"- offline model degrades on new models (test 2 worse than held-out): "
-        f"{yes(patterns['offline_degrades_on_test2'])}",
-        f"- RLS beats SGD: {yes(patterns['rls_beats_sgd_on_test2'])}; SGD beats offline: "
-        f"{yes(patterns['sgd_beats_offline_on_test2'])}",
-        f"- interfpred best / offline = "
-        f"{'undefined (offline MSE 0)' if goal['ratio'] is None else format(goal['ratio'], '.3f')} "
-        f"(goal <= 1/3: {yes(goal['met'])})",
+    ratio = 'undefined (offline MSE 0)' if goal['ratio'] is None else format(goal['ratio'], '.3f')
+    return _findings("Paper patterns and goals on test set 2 (MSE of slowdown):", [
+        f"offline model degrades on new models (test 2 worse than held-out): "
+        f"{_yes(patterns['offline_degrades_on_test2'])}",
+        f"RLS beats SGD: {_yes(patterns['rls_beats_sgd_on_test2'])}; SGD beats offline: "
+        f"{_yes(patterns['sgd_beats_offline_on_test2'])}",
+        f"interfpred best / offline = {ratio} (goal <= 1/3: {_yes(goal['met'])})",
     ])

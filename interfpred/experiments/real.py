@@ -1,22 +1,10 @@
 """E4: accuracy on real co-location measurements (Gavel's V100 pairs), every predictor beside the baselines.
 
-Three columns, each a MAPE of latency (equal to the MAPE of slowdown, since both share the solo
-latency) with its spread over repeats:
-
-- **split by run**: 70 % of the runs train, 30 % test, over seeded repeats;
-- **leave one model out**: every run that involves one model (as the batch measured or as the
-  co-runner) is held out, for each model in turn;
-- **stream, new model halfway**: runs arrive one after another and one model first appears
-  halfway; methods learn from the first half and are scored on the second half, for each model
-  in turn.
-
-In every column each method is fitted on the training rows, then the test runs are taken in
-order and predicted prequentially: each run with what the runs before it taught (offline
-methods only predict). Every registered predictor takes part with its default hyperparameters;
-one that cannot take the data's features says why in its row. Gavel's file holds no hardware
-counter, so the features are the MPS shares and the co-runner count only (all shares are 100
-here): the feature-based predictors can learn little more than a mean, and the per-pair baseline
-and entity-aware predictors (``uses_entities``) are the ones that can tell models apart.
+Three columns, each a MAPE of latency with its spread over repeats: split by run (70/30, seeded
+repeats), leave one model out, and a stream in which a new model first appears halfway. Each
+method is fitted on the training rows and then predicts the test runs in order, prequentially.
+Gavel's file holds no hardware counter, so the features are the MPS shares and the co-runner
+count only. docs/results.md describes the protocol with its table.
 
 Examples
 --------
@@ -37,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from interfpred.constants import BASELINE_KINDS, E4_QUICK_REPEATS, E4_REPEATS, E4_TARGETS, E4_TRAIN_SHARE
+from interfpred.datasets import gavel_v100
 from interfpred.evaluation import BASELINE_LABELS, Fold, held_out_mape, run_folds
 from interfpred.experiments.report import ReproduceContext, Section, markdown_table, text_table
 from interfpred.features import Extractor, TimeWeighted
@@ -182,8 +171,6 @@ def split_table(extractor: Extractor, predictor: BasePredictor, measurements: Me
 
 def run_e4(ctx: ReproduceContext) -> Section:
     """E4 on Gavel's V100 pairs: every registered predictor and the three baselines, three columns, two targets."""
-    from interfpred.datasets import gavel_v100
-
     m = gavel_v100()
     # The tests' size knob (executions given) runs a few splits, like the other sections' small sizes.
     repeats = 3 if ctx.executions is not None else (E4_QUICK_REPEATS if ctx.quick else E4_REPEATS)

@@ -1,27 +1,25 @@
 """Building blocks of ``interfpred reproduce``: the run context, report sections, tables.
 
 Each experiment is a function ``run_eN(ctx: ReproduceContext) -> Section``; the reproduce
-driver runs them in order, prints each section's terminal text and writes ``report.md``.
+driver runs them in order, prints each section's terminal text and writes ``report.md``. The
+table helpers live in :mod:`interfpred.evaluation.tables` and are importable from here too.
 
 Examples
 --------
->>> print(markdown_table(["method", "MSE"], [["RLS", 0.1234567], ["SGD", 2]]))
+>>> print(markdown_table(["method", "MSE"], [["RLS", 0.5]]))
 | method | MSE |
 |---|---|
-| RLS | 0.1235 |
-| SGD | 2 |
->>> print(text_table(["method", "MSE"], [["RLS", 0.1234567], ["SGD", 2]]))
-method  MSE
-------  ------
-RLS     0.1235
-SGD     2
+| RLS | 0.5 |
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from interfpred.constants import SIM_PHASED_DEFAULT_GPU
+from interfpred.evaluation.tables import format_cell, markdown_table, text_table
 
 __all__ = ["ReproduceContext", "Section", "format_cell", "markdown_table", "text_table"]
 
@@ -62,7 +60,7 @@ class ReproduceContext:
     seed: int = 0
     quick: bool = False
     progress: Callable[[str], None] = _silent
-    gpu: str = "v100"
+    gpu: str = SIM_PHASED_DEFAULT_GPU
     executions: int | None = None
     truth: str = "phases"
     zoo: str | None = None
@@ -92,32 +90,3 @@ class Section:
     terminal: str
     figures: list[str] = field(default_factory=list)
     data: dict = field(default_factory=dict)
-
-
-def format_cell(value: object, digits: int = 4) -> str:
-    """Render one table cell: floats to ``digits`` significant digits, others with str().
-
-    >>> format_cell(0.000123456), format_cell(12345.678), format_cell("x")
-    ('0.0001235', '1.235e+04', 'x')
-    """
-    if isinstance(value, float):
-        return f"{value:.{digits}g}"
-    return str(value)
-
-
-def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]], digits: int = 4) -> str:
-    """A GitHub-flavoured Markdown table."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for row in rows:
-        lines.append("| " + " | ".join(format_cell(c, digits) for c in row) + " |")
-    return "\n".join(lines)
-
-
-def text_table(header: Sequence[str], rows: Sequence[Sequence[object]], digits: int = 4) -> str:
-    """A plain-text table with aligned columns, for the terminal."""
-    cells = [list(header)] + [[format_cell(c, digits) for c in row] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    out = ["  ".join(c.ljust(w) for c, w in zip(cells[0], widths)).rstrip()]
-    out.append("  ".join("-" * w for w in widths))
-    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells[1:]]
-    return "\n".join(out)

@@ -36,9 +36,11 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
+
 from interfpred._io import recover, replace_folder, temp_folder
 from interfpred._version import __version__
-from interfpred.constants import SIM_DEFAULT_TRUTH, SIM_TRUTHS
+from interfpred.constants import SIM_DEFAULT_GPU, SIM_DEFAULT_TRUTH, SIM_PHASED_DEFAULT_GPU, SIM_TRUTHS
 from interfpred.errors import InterfpredError
 from interfpred.experiments.bounds import run_coverage
 from interfpred.experiments.bounds_real import run_e4_coverage
@@ -145,7 +147,7 @@ def reproduce(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: int
     if truth not in SIM_TRUTHS:
         raise InterfpredError(f"unknown truth {truth!r}; known: {', '.join(SIM_TRUTHS)}")
     if gpu is None:
-        gpu = "v100" if truth == "phases" or zoo == "orion" else "l4"
+        gpu = SIM_PHASED_DEFAULT_GPU if truth == "phases" or zoo == "orion" else SIM_DEFAULT_GPU
     get_gpu_spec(gpu)  # an unknown preset fails here, before any work
     if truth == "phases" or zoo is not None:
         phase_zoo(gpu, zoo)  # an unknown or mismatched zoo too
@@ -193,8 +195,6 @@ def reproduce(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: int
 
 
 def _json_default(obj):
-    import numpy as np
-
     if isinstance(obj, np.generic):
         return obj.item()
     if isinstance(obj, np.ndarray):
@@ -230,7 +230,7 @@ def _truth_words(meta: dict) -> str:
     if meta.get("truth") == "fluid":
         family = "orion passes' time-averaged demands" if meta.get("zoo") == "orion" else "synthetic zoo"
         return f"fluid (one demand vector per execution, its profile's; {family})"
-    zoo = meta.get("zoo") or ("orion" if meta["gpu"] == "v100" else "synthetic")
+    zoo = meta.get("zoo") or ("orion" if meta["gpu"] == SIM_PHASED_DEFAULT_GPU else "synthetic")
     family = ("Orion's real V100 operator sequences with derived demands" if zoo == "orion"
               else "the synthetic zoo, one operator per pass")
     return f"operator phases with hidden per-model L2 footprints and latency hiding ({family})"

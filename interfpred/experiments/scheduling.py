@@ -139,8 +139,8 @@ def simulate_serving(policy: str, load: float, *, requests: int, seed: int = 0, 
         raise InterfpredError(f"requests {requests!r} must be a positive integer")
     slo = {m: slo_factor * float(profiles.lookup_arrays([m], [slo_batch], gpus=spec.name)["solo_ms"][0])
            for m in models}
-    arr = poisson_arrivals(list(models), rho=load, executions=requests, profiles=profiles, gpu=spec,
-                           batch_sizes={1: 1.0}, gpus=n_gpus, seed=seed)
+    arr = poisson_arrivals(list(models), rho=load, executions=requests, profiles=profiles, spec=spec,
+                           batch_sizes={1: 1.0}, n_devices=n_gpus, seed=seed)
     sim = ServingSim(profiles, spec, n_gpus, slo, np.random.default_rng([seed, 1]), max_batch, hidden)
     pol: Policy
     if policy in ("gpulets", "tracker") and pair_models is None:

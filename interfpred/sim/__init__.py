@@ -4,7 +4,9 @@ Executions sharing a GPU (see docs/simulator.md): the phase-structured truth (op
 hidden per-model factors, :mod:`~interfpred.sim.operators`, its engine :mod:`~interfpred.sim.phased`,
 the orion and synthetic families :mod:`~interfpred.sim.orion`), the fluid truth (the rate model
 :mod:`~interfpred.sim.contention`, the engine :mod:`~interfpred.sim.engine`, the synthetic zoo
-:mod:`~interfpred.sim.zoo`) and workloads (:mod:`~interfpred.sim.workload`).
+:mod:`~interfpred.sim.zoo`), arrival streams (:mod:`~interfpred.sim.arrivals`) and scenarios
+(:mod:`~interfpred.sim.workload`). The simulated GPU type is the keyword ``spec`` everywhere (a
+:class:`GpuSpec` or a preset name).
 
 Examples
 --------
@@ -16,9 +18,11 @@ Examples
 [0.81, 0.81]
 """
 
+from interfpred.sim.arrivals import Arrivals, offered_load, poisson_arrivals, simulate_arrivals
 from interfpred.sim.contention import (
     GPU_PRESETS,
     GpuSpec,
+    check_fits,
     effective_demands,
     get_gpu_spec,
     kernel_constants,
@@ -29,21 +33,13 @@ from interfpred.sim.engine import SimResult, noisy_work, simulate, simulate_work
 from interfpred.sim.operators import HiddenFactors, PhaseZoo, Program, draw_hidden, merge_phases
 from interfpred.sim.orion import orion_zoo, phase_zoo, synthetic_phase_zoo
 from interfpred.sim.phased import simulate_phased, simulate_programs
-from interfpred.sim.workload import (
-    Arrivals,
-    Scenario,
-    mix_scenario,
-    offered_load,
-    paper_scenario,
-    poisson_arrivals,
-    simulate_arrivals,
-    write_scenario,
-)
+from interfpred.sim.workload import Scenario, mix_scenario, paper_scenario, write_scenario
 from interfpred.sim.zoo import ZOO_MODELS, zoo_profiles
 
 __all__ = [
     "GPU_PRESETS",
     "GpuSpec",
+    "check_fits",
     "get_gpu_spec",
     "rates",
     "effective_demands",

@@ -21,10 +21,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from interfpred.constants import SIM_MAX_PHASES
+from interfpred._deprecation import renamed_keywords
+from interfpred.constants import SIM_MAX_PHASES, SIM_PHASED_DEFAULT_GPU
 from interfpred.errors import InterfpredError
 from interfpred.sim.contention import GpuSpec, get_gpu_spec
 from interfpred.sim.operators import NEUTRAL, PhaseZoo, Program
+from interfpred.sim.orion import phase_zoo
+from interfpred.sim.phased import simulate_programs
 
 __all__ = ["GAVEL_V100_PAIRS", "pair_slowdowns", "summarise"]
 
@@ -39,14 +42,15 @@ def _tile(p: Program, times: int) -> Program:
     return Program(np.tile(p.duration_ms, times), np.tile(p.demand, (times, 1)), np.tile(p.kind, times))
 
 
-def pair_slowdowns(gpu: str | GpuSpec = "v100", *, zoo: str | PhaseZoo | None = None, truth: str = "phases",
-                   batch_sizes: Sequence[int] = (1, 2, 4, 8, 16, 32), models: Sequence[str] | None = None,
+@renamed_keywords(gpu="spec")
+def pair_slowdowns(spec: str | GpuSpec = SIM_PHASED_DEFAULT_GPU, *, zoo: str | PhaseZoo | None = None,
+                   truth: str = "phases", batch_sizes: Sequence[int] = (1, 2, 4, 8, 16, 32), models: Sequence[str] | None = None,
                    span_ms: float = 200.0, seed: int = 0) -> np.ndarray:
     """Steady-state slowdown of every ordered pair (A beside B) of (model, batch size) items.
 
     Parameters
     ----------
-    gpu
+    spec
         GPU preset or spec.
     zoo
         Family (``"orion"``, ``"synthetic"`` or a PhaseZoo; None: orion on a v100, else synthetic).
@@ -65,10 +69,7 @@ def pair_slowdowns(gpu: str | GpuSpec = "v100", *, zoo: str | PhaseZoo | None = 
     numpy.ndarray
         One slowdown per ordered pair, A's, including A beside a copy of itself.
     """
-    from interfpred.sim.orion import phase_zoo
-    from interfpred.sim.phased import simulate_programs
-
-    spec = get_gpu_spec(gpu)
+    spec = get_gpu_spec(spec)
     if truth not in ("phases", "fluid"):
         raise InterfpredError(f"unknown truth {truth!r}; known: phases, fluid")
     pz = zoo if isinstance(zoo, PhaseZoo) else phase_zoo(spec.name, zoo, max_phases=SIM_MAX_PHASES)

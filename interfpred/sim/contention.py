@@ -27,13 +27,16 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from interfpred._deprecation import renamed_keywords
 from interfpred._jit import njit
 from interfpred.constants import (
+    BOUNDARY_RTOL,
+    SIM_DEFAULT_GPU,
     SIM_EPSILON,
     SIM_FOOTPRINT_KAPPA,
     SIM_L2_MB,
@@ -44,7 +47,8 @@ from interfpred.constants import (
 )
 from interfpred.errors import InterfpredError
 
-__all__ = ["GpuSpec", "GPU_PRESETS", "get_gpu_spec", "rates", "effective_demands", "rates_kernel", "kernel_constants"]
+__all__ = ["GpuSpec", "GPU_PRESETS", "check_fits", "get_gpu_spec", "rates", "effective_demands", "rates_kernel",
+           "kernel_constants"]
 
 
 class GpuSpec(BaseModel):
@@ -118,7 +122,8 @@ GPU_PRESETS: dict[str, GpuSpec] = {
 }
 
 
-def get_gpu_spec(gpu: str | GpuSpec = "l4", **overrides: float) -> GpuSpec:
+@renamed_keywords(gpu="spec")
+def get_gpu_spec(spec: str | GpuSpec = SIM_DEFAULT_GPU, **overrides: float) -> GpuSpec:
     """A GPU preset by name (or a given spec), with optional field overrides.
 
     Examples
@@ -130,13 +135,11 @@ def get_gpu_spec(gpu: str | GpuSpec = "l4", **overrides: float) -> GpuSpec:
     ...
     interfpred.errors.InterfpredError: unknown GPU preset 'h100'; known presets: a100, l4, v100 (or pass a GpuSpec)
     """
-    if isinstance(gpu, GpuSpec):
-        spec = gpu
-    elif isinstance(gpu, str) and gpu in GPU_PRESETS:
-        spec = GPU_PRESETS[gpu]
-    else:
+    if isinstance(spec, str) and spec in GPU_PRESETS:
+        spec = GPU_PRESETS[spec]
+    elif not isinstance(spec, GpuSpec):
         raise InterfpredError(
-            f"unknown GPU preset {gpu!r}; known presets: {', '.join(sorted(GPU_PRESETS))} (or pass a GpuSpec)")
+            f"unknown GPU preset {spec!r}; known presets: {', '.join(sorted(GPU_PRESETS))} (or pass a GpuSpec)")
     if overrides:
         unknown = sorted(set(overrides) - set(GpuSpec.model_fields))
         if unknown:
@@ -208,7 +211,14 @@ def _fill(dem, k, cap0, cap1, cap2, eps, rate, frozen):
 
 
 @njit(cache=True)
-def _rates_kernel(sm, l2, dram, k, cap0, cap1, cap2, theta, eps, dem, rate, frozen):
+def rates_kernel(sm, l2, dram, k, cap0, cap1, cap2, theta, eps, dem, rate, frozen):
+    """The compiled kernel behind :func:`rates`, for ``@njit`` code that needs ground-truth rates in a hot loop.
+
+    It skips the wrapper's ~10 us of validation. Arguments: float64 arrays ``sm, l2, dram``
+    (first ``k`` entries used), the scalars of :func:`kernel_constants` (``cap_sm, cap_l2,
+    cap_dram, theta, epsilon``), scratch ``dem`` (>= k, 3) and ``frozen`` (bool, >= k); it writes
+    the rates into ``rate[:k]``. It does not validate.
+    """
     _pollute(sm, l2, dram, k, theta, dem)
     _fill(dem, k, cap0, cap1, cap2, eps, rate, frozen)
 
@@ -224,7 +234,9 @@ def _as_demands(demands: Sequence[Sequence[float]] | np.ndarray) -> np.ndarray:
     return d
 
 
-def effective_demands(demands: Sequence[Sequence[float]] | np.ndarray, gpu_spec: GpuSpec | str = "l4") -> np.ndarray:
+@renamed_keywords(gpu_spec="spec")
+def effective_demands(demands: Sequence[Sequence[float]] | np.ndarray,
+                      spec: GpuSpec | str = SIM_DEFAULT_GPU) -> np.ndarray:
     """Demands of a running set after L2 pollution (step 1 of the rate model), shape (k, 3).
 
     Examples
@@ -232,14 +244,15 @@ def effective_demands(demands: Sequence[Sequence[float]] | np.ndarray, gpu_spec:
     >>> effective_demands([[0.5, 0.5, 0.4], [0.5, 0.5, 0.4]], "l4")[0].tolist()
     [0.5, 0.5, 0.5]
     """
-    spec = get_gpu_spec(gpu_spec)
+    spec = get_gpu_spec(spec)
     d = np.ascontiguousarray(_as_demands(demands))
     out = np.empty_like(d)
     _pollute(d[:, 0].copy(), d[:, 1].copy(), d[:, 2].copy(), len(d), spec.theta, out)
     return out
 
 
-def rates(demands: Sequence[Sequence[float]] | np.ndarray, gpu_spec: GpuSpec | str = "l4") -> np.ndarray:
+@renamed_keywords(gpu_spec="spec")
+def rates(demands: Sequence[Sequence[float]] | np.ndarray, spec: GpuSpec | str = SIM_DEFAULT_GPU) -> np.ndarray:
     """Ground-truth rates (fractions of solo speed) of a running set on one GPU.
 
     Parameters
@@ -248,7 +261,7 @@ def rates(demands: Sequence[Sequence[float]] | np.ndarray, gpu_spec: GpuSpec | s
         (k, 3) solo throughputs ``sm, l2, dram`` (fractions of peak) of the k executions running
         together, e.g. ``np.column_stack([p["sm"], p["l2"], p["dram"]])`` from
         :meth:`ProfileTable.lookup_arrays`.  Order does not matter beyond aligning the output.
-    gpu_spec
+    spec
         A :class:`GpuSpec` or a preset name.
 
     Returns
@@ -270,7 +283,7 @@ def rates(demands: Sequence[Sequence[float]] | np.ndarray, gpu_spec: GpuSpec | s
     >>> [round(float(x), 4) for x in r]
     [0.5549, 0.5549, 0.5549]
     """
-    spec = get_gpu_spec(gpu_spec)
+    spec = get_gpu_spec(spec)
     d = _as_demands(demands)
     k = len(d)
     out = np.empty(k)
@@ -278,22 +291,15 @@ def rates(demands: Sequence[Sequence[float]] | np.ndarray, gpu_spec: GpuSpec | s
         return out
     dem = np.empty((k, 3))
     frozen = np.empty(k, dtype=np.bool_)
-    _rates_kernel(np.ascontiguousarray(d[:, 0]), np.ascontiguousarray(d[:, 1]), np.ascontiguousarray(d[:, 2]),
-                  k, spec.capacity_sm, spec.capacity_l2, spec.capacity_dram, spec.theta, spec.epsilon,
-                  dem, out, frozen)
+    rates_kernel(np.ascontiguousarray(d[:, 0]), np.ascontiguousarray(d[:, 1]), np.ascontiguousarray(d[:, 2]),
+                 k, spec.capacity_sm, spec.capacity_l2, spec.capacity_dram, spec.theta, spec.epsilon,
+                 dem, out, frozen)
     return out
 
 
-#: The compiled kernel behind :func:`rates`, for other ``@njit`` code that needs ground-truth rates
-#: in a hot loop without the wrapper's ~10 us of validation.  Signature:
-#: ``rates_kernel(sm, l2, dram, k, cap_sm, cap_l2, cap_dram, theta, epsilon, dem, rate, frozen)``
-#: with float64 arrays ``sm, l2, dram`` (first ``k`` entries used), scratch ``dem`` (>= k, 3) and
-#: ``frozen`` (bool, >= k); it writes the rates into ``rate[:k]``.  It does not validate.
-rates_kernel = _rates_kernel
-
-
-def kernel_constants(gpu_spec: GpuSpec | str = "l4") -> tuple[float, float, float, float, float]:
-    """``(cap_sm, cap_l2, cap_dram, theta, epsilon)`` of a GPU, the scalar arguments of :data:`rates_kernel`.
+@renamed_keywords(gpu_spec="spec")
+def kernel_constants(spec: GpuSpec | str = SIM_DEFAULT_GPU) -> tuple[float, float, float, float, float]:
+    """``(cap_sm, cap_l2, cap_dram, theta, epsilon)`` of a GPU, the scalar arguments of :func:`rates_kernel`.
 
     Examples
     --------
@@ -304,15 +310,26 @@ def kernel_constants(gpu_spec: GpuSpec | str = "l4") -> tuple[float, float, floa
     >>> bool(np.allclose(rate, rates(np.column_stack([sm, l2, dram]), "l4")))
     True
     """
-    spec = get_gpu_spec(gpu_spec)
+    spec = get_gpu_spec(spec)
     return (spec.capacity_sm, spec.capacity_l2, spec.capacity_dram, spec.theta, spec.epsilon)
 
 
-def _check_fits(sm: np.ndarray, l2: np.ndarray, dram: np.ndarray, spec: GpuSpec, labels=None) -> None:
-    """Refuse solo demands above the GPU's capacity (a solo run cannot use more than exists)."""
+def check_fits(sm: np.ndarray, l2: np.ndarray, dram: np.ndarray, spec: GpuSpec, *,
+               labels: Callable[[int], str] | None = None) -> None:
+    """Refuse solo demands above the GPU's capacity (a solo run cannot use more than exists).
+
+    ``labels(i)`` names element ``i`` in the message (``"execution 3"``).
+
+    Examples
+    --------
+    >>> check_fits(np.array([1.2]), np.array([0.1]), np.array([0.1]), get_gpu_spec("l4"))
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: solo sm demand 1.2 exceeds gpu 'l4' capacity_sm 1.0: a solo run cannot use more than the GPU delivers; use a GpuSpec with capacity_sm >= 1.2
+    """
     for name, arr, cap in (("sm", sm, spec.capacity_sm), ("l2", l2, spec.capacity_l2),
                            ("dram", dram, spec.capacity_dram)):
-        bad = np.flatnonzero(arr > cap * (1.0 + 1e-12))
+        bad = np.flatnonzero(arr > cap * (1.0 + BOUNDARY_RTOL))
         if bad.size:
             i = int(bad[0])
             who = f" ({labels(i)})" if labels is not None else ""

@@ -29,10 +29,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from interfpred._jit import njit
-from interfpred.constants import SIM_FINISH_RTOL
+from interfpred.constants import SIM_DEFAULT_GPU, SIM_FINISH_RTOL
 from interfpred.errors import InterfpredError
 from interfpred.profiles import ProfileTable
-from interfpred.sim.contention import GpuSpec, _check_fits, _rates_kernel, get_gpu_spec
+from interfpred.sim._event_kernels import advance, event_scratch, retire, time_to_next_finish
+from interfpred.sim._executions import (
+    check_seed,
+    check_times,
+    device_codes,
+    engine_plan,
+    execution_columns,
+    sorted_trace,
+)
+from interfpred.sim.contention import GpuSpec, check_fits, get_gpu_spec, rates_kernel
+from interfpred.sim.zoo import zoo_profiles
 from interfpred.trace import Trace
 
 __all__ = ["SimResult", "simulate", "simulate_work", "noisy_work"]
@@ -43,50 +53,29 @@ __all__ = ["SimResult", "simulate", "simulate_work", "noisy_work"]
 def _run_device(order, time, work, sm, l2, dram, limit, cap0, cap1, cap2, theta, eps, start_out, end_out):
     """Simulate one GPU: ``order`` indexes its executions sorted by time (ties: input order)."""
     n = order.shape[0]
-    size = limit if limit < n else n
-    run = np.empty(size, dtype=np.int64)
-    rem = np.empty(size)
-    rate = np.empty(size)
-    tau = np.empty(size)
-    lsm = np.empty(size)
-    ll2 = np.empty(size)
-    ldr = np.empty(size)
-    dem = np.empty((size, 3))
-    frozen = np.empty(size, dtype=np.bool_)
+    run, rem, rate, tau, lsm, ll2, ldr, dem, frozen = event_scratch(limit if limit < n else n)
     nrun = 0
     p = 0       # next arrival (position in order)
     head = 0    # next to launch; the FIFO queue is order[head:p]
     t = 0.0
     while p < n or nrun > 0:
-        tmin = np.inf
-        for j in range(nrun):
-            tau[j] = rem[j] / rate[j]
-            if tau[j] < tmin:
-                tmin = tau[j]
+        tmin = time_to_next_finish(rem, rate, tau, nrun)
         ta = time[order[p]] if p < n else np.inf
         if nrun > 0 and t + tmin <= ta:
             # completion(s): advance to the earliest finish, retire every execution done then
-            t_new = t + tmin
-            for j in range(nrun):
-                rem[j] -= rate[j] * tmin
-            t = t_new
+            advance(rem, rate, nrun, tmin)
+            t = t + tmin
             j = 0
             while j < nrun:
                 e = run[j]
                 if tau[j] <= tmin or rem[j] <= SIM_FINISH_RTOL * work[e]:
                     end_out[e] = t
-                    nrun -= 1
-                    run[j] = run[nrun]
-                    rem[j] = rem[nrun]
-                    rate[j] = rate[nrun]
-                    tau[j] = tau[nrun]
+                    nrun = retire(j, nrun, run, rem, rate, tau)
                 else:
                     j += 1
         else:
             if nrun > 0:
-                dt = ta - t
-                for j in range(nrun):
-                    rem[j] -= rate[j] * dt
+                advance(rem, rate, nrun, ta - t)
             t = ta
             p += 1
         # launch from the FIFO queue while there is room
@@ -103,7 +92,7 @@ def _run_device(order, time, work, sm, l2, dram, limit, cap0, cap1, cap2, theta,
                 lsm[j] = sm[e]
                 ll2[j] = l2[e]
                 ldr[j] = dram[e]
-            _rates_kernel(lsm, ll2, ldr, nrun, cap0, cap1, cap2, theta, eps, dem, rate, frozen)
+            rates_kernel(lsm, ll2, ldr, nrun, cap0, cap1, cap2, theta, eps, dem, rate, frozen)
 
 
 @njit(cache=True)
@@ -124,22 +113,9 @@ def noisy_work(solo_ms: np.ndarray, sigma: float, seed: int | np.random.Generato
     >>> bool(np.array_equal(noisy_work(np.ones(5), 0.1, 7), noisy_work(np.ones(5), 0.1, 7)))
     True
     """
-    if not isinstance(seed, np.random.Generator) and seed is not None and (
-            isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
-        raise InterfpredError(f"seed {seed!r} must be a non-negative integer (or None)")
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(check_seed(seed))
     z = rng.standard_normal(len(solo_ms))
     return np.asarray(solo_ms, dtype=np.float64) * np.exp(sigma * z)
-
-
-def _device_codes(device: Sequence[str] | np.ndarray | None, n: int) -> tuple[np.ndarray, np.ndarray]:
-    if device is None:
-        return np.array(["gpu0"]), np.zeros(n, dtype=np.int64)
-    names = np.asarray(device).astype(str)
-    if names.shape != (n,):
-        raise InterfpredError(f"gpu has shape {names.shape}, expected ({n},)")
-    uniq, codes = np.unique(names, return_inverse=True)
-    return uniq, codes.astype(np.int64)
 
 
 def simulate_work(
@@ -148,7 +124,7 @@ def simulate_work(
     time_ms: Sequence[float] | np.ndarray,
     device: Sequence[str] | np.ndarray | Sequence[int] | None = None,
     *,
-    spec: GpuSpec | str = "l4",
+    spec: GpuSpec | str = SIM_DEFAULT_GPU,
     queue: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The raw engine: launch and end times of executions given their work and demands.
@@ -193,15 +169,13 @@ def simulate_work(
         raise InterfpredError(f"time_ms has shape {time.shape}, expected ({n},) like work_ms")
     if dem.shape != (n, 3):
         raise InterfpredError(f"demands has shape {dem.shape}, expected ({n}, 3) columns sm, l2, dram")
-    bad = np.flatnonzero(~np.isfinite(time) | (time < 0))
-    if bad.size:
-        raise InterfpredError(f"time_ms {time[bad[0]]!r} (execution {int(bad[0])}) must be a finite time >= 0")
+    check_times(time)
     bad = np.flatnonzero(~np.isfinite(work) | (work <= 0))
     if bad.size:
         raise InterfpredError(f"work_ms {work[bad[0]]!r} (execution {int(bad[0])}) must be positive and finite")
     if dem.size and (not np.all(np.isfinite(dem)) or dem.min() < 0):
         raise InterfpredError("demands must be finite fractions of peak >= 0")
-    _check_fits(dem[:, 0], dem[:, 1], dem[:, 2], spec, labels=lambda i: f"execution {i}")
+    check_fits(dem[:, 0], dem[:, 1], dem[:, 2], spec, labels=lambda i: f"execution {i}")
     if device is None:
         codes = np.zeros(n, dtype=np.int64)
     else:
@@ -209,16 +183,9 @@ def simulate_work(
         if dev.shape != (n,):
             raise InterfpredError(f"device has shape {dev.shape}, expected ({n},)")
         codes = np.unique(dev.astype(str), return_inverse=True)[1].astype(np.int64)
-    # Per device, by time; ties keep input order (stable), which is also the FIFO order.
-    order = np.lexsort((np.arange(n), time, codes)).astype(np.int64)
-    counts = np.bincount(codes, minlength=int(codes.max()) + 1 if n else 0)
-    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    start = np.full(n, np.nan)
-    end = np.full(n, np.nan)
-    limit = spec.max_concurrency if queue else max(n, 1)
+    order, offsets, start, end, limit = engine_plan(codes, time, spec, queue)
     _run_all(offsets, order, time, work, np.ascontiguousarray(dem[:, 0]), np.ascontiguousarray(dem[:, 1]),
-             np.ascontiguousarray(dem[:, 2]), int(limit), spec.capacity_sm, spec.capacity_l2,
+             np.ascontiguousarray(dem[:, 2]), limit, spec.capacity_sm, spec.capacity_l2,
              spec.capacity_dram, spec.theta, spec.epsilon, start, end)
     return start, end
 
@@ -263,7 +230,7 @@ def simulate(
     *,
     gpu: Sequence[str] | np.ndarray | None = None,
     id: Sequence[int] | np.ndarray | None = None,
-    spec: GpuSpec | str = "l4",
+    spec: GpuSpec | str = SIM_DEFAULT_GPU,
     profiles: ProfileTable | None = None,
     queue: bool = True,
     seed: int | np.random.Generator | None = 0,
@@ -308,33 +275,14 @@ def simulate(
     """
     spec = get_gpu_spec(spec)
     if profiles is None:
-        from interfpred.sim.zoo import zoo_profiles
-
         profiles = zoo_profiles(spec.name)
-    model_a = np.asarray(model).astype(str)
-    n = len(model_a)
-    batch_a = np.asarray(batch_size)
-    if batch_a.shape != (n,):
-        raise InterfpredError(f"batch_size has shape {batch_a.shape}, expected ({n},) like model")
-    if batch_a.size and (batch_a.dtype.kind not in "iuf" or np.any(batch_a != np.round(batch_a)) or np.any(batch_a < 1)):
-        bad = batch_a[(batch_a != np.round(batch_a)) | (batch_a < 1)][0]
-        raise InterfpredError(f"batch_size {bad!r} is not a positive integer")
-    time = np.asarray(time_ms, dtype=np.float64)
-    if time.shape != (n,):
-        raise InterfpredError(f"time_ms has shape {time.shape}, expected ({n},) like model")
-    ids = np.arange(n, dtype=np.int64) if id is None else np.asarray(id)
-    if ids.shape != (n,):
-        raise InterfpredError(f"id has shape {ids.shape}, expected ({n},) like model")
-    names, codes = _device_codes(gpu, n)
+    model_a, batch_a, time, ids = execution_columns(model, batch_size, time_ms, id)
+    names, codes = device_codes(gpu, len(model_a))
     prof = profiles.lookup_arrays(model_a, batch_a, gpus=spec.name)
-    _check_fits(prof["sm"], prof["l2"], prof["dram"], spec,
+    check_fits(prof["sm"], prof["l2"], prof["dram"], spec,
                 labels=lambda i: f"model {model_a[i]!r} batch {int(batch_a[i])}")
     work = noisy_work(prof["solo_ms"], spec.sigma, seed)
     dem = np.column_stack([prof["sm"], prof["l2"], prof["dram"]])
     start, end = simulate_work(work, dem, time, codes, spec=spec, queue=queue)
-    order = np.lexsort((np.arange(n), end, start))  # like Trace.sorted(), ties by input order
-    trace = Trace(id=ids[order], gpu=names[codes][order], model=model_a[order], batch_size=batch_a[order],
-                  start_ms=start[order], end_ms=end[order], solo_ms=work[order])
-    arrival = time[order]
-    arrival.setflags(write=False)
+    trace, arrival = sorted_trace(ids, names[codes], model_a, batch_a, start, end, work, time)
     return SimResult(trace=trace, arrival_ms=arrival, spec=spec)

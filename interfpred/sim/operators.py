@@ -1,25 +1,11 @@
 """Phase-structured models: a pass is a sequence of operators, each with a duration and demands.
 
-A real inference pass is not one demand vector: it is hundreds of kernels, some compute-bound,
-some memory-bound, of very different lengths.  Here a *program* is the operator sequence of one
-(model, batch size) on one GPU: per operator its solo duration (ms) and its demand
-``(sm, l2, dram)`` as fractions of peak.  A :class:`PhaseZoo` holds the programs of a model
-family plus the hidden per-model factors (:class:`HiddenFactors`) that no solo profile shows:
-
-* an **L2 footprint** (MB) per batch: ``weights_mb + per_sample_mb * batch``; L2 pollution
-  grows when the running set's combined footprint exceeds the GPU's L2 capacity;
-* a **latency-hiding factor** ``h``: an execution given a fair share ``r`` of the contended
-  resources progresses at rate ``r ** h`` (``h < 1``: it hides latency well and loses less).
-
-Solo profiles are what a profiler summed over a pass reports: ``solo_ms`` the sum of the
-operator durations and ``sm, l2, dram`` their duration-weighted means (:meth:`PhaseZoo.profiles`).
-
-**Phase reduction** (:meth:`PhaseZoo.reduced`): consecutive operators merge into at most
-``max_phases`` phases per pass; a merged phase lasts the sum of its operators' durations and
-demands their duration-weighted mean, so each pass keeps its total work and its time-averaged
-demand exactly.  Merges are chosen greedily by Ward's criterion on the demand vectors (the pair
-of neighbours whose merge adds the least duration-weighted squared demand deviation), so runs of
-similar operators merge first and long, distinct phases survive.
+A *program* is the operator sequence of one (model, batch size) on one GPU: per operator its solo
+duration (ms) and demand ``(sm, l2, dram)``. A :class:`PhaseZoo` holds a family's programs and the
+hidden per-model factors (:class:`HiddenFactors`: an L2 footprint per batch and a latency-hiding
+factor) that no solo profile shows; :meth:`PhaseZoo.profiles` gives what a profiler reports, and
+:meth:`PhaseZoo.reduced` merges operators into at most ``max_phases`` phases per pass (greedy Ward
+merging, keeping each pass's work and time-averaged demand). See docs/simulator.md.
 
 Examples
 --------

@@ -1,30 +1,12 @@
 """Model families of the phase-structured simulator: Orion's real operator tables, and the synthetic zoo.
 
-**orion** — real operator structure, derived demands.  Seven inference passes measured operator
-by operator with Nsight Compute on a V100-16GB (80 SMs) by Orion (Strati et al., "Orion:
-Interference-aware, Fine-grained GPU Sharing for ML Applications", EuroSys 2024; MIT licence,
-shipped in ``interfpred/data/orion/`` with its notice).  Per operator the tables give a name,
-the roofline class (1 compute-bound, 0 memory-bound, -1 unknown), the SMs its grid needs
-(``sm_usage``, more than 80 means more than one wave) and its solo duration.  The demands are
-*derived*, not measured:
-
-* SM occupancy ``occ = u / (80 * ceil(u / 80))``: the share of SMs busy averaged over the
-  waves of a grid that needs ``u`` SMs (a 98-SM grid runs two waves, 61% busy on average);
-* demand ``(sm, l2, dram) = occ * ORION_DEMANDS[class]``: a compute-bound operator that fills
-  the GPU reaches 85% of SM peak and 20% of DRAM peak, a memory-bound one the reverse (30% SM,
-  80% DRAM), L2 in between (45% and 55%); unknown ones sit in the middle (50/45/45).
-
-**Batch sizes** other than the file's ``b0`` (4, bert 2) scale each operator by one rule: the
-grid grows with the batch, ``u(b) = max(1, u0 * b / b0)`` SMs, and the duration with the number
-of (fractional) waves, ``d(b) = d0 * max(1, u(b)/80) / max(1, u0/80)`` (at least
-``ORION_MIN_OP_MS``): a grid that fits in one wave takes as long with fewer blocks, one that
-runs several waves takes proportionally longer.  Demands follow ``occ`` of ``u(b)``.
-
-**synthetic** — the synthetic zoo (:mod:`interfpred.sim.zoo`): each (model, batch) is one
-operator with the profile's demands.  It has no phases; only the hidden factors separate its
-ground truth from the fluid one.
-
-Both families carry hidden per-model factors (:func:`interfpred.sim.operators.draw_hidden`).
+**orion**: seven inference passes measured operator by operator on a V100-16GB by Orion (Strati et
+al., EuroSys 2024; MIT licence, shipped in ``interfpred/data/orion/`` with its notice), with
+demands *derived* from each operator's roofline class and SM occupancy, and other batch sizes
+scaled from the file's. **synthetic**: the synthetic zoo (:mod:`interfpred.sim.zoo`), each
+(model, batch) one operator with the profile's demands. Both carry hidden per-model factors
+(:func:`interfpred.sim.operators.draw_hidden`). docs/simulator.md gives the derivation and the
+scaling rules.
 
 Examples
 --------
@@ -48,18 +30,28 @@ from typing import Any
 
 import numpy as np
 
+from interfpred._io import atomic_open
 from interfpred.constants import (
     ORION_DEMANDS,
     ORION_MIN_OP_MS,
     ORION_SMS,
+    SIM_DEFAULT_GPU,
     SIM_MAX_PHASES,
+    SIM_PHASED_DEFAULT_GPU,
     SIM_TRUTHS,
 )
 from interfpred.errors import InterfpredError
 from interfpred.profiles import ProfileTable
 from interfpred.sim.contention import GpuSpec
 from interfpred.sim.operators import PhaseZoo, Program, draw_hidden
-from interfpred.sim.zoo import ZOO_BATCH_SIZES, zoo_profiles
+from interfpred.sim.zoo import (
+    PAPER_HETERO_BATCHES,
+    PAPER_HETERO_WEIGHTS,
+    PAPER_NEW_MODELS,
+    PAPER_TRAIN_MODELS,
+    ZOO_BATCH_SIZES,
+    zoo_profiles,
+)
 
 __all__ = ["ORION_MODELS", "ORION_TRAIN_MODELS", "ORION_NEW_MODELS", "ORION_HETERO_BATCHES", "ORION_HETERO_WEIGHTS",
            "OrionTable", "read_orion_csv", "read_operator_table", "write_operator_table", "to_orion_csv",
@@ -162,8 +154,6 @@ def to_orion_csv(table: OrionTable) -> str:
 
 def write_operator_table(table: OrionTable, path: str | os.PathLike[str]) -> None:
     """Write the shipped layout (op, name, kind, sm_usage, duration_ns), atomically."""
-    from interfpred._io import atomic_open
-
     with atomic_open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(_COLUMNS)
@@ -222,7 +212,7 @@ def scale_operators(table: OrionTable, b0: int, batch_size: int, n_sms: int = OR
 
 
 @functools.lru_cache(maxsize=16)
-def orion_zoo(gpu: str = "v100", *, batch_sizes: tuple[int, ...] = ZOO_BATCH_SIZES,
+def orion_zoo(gpu: str = SIM_PHASED_DEFAULT_GPU, *, batch_sizes: tuple[int, ...] = ZOO_BATCH_SIZES,
               max_phases: int = SIM_MAX_PHASES) -> PhaseZoo:
     """The orion family on the V100 it was measured on (cached per arguments).
 
@@ -235,7 +225,7 @@ def orion_zoo(gpu: str = "v100", *, batch_sizes: tuple[int, ...] = ZOO_BATCH_SIZ
     max_phases
         Phase bound of the reduction; 0 keeps every operator.
     """
-    if gpu != "v100":
+    if gpu != SIM_PHASED_DEFAULT_GPU:
         raise InterfpredError(f"the orion zoo was measured on a v100, not {gpu!r}; use --gpu v100 or --zoo synthetic")
     bs = tuple(int(b) for b in batch_sizes)
     if not bs or min(bs) < 1:
@@ -246,7 +236,7 @@ def orion_zoo(gpu: str = "v100", *, batch_sizes: tuple[int, ...] = ZOO_BATCH_SIZ
 
 
 @functools.lru_cache(maxsize=8)
-def synthetic_phase_zoo(gpu: str = "l4") -> PhaseZoo:
+def synthetic_phase_zoo(gpu: str = SIM_DEFAULT_GPU) -> PhaseZoo:
     """The synthetic zoo as one-operator programs with hidden factors (see the module docstring).
 
     Examples
@@ -276,7 +266,7 @@ def phase_zoo(gpu: str, zoo: str | None = None, *, max_phases: int = SIM_MAX_PHA
     interfpred.errors.InterfpredError: unknown zoo 'resnets'; known: orion, synthetic
     """
     if zoo is None:
-        zoo = "orion" if gpu == "v100" else "synthetic"
+        zoo = "orion" if gpu == SIM_PHASED_DEFAULT_GPU else "synthetic"
     if zoo == "orion":
         return orion_zoo(gpu, max_phases=max_phases)
     if zoo == "synthetic":
@@ -311,12 +301,5 @@ def paper_sets(family: str):
     if family == "orion":
         return (list(ORION_TRAIN_MODELS), list(ORION_NEW_MODELS), sorted(ORION_MODELS), ORION_HETERO_BATCHES,
                 ORION_HETERO_WEIGHTS)
-    from interfpred.sim.workload import (
-        PAPER_HETERO_BATCHES,
-        PAPER_HETERO_WEIGHTS,
-        PAPER_NEW_MODELS,
-        PAPER_TRAIN_MODELS,
-    )
-
     train, new = list(PAPER_TRAIN_MODELS), list(PAPER_NEW_MODELS)
     return train, new, train + new, PAPER_HETERO_BATCHES, PAPER_HETERO_WEIGHTS

@@ -32,12 +32,20 @@ from collections.abc import Sequence
 import numpy as np
 
 from interfpred._jit import njit
-from interfpred.constants import SIM_FINISH_RTOL, SIM_MAX_PHASES
+from interfpred.constants import SIM_DEFAULT_GPU, SIM_FINISH_RTOL, SIM_MAX_PHASES, SIM_PHASED_DEFAULT_GPU
 from interfpred.errors import InterfpredError
-from interfpred.sim.contention import GpuSpec, _check_fits, _rates_kernel, get_gpu_spec
-from interfpred.sim.engine import SimResult, _device_codes, noisy_work
+from interfpred.sim._event_kernels import advance, event_scratch, retire, time_to_next_finish
+from interfpred.sim._executions import (
+    check_times,
+    device_codes,
+    engine_plan,
+    execution_columns,
+    sorted_trace,
+)
+from interfpred.sim.contention import GpuSpec, check_fits, get_gpu_spec, rates_kernel
+from interfpred.sim.engine import SimResult, noisy_work
 from interfpred.sim.operators import PhaseZoo
-from interfpred.trace import Trace
+from interfpred.sim.orion import phase_zoo
 
 __all__ = ["simulate_programs", "simulate_phased"]
 
@@ -49,16 +57,8 @@ def _run_device(order, time, prog, scale, foot, hide, offsets, op_dur, op_sm, op
     """Simulate one GPU; returns the number of events processed."""
     n = order.shape[0]
     size = limit if limit < n else n
-    run = np.empty(size, dtype=np.int64)
-    op = np.empty(size, dtype=np.int64)
-    rem = np.empty(size)
-    rate = np.empty(size)
-    tau = np.empty(size)
-    lsm = np.empty(size)
-    ll2 = np.empty(size)
-    ldr = np.empty(size)
-    dem = np.empty((size, 3))
-    frozen = np.empty(size, dtype=np.bool_)
+    run, rem, rate, tau, lsm, ll2, ldr, dem, frozen = event_scratch(size)
+    op = np.empty(size, dtype=np.int64)     # each slot's current operator
     nrun = 0
     p = 0
     head = 0
@@ -66,15 +66,10 @@ def _run_device(order, time, prog, scale, foot, hide, offsets, op_dur, op_sm, op
     events = 0
     while p < n or nrun > 0:
         events += 1
-        tmin = np.inf
-        for j in range(nrun):
-            tau[j] = rem[j] / rate[j]
-            if tau[j] < tmin:
-                tmin = tau[j]
+        tmin = time_to_next_finish(rem, rate, tau, nrun)
         ta = time[order[p]] if p < n else np.inf
         if nrun > 0 and t + tmin <= ta:
-            for j in range(nrun):
-                rem[j] -= rate[j] * tmin
+            advance(rem, rate, nrun, tmin)
             t = t + tmin
             j = 0
             while j < nrun:
@@ -83,20 +78,14 @@ def _run_device(order, time, prog, scale, foot, hide, offsets, op_dur, op_sm, op
                     op[j] += 1
                     if op[j] >= offsets[prog[e] + 1]:
                         end_out[e] = t
-                        nrun -= 1
-                        run[j] = run[nrun]
+                        nrun = retire(j, nrun, run, rem, rate, tau)
                         op[j] = op[nrun]
-                        rem[j] = rem[nrun]
-                        rate[j] = rate[nrun]
-                        tau[j] = tau[nrun]
                         continue
                     rem[j] = op_dur[op[j]] * scale[e]
                 j += 1
         else:
             if nrun > 0:
-                dt = ta - t
-                for j in range(nrun):
-                    rem[j] -= rate[j] * dt
+                advance(rem, rate, nrun, ta - t)
             t = ta
             p += 1
         while nrun < limit and head < p:
@@ -119,7 +108,7 @@ def _run_device(order, time, prog, scale, foot, hide, offsets, op_dur, op_sm, op
             if over > 1.0:
                 over = 1.0
             pol = 1.0 + kappa * over if over > 0.0 else 1.0
-            _rates_kernel(lsm, ll2, ldr, nrun, cap0, cap1, cap2, theta * pol, eps, dem, rate, frozen)
+            rates_kernel(lsm, ll2, ldr, nrun, cap0, cap1, cap2, theta * pol, eps, dem, rate, frozen)
             for j in range(nrun):
                 h = hide[run[j]]
                 if h != 1.0:
@@ -150,7 +139,7 @@ def simulate_programs(
     scale: np.ndarray | None = None,
     footprint_mb: np.ndarray | None = None,
     hiding: np.ndarray | None = None,
-    spec: GpuSpec | str = "l4",
+    spec: GpuSpec | str = SIM_DEFAULT_GPU,
     queue: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """The raw operator-level engine: launch and end times, and the number of events.
@@ -198,35 +187,27 @@ def simulate_programs(
         raise InterfpredError("op_duration_ms must be positive and finite")
     if not np.all(np.isfinite(dem)) or (dem.size and dem.min() < 0):
         raise InterfpredError("op_demands must be finite fractions of peak >= 0")
-    _check_fits(dem[:, 0], dem[:, 1], dem[:, 2], spec, labels=lambda i: f"operator {i}")
+    check_fits(dem[:, 0], dem[:, 1], dem[:, 2], spec, labels=lambda i: f"operator {i}")
     if prog.ndim != 1 or (n and (prog.min() < 0 or prog.max() >= offsets.size - 1)):
         raise InterfpredError(f"program indices must lie in 0..{offsets.size - 2}")
     if time.shape != (n,):
         raise InterfpredError(f"time_ms has shape {time.shape}, expected ({n},)")
-    bad = np.flatnonzero(~np.isfinite(time) | (time < 0))
-    if bad.size:
-        raise InterfpredError(f"time_ms {time[bad[0]]!r} (execution {int(bad[0])}) must be a finite time >= 0")
+    check_times(time)
 
-    def per_exec(x, default, name, lo):
+    def per_exec(x, default, name, positive):
         a = np.full(n, default) if x is None else np.ascontiguousarray(x, dtype=np.float64)
-        if a.shape != (n,) or not np.all(np.isfinite(a)) or (n and a.min() < lo) or (lo > 0 and n and a.min() <= 0):
-            raise InterfpredError(f"{name} must be ({n},) finite values {'> 0' if lo > 0 else '>= 0'}")
+        if a.shape != (n,) or not np.all(np.isfinite(a)) or (n and (a.min() <= 0 if positive else a.min() < 0)):
+            raise InterfpredError(f"{name} must be ({n},) finite values {'> 0' if positive else '>= 0'}")
         return a
 
-    scale_a = per_exec(scale, 1.0, "scale", 1e-300)
-    foot = per_exec(footprint_mb, 0.0, "footprint_mb", 0.0)
-    hide = per_exec(hiding, 1.0, "hiding", 1e-300)
-    codes = np.zeros(n, dtype=np.int64) if device is None else _device_codes(device, n)[1]
-    order = np.lexsort((np.arange(n), time, codes)).astype(np.int64)
-    counts = np.bincount(codes, minlength=int(codes.max()) + 1 if n else 0)
-    dev_off = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=dev_off[1:])
-    start = np.full(n, np.nan)
-    end = np.full(n, np.nan)
-    limit = spec.max_concurrency if queue else max(n, 1)
+    scale_a = per_exec(scale, 1.0, "scale", True)
+    foot = per_exec(footprint_mb, 0.0, "footprint_mb", False)
+    hide = per_exec(hiding, 1.0, "hiding", True)
+    codes = np.zeros(n, dtype=np.int64) if device is None else device_codes(device, n)[1]
+    order, dev_off, start, end, limit = engine_plan(codes, time, spec, queue)
     events = _run_all(dev_off, order, time, prog, scale_a, foot, hide, offsets, dur,
                       np.ascontiguousarray(dem[:, 0]), np.ascontiguousarray(dem[:, 1]),
-                      np.ascontiguousarray(dem[:, 2]), int(limit), spec.capacity_sm, spec.capacity_l2,
+                      np.ascontiguousarray(dem[:, 2]), limit, spec.capacity_sm, spec.capacity_l2,
                       spec.capacity_dram, spec.theta, spec.epsilon, spec.l2_mb, spec.kappa, start, end)
     return start, end, int(events)
 
@@ -238,7 +219,7 @@ def simulate_phased(
     *,
     gpu: Sequence[str] | np.ndarray | None = None,
     id: Sequence[int] | np.ndarray | None = None,
-    spec: GpuSpec | str = "v100",
+    spec: GpuSpec | str = SIM_PHASED_DEFAULT_GPU,
     zoo: PhaseZoo | None = None,
     queue: bool = True,
     seed: int | np.random.Generator | None = 0,
@@ -275,25 +256,11 @@ def simulate_phased(
     """
     spec = get_gpu_spec(spec)
     if zoo is None:
-        from interfpred.sim.orion import phase_zoo
-
         zoo = phase_zoo(spec.name, max_phases=SIM_MAX_PHASES)
-    model_a = np.asarray(model).astype(str)
-    n = len(model_a)
-    batch_a = np.asarray(batch_size)
-    if batch_a.shape != (n,):
-        raise InterfpredError(f"batch_size has shape {batch_a.shape}, expected ({n},) like model")
-    if batch_a.size and (batch_a.dtype.kind not in "iuf" or np.any(batch_a != np.round(batch_a)) or np.any(batch_a < 1)):
-        raise InterfpredError(f"batch_size {batch_a[(batch_a != np.round(batch_a)) | (batch_a < 1)][0]!r} is not a "
-                              "positive integer")
+    model_a, batch_a, time, ids = execution_columns(model, batch_size, time_ms, id)
     batch_a = batch_a.astype(np.int64)
-    time = np.asarray(time_ms, dtype=np.float64)
-    if time.shape != (n,):
-        raise InterfpredError(f"time_ms has shape {time.shape}, expected ({n},) like model")
-    ids = np.arange(n, dtype=np.int64) if id is None else np.asarray(id)
-    if ids.shape != (n,):
-        raise InterfpredError(f"id has shape {ids.shape}, expected ({n},) like model")
-    names, codes = _device_codes(gpu, n)
+    n = len(model_a)
+    names, codes = device_codes(gpu, n)
     mnames, mcode = np.unique(model_a, return_inverse=True)
     width = int(batch_a.max()) + 1 if n else 1
     keys, inv = np.unique(mcode.astype(np.int64) * width + batch_a, return_inverse=True)
@@ -307,9 +274,5 @@ def simulate_phased(
     start, end, events = simulate_programs(offsets, dur, dem, inv.astype(np.int64), time, codes, scale=scale,
                                            footprint_mb=foot, hiding=hide, spec=spec, queue=queue)
     work = solo * scale
-    order = np.lexsort((np.arange(n), end, start))
-    trace = Trace(id=ids[order], gpu=names[codes][order], model=model_a[order], batch_size=batch_a[order],
-                  start_ms=start[order], end_ms=end[order], solo_ms=work[order])
-    arrival = time[order]
-    arrival.setflags(write=False)
+    trace, arrival = sorted_trace(ids, names[codes], model_a, batch_a, start, end, work, time)
     return SimResult(trace=trace, arrival_ms=arrival, spec=spec, events=events)

@@ -1,20 +1,14 @@
-"""Workloads for the simulator: Poisson arrival streams and the paper's scenario.
+"""Simulated scenarios: the paper's E2 sets or one custom mix, and writing them to a folder.
 
-Load is the offered utilisation per GPU, ``rho = sum_m lambda_m E[solo_m] / n_gpus``: arrival
-rate of each model times its mean solo latency (over its batch-size distribution), summed, per
-GPU.  ``rho = 1`` would keep one GPU busy if executions ran one at a time without interference;
-co-location serves more than that, until contention eats the gain.  ``rho`` above the
-concurrency limit cannot be served even without contention, and is refused.
-
-Everything is deterministic given ``seed`` (a :class:`numpy.random.Generator` is built from it).
+A scenario is named traces (each from Poisson arrivals, :mod:`interfpred.sim.arrivals`, run
+through an engine) and the profiles they were simulated from; see docs/simulator.md for the sets
+and the ground truths. The arrival helpers are importable from here too.
 
 Examples
 --------
->>> arr = poisson_arrivals(["resnet50", "vgg19"], rho=0.5, executions=1000, seed=1)
->>> len(arr), sorted(set(arr.model.tolist()))
-(1000, ['resnet50', 'vgg19'])
->>> round(offered_load(arr, zoo_profiles("l4")), 1)    # measured rho of the drawn stream
-0.5
+>>> sc = mix_scenario(["resnet50", "vgg19"], rho=0.5, executions=100, seed=1)
+>>> list(sc.traces), len(sc.traces["trace"])
+(['trace'], 100)
 """
 
 from __future__ import annotations
@@ -25,14 +19,16 @@ import os
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import cast
 
 import numpy as np
 
+from interfpred._deprecation import renamed_keywords
 from interfpred._io import recover, replace_folder, temp_folder
+from interfpred.columnar import write_profiles, write_trace
 from interfpred.constants import (
     SCHEMA_VERSION,
     SIM_DEFAULT_EXECUTIONS,
+    SIM_DEFAULT_GPU,
     SIM_DEFAULT_TRUTH,
     SIM_HIDDEN_SEED,
     SIM_RHO_LIGHT,
@@ -41,248 +37,27 @@ from interfpred.constants import (
 )
 from interfpred.errors import InterfpredError
 from interfpred.profiles import ProfileTable
+from interfpred.sim._executions import check_seed
+from interfpred.sim.arrivals import Arrivals, BatchSpec, offered_load, poisson_arrivals, simulate_arrivals
 from interfpred.sim.contention import GpuSpec, get_gpu_spec
-from interfpred.sim.engine import simulate
 from interfpred.sim.operators import PhaseZoo
 from interfpred.sim.orion import paper_sets, scenario_family
-from interfpred.sim.phased import simulate_phased
-from interfpred.sim.zoo import zoo_profiles
+from interfpred.sim.zoo import PAPER_BATCH_SIZES, PAPER_NEW_MODELS, PAPER_TRAIN_MODELS
 from interfpred.trace import Trace
 
 __all__ = [
+    "PAPER_NEW_MODELS",
+    "PAPER_TRAIN_MODELS",
     "Arrivals",
     "Scenario",
-    "poisson_arrivals",
-    "offered_load",
-    "simulate_arrivals",
-    "paper_scenario",
+    "check_seed",
     "mix_scenario",
+    "offered_load",
+    "paper_scenario",
+    "poisson_arrivals",
+    "simulate_arrivals",
     "write_scenario",
-    "PAPER_TRAIN_MODELS",
-    "PAPER_NEW_MODELS",
 ]
-
-#: E2's training models and the models that only appear at test time.
-PAPER_TRAIN_MODELS = ("resnet50", "vgg19", "roberta_base", "vit_b16")
-PAPER_NEW_MODELS = ("convnext_b", "yolov8n")
-#: Batch sizes of the homogeneous sets (uniform over these).
-PAPER_BATCH_SIZES = (1, 2, 4, 8, 16)
-#: Test set 3's heterogeneous batch-size ranges (uniform over each inclusive range) and load shares.
-PAPER_HETERO_BATCHES = {
-    "resnet50": (1, 32), "vgg19": (1, 8), "convnext_b": (1, 16),
-    "roberta_base": (8, 32), "vit_b16": (1, 32), "yolov8n": (16, 32),
-}
-PAPER_HETERO_WEIGHTS = {
-    "resnet50": 3.0, "vgg19": 1.0, "convnext_b": 1.0, "roberta_base": 2.0, "vit_b16": 1.0, "yolov8n": 2.0,
-}
-
-BatchSpec = Sequence[int] | Mapping[int, float]
-
-
-@dataclass(frozen=True)
-class Arrivals:
-    """A stream of arriving executions (columns aligned, sorted by time).
-
-    Examples
-    --------
-    >>> a = Arrivals(id=np.array([0, 1]), gpu=np.array(["gpu0", "gpu0"]), model=np.array(["vgg19", "vgg19"]),
-    ...              batch_size=np.array([1, 2]), time_ms=np.array([0.0, 3.0]))
-    >>> len(Arrivals.concat([a, a.shifted(10.0, first_id=2)]))
-    4
-    """
-
-    id: np.ndarray
-    gpu: np.ndarray
-    model: np.ndarray
-    batch_size: np.ndarray
-    time_ms: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.id)
-
-    def shifted(self, offset_ms: float, *, first_id: int) -> Arrivals:
-        """The same stream later by ``offset_ms`` with ids renumbered from ``first_id``."""
-        return Arrivals(id=np.arange(first_id, first_id + len(self), dtype=np.int64), gpu=self.gpu,
-                        model=self.model, batch_size=self.batch_size, time_ms=self.time_ms + offset_ms)
-
-    @staticmethod
-    def concat(parts: Sequence[Arrivals]) -> Arrivals:
-        """Streams one after another (times must not go back)."""
-        return Arrivals(**{k: np.concatenate([getattr(p, k) for p in parts])
-                           for k in ("id", "gpu", "model", "batch_size", "time_ms")})
-
-
-def _batch_table(models: Sequence[str], batch_sizes: BatchSpec | Mapping[str, BatchSpec] | None,
-                 profiles: ProfileTable, gpu: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """model -> (batch sizes, probabilities), validated against the profiled range."""
-    out = {}
-    for m in models:
-        profiled = profiles.batch_sizes(m, gpu)  # raises for an unknown model, listing the known
-        spec: BatchSpec | None
-        if isinstance(batch_sizes, Mapping) and batch_sizes and all(isinstance(k, str) for k in batch_sizes):
-            spec = cast(Mapping[str, BatchSpec], batch_sizes).get(m)   # per model
-        else:
-            spec = cast("BatchSpec | None", batch_sizes)                # one distribution for every model
-        if spec is None:
-            sizes, w = np.asarray(profiled, dtype=np.int64), np.ones(len(profiled))
-        elif isinstance(spec, Mapping):
-            sizes = np.asarray(list(spec.keys()))
-            w = np.asarray(list(spec.values()), dtype=np.float64)
-        else:
-            sizes = np.asarray(list(spec))
-            w = np.ones(len(sizes))
-        if sizes.size == 0:
-            raise InterfpredError(f"batch sizes of model {m!r} are empty")
-        if sizes.dtype.kind not in "iu" and not np.all(sizes == np.round(sizes.astype(float))):
-            raise InterfpredError(f"batch sizes {sizes.tolist()} of model {m!r} must be integers")
-        sizes = sizes.astype(np.int64)
-        bad = sizes[(sizes < profiled[0]) | (sizes > profiled[-1])]
-        if bad.size:
-            raise InterfpredError(f"batch size {int(bad[0])} of model {m!r} is outside the profiled range "
-                                  f"{profiled[0]}..{profiled[-1]} on gpu {gpu!r}")
-        if not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
-            raise InterfpredError(f"batch-size weights of model {m!r} must be >= 0 with a positive sum, got {w.tolist()}")
-        out[m] = (sizes, w / w.sum())
-    return out
-
-
-def _mean_solo(profiles: ProfileTable, gpu: str, model: str, sizes: np.ndarray, prob: np.ndarray) -> float:
-    solo = profiles.lookup_arrays([model] * len(sizes), sizes, gpus=gpu)["solo_ms"]
-    return float(np.dot(prob, solo))
-
-
-def poisson_arrivals(
-    models: Sequence[str],
-    *,
-    rho: float,
-    executions: int,
-    profiles: ProfileTable | None = None,
-    gpu: GpuSpec | str = "l4",
-    batch_sizes: BatchSpec | Mapping[str, BatchSpec] | None = None,
-    weights: Mapping[str, float] | None = None,
-    gpus: int = 1,
-    start_ms: float = 0.0,
-    first_id: int = 0,
-    seed: int | np.random.Generator | None = 0,
-) -> Arrivals:
-    """Independent Poisson arrivals per model at offered utilisation ``rho`` per GPU.
-
-    Parameters
-    ----------
-    models
-        Model names (profiled on ``gpu``).
-    rho
-        Offered utilisation per GPU, ``sum_m lambda_m E[solo_m] / gpus``; in (0, max_concurrency].
-    executions
-        Number of arrivals to draw (all models together).
-    profiles
-        Solo profiles; default the synthetic zoo of ``gpu``.
-    gpu
-        GPU preset or spec whose profiles set the mean latencies (and whose concurrency bounds rho).
-    batch_sizes
-        Batch-size distribution: a sequence (uniform over it), a mapping batch -> weight, or a
-        mapping model -> either; default uniform over the profiled sizes.
-    weights
-        Share of the load per model (default equal shares).
-    gpus
-        Number of GPUs ``gpu0..``; each arrival goes to one uniformly at random.
-    start_ms
-        Time origin of the stream; the first arrival comes one exponential gap after it.
-    first_id
-        Id of the first arrival (ids are consecutive).
-    seed
-        Seed or Generator.
-
-    Returns
-    -------
-    Arrivals
-
-    Examples
-    --------
-    >>> a = poisson_arrivals(["yolov8n"], rho=0.2, executions=3, batch_sizes={8: 1.0}, gpus=2, seed=0)
-    >>> a.batch_size.tolist(), a.gpu.tolist()
-    ([8, 8, 8], ['gpu1', 'gpu1', 'gpu0'])
-    >>> poisson_arrivals(["yolov8n"], rho=0.0, executions=3)
-    Traceback (most recent call last):
-    ...
-    interfpred.errors.InterfpredError: rho 0.0 must be in (0, 4] (offered utilisation per GPU; above max_concurrency 4 no GPU can keep up)
-    """
-    spec = get_gpu_spec(gpu)
-    profiles = zoo_profiles(spec.name) if profiles is None else profiles
-    try:
-        rho = float(rho)
-    except (TypeError, ValueError):
-        raise InterfpredError(f"rho {rho!r} is not a number") from None
-    if not (np.isfinite(rho) and 0.0 < rho <= spec.max_concurrency):
-        raise InterfpredError(f"rho {rho!r} must be in (0, {spec.max_concurrency}] (offered utilisation per GPU; "
-                              f"above max_concurrency {spec.max_concurrency} no GPU can keep up)")
-    if not isinstance(executions, int | np.integer) or executions < 0:
-        raise InterfpredError(f"executions {executions!r} must be a non-negative integer")
-    if not isinstance(gpus, int | np.integer) or gpus < 1:
-        raise InterfpredError(f"gpus {gpus!r} must be a positive integer")
-    if not np.isfinite(start_ms) or start_ms < 0:
-        raise InterfpredError(f"start_ms {start_ms!r} must be a finite time >= 0")
-    models = list(models)
-    if not models:
-        raise InterfpredError("models is empty")
-    if len(set(models)) != len(models):
-        raise InterfpredError(f"models {models} has duplicates")
-    table = _batch_table(models, batch_sizes, profiles, spec.name)
-    w = np.ones(len(models)) if weights is None else np.array([float(weights.get(m, 0.0)) for m in models])
-    if weights is not None:
-        unknown = sorted(set(weights) - set(models))
-        if unknown:
-            raise InterfpredError(f"weights name model(s) {', '.join(unknown)} not in models {models}")
-    if not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
-        raise InterfpredError(f"weights must be >= 0 with a positive sum, got {w.tolist()}")
-    w = w / w.sum()
-    mean_solo = np.array([_mean_solo(profiles, spec.name, m, *table[m]) for m in models])
-    lam = rho * gpus * w / mean_solo              # arrivals per ms, per model
-    total = lam.sum()
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(check_seed(seed))
-    times = start_ms + np.cumsum(rng.exponential(1.0 / total, size=executions))
-    which = rng.choice(len(models), size=executions, p=lam / total)
-    batch = np.empty(executions, dtype=np.int64)
-    for i, m in enumerate(models):
-        idx = np.flatnonzero(which == i)
-        sizes, prob = table[m]
-        batch[idx] = rng.choice(sizes, size=idx.size, p=prob)
-    gpu_idx = rng.integers(0, gpus, size=executions)
-    names = np.array([f"gpu{g}" for g in range(gpus)])
-    return Arrivals(id=np.arange(first_id, first_id + executions, dtype=np.int64), gpu=names[gpu_idx],
-                    model=np.asarray(models)[which], batch_size=batch, time_ms=times)
-
-
-def offered_load(arrivals: Arrivals, profiles: ProfileTable, gpu: str = "l4") -> float:
-    """Measured offered utilisation per GPU of a stream: total solo work / (span x GPUs).
-
-    The span is from 0 to the last arrival.
-    """
-    if len(arrivals) == 0:
-        return 0.0
-    solo = profiles.lookup_arrays(arrivals.model, arrivals.batch_size, gpus=gpu)["solo_ms"]
-    return float(solo.sum() / (arrivals.time_ms.max() * len(np.unique(arrivals.gpu))))
-
-
-def simulate_arrivals(arrivals: Arrivals, *, spec: GpuSpec | str = "l4", profiles: ProfileTable | None = None,
-                      seed: int | np.random.Generator | None = 0, zoo: PhaseZoo | None = None):
-    """Run an arrival stream through the FIFO queue and the engine (a :class:`SimResult`).
-
-    With ``zoo`` the phase-structured engine (:func:`interfpred.sim.phased.simulate_phased`)
-    runs the stream on that family's programs; without, the fluid engine on ``profiles``.
-
-    Examples
-    --------
-    >>> a = poisson_arrivals(["vgg19", "resnet50"], rho=0.9, executions=200, seed=0)
-    >>> r = simulate_arrivals(a, seed=0)
-    >>> len(r.trace), bool(np.all(r.slowdown > 0.9))
-    (200, True)
-    """
-    if zoo is not None:
-        return simulate_phased(arrivals.model, arrivals.batch_size, arrivals.time_ms, gpu=arrivals.gpu,
-                               id=arrivals.id, spec=spec, zoo=zoo, queue=True, seed=seed)
-    return simulate(arrivals.model, arrivals.batch_size, arrivals.time_ms, gpu=arrivals.gpu, id=arrivals.id,
-                    spec=spec, profiles=profiles, queue=True, seed=seed)
 
 
 @dataclass(frozen=True)
@@ -332,7 +107,7 @@ class Scenario:
                 "files": {"profiles": "profiles.csv", **{k: f"{k}.csv" for k in self.traces}}}
 
 
-def _run_phases(name: str, phases: list[dict], *, spec: GpuSpec, profiles: ProfileTable, gpus: int,
+def _run_phases(name: str, phases: list[dict], *, spec: GpuSpec, profiles: ProfileTable, n_devices: int,
                 first_id: int, seed: np.random.SeedSequence, zoo: PhaseZoo | None = None
                 ) -> tuple[Trace, np.ndarray, dict]:
     arr_rng, noise_rng = (np.random.default_rng(s) for s in seed.spawn(2))
@@ -342,8 +117,8 @@ def _run_phases(name: str, phases: list[dict], *, spec: GpuSpec, profiles: Profi
     described = []
     for ph in phases:
         a = poisson_arrivals(ph["models"], rho=ph["rho"], executions=ph["executions"], profiles=profiles,
-                             gpu=spec, batch_sizes=ph.get("batch_sizes"), weights=ph.get("weights"),
-                             gpus=gpus, start_ms=t0, first_id=next_id, seed=arr_rng)
+                             spec=spec, batch_sizes=ph.get("batch_sizes"), weights=ph.get("weights"),
+                             n_devices=n_devices, start_ms=t0, first_id=next_id, seed=arr_rng)
         parts.append(a)
         described.append({**{k: v for k, v in ph.items() if k != "batch_sizes"},
                           "batch_sizes": _describe_batches(ph.get("batch_sizes")),
@@ -353,7 +128,7 @@ def _run_phases(name: str, phases: list[dict], *, spec: GpuSpec, profiles: Profi
         next_id += len(a)
     arrivals = Arrivals.concat(parts)
     res = simulate_arrivals(arrivals, spec=spec, profiles=profiles, seed=noise_rng, zoo=zoo)
-    return res.trace, res.arrival_ms, {"name": name, "gpus": gpus, "phases": described}
+    return res.trace, res.arrival_ms, {"name": name, "gpus": n_devices, "phases": described}
 
 
 def _describe_batches(b) -> object:
@@ -373,8 +148,9 @@ def _split(total: int, parts: int) -> list[int]:
     return base
 
 
-def paper_scenario(gpu: GpuSpec | str = "l4", *, seed: int = 0, executions: int = SIM_DEFAULT_EXECUTIONS,
-                   gpus: int = 1, profiles: ProfileTable | None = None, truth: str = SIM_DEFAULT_TRUTH,
+@renamed_keywords(gpu="spec", gpus="n_devices")
+def paper_scenario(spec: GpuSpec | str = SIM_DEFAULT_GPU, *, seed: int = 0, executions: int = SIM_DEFAULT_EXECUTIONS,
+                   n_devices: int = 1, profiles: ProfileTable | None = None, truth: str = SIM_DEFAULT_TRUTH,
                    zoo: str | PhaseZoo | None = None) -> Scenario:
     """The paper's E2 sets, simulated on a model family.
 
@@ -392,16 +168,16 @@ def paper_scenario(gpu: GpuSpec | str = "l4", *, seed: int = 0, executions: int 
 
     Parameters
     ----------
-    gpu
+    spec
         GPU preset name or spec (profiles default to its synthetic zoo).
     seed
         Seed of everything (arrivals and noise; sets use independent child seeds).
     executions
         Executions per set (small values make quick traces; at least 4).
-    gpus
-        GPUs per set (``gpu0..``), arrivals spread uniformly; rho is per GPU.
+    n_devices
+        Devices per set (GPUs ``gpu0..``), arrivals spread uniformly; rho is per device.
     profiles
-        Override the zoo (must cover the six models on ``gpu``; fluid truth only).
+        Override the zoo (must cover the six models on ``spec``; fluid truth only).
     truth
         ``"phases"`` (operator-level ground truth with hidden per-model factors) or ``"fluid"``
         (one demand vector per execution, the profile's).
@@ -419,7 +195,7 @@ def paper_scenario(gpu: GpuSpec | str = "l4", *, seed: int = 0, executions: int 
     >>> sorted(set(sc.traces["test2"].model.tolist()))
     ['convnext_b', 'yolov8n']
     """
-    spec = get_gpu_spec(gpu)
+    spec = get_gpu_spec(spec)
     profiles, pz, family = scenario_family(spec, truth, zoo, profiles)
     if not isinstance(executions, int | np.integer) or executions < 4:
         raise InterfpredError(f"executions {executions!r} must be an integer >= 4 (executions per set)")
@@ -439,15 +215,16 @@ def paper_scenario(gpu: GpuSpec | str = "l4", *, seed: int = 0, executions: int 
     children = np.random.SeedSequence(check_seed(seed)).spawn(len(plans))
     traces, arrivals, sets = {}, {}, {}
     for i, (name, phases) in enumerate(plans.items()):
-        trace, arr, desc = _run_phases(name, phases, spec=spec, profiles=profiles, gpus=gpus,
+        trace, arr, desc = _run_phases(name, phases, spec=spec, profiles=profiles, n_devices=n_devices,
                                        first_id=i * 10 ** (len(str(executions)) + 1), seed=children[i], zoo=pz)
         traces[name], arrivals[name], sets[name] = trace, arr, desc
     return Scenario(profiles=profiles, spec=spec, traces=traces, arrival_ms=arrivals, sets=sets, seed=seed, zoo=pz,
                     family=family)
 
 
-def mix_scenario(models: Sequence[str], *, rho: float, gpu: GpuSpec | str = "l4", seed: int = 0,
-                 executions: int = SIM_DEFAULT_EXECUTIONS, batch_sizes: BatchSpec | None = None, gpus: int = 1,
+@renamed_keywords(gpu="spec", gpus="n_devices")
+def mix_scenario(models: Sequence[str], *, rho: float, spec: GpuSpec | str = SIM_DEFAULT_GPU, seed: int = 0,
+                 executions: int = SIM_DEFAULT_EXECUTIONS, batch_sizes: BatchSpec | None = None, n_devices: int = 1,
                  profiles: ProfileTable | None = None, truth: str = SIM_DEFAULT_TRUTH,
                  zoo: str | PhaseZoo | None = None) -> Scenario:
     """One set, ``trace``: the given models at one load (a custom workload); ``truth`` and ``zoo``
@@ -459,30 +236,13 @@ def mix_scenario(models: Sequence[str], *, rho: float, gpu: GpuSpec | str = "l4"
     >>> list(sc.traces), sorted(set(sc.traces["trace"].batch_size.tolist()))
     (['trace'], [1, 32])
     """
-    spec = get_gpu_spec(gpu)
+    spec = get_gpu_spec(spec)
     profiles, pz, family = scenario_family(spec, truth, zoo, profiles)
     phases = [dict(models=list(models), rho=rho, executions=executions, batch_sizes=batch_sizes)]
-    trace, arr, desc = _run_phases("trace", phases, spec=spec, profiles=profiles, gpus=gpus, first_id=0,
+    trace, arr, desc = _run_phases("trace", phases, spec=spec, profiles=profiles, n_devices=n_devices, first_id=0,
                                    seed=np.random.SeedSequence(check_seed(seed)), zoo=pz)
     return Scenario(profiles=profiles, spec=spec, traces={"trace": trace}, arrival_ms={"trace": arr},
                     sets={"trace": desc}, seed=seed, zoo=pz, family=family)
-
-
-def check_seed(seed: object) -> int | None:
-    """``seed`` if it is None or a non-negative integer, else an :class:`InterfpredError`.
-
-    Examples
-    --------
-    >>> check_seed(-1)
-    Traceback (most recent call last):
-    ...
-    interfpred.errors.InterfpredError: seed -1 must be a non-negative integer (or None)
-    """
-    if seed is None:
-        return None
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise InterfpredError(f"seed {seed!r} must be a non-negative integer (or None)")
-    return int(seed)
 
 
 def write_scenario(scenario: Scenario, out: str | os.PathLike[str], *, force: bool = False,
@@ -523,8 +283,6 @@ def write_scenario(scenario: Scenario, out: str | os.PathLike[str], *, force: bo
         raise InterfpredError(f"parent folder {parent} of the output does not exist")
     if format not in ("csv", "parquet"):
         raise InterfpredError(f"format {format!r} must be 'csv' or 'parquet'")
-    from interfpred.columnar import write_profiles, write_trace
-
     tmp = temp_folder(out)
     if operators and scenario.zoo is None:
         shutil.rmtree(tmp, ignore_errors=True)

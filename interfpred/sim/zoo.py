@@ -1,26 +1,11 @@
 """A SYNTHETIC model zoo: solo profiles of six models, made up, of plausible magnitude.
 
-Nothing here was measured on a GPU.  The six models are named after those in Zhao & Georgantas
-(2026) so experiments read like the paper's, and each is defined by a handful of documented
-parameters (:data:`ZOO_MODELS`), not by random numbers:
-
-* latency, flat then linear in batch size ``b``: ``solo_ms(b) = t0 + per_sample * b^2 / (b + knee)``
-  (about ``t0`` for ``b << knee``, about ``t0 + per_sample (b - knee)`` for ``b >> knee``);
-* SM throughput rising and saturating: ``sm(b) = sm_max * b / (b + b_half)``;
-* L2 throughput rising the same way from ``l2_lo`` towards ``l2_hi``;
-* DRAM throughput from bytes moved per unit time:
-  ``dram(b) = (weight_mb + act_mb * b) / (solo_ms(b) * bandwidth)``; weights are read once per
-  batch, so the transformers (large weights, little compute per sample) and yolov8n (large
-  feature maps, tiny compute) are memory-bound at small batch (dram > sm) and become
-  compute-bound as the batch grows.
-
-The ``a100`` profiles come from the same parameters and the hardware factors of
-:data:`ZOO_HARDWARE` (faster launch and compute, 5x the bandwidth, a bigger GPU that needs
-larger batches to fill).  Every profile row carries ``source=synthetic`` in an extra column.
-
-Batch sizes are every integer 1..32: a serving system forms any batch size, the simulator's
-ground truth is defined at each, and 192 rows per GPU cost nothing.  Users who want the
-gpulets-style powers of two can select them (``table.lookup`` interpolates between the rest).
+Nothing here was measured on a GPU. The six models are named after those in Zhao & Georgantas
+(2026) and each is defined by a handful of documented parameters (:data:`ZOO_MODELS`, with the
+hardware factors of :data:`ZOO_HARDWARE` per GPU): latency flat then linear in batch size, SM and
+L2 throughput rising and saturating, DRAM throughput from bytes moved per unit time. Batch sizes
+are every integer 1..32; every row carries ``source=synthetic``. docs/simulator.md gives the
+formulas and the table.
 
 Examples
 --------
@@ -38,11 +23,27 @@ from typing import Any, cast
 
 import numpy as np
 
+from interfpred.constants import SIM_DEFAULT_GPU
 from interfpred.errors import InterfpredError
 from interfpred.profiles import ProfileTable
 from interfpred.sim.contention import GPU_PRESETS
 
-__all__ = ["ZOO_MODELS", "ZOO_HARDWARE", "ZOO_BATCH_SIZES", "zoo_profiles"]
+__all__ = ["ZOO_MODELS", "ZOO_HARDWARE", "ZOO_BATCH_SIZES", "PAPER_BATCH_SIZES", "PAPER_HETERO_BATCHES",
+           "PAPER_HETERO_WEIGHTS", "PAPER_NEW_MODELS", "PAPER_TRAIN_MODELS", "zoo_profiles"]
+
+#: E2's training models and the models that only appear at test time.
+PAPER_TRAIN_MODELS = ("resnet50", "vgg19", "roberta_base", "vit_b16")
+PAPER_NEW_MODELS = ("convnext_b", "yolov8n")
+#: Batch sizes of the homogeneous sets (uniform over these).
+PAPER_BATCH_SIZES = (1, 2, 4, 8, 16)
+#: Test set 3's heterogeneous batch-size ranges (uniform over each inclusive range) and load shares.
+PAPER_HETERO_BATCHES = {
+    "resnet50": (1, 32), "vgg19": (1, 8), "convnext_b": (1, 16),
+    "roberta_base": (8, 32), "vit_b16": (1, 32), "yolov8n": (16, 32),
+}
+PAPER_HETERO_WEIGHTS = {
+    "resnet50": 3.0, "vgg19": 1.0, "convnext_b": 1.0, "roberta_base": 2.0, "vit_b16": 1.0, "yolov8n": 2.0,
+}
 
 #: Profiled batch sizes: every integer from 1 to 32.
 ZOO_BATCH_SIZES = tuple(range(1, 33))
@@ -52,20 +53,16 @@ ZOO_BATCH_SIZES = tuple(range(1, 33))
 #: saturation level and half-saturation batch; l2_lo, l2_hi: L2 throughput at tiny and huge
 #: batch; weight_mb: DRAM traffic per batch (weights, fp16 with re-reads); act_mb: DRAM traffic
 #: per sample (activations).
-ZOO_MODELS: dict[str, dict[str, float]] = {
-    "resnet50":     dict(t0=2.8, per_sample=0.85, knee=4.0, sm_max=0.85, b_half=3.0,
-                         l2_lo=0.25, l2_hi=0.45, weight_mb=50.0, act_mb=25.0),
-    "vgg19":        dict(t0=4.0, per_sample=2.90, knee=2.0, sm_max=0.92, b_half=1.5,
-                         l2_lo=0.30, l2_hi=0.50, weight_mb=280.0, act_mb=60.0),
-    "convnext_b":   dict(t0=6.5, per_sample=3.30, knee=3.0, sm_max=0.85, b_half=2.5,
-                         l2_lo=0.30, l2_hi=0.50, weight_mb=178.0, act_mb=70.0),
-    "roberta_base": dict(t0=3.8, per_sample=1.15, knee=6.0, sm_max=0.80, b_half=6.0,
-                         l2_lo=0.40, l2_hi=0.55, weight_mb=420.0, act_mb=12.0),
-    "vit_b16":      dict(t0=4.2, per_sample=1.80, knee=5.0, sm_max=0.82, b_half=5.0,
-                         l2_lo=0.35, l2_hi=0.55, weight_mb=330.0, act_mb=20.0),
-    "yolov8n":      dict(t0=3.2, per_sample=1.30, knee=3.0, sm_max=0.60, b_half=8.0,
-                         l2_lo=0.35, l2_hi=0.50, weight_mb=6.0, act_mb=120.0),
-}
+_ZOO_PARAMS = ("t0", "per_sample", "knee", "sm_max", "b_half", "l2_lo", "l2_hi", "weight_mb", "act_mb")
+ZOO_MODELS: dict[str, dict[str, float]] = {m: dict(zip(_ZOO_PARAMS, row)) for m, row in {
+    #               t0   per_sample knee sm_max b_half l2_lo l2_hi weight_mb act_mb
+    "resnet50":     (2.8, 0.85,      4.0, 0.85,  3.0,   0.25, 0.45, 50.0,     25.0),
+    "vgg19":        (4.0, 2.90,      2.0, 0.92,  1.5,   0.30, 0.50, 280.0,    60.0),
+    "convnext_b":   (6.5, 3.30,      3.0, 0.85,  2.5,   0.30, 0.50, 178.0,    70.0),
+    "roberta_base": (3.8, 1.15,      6.0, 0.80,  6.0,   0.40, 0.55, 420.0,    12.0),
+    "vit_b16":      (4.2, 1.80,      5.0, 0.82,  5.0,   0.35, 0.55, 330.0,    20.0),
+    "yolov8n":      (3.2, 1.30,      3.0, 0.60,  8.0,   0.35, 0.50, 6.0,      120.0),
+}.items()}
 
 #: Hardware factors per GPU applied to :data:`ZOO_MODELS`.  launch: factor on t0; compute: factor
 #: on per_sample; fill: factor on b_half (a bigger GPU needs bigger batches to fill); sm_scale:
@@ -93,7 +90,7 @@ def _model_rows(name: str, hw: dict[str, float], batch: np.ndarray, dram_cap: fl
             "dram": np.round(dram, 6)}
 
 
-def zoo_profiles(gpu: str = "l4") -> ProfileTable:
+def zoo_profiles(gpu: str = SIM_DEFAULT_GPU) -> ProfileTable:
     """The synthetic zoo's profiles on one GPU preset, as a :class:`ProfileTable`.
 
     Parameters
@@ -136,7 +133,7 @@ def zoo_profiles(gpu: str = "l4") -> ProfileTable:
     return ProfileTable.from_columns(**cast(dict[str, Any], cols), extra={"source": ["synthetic"] * n})
 
 
-def zoo_markdown(gpu: str = "l4", batch_sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 32)) -> str:
+def zoo_markdown(gpu: str = SIM_DEFAULT_GPU, batch_sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 32)) -> str:
     """The zoo as a Markdown table (used to render docs/simulator.md).
 
     Examples

@@ -1,0 +1,139 @@
+"""Accuracy metrics shared by the model, the experiments, the CLI and users' own evaluations.
+
+All functions take plain arrays; relative error is ``|predicted - observed| / observed``
+on latency (identical on slowdown, since both share the solo latency as denominator).
+
+Examples
+--------
+>>> import numpy as np
+>>> obs = np.array([10.0, 20.0, 40.0, 5.0])
+>>> pred = np.array([11.0, 19.0, 40.0, 8.0])
+>>> summary = accuracy_summary(pred, obs)
+>>> summary.within_10, summary.within_20
+(0.75, 0.75)
+>>> round(summary.mape, 4)
+0.1875
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from interfpred.constants import BOUNDARY_RTOL
+from interfpred.errors import InterfpredError
+
+__all__ = [
+    "AccuracySummary",
+    "accuracy_summary",
+    "mape",
+    "mse",
+    "relative_error",
+    "relative_error_cdf",
+    "share_within",
+]
+
+
+def _pair(predicted, observed) -> tuple[np.ndarray, np.ndarray]:
+    p = np.asarray(predicted, dtype=np.float64).reshape(-1)
+    o = np.asarray(observed, dtype=np.float64).reshape(-1)
+    if p.shape != o.shape:
+        raise InterfpredError(f"predicted has {p.size} values, observed has {o.size}")
+    if p.size == 0:
+        raise InterfpredError("cannot score zero predictions")
+    if not np.all(np.isfinite(p)):
+        raise InterfpredError(f"predicted holds {int(np.sum(~np.isfinite(p)))} non-finite value(s)")
+    if not np.all(np.isfinite(o)):
+        raise InterfpredError(f"observed holds {int(np.sum(~np.isfinite(o)))} non-finite value(s)")
+    return p, o
+
+
+def mse(predicted, observed) -> float:
+    """Mean squared error (the paper reports it on slowdown).
+
+    >>> mse([1.0, 2.0], [1.0, 1.0])
+    0.5
+    """
+    p, o = _pair(predicted, observed)
+    return float(np.mean((p - o) ** 2))
+
+
+def relative_error(predicted, observed) -> np.ndarray:
+    """``|predicted - observed| / |observed|`` element-wise; observed values must be non-zero.
+
+    >>> relative_error([9.0, 12.0], [10.0, 10.0])
+    array([0.1, 0.2])
+    """
+    p, o = _pair(predicted, observed)
+    if np.any(o == 0):
+        raise InterfpredError("observed holds zeros; relative error is undefined there")
+    return np.abs(p - o) / np.abs(o)
+
+
+def mape(predicted, observed) -> float:
+    """Mean absolute percentage error as a fraction (0.05 = 5 %), on latency in the paper.
+
+    >>> mape([9.0, 12.0], [10.0, 10.0])
+    0.15
+    """
+    return float(np.mean(relative_error(predicted, observed)))
+
+
+def share_within(predicted, observed, tolerance: float) -> float:
+    """Share of predictions whose relative error is at most ``tolerance`` (0.1 = 10 %).
+
+    >>> share_within([9.0, 12.0], [10.0, 10.0], 0.1)
+    0.5
+    """
+    if not tolerance >= 0:
+        raise InterfpredError(f"tolerance must be >= 0, got {tolerance!r}")
+    # A relative slack absorbs float rounding at the boundary (9 vs 10 is exactly 10 %).
+    return float(np.mean(relative_error(predicted, observed) <= tolerance * (1 + BOUNDARY_RTOL)))
+
+
+def relative_error_cdf(predicted, observed) -> tuple[np.ndarray, np.ndarray]:
+    """Empirical CDF of relative error: sorted errors and the cumulative share at each.
+
+    >>> x, f = relative_error_cdf([9.0, 12.0], [10.0, 10.0])
+    >>> x.tolist(), f.tolist()
+    ([0.1, 0.2], [0.5, 1.0])
+    """
+    err = np.sort(relative_error(predicted, observed))
+    return err, np.arange(1, err.size + 1) / err.size
+
+
+@dataclass(frozen=True)
+class AccuracySummary:
+    """The figures the experiments report for one set of predictions (errors as fractions)."""
+
+    n: int
+    mse: float
+    mape: float
+    within_10: float
+    within_20: float
+    median: float
+    p90: float
+    p99: float
+    beyond_60: float
+
+    def as_dict(self) -> dict[str, float]:
+        """Plain dict, for JSON and tables."""
+        return asdict(self)
+
+
+def accuracy_summary(predicted, observed) -> AccuracySummary:
+    """All accuracy figures for one prediction set.
+
+    ``mse`` is computed on the values given (pass slowdowns for the paper's MSE); the
+    relative-error figures are scale-free, so latencies or slowdowns give the same numbers.
+    """
+    p, o = _pair(predicted, observed)
+    err = relative_error(p, o)
+    q = np.quantile(err, [0.5, 0.9, 0.99])
+    return AccuracySummary(
+        n=int(p.size), mse=float(np.mean((p - o) ** 2)), mape=float(err.mean()),
+        within_10=float(np.mean(err <= 0.1 * (1 + BOUNDARY_RTOL))),
+        within_20=float(np.mean(err <= 0.2 * (1 + BOUNDARY_RTOL))),
+        median=float(q[0]), p90=float(q[1]), p99=float(q[2]), beyond_60=float(np.mean(err > 0.6)),
+    )
