@@ -28,7 +28,7 @@ from typing import IO
 from interfpred.constants import MODEL_FILE_MAX_BYTES, MODEL_FILE_MAX_DEPTH
 from interfpred.errors import InputError, InterfpredError
 
-__all__ = ["atomic_open", "atomic_write_text", "check_regular_file", "csv_rows", "read_json", "read_text",
+__all__ = ["atomic_open", "atomic_write_text", "check_regular_file", "csv_rows", "read_json", "read_text", "staged_folder",
            "recover", "replace_folder", "temp_folder"]
 
 
@@ -114,6 +114,38 @@ def temp_folder(out: str | os.PathLike[str]) -> str:
         return tempfile.mkdtemp(prefix=f".{base}.{os.getpid()}.tmp-", dir=folder)
     except OSError as exc:
         raise type(exc)(exc.errno, exc.strerror, folder) from None
+
+
+@contextlib.contextmanager
+def staged_folder(out: str | os.PathLike[str], *, what: str = "output") -> Iterator[str]:
+    """Write a folder in a fresh sibling, then put it at ``out`` as a whole (see :func:`replace_folder`).
+
+    Yields the temporary folder's path. When the block completes, the folder is made readable
+    (mode 755) and replaces ``out``; when it raises, the partial folder is removed and ``out`` is
+    left as it was. A parent that cannot hold the temporary folder raises
+    :class:`~interfpred.errors.InterfpredError` naming ``what`` and ``out``.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "report"
+    >>> with staged_folder(out) as tmp:
+    ...     _ = (pathlib.Path(tmp) / "a.txt").write_text("a")
+    >>> sorted(p.name for p in out.iterdir())
+    ['a.txt']
+    """
+    try:
+        tmp = temp_folder(out)
+    except OSError as exc:
+        raise InterfpredError(f"cannot write {what} {os.fspath(out)}: {exc.strerror or exc}") from None
+    try:
+        yield tmp
+        os.chmod(tmp, 0o755)
+        replace_folder(tmp, out)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            shutil.rmtree(tmp)
+        raise
 
 
 def replace_folder(tmp: str | os.PathLike[str], out: str | os.PathLike[str]) -> None:

@@ -37,6 +37,7 @@ from interfpred.evaluation.coverage import (
     coverage_rows,
     prequential_bounds,
 )
+from interfpred.experiments.pairs import simulate_pairs
 from interfpred.experiments.paper import E2_SETS, scenario_for
 from interfpred.experiments.report import (
     ReproduceContext,
@@ -48,9 +49,7 @@ from interfpred.features import TimeWeighted, transform_many
 from interfpred.predictors import RLS, Calibrated
 from interfpred.profiles import ProfileTable
 from interfpred.sim.contention import GpuSpec
-from interfpred.sim.engine import SimResult, simulate
-from interfpred.sim.operators import HiddenFactors, PhaseZoo, Program
-from interfpred.sim.phased import simulate_phased
+from interfpred.sim.operators import HiddenFactors
 
 __all__ = ["COVERAGE_QUANTILES", "fit_calibrated_pair_model", "run_coverage", "simulate_pairs"]
 
@@ -155,40 +154,6 @@ def _verdict(goal: dict[str, Any]) -> str:
         return f"Goal met: ACI coverage within {goal['tolerance'] * 100:g} points of nominal on every set."
     miss = "; ".join(f"{m['set']} q={m['quantile']:g}: {m['coverage']:.4f}" for m in goal["misses"])
     return f"Goal NOT met (ACI within {goal['tolerance'] * 100:g} points of nominal on every set): {miss}."
-
-
-def simulate_pairs(profiles: ProfileTable, spec: GpuSpec, *, batches: tuple[int, ...] = E3_PAIR_BATCHES,
-                   hidden: Mapping[str, HiddenFactors] | None = None, seed: int = 0) -> SimResult:
-    """Every unordered pair of (model, batch size) over the zoo's models and ``batches``, simulated.
-
-    Both members of a pair start at 0 on their own GPU (``p<i>_<j>``), under the ground truth with
-    noise: the fluid one, or with ``hidden`` per-model factors the phase-structured one (each
-    pass one operator, its profile's demand).
-
-    Examples
-    --------
-    >>> from interfpred.sim.zoo import zoo_profiles
-    >>> from interfpred.sim.contention import get_gpu_spec
-    >>> len(simulate_pairs(zoo_profiles("l4"), get_gpu_spec("l4"), batches=(1, 8)).trace)   # 12 items, 78 pairs
-    156
-    """
-    keys = [(m, b) for m in profiles.models for b in batches]
-    model, batch, gpu = [], [], []
-    for i in range(len(keys)):
-        for j in range(i, len(keys)):
-            for m, b in (keys[i], keys[j]):
-                model.append(m)
-                batch.append(b)
-                gpu.append(f"p{i}_{j}")
-    if hidden is None:
-        return simulate(model, batch, np.zeros(len(model)), gpu=gpu, spec=spec, profiles=profiles, queue=False,
-                        seed=seed)
-    p = profiles.lookup_arrays([m for m, _ in keys], [b for _, b in keys], gpus=spec.name)
-    progs = {k: Program([p["solo_ms"][i]], [[p["sm"][i], p["l2"][i], p["dram"][i]]], [-1])
-             for i, k in enumerate(keys)}
-    zoo = PhaseZoo.from_programs("synthetic", spec.name, progs, hidden={m: hidden[m] for m, _ in keys})
-    return simulate_phased(model, batch, np.zeros(len(model)), gpu=gpu, spec=spec, zoo=zoo, queue=False,
-                           seed=seed)
 
 
 def fit_calibrated_pair_model(profiles: ProfileTable, spec: GpuSpec, *, seed: int = 0,

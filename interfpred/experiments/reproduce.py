@@ -27,18 +27,16 @@ interfpred.errors.InterfpredError: ... already holds a report (report.md); pass 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import platform
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from interfpred._io import recover, replace_folder, temp_folder
+from interfpred._io import recover, staged_folder
 from interfpred._version import __version__
 from interfpred.constants import SIM_DEFAULT_GPU, SIM_DEFAULT_TRUTH, SIM_PHASED_DEFAULT_GPU, SIM_TRUTHS
 from interfpred.errors import InterfpredError
@@ -76,11 +74,6 @@ def _check_out(out: Path, force: bool) -> None:
         raise InterfpredError(f"cannot write --out {out}: its parent folder {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise InterfpredError(f"cannot write --out {out}: no permission to create files in {parent}")
-
-
-def _install(tmp: Path, out: Path) -> None:
-    """Move the complete ``tmp`` to ``out``, replacing an existing ``out`` only now (crash-safe)."""
-    replace_folder(tmp, out)
 
 
 def _resolve(sections: Sequence[Callable[[ReproduceContext], Section] | str] | None) -> list[Callable]:
@@ -158,11 +151,8 @@ def reproduce(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: int
     funcs = _resolve(sections)
     say = progress or (lambda message: None)
     t0 = time.perf_counter()
-    try:
-        tmp = Path(temp_folder(out))
-    except OSError as exc:
-        raise InterfpredError(f"cannot write --out {out}: {exc.strerror or exc}") from None
-    try:
+    with staged_folder(out, what="--out") as staged:
+        tmp = Path(staged)
         ctx = ReproduceContext(out_dir=tmp, seed=seed, quick=quick, progress=say, gpu=gpu, executions=executions,
                                truth=truth, zoo=zoo)
         done: list[Section] = []
@@ -185,12 +175,6 @@ def reproduce(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: int
             json.dump({**meta, "sections": {s.title: s.data for s in done}}, fh, indent=1, allow_nan=False,
                       default=_json_default)
             fh.write("\n")
-        os.chmod(tmp, 0o755)
-        _install(tmp, out)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            shutil.rmtree(tmp)
-        raise
     return done
 
 

@@ -13,17 +13,15 @@ Examples
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from interfpred._deprecation import renamed_keywords
-from interfpred._io import recover, replace_folder, temp_folder
+from interfpred._io import recover, staged_folder
 from interfpred.columnar import write_profiles, write_trace
 from interfpred.constants import (
     SCHEMA_VERSION,
@@ -283,13 +281,11 @@ def write_scenario(scenario: Scenario, out: str | os.PathLike[str], *, force: bo
         raise InterfpredError(f"parent folder {parent} of the output does not exist")
     if format not in ("csv", "parquet"):
         raise InterfpredError(f"format {format!r} must be 'csv' or 'parquet'")
-    tmp = temp_folder(out)
     if operators and scenario.zoo is None:
-        shutil.rmtree(tmp, ignore_errors=True)
         raise InterfpredError("an operator-level profile needs the phase-structured truth (truth 'phases')")
     names = [f"profiles.{format}", *(f"{k}.{format}" for k in scenario.traces),
              *(["operators.csv"] if operators else []), "scenario.json"]
-    try:
+    with staged_folder(out) as tmp:
         write_profiles(scenario.profiles, os.path.join(tmp, names[0]))
         if operators and scenario.zoo is not None:
             keys = {(str(m), int(b)) for t in scenario.traces.values() for m, b in zip(t.model, t.batch_size)}
@@ -303,10 +299,4 @@ def write_scenario(scenario: Scenario, out: str | os.PathLike[str], *, force: bo
         with open(os.path.join(tmp, "scenario.json"), "w", encoding="utf-8") as fh:
             json.dump(scenario.manifest(), fh, indent=2, sort_keys=True)
             fh.write("\n")
-        os.chmod(tmp, 0o755)
-        replace_folder(tmp, out)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            shutil.rmtree(tmp)
-        raise
     return names
