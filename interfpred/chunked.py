@@ -100,7 +100,7 @@ def _check_chunk_rows(chunk_rows: int) -> int:
 
 
 def _device_rows(trace: Trace) -> list[tuple[str, np.ndarray]]:
-    names, gcode = trace.codes("gpu")
+    names, gcode = trace.codes("device")
     if len(names) <= 1:
         return [(names[0], np.arange(len(trace)))] if names else []
     order = np.argsort(gcode, kind="stable")
@@ -149,7 +149,7 @@ def iter_timeline(trace: Trace, *, chunk_rows: int = CHUNK_ROWS) -> Iterator[Tim
     Examples
     --------
     >>> from interfpred import Trace
-    >>> t = Trace(id=[1, 2, 3], gpu=["g"] * 3, model=["m"] * 3, batch_size=[1] * 3,
+    >>> t = Trace(id=[1, 2, 3], device=["g"] * 3, model=["m"] * 3, batch_size=[1] * 3,
     ...           start_ms=[0.0, 2.0, 5.0], end_ms=[4.0, 5.0, 6.0])
     >>> [c.seg_start.tolist() for c in iter_timeline(t, chunk_rows=1)]
     [[0.0], [2.0, 4.0], [5.0]]
@@ -359,7 +359,7 @@ def iter_features_parquet(path: str, profiles: ProfileTable, extractors: Sequenc
         refuse_zero_latency((ex.target for ex in exs), end - start, _file_rows(path, offset))
         dem, solo = profile_arrays(tr, profiles, extrapolate=extrapolate)
         dem = checked_demands(exs, dem, tr.model)
-        names, gcode = tr.codes("gpu")
+        names, gcode = tr.codes("device")
         for g, name in enumerate(names):
             sel = np.flatnonzero(gcode == g)
             c = carries.setdefault(name, _Carry(len(exs), exs[0].n_features))

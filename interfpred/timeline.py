@@ -9,7 +9,7 @@ docs/concepts.md describes the layout and the conventions.
 Examples
 --------
 >>> from interfpred import Trace
->>> t = Trace(id=[1, 2, 3], gpu=["g"] * 3, model=["m"] * 3, batch_size=[1] * 3,
+>>> t = Trace(id=[1, 2, 3], device=["g"] * 3, model=["m"] * 3, batch_size=[1] * 3,
 ...           start_ms=[0.0, 2.0, 5.0], end_ms=[4.0, 5.0, 6.0])
 >>> tl = build_timeline(t)
 >>> tl.seg_start, tl.seg_end
@@ -57,7 +57,7 @@ class Timeline:
     Examples
     --------
     >>> from interfpred import Trace
-    >>> t = Trace(id=[7, 8], gpu=["a", "b"], model=["m", "m"], batch_size=[1, 1],
+    >>> t = Trace(id=[7, 8], device=["a", "b"], model=["m", "m"], batch_size=[1, 1],
     ...           start_ms=[0.0, 0.0], end_ms=[1.0, 1.0])
     >>> build_timeline(t).n_segments      # two GPUs: nobody shares
     2
@@ -154,7 +154,7 @@ def trace_segments(trace: Trace, timeline: Timeline | None = None) -> tuple[np.n
     Examples
     --------
     >>> from interfpred import Trace
-    >>> t = Trace(id=[1, 2], gpu=["g"] * 2, model=["m"] * 2, batch_size=[1] * 2,
+    >>> t = Trace(id=[1, 2], device=["g"] * 2, model=["m"] * 2, batch_size=[1] * 2,
     ...           start_ms=[0.0, 1.0], end_ms=[2.0, 3.0])
     >>> [a.tolist() for a in trace_segments(t)[:3]]
     [[0.0, 1.0, 2.0], [1.0, 2.0, 3.0], [0, 1, 3, 4]]
@@ -163,7 +163,7 @@ def trace_segments(trace: Trace, timeline: Timeline | None = None) -> tuple[np.n
         if not isinstance(timeline, Timeline) or timeline.n_executions != len(trace):
             raise InterfpredError("timeline was not built from this trace (row counts differ)")
         return timeline.seg_start, timeline.seg_end, timeline.seg_ptr, timeline.seg_members
-    _, gcode = trace.codes("gpu")
+    _, gcode = trace.codes("device")
     return segment_arrays(gcode, np.ascontiguousarray(trace.start_ms), np.ascontiguousarray(trace.end_ms))[1:]
 
 
@@ -184,7 +184,7 @@ def build_timeline(trace: Trace) -> Timeline:
     Examples
     --------
     >>> from interfpred import Trace
-    >>> t = Trace(id=[1, 2, 3], gpu=["g"] * 3, model=["m"] * 3, batch_size=[1] * 3,
+    >>> t = Trace(id=[1, 2, 3], device=["g"] * 3, model=["m"] * 3, batch_size=[1] * 3,
     ...           start_ms=[0.0, 1.0, 1.0], end_ms=[1.0, 3.0, 1.0])
     >>> tl = build_timeline(t)            # 1 ends where 2 starts; 3 has zero length
     >>> tl.n_segments, tl.segments_of(2).size
@@ -192,7 +192,7 @@ def build_timeline(trace: Trace) -> Timeline:
     """
     if not isinstance(trace, Trace):
         raise InterfpredError(f"build_timeline expects a Trace, got {type(trace).__name__}")
-    names, gcode = trace.codes("gpu")
+    names, gcode = trace.codes("device")
     start = np.ascontiguousarray(trace.start_ms, dtype=np.float64)
     end = np.ascontiguousarray(trace.end_ms, dtype=np.float64)
     seg_gpu, seg_start, seg_end, seg_ptr, members = segment_arrays(gcode, start, end)

@@ -30,7 +30,7 @@ def _trace(n, seed, gpus=2, grid=0.5):
     start = np.round(rng.uniform(0, n * 0.7, n) / grid) * grid
     dur = np.round(rng.exponential(3.0, n) / grid) * grid
     dur[rng.random(n) < 0.05] = 0.0
-    return Trace(id=rng.permutation(n), gpu=rng.choice([f"g{i}" for i in range(gpus)], n),
+    return Trace(id=rng.permutation(n), device=rng.choice([f"g{i}" for i in range(gpus)], n),
                  model=rng.choice(PROF.models, n), batch_size=rng.choice([1, 2, 4, 8, 16, 32], n),
                  start_ms=start, end_ms=start + dur)
 

@@ -50,7 +50,7 @@ def test_simulate_mix(tmp_path):
     assert main(["simulate", "--scenario", "mix", "--models", "vgg19,yolov8n", "--rho", "0.8",
                  "--batch-sizes", "2,32", "--out", str(out), "--executions", "50", "--gpus", "2"]) == 0
     t = Trace.from_csv(out / "trace.csv")
-    assert len(t) == 50 and set(t.batch_size.tolist()) <= {2, 32} and set(t.gpu) <= {"gpu0", "gpu1"}
+    assert len(t) == 50 and set(t.batch_size.tolist()) <= {2, 32} and set(t.device) <= {"gpu0", "gpu1"}
 
 
 @pytest.mark.parametrize("argv, match", [
