@@ -42,6 +42,8 @@ def run_simulate(args: argparse.Namespace) -> int:
     from interfpred.sim.workload import mix_scenario, paper_scenario, write_scenario
 
     n = SIM_DEFAULT_EXECUTIONS if args.executions is None else args.executions
+    if args.devices < 1:
+        raise InterfpredError(f"--devices {args.devices} must be a positive integer (devices per set)")
     if args.scenario == "paper":
         extra = [f"--{k.replace('_', '-')}" for k in ("models", "rho", "batch_sizes") if getattr(args, k) is not None]
         if extra:
