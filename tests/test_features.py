@@ -135,10 +135,10 @@ def test_profiles_interpolate_and_gpu_choice():
     np.testing.assert_allclose(fm.solo_ms, [3.0, 2.0])
     np.testing.assert_allclose(fm.X[0, :3], [0.3, 0.2, 0.6])
     np.testing.assert_allclose(fm.y, [0.5, 0.5])
-    np.testing.assert_allclose(fm.X[:, 3:], 0.0)       # different GPUs never interfere
+    np.testing.assert_allclose(fm.X[:, 3:], 0.0)       # different devices never interfere
     two = prof.merge(ProfileTable.from_columns(gpu=["h100"], model=["a"], batch_size=[2], solo_ms=[1.0],
                                                sm=[0.1], l2=[0.1], dram=[0.1]))
-    with pytest.raises(InterfpredError, match="trace runs on dev0, dev1"):
+    with pytest.raises(InterfpredError, match="trace runs on devices dev0, dev1"):
         Static().transform(tr, two)
     per_gpu = Trace(id=[1, 2], device=["l4", "h100"], model=["a", "a"], batch_size=[2, 2],
                     start_ms=[0.0, 0.0], end_ms=[4.0, 2.0])

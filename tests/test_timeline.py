@@ -12,7 +12,7 @@ from interfpred import InterfpredError, Trace, build_timeline
 
 
 def _segments(tl):
-    return [(tl.gpu_names[tl.seg_gpu[s]], float(tl.seg_start[s]), float(tl.seg_end[s]),
+    return [(tl.device_names[tl.seg_device[s]], float(tl.seg_start[s]), float(tl.seg_end[s]),
              frozenset(tl.running_set(s).tolist())) for s in range(tl.n_segments)]
 
 
