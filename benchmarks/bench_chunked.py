@@ -83,7 +83,7 @@ def _child(n: int, one_shot: bool, parquet: str | None = None) -> dict:
     tr = make_trace(n, rng)
     out["trace build"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    tr.codes("gpu")
+    tr.codes("device")
     tr.codes("model")
     out["name codes"] = time.perf_counter() - t0
     t0 = time.perf_counter()

@@ -50,7 +50,7 @@ def _write(n: int, files: int, folder: str, name: str) -> None:
     parts = []
     for g in range(GPUS):
         t = make_trace(n // GPUS, rng)
-        parts.append(Trace(id=t.id + g * (n // GPUS), gpu=np.full(len(t), f"gpu{g}"), model=t.model,
+        parts.append(Trace(id=t.id + g * (n // GPUS), device=np.full(len(t), f"gpu{g}"), model=t.model,
                            batch_size=t.batch_size, start_ms=t.start_ms, end_ms=t.end_ms))
     write_device_files(Trace.concat(parts), os.path.join(folder, name), files=files)
 

@@ -28,7 +28,7 @@ def synthetic_trace(n: int, seed: int = 0) -> Trace:
     rng = np.random.default_rng(seed)
     start = np.cumsum(rng.exponential(0.5, n))
     models = np.array(["resnet50", "vgg19", "convnext_b", "roberta_base", "vit_b16", "yolov8n"])
-    return Trace(id=np.arange(n), gpu=np.array([f"gpu{i}" for i in range(8)])[rng.integers(0, 8, n)],
+    return Trace(id=np.arange(n), device=np.array([f"gpu{i}" for i in range(8)])[rng.integers(0, 8, n)],
                  model=models[rng.integers(0, 6, n)], batch_size=rng.integers(1, 33, n), start_ms=start,
                  end_ms=start + rng.uniform(1.0, 40.0, n), solo_ms=rng.uniform(1.0, 30.0, n))
 

@@ -51,7 +51,7 @@ def make_trace(n: int, rng: np.random.Generator, streams: int = 8) -> Trace:
     start, dur = start.ravel()[:n], dur.ravel()[:n]
     dur[rng.random(n) < 0.001] = 0.0                         # a few zero-length executions
     order = np.argsort(start, kind="stable")
-    return Trace(id=np.arange(n), gpu=np.full(n, "l4"), model=rng.choice(MODELS, n),
+    return Trace(id=np.arange(n), device=np.full(n, "l4"), model=rng.choice(MODELS, n),
                  batch_size=rng.integers(1, 33, n), start_ms=start[order], end_ms=(start + dur)[order])
 
 
@@ -124,7 +124,7 @@ def main() -> None:
         tr = make_trace(args.naive_n, rng)
         dem, _ = profile_arrays(tr, prof)
         t0 = time.perf_counter()
-        ref = naive_features(tr.gpu.tolist(), tr.start_ms.tolist(), tr.end_ms.tolist(), dem.tolist(),
+        ref = naive_features(tr.device.tolist(), tr.start_ms.tolist(), tr.end_ms.tolist(), dem.tolist(),
                              aggregation="time_weighted")
         t_naive = time.perf_counter() - t0
         fast = best(lambda: TimeWeighted().transform(tr, prof), args.repeat)

@@ -84,7 +84,7 @@ def main() -> None:
         for j in range(4):
             big.start(f"g{g}", (g, j), prof.models[(g + j) % 6], 4 + 4 * j, 0.1 * j, deadline=1e6)
     ch64 = _median_us(lambda: big.choose_gpu(("c", "vgg19", 8), 1e6, t), max(args.repeat // 10, 200))
-    rows.append(("Fleet.choose_gpu, 64 GPUs x 4 running", ch64))
+    rows.append(("Fleet.choose_gpu, 64 devices x 4 running", ch64))
     per_gpu = _median_us(lambda: big.assess("g0", ("c", "vgg19", 8), 1e6, t), args.repeat)
     rows.append(("  one GPU assessed alone (what_if + predict_finish)", per_gpu))
 
@@ -107,7 +107,7 @@ def main() -> None:
     fleet = Fleet({g: ColocationTracker(zoo_profiles("l4"), rls) for g in ("g0", "g1")})
     for i in range(8):
         fleet.start(f"g{i % 2}", i, zoo_profiles("l4").models[i % 6], 4 + i, float(i), deadline=1e6)
-    rows.append(("Fleet.choose_gpu, 2 GPUs x 4 running", _median_us(lambda: fleet.choose_gpu(("c", "vgg19", 8), 1e6, t),
+    rows.append(("Fleet.choose_gpu, 2 devices x 4 running", _median_us(lambda: fleet.choose_gpu(("c", "vgg19", 8), 1e6, t),
                                                                     max(args.repeat // 2, 200))))
     ent_pred = EntityRLS()
     zoo = zoo_profiles("l4").models
@@ -129,7 +129,7 @@ def main() -> None:
     goals = [("what_if at 8 running <= 50 us", wi, wi <= 50),
              ("what_if at 64 running <= 25 us", wi64, wi64 <= 25),
              ("what_if 64 / what_if 8 <= 2.5x", wi64 / wi, wi64 / wi <= 2.5),
-             ("choose_gpu over 64 GPUs x 4 running <= 300 us", ch64, ch64 <= 300),
+             ("choose_gpu over 64 devices x 4 running <= 300 us", ch64, ch64 <= 300),
              ("choose_gpu 64 GPUs vs 64 one-by-one assessments (x faster)", 64 * per_gpu / ch64, True)]
     for name, val, ok in goals:
         print(f"goal {name:<62} measured {val:9.2f}  {'met' if ok else 'NOT met'}")

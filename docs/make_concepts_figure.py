@@ -23,7 +23,7 @@ from interfpred._io import atomic_open  # noqa: E402
 PROFILES = ProfileTable.from_columns(
     gpu=["l4"] * 3, model=["resnet50", "vgg19", "yolov8n"], batch_size=[8] * 3,
     solo_ms=[6.0, 3.0, 2.0], sm=[0.5, 0.6, 0.3], l2=[0.3, 0.4, 0.2], dram=[0.4, 0.7, 0.2])
-TRACE = Trace(id=["A", "B", "C"], gpu=["l4"] * 3, model=["resnet50", "vgg19", "yolov8n"], batch_size=[8] * 3,
+TRACE = Trace(id=["A", "B", "C"], device=["l4"] * 3, model=["resnet50", "vgg19", "yolov8n"], batch_size=[8] * 3,
               start_ms=[0.0, 2.0, 5.0], end_ms=[10.0, 6.0, 7.0])
 
 

@@ -1,6 +1,6 @@
 """Timelines and features of a trace of any length, in bounded memory: per device and per time window.
 
-Each GPU's executions are cut into **windows** of about ``chunk_rows`` launches, ending at a
+Each device's executions are cut into **windows** of about ``chunk_rows`` launches, ending at a
 launch time so that no segment straddles two windows; executions still running at a cut carry
 their feature accumulators into the next window and are emitted in the window where they end.
 The segments and the arithmetic are those of the one-shot sweep, so the features equal
@@ -24,6 +24,7 @@ True
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -43,22 +44,34 @@ __all__ = ["FeatureChunk", "TimelineChunk", "iter_features", "iter_timeline", "t
 
 
 class TimelineChunk(NamedTuple):
-    """The segments of one window of one GPU; running sets as trace rows."""
+    """The segments of one window of one device; running sets as trace rows."""
 
-    gpu: str
+    device: str
     seg_start: np.ndarray
     seg_end: np.ndarray
     seg_ptr: np.ndarray
     seg_members: np.ndarray
 
+    @property
+    def gpu(self) -> str:
+        """Deprecated name of ``device``."""
+        warnings.warn("TimelineChunk.gpu is deprecated; use device", DeprecationWarning, stacklevel=2)
+        return self.device
+
 
 class FeatureChunk(NamedTuple):
     """The executions whose features became final in one window: trace rows and one matrix per extractor."""
 
-    gpu: str
+    device: str
     rows: np.ndarray
     features: list[FeatureMatrix]
     n_segments: int
+
+    @property
+    def gpu(self) -> str:
+        """Deprecated name of ``device``."""
+        warnings.warn("FeatureChunk.gpu is deprecated; use device", DeprecationWarning, stacklevel=2)
+        return self.device
 
 
 class _Window(NamedTuple):
@@ -100,7 +113,7 @@ def _check_chunk_rows(chunk_rows: int) -> int:
 
 
 def _device_rows(trace: Trace) -> list[tuple[str, np.ndarray]]:
-    names, gcode = trace.codes("gpu")
+    names, gcode = trace.codes("device")
     if len(names) <= 1:
         return [(names[0], np.arange(len(trace)))] if names else []
     order = np.argsort(gcode, kind="stable")
@@ -109,10 +122,10 @@ def _device_rows(trace: Trace) -> list[tuple[str, np.ndarray]]:
 
 
 def _windows(rows: np.ndarray, start: np.ndarray, end: np.ndarray, chunk_rows: int) -> Iterator[_Window]:
-    """Windows of one GPU's rows (see the module docstring)."""
+    """Windows of one device's rows (see the module docstring)."""
     st = start[rows]
     if st.size > 1 and not bool(np.all(st[1:] >= st[:-1])):   # a trace is usually in launch order already:
-        order = np.argsort(st, kind="stable")                   # then no O(n log n) sort of the whole GPU
+        order = np.argsort(st, kind="stable")                   # then no O(n log n) sort of the whole device
         rows, st = rows[order], st[order]
     en = end[rows]
     pos_st = st[en > st]
@@ -140,16 +153,16 @@ def _windows(rows: np.ndarray, start: np.ndarray, end: np.ndarray, chunk_rows: i
 
 
 def iter_timeline(trace: Trace, *, chunk_rows: int = CHUNK_ROWS) -> Iterator[TimelineChunk]:
-    """The segments of every GPU of ``trace``, window by window (GPUs in name order, windows in time order).
+    """The segments of every device of ``trace``, window by window (devices in name order, windows in time order).
 
-    Concatenated, the chunks of a GPU hold exactly the segments of
+    Concatenated, the chunks of a device hold exactly the segments of
     :func:`~interfpred.timeline.build_timeline` for it, in the same order, with the same
     running sets (members possibly in another order).
 
     Examples
     --------
     >>> from interfpred import Trace
-    >>> t = Trace(id=[1, 2, 3], gpu=["g"] * 3, model=["m"] * 3, batch_size=[1] * 3,
+    >>> t = Trace(id=[1, 2, 3], device=["g"] * 3, model=["m"] * 3, batch_size=[1] * 3,
     ...           start_ms=[0.0, 2.0, 5.0], end_ms=[4.0, 5.0, 6.0])
     >>> [c.seg_start.tolist() for c in iter_timeline(t, chunk_rows=1)]
     [[0.0], [2.0, 4.0], [5.0]]
@@ -177,7 +190,7 @@ def iter_features(trace: Trace, profiles: ProfileTable, extractors: Sequence[Ext
         Extractors with built-in maps sharing one map and combine (any aggregations), without
         the MPS share features.
     chunk_rows
-        About how many launches a window holds (per GPU).
+        About how many launches a window holds (per device).
     extrapolate
         Passed to the profile lookup.
 
@@ -210,7 +223,7 @@ def iter_features(trace: Trace, profiles: ProfileTable, extractors: Sequence[Ext
             seg_start, seg_end, seg_ptr, members = win.segs
             if seg_ptr.size > 1 and int(np.diff(seg_ptr).max()) > MAX_RUNNING_SET:
                 raise InterfpredError(f"more than MAX_RUNNING_SET={MAX_RUNNING_SET} executions run at once on "
-                                      f"gpu {name!r}")
+                                      f"device {name!r}")
             n = win.idx.size
             out = np.zeros((len(exs), n, d))
             wsum = np.zeros(n)
@@ -247,7 +260,7 @@ def transform_chunked(trace: Trace, profiles: ProfileTable, extractors: Sequence
 
 # ---------------------------------------------------------------------------- from a file, batch by batch
 class _Carry:
-    """One GPU's executions still open at the last cut: their columns and feature accumulators."""
+    """One device's executions still open at the last cut: their columns and feature accumulators."""
 
     def __init__(self, n_aggs: int, d: int) -> None:
         self.t0 = -np.inf
@@ -278,7 +291,7 @@ class _Carry:
 
 
 def _sweep(s: np.ndarray, e: np.ndarray) -> tuple[Any, ...]:
-    """The sweep of one window of one GPU's executions ``[s, e)``, refused (before it allocates more)
+    """The sweep of one window of one device's executions ``[s, e)``, refused (before it allocates more)
     past the running-set and membership limits."""
     live = np.flatnonzero(e > s)
     so = live[np.argsort(s[live], kind="stable")]
@@ -286,7 +299,7 @@ def _sweep(s: np.ndarray, e: np.ndarray) -> tuple[Any, ...]:
     _, seg_start, seg_end, seg_ptr, members, stop = _k.sweep(np.zeros(s.size, dtype=np.int64), s, e, so, eo, s.size,
                                                              MAX_RUNNING_SET, TIMELINE_MAX_MEMBERS)
     if stop >= 0:
-        raise InterfpredError(f"more than MAX_RUNNING_SET={MAX_RUNNING_SET} executions run at once on one GPU "
+        raise InterfpredError(f"more than MAX_RUNNING_SET={MAX_RUNNING_SET} executions run at once on one device "
                               f"at {s[stop]!r} ms, or a window's timeline exceeds "
                               f"TIMELINE_MAX_MEMBERS={TIMELINE_MAX_MEMBERS} memberships")
     return seg_start, seg_end, seg_ptr, members
@@ -300,7 +313,7 @@ def _advance(c: _Carry, t1: float, map_id: int, combine_id: int, agg_ids, alphas
     b = np.searchsorted(seg_start, t1, side="left")
     ptr = seg_ptr[a:b + 1] - seg_ptr[a]
     if ptr.size > 1 and int(np.diff(ptr).max()) > MAX_RUNNING_SET:
-        raise InterfpredError(f"more than MAX_RUNNING_SET={MAX_RUNNING_SET} executions run at once on one GPU")
+        raise InterfpredError(f"more than MAX_RUNNING_SET={MAX_RUNNING_SET} executions run at once on one device")
     dem = np.ascontiguousarray(c.dem)
     _k.features_into(seg_start[a:b], seg_end[a:b], ptr, members[seg_ptr[a]:seg_ptr[b]], dem, map_id, combine_id,
                      agg_ids, alphas, c.out, c.wsum, c.seen)
@@ -324,7 +337,7 @@ def iter_features_parquet(path: str, profiles: ProfileTable, extractors: Sequenc
     """:func:`iter_features` of a Parquet trace read ``batch_rows`` rows at a time: memory O(batch).
 
     The file's rows must be in launch order (``start_ms`` non-decreasing), as a trace is; rows are
-    numbered from 0 in file order (``FeatureChunk.rows``). Each GPU keeps its own open executions
+    numbered from 0 in file order (``FeatureChunk.rows``). Each device keeps its own open executions
     across batches; a batch is cut at its latest launch, so the features equal ``transform_many``
     on the whole file to the bit. Ids are checked for duplicates within a batch only.
 
@@ -344,9 +357,9 @@ def iter_features_parquet(path: str, profiles: ProfileTable, extractors: Sequenc
     offset = 0
     latest = -np.inf
 
-    def emit(gpu: str, got) -> FeatureChunk:
+    def emit(device: str, got) -> FeatureChunk:
         rows, out, lat, so, nseg = got
-        return FeatureChunk(gpu, rows, _matrices(exs, out, lat, so), int(nseg))
+        return FeatureChunk(device, rows, _matrices(exs, out, lat, so), int(nseg))
 
     for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_rows):
         tr = trace_from_arrow(pa.Table.from_batches([batch]), path=path)
@@ -359,7 +372,7 @@ def iter_features_parquet(path: str, profiles: ProfileTable, extractors: Sequenc
         refuse_zero_latency((ex.target for ex in exs), end - start, _file_rows(path, offset))
         dem, solo = profile_arrays(tr, profiles, extrapolate=extrapolate)
         dem = checked_demands(exs, dem, tr.model)
-        names, gcode = tr.codes("gpu")
+        names, gcode = tr.codes("device")
         for g, name in enumerate(names):
             sel = np.flatnonzero(gcode == g)
             c = carries.setdefault(name, _Carry(len(exs), exs[0].n_features))

@@ -17,7 +17,7 @@ Examples
 >>> read_trace(path) == tr
 True
 >>> trace_to_frame(tr).columns.tolist()[:4]
-['id', 'gpu', 'model', 'batch_size']
+['id', 'device', 'model', 'batch_size']
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from interfpred.constants import (
 from interfpred.errors import InterfpredError
 from interfpred.measurements import Measurements
 from interfpred.profiles import ProfileTable
-from interfpred.trace import Trace
+from interfpred.trace import Trace, current_header
 
 __all__ = [
     "format_of",
@@ -141,7 +141,7 @@ def trace_to_arrow(trace: Trace):
     names = [c for c in (*TRACE_COLUMNS, *TRACE_OPTIONAL_COLUMNS) if c in cols]
     out = {}
     for c in names:
-        if c in ("gpu", "model"):
+        if c in ("device", "model"):
             labels, codes = trace.codes(c)
             out[c] = pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)), pa.array(list(labels),
                                                                                                 pa.string()))
@@ -152,13 +152,17 @@ def trace_to_arrow(trace: Trace):
 
 def trace_from_arrow(table: Any, *, path: str | os.PathLike[str] | None = None,
                      _first_line: int | None = None) -> Trace:
-    """A :class:`Trace` from a ``pyarrow.Table`` with the CSV's columns (extra columns ignored).
+    """A :class:`Trace` from a ``pyarrow.Table`` with the CSV's columns (extra columns ignored; a
+    device column named ``gpu``, as written by earlier versions, is read as ``device``).
 
     ``_first_line``: the table was read from the CSV file ``path`` whose row i is on line
     ``_first_line + i``; later messages about a row then name the file and line.
     """
     pa = _pa("trace_from_arrow")
     where = f"{os.fspath(path)}: " if path is not None else ""
+    names = current_header(table.column_names)
+    if names != table.column_names:
+        table = table.rename_columns(names)
     missing = [c for c in TRACE_COLUMNS if c not in table.column_names]
     if missing:
         raise InterfpredError(f"{where}missing column(s) {', '.join(missing)}; columns are "
@@ -171,7 +175,7 @@ def trace_from_arrow(table: Any, *, path: str | os.PathLike[str] | None = None,
         if col.null_count:
             row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
             raise InterfpredError(f"{where}row {row}: {c} is missing")
-        if c in ("gpu", "model") or (c == "id" and not pa.types.is_integer(col.type)):
+        if c in ("device", "model") or (c == "id" and not pa.types.is_integer(col.type)):
             cols[c] = _strings(col)
         else:
             try:
@@ -199,7 +203,7 @@ def trace_from_frame(frame: Any) -> Trace:
     Examples
     --------
     >>> import pandas as pd
-    >>> df = pd.DataFrame({"id": [1, 2], "gpu": "l4", "model": "vgg19", "batch_size": [4, 8],
+    >>> df = pd.DataFrame({"id": [1, 2], "device": "gpu0", "model": "vgg19", "batch_size": [4, 8],
     ...                    "start_ms": [0.0, 1.0], "end_ms": [5.0, 0.5]})
     >>> trace_from_frame(df)
     Traceback (most recent call last):
@@ -218,12 +222,17 @@ def _read_trace_csv_fast(path: str | os.PathLike[str]) -> Trace | None:
     import pyarrow.csv as pcsv
 
     with open(path, "rb") as fh:
-        header = fh.readline().decode("utf-8", "replace").rstrip("\r\n").split(",")
+        raw_header = fh.readline().decode("utf-8", "replace").rstrip("\r\n").split(",")
+    header = current_header(raw_header)
     if any(h != h.strip() or not h for h in header) or any(c not in header for c in TRACE_COLUMNS):
         return None
     wanted = [c for c in (*TRACE_COLUMNS, *TRACE_OPTIONAL_COLUMNS) if c in header]
     label = pa.dictionary(pa.int32(), pa.string())
-    types = {c: pa.int64() if c == "id" else label if c in ("gpu", "model") else pa.float64() for c in wanted}
+    types = {c: pa.int64() if c == "id" else label if c in ("device", "model") else pa.float64() for c in wanted}
+    if header != raw_header:                  # an older file: read its device column under the name it has
+        old = dict(zip(header, raw_header))
+        wanted = [old[c] for c in wanted]
+        types = {old[c]: t for c, t in types.items()}
     try:
         table = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(
             include_columns=wanted, column_types=types, strings_can_be_null=False, quoted_strings_can_be_null=False),
@@ -232,7 +241,8 @@ def _read_trace_csv_fast(path: str | os.PathLike[str]) -> Trace | None:
             read_options=pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError):
         return None                           # string ids, bad cells, ragged rows: the standard reader
-    for c in ("gpu", "model"):
+    table = table.rename_columns(current_header(table.column_names))
+    for c in ("device", "model"):
         col = table.column(c)
         for chunk in col.chunks:
             d = chunk.dictionary

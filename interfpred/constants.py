@@ -14,7 +14,7 @@ PROFILE_COLUMNS = ("gpu", "model", "batch_size", "solo_ms", "sm", "l2", "dram")
 RESOURCES = ("sm", "l2", "dram")
 
 #: Columns of a trace CSV, in order; ``solo_ms`` and ``share`` (MPS active thread percentage) are optional.
-TRACE_COLUMNS = ("id", "gpu", "model", "batch_size", "start_ms", "end_ms")
+TRACE_COLUMNS = ("id", "device", "model", "batch_size", "start_ms", "end_ms")
 TRACE_OPTIONAL_COLUMNS = ("solo_ms", "share")
 
 #: Slowdown a predictor reports before it has learned anything (1.0: no interference).

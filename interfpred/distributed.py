@@ -15,7 +15,7 @@ Examples
 >>> sc = mix_scenario(["vgg19", "resnet50"], rho=0.8, executions=400, seed=0, n_devices=2)
 >>> paths = write_device_files(sc.traces["trace"], pathlib.Path(tempfile.mkdtemp()), files=2)
 >>> parts = trace_partitions(paths)
->>> [p.gpu for p in parts]
+>>> [p.device for p in parts]
 ['gpu0', 'gpu1']
 >>> m = fit_partitions(parts, sc.profiles, InterferenceModel({"feature_map": "default"}, "offline_linear"))
 >>> local = InterferenceModel({"feature_map": "default"}, "offline_linear").fit(sc.traces["trace"], sc.profiles)
@@ -30,6 +30,7 @@ import logging
 import os
 import resource
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -74,10 +75,16 @@ def _require_distributed():
 
 # ---------------------------------------------------------------------------- partitions
 class TracePartition(NamedTuple):
-    """One device's executions: its GPU name and the Parquet files that hold some of them."""
+    """One device's executions: its name and the Parquet files that hold some of them."""
 
-    gpu: str
+    device: str
     files: tuple[str, ...]
+
+    @property
+    def gpu(self) -> str:
+        """Deprecated spelling of :attr:`device`."""
+        warnings.warn("TracePartition.gpu is deprecated; use .device", DeprecationWarning, stacklevel=2)
+        return self.device
 
 
 def trace_files(spec: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> list[str]:
@@ -98,38 +105,48 @@ def trace_files(spec: str | os.PathLike[str] | Sequence[str | os.PathLike[str]])
     return out
 
 
-def _gpus_of(path: str) -> list[str]:
+def _device_column(path: str, names: Sequence[str]) -> str:
+    """The name of a trace file's device column: ``device``, or ``gpu`` in files of earlier versions."""
+    for c in ("device", "gpu"):
+        if c in names:
+            return c
+    raise InterfpredError(f"{path}: no device column (expected 'device', or 'gpu' in older files)")
+
+
+def _devices_of(path: str) -> list[str]:
     pa = require_pyarrow(f"reading {path}")
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     try:
-        col = pq.read_table(path, columns=["gpu"]).column("gpu")
+        col_name = _device_column(path, pq.read_schema(path).names)
+        col = pq.read_table(path, columns=[col_name]).column(col_name)
     except (pa.ArrowInvalid, OSError, KeyError) as exc:
-        raise InterfpredError(f"{path}: cannot read its gpu column as Parquet: {exc}") from None
+        raise InterfpredError(f"{path}: cannot read its device column as Parquet: {exc}") from None
     return sorted(str(v) for v in pc.unique(col.cast(pa.string())).to_pylist())
 
 
 def trace_partitions(paths: Sequence[str], *, client: Any = None) -> list[TracePartition]:
-    """One partition per GPU named in the files' ``gpu`` columns (GPUs in name order).
+    """One partition per device named in the files' ``device`` columns (devices in name order).
 
     With a Dask ``client`` the files are scanned by the workers.
     """
     paths = [os.fspath(p) for p in paths]
-    lists = client.gather(client.map(_gpus_of, paths, pure=False)) if client is not None else map(_gpus_of, paths)
+    lists = client.gather(client.map(_devices_of, paths, pure=False)) if client is not None else map(_devices_of, paths)
     where: dict[str, list[str]] = {}
-    for path, gpus in zip(paths, lists):
-        for g in gpus:
+    for path, devices in zip(paths, lists):
+        for g in devices:
             where.setdefault(g, []).append(path)
     return [TracePartition(g, tuple(where[g])) for g in sorted(where)]
 
 
 def read_partition(part: TracePartition) -> Trace:
-    """The executions of ``part.gpu`` from its files, in launch order (ties by file, then row)."""
+    """The executions of ``part.device`` from its files, in launch order (ties by file, then row)."""
     pa = require_pyarrow("reading a trace partition")
     import pyarrow.parquet as pq
 
-    tables = [pq.read_table(p, filters=[("gpu", "==", part.gpu)]) for p in part.files]
+    tables = [pq.read_table(p, filters=[(_device_column(p, pq.read_schema(p).names), "==", part.device)])
+              for p in part.files]
     tables = [t.select([c for c in t.column_names if c in tables[0].column_names]) for t in tables]
     table = pa.concat_tables(tables, promote_options="default")
     tr = trace_from_arrow(table, path=", ".join(part.files))
@@ -253,7 +270,7 @@ def _fit_partition(part: TracePartition, profiles: ProfileTable, state: dict) ->
     t1 = time.perf_counter()
     fm = model.features(trace, profiles)
     t2 = time.perf_counter()
-    out: dict[str, Any] = {"gpu": part.gpu, "n": len(fm), "d": fm.X.shape[1]}
+    out: dict[str, Any] = {"device": part.device, "n": len(fm), "d": fm.X.shape[1]}
     p = model.predictor
     if p.kind == "rls":
         fresh = p.clone()
@@ -290,7 +307,7 @@ def _evaluate_partition(part: TracePartition, profiles: ProfileTable, state: dic
         lat = np.asarray(model.extractor.latency_from_target(pred, fm.solo_ms), dtype=np.float64).reshape(-1)
         return lat / fm.solo_ms
 
-    return {"gpu": part.gpu, "observed": observed, "solo": fm.solo_ms, "model": run(model.predictor),
+    return {"device": part.device, "observed": observed, "solo": fm.solo_ms, "model": run(model.predictor),
             "baselines": {k: run(b) for k, b in model.baselines.items()}, "peak_rss_mb": _peak_rss_mb()}
 
 
@@ -345,7 +362,7 @@ def fit_partitions(parts: Sequence[TracePartition], profiles: ProfileTable, mode
     model.choose_map(profiles)
     results = _run(_fit_partition, list(parts), (profiles, model.to_state()), client)
     if report is not None:
-        report.update({r["gpu"]: {"rows": r["n"], "peak_rss_mb": r["peak_rss_mb"], "pid": r["pid"],
+        report.update({r["device"]: {"rows": r["n"], "peak_rss_mb": r["peak_rss_mb"], "pid": r["pid"],
                                   "seconds": r["seconds"]} for r in results})
     return _assemble(model, results)
 

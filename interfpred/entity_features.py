@@ -16,7 +16,7 @@ A zero-length execution meets nobody and has no co-runner. Entities are keyed by
 Examples
 --------
 >>> from interfpred import Trace
->>> tr = Trace(id=[1, 2, 3], gpu=["g"] * 3, model=["a", "b", "b"], batch_size=[1, 1, 2],
+>>> tr = Trace(id=[1, 2, 3], device=["g"] * 3, model=["a", "b", "b"], batch_size=[1, 1, 2],
 ...            start_ms=[0.0, 1.0, 2.0], end_ms=[4.0, 3.0, 6.0])
 >>> ent = trace_entities(tr, "time_weighted")
 >>> ent.row(0)      # a: alone 1 ms, beside one b for 1 ms, beside two for 1 ms, one for 1 ms

@@ -273,7 +273,7 @@ class Extractor:
         >>> from interfpred import ProfileTable, Trace
         >>> prof = ProfileTable.from_columns(gpu=["l4"] * 2, model=["a", "b"], batch_size=[1, 1],
         ...     solo_ms=[2.0, 4.0], sm=[0.5, 0.25], l2=[0.5, 0.5], dram=[0.25, 0.5])
-        >>> tr = Trace(id=[1, 2], gpu=["l4"] * 2, model=["a", "b"], batch_size=[1, 1],
+        >>> tr = Trace(id=[1, 2], device=["l4"] * 2, model=["a", "b"], batch_size=[1, 1],
         ...            start_ms=[0.0, 1.0], end_ms=[4.0, 6.0])
         >>> fm = TimeWeighted(feature_map="gpulets").transform(tr, prof)
         >>> fm.names

@@ -10,7 +10,7 @@ Examples
 >>> from interfpred import ProfileTable, Static, TimeWeighted, Trace
 >>> prof = ProfileTable.from_columns(gpu=["v100"], model=["m"], batch_size=[4], solo_ms=[1.0],
 ...     sm=[0.5], l2=[0.25], dram=[0.5])
->>> tr = Trace(id=[7, 8], gpu=["v100"] * 2, model=["m"] * 2, batch_size=[4, 4], start_ms=[0.0, 2.0],
+>>> tr = Trace(id=[7, 8], device=["v100"] * 2, model=["m"] * 2, batch_size=[4, 4], start_ms=[0.0, 2.0],
 ...            end_ms=[4.0, 3.0])
 >>> [m.X[0, 3:].tolist() for m in batch_features([Static(), TimeWeighted()], tr, prof)]
 [[0.0, 0.0, 0.0], [0.125, 0.0625, 0.125]]

@@ -57,9 +57,9 @@ def transform_many(extractors: Sequence[Extractor], trace: Trace, profiles: Prof
     Examples
     --------
     >>> from interfpred import ProfileTable, Trace
-    >>> cols = {"gpu": ["a100"] * 2, "model": ["x", "y"], "batch_size": [2, 2]}
-    >>> prof = ProfileTable.from_columns(**cols, solo_ms=[1.0, 2.0], sm=[0.25, 0.5], l2=[0.25, 0.5], dram=[0.5, 0.25])
-    >>> tr = Trace(id=[1, 2], **cols, start_ms=[0.0, 3.0], end_ms=[4.0, 6.0])
+    >>> cols = {"model": ["x", "y"], "batch_size": [2, 2]}
+    >>> prof = ProfileTable.from_columns(gpu=["a100"] * 2, **cols, solo_ms=[1.0, 2.0], sm=[0.25, 0.5], l2=[0.25, 0.5], dram=[0.5, 0.25])
+    >>> tr = Trace(id=[1, 2], device=["a100"] * 2, **cols, start_ms=[0.0, 3.0], end_ms=[4.0, 6.0])
     >>> s, e, t = transform_many([Static(), EWMA(alpha=0.5), TimeWeighted()], tr, prof)
     >>> [float(m.X[0, 5]) for m in (s, e, t)]      # dram_other of row 0: y ran beside it for 1 of 4 ms
     [0.0, 0.125, 0.0625]

@@ -1,11 +1,12 @@
-"""Placement over several GPUs: one :class:`~interfpred.tracker.ColocationTracker` per GPU, deadlines.
+"""Placement over several devices: one :class:`~interfpred.tracker.ColocationTracker` per device, deadlines.
 
-:meth:`Fleet.choose_gpu` answers "where can this batch start now so that it, and everything
-already running, is projected to finish by its deadline?" (each running execution's deadline is
-recorded when it starts). A GPU is feasible when it runs fewer than ``max_running`` executions and
-every projected end ``e`` meets its deadline ``D`` with the safety margin, ``t + (e - t) * (1 +
-margin) <= D``; among feasible GPUs the one where the launch adds the least projected latency
-wins, ties (within ``FLEET_TIE_RTOL``) going to the least loaded GPU
+A *device* is one GPU instance (``"gpu0"``); the trackers' ``gpu`` is the GPU *type* their
+profiles describe (``"l4"``). :meth:`Fleet.choose_gpu` answers "on which device can this batch
+start now so that it, and everything already running, is projected to finish by its deadline?"
+(each running execution's deadline is recorded when it starts). A device is feasible when it runs
+fewer than ``max_running`` executions and every projected end ``e`` meets its deadline ``D`` with the safety margin, ``t + (e - t) * (1 +
+margin) <= D``; among feasible devices the one where the launch adds the least projected latency
+wins, ties (within ``FLEET_TIE_RTOL``) going to the least loaded device
 (:mod:`interfpred.placement`; docs/embedding.md). Every public method holds one re-entrant lock.
 
 Examples
@@ -25,10 +26,12 @@ interfpred.errors.InterfpredError: choose_gpu refused: deadline 0.5 is before t 
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
+import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from interfpred.constants import FLEET_MARGIN, FLEET_TIE_RTOL
 from interfpred.errors import InterfpredError
@@ -41,17 +44,34 @@ from interfpred.tracker import ColocationTracker
 __all__ = ["Fleet"]
 
 
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _old_gpu_keyword(method: _Method) -> _Method:
+    """Let ``method(gpu=...)``, the earlier spelling of its ``device`` parameter, work with a warning."""
+    @functools.wraps(method)
+    def wrapper(self: Fleet, *args: Any, **kwargs: Any) -> Any:
+        if "gpu" in kwargs:
+            warnings.warn(f"Fleet.{method.__name__}(gpu=...) is deprecated; use device=...", DeprecationWarning,
+                          stacklevel=2)
+            if "device" in kwargs:
+                raise InterfpredError(f"{method.__name__}: give device=... or the deprecated gpu=..., not both")
+            kwargs["device"] = kwargs.pop("gpu")
+        return method(self, *args, **kwargs)
+    return cast(_Method, wrapper)
+
+
 class Fleet:
-    """Several GPUs, one tracker each, with deadline-aware placement.
+    """Several devices (GPU instances), one tracker each, with deadline-aware placement.
 
     Parameters
     ----------
     trackers
-        GPU name -> its :class:`ColocationTracker` (distinct objects).
+        Device name -> its :class:`ColocationTracker` (distinct objects).
     margin
         Safety margin on projected remaining times (see the module docstring), >= 0.
     max_running
-        Most executions a GPU may run at once (None: only the trackers' own limit).
+        Most executions a device may run at once (None: only the trackers' own limit).
     quantile
         Project at the trackers' latency bound at this quantile instead of the mean (their
         predictors must be :class:`~interfpred.Calibrated`); None: the mean.
@@ -71,13 +91,13 @@ class Fleet:
     def __init__(self, trackers: Mapping[str, ColocationTracker], *, margin: float = FLEET_MARGIN,
                  max_running: int | None = None, quantile: float | None = None) -> None:
         if not isinstance(trackers, Mapping) or not trackers:
-            raise InterfpredError("trackers must be a non-empty mapping gpu name -> ColocationTracker")
+            raise InterfpredError("trackers must be a non-empty mapping device name -> ColocationTracker")
         seen: set[int] = set()
         for name, tr in trackers.items():
             if not isinstance(tr, ColocationTracker):
-                raise InterfpredError(f"tracker of gpu {name!r} is a {type(tr).__name__}, not a ColocationTracker")
+                raise InterfpredError(f"tracker of device {name!r} is a {type(tr).__name__}, not a ColocationTracker")
             if id(tr) in seen:
-                raise InterfpredError(f"gpu {name!r} shares its tracker with another gpu; give each its own")
+                raise InterfpredError(f"device {name!r} shares its tracker with another device; give each its own")
             seen.add(id(tr))
         try:
             m = float(margin)
@@ -93,42 +113,63 @@ class Fleet:
         if quantile is not None and not (isinstance(quantile, (int, float)) and 0.0 < float(quantile) < 1.0):
             raise InterfpredError(f"quantile {quantile!r} must be a number in (0, 1) or None")
         self.quantile = None if quantile is None else float(quantile)
-        self._where: dict[Any, tuple[str, float]] = {}   # running id -> (gpu, deadline)
+        self._where: dict[Any, tuple[str, float]] = {}   # running id -> (device, deadline)
         self._lock = threading.RLock()
-        self._placement = PlacementCache()   # per-GPU projections between events, for choose_gpu
+        self._placement = PlacementCache()   # per-device projections between events, for choose_gpu
 
     @classmethod
-    def from_profiles(cls, profiles: ProfileTable, predictor_factory: Callable[[], Any], gpus: Sequence[str], *,
-                      extractor: Extractor | None = None, profile_gpu: str | None = None,
-                      shared_predictor: bool = False, **kwargs: Any) -> Fleet:
-        """A fleet of identical GPUs named ``gpus``, each with a tracker on ``profiles``.
+    def from_profiles(cls, profiles: ProfileTable, predictor_factory: Callable[[], Any],
+                      devices: Sequence[str] | None = None, *, extractor: Extractor | None = None,
+                      gpu: str | None = None, shared_predictor: bool = False, gpus: Sequence[str] | None = None,
+                      profile_gpu: str | None = None, **kwargs: Any) -> Fleet:
+        """A fleet of identical devices named ``devices``, each with a tracker on ``profiles``.
 
         ``predictor_factory()`` builds each tracker's predictor (or one shared by all when
-        ``shared_predictor``: the fleet then learns one model from every GPU; use it from one
-        thread). ``profile_gpu`` picks the profile table's GPU; other keywords go to
-        :class:`Fleet`.
+        ``shared_predictor``: the fleet then learns one model from every device; use it from one
+        thread). ``gpu`` picks the profile table's GPU type; other keywords go to :class:`Fleet`.
+        ``gpus=`` (for ``devices``) and ``profile_gpu=`` (for ``gpu``) are deprecated spellings.
         """
-        names = list(gpus)
+        if gpus is not None:
+            warnings.warn("Fleet.from_profiles(gpus=...) is deprecated; use devices=...", DeprecationWarning,
+                          stacklevel=2)
+            if devices is not None:
+                raise InterfpredError("give devices=... or the deprecated gpus=..., not both")
+            devices = gpus
+        if profile_gpu is not None:
+            warnings.warn("Fleet.from_profiles(profile_gpu=...) is deprecated; use gpu=... (the profile table's "
+                          "GPU type)", DeprecationWarning, stacklevel=2)
+            if gpu is not None:
+                raise InterfpredError("give gpu=... or the deprecated profile_gpu=..., not both")
+            gpu = profile_gpu
+        if devices is None:
+            raise InterfpredError("from_profiles needs devices=... (the device names)")
+        names = list(devices)
         if not names or len(set(names)) != len(names):
-            raise InterfpredError(f"gpus {names!r} must be distinct names, at least one")
+            raise InterfpredError(f"devices {names!r} must be distinct names, at least one")
         shared = predictor_factory() if shared_predictor else None
-        trackers = {g: ColocationTracker(profiles, shared if shared is not None else predictor_factory(), extractor,
-                                         gpu=profile_gpu) for g in names}
+        trackers = {d: ColocationTracker(profiles, shared if shared is not None else predictor_factory(), extractor,
+                                         gpu=gpu) for d in names}
         return cls(trackers, **kwargs)
 
     # ------------------------------------------------------------------ reading
     @property
     def trackers(self) -> dict[str, ColocationTracker]:
-        """GPU name -> tracker (a copy of the mapping)."""
+        """Device name -> tracker (a copy of the mapping)."""
         return dict(self._trackers)
 
     @property
+    def devices(self) -> tuple[str, ...]:
+        """Device names in the order ties are broken."""
+        return tuple(self._trackers)
+
+    @property
     def gpus(self) -> tuple[str, ...]:
-        """GPU names in the order ties are broken."""
+        """Deprecated name of :attr:`devices`."""
+        warnings.warn("Fleet.gpus is deprecated; use Fleet.devices", DeprecationWarning, stacklevel=2)
         return tuple(self._trackers)
 
     def where(self, id: Any) -> str | None:
-        """The GPU running ``id``, or None."""
+        """The device running ``id``, or None."""
         entry = self._where.get(id)
         return None if entry is None else entry[0]
 
@@ -154,34 +195,37 @@ class Fleet:
             raise InterfpredError(f"{what} refused: deadline {deadline!r} is before t {t!r} (a deadline in the past)")
         return d
 
-    def _tracker(self, gpu: Any, what: str) -> ColocationTracker:
+    def _tracker(self, device: Any, what: str) -> ColocationTracker:
         try:
-            return self._trackers[gpu]
+            return self._trackers[device]
         except (KeyError, TypeError):
-            raise InterfpredError(f"{what} refused: unknown gpu {gpu!r}; gpus: {', '.join(self._trackers)}") from None
+            raise InterfpredError(f"{what} refused: unknown device {device!r}; devices: "
+                                  f"{', '.join(self._trackers)}") from None
 
-    def start(self, gpu: str, id: Any, model: str, batch_size: float, t: float, *, deadline: float = math.inf) -> None:
-        """Launch ``id`` on ``gpu`` at ``t`` with its ``deadline`` (ms; default none).
+    @_old_gpu_keyword
+    def start(self, device: str, id: Any, model: str, batch_size: float, t: float, *,
+              deadline: float = math.inf) -> None:
+        """Launch ``id`` on ``device`` at ``t`` with its ``deadline`` (ms; default none).
 
         Raises
         ------
         InterfpredError
-            Unknown gpu, id running anywhere in the fleet, deadline before ``t``, or whatever
+            Unknown device, id running anywhere in the fleet, deadline before ``t``, or whatever
             the tracker refuses; nothing changes.
         """
         with self._lock:
             what = f"start of id {id!r}"
-            tr = self._tracker(gpu, what)
+            tr = self._tracker(device, what)
             d = self._check_deadline(deadline, t, what)
             try:
                 running = id in self._where
             except TypeError:
                 raise InterfpredError(f"{what} refused: an id must be hashable") from None
             if running:
-                raise InterfpredError(f"{what} refused: it is already running on gpu {self._where[id][0]!r}")
+                raise InterfpredError(f"{what} refused: it is already running on device {self._where[id][0]!r}")
             tr.start(id, model, batch_size, t)
-            self._where[id] = (gpu, d)
-            self._placement.invalidate(gpu)
+            self._where[id] = (device, d)
+            self._placement.invalidate(device)
 
     def finish(self, id: Any, t: float) -> FinishResult:
         """``id`` finished at ``t``: its tracker learns; returns the tracker's :class:`FinishResult`."""
@@ -198,14 +242,16 @@ class Fleet:
             return res
 
     # ------------------------------------------------------------------ placement
-    def assess(self, gpu: str, candidate: tuple[Any, str, float], deadline: float, t: float) -> tuple[bool, float]:
-        """Whether ``candidate`` may start on ``gpu`` at ``t`` and the projected latency it adds.
+    @_old_gpu_keyword
+    def assess(self, device: str, candidate: tuple[Any, str, float], deadline: float,
+               t: float) -> tuple[bool, float]:
+        """Whether ``candidate`` may start on ``device`` at ``t`` and the projected latency it adds.
 
         Returns ``(feasible, added_ms)``; ``added_ms`` is computed even when infeasible (inf
-        when the GPU is full).
+        when the device is full).
         """
         with self._lock:
-            tr = self._tracker(gpu, "assess")
+            tr = self._tracker(device, "assess")
             d = self._check_deadline(deadline, t, "assess")
             return self._assess(tr, candidate, d, float(t))
 
@@ -225,10 +271,11 @@ class Fleet:
         return ok, added_latency(t, with_c[cid], ends_with, base.values())
 
     def choose_gpu(self, candidate: tuple[Any, str, float], deadline: float, t: float) -> str | None:
-        """The GPU where ``candidate`` (``(id, model, batch_size)``) should start at ``t``, or None.
+        """The name of the device where ``candidate`` (``(id, model, batch_size)``) should start at
+        ``t``, or None.
 
-        None when no GPU is projected to finish the candidate by ``deadline`` and every running
-        execution by its own; among feasible GPUs, the least added projected latency (module
+        None when no device is projected to finish the candidate by ``deadline`` and every running
+        execution by its own; among feasible devices, the least added projected latency (module
         docstring). Nothing changes; call :meth:`start` to launch.
 
         Raises
@@ -246,7 +293,7 @@ class Fleet:
                 raise InterfpredError(f"choose_gpu refused: candidate {candidate!r} must be (id, model, batch_size) "
                                       "with a hashable id") from None
             if running:
-                raise InterfpredError(f"choose_gpu refused: candidate id {cid!r} is already running on gpu "
+                raise InterfpredError(f"choose_gpu refused: candidate id {cid!r} is already running on device "
                                       f"{self._where[cid][0]!r}")
             # The vectorised path projects means; bounds at a quantile take each tracker's own path.
             fast = {} if self.quantile is not None else self._placement.assess_all(
@@ -260,10 +307,10 @@ class Fleet:
             tied = least_added_latency(feasible, tie_rtol=FLEET_TIE_RTOL)
             if len(tied) <= 1:
                 return tied[0] if tied else None
-            # Ties (an untrained model sees no interference anywhere) go to the least loaded GPU:
+            # Ties (an untrained model sees no interference anywhere) go to the least loaded device:
             # fewest running executions, then least remaining solo work, then the first listed.
             trs = self._trackers
             return min(tied, key=lambda g: (len(trs[g]), sum(trs[g].remaining_ms(float(t)).values())))
 
     def __repr__(self) -> str:
-        return f"Fleet(gpus={list(self._trackers)}, running={len(self._where)}, margin={self.margin})"
+        return f"Fleet(devices={list(self._trackers)}, running={len(self._where)}, margin={self.margin})"

@@ -1,11 +1,11 @@
-"""Vectorised placement over many GPUs: every tracker's what-if in one compiled call, cached between events.
+"""Vectorised placement over many devices: every tracker's what-if in one compiled call, cached between events.
 
-:class:`PlacementCache` answers, for every GPU of a fleet at once, what ``Fleet.choose_gpu``
+:class:`PlacementCache` answers, for every device of a fleet at once, what ``Fleet.choose_gpu``
 asks of each: is a candidate feasible there, and how much projected latency would it add? It
-keeps each GPU's running set (:meth:`~interfpred.tracker.ColocationTracker.projection_inputs`) in
-one block of a stacked array, rewritten only after an event on that GPU, and reuses each GPU's
+keeps each device's running set (:meth:`~interfpred.tracker.ColocationTracker.projection_inputs`) in
+one block of a stacked array, rewritten only after an event on that device, and reuses each device's
 projection without the candidate while time and weights are unchanged; the answers equal one
-``what_if`` and one ``predict_finish`` per GPU to the bit. GPUs whose tracker cannot take the
+``what_if`` and one ``predict_finish`` per device to the bit. Devices whose tracker cannot take the
 compiled path are left out for the caller to assess one by one. The placement rule itself
 (:func:`meets_deadlines`, :func:`added_latency`, :func:`least_added_latency`) is shared by the
 fleet and the E3 policies. docs/scale.md gives the costs.
@@ -25,6 +25,7 @@ Examples
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -32,6 +33,7 @@ import numpy as np
 
 from interfpred._jit import njit
 from interfpred.constants import MAX_RUNNING_SET, TRACKER_MIN_REMAINING
+from interfpred.errors import InterfpredError
 from interfpred.projection import project_stacked_unchecked
 
 __all__ = ["PlacementCache", "added_latency", "least_added_latency", "meets_deadlines"]
@@ -101,19 +103,26 @@ def _judge(n, end_b, end_c, dl, use, t, f, deadline, ok, added):
 
 
 class PlacementCache:
-    """Stacked per-GPU projection state, kept between events, for :meth:`assess_all`.
+    """Stacked per-device projection state, kept between events, for :meth:`assess_all`.
 
     The trackers must be driven through the owner (``Fleet``), which calls :meth:`invalidate`
-    on every start and finish; a GPU's block is refreshed on the next call after that.
+    on every start and finish; a device's block is refreshed on the next call after that.
     """
 
     def __init__(self) -> None:
         self._names: tuple[str, ...] = ()
         self._stale: set[str] = set()
 
-    def invalidate(self, gpu: str) -> None:
-        """Refresh ``gpu``'s block on the next call (after an event on it)."""
-        self._stale.add(gpu)
+    def invalidate(self, device: str | None = None, *, gpu: str | None = None) -> None:
+        """Refresh ``device``'s block on the next call (after an event on it); ``gpu=`` is its
+        deprecated spelling."""
+        if gpu is not None:
+            warnings.warn("PlacementCache.invalidate(gpu=...) is deprecated; use device=...", DeprecationWarning,
+                          stacklevel=2)
+            device = gpu
+        if device is None:
+            raise InterfpredError("invalidate needs the device name")
+        self._stale.add(device)
 
     # ------------------------------------------------------------------ layout
     def _allocate(self, names: tuple[str, ...], cap: int) -> None:
@@ -186,9 +195,9 @@ class PlacementCache:
     def assess_all(self, trackers: Mapping[str, Any], deadline_of: Callable[[Any], float | None],
                    candidate: tuple[Any, str, float], deadline: float, t: float, *, margin: float,
                    max_running: int | None = None) -> dict[str, tuple[bool, float]]:
-        """GPU name -> ``(feasible, added_ms)`` for every GPU that takes the compiled path.
+        """Device name -> ``(feasible, added_ms)`` for every device that takes the compiled path.
 
-        ``deadline_of(id)`` gives a running id's deadline (None: none); a full GPU
+        ``deadline_of(id)`` gives a running id's deadline (None: none); a full device
         (``max_running``) is ``(False, inf)``. A candidate without a profile raises
         :class:`~interfpred.errors.InterfpredError`, as ``what_if`` does.
         """

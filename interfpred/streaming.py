@@ -1,4 +1,4 @@
-"""Streaming timeline of one GPU: feed starts and finishes, get each execution's features.
+"""Streaming timeline of one device: feed starts and finishes, get each execution's features.
 
 :class:`TimelineState` keeps only the running set (memory bounded by it) and, per running
 execution, its aggregation accumulator. Events at one instant are applied lazily: the running
@@ -136,7 +136,7 @@ class RunningIds(list):
 
 
 class TimelineState:
-    """Live co-location timeline of one GPU, producing features as executions finish.
+    """Live co-location timeline of one device, producing features as executions finish.
 
     Parameters
     ----------
@@ -146,7 +146,7 @@ class TimelineState:
         Profiles of the models that will run; a (model, batch size) between profiled sizes is
         interpolated.
     gpu
-        Which GPU of ``profiles`` to use; may be omitted when the table holds one GPU.
+        The GPU type in ``profiles`` of this device; may be omitted when the table holds one type.
     extrapolate
         Passed to the profile lookup.
 

@@ -1,6 +1,6 @@
-"""Co-location timelines: sweep-line segmentation of a trace, per GPU.
+"""Co-location timelines: sweep-line segmentation of a trace, per device.
 
-A **segment** is a maximal interval during which the set of executions running on one GPU
+A **segment** is a maximal interval during which the set of executions running on one device
 does not change. Executions occupy half-open intervals ``[start_ms, end_ms)``, so a
 zero-length execution has no segment at all. :func:`build_timeline` sweeps the sorted start
 and end events in a numba kernel and returns a :class:`Timeline` of flat CSR arrays;
@@ -9,7 +9,7 @@ docs/concepts.md describes the layout and the conventions.
 Examples
 --------
 >>> from interfpred import Trace
->>> t = Trace(id=[1, 2, 3], gpu=["g"] * 3, model=["m"] * 3, batch_size=[1] * 3,
+>>> t = Trace(id=[1, 2, 3], device=["g"] * 3, model=["m"] * 3, batch_size=[1] * 3,
 ...           start_ms=[0.0, 2.0, 5.0], end_ms=[4.0, 5.0, 6.0])
 >>> tl = build_timeline(t)
 >>> tl.seg_start, tl.seg_end
@@ -22,6 +22,7 @@ Examples
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,17 +37,17 @@ __all__ = ["Timeline", "build_timeline"]
 
 @dataclass(frozen=True, eq=False)
 class Timeline:
-    """Segments of every GPU of a trace and each execution's exposure (flat CSR arrays).
+    """Segments of every device of a trace and each execution's exposure (flat CSR arrays).
 
     Attributes
     ----------
-    gpu_names
-        The distinct GPU names, sorted; ``exec_gpu`` and ``seg_gpu`` index into it.
-    exec_gpu
-        (n,) int64: GPU code of each execution (trace row).
-    seg_gpu, seg_start, seg_end
-        (m,) int64 / float64: GPU code and interval ``[seg_start, seg_end)`` of each segment,
-        sorted by (gpu, time).
+    device_names
+        The distinct device names, sorted; ``exec_device`` and ``seg_device`` index into it.
+    exec_device
+        (n,) int64: device code of each execution (trace row).
+    seg_device, seg_start, seg_end
+        (m,) int64 / float64: device code and interval ``[seg_start, seg_end)`` of each segment,
+        sorted by (device, time).
     seg_ptr, seg_members
         (m + 1,) and (M,) int64: running set of segment ``s`` is
         ``seg_members[seg_ptr[s]:seg_ptr[s + 1]]`` (trace rows, in no particular order).
@@ -57,15 +58,15 @@ class Timeline:
     Examples
     --------
     >>> from interfpred import Trace
-    >>> t = Trace(id=[7, 8], gpu=["a", "b"], model=["m", "m"], batch_size=[1, 1],
+    >>> t = Trace(id=[7, 8], device=["a", "b"], model=["m", "m"], batch_size=[1, 1],
     ...           start_ms=[0.0, 0.0], end_ms=[1.0, 1.0])
-    >>> build_timeline(t).n_segments      # two GPUs: nobody shares
+    >>> build_timeline(t).n_segments      # two devices: nobody shares
     2
     """
 
-    gpu_names: tuple[str, ...]
-    exec_gpu: np.ndarray
-    seg_gpu: np.ndarray
+    device_names: tuple[str, ...]
+    exec_device: np.ndarray
+    seg_device: np.ndarray
     seg_start: np.ndarray
     seg_end: np.ndarray
     seg_ptr: np.ndarray
@@ -76,11 +77,29 @@ class Timeline:
     @property
     def n_executions(self) -> int:
         """Number of executions (trace rows)."""
-        return len(self.exec_gpu)
+        return len(self.exec_device)
+
+    @property
+    def gpu_names(self) -> tuple[str, ...]:
+        """Deprecated name of ``device_names``."""
+        warnings.warn("Timeline.gpu_names is deprecated; use device_names", DeprecationWarning, stacklevel=2)
+        return self.device_names
+
+    @property
+    def exec_gpu(self) -> np.ndarray:
+        """Deprecated name of ``exec_device``."""
+        warnings.warn("Timeline.exec_gpu is deprecated; use exec_device", DeprecationWarning, stacklevel=2)
+        return self.exec_device
+
+    @property
+    def seg_gpu(self) -> np.ndarray:
+        """Deprecated name of ``seg_device``."""
+        warnings.warn("Timeline.seg_gpu is deprecated; use seg_device", DeprecationWarning, stacklevel=2)
+        return self.seg_device
 
     @property
     def n_segments(self) -> int:
-        """Number of (non-empty) segments over all GPUs."""
+        """Number of (non-empty) segments over all devices."""
         return len(self.seg_start)
 
     @property
@@ -126,7 +145,7 @@ def _order(gcode: np.ndarray, times: np.ndarray, single_gpu: bool) -> np.ndarray
 
 
 def segment_arrays(gcode: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Segmentation of raw arrays (already validated): ``(seg_gpu, seg_start, seg_end, seg_ptr,
+    """Segmentation of raw arrays (already validated): ``(seg_device, seg_start, seg_end, seg_ptr,
     seg_members)``. Package-internal, shared with the feature and entity computations."""
     n = len(start)
     live = np.flatnonzero(end > start)
@@ -139,7 +158,7 @@ def segment_arrays(gcode: np.ndarray, start: np.ndarray, end: np.ndarray) -> tup
         running = int(np.count_nonzero((gcode == gcode[stop]) & (start <= start[stop]) & (end > start[stop])))
         if running > MAX_RUNNING_SET:
             raise InterfpredError(
-                f"row {stop}: {running} executions run at once on one GPU at {start[stop]!r} ms, more than "
+                f"row {stop}: {running} executions run at once on one device at {start[stop]!r} ms, more than "
                 f"MAX_RUNNING_SET={MAX_RUNNING_SET} (are start_ms/end_ms in milliseconds?)")
         raise InterfpredError(
             f"row {stop}: the timeline would hold more than TIMELINE_MAX_MEMBERS={TIMELINE_MAX_MEMBERS} "
@@ -154,7 +173,7 @@ def trace_segments(trace: Trace, timeline: Timeline | None = None) -> tuple[np.n
     Examples
     --------
     >>> from interfpred import Trace
-    >>> t = Trace(id=[1, 2], gpu=["g"] * 2, model=["m"] * 2, batch_size=[1] * 2,
+    >>> t = Trace(id=[1, 2], device=["g"] * 2, model=["m"] * 2, batch_size=[1] * 2,
     ...           start_ms=[0.0, 1.0], end_ms=[2.0, 3.0])
     >>> [a.tolist() for a in trace_segments(t)[:3]]
     [[0.0, 1.0, 2.0], [1.0, 2.0, 3.0], [0, 1, 3, 4]]
@@ -163,17 +182,17 @@ def trace_segments(trace: Trace, timeline: Timeline | None = None) -> tuple[np.n
         if not isinstance(timeline, Timeline) or timeline.n_executions != len(trace):
             raise InterfpredError("timeline was not built from this trace (row counts differ)")
         return timeline.seg_start, timeline.seg_end, timeline.seg_ptr, timeline.seg_members
-    _, gcode = trace.codes("gpu")
+    _, gcode = trace.codes("device")
     return segment_arrays(gcode, np.ascontiguousarray(trace.start_ms), np.ascontiguousarray(trace.end_ms))[1:]
 
 
 def build_timeline(trace: Trace) -> Timeline:
-    """Segment every GPU of ``trace`` with a sweep line (O(n log n)).
+    """Segment every device of ``trace`` with a sweep line (O(n log n)).
 
     Parameters
     ----------
     trace
-        The executions; rows may be in any order, and several GPUs are segmented separately.
+        The executions; rows may be in any order, and several devices are segmented separately.
 
     Returns
     -------
@@ -184,7 +203,7 @@ def build_timeline(trace: Trace) -> Timeline:
     Examples
     --------
     >>> from interfpred import Trace
-    >>> t = Trace(id=[1, 2, 3], gpu=["g"] * 3, model=["m"] * 3, batch_size=[1] * 3,
+    >>> t = Trace(id=[1, 2, 3], device=["g"] * 3, model=["m"] * 3, batch_size=[1] * 3,
     ...           start_ms=[0.0, 1.0, 1.0], end_ms=[1.0, 3.0, 1.0])
     >>> tl = build_timeline(t)            # 1 ends where 2 starts; 3 has zero length
     >>> tl.n_segments, tl.segments_of(2).size
@@ -192,12 +211,12 @@ def build_timeline(trace: Trace) -> Timeline:
     """
     if not isinstance(trace, Trace):
         raise InterfpredError(f"build_timeline expects a Trace, got {type(trace).__name__}")
-    names, gcode = trace.codes("gpu")
+    names, gcode = trace.codes("device")
     start = np.ascontiguousarray(trace.start_ms, dtype=np.float64)
     end = np.ascontiguousarray(trace.end_ms, dtype=np.float64)
-    seg_gpu, seg_start, seg_end, seg_ptr, members = segment_arrays(gcode, start, end)
+    seg_device, seg_start, seg_end, seg_ptr, members = segment_arrays(gcode, start, end)
     exec_ptr, exec_segments = _k.exec_csr(seg_ptr, members, len(trace))
-    arrays = (gcode.copy(), seg_gpu, seg_start, seg_end, seg_ptr, members, exec_ptr, exec_segments)
+    arrays = (gcode.copy(), seg_device, seg_start, seg_end, seg_ptr, members, exec_ptr, exec_segments)
     for a in arrays:
         a.setflags(write=False)
     return Timeline(names, *arrays)

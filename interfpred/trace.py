@@ -1,13 +1,16 @@
 """Trace: a columnar table of executions (what ran where and when).
 
-Columns: ``id, gpu, model, batch_size, start_ms, end_ms`` and optionally ``solo_ms`` and
+Columns: ``id, device, model, batch_size, start_ms, end_ms`` and optionally ``solo_ms`` and
 ``share`` (the MPS active thread percentage each execution ran under, in (0, 100]; 100 when absent).
-Rows keep the order they were given in (the simulator produces them sorted by start);
-several GPUs may share one trace, and timelines are computed per GPU.
+A *device* is one GPU instance (``"gpu0"``); the GPU *type* (``"l4"``) is what a
+:class:`~interfpred.profiles.ProfileTable` calls ``gpu``. Rows keep the order they were given in
+(the simulator produces them sorted by start); several devices may share one trace, and
+timelines are computed per device. Files written by earlier versions name the device column
+``gpu``; the readers accept that header too.
 
 Examples
 --------
->>> t = Trace(id=[1, 2], gpu=["g0", "g0"], model=["resnet50", "vgg19"], batch_size=[8, 4],
+>>> t = Trace(id=[1, 2], device=["g0", "g0"], model=["resnet50", "vgg19"], batch_size=[8, 4],
 ...           start_ms=[0.0, 1.0], end_ms=[5.0, 7.5])
 >>> len(t), t.latency_ms
 (2, array([5. , 6.5]))
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import os
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,7 +31,7 @@ from interfpred._io import atomic_open, csv_rows, read_text
 from interfpred.constants import MAX_BATCH_SIZE, MAX_INT64, TRACE_COLUMNS, TRACE_FEW_NAMES, TRACE_OPTIONAL_COLUMNS
 from interfpred.errors import InputError, InterfpredError
 
-__all__ = ["Trace"]
+__all__ = ["Trace", "current_header"]
 
 
 def _few_codes(arr: np.ndarray, limit: int = TRACE_FEW_NAMES) -> tuple[tuple[str, ...], np.ndarray] | None:
@@ -52,6 +56,21 @@ def _few_codes(arr: np.ndarray, limit: int = TRACE_FEW_NAMES) -> tuple[tuple[str
     return tuple(names[i] for i in order), (rank[first] if names else first)
 
 
+def current_header(names: Sequence[str]) -> list[str]:
+    """Column names with the device column under its current name: a header from an earlier
+    version names it ``gpu``, which is read as ``device`` (unless the header also has ``device``).
+
+    Examples
+    --------
+    >>> current_header(["id", "gpu", "model"])
+    ['id', 'device', 'model']
+    >>> current_header(["id", "device", "gpu"])
+    ['id', 'device', 'gpu']
+    """
+    names = list(names)
+    return names if "device" in names else ["device" if c == "gpu" else c for c in names]
+
+
 class Trace:
     """Columnar executions with validation.
 
@@ -59,8 +78,8 @@ class Trace:
     ----------
     id
         Unique execution ids: integers, or strings when a CSV's ids are not all integers.
-    gpu, model
-        Names (strings).
+    device, model
+        Names (strings): the device (GPU instance) each execution ran on, and its model.
     batch_size
         Positive integers.
     start_ms, end_ms
@@ -81,7 +100,7 @@ class Trace:
         self,
         *,
         id: Sequence | np.ndarray,
-        gpu: Sequence[str] | np.ndarray,
+        device: Sequence[str] | np.ndarray | None = None,
         model: Sequence[str] | np.ndarray,
         batch_size: Sequence[int] | np.ndarray,
         start_ms: Sequence[float] | np.ndarray,
@@ -90,7 +109,16 @@ class Trace:
         share: Sequence[float] | np.ndarray | None = None,
         _lines: Sequence[int] | None = None,
         _path: str | os.PathLike[str] | None = None,
+        gpu: Sequence[str] | np.ndarray | None = None,
     ) -> None:
+        if gpu is not None:
+            warnings.warn("Trace(gpu=...) is deprecated; use device=... (the GPU instance each execution ran on)",
+                          DeprecationWarning, stacklevel=2)
+            if device is not None:
+                raise InterfpredError("give device=... or the deprecated gpu=..., not both")
+            device = gpu
+        if device is None:
+            raise InterfpredError("Trace needs device=... (the device name per execution)")
         ids = np.asarray(id)
         if ids.dtype.kind not in "iu":
             ids = ids.astype(str)
@@ -100,7 +128,7 @@ class Trace:
                                       "strings")
             ids = ids.astype(np.int64)
         n = len(ids)
-        gpu_a = np.asarray(gpu).astype(str)
+        device_a = np.asarray(device).astype(str)
         model_a = np.asarray(model).astype(str)
         try:
             batch_f = np.asarray(batch_size, dtype=np.float64)
@@ -110,7 +138,7 @@ class Trace:
             share_a = None if share is None else np.ascontiguousarray(share, dtype=np.float64)
         except (TypeError, ValueError) as exc:
             raise InterfpredError(f"trace columns batch_size/start_ms/end_ms/solo_ms must be numeric: {exc}") from None
-        cols = {"id": ids, "gpu": gpu_a, "model": model_a, "batch_size": batch_f, "start_ms": start, "end_ms": end}
+        cols = {"id": ids, "device": device_a, "model": model_a, "batch_size": batch_f, "start_ms": start, "end_ms": end}
         if solo is not None:
             cols["solo_ms"] = solo
         if share_a is not None:
@@ -152,7 +180,7 @@ class Trace:
             bad = np.flatnonzero(~np.isfinite(share_a) | (share_a <= 0) | (share_a > 100))
             if bad.size:
                 fail(int(bad[0]), f"share {float(share_a[bad[0]])!r} is not an MPS active thread percentage in (0, 100]")
-        for name, arr in (("gpu", gpu_a), ("model", model_a)):
+        for name, arr in (("device", device_a), ("model", model_a)):
             bad = np.flatnonzero(np.char.str_len(arr) == 0) if n else np.array([], dtype=int)
             if bad.size:
                 fail(int(bad[0]), f"{name} is empty")
@@ -178,9 +206,15 @@ class Trace:
         return self._cols["id"]
 
     @property
+    def device(self) -> np.ndarray:
+        """Device (GPU instance) name per execution."""
+        return self._cols["device"]
+
+    @property
     def gpu(self) -> np.ndarray:
-        """GPU name per execution."""
-        return self._cols["gpu"]
+        """Deprecated name of :attr:`device`."""
+        warnings.warn("Trace.gpu is deprecated; use Trace.device", DeprecationWarning, stacklevel=2)
+        return self._cols["device"]
 
     @property
     def model(self) -> np.ndarray:
@@ -218,15 +252,21 @@ class Trace:
         return self.end_ms - self.start_ms
 
     @property
+    def devices(self) -> tuple[str, ...]:
+        """The distinct devices, sorted."""
+        return tuple(str(g) for g in np.unique(self.device))
+
+    @property
     def gpus(self) -> tuple[str, ...]:
-        """The distinct GPUs, sorted."""
-        return tuple(str(g) for g in np.unique(self.gpu))
+        """Deprecated name of :attr:`devices`."""
+        warnings.warn("Trace.gpus is deprecated; use Trace.devices", DeprecationWarning, stacklevel=2)
+        return self.devices
 
     def __len__(self) -> int:
         return len(self._cols["id"])
 
     def __repr__(self) -> str:
-        return f"Trace({len(self)} executions, gpus={list(self.gpus)})"
+        return f"Trace({len(self)} executions, devices={list(self.devices)})"
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Trace):
@@ -237,18 +277,21 @@ class Trace:
         return all(np.array_equal(self._cols[k], theirs[k]) for k in self._cols)
 
     def codes(self, column: str) -> tuple[tuple[str, ...], np.ndarray]:
-        """Factorise a name column (``"gpu"`` or ``"model"``): its distinct values, sorted, and an
+        """Factorise a name column (``"device"`` or ``"model"``): its distinct values, sorted, and an
         int64 code per row indexing them. Computed once per trace (a trace is immutable).
 
         Examples
         --------
-        >>> t = Trace(id=[1, 2, 3], gpu=["b", "a", "b"], model=["m"] * 3, batch_size=[1] * 3,
+        >>> t = Trace(id=[1, 2, 3], device=["b", "a", "b"], model=["m"] * 3, batch_size=[1] * 3,
         ...           start_ms=[0.0] * 3, end_ms=[1.0] * 3)
-        >>> t.codes("gpu")
+        >>> t.codes("device")
         (('a', 'b'), array([1, 0, 1]))
         """
-        if column not in ("gpu", "model"):
-            raise InterfpredError(f"codes() factorises 'gpu' or 'model', not {column!r}")
+        if column == "gpu":
+            warnings.warn("Trace.codes('gpu') is deprecated; use codes('device')", DeprecationWarning, stacklevel=2)
+            column = "device"
+        if column not in ("device", "model"):
+            raise InterfpredError(f"codes() factorises 'device' or 'model', not {column!r}")
         if column not in self._codes:
             fast = _few_codes(self._cols[column])
             if fast is not None:
@@ -276,7 +319,7 @@ class Trace:
 
         Examples
         --------
-        >>> Trace(id=[4], gpu=["g"], model=["m"], batch_size=[1], start_ms=[0.0], end_ms=[1.0]).where(0)
+        >>> Trace(id=[4], device=["g"], model=["m"], batch_size=[1], start_ms=[0.0], end_ms=[1.0]).where(0)
         'row 0 (id 4)'
         """
         label = f"id {self.id[i].item()!r}" if self.id.dtype.kind == "U" else f"id {self.id[i].item()}"
@@ -289,7 +332,7 @@ class Trace:
 
         Examples
         --------
-        >>> t = Trace(id=[1, 2, 3], gpu=["g"] * 3, model=["m"] * 3, batch_size=[1] * 3,
+        >>> t = Trace(id=[1, 2, 3], device=["g"] * 3, model=["m"] * 3, batch_size=[1] * 3,
         ...           start_ms=[0.0, 1.0, 2.0], end_ms=[1.0, 2.0, 3.0])
         >>> t.take(t.start_ms >= 1.0).id
         array([2, 3])
@@ -320,16 +363,17 @@ class Trace:
     # ------------------------------------------------------------------ CSV
     @classmethod
     def from_csv(cls, path: str | os.PathLike[str]) -> Trace:
-        """Read a trace CSV with columns ``id,gpu,model,batch_size,start_ms,end_ms[,solo_ms]``.
+        """Read a trace CSV with columns ``id,device,model,batch_size,start_ms,end_ms[,solo_ms][,share]``.
 
-        Extra columns are ignored. Errors name the file and line.
+        Extra columns are ignored; a header that names the device column ``gpu`` (files written
+        by earlier versions) is read the same. Errors name the file and line.
         """
         text = read_text(path)
         reader = csv_rows(text, path=path)
         header = next((row for row in reader if row and any(c.strip() for c in row)), None)
         if header is None:
             raise InputError("empty file: expected a header " + ",".join(TRACE_COLUMNS), path=path)
-        header = [h.strip() for h in header]
+        header = current_header([h.strip() for h in header])
         missing = [c for c in TRACE_COLUMNS if c not in header]
         if missing:
             raise InputError(f"missing column(s) {', '.join(missing)}; header is {','.join(header)}",
@@ -364,7 +408,7 @@ class Trace:
             ids = np.array(ints, dtype=np.int64)
         else:  # not all integers, or too large for int64: keep them exactly, as strings
             ids = np.array(raw["id"], dtype=str)
-        return cls(id=ids, gpu=np.array(raw["gpu"], dtype=str), model=np.array(raw["model"], dtype=str),
+        return cls(id=ids, device=np.array(raw["device"], dtype=str), model=np.array(raw["model"], dtype=str),
                    **parsed, _lines=lines, _path=path)
 
     def to_csv(self, path: str | os.PathLike[str], *, engine: str = "auto") -> None:
@@ -380,7 +424,7 @@ class Trace:
             pa = require_pyarrow("Trace.to_csv(engine='pyarrow')")
             table: dict = {}
             for c in cols:
-                if c in ("gpu", "model"):
+                if c in ("device", "model"):
                     labels, codes = self.codes(c)
                     table[c] = pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)),
                                                               pa.array(list(labels), pa.string()))

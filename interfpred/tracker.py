@@ -1,6 +1,6 @@
-"""The live object a scheduler embeds: running set of one GPU, what-if projection, learning on finish.
+"""The live object a scheduler embeds: running set of one device, what-if projection, learning on finish.
 
-A :class:`ColocationTracker` is told when executions start and finish on its GPU. On every finish
+A :class:`ColocationTracker` is told when executions start and finish on its device. On every finish
 it computes that execution's features from its real co-location timeline (through
 :class:`~interfpred.streaming.TimelineState`) and calls ``predictor.update``, so the model keeps
 learning from production traffic. At any time it answers "if I launch these batches now, when will
@@ -59,7 +59,7 @@ __all__ = ["ColocationTracker", "FinishResult"]
 
 # ---------------------------------------------------------------------------- tracker
 class ColocationTracker:
-    """Live running set of one GPU: fluid what-if projection, online learning on every finish.
+    """Live running set of one device (GPU instance): fluid what-if projection, online learning on every finish.
 
     Parameters
     ----------
@@ -73,7 +73,8 @@ class ColocationTracker:
         ``TimeWeighted(feature_map="rich", target="rate")``: training and projection then use the
         same per-segment map (docs/embedding.md).
     gpu
-        Which GPU of ``profiles`` this tracker's GPU is; may be omitted when the table holds one.
+        The GPU type in ``profiles`` of this tracker's device; may be omitted when the table holds
+        one type.
     learn
         Call ``predictor.update`` on every finish (default True).
     extrapolate

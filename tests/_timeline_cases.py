@@ -41,7 +41,7 @@ def traces(draw, max_n=12, gpus=("g0", "g1"), grid=True):
     dur = np.array([draw(d) for _ in range(n)], dtype=float)
     return Trace(
         id=np.arange(100, 100 + n),
-        gpu=[draw(st.sampled_from(gpus)) for _ in range(n)],
+        device=[draw(st.sampled_from(gpus)) for _ in range(n)],
         model=[draw(st.sampled_from(MODELS)) for _ in range(n)],
         batch_size=[draw(st.integers(1, 4)) for _ in range(n)],
         start_ms=start,

@@ -30,7 +30,7 @@ def _trace(n, seed, gpus=2, grid=0.5):
     start = np.round(rng.uniform(0, n * 0.7, n) / grid) * grid
     dur = np.round(rng.exponential(3.0, n) / grid) * grid
     dur[rng.random(n) < 0.05] = 0.0
-    return Trace(id=rng.permutation(n), gpu=rng.choice([f"g{i}" for i in range(gpus)], n),
+    return Trace(id=rng.permutation(n), device=rng.choice([f"g{i}" for i in range(gpus)], n),
                  model=rng.choice(PROF.models, n), batch_size=rng.choice([1, 2, 4, 8, 16, 32], n),
                  start_ms=start, end_ms=start + dur)
 
@@ -64,7 +64,7 @@ def test_timeline_chunks_hold_the_one_shot_segments(n, seed, chunk, gpus):
     sets = [sorted(c.seg_members[c.seg_ptr[s]:c.seg_ptr[s + 1]].tolist()) for c in chunks
             for s in range(len(c.seg_start))]
     assert sets == [sorted(tl.running_set(s).tolist()) for s in range(tl.n_segments)]
-    assert [c.gpu for c in chunks] == sorted(c.gpu for c in chunks)
+    assert [c.device for c in chunks] == sorted(c.device for c in chunks)
 
 
 def test_a_simulated_trace_in_many_windows():
@@ -125,3 +125,20 @@ def test_parquet_batches_must_be_in_launch_order(tmp_path):
     write_trace(tr.take(np.argsort(-tr.start_ms, kind="stable")), tmp_path / "rev.parquet")
     with pytest.raises(InterfpredError, match="rev.parquet: row 1: start_ms .* the file must be in launch order"):
         list(iter_features_parquet(str(tmp_path / "rev.parquet"), PROF, [TimeWeighted()], batch_rows=10))
+
+
+def test_chunk_and_timeline_gpu_names_are_deprecated_aliases_of_device():
+    tr = Trace(id=[1, 2, 3], device=["b", "a", "b"], model=["m"] * 3, batch_size=[1] * 3,
+               start_ms=[0.0, 0.0, 1.0], end_ms=[2.0, 1.0, 3.0])
+    chunk = next(iter_timeline(tr))
+    assert chunk.device == "a"
+    with pytest.warns(DeprecationWarning, match="device"):
+        assert chunk.gpu == "a"
+    tl = build_timeline(tr)
+    assert tl.device_names == ("a", "b")
+    with pytest.warns(DeprecationWarning, match="device_names"):
+        assert tl.gpu_names == tl.device_names
+    with pytest.warns(DeprecationWarning, match="exec_device"):
+        assert tl.exec_gpu.tolist() == tl.exec_device.tolist() == [1, 0, 1]
+    with pytest.warns(DeprecationWarning, match="seg_device"):
+        assert tl.seg_gpu.tolist() == tl.seg_device.tolist()

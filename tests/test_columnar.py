@@ -49,18 +49,18 @@ def test_both_csv_engines_read_back_the_same(tmp_path, trace):
     trace.to_csv(tmp_path / "pa.csv", engine="pyarrow")
     assert Trace.from_csv(tmp_path / "pa.csv") == Trace.from_csv(tmp_path / "py.csv") == trace
     assert read_trace(tmp_path / "py.csv") == trace
-    assert (tmp_path / "pa.csv").read_text().splitlines()[0] == "id,gpu,model,batch_size,start_ms,end_ms,solo_ms"
+    assert (tmp_path / "pa.csv").read_text().splitlines()[0] == "id,device,model,batch_size,start_ms,end_ms,solo_ms"
     with pytest.raises(InterfpredError, match="engine"):
         trace.to_csv(tmp_path / "x.csv", engine="fast")
 
 
 def test_string_ids_and_awkward_cells_fall_back_to_the_standard_reader(tmp_path):
-    tr = Trace(id=["a", "b,c"], gpu=["g 0", "g1"], model=["m", "m"], batch_size=[1, 2], start_ms=[0.0, 1.0],
+    tr = Trace(id=["a", "b,c"], device=["g 0", "g1"], model=["m", "m"], batch_size=[1, 2], start_ms=[0.0, 1.0],
                end_ms=[1.0, 2.0])
     write_trace(tr, tmp_path / "s.csv")
     assert read_trace(tmp_path / "s.csv") == tr
-    (tmp_path / "w.csv").write_text("id,gpu,model,batch_size,start_ms,end_ms\n1, l4 ,m,1,0.0,1.0\n")
-    assert read_trace(tmp_path / "w.csv").gpu.tolist() == ["l4"]
+    (tmp_path / "w.csv").write_text("id,device,model,batch_size,start_ms,end_ms\n1, l4 ,m,1,0.0,1.0\n")
+    assert read_trace(tmp_path / "w.csv").device.tolist() == ["l4"]
 
 
 @pytest.mark.parametrize("body, match", [
@@ -70,7 +70,7 @@ def test_string_ids_and_awkward_cells_fall_back_to_the_standard_reader(tmp_path)
     ("1,l4,m,1,0.0\n", r"bad.csv line 3: has 5 fields"),
 ])
 def test_csv_errors_name_the_line(tmp_path, body, match):
-    (tmp_path / "bad.csv").write_text("id,gpu,model,batch_size,start_ms,end_ms\n0,l4,m,1,0.0,1.0\n" + body)
+    (tmp_path / "bad.csv").write_text("id,device,model,batch_size,start_ms,end_ms\n0,l4,m,1,0.0,1.0\n" + body)
     with pytest.raises(InputError, match=match):
         read_trace(tmp_path / "bad.csv")
 
@@ -81,9 +81,9 @@ def test_parquet_errors_name_the_file_and_row(tmp_path, trace):
     df.to_parquet(tmp_path / "bad.parquet")
     with pytest.raises(InterfpredError, match=r"bad.parquet: row 5 \(id .*\): end_ms -1.0 is before"):
         read_trace(tmp_path / "bad.parquet")
-    df.drop(columns=["gpu"]).to_parquet(tmp_path / "nogpu.parquet")
-    with pytest.raises(InterfpredError, match=r"nogpu.parquet: missing column\(s\) gpu"):
-        read_trace(tmp_path / "nogpu.parquet")
+    df.drop(columns=["device"]).to_parquet(tmp_path / "nodevice.parquet")
+    with pytest.raises(InterfpredError, match=r"nodevice.parquet: missing column\(s\) device"):
+        read_trace(tmp_path / "nodevice.parquet")
     (tmp_path / "junk.parquet").write_text("not parquet")
     with pytest.raises(InterfpredError, match=r"junk.parquet: cannot read it as parquet"):
         read_trace(tmp_path / "junk.parquet")
@@ -91,7 +91,7 @@ def test_parquet_errors_name_the_file_and_row(tmp_path, trace):
 
 def test_frames(trace):
     df = trace_to_frame(trace)
-    assert len(df) == len(trace) and list(df.columns)[:6] == ["id", "gpu", "model", "batch_size", "start_ms",
+    assert len(df) == len(trace) and list(df.columns)[:6] == ["id", "device", "model", "batch_size", "start_ms",
                                                               "end_ms"]
     assert trace_from_frame(df) == trace
     assert trace_from_frame(df.assign(extra=1)) == trace     # extra columns are ignored
@@ -187,7 +187,7 @@ def test_fast_csv_reader_agrees_with_the_standard_one(tmp_path_factory, n, seed,
     rng = np.random.default_rng(seed)
     start = rng.uniform(-1e3, 1e3, n) * 10.0 ** rng.integers(-3, 4, n)
     ids = [f"r{i}" for i in range(n)] if string_ids else rng.permutation(n) - n // 2
-    tr = Trace(id=ids, gpu=rng.choice(names, n), model=rng.choice(names, n), batch_size=rng.integers(1, 64, n),
+    tr = Trace(id=ids, device=rng.choice(names, n), model=rng.choice(names, n), batch_size=rng.integers(1, 64, n),
                start_ms=start, end_ms=start + rng.exponential(5.0, n))
     path = tmp_path_factory.mktemp("csv") / "t.csv"
     tr.to_csv(path, engine=engine)
@@ -210,3 +210,31 @@ def test_cli_predict_writes_parquet(tmp_path, trace):
     assert list(pq.columns) == list(csv.columns) == ["id", "predicted_latency_ms", "predicted_slowdown",
                                                       "observed_latency_ms"]
     np.testing.assert_array_equal(pq.to_numpy(), csv.to_numpy())   # both exact (shortest round-trip text)
+
+
+@pytest.mark.parametrize("name", ["old.csv", "old.parquet", "old.arrow"])
+def test_files_with_the_older_gpu_header_read_silently(tmp_path, trace, name):
+    import warnings
+
+    df = trace_to_frame(trace).rename(columns={"device": "gpu"})
+    path = tmp_path / name
+    if name.endswith(".csv"):
+        df.to_csv(path, index=False)
+    elif name.endswith(".parquet"):
+        df.to_parquet(path)
+    else:
+        df.to_feather(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        back = read_trace(path)
+        framed = trace_from_frame(df)
+    assert back.devices == framed.devices == trace.devices
+    np.testing.assert_array_equal(back.device, trace.device)
+    np.testing.assert_allclose(back.end_ms, trace.end_ms, rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["new.csv", "new.parquet"])
+def test_written_trace_files_name_the_device_column(tmp_path, trace, name):
+    write_trace(trace, tmp_path / name)
+    columns = pd.read_csv(tmp_path / name).columns if name.endswith(".csv") else pd.read_parquet(tmp_path / name).columns
+    assert "device" in columns and "gpu" not in columns

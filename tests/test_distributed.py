@@ -14,6 +14,7 @@ from interfpred.distributed import (
     evaluate_partitions,
     fit_dask,
     fit_partitions,
+    read_partition,
     trace_files,
     trace_partitions,
     write_device_files,
@@ -40,7 +41,9 @@ def _models():
 def test_merged_fit_equals_the_one_process_fit(data, feature_map, kind, params):
     trace, prof, _, paths = data
     parts = trace_partitions(paths)
-    assert [p.gpu for p in parts] == ["gpu0", "gpu1", "gpu2"]
+    assert [p.device for p in parts] == ["gpu0", "gpu1", "gpu2"]
+    with pytest.warns(DeprecationWarning, match="TracePartition.gpu is deprecated"):
+        assert parts[0].gpu == "gpu0"
     spec = {"kind": kind, "params": params}
     merged = fit_partitions(parts, prof, InterferenceModel({"map": feature_map}, spec))
     local = InterferenceModel({"map": feature_map}, spec).fit(trace, prof)
@@ -114,10 +117,28 @@ def test_cli_fit_and_evaluate_on_dask(data, cluster, tmp_path, capsys):
                  "offline_linear", "--map", "default", "--out", str(out), "--dask", cluster]) == 0
     local = InterferenceModel({"map": "default"}, "offline_linear").fit(trace, prof)
     np.testing.assert_allclose(load_model(out).predictor.coef_, local.predictor.coef_, rtol=1e-9, atol=1e-9)
-    assert "merged per GPU" in capsys.readouterr().err
+    assert "merged per device" in capsys.readouterr().err
     assert main(["fit", "--trace", str(folder), "--profiles", str(tmp_path / "p.parquet"), "--predictor",
                  "online_sgd", "--out", str(out), "--dask"]) == 2
     assert "sufficient statistics" in capsys.readouterr().err
     assert main(["evaluate", "--model-file", str(out), "--trace", str(tmp_path / "nothing"), "--profiles",
                  str(tmp_path / "p.parquet"), "--dask"]) == 2
     assert "no Parquet trace files" in capsys.readouterr().err
+
+
+def test_partitions_read_older_files_whose_device_column_is_named_gpu(tmp_path, data):
+    import pyarrow.parquet as pq
+
+    trace, _, _, paths = data
+    old = []
+    for k, path in enumerate(paths):
+        table = pq.read_table(path)
+        table = table.rename_columns(["gpu" if c == "device" else c for c in table.column_names])
+        out = tmp_path / f"old-{k}.parquet"
+        pq.write_table(table, out)
+        old.append(str(out))
+    parts = trace_partitions(old)
+    assert [p.device for p in parts] == ["gpu0", "gpu1", "gpu2"]
+    got = [read_partition(p) for p in parts]
+    assert sum(len(t) for t in got) == len(trace)
+    assert all(set(t.devices) == {p.device} for t, p in zip(got, parts))

@@ -14,7 +14,7 @@ def _random_trace(n=60, seed=0):
     rng = np.random.default_rng(seed)
     start = np.sort(rng.uniform(0, 50, n))
     end = start + rng.choice([0.0, 1.0, 3.0, 7.5], n)
-    return Trace(id=list(range(n)), gpu=rng.choice(["g0", "g1"], n).tolist(),
+    return Trace(id=list(range(n)), device=rng.choice(["g0", "g1"], n).tolist(),
                  model=rng.choice(["a", "b", "ç"], n).tolist(), batch_size=rng.choice([1, 4], n).tolist(),
                  start_ms=start, end_ms=end)
 

@@ -44,7 +44,7 @@ def test_every_extractor_matches_naive(trace, prof):
     tl = build_timeline(trace)
     for ex in _extractors():
         fm = ex.transform(trace, prof, timeline=tl)
-        ref = naive_features(trace.gpu, trace.start_ms, trace.end_ms, dem, ex.feature_map, ex.combine,
+        ref = naive_features(trace.device, trace.start_ms, trace.end_ms, dem, ex.feature_map, ex.combine,
                              ex.aggregation, ex.kernel_spec.alpha)
         assert fm.X.shape == (len(trace), len(ex.names))
         np.testing.assert_allclose(fm.X, np.array(ref).reshape(fm.X.shape), rtol=1e-9, atol=1e-12)
@@ -67,7 +67,7 @@ def test_ewma_one_is_the_last_running_set_and_time_weighting_is_exact():
                                      solo_ms=[1.0] * 3, sm=[0.5, 0.2, 0.4], l2=[0.1, 0.3, 0.6],
                                      dram=[0.2, 0.8, 0.1])
     # a runs 0..10; b joins 2..4; c joins 6..10.
-    tr = Trace(id=[1, 2, 3], gpu=["g"] * 3, model=["a", "b", "c"], batch_size=[1] * 3,
+    tr = Trace(id=[1, 2, 3], device=["g"] * 3, model=["a", "b", "c"], batch_size=[1] * 3,
                start_ms=[0.0, 2.0, 6.0], end_ms=[10.0, 4.0, 10.0])
     last = EWMA(alpha=1.0).transform(tr, prof).X[0]
     np.testing.assert_allclose(last, [0.5, 0.1, 0.2, 0.4, 0.6, 0.1])
@@ -102,7 +102,7 @@ def test_custom_map_matches_builtin_and_naive():
     rng = np.random.default_rng(3)
     n = 60
     start = np.round(rng.uniform(0, 20, n), 1)
-    tr = Trace(id=np.arange(n), gpu=["g0"] * n, model=rng.choice(["a", "b"], n), batch_size=rng.integers(1, 5, n),
+    tr = Trace(id=np.arange(n), device=["g0"] * n, model=rng.choice(["a", "b"], n), batch_size=rng.integers(1, 5, n),
                start_ms=start, end_ms=start + np.round(rng.uniform(0, 4, n), 1))
     prof = ProfileTable.from_columns(gpu=["g0"] * 4, model=["a", "a", "b", "b"], batch_size=[1, 4, 1, 4],
                                      solo_ms=[1.0, 3.0, 2.0, 5.0], sm=[0.2, 0.6, 0.3, 0.5],
@@ -117,7 +117,7 @@ def test_custom_map_matches_builtin_and_naive():
         got = agg(feature_map=cm).transform(tr, prof).X
         np.testing.assert_allclose(got, agg().transform(tr, prof).X, rtol=1e-12, atol=1e-14)
         ex = agg(feature_map=cm)
-        ref = naive_features(tr.gpu, tr.start_ms, tr.end_ms, dem, aggregation=ex.aggregation, alpha=ex.kernel_spec.alpha,
+        ref = naive_features(tr.device, tr.start_ms, tr.end_ms, dem, aggregation=ex.aggregation, alpha=ex.kernel_spec.alpha,
                              map_fn=lambda me, o: fn(np.array(me), np.array(o).reshape(-1, 3)))
         np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-14)
     with pytest.raises(InterfpredError, match="returned 1 values"):
@@ -129,18 +129,18 @@ def test_custom_map_matches_builtin_and_naive():
 def test_profiles_interpolate_and_gpu_choice():
     prof = ProfileTable.from_columns(gpu=["l4", "l4"], model=["a", "a"], batch_size=[2, 4], solo_ms=[2.0, 4.0],
                                      sm=[0.2, 0.4], l2=[0.1, 0.3], dram=[0.5, 0.7])
-    tr = Trace(id=["x", "y"], gpu=["dev0", "dev1"], model=["a", "a"], batch_size=[3, 2],
+    tr = Trace(id=["x", "y"], device=["dev0", "dev1"], model=["a", "a"], batch_size=[3, 2],
                start_ms=[0.0, 0.0], end_ms=[6.0, 4.0])
     fm = Static(target="rate").transform(tr, prof)   # one-gpu table serves every device
     np.testing.assert_allclose(fm.solo_ms, [3.0, 2.0])
     np.testing.assert_allclose(fm.X[0, :3], [0.3, 0.2, 0.6])
     np.testing.assert_allclose(fm.y, [0.5, 0.5])
-    np.testing.assert_allclose(fm.X[:, 3:], 0.0)       # different GPUs never interfere
+    np.testing.assert_allclose(fm.X[:, 3:], 0.0)       # different devices never interfere
     two = prof.merge(ProfileTable.from_columns(gpu=["h100"], model=["a"], batch_size=[2], solo_ms=[1.0],
                                                sm=[0.1], l2=[0.1], dram=[0.1]))
-    with pytest.raises(InterfpredError, match="trace runs on dev0, dev1"):
+    with pytest.raises(InterfpredError, match="trace runs on devices dev0, dev1"):
         Static().transform(tr, two)
-    per_gpu = Trace(id=[1, 2], gpu=["l4", "h100"], model=["a", "a"], batch_size=[2, 2],
+    per_gpu = Trace(id=[1, 2], device=["l4", "h100"], model=["a", "a"], batch_size=[2, 2],
                     start_ms=[0.0, 0.0], end_ms=[4.0, 2.0])
     np.testing.assert_allclose(Static().transform(per_gpu, two).solo_ms, [2.0, 1.0])
 
@@ -148,7 +148,7 @@ def test_profiles_interpolate_and_gpu_choice():
 def test_bad_input_names_the_row():
     prof = ProfileTable.from_columns(gpu=["g"], model=["a"], batch_size=[1], solo_ms=[1.0], sm=[0.1],
                                      l2=[0.1], dram=[0.1])
-    tr = Trace(id=[5, 6, 7], gpu=["g"] * 3, model=["a", "a", "zz"], batch_size=[1, 1, 1],
+    tr = Trace(id=[5, 6, 7], device=["g"] * 3, model=["a", "a", "zz"], batch_size=[1, 1, 1],
                start_ms=[0.0, 1.0, 2.0], end_ms=[1.0, 1.0, 3.0])
     with pytest.raises(InterfpredError, match=r"row 2 \(id 7\): no profile for model 'zz'"):
         Static().transform(tr, prof)
@@ -156,7 +156,7 @@ def test_bad_input_names_the_row():
     with pytest.raises(InterfpredError, match=r"row 1 \(id 6\) has zero latency"):
         Static(target="rate").transform(ok, prof)
     assert Static().transform(ok, prof).y.tolist() == [1.0, 0.0]
-    big = Trace(id=[1], gpu=["g"], model=["a"], batch_size=[3], start_ms=[0.0], end_ms=[1.0])
+    big = Trace(id=[1], device=["g"], model=["a"], batch_size=[3], start_ms=[0.0], end_ms=[1.0])
     with pytest.raises(InterfpredError, match=r"row 0 \(id 1\): batch size 3 .* outside"):
         Static().transform(big, prof)
     assert Static().transform(big, prof, extrapolate=True).X.shape == (1, 6)
@@ -275,7 +275,7 @@ def test_model_files_with_the_older_extractor_spelling_load(tmp_path):
 
     prof = ProfileTable.from_columns(gpu=["g"] * 2, model=["a", "b"], batch_size=[1, 1], solo_ms=[2.0, 4.0],
                                      sm=[0.5, 0.25], l2=[0.5, 0.5], dram=[0.25, 0.5])
-    tr = Trace(id=[1, 2, 3], gpu=["g"] * 3, model=["a", "b", "a"], batch_size=[1, 1, 1],
+    tr = Trace(id=[1, 2, 3], device=["g"] * 3, model=["a", "b", "a"], batch_size=[1, 1, 1],
                start_ms=[0.0, 1.0, 2.0], end_ms=[4.0, 6.0, 5.0])
     model = InterferenceModel({"aggregation": "static", "feature_map": "gpulets"}, "offline_linear").fit(tr, prof)
     state = model.to_state()

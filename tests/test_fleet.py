@@ -46,7 +46,7 @@ def test_least_added_latency_wins():
     fleet.start("g1", "small", "yolov8n", 1, 0.0, deadline=1e5)
     t = 0.5
     # both feasible: the candidate delays "small" less than "big" (it ends sooner), so g1
-    added = {g: fleet.assess(g, ("c", "resnet50", 8), 1e5, t)[1] for g in fleet.gpus}
+    added = {g: fleet.assess(g, ("c", "resnet50", 8), 1e5, t)[1] for g in fleet.devices}
     assert added["g1"] < added["g0"]
     assert fleet.choose_gpu(("c", "resnet50", 8), 1e5, t) == "g1"
     # and the number is what the tracker projects
@@ -83,7 +83,7 @@ def test_bad_input_leaves_fleet_unchanged():
         (lambda: fleet.choose_gpu((2, "nope", 4), deadline=50.0, t=1.0), "no profile"),
         (lambda: fleet.choose_gpu((2, "vgg19", 4), deadline=50.0, t=0.5), "before the latest event"),
         (lambda: fleet.choose_gpu(5, deadline=50.0, t=1.0), "must be"),
-        (lambda: fleet.start("g9", 2, "vgg19", 4, 1.0), "unknown gpu"),
+        (lambda: fleet.start("g9", 2, "vgg19", 4, 1.0), "unknown device"),
         (lambda: fleet.start("g1", 1, "vgg19", 4, 1.0), "already running"),
         (lambda: fleet.start("g1", 2, "vgg19", 4, 2.0, deadline=1.0), "deadline in the past"),
         (lambda: fleet.start("g1", 2, "nope", 4, 2.0), "no profile"),
@@ -107,3 +107,33 @@ def test_constructor_checks():
         Fleet({"a": tr}, margin=-1)
     shared = Fleet.from_profiles(prof, slow_pairs, ["a", "b"], shared_predictor=True)
     assert shared.trackers["a"].predictor is shared.trackers["b"].predictor
+
+
+def test_devices_and_profile_gpu_keywords():
+    prof = zoo_profiles("l4")
+    fleet = Fleet.from_profiles(prof, slow_pairs, devices=["d0", "d1"], gpu="l4")
+    assert fleet.devices == ("d0", "d1")
+    assert all(tr.gpu == "l4" for tr in fleet.trackers.values())
+    fleet.start("d1", 1, "vgg19", 8, 0.0)
+    assert fleet.where(1) == "d1"
+    ok, added = fleet.assess(device="d0", candidate=(2, "resnet50", 4), deadline=1e5, t=1.0)
+    assert ok and added >= 0.0
+
+
+def test_old_fleet_keywords_still_work_and_warn():
+    prof = zoo_profiles("l4")
+    with pytest.warns(DeprecationWarning, match="devices="):
+        fleet = Fleet.from_profiles(prof, slow_pairs, gpus=["d0", "d1"])
+    with pytest.warns(DeprecationWarning, match="gpu="):
+        typed = Fleet.from_profiles(prof, slow_pairs, ["d0"], profile_gpu="l4")
+    assert typed.trackers["d0"].gpu == "l4"
+    with pytest.warns(DeprecationWarning, match="Fleet.devices"):
+        assert fleet.gpus == ("d0", "d1")
+    with pytest.warns(DeprecationWarning, match="device="):
+        fleet.start(gpu="d1", id=1, model="vgg19", batch_size=8, t=0.0)
+    assert fleet.where(1) == "d1"
+    with pytest.warns(DeprecationWarning, match="device="):
+        ok, _ = fleet.assess(gpu="d0", candidate=(2, "resnet50", 4), deadline=1e5, t=1.0)
+    assert ok
+    with pytest.raises(InterfpredError, match="not both"), pytest.warns(DeprecationWarning):
+        Fleet.from_profiles(prof, slow_pairs, ["d0"], gpus=["d0"])

@@ -108,7 +108,7 @@ def test_run_features_equal_a_brute_force_timeline(extractor):
             end.append(t + period)
             share.append(m.share[k])
             t += period
-    tr = Trace(id=ids, gpu=gpu, model=model, batch_size=[1] * len(ids), start_ms=start, end_ms=end, share=share)
+    tr = Trace(id=ids, device=gpu, model=model, batch_size=[1] * len(ids), start_ms=start, end_ms=end, share=share)
     brute = extractor.transform(tr, _profiles())
     for k, row in pick.items():
         np.testing.assert_allclose(fm.X[k], brute.X[row], rtol=1e-12, atol=1e-12)
@@ -133,7 +133,7 @@ def test_missing_counters_are_refused_by_name_never_zero():
 def test_concat_mixes_traces_and_measurements():
     m = Measurements.from_columns(run=[1, 1], gpu=["g"] * 2, model=["a", "b"], batch_size=[1, 1],
                                   solo_ms=[2.0, 4.0], observed_ms=[3.0, 5.0])
-    tr = Trace(id=[1, 2], gpu=["g"] * 2, model=["a", "b"], batch_size=[1, 1], start_ms=[0.0, 1.0], end_ms=[4.0, 6.0])
+    tr = Trace(id=[1, 2], device=["g"] * 2, model=["a", "b"], batch_size=[1, 1], start_ms=[0.0, 1.0], end_ms=[4.0, 6.0])
     ex = TimeWeighted()
     both = concat_features([ex.transform(tr, _profiles()), measurement_features(ex, m, _profiles())])
     assert both.X.shape == (4, 6) and both.entities is None

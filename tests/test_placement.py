@@ -69,7 +69,7 @@ def test_every_answer_equals_the_per_gpu_assessment(max_running):
             cache.invalidate(fleet.where(victim))
             fleet.finish(victim, t)   # the shared RLS learns
         else:
-            g = fleet.gpus[int(rng.integers(len(fleet.gpus)))]
+            g = fleet.devices[int(rng.integers(len(fleet.devices)))]
             if max_running is None or len(fleet.trackers[g]) < max_running:
                 fleet.start(g, nxt, prof.models[int(rng.integers(6))], int(rng.integers(1, 33)), t,
                             deadline=t + float(rng.uniform(5.0, 200.0)))
@@ -81,12 +81,12 @@ def test_every_answer_equals_the_per_gpu_assessment(max_running):
             fast = cache.assess_all(fleet.trackers, fleet.deadline, cand, deadline, t, margin=fleet.margin,
                                     max_running=fleet.max_running)
             assert fast.get("e", (False, math.inf)) == (False, math.inf)   # not compiled unless full
-            for g in fleet.gpus:
+            for g in fleet.devices:
                 want = fleet.assess(g, cand, deadline, t)
                 if g in fast:
                     assert fast[g] == want
                     checked += 1
-            ok = {g: fleet.assess(g, cand, deadline, t)[1] for g in fleet.gpus if fleet.assess(g, cand, deadline, t)[0]}
+            ok = {g: fleet.assess(g, cand, deadline, t)[1] for g in fleet.devices if fleet.assess(g, cand, deadline, t)[0]}
             best = None
             if ok:   # least added latency; ties go to the least loaded GPU (fewest running, least remaining work)
                 least = min(ok.values())
@@ -130,3 +130,15 @@ def test_placement_rule_helpers():
     assert meets_deadlines(0.0, [10.0], [10.0 + 1e-9], 0.0)
     assert not meets_deadlines(0.0, [10.0], [10.0], 0.01)           # the margin scales the time from t
     assert meets_deadlines(5.0, [10.0], [10.06], 0.01) and not meets_deadlines(5.0, [10.0], [10.04], 0.01)
+
+
+def test_invalidate_takes_the_device_and_warns_on_the_old_keyword():
+    cache = PlacementCache()
+    trs = {g: ColocationTracker(zoo_profiles("l4"), RLS()) for g in ("x", "y")}
+    cache.assess_all(trs, lambda i: None, ("c", "resnet50", 4), 100.0, 0.0, margin=0.0)
+    trs["y"].start(1, "vgg19", 8, 0.0)
+    with pytest.warns(DeprecationWarning, match="device="):
+        cache.invalidate(gpu="y")
+    res = cache.assess_all(trs, lambda i: None, ("c", "resnet50", 4), 100.0, 0.0, margin=0.0, max_running=1)
+    assert res["y"] == (False, math.inf) and res["x"][0]
+    cache.invalidate(device="x")

@@ -283,7 +283,7 @@ def test_everything_overlapping_is_refused_during_the_sweep():
     from interfpred.constants import MAX_RUNNING_SET
 
     n = 20_000
-    t = Trace(id=np.arange(n), gpu=["g"] * n, model=["m"] * n, batch_size=[1] * n,
+    t = Trace(id=np.arange(n), device=["g"] * n, model=["m"] * n, batch_size=[1] * n,
               start_ms=np.arange(n, dtype=float), end_ms=np.full(n, 1e9))
     tracemalloc.start()
     try:
@@ -301,7 +301,7 @@ def test_member_cap_refuses_long_dense_traces(monkeypatch):
 
     monkeypatch.setattr(tl, "TIMELINE_MAX_MEMBERS", 100)
     n = 200
-    t = Trace(id=np.arange(n), gpu=["g"] * n, model=["m"] * n, batch_size=[1] * n,
+    t = Trace(id=np.arange(n), device=["g"] * n, model=["m"] * n, batch_size=[1] * n,
               start_ms=np.arange(n, dtype=float), end_ms=np.arange(n, dtype=float) + 3.5)
     with pytest.raises(InterfpredError, match="TIMELINE_MAX_MEMBERS=100"):
         build_timeline(t)
@@ -395,11 +395,11 @@ def test_huge_ids_stay_exact():
     from interfpred import Trace
 
     path_ids = [str(2**63), "1e23", "5"]
-    t = Trace(id=np.array(path_ids), gpu=["g"] * 3, model=["m"] * 3, batch_size=[1] * 3,
+    t = Trace(id=np.array(path_ids), device=["g"] * 3, model=["m"] * 3, batch_size=[1] * 3,
               start_ms=[0.0, 1.0, 2.0], end_ms=[1.0, 2.0, 3.0])
     assert t.id.tolist() == path_ids
     with pytest.raises(InterfpredError, match="does not fit in a 64-bit"):
-        Trace(id=np.array([2**63], dtype=np.uint64), gpu=["g"], model=["m"], batch_size=[1], start_ms=[0.0],
+        Trace(id=np.array([2**63], dtype=np.uint64), device=["g"], model=["m"], batch_size=[1], start_ms=[0.0],
               end_ms=[1.0])
 
 

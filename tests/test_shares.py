@@ -72,7 +72,7 @@ def test_missing_counters_stay_nan_through_interpolation(tmp_path):
 
 
 def test_trace_share_selects_profiles_and_feeds_share_features(tmp_path):
-    tr = Trace(id=[1, 2], gpu=["g"] * 2, model=["m", "m"], batch_size=[1, 1], share=[50, 100],
+    tr = Trace(id=[1, 2], device=["g"] * 2, model=["m", "m"], batch_size=[1, 1], share=[50, 100],
                start_ms=[0.0, 1.0], end_ms=[8.0, 3.0])
     tr.to_csv(tmp_path / "t.csv")
     again = Trace.from_csv(tmp_path / "t.csv")
@@ -87,7 +87,7 @@ def test_trace_share_selects_profiles_and_feeds_share_features(tmp_path):
     assert both.names[-2:] == ("share_me", "share_other") and both.X.shape == (2, 6)
     np.testing.assert_allclose(both.X[:, :4], EWMA(alpha=0.5, feature_map="gpulets").transform(tr, _table()).X)
     with pytest.raises(InterfpredError, match="share 0.0 is not an MPS active thread percentage"):
-        Trace(id=[1], gpu=["g"], model=["m"], batch_size=[1], share=[0], start_ms=[0.0], end_ms=[1.0])
+        Trace(id=[1], device=["g"], model=["m"], batch_size=[1], share=[0], start_ms=[0.0], end_ms=[1.0])
 
 
 def test_share_extractors_round_trip_and_are_refused_live():

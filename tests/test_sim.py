@@ -217,9 +217,26 @@ def test_queue_is_fifo_with_the_concurrency_limit():
 
 
 def test_gpus_are_independent():
-    one = simulate(["vgg19"] * 2, [8, 8], [0.0, 0.0], gpu=["a", "b"], seed=1).trace
+    one = simulate(["vgg19"] * 2, [8, 8], [0.0, 0.0], device=["a", "b"], seed=1).trace
     np.testing.assert_allclose(one.latency_ms, one.solo_ms, rtol=1e-12)
-    assert one.gpus == ("a", "b")
+    assert one.devices == ("a", "b")
+
+
+def test_gpu_keyword_of_the_engines_still_names_devices_with_a_warning():
+    from interfpred.sim.arrivals import poisson_arrivals
+    from interfpred.sim.phased import simulate_phased
+
+    with pytest.warns(DeprecationWarning, match=r"simulate\(gpu=...\) is deprecated; use device="):
+        old = simulate(["vgg19"] * 2, [8, 8], [0.0, 0.0], gpu=["a", "b"], seed=1).trace
+    assert old.devices == ("a", "b")
+    with pytest.warns(DeprecationWarning, match=r"simulate_phased\(gpu=...\)"):
+        ph = simulate_phased(["resnet50"] * 2, [1, 1], [0.0, 0.0], gpu=["x", "x"], seed=1).trace
+    assert ph.devices == ("x",)
+    arr = poisson_arrivals(["vgg19"], rho=0.5, executions=6, n_devices=2, seed=0)
+    with pytest.warns(DeprecationWarning, match="Arrivals.gpu is deprecated"):
+        assert arr.gpu.tolist() == arr.device.tolist()
+    with pytest.raises(InterfpredError, match="both gpu= and device="):
+        simulate(["vgg19"], [8], [0.0], gpu=["a"], device=["a"])
 
 
 def test_same_seed_same_trace_and_different_seed_differs():
@@ -296,7 +313,7 @@ def test_poisson_arrivals_hit_the_requested_load():
         a = poisson_arrivals(["resnet50", "vit_b16"], rho=rho, executions=4000, batch_sizes=[1, 8, 32],
                              n_devices=2, seed=11)
         assert offered_load(a, z) == pytest.approx(rho, rel=0.08)
-        assert np.all(np.diff(a.time_ms) >= 0) and set(a.gpu) == {"gpu0", "gpu1"}
+        assert np.all(np.diff(a.time_ms) >= 0) and set(a.device) == {"gpu0", "gpu1"}
         assert set(a.batch_size.tolist()) == {1, 8, 32}
     a = poisson_arrivals(["resnet50", "vit_b16"], rho=1.0, executions=4000, weights={"resnet50": 3, "vit_b16": 1},
                          batch_sizes={"resnet50": [4], "vit_b16": {2: 1.0, 16: 0.0}}, seed=1)
@@ -406,7 +423,7 @@ def test_old_gpu_keywords_still_work_and_warn(call, old, new):
         got = call(**old)
     want = call(**new)
     if isinstance(want, Arrivals):
-        assert got.gpu.tolist() == want.gpu.tolist()
+        assert got.device.tolist() == want.device.tolist()
         np.testing.assert_allclose(got.time_ms, want.time_ms, rtol=1e-12)
     elif isinstance(want, str):
         assert got == want
@@ -428,4 +445,4 @@ def test_offered_load_old_keyword_and_scenario_device_count():
     with pytest.warns(DeprecationWarning, match=r"mix_scenario\(gpus=...\)"):
         sc = mix_scenario(["vgg19"], rho=0.5, executions=40, seed=1, gpus=2)
     assert sc.sets["trace"]["gpus"] == 2
-    assert sorted(set(sc.traces["trace"].gpu.tolist())) == ["gpu0", "gpu1"]
+    assert sorted(set(sc.traces["trace"].device.tolist())) == ["gpu0", "gpu1"]

@@ -48,9 +48,9 @@ def test_simulate_refuses_a_non_empty_out_unless_forced(tmp_path, capsys):
 def test_simulate_mix(tmp_path):
     out = tmp_path / "mix"
     assert main(["simulate", "--scenario", "mix", "--models", "vgg19,yolov8n", "--rho", "0.8",
-                 "--batch-sizes", "2,32", "--out", str(out), "--executions", "50", "--gpus", "2"]) == 0
+                 "--batch-sizes", "2,32", "--out", str(out), "--executions", "50", "--devices", "2"]) == 0
     t = Trace.from_csv(out / "trace.csv")
-    assert len(t) == 50 and set(t.batch_size.tolist()) <= {2, 32} and set(t.gpu) <= {"gpu0", "gpu1"}
+    assert len(t) == 50 and set(t.batch_size.tolist()) <= {2, 32} and set(t.device) <= {"gpu0", "gpu1"}
 
 
 @pytest.mark.parametrize("argv, match", [
@@ -63,7 +63,7 @@ def test_simulate_mix(tmp_path):
     (["--scenario", "mix", "--models", "vgg19"], "needs --models and --rho"),
     (["--rho", "1"], "apply only to --scenario mix"),
     (["--executions", "-5"], "executions -5"),
-    (["--gpus", "0"], "n_devices 0"),
+    (["--devices", "0"], "--devices 0 must be a positive integer"),
 ])
 def test_simulate_bad_input_is_one_line_exit_2(tmp_path, capsys, argv, match):
     out = tmp_path / "sim"

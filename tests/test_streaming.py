@@ -14,7 +14,7 @@ from interfpred.features import feature_names
 
 def _replay(trace, prof, ex, gpu, rng):
     """Feed one GPU's executions as events in time order, ties in random order."""
-    rows = np.flatnonzero(trace.gpu == gpu)
+    rows = np.flatnonzero(trace.device == gpu)
     events = []
     for i in rows:
         r1, r2 = rng.random(), rng.random()
@@ -162,7 +162,7 @@ def test_one_long_stream_matches_batch():
     rng = np.random.default_rng(11)
     n = 2000
     start = np.sort(rng.uniform(0, 500, n))
-    tr = Trace(id=np.arange(n), gpu=["g0"] * n, model=rng.choice(["a", "b", "c"], n),
+    tr = Trace(id=np.arange(n), device=["g0"] * n, model=rng.choice(["a", "b", "c"], n),
                batch_size=rng.integers(1, 5, n), start_ms=start, end_ms=start + rng.exponential(2.0, n))
     prof = ProfileTable.from_columns(
         gpu=["g0"] * 6, model=["a", "a", "b", "b", "c", "c"], batch_size=[1, 4] * 3,

@@ -12,7 +12,7 @@ from interfpred import InterfpredError, Trace, build_timeline
 
 
 def _segments(tl):
-    return [(tl.gpu_names[tl.seg_gpu[s]], float(tl.seg_start[s]), float(tl.seg_end[s]),
+    return [(tl.device_names[tl.seg_device[s]], float(tl.seg_start[s]), float(tl.seg_end[s]),
              frozenset(tl.running_set(s).tolist())) for s in range(tl.n_segments)]
 
 
@@ -20,7 +20,7 @@ def _segments(tl):
 @given(traces())
 def test_segments_and_exposure_match_naive(trace):
     tl = build_timeline(trace)
-    args = (trace.gpu, trace.start_ms, trace.end_ms)
+    args = (trace.device, trace.start_ms, trace.end_ms)
     assert _segments(tl) == naive_segments(*args)
     for i in range(len(trace)):
         got = [(d, c.tolist()) for d, c in tl.exposure(i)]
@@ -33,14 +33,14 @@ def test_segments_and_exposure_match_naive(trace):
 @settings(max_examples=40, deadline=None)
 @given(traces(grid=False, max_n=10))
 def test_segments_match_naive_continuous_times(trace):
-    assert _segments(build_timeline(trace)) == naive_segments(trace.gpu, trace.start_ms, trace.end_ms)
+    assert _segments(build_timeline(trace)) == naive_segments(trace.device, trace.start_ms, trace.end_ms)
 
 
 def test_row_order_does_not_matter():
     rng = np.random.default_rng(0)
     n = 300
     start = np.round(rng.uniform(0, 50, n), 1)
-    t = Trace(id=np.arange(n), gpu=rng.choice(["x", "y"], n), model=["m"] * n, batch_size=[1] * n,
+    t = Trace(id=np.arange(n), device=rng.choice(["x", "y"], n), model=["m"] * n, batch_size=[1] * n,
               start_ms=start, end_ms=start + np.round(rng.uniform(0, 5, n), 1))
     perm = rng.permutation(n)
     a, b = build_timeline(t), build_timeline(t.take(perm))
@@ -49,7 +49,7 @@ def test_row_order_does_not_matter():
 
 
 def test_touching_and_zero_length():
-    t = Trace(id=[1, 2, 3, 4], gpu=["g"] * 4, model=["m"] * 4, batch_size=[1] * 4,
+    t = Trace(id=[1, 2, 3, 4], device=["g"] * 4, model=["m"] * 4, batch_size=[1] * 4,
               start_ms=[0.0, 2.0, 2.0, 1.0], end_ms=[2.0, 3.0, 2.0, 1.0])
     tl = build_timeline(t)
     assert _segments(tl) == [("g", 0.0, 2.0, frozenset({0})), ("g", 2.0, 3.0, frozenset({1}))]
@@ -57,7 +57,7 @@ def test_touching_and_zero_length():
 
 
 def test_empty_trace_and_bad_arguments():
-    empty = Trace(id=[], gpu=[], model=[], batch_size=[], start_ms=[], end_ms=[])
+    empty = Trace(id=[], device=[], model=[], batch_size=[], start_ms=[], end_ms=[])
     tl = build_timeline(empty)
     assert tl.n_segments == 0 and tl.n_executions == 0 and tl.exec_ptr.tolist() == [0]
     with pytest.raises(InterfpredError, match="expects a Trace"):
@@ -69,18 +69,18 @@ def test_empty_trace_and_bad_arguments():
 
 
 def test_arrays_are_read_only():
-    t = Trace(id=[1], gpu=["g"], model=["m"], batch_size=[1], start_ms=[0.0], end_ms=[1.0])
+    t = Trace(id=[1], device=["g"], model=["m"], batch_size=[1], start_ms=[0.0], end_ms=[1.0])
     tl = build_timeline(t)
     with pytest.raises(ValueError):
         tl.seg_start[0] = 5.0
 
 
 def test_trace_codes_factorise_names_once():
-    t = Trace(id=[1, 2, 3, 4], gpu=["z", "a", "z", "m"], model=["r", "q", "q", "r"], batch_size=[1] * 4,
+    t = Trace(id=[1, 2, 3, 4], device=["z", "a", "z", "m"], model=["r", "q", "q", "r"], batch_size=[1] * 4,
               start_ms=[0.0] * 4, end_ms=[1.0] * 4)
-    names, codes = t.codes("gpu")
+    names, codes = t.codes("device")
     assert names == ("a", "m", "z") and codes.tolist() == [2, 0, 2, 1]
-    assert t.codes("gpu")[1] is codes                     # cached
+    assert t.codes("device")[1] is codes                     # cached
     assert t.codes("model") == (("q", "r"), t.codes("model")[1]) and t.codes("model")[1].tolist() == [1, 0, 0, 1]
     with pytest.raises(InterfpredError, match="not 'id'"):
         t.codes("id")

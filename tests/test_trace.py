@@ -9,11 +9,11 @@ from hypothesis import strategies as st
 
 from interfpred import InputError, InterfpredError, Trace
 
-HEADER = "id,gpu,model,batch_size,start_ms,end_ms\n"
+HEADER = "id,device,model,batch_size,start_ms,end_ms\n"
 
 
 def _trace(**over) -> Trace:
-    cols = dict(id=[1, 2, 3], gpu=["g0", "g0", "g1"], model=["a", "b", "a"], batch_size=[1, 2, 4],
+    cols = dict(id=[1, 2, 3], device=["g0", "g0", "g1"], model=["a", "b", "a"], batch_size=[1, 2, 4],
                 start_ms=[0.0, 1.0, 0.5], end_ms=[2.0, 1.0, 3.0])
     cols.update(over)
     return Trace(**cols)
@@ -22,7 +22,7 @@ def _trace(**over) -> Trace:
 def test_columns_and_derived_values():
     t = _trace()
     assert len(t) == 3
-    assert t.gpus == ("g0", "g1")
+    assert t.devices == ("g0", "g1")
     assert t.latency_ms.tolist() == [2.0, 0.0, 2.5]
     assert t.batch_size.dtype == np.int64
     assert t.solo_ms is None
@@ -37,7 +37,7 @@ def test_columns_and_derived_values():
     (dict(end_ms=[2.0, 1.0, float("inf")]), r"row 2 \(id 3\): end_ms inf is not a finite time"),
     (dict(batch_size=[1, 0, 4]), r"row 1 \(id 2\): batch_size 0 is not a positive integer"),
     (dict(model=["a", "", "a"]), r"row 1 \(id 2\): model is empty"),
-    (dict(gpu=["g0", "g0"]), r"trace column gpu has shape \(2,\), expected \(3,\)"),
+    (dict(device=["g0", "g0"]), r"trace column device has shape \(2,\), expected \(3,\)"),
     (dict(solo_ms=[1.0, -1.0, 1.0]), r"row 1 \(id 2\): solo_ms -1.0 is not a positive finite latency"),
 ])
 def test_validation_names_row_and_value(over, message):
@@ -50,7 +50,7 @@ def test_csv_round_trip_with_solo_and_string_ids(tmp_path):
     path = tmp_path / "t.csv"
     t.to_csv(path)
     assert Trace.from_csv(path) == t
-    path.write_text("id,gpu,model,batch_size,start_ms,end_ms,comment\n"
+    path.write_text("id,device,model,batch_size,start_ms,end_ms,comment\n"
                     "req-a,g0,resnet50,8,0.0,5.5,x\nreq-b,g0,vgg19,4,1,7.25,y\n")
     s = Trace.from_csv(path)
     assert s.id.tolist() == ["req-a", "req-b"]
@@ -73,7 +73,7 @@ def test_csv_errors_name_file_and_line(tmp_path, body, message):
 
 def test_csv_missing_columns_and_empty(tmp_path):
     path = tmp_path / "t.csv"
-    path.write_text("id,gpu,model,start_ms,end_ms\n")
+    path.write_text("id,device,model,start_ms,end_ms\n")
     with pytest.raises(InputError, match="missing column.*batch_size"):
         Trace.from_csv(path)
     path.write_text("")
@@ -105,7 +105,7 @@ def test_take_sorted_concat():
 @given(st.lists(st.tuples(st.floats(-1e6, 1e6), st.floats(0, 1e3), st.integers(1, 64),
                           st.sampled_from(["g0", "g1"])), max_size=30))
 def test_round_trip_is_exact(tmp_path_factory, rows):
-    t = Trace(id=list(range(len(rows))), gpu=[r[3] for r in rows], model=["m"] * len(rows),
+    t = Trace(id=list(range(len(rows))), device=[r[3] for r in rows], model=["m"] * len(rows),
               batch_size=[r[2] for r in rows], start_ms=[r[0] for r in rows],
               end_ms=[r[0] + r[1] for r in rows])
     path = tmp_path_factory.mktemp("rt") / "t.csv"
@@ -123,3 +123,33 @@ def test_reader_only_raises_its_own_errors(tmp_path_factory, body):
     except InterfpredError:
         return
     assert np.all(t.end_ms >= t.start_ms)
+
+
+def test_old_gpu_spellings_still_work_and_warn():
+    with pytest.warns(DeprecationWarning, match="device"):
+        t = Trace(id=[1, 2], gpu=["g1", "g0"], model=["a", "b"], batch_size=[1, 1], start_ms=[0.0, 0.0],
+                  end_ms=[1.0, 2.0])
+    assert t.devices == ("g0", "g1")
+    with pytest.warns(DeprecationWarning, match="Trace.device"):
+        assert t.gpu.tolist() == ["g1", "g0"]
+    with pytest.warns(DeprecationWarning, match="Trace.devices"):
+        assert t.gpus == ("g0", "g1")
+    with pytest.warns(DeprecationWarning, match="codes"):
+        assert t.codes("gpu")[0] == t.codes("device")[0]
+    with pytest.raises(InterfpredError, match="not both"), pytest.warns(DeprecationWarning):
+        Trace(id=[1], gpu=["g"], device=["g"], model=["a"], batch_size=[1], start_ms=[0.0], end_ms=[1.0])
+
+
+def test_csv_with_the_older_gpu_header_reads_silently_and_writes_device(tmp_path):
+    import warnings
+
+    path = tmp_path / "old.csv"
+    path.write_text("id,gpu,model,batch_size,start_ms,end_ms\n1,gpu0,a,1,0.0,1.5\n2,gpu1,a,2,0.5,2.0\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = Trace.from_csv(path)
+    assert t.devices == ("gpu0", "gpu1")
+    np.testing.assert_allclose(t.latency_ms, [1.5, 1.5], rtol=1e-12)
+    for engine in ("python", "pyarrow"):
+        t.to_csv(tmp_path / f"{engine}.csv", engine=engine)
+        assert (tmp_path / f"{engine}.csv").read_text().splitlines()[0].startswith("id,device,model,")

@@ -63,7 +63,7 @@ def add_data_options(p: argparse.ArgumentParser, *, profiles_help: str) -> None:
     """--profiles, --trace and --measurements, worded alike everywhere."""
     p.add_argument("--profiles", help=f"tidy profile file (gpu,model,batch_size,solo_ms[,sm,l2,dram,share]; "
                                       f"CSV, .parquet or .arrow); {profiles_help}")
-    p.add_argument("--trace", help="trace file (id,gpu,model,batch_size,start_ms,end_ms[,share]; CSV, .parquet "
+    p.add_argument("--trace", help="trace file (id,device,model,batch_size,start_ms,end_ms[,share]; CSV, .parquet "
                                    "or .arrow)")
     p.add_argument("--measurements", help="measurement runs (run,gpu,model,batch_size[,share],solo_ms,observed_ms; "
                                           "CSV or .parquet), or dataset:NAME for a shipped dataset")
@@ -86,7 +86,7 @@ def add_param_option(p: argparse.ArgumentParser, *, help_text: str) -> None:
 def add_dask_options(p: argparse.ArgumentParser) -> None:
     """--dask [ADDRESS] and --workers N."""
     p.add_argument("--dask", nargs="?", const="", default=None, metavar="ADDRESS",
-                   help="run on Dask, one task per GPU of the Parquet trace files --trace names (a folder, a glob "
+                   help="run on Dask, one task per device of the Parquet trace files --trace names (a folder, a glob "
                         "or a file): a new local cluster, or the scheduler at ADDRESS (needs interfpred[fleet])")
     p.add_argument("--workers", type=int, default=None, help="worker processes of the local Dask cluster "
                                                              "(default: one per CPU core)")

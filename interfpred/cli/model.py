@@ -151,8 +151,8 @@ def _run_fit_dask(args: argparse.Namespace, spec: dict[str, Any], predictor: Any
         print(f"interfpred: {model.note}", file=sys.stderr)
     model.save(args.out)
     rows = sum(r["rows"] for r in report.values())
-    print(f"wrote {args.out}: {model!r}, fitted on {rows} executions of {len(report)} GPUs in {len(files)} files "
-          "(Dask, merged per GPU)", file=sys.stderr)
+    print(f"wrote {args.out}: {model!r}, fitted on {rows} executions of {len(report)} devices in {len(files)} files "
+          "(Dask, merged per device)", file=sys.stderr)
     return 0
 
 
@@ -219,7 +219,7 @@ def _run_evaluate_dask(args: argparse.Namespace, model: Any) -> int:
     profiles, files = _dask_inputs(args)
     ev = evaluate_dask(files, profiles, model, online=args.online, address=args.dask or None,
                        n_workers=args.workers)
-    how = "online (prequential per GPU)" if args.online else "offline"
+    how = "online (prequential per device)" if args.online else "offline"
     print_summary(ev.summary, f"{how} evaluation of {args.model_file} on {ev.summary.n} executions (Dask)",
                   ev.baselines)
     return 0

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from interfpred.cli.common import add_truth_options
+from interfpred.cli.common import DeprecatedAlias, add_truth_options
 from interfpred.errors import InterfpredError
 
 __all__ = ["add_reproduce", "add_simulate", "run_reproduce", "run_simulate"]
@@ -25,9 +25,10 @@ def add_simulate(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed of the simulated arrivals and noise (default 0)")
     p.add_argument("--out", required=True, help="output folder (must not exist or be empty, unless --force)")
     p.add_argument("--executions", type=int, default=None, help="executions per set (default 20000)")
-    p.add_argument("--gpus", type=int, default=1, help="GPUs per set (default 1)")
+    p.add_argument("--devices", type=int, default=1, help="devices (simulated GPUs) per set (default 1)")
+    p.add_argument("--gpus", type=int, dest="devices", action=DeprecatedAlias, new="--devices")
     p.add_argument("--models", default=None, help="mix: comma-separated model names")
-    p.add_argument("--rho", type=float, default=None, help="mix: offered utilisation per GPU")
+    p.add_argument("--rho", type=float, default=None, help="mix: offered utilisation per device")
     p.add_argument("--batch-sizes", default=None, help="mix: comma-separated batch sizes (default all profiled)")
     p.add_argument("--force", action="store_true", help="replace a non-empty --out")
     p.add_argument("--format", choices=("csv", "parquet"), default="csv",
@@ -41,11 +42,13 @@ def run_simulate(args: argparse.Namespace) -> int:
     from interfpred.sim.workload import mix_scenario, paper_scenario, write_scenario
 
     n = SIM_DEFAULT_EXECUTIONS if args.executions is None else args.executions
+    if args.devices < 1:
+        raise InterfpredError(f"--devices {args.devices} must be a positive integer (devices per set)")
     if args.scenario == "paper":
         extra = [f"--{k.replace('_', '-')}" for k in ("models", "rho", "batch_sizes") if getattr(args, k) is not None]
         if extra:
             raise InterfpredError(f"{', '.join(extra)}: apply only to --scenario mix")
-        scenario = paper_scenario(args.gpu, seed=args.seed, executions=n, n_devices=args.gpus, truth=args.truth,
+        scenario = paper_scenario(args.gpu, seed=args.seed, executions=n, n_devices=args.devices, truth=args.truth,
                                   zoo=args.zoo)
     else:
         if args.models is None or args.rho is None:
@@ -58,7 +61,7 @@ def run_simulate(args: argparse.Namespace) -> int:
             except ValueError:
                 raise InterfpredError(f"--batch-sizes {args.batch_sizes!r} must be comma-separated integers") from None
         scenario = mix_scenario(models, rho=args.rho, spec=args.gpu, seed=args.seed, executions=n,
-                                batch_sizes=batches, n_devices=args.gpus, truth=args.truth, zoo=args.zoo)
+                                batch_sizes=batches, n_devices=args.devices, truth=args.truth, zoo=args.zoo)
     names = write_scenario(scenario, args.out, force=args.force, operators=args.operators, format=args.format)
     sizes = ", ".join(f"{k}.{args.format} ({len(t)} executions)" for k, t in scenario.traces.items())
     ops = ", operators.csv" if args.operators else ""

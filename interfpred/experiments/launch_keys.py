@@ -10,7 +10,7 @@ table.
 Examples
 --------
 >>> from interfpred import Trace
->>> t = Trace(id=[0, 1, 2], gpu=["g"] * 3, model=["a", "b", "a"], batch_size=[1, 1, 1],
+>>> t = Trace(id=[0, 1, 2], device=["g"] * 3, model=["a", "b", "a"], batch_size=[1, 1, 1],
 ...           start_ms=[0.0, 0.0, 10.0], end_ms=[2.0, 3.0, 11.0], solo_ms=[1.0, 1.0, 1.0])
 >>> launch_keys(t)
 [('a', ('b',)), ('b', ('a',)), ('a', ())]

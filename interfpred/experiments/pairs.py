@@ -38,22 +38,22 @@ def simulate_pairs(profiles: ProfileTable, spec: GpuSpec, *, seed: int = 0,
     True
     """
     keys = [(m, b) for m in profiles.models for b in batches]
-    model, batch, gpu = [], [], []
+    model, batch, device = [], [], []
     for i in range(len(keys)):
         for j in range(i, len(keys)):
             for m, b in (keys[i], keys[j]):
                 model.append(m)
                 batch.append(b)
-                gpu.append(f"p{i}_{j}")
+                device.append(f"p{i}_{j}")
     if hidden is None:
-        res = simulate(model, batch, np.zeros(len(model)), gpu=gpu, spec=spec, profiles=profiles, queue=False,
+        res = simulate(model, batch, np.zeros(len(model)), device=device, spec=spec, profiles=profiles, queue=False,
                        seed=seed)
     else:  # the same passes as one operator each, with the hidden factors (the phase-structured truth)
         p = profiles.lookup_arrays([m for m, _ in keys], [b for _, b in keys], gpus=spec.name)
         progs = {k: Program([p["solo_ms"][i]], [[p["sm"][i], p["l2"][i], p["dram"][i]]], [-1])
                  for i, k in enumerate(keys)}
         zoo = PhaseZoo.from_programs("synthetic", spec.name, progs, hidden={m: hidden[m] for m, _ in keys})
-        res = simulate_phased(model, batch, np.zeros(len(model)), gpu=gpu, spec=spec, zoo=zoo, queue=False,
+        res = simulate_phased(model, batch, np.zeros(len(model)), device=device, spec=spec, zoo=zoo, queue=False,
                               seed=seed)
     return res
 

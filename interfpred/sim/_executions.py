@@ -50,7 +50,7 @@ def device_codes(device: Sequence[str] | np.ndarray | None, n: int) -> tuple[np.
         return np.array(["gpu0"]), np.zeros(n, dtype=np.int64)
     names = np.asarray(device).astype(str)
     if names.shape != (n,):
-        raise InterfpredError(f"gpu has shape {names.shape}, expected ({n},)")
+        raise InterfpredError(f"device has shape {names.shape}, expected ({n},)")
     uniq, codes = np.unique(names, return_inverse=True)
     return uniq, codes.astype(np.int64)
 
@@ -99,7 +99,7 @@ def sorted_trace(ids: np.ndarray, device: np.ndarray, model: np.ndarray, batch_s
     """The simulated executions as a Trace sorted by launch (like ``Trace.sorted()``, ties in input
     order), and their arrival times aligned with it (read-only)."""
     order = np.lexsort((np.arange(len(ids)), end, start))
-    trace = Trace(id=ids[order], gpu=device[order], model=model[order], batch_size=batch_size[order],
+    trace = Trace(id=ids[order], device=device[order], model=model[order], batch_size=batch_size[order],
                   start_ms=start[order], end_ms=end[order], solo_ms=work[order])
     arrival = arrival_ms[order]
     arrival.setflags(write=False)

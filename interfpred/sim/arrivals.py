@@ -16,6 +16,7 @@ Examples
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
@@ -45,14 +46,14 @@ class Arrivals:
 
     Examples
     --------
-    >>> a = Arrivals(id=np.array([0, 1]), gpu=np.array(["gpu0", "gpu0"]), model=np.array(["vgg19", "vgg19"]),
+    >>> a = Arrivals(id=np.array([0, 1]), device=np.array(["gpu0", "gpu0"]), model=np.array(["vgg19", "vgg19"]),
     ...              batch_size=np.array([1, 2]), time_ms=np.array([0.0, 3.0]))
     >>> len(Arrivals.concat([a, a.shifted(10.0, first_id=2)]))
     4
     """
 
     id: np.ndarray
-    gpu: np.ndarray
+    device: np.ndarray
     model: np.ndarray
     batch_size: np.ndarray
     time_ms: np.ndarray
@@ -60,16 +61,22 @@ class Arrivals:
     def __len__(self) -> int:
         return len(self.id)
 
+    @property
+    def gpu(self) -> np.ndarray:
+        """Deprecated spelling of :attr:`device`."""
+        warnings.warn("Arrivals.gpu is deprecated; use .device", DeprecationWarning, stacklevel=2)
+        return self.device
+
     def shifted(self, offset_ms: float, *, first_id: int) -> Arrivals:
         """The same stream later by ``offset_ms`` with ids renumbered from ``first_id``."""
-        return Arrivals(id=np.arange(first_id, first_id + len(self), dtype=np.int64), gpu=self.gpu,
+        return Arrivals(id=np.arange(first_id, first_id + len(self), dtype=np.int64), device=self.device,
                         model=self.model, batch_size=self.batch_size, time_ms=self.time_ms + offset_ms)
 
     @staticmethod
     def concat(parts: Sequence[Arrivals]) -> Arrivals:
         """Streams one after another (times must not go back)."""
         return Arrivals(**{k: np.concatenate([getattr(p, k) for p in parts])
-                           for k in ("id", "gpu", "model", "batch_size", "time_ms")})
+                           for k in ("id", "device", "model", "batch_size", "time_ms")})
 
 
 def _batch_table(models: Sequence[str], batch_sizes: BatchSpec | Mapping[str, BatchSpec] | None,
@@ -161,7 +168,7 @@ def poisson_arrivals(
     Examples
     --------
     >>> a = poisson_arrivals(["yolov8n"], rho=0.2, executions=3, batch_sizes={8: 1.0}, n_devices=2, seed=0)
-    >>> a.batch_size.tolist(), a.gpu.tolist()
+    >>> a.batch_size.tolist(), a.device.tolist()
     ([8, 8, 8], ['gpu1', 'gpu1', 'gpu0'])
     >>> poisson_arrivals(["yolov8n"], rho=0.0, executions=3)
     Traceback (most recent call last):
@@ -210,7 +217,7 @@ def poisson_arrivals(
         batch[idx] = rng.choice(sizes, size=idx.size, p=prob)
     gpu_idx = rng.integers(0, n_devices, size=executions)
     names = np.array([f"gpu{g}" for g in range(n_devices)])
-    return Arrivals(id=np.arange(first_id, first_id + executions, dtype=np.int64), gpu=names[gpu_idx],
+    return Arrivals(id=np.arange(first_id, first_id + executions, dtype=np.int64), device=names[gpu_idx],
                     model=np.asarray(models)[which], batch_size=batch, time_ms=times)
 
 
@@ -224,7 +231,7 @@ def offered_load(arrivals: Arrivals, profiles: ProfileTable, spec: GpuSpec | str
     if len(arrivals) == 0:
         return 0.0
     solo = profiles.lookup_arrays(arrivals.model, arrivals.batch_size, gpus=spec.name if isinstance(spec, GpuSpec) else spec)["solo_ms"]
-    return float(solo.sum() / (arrivals.time_ms.max() * len(np.unique(arrivals.gpu))))
+    return float(solo.sum() / (arrivals.time_ms.max() * len(np.unique(arrivals.device))))
 
 
 def simulate_arrivals(arrivals: Arrivals, *, spec: GpuSpec | str = SIM_DEFAULT_GPU, profiles: ProfileTable | None = None,
@@ -242,7 +249,7 @@ def simulate_arrivals(arrivals: Arrivals, *, spec: GpuSpec | str = SIM_DEFAULT_G
     (200, True)
     """
     if zoo is not None:
-        return simulate_phased(arrivals.model, arrivals.batch_size, arrivals.time_ms, gpu=arrivals.gpu,
+        return simulate_phased(arrivals.model, arrivals.batch_size, arrivals.time_ms, device=arrivals.device,
                                id=arrivals.id, spec=spec, zoo=zoo, queue=True, seed=seed)
-    return simulate(arrivals.model, arrivals.batch_size, arrivals.time_ms, gpu=arrivals.gpu, id=arrivals.id,
+    return simulate(arrivals.model, arrivals.batch_size, arrivals.time_ms, device=arrivals.device, id=arrivals.id,
                     spec=spec, profiles=profiles, queue=True, seed=seed)

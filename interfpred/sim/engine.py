@@ -16,7 +16,7 @@ Examples
 --------
 >>> res = simulate(["resnet50", "vgg19"], [8, 8], [0.0, 0.0], spec="l4", seed=0)
 >>> res.trace
-Trace(2 executions, gpus=['gpu0'])
+Trace(2 executions, devices=['gpu0'])
 >>> bool(np.all(res.trace.latency_ms > res.trace.solo_ms))   # together, both run slower
 True
 """
@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from interfpred._deprecation import renamed_keywords
 from interfpred._jit import njit
 from interfpred.constants import SIM_DEFAULT_GPU, SIM_FINISH_RTOL
 from interfpred.errors import InterfpredError
@@ -223,12 +224,13 @@ class SimResult:
         return self.trace.latency_ms / self.trace.solo_ms
 
 
+@renamed_keywords(gpu="device")
 def simulate(
     model: Sequence[str] | np.ndarray,
     batch_size: Sequence[int] | np.ndarray,
     time_ms: Sequence[float] | np.ndarray,
     *,
-    gpu: Sequence[str] | np.ndarray | None = None,
+    device: Sequence[str] | np.ndarray | None = None,
     id: Sequence[int] | np.ndarray | None = None,
     spec: GpuSpec | str = SIM_DEFAULT_GPU,
     profiles: ProfileTable | None = None,
@@ -244,8 +246,9 @@ def simulate(
         ``spec.name`` in ``profiles`` (between profiled batch sizes, profiles interpolate).
     time_ms
         (n,) arrival times (``queue=True``) or start times (``queue=False``), finite, >= 0.
-    gpu
-        (n,) GPU instance of each execution (e.g. ``"gpu0"``, ``"gpu1"``); default all ``"gpu0"``.
+    device
+        (n,) device (GPU instance) of each execution (e.g. ``"gpu0"``, ``"gpu1"``); default all
+        ``"gpu0"``. ``gpu=`` is its deprecated spelling.
     id
         (n,) unique execution ids; default ``0..n-1``.
     spec
@@ -277,7 +280,7 @@ def simulate(
     if profiles is None:
         profiles = zoo_profiles(spec.name)
     model_a, batch_a, time, ids = execution_columns(model, batch_size, time_ms, id)
-    names, codes = device_codes(gpu, len(model_a))
+    names, codes = device_codes(device, len(model_a))
     prof = profiles.lookup_arrays(model_a, batch_a, gpus=spec.name)
     check_fits(prof["sm"], prof["l2"], prof["dram"], spec,
                 labels=lambda i: f"model {model_a[i]!r} batch {int(batch_a[i])}")

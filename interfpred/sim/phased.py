@@ -31,6 +31,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from interfpred._deprecation import renamed_keywords
 from interfpred._jit import njit
 from interfpred.constants import SIM_DEFAULT_GPU, SIM_FINISH_RTOL, SIM_MAX_PHASES, SIM_PHASED_DEFAULT_GPU
 from interfpred.errors import InterfpredError
@@ -212,12 +213,13 @@ def simulate_programs(
     return start, end, int(events)
 
 
+@renamed_keywords(gpu="device")
 def simulate_phased(
     model: Sequence[str] | np.ndarray,
     batch_size: Sequence[int] | np.ndarray,
     time_ms: Sequence[float] | np.ndarray,
     *,
-    gpu: Sequence[str] | np.ndarray | None = None,
+    device: Sequence[str] | np.ndarray | None = None,
     id: Sequence[int] | np.ndarray | None = None,
     spec: GpuSpec | str = SIM_PHASED_DEFAULT_GPU,
     zoo: PhaseZoo | None = None,
@@ -228,7 +230,7 @@ def simulate_phased(
 
     Parameters
     ----------
-    model, batch_size, time_ms, gpu, id, queue, seed
+    model, batch_size, time_ms, device, id, queue, seed
         As in :func:`interfpred.sim.engine.simulate`.
     spec
         GPU preset or spec; its ``l2_mb`` and ``kappa`` drive the footprint rule.
@@ -260,7 +262,7 @@ def simulate_phased(
     model_a, batch_a, time, ids = execution_columns(model, batch_size, time_ms, id)
     batch_a = batch_a.astype(np.int64)
     n = len(model_a)
-    names, codes = device_codes(gpu, n)
+    names, codes = device_codes(device, n)
     mnames, mcode = np.unique(model_a, return_inverse=True)
     width = int(batch_a.max()) + 1 if n else 1
     keys, inv = np.unique(mcode.astype(np.int64) * width + batch_a, return_inverse=True)
