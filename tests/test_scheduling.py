@@ -37,7 +37,7 @@ def test_policy_invariants(policy, pair):
 
 def test_oracle_without_noise_never_misses_a_launched_request(pair):
     spec = get_gpu_spec("l4", sigma=0.0)
-    r = simulate_serving("oracle", 3.5, requests=400, seed=1, gpu=spec, pair_models=pair)
+    r = simulate_serving("oracle", 3.5, requests=400, seed=1, spec=spec, pair_models=pair)
     # exact projection: every launched batch meets its deadline; only dropped requests miss
     assert r.attainment == pytest.approx(1.0 - r.dropped)
     assert r.max_concurrency > 1
@@ -158,3 +158,12 @@ def test_gpulets_admits_on_its_static_prediction(pair):
     pol = GpuletsPolicy(sim, g, 0.05)
     assert pol.place(1, "resnet50", 8, 1e6, 0.0) == int(np.argmin(added))
     assert pol.place(1, "resnet50", 8, cand[1], 0.0) is None   # solo latency alone breaks the 5% margin
+
+
+def test_simulate_serving_takes_the_older_keywords_with_a_warning():
+    with pytest.warns(DeprecationWarning, match=r"simulate_serving\(gpu=...\) is deprecated; use spec="):
+        old = simulate_serving("fifo", 0.5, requests=60, seed=1, gpu="l4")
+    new = simulate_serving("fifo", 0.5, requests=60, seed=1, spec="l4")
+    assert old.attainment == pytest.approx(new.attainment, rel=1e-12)
+    with pytest.warns(DeprecationWarning, match=r"n_gpus=...\) is deprecated; use n_devices="):
+        simulate_serving("fifo", 0.5, requests=60, seed=1, n_gpus=1)

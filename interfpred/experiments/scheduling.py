@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from interfpred._deprecation import renamed_keywords
 from interfpred.constants import (
     E3_BOUND_MARGIN,
     E3_BOUND_SCALE,
@@ -43,6 +44,7 @@ from interfpred.constants import (
     E3_QUICK_REQUESTS,
     E3_SLO_BATCH,
     E3_SLO_FACTOR,
+    SIM_DEFAULT_GPU,
 )
 from interfpred.errors import InterfpredError
 from interfpred.experiments.bounds import bound_goal, bound_verdict, fit_calibrated_pair_model
@@ -93,8 +95,9 @@ class ServingResult:
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in self.__dict__.items()}
 
 
-def simulate_serving(policy: str, load: float, *, requests: int, seed: int = 0, gpu: str | GpuSpec = "l4",
-                     n_gpus: int = E3_GPUS, profiles: ProfileTable | None = None,
+@renamed_keywords(gpu="spec", n_gpus="n_devices")
+def simulate_serving(policy: str, load: float, *, requests: int, seed: int = 0,
+                     spec: str | GpuSpec = SIM_DEFAULT_GPU, n_devices: int = E3_GPUS, profiles: ProfileTable | None = None,
                      models: tuple[str, ...] | None = None, slo_factor: float = E3_SLO_FACTOR,
                      slo_batch: int = E3_SLO_BATCH, max_batch: int = E3_MAX_BATCH, margin: float = E3_MARGIN,
                      pair_models: tuple[GpuletsModel, RLS] | None = None,
@@ -112,6 +115,9 @@ def simulate_serving(policy: str, load: float, *, requests: int, seed: int = 0, 
         Number of requests.
     seed
         Seeds the arrivals (the same for every policy) and the noise.
+    spec, n_devices
+        The simulated GPU (a :class:`~interfpred.sim.GpuSpec` or a preset name) and how many
+        devices of it serve the requests.
     pair_models
         ``fit_pair_models`` output to reuse (fitted here when omitted and needed); the RLS is
         cloned through its state, never modified.
@@ -132,7 +138,7 @@ def simulate_serving(policy: str, load: float, *, requests: int, seed: int = 0, 
     """
     if policy not in POLICIES:
         raise InterfpredError(f"policy {policy!r} is not one of {', '.join(POLICIES)}")
-    spec = get_gpu_spec(gpu)
+    spec = get_gpu_spec(spec)
     profiles = zoo_profiles(spec.name) if profiles is None else profiles
     models = tuple(profiles.models) if models is None else tuple(models)
     if not (isinstance(requests, int) and requests > 0):
@@ -140,8 +146,8 @@ def simulate_serving(policy: str, load: float, *, requests: int, seed: int = 0, 
     slo = {m: slo_factor * float(profiles.lookup_arrays([m], [slo_batch], gpus=spec.name)["solo_ms"][0])
            for m in models}
     arr = poisson_arrivals(list(models), rho=load, executions=requests, profiles=profiles, spec=spec,
-                           batch_sizes={1: 1.0}, n_devices=n_gpus, seed=seed)
-    sim = ServingSim(profiles, spec, n_gpus, slo, np.random.default_rng([seed, 1]), max_batch, hidden)
+                           batch_sizes={1: 1.0}, n_devices=n_devices, seed=seed)
+    sim = ServingSim(profiles, spec, n_devices, slo, np.random.default_rng([seed, 1]), max_batch, hidden)
     pol: Policy
     if policy in ("gpulets", "tracker") and pair_models is None:
         pair_models = fit_pair_models(profiles, spec, seed=seed, hidden=hidden)
@@ -149,7 +155,7 @@ def simulate_serving(policy: str, load: float, *, requests: int, seed: int = 0, 
         cal = fit_calibrated_pair_model(profiles, spec, seed=seed, quantiles=(quantile,), scale=E3_BOUND_SCALE,
                                         window=E3_BOUND_WINDOW, hidden=hidden) if calibrated is None else calibrated
         shared = type(cal).from_state(cal.to_state())
-        fleet = Fleet({str(g): ColocationTracker(profiles, shared, gpu=spec.name) for g in range(n_gpus)},
+        fleet = Fleet({str(g): ColocationTracker(profiles, shared, gpu=spec.name) for g in range(n_devices)},
                       margin=E3_BOUND_MARGIN, max_running=spec.max_concurrency, quantile=quantile)
         pol = TrackerPolicy(sim, fleet)
     elif policy == "fifo":
@@ -161,7 +167,7 @@ def simulate_serving(policy: str, load: float, *, requests: int, seed: int = 0, 
         assert pair_models is not None
         warm = pair_models[1]
         shared = type(warm).from_state(warm.to_state())
-        fleet = Fleet({str(g): ColocationTracker(profiles, shared, gpu=spec.name) for g in range(n_gpus)},
+        fleet = Fleet({str(g): ColocationTracker(profiles, shared, gpu=spec.name) for g in range(n_devices)},
                       margin=margin, max_running=spec.max_concurrency)
         pol = TrackerPolicy(sim, fleet)
     else:
@@ -226,7 +232,7 @@ def run_e3(ctx: ReproduceContext) -> Section:
         ctx.progress(f"E3: serving {requests} requests at load {load:g} with {len(POLICIES)} policies")
         for pol in POLICIES:
             results[pol].append(simulate_serving(pol, load, requests=requests, seed=ctx.seed, profiles=profiles,
-                                                 gpu=spec, pair_models=pair, hidden=hidden, calibrated=cal))
+                                                 spec=spec, pair_models=pair, hidden=hidden, calibrated=cal))
     goals = _goals(results, loads)
     header = ["load", "policy", "SLO attain.", "p50 ms", "p99 ms", "goodput req/s", "GPU busy", "dropped",
               "mean batch", "mean conc."]
