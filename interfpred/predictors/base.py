@@ -72,6 +72,10 @@ __all__ = [
 ]
 
 
+#: Probe rows of :meth:`BasePredictor.linear_form` by width: the origin, then the unit rows.
+_PROBES: dict[int, np.ndarray] = {}
+
+
 class LinearForm(NamedTuple):
     """A predictor's prediction written as ``max(intercept + weights . x, lower)``.
 
@@ -228,8 +232,11 @@ class BasePredictor(abc.ABC):
         """
         if not self.is_linear or self._d is None:
             return None
-        d = self._d
-        vals = np.asarray(self._predict_rows(np.vstack([np.zeros((1, d)), np.eye(d)])), dtype=np.float64)
+        probe = _PROBES.get(self._d)
+        if probe is None:   # the origin and the unit rows, built once per width (the tracker asks per event)
+            probe = _PROBES[self._d] = np.vstack([np.zeros((1, self._d)), np.eye(self._d)])
+            probe.flags.writeable = False
+        vals = np.asarray(self._predict_rows(probe), dtype=np.float64)
         b = float(vals[0])
         return LinearForm(vals[1:] - b, b, -math.inf)
 
