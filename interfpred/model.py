@@ -59,7 +59,7 @@ from interfpred.prediction_tables import write_measurement_predictions, write_pr
 from interfpred.predictors import BasePredictor, make_predictor, predictor_from_state, registered
 from interfpred.profiles import ProfileTable
 from interfpred.run_features import concat_features, measurement_features
-from interfpred.schema import check_model_file
+from interfpred.schema import check_model_file, check_schema_version
 from interfpred.trace import Trace
 
 __all__ = ["Evaluation", "InterferenceModel", "load_model", "prequential", "write_measurement_predictions",
@@ -350,10 +350,7 @@ class InterferenceModel:
             hint = " (a bare predictor state: fit a model with 'interfpred fit')" if "params" in state else ""
             raise InterfpredError(f"{source}: kind {kind!r} is not an interference model ({MODEL_FILE_KIND!r}){hint}")
         check_model_file(state, source=source)
-        version = state.get("schema_version")
-        if version != SCHEMA_VERSION:
-            raise InterfpredError(
-                f"{source}: schema_version {version!r} is not supported (this interfpred reads {SCHEMA_VERSION})")
+        check_schema_version(state, source=source)
         spec = state.get("extractor")
         if not isinstance(spec, dict):
             raise InterfpredError(f"{source}: 'extractor' must be an object, got {spec!r}")

@@ -37,10 +37,10 @@ from pydantic import (
     ValidationError,
 )
 
-from interfpred.constants import AGGREGATION_ALIASES, AGGREGATIONS, COMBINES, FEATURE_MAPS, TARGETS
+from interfpred.constants import AGGREGATION_ALIASES, AGGREGATIONS, COMBINES, FEATURE_MAPS, SCHEMA_VERSION, TARGETS
 from interfpred.errors import InterfpredError
 
-__all__ = ["ExtractorSpec", "PredictorFile", "ModelFile", "check_predictor_file", "check_model_file",
+__all__ = ["ExtractorSpec", "PredictorFile", "ModelFile", "check_predictor_file", "check_model_file", "check_schema_version",
            "model_file_json_schema"]
 
 
@@ -110,6 +110,20 @@ def check_model_file(state: Any, *, source: str = "state") -> None:
         ModelFile.model_validate(state)
     except ValidationError as exc:
         raise InterfpredError(f"{source}: {_first_error(exc)}") from None
+
+
+def check_schema_version(state: dict[str, Any], *, source: str = "state") -> None:
+    """Raise :class:`InterfpredError` unless ``state["schema_version"]`` is the one this interfpred reads.
+
+    >>> check_schema_version({"schema_version": 0}, source="m.json")
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: m.json: schema_version 0 is not supported (this interfpred reads 1)
+    """
+    version = state.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise InterfpredError(
+            f"{source}: schema_version {version!r} is not supported (this interfpred reads {SCHEMA_VERSION})")
 
 
 def model_file_json_schema() -> dict[str, Any]:

@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from interfpred.constants import FEATURE_ABS_MAX, SCHEMA_VERSION, TARGET_ABS_MAX
+from interfpred.constants import FEATURE_ABS_MAX, TARGET_ABS_MAX
 from interfpred.entities import Entities
 from interfpred.errors import InterfpredError
-from interfpred.schema import check_predictor_file
+from interfpred.schema import check_predictor_file, check_schema_version
 
 __all__ = ["as_rows", "as_targets", "as_weights", "check_learnable", "check_positive", "check_flag",
            "check_entities", "check_state_header", "state_array", "state_count", "is_integer", "NDARRAY", "F64"]
@@ -154,10 +154,7 @@ def check_state_header(state: Any, *, source: str = "state") -> None:
     if not isinstance(state, dict):
         raise InterfpredError(f"{source}: expected a JSON object, got {type(state).__name__}")
     check_predictor_file(state, source=source)
-    version = state.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise InterfpredError(
-            f"{source}: schema_version {version!r} is not supported (this interfpred reads {SCHEMA_VERSION})")
+    check_schema_version(state, source=source)
 
 
 def state_array(state: dict[str, Any], key: str, length: int) -> np.ndarray:
