@@ -180,8 +180,8 @@ def simulate_serving(policy: str, load: float, *, requests: int, seed: int = 0,
     ok = np.isfinite(done) & (done <= dl * (1 + E3_DEADLINE_RTOL))
     completed = lat[np.isfinite(lat)]
     span = max(out["end_ms"] - float(arr.time_ms[0]), 1e-9)
-    busy = float(np.mean([g.busy_ms for g in sim.gpus])) / span
-    conc = float(np.sum([g.conc_area for g in sim.gpus]) / max(np.sum([g.busy_ms for g in sim.gpus]), 1e-9))
+    busy = float(np.mean([g.busy_ms for g in sim.devices])) / span
+    conc = float(np.sum([g.conc_area for g in sim.devices]) / max(np.sum([g.busy_ms for g in sim.devices]), 1e-9))
     err = float(np.mean(pol.errors)) if isinstance(pol, TrackerPolicy) and pol.errors else None
     return ServingResult(policy=policy, load=float(load), requests=requests, attainment=float(ok.mean()),
                          p50_ms=float(np.percentile(completed, 50)) if completed.size else math.nan,
@@ -189,7 +189,7 @@ def simulate_serving(policy: str, load: float, *, requests: int, seed: int = 0,
                          goodput_rps=float(ok.sum()) / span * 1000.0, busy=busy,
                          dropped=float(np.mean(~np.isfinite(done))),
                          mean_batch=float(np.mean(sim.batch_sizes)) if sim.batch_sizes else 0.0,
-                         mean_concurrency=conc, max_concurrency=max(g.max_running for g in sim.gpus),
+                         mean_concurrency=conc, max_concurrency=max(g.max_running for g in sim.devices),
                          tracker_error=err, wall_s=wall)
 
 

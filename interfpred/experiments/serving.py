@@ -1,6 +1,6 @@
 """E3's serving system: requests, dynamic batching and ground-truth execution on simulated GPUs.
 
-:class:`ServingSim` runs on ``n_gpus`` simulated GPUs whose batches progress by the simulator's
+:class:`ServingSim` runs on ``n_devices`` simulated GPUs whose batches progress by the simulator's
 ground truth (:class:`GroundTruth`: :mod:`interfpred.sim.contention` rates recomputed on the
 running set at every event, exact fluid integration between events, log-normal noise on each
 batch's solo work per the GPU spec). Under the phase-structured truth each batch also carries its
@@ -36,7 +36,7 @@ from interfpred.sim.operators import HiddenFactors
 if TYPE_CHECKING:
     from interfpred.experiments.serving_policies import Policy
 
-__all__ = ["Batch", "GpuState", "GroundTruth", "ServingSim", "project_truth"]
+__all__ = ["Batch", "DeviceState", "GroundTruth", "ServingSim", "project_truth"]
 
 
 # ---------------------------------------------------------------------------- ground truth
@@ -102,7 +102,7 @@ class Batch:
 
 
 @dataclass
-class GpuState:
+class DeviceState:
     """One simulated GPU: its running batches, their true rates and the usage counters."""
 
     running: list[Batch] = field(default_factory=list)
@@ -116,13 +116,13 @@ class GpuState:
 class ServingSim:
     """The event loop: arrivals, dynamic batching, ground-truth execution."""
 
-    def __init__(self, profiles: ProfileTable, spec: GpuSpec, n_gpus: int, slo_ms: dict[str, float],
+    def __init__(self, profiles: ProfileTable, spec: GpuSpec, n_devices: int, slo_ms: dict[str, float],
                  rng: np.random.Generator, max_batch: int, hidden: Mapping[str, HiddenFactors] | None = None) -> None:
         self.profiles = profiles
         self.hidden = hidden
         self.spec = spec
         self.limit = spec.max_concurrency
-        self.gpus = [GpuState() for _ in range(n_gpus)]
+        self.devices = [DeviceState() for _ in range(n_devices)]
         self.slo = slo_ms
         self.rng = rng
         self.max_batch = max_batch
@@ -150,7 +150,7 @@ class ServingSim:
             foot[i], hide[i] = h.footprint_mb(size), h.hiding
         return foot, hide
 
-    def _set_rates(self, gpu: GpuState) -> None:
+    def _set_rates(self, gpu: DeviceState) -> None:
         if gpu.running:
             foot, hide = self.hidden_arrays(gpu.running)
             gpu.rates = self.truth.rates(np.array([b.demand for b in gpu.running]), foot, hide)
@@ -167,7 +167,7 @@ class ServingSim:
         next_bid = 0
         while True:
             tc = math.inf
-            for gpu in self.gpus:
+            for gpu in self.devices:
                 for b, r in zip(gpu.running, gpu.rates):
                     tc = min(tc, t + b.remaining / r)
             ta = arrival[p] if p < n else math.inf
@@ -175,7 +175,7 @@ class ServingSim:
                 break
             t_new = min(tc, ta)
             dt = t_new - t
-            for gpu in self.gpus:
+            for gpu in self.devices:
                 k = len(gpu.running)
                 if k:
                     gpu.conc_area += k * dt
@@ -183,7 +183,7 @@ class ServingSim:
                     b.remaining -= r * dt
             t = t_new
             # completions
-            for g, gpu in enumerate(self.gpus):
+            for g, gpu in enumerate(self.devices):
                 fin = [b for b, r in zip(gpu.running, gpu.rates)
                        if b.remaining <= SIM_FINISH_RTOL * b.work or b.remaining / r <= E3_FINISH_TIME_RTOL * max(t, 1.0)]
                 if not fin:
@@ -229,7 +229,7 @@ class ServingSim:
                     if self.hidden is not None:
                         b.foot, b.hide = self.hidden[m].footprint_mb(size), self.hidden[m].hiding
                     next_bid += 1
-                    gpu = self.gpus[gi]
+                    gpu = self.devices[gi]
                     if not gpu.running:
                         gpu.busy_since = t
                     gpu.running.append(b)

@@ -57,7 +57,7 @@ class Policy(abc.ABC):
 
     def idle(self) -> int | None:
         """The first idle GPU, or None."""
-        for g, gpu in enumerate(self.sim.gpus):
+        for g, gpu in enumerate(self.sim.devices):
             if not gpu.running:
                 return g
         return None
@@ -88,7 +88,7 @@ class GpuletsPolicy(Policy):
         idle = self.idle()
         sm, l2, dr, solo = self.sim.profile(model, size)
         options = []
-        for g, gpu in enumerate(self.sim.gpus):
+        for g, gpu in enumerate(self.sim.devices):
             if len(gpu.running) >= self.sim.limit:
                 continue
             run = [(b.demand, b.solo, b.start) for b in gpu.running]
@@ -129,7 +129,7 @@ class OraclePolicy(Policy):
         sm, l2, dr, solo = self.sim.profile(model, size)
         truth = self.sim.truth
         options = []
-        for g, gpu in enumerate(self.sim.gpus):
+        for g, gpu in enumerate(self.sim.devices):
             if len(gpu.running) >= self.sim.limit:
                 continue
             k = len(gpu.running)
