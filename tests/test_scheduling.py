@@ -92,7 +92,7 @@ def _serving(running_on: tuple[int, ...], n_gpus: int = 2):
     sim = ServingSim(prof, spec, n_gpus, {m: 1e9 for m in prof.models}, np.random.default_rng(0), 32)
     sm, l2, dr, solo = sim.profile("vgg19", 16)
     for g in running_on:
-        sim.gpus[g].running.append(Batch(g, "vgg19", 16, np.array([g]), 1e6, 0.0, np.array([sm, l2, dr]), solo,
+        sim.devices[g].running.append(Batch(g, "vgg19", 16, np.array([g]), 1e6, 0.0, np.array([sm, l2, dr]), solo,
                                          solo, solo))
     return sim
 
@@ -100,7 +100,7 @@ def _serving(running_on: tuple[int, ...], n_gpus: int = 2):
 def _oracle_added(sim, g, model, size, t):
     """Added latency of launching (model, size) on GPU g at t, from the true projection."""
     sm, l2, dr, solo = sim.profile(model, size)
-    run = sim.gpus[g].running
+    run = sim.devices[g].running
     dem = np.array([b.demand for b in run] + [[sm, l2, dr]])
     rem = np.array([b.remaining for b in run] + [solo])
     with_c = project_truth(sim.truth, dem, rem, t)
@@ -121,7 +121,7 @@ def test_oracle_places_where_the_launch_adds_least_latency():
     assert OraclePolicy(sim).place(1, "resnet50", 8, 1e6, 0.0) == 1
     # both busy: the one with the least added latency, though both are feasible
     sim = _serving((0, 1))
-    sim.gpus[1].running[0].remaining *= 0.25             # GPU 1's batch is nearly done: less to delay
+    sim.devices[1].running[0].remaining *= 0.25             # GPU 1's batch is nearly done: less to delay
     added = [_oracle_added(sim, g, "resnet50", 8, 0.0)[0] for g in (0, 1)]
     assert added[1] < added[0]
     assert OraclePolicy(sim).place(1, "resnet50", 8, 1e6, 0.0) == 1
@@ -130,10 +130,10 @@ def test_oracle_places_where_the_launch_adds_least_latency():
 def test_oracle_refuses_a_launch_that_would_break_a_deadline():
     sim = _serving((0, 1))
     _, with_c = _oracle_added(sim, 0, "resnet50", 8, 0.0)
-    sim.gpus[0].running[0].deadline = sim.gpus[1].running[0].deadline = 0.5 * (with_c[0] + sim.gpus[0].running[0].solo)
-    assert with_c[0] > sim.gpus[0].running[0].deadline      # the running batch would be late beside the candidate
+    sim.devices[0].running[0].deadline = sim.devices[1].running[0].deadline = 0.5 * (with_c[0] + sim.devices[0].running[0].solo)
+    assert with_c[0] > sim.devices[0].running[0].deadline      # the running batch would be late beside the candidate
     assert OraclePolicy(sim).place(1, "resnet50", 8, 1e6, 0.0) is None   # no idle GPU to fall back on
-    sim.gpus[1].running.clear()
+    sim.devices[1].running.clear()
     assert OraclePolicy(sim).place(1, "resnet50", 8, 1e6, 0.0) == 1
 
 
@@ -141,7 +141,7 @@ def test_gpulets_admits_on_its_static_prediction(pair):
     g = pair[0]
     sim = _serving((0, 1))
     sm, l2, dr, solo = sim.profile("resnet50", 1)
-    light = sim.gpus[1].running[0]
+    light = sim.devices[1].running[0]
     light.model, light.size, light.demand, light.solo = "resnet50", 1, np.array([sm, l2, dr]), solo
     ex = Static(feature_map="gpulets", combine="max", target="slowdown")
 
@@ -151,7 +151,7 @@ def test_gpulets_admits_on_its_static_prediction(pair):
 
     cand = (np.array(sim.profile("resnet50", 8)[:3]), sim.profile("resnet50", 8)[3], 0.0)
     added = []
-    for gpu in sim.gpus:
+    for gpu in sim.devices:
         run = [(b.demand, b.solo, b.start) for b in gpu.running]
         with_c = ends(run + [cand])
         added.append(with_c[-1] + float(np.sum(with_c[:-1] - ends(run))))
