@@ -23,6 +23,7 @@ Examples
 
 from __future__ import annotations
 
+import abc
 from typing import Any
 
 import numpy as np
@@ -49,8 +50,9 @@ def _finite_count(state: dict[str, Any], key: str) -> list:
 class _Constant(BasePredictor):
     """A baseline whose prediction does not depend on the features: zero weights and a constant."""
 
+    @abc.abstractmethod
     def _constant(self) -> float:
-        raise NotImplementedError
+        """The prediction, whatever the features."""
 
     @property
     def coef_(self) -> np.ndarray:

@@ -9,6 +9,7 @@ that learns a batch (``_learn_kernel``). Learning, the observation count and the
 
 from __future__ import annotations
 
+import abc
 from typing import Any, ClassVar
 
 import numpy as np
@@ -30,13 +31,13 @@ class BufferedPredictor(BasePredictor):
 
     _buf: np.ndarray | None = None
 
+    @abc.abstractmethod
     def _layout(self, d: int) -> tuple[int, int]:
         """``(m, size)``: the number of weights and the buffer's length for ``d`` features."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def _header(self, buf: np.ndarray) -> None:
         """Write the hyperparameters (and the widths) into the buffer's header."""
-        raise NotImplementedError
 
     def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
         buf = self._buf
