@@ -50,7 +50,7 @@ def run(args: argparse.Namespace, work: Path) -> None:
     profiles = ProfileTable.from_csv(profiles_csv)
     train, test = Trace.from_csv(train_csv), Trace.from_csv(test_csv)
 
-    # The same choices as `interfpred fit --aggregation time_weighted --map rich --target slowdown
+    # The same choices as `interfpred fit --aggregation time_weighted --feature-map rich --target slowdown
     # --predictor rls --param forgetting=0.995`.
     model = InterferenceModel({"aggregation": "time_weighted", "feature_map": "rich", "target": "slowdown"},
                               {"kind": "rls", "params": {"forgetting": 0.995}})

@@ -627,3 +627,15 @@ def test_layer_check_catches_and_accepts():
     assert layer_of("interfpred.tracker.core") == "serving" and layer_of("interfpred.features_maps") == "features"
     assert unclassified_modules(synthetic({"interfpred.nowhere": ""})) != []
     assert unclassified_modules(synthetic({"interfpred.sim.new": ""})) == []
+
+
+def test_no_merge_conflict_markers_in_sources_or_docs():
+    """A merge left half-resolved shows in no Python file, doc or README (a doc would still build)."""
+    root = pathlib.Path(__file__).resolve().parent.parent
+    files = [*root.joinpath("interfpred").rglob("*.py"), *root.joinpath("docs").rglob("*.md"),
+             *root.joinpath("tests").rglob("*.py"), *root.joinpath("examples").rglob("*.py"), root / "README.md"]
+    marks = ("<" * 7 + " ", ">" * 7 + " ", "=" * 7 + "\n")
+    found = [f"{f.relative_to(root)}:{i}" for f in files
+             for i, line in enumerate(f.read_text(encoding="utf-8").splitlines(keepends=True), 1)
+             if line.startswith(marks)]
+    assert not found, "merge conflict markers at " + ", ".join(found)

@@ -49,6 +49,7 @@ def test_missing_input_file_is_one_readable_line(tmp_path, capsys):
     ("--d", "--widths", ["bench", "--d", "3"]),
     ("--n", "--calls", ["bench", "--n", "7"]),
     ("--gpus", "--devices", ["simulate", "--out", "sim", "--gpus", "2"]),
+    ("--map", "--feature-map", ["fit", "--trace", "t.csv", "--out", "m.json", "--map", "gpulets"]),
 ])
 def test_deprecated_flags_still_parse_and_warn(capsys, old, new, argv):
     args = build_parser().parse_args(argv)

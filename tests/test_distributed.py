@@ -114,7 +114,7 @@ def test_cli_fit_and_evaluate_on_dask(data, cluster, tmp_path, capsys):
     write_profiles(prof, tmp_path / "p.parquet")
     out = tmp_path / "m.json"
     assert main(["fit", "--trace", str(folder), "--profiles", str(tmp_path / "p.parquet"), "--predictor",
-                 "offline_linear", "--map", "default", "--out", str(out), "--dask", cluster]) == 0
+                 "offline_linear", "--feature-map", "default", "--out", str(out), "--dask", cluster]) == 0
     local = InterferenceModel({"map": "default"}, "offline_linear").fit(trace, prof)
     np.testing.assert_allclose(load_model(out).predictor.coef_, local.predictor.coef_, rtol=1e-9, atol=1e-9)
     assert "merged per device" in capsys.readouterr().err

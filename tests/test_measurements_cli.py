@@ -47,7 +47,7 @@ def _profiles(tmp_path, counters=True):
 
 def test_fit_evaluate_predict_on_measurements_with_baselines(tmp_path, capsys):
     pairs, model = _pairs(tmp_path), tmp_path / "m.json"
-    assert main(["fit", "--measurements", str(pairs), "--profiles", str(_profiles(tmp_path)), "--map", "rich",
+    assert main(["fit", "--measurements", str(pairs), "--profiles", str(_profiles(tmp_path)), "--feature-map", "rich",
                  "--out", str(model)]) == 0
     out = capsys.readouterr().out
     assert "fit on 60 measurement rows" in out
@@ -81,7 +81,7 @@ def test_without_share_column_and_with_missing_counters(tmp_path, capsys):
     # profiles lacking sm (and one dram value): a map that needs them is refused by name
     pairs50 = _pairs(tmp_path)
     assert main(["fit", "--measurements", str(pairs50), "--profiles", str(_profiles(tmp_path, counters=False)),
-                 "--map", "gpulets", "--out", str(model)]) == 2
+                 "--feature-map", "gpulets", "--out", str(model)]) == 2
     err = capsys.readouterr().err
     assert "needs the dram counter" in err and "shares" in err and len(err.strip().splitlines()) == 1
     assert main(["fit", "--measurements", str(pairs50), "--profiles", str(_profiles(tmp_path, counters=False)),

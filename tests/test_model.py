@@ -207,7 +207,7 @@ def test_cli_fit_evaluate_predict_round_trip(tmp_path, files, capsys):
     prof, trace = str(files / "profiles.csv"), str(files / "trace.csv")
     model = tmp_path / "model.json"
     rc = main(["fit", "--profiles", prof, "--trace", trace, "--predictor", "rls", "--param", "forgetting=0.99",
-               "--aggregation", "time_weighted", "--map", "rich", "--target", "rate", "--combine", "sum",
+               "--aggregation", "time_weighted", "--feature-map", "rich", "--target", "rate", "--combine", "sum",
                "--out", str(model)])
     assert rc == 0
     m = load_model(model)

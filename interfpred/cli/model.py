@@ -48,7 +48,7 @@ def add_fit(sub: Any) -> None:
         "fit", help="fit an interference model on a trace and/or measurement runs",
         description="Compute features of every execution of --trace (profiles from --profiles) and of every "
                     "row of --measurements, fit the predictor and the three baselines on them, and save the "
-                    "extractor's spec and the predictors' states in one JSON model file. Without --map, a map "
+                    "extractor's spec and the predictors' states in one JSON model file. Without --feature-map, a map "
                     "the profiles' counters support is chosen and named.")
     add_data_options(p, profiles_help="needed with --trace, optional with --measurements")
     p.add_argument("--predictor", default="rls", help=f"{PREDICTOR_HELP} (default rls)")
@@ -56,8 +56,9 @@ def add_fit(sub: Any) -> None:
     p.add_argument("--aggregation", choices=(*AGGREGATIONS, *AGGREGATION_ALIASES), default=d["aggregation"],
                    help=f"temporal aggregation (default {d['aggregation']})")
     p.add_argument("--alpha", type=float, default=None, help="EWMA weight of the newest value (ewma only)")
-    p.add_argument("--map", choices=FEATURE_MAPS, default=None,
+    p.add_argument("--feature-map", dest="feature_map", choices=FEATURE_MAPS, default=None,
                    help=f"feature map (default {d['feature_map']}, or one the profiles' counters support)")
+    p.add_argument("--map", dest="feature_map", choices=FEATURE_MAPS, action=DeprecatedAlias, new="--feature-map")
     p.add_argument("--shares", action="store_true", help="append the MPS share features to the map")
     p.add_argument("--measurement-weight", type=float, default=None, metavar="W",
                    help="weight of every measurement row against trace rows (weight 1) when both are given; "
@@ -83,7 +84,7 @@ def run_fit(args: argparse.Namespace) -> int:
     from interfpred.predictors import make_predictor
 
     spec: dict[str, Any] = {"aggregation": args.aggregation, "combine": args.combine, "target": args.target,
-                            "feature_map": dict(MODEL_DEFAULT_EXTRACTOR)["feature_map"] if args.map is None else args.map}
+                            "feature_map": dict(MODEL_DEFAULT_EXTRACTOR)["feature_map"] if args.feature_map is None else args.feature_map}
     if args.shares:
         spec["shares"] = True
     if args.alpha is not None:
@@ -103,7 +104,7 @@ def run_fit(args: argparse.Namespace) -> int:
         return _run_fit_dask(args, spec, predictor)
     profiles, trace, meas = load_inputs(args)
     model = InterferenceModel(spec, predictor)
-    model.auto_map = args.map is None
+    model.auto_map = args.feature_map is None
     weights = None
     if args.measurement_weight is not None:
         if trace is None or meas is None:
@@ -144,7 +145,7 @@ def _run_fit_dask(args: argparse.Namespace, spec: dict[str, Any], predictor: Any
         raise InterfpredError("--measurement-weight does not apply with --dask (traces only)")
     profiles, files = _dask_inputs(args)
     model = InterferenceModel(spec, predictor)
-    model.auto_map = args.map is None
+    model.auto_map = args.feature_map is None
     report: dict = {}
     fit_dask(files, profiles, model, address=args.dask or None, n_workers=args.workers, report=report)
     if model.note:
