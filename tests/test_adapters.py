@@ -136,7 +136,7 @@ def test_pickled_state_is_refused_unless_trusted(tmp_path):
     path.write_text(json.dumps(evil))
     with pytest.raises(InterfpredError, match="runs any code.*trusted=True.*--trust-model-file"):
         load_predictor(path)
-    model = InterferenceModel({"aggregation": "static", "map": "gpulets"}, "rls").to_state()
+    model = InterferenceModel({"aggregation": "static", "feature_map": "gpulets"}, "rls").to_state()
     model["predictor"] = evil
     mpath = tmp_path / "evil-model.json"
     mpath.write_text(json.dumps(model))
@@ -164,7 +164,7 @@ def test_cli_refuses_pickled_model_unless_trusted(tmp_path, capsys):
 
     sc = mix_scenario(["vgg19"], rho=0.8, executions=60, seed=0)
     write_scenario(sc, tmp_path / "sim")
-    m = InterferenceModel({"aggregation": "static", "map": "gpulets"}, SklearnRegressor(estimator=Ridge()))
+    m = InterferenceModel({"aggregation": "static", "feature_map": "gpulets"}, SklearnRegressor(estimator=Ridge()))
     m.fit(sc.traces["trace"], sc.profiles).save(tmp_path / "m.json")
     args = ["evaluate", "--model-file", str(tmp_path / "m.json"), "--profiles", str(tmp_path / "sim" / "profiles.csv"),
             "--trace", str(tmp_path / "sim" / "trace.csv")]

@@ -45,8 +45,8 @@ def test_merged_fit_equals_the_one_process_fit(data, feature_map, kind, params):
     with pytest.warns(DeprecationWarning, match="TracePartition.gpu is deprecated"):
         assert parts[0].gpu == "gpu0"
     spec = {"kind": kind, "params": params}
-    merged = fit_partitions(parts, prof, InterferenceModel({"map": feature_map}, spec))
-    local = InterferenceModel({"map": feature_map}, spec).fit(trace, prof)
+    merged = fit_partitions(parts, prof, InterferenceModel({"feature_map": feature_map}, spec))
+    local = InterferenceModel({"feature_map": feature_map}, spec).fit(trace, prof)
     np.testing.assert_allclose(merged.predictor.coef_, local.predictor.coef_, rtol=1e-9, atol=1e-9)
     assert merged.predictor.intercept_ == pytest.approx(local.predictor.intercept_, rel=1e-9, abs=1e-9)
     assert set(merged.baselines) == set(local.baselines)
@@ -88,10 +88,10 @@ def cluster():
 
 def test_dask_two_worker_processes_equal_the_local_results(data, cluster):
     trace, prof, folder, _ = data
-    model = InterferenceModel({"map": "rich"}, {"kind": "rls", "params": {"forgetting": 1.0}})
+    model = InterferenceModel({"feature_map": "rich"}, {"kind": "rls", "params": {"forgetting": 1.0}})
     report: dict = {}
     fitted = fit_dask(folder, prof, model, address=cluster, report=report)
-    local = InterferenceModel({"map": "rich"}, {"kind": "rls", "params": {"forgetting": 1.0}}).fit(trace, prof)
+    local = InterferenceModel({"feature_map": "rich"}, {"kind": "rls", "params": {"forgetting": 1.0}}).fit(trace, prof)
     np.testing.assert_allclose(fitted.predictor.coef_, local.predictor.coef_, rtol=1e-9, atol=1e-9)
     assert sorted(report) == ["gpu0", "gpu1", "gpu2"] and sum(r["rows"] for r in report.values()) == len(trace)
     assert os.getpid() not in {r["pid"] for r in report.values()}     # the work ran in the worker processes
@@ -115,7 +115,7 @@ def test_cli_fit_and_evaluate_on_dask(data, cluster, tmp_path, capsys):
     out = tmp_path / "m.json"
     assert main(["fit", "--trace", str(folder), "--profiles", str(tmp_path / "p.parquet"), "--predictor",
                  "offline_linear", "--feature-map", "default", "--out", str(out), "--dask", cluster]) == 0
-    local = InterferenceModel({"map": "default"}, "offline_linear").fit(trace, prof)
+    local = InterferenceModel({"feature_map": "default"}, "offline_linear").fit(trace, prof)
     np.testing.assert_allclose(load_model(out).predictor.coef_, local.predictor.coef_, rtol=1e-9, atol=1e-9)
     assert "merged per device" in capsys.readouterr().err
     assert main(["fit", "--trace", str(folder), "--profiles", str(tmp_path / "p.parquet"), "--predictor",

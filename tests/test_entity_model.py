@@ -18,7 +18,7 @@ def scenario():
 
 def test_prequential_with_entities_matches_a_plain_loop(scenario):
     tr = scenario.traces["trace"]
-    model = InterferenceModel({"aggregation": "time_weighted", "map": "rich"}, "entity_rls")
+    model = InterferenceModel({"aggregation": "time_weighted", "feature_map": "rich"}, "entity_rls")
     fm = model.features(tr, scenario.profiles)
     assert fm.entities is not None and len(fm.entities) == len(tr)
     got = prequential(EntityRLS(), fm.X, fm.y, start_ms=tr.start_ms, end_ms=tr.end_ms, entities=fm.entities)
@@ -36,7 +36,7 @@ def test_prequential_with_entities_matches_a_plain_loop(scenario):
 
 def test_model_fit_evaluate_save_load_with_entity_key(scenario, tmp_path):
     tr, prof = scenario.traces["trace"], scenario.profiles
-    m = InterferenceModel({"aggregation": "ewma", "alpha": 0.5, "map": "rich"},
+    m = InterferenceModel({"aggregation": "ewma", "alpha": 0.5, "feature_map": "rich"},
                           {"kind": "entity_rls", "params": {"entity": "model_batch", "log_target": True}}).fit(tr, prof)
     names = m.predictor.entities_
     leaves = [s for s in names if "@" in s]

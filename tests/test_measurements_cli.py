@@ -129,7 +129,7 @@ def test_model_mixes_traces_and_measurements(tmp_path):
     tr = Trace(id=[1, 2, 3], device=["v100"] * 3, model=["a", "b", "c"], batch_size=[8] * 3, share=[50] * 3,
                start_ms=[0.0, 1.0, 2.0], end_ms=[6.0, 12.0, 3.0])
     m = Measurements.read(_pairs(tmp_path))
-    model = InterferenceModel({"map": "gpulets"}, "offline_linear").fit(tr, prof, measurements=m)
+    model = InterferenceModel({"feature_map": "gpulets"}, "offline_linear").fit(tr, prof, measurements=m)
     assert model.predictor.n_features_in_ == 4
     fm = model.features(tr, prof, measurements=m)
     assert len(fm) == 63 and len(fm.entities) == 63      # trace rows carry their entities too

@@ -77,8 +77,8 @@ def test_prequential_rejects_bad_shapes():
 # ---------------------------------------------------------------- InterferenceModel
 def test_fit_predict_and_round_trip(tmp_path, scenario):
     tr, prof = scenario.traces["trace"], scenario.profiles
-    for spec in ({"aggregation": "time_weighted", "map": "rich", "target": "rate"},
-                 {"aggregation": "ewma", "alpha": 0.3, "map": "gpulets"}):
+    for spec in ({"aggregation": "time_weighted", "feature_map": "rich", "target": "rate"},
+                 {"aggregation": "ewma", "alpha": 0.3, "feature_map": "gpulets"}):
         model = InterferenceModel(spec, {"kind": "rls", "params": {"forgetting": 0.99}}).fit(tr, prof)
         path = tmp_path / "m.json"
         model.save(path)
@@ -93,7 +93,7 @@ def test_fit_predict_and_round_trip(tmp_path, scenario):
 def test_predictions_are_latency_for_either_target(scenario):
     tr, prof = scenario.traces["trace"], scenario.profiles
     for target in ("slowdown", "rate"):
-        m = InterferenceModel({"map": "rich", "target": target}).fit(tr, prof)
+        m = InterferenceModel({"feature_map": "rich", "target": target}).fit(tr, prof)
         lat = m.predict_latency(tr, prof)
         rel = np.abs(lat - tr.latency_ms) / tr.latency_ms
         assert np.median(rel) < 0.1, target      # on the training data itself: a loose sanity bound
@@ -102,7 +102,7 @@ def test_predictions_are_latency_for_either_target(scenario):
 
 def test_latency_from_features_is_predict_latency_on_the_same_rows(scenario):
     tr, prof = scenario.traces["trace"], scenario.profiles
-    m = InterferenceModel({"map": "rich", "target": "rate"}).fit(tr, prof)
+    m = InterferenceModel({"feature_map": "rich", "target": "rate"}).fit(tr, prof)
     fm = m.features(tr, prof)
     np.testing.assert_allclose(m.latency_from_features(fm), m.predict_latency(tr, prof), rtol=1e-12)
     with pytest.raises(InterfpredError, match="gives no quantiles"):
@@ -187,8 +187,8 @@ def test_constructor_errors():
     with pytest.raises(InterfpredError, match="extractor must be"):
         InterferenceModel(3)
     with pytest.raises(InterfpredError, match="predictor 'gpulets' takes 4 features but the extractor's map 'rich'"):
-        InterferenceModel({"map": "rich"}, "gpulets")
-    assert InterferenceModel({"map": "gpulets"}, "gpulets").predictor.kind == "gpulets"
+        InterferenceModel({"feature_map": "rich"}, "gpulets")
+    assert InterferenceModel({"feature_map": "gpulets"}, "gpulets").predictor.kind == "gpulets"
 
 
 def test_write_predictions(tmp_path, scenario):

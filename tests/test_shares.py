@@ -143,10 +143,10 @@ def test_row_weights_for_mixed_fitting(tmp_path):
         GlobalMean().fit(X, y, sample_weight=[0, 0, 0, 0])
     m = Measurements.from_columns(run=[1, 1, 2, 2], gpu=["g"] * 4, model=["m", "n", "m", "n"], batch_size=[1] * 4,
                                   solo_ms=[1.0] * 4, observed_ms=[1.2, 1.4, 1.6, 2.0])
-    model = InterferenceModel({"map": "shares"}, "offline_linear").fit(measurements=m, weights=[1, 1, 0, 0])
+    model = InterferenceModel({"feature_map": "shares"}, "offline_linear").fit(measurements=m, weights=[1, 1, 0, 0])
     assert model.baselines["global_mean"].predict(np.zeros(3)) == pytest.approx(1.3)
     with pytest.raises(InterfpredError, match="predictor 'rls' does not take row weights; these do: .*offline_linear"):
-        InterferenceModel({"map": "shares"}, "rls").fit(measurements=m, weights=[1, 1, 1, 1])
+        InterferenceModel({"feature_map": "shares"}, "rls").fit(measurements=m, weights=[1, 1, 1, 1])
 
 
 def test_tracker_and_live_timeline_carry_the_share():
