@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from interfpred.errors import InterfpredError
 
-__all__ = ["renamed_keywords"]
+__all__ = ["renamed_attribute", "renamed_keywords"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -51,3 +51,36 @@ def renamed_keywords(**renames: str) -> Callable[[F], F]:
         return wrapper  # type: ignore[return-value]
 
     return decorate
+
+
+class renamed_attribute:  # noqa: N801 - used like ``property``
+    """A read-only attribute kept under its old name for one release: reading it warns, then
+    returns the attribute ``new``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> class Run:
+    ...     device = "gpu0"
+    ...     gpu = renamed_attribute("device")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     Run().gpu, str(caught[0].message)
+    ('gpu0', 'Run.gpu is deprecated; use Run.device (the old name goes in the next release)')
+    """
+
+    def __init__(self, new: str) -> None:
+        self.new = new
+        self.old = ""
+        self.owner = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.old, self.owner = name, owner.__name__
+        self.__doc__ = f"Deprecated name of ``{self.new}``."
+
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        if obj is None:
+            return self
+        warnings.warn(f"{self.owner}.{self.old} is deprecated; use {self.owner}.{self.new} (the old name goes in "
+                      "the next release)", DeprecationWarning, stacklevel=2)
+        return getattr(obj, self.new)

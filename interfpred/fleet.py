@@ -26,13 +26,13 @@ interfpred.errors.InterfpredError: choose_gpu refused: deadline 0.5 is before t 
 
 from __future__ import annotations
 
-import functools
 import math
 import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any
 
+from interfpred._deprecation import renamed_attribute, renamed_keywords
 from interfpred.constants import FLEET_MARGIN, FLEET_TIE_RTOL
 from interfpred.errors import InterfpredError
 from interfpred.features import Extractor
@@ -42,23 +42,6 @@ from interfpred.streaming import FinishResult
 from interfpred.tracker import ColocationTracker
 
 __all__ = ["Fleet"]
-
-
-_Method = TypeVar("_Method", bound=Callable[..., Any])
-
-
-def _old_gpu_keyword(method: _Method) -> _Method:
-    """Let ``method(gpu=...)``, the earlier spelling of its ``device`` parameter, work with a warning."""
-    @functools.wraps(method)
-    def wrapper(self: Fleet, *args: Any, **kwargs: Any) -> Any:
-        if "gpu" in kwargs:
-            warnings.warn(f"Fleet.{method.__name__}(gpu=...) is deprecated; use device=...", DeprecationWarning,
-                          stacklevel=2)
-            if "device" in kwargs:
-                raise InterfpredError(f"{method.__name__}: give device=... or the deprecated gpu=..., not both")
-            kwargs["device"] = kwargs.pop("gpu")
-        return method(self, *args, **kwargs)
-    return cast(_Method, wrapper)
 
 
 class Fleet:
@@ -162,11 +145,7 @@ class Fleet:
         """Device names in the order ties are broken."""
         return tuple(self._trackers)
 
-    @property
-    def gpus(self) -> tuple[str, ...]:
-        """Deprecated name of :attr:`devices`."""
-        warnings.warn("Fleet.gpus is deprecated; use Fleet.devices", DeprecationWarning, stacklevel=2)
-        return tuple(self._trackers)
+    gpus = renamed_attribute("devices")
 
     def where(self, id: Any) -> str | None:
         """The device running ``id``, or None."""
@@ -202,7 +181,7 @@ class Fleet:
             raise InterfpredError(f"{what} refused: unknown device {device!r}; devices: "
                                   f"{', '.join(self._trackers)}") from None
 
-    @_old_gpu_keyword
+    @renamed_keywords(gpu="device")
     def start(self, device: str, id: Any, model: str, batch_size: float, t: float, *,
               deadline: float = math.inf) -> None:
         """Launch ``id`` on ``device`` at ``t`` with its ``deadline`` (ms; default none).
@@ -242,7 +221,7 @@ class Fleet:
             return res
 
     # ------------------------------------------------------------------ placement
-    @_old_gpu_keyword
+    @renamed_keywords(gpu="device")
     def assess(self, device: str, candidate: tuple[Any, str, float], deadline: float,
                t: float) -> tuple[bool, float]:
         """Whether ``candidate`` may start on ``device`` at ``t`` and the projected latency it adds.

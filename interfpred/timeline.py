@@ -22,12 +22,12 @@ Examples
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from interfpred import _timeline_kernels as _k
+from interfpred._deprecation import renamed_attribute
 from interfpred.constants import MAX_RUNNING_SET, TIMELINE_MAX_MEMBERS
 from interfpred.errors import InterfpredError
 from interfpred.trace import Trace
@@ -79,23 +79,11 @@ class Timeline:
         """Number of executions (trace rows)."""
         return len(self.exec_device)
 
-    @property
-    def gpu_names(self) -> tuple[str, ...]:
-        """Deprecated name of ``device_names``."""
-        warnings.warn("Timeline.gpu_names is deprecated; use device_names", DeprecationWarning, stacklevel=2)
-        return self.device_names
+    gpu_names = renamed_attribute("device_names")
 
-    @property
-    def exec_gpu(self) -> np.ndarray:
-        """Deprecated name of ``exec_device``."""
-        warnings.warn("Timeline.exec_gpu is deprecated; use exec_device", DeprecationWarning, stacklevel=2)
-        return self.exec_device
+    exec_gpu = renamed_attribute("exec_device")
 
-    @property
-    def seg_gpu(self) -> np.ndarray:
-        """Deprecated name of ``seg_device``."""
-        warnings.warn("Timeline.seg_gpu is deprecated; use seg_device", DeprecationWarning, stacklevel=2)
-        return self.seg_device
+    seg_gpu = renamed_attribute("seg_device")
 
     @property
     def n_segments(self) -> int:

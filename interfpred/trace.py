@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from interfpred._arrow import have_pyarrow, require_pyarrow, write_csv
+from interfpred._deprecation import renamed_attribute
 from interfpred._io import atomic_open, csv_rows, read_text
 from interfpred.constants import MAX_BATCH_SIZE, MAX_INT64, TRACE_COLUMNS, TRACE_FEW_NAMES, TRACE_OPTIONAL_COLUMNS
 from interfpred.errors import InputError, InterfpredError
@@ -210,11 +211,7 @@ class Trace:
         """Device (GPU instance) name per execution."""
         return self._cols["device"]
 
-    @property
-    def gpu(self) -> np.ndarray:
-        """Deprecated name of :attr:`device`."""
-        warnings.warn("Trace.gpu is deprecated; use Trace.device", DeprecationWarning, stacklevel=2)
-        return self._cols["device"]
+    gpu = renamed_attribute("device")
 
     @property
     def model(self) -> np.ndarray:
@@ -256,11 +253,7 @@ class Trace:
         """The distinct devices, sorted."""
         return tuple(str(g) for g in np.unique(self.device))
 
-    @property
-    def gpus(self) -> tuple[str, ...]:
-        """Deprecated name of :attr:`devices`."""
-        warnings.warn("Trace.gpus is deprecated; use Trace.devices", DeprecationWarning, stacklevel=2)
-        return self.devices
+    gpus = renamed_attribute("devices")
 
     def __len__(self) -> int:
         return len(self._cols["id"])

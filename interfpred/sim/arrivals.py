@@ -16,14 +16,13 @@ Examples
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
 
-from interfpred._deprecation import renamed_keywords
+from interfpred._deprecation import renamed_attribute, renamed_keywords
 from interfpred.constants import SIM_DEFAULT_GPU
 from interfpred.errors import InterfpredError
 from interfpred.profiles import ProfileTable
@@ -61,11 +60,7 @@ class Arrivals:
     def __len__(self) -> int:
         return len(self.id)
 
-    @property
-    def gpu(self) -> np.ndarray:
-        """Deprecated spelling of :attr:`device`."""
-        warnings.warn("Arrivals.gpu is deprecated; use .device", DeprecationWarning, stacklevel=2)
-        return self.device
+    gpu = renamed_attribute("device")
 
     def shifted(self, offset_ms: float, *, first_id: int) -> Arrivals:
         """The same stream later by ``offset_ms`` with ids renumbered from ``first_id``."""
