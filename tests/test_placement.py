@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from doubles import Opaque
 
 from interfpred import (
     RLS,
@@ -19,19 +20,6 @@ from interfpred import (
 from interfpred.constants import FLEET_TIE_RTOL
 from interfpred.placement import PlacementCache
 from interfpred.sim.zoo import zoo_profiles
-
-
-class Opaque:
-    """Hides a predictor's type: its tracker cannot take the compiled path."""
-
-    def __init__(self, inner):
-        self.inner = inner
-
-    def predict(self, X):
-        return self.inner.predict(X)
-
-    def update(self, X, y):
-        self.inner.update(X, y)
 
 
 def _fleet(max_running=None):

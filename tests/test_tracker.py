@@ -7,6 +7,7 @@ import threading
 
 import numpy as np
 import pytest
+from doubles import Opaque
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from naive import naive_feature_map, naive_tracker_projection
@@ -50,18 +51,6 @@ class PerfectSM:
     def update(self, X, y):
         pass
 
-
-class Opaque:
-    """Hides a predictor's type: the tracker must take its generic (Python) path."""
-
-    def __init__(self, inner):
-        self.inner = inner
-
-    def predict(self, X):
-        return self.inner.predict(X)
-
-    def update(self, X, y):
-        self.inner.update(X, y)
 
 
 def sm_profiles():
