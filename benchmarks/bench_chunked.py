@@ -3,12 +3,12 @@
 Each size runs in a fresh process (so its peak RSS is its own) on the workload of
 bench_timeline.py (one GPU, 8 streams, ties, zero-length executions, interpolated profiles), and
 computes Static, EWMA(0.5) and TimeWeighted features (default map) of every execution window by
-window (interfpred.chunked.iter_features), folding each window into least-squares sufficient
+window (interfpred.features.chunked.iter_features), folding each window into least-squares sufficient
 statistics (X^T X, X^T y) as a fitting consumer would; beside it the one-shot transform_many at
 the sizes where it fits in memory.
 
 Each size also streams the same trace from a Parquet file in a fresh process
-(interfpred.chunked.iter_features_parquet), so its peak RSS holds no whole trace. CPU seconds of
+(interfpred.features.chunked.iter_features_parquet), so its peak RSS holds no whole trace. CPU seconds of
 the process are printed beside wall seconds: on a shared machine wall time includes waiting for a
 core.
 
@@ -40,8 +40,8 @@ def _stream(path: str) -> dict:
     from bench_timeline import make_profiles, make_trace
 
     from interfpred import EWMA, Static, TimeWeighted
-    from interfpred.chunked import iter_features_parquet
-    from interfpred.columnar import write_trace
+    from interfpred.data.columnar import write_trace
+    from interfpred.features.chunked import iter_features_parquet
 
     rng = np.random.default_rng(0)
     prof = make_profiles(rng)
@@ -68,8 +68,8 @@ def _child(n: int, one_shot: bool, parquet: str | None = None) -> dict:
     from bench_timeline import make_profiles, make_trace
 
     from interfpred import EWMA, Static, TimeWeighted, transform_many
-    from interfpred.chunked import iter_features, iter_timeline
-    from interfpred.features import profile_arrays
+    from interfpred.data.profiles import profile_arrays
+    from interfpred.features.chunked import iter_features, iter_timeline
 
     rng = np.random.default_rng(0)
     prof = make_profiles(rng)
@@ -109,7 +109,7 @@ def _child(n: int, one_shot: bool, parquet: str | None = None) -> dict:
     out["segments"] = nseg
     out["peak RSS chunked (GB)"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     if parquet:
-        from interfpred.columnar import write_trace
+        from interfpred.data.columnar import write_trace
 
         write_trace(tr, parquet)
     if one_shot:

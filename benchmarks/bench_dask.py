@@ -42,8 +42,8 @@ def _write(n: int, files: int, folder: str, name: str) -> None:
     from bench_timeline import make_profiles, make_trace
 
     from interfpred import Trace
-    from interfpred.columnar import write_profiles
-    from interfpred.distributed import write_device_files
+    from interfpred.data.columnar import write_profiles
+    from interfpred.experiments.distributed import write_device_files
 
     rng = np.random.default_rng(0)
     write_profiles(make_profiles(rng), os.path.join(folder, "profiles.parquet"))
@@ -56,14 +56,14 @@ def _write(n: int, files: int, folder: str, name: str) -> None:
 
 
 def _fit(folder: str, workers: int) -> dict:
-    from interfpred.columnar import read_profiles
-    from interfpred.distributed import (
+    from interfpred.data.columnar import read_profiles
+    from interfpred.experiments.distributed import (
         connect,
         fit_partitions,
         trace_files,
         trace_partitions,
     )
-    from interfpred.model import InterferenceModel
+    from interfpred.model.interference import InterferenceModel
 
     prof = read_profiles(os.path.join(folder, "profiles.parquet"))
     files = trace_files(os.path.join(folder, "trace"))

@@ -14,7 +14,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from interfpred import RLS, EntityRLS
-from interfpred.benchmarking import format_bench, run_bench
+from interfpred.experiments.benchmarking import format_bench, run_bench
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)

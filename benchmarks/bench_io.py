@@ -20,7 +20,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from interfpred import Trace
-from interfpred.columnar import read_trace, write_trace, write_trace_csv
+from interfpred.data.columnar import read_trace, write_trace, write_trace_csv
 
 
 def synthetic_trace(n: int, seed: int = 0) -> Trace:

@@ -1,6 +1,6 @@
 """Reproduce speed: the prequential loop per row, and wall time of ``reproduce`` quick and full.
 
-The prequential loop (interfpred.model.prequential: predict at launch, learn at finish) is
+The prequential loop (interfpred.model.interference.prequential: predict at launch, learn at finish) is
 compared with the floor of the same public calls in a bare Python loop (no feedback delay, no
 bookkeeping): predictor.predict(row) then predictor.update(row, y). Goal: within 1.5x of it.
 ``reproduce`` targets: --quick <= 45 s and full <= 7 min on 2 cores, cold numba cache included

@@ -37,11 +37,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from interfpred.profiles import ProfileTable  # noqa: E402
+from interfpred.data.profiles import ProfileTable  # noqa: E402
+from interfpred.sim.arrivals import poisson_arrivals
 from interfpred.sim.engine import noisy_work, simulate, simulate_work  # noqa: E402
 from interfpred.sim.orion import orion_zoo  # noqa: E402
 from interfpred.sim.phased import simulate_phased  # noqa: E402
-from interfpred.sim.workload import poisson_arrivals  # noqa: E402
 from interfpred.sim.zoo import ZOO_MODELS, zoo_profiles  # noqa: E402
 
 

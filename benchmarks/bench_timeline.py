@@ -22,7 +22,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
 from interfpred import EWMA, ProfileTable, Static, TimeWeighted, Trace, build_timeline  # noqa: E402
-from interfpred.features import profile_arrays, transform_many  # noqa: E402
+from interfpred.data.profiles import profile_arrays
+from interfpred.features import transform_many  # noqa: E402
 
 MODELS = ("resnet50", "vgg19", "convnext_b", "roberta_base", "vit_b16", "yolov8n")
 BATCHES = (1, 2, 4, 8, 16, 32)

@@ -11,7 +11,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from interfpred.benchmarking import first_call_seconds, format_bench, run_bench  # noqa: E402
+from interfpred.experiments.benchmarking import first_call_seconds, format_bench, run_bench  # noqa: E402
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)

@@ -2,7 +2,7 @@
 
 No parameter is tuned here.  Every ordered pair of (model, batch size) of the orion family on the
 v100 preset runs in steady state (each member repeating its pass, see
-:mod:`interfpred.sim.calibration`); the slowdown distribution (median, p90, max) prints beside
+:mod:`interfpred.sim.steady_pairs`); the slowdown distribution (median, p90, max) prints beside
 Gavel's V100 pair table (training jobs launched together: median 1.67, p90 17.9, max 119) and the
 1.0-1.3 usually reported for pairs of inference jobs under MPS shares.  The same pairs also run on
 the fluid truth (one time-averaged demand per pass, no hidden factors), and on the synthetic family.
@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from interfpred.sim.calibration import GAVEL_V100_PAIRS, INFERENCE_PAIRS_RANGE, pair_slowdowns, summarise  # noqa: E402
 from interfpred.sim.operators import NEUTRAL, PhaseZoo  # noqa: E402
 from interfpred.sim.orion import orion_zoo  # noqa: E402
+from interfpred.sim.steady_pairs import GAVEL_V100_PAIRS, INFERENCE_PAIRS_RANGE, pair_slowdowns, summarise  # noqa: E402
 
 
 def main() -> None:

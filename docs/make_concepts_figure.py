@@ -18,7 +18,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from interfpred import EWMA, ProfileTable, Static, TimeWeighted, Trace, build_timeline  # noqa: E402
-from interfpred._io import atomic_open  # noqa: E402
+from interfpred._core.atomic import atomic_open  # noqa: E402
 
 PROFILES = ProfileTable.from_columns(
     gpu=["l4"] * 3, model=["resnet50", "vgg19", "yolov8n"], batch_size=[8] * 3,

@@ -26,17 +26,17 @@ from interfpred._version import __version__
 _LAZY: dict[str, str] = {
     "InterfpredError": "interfpred.errors",
     "InputError": "interfpred.errors",
-    "Entities": "interfpred.entities",
+    "Entities": "interfpred.data.entities",
     "EntityRLS": "interfpred.predictors",
-    "Measurements": "interfpred.measurements",
-    "datasets": "interfpred.datasets",
-    "Profile": "interfpred.profiles",
-    "ProfileTable": "interfpred.profiles",
-    "Trace": "interfpred.trace",
-    "KernelTable": "interfpred.ingest",
-    "NcuFormatError": "interfpred.ingest",
-    "read_kernels": "interfpred.ingest",
-    "profile_from_kernels": "interfpred.ingest",
+    "Measurements": "interfpred.data.measurements",
+    "datasets": "interfpred.data.datasets",
+    "Profile": "interfpred.data.profiles",
+    "ProfileTable": "interfpred.data.profiles",
+    "Trace": "interfpred.data.trace",
+    "KernelTable": "interfpred.data.ingest",
+    "NcuFormatError": "interfpred.data.ingest",
+    "read_kernels": "interfpred.data.ingest",
+    "profile_from_kernels": "interfpred.data.ingest",
     "OfflineLinear": "interfpred.predictors",
     "OnlineSGD": "interfpred.predictors",
     "RLS": "interfpred.predictors",
@@ -45,24 +45,24 @@ _LAZY: dict[str, str] = {
     "make_predictor": "interfpred.predictors",
     "PredictorSpec": "interfpred.predictors",
     "load_predictor": "interfpred.predictors",
-    "Timeline": "interfpred.timeline",
-    "build_timeline": "interfpred.timeline",
-    "Extractor": "interfpred.extractors",
-    "Static": "interfpred.extractors",
-    "EWMA": "interfpred.extractors",
-    "TimeWeighted": "interfpred.extractors",
-    "CustomMap": "interfpred.feature_maps",
-    "FeatureMatrix": "interfpred.feature_matrix",
-    "make_extractor": "interfpred.extractor_spec",
+    "Timeline": "interfpred.features.timeline",
+    "build_timeline": "interfpred.features.timeline",
+    "Extractor": "interfpred.features.extractors",
+    "Static": "interfpred.features.extractors",
+    "EWMA": "interfpred.features.extractors",
+    "TimeWeighted": "interfpred.features.extractors",
+    "CustomMap": "interfpred.features.maps",
+    "FeatureMatrix": "interfpred.features.matrix",
+    "make_extractor": "interfpred.features.spec",
     "transform_many": "interfpred.features",
-    "TimelineState": "interfpred.streaming",
-    "FinishedExecution": "interfpred.streaming",
-    "RunningExecution": "interfpred.streaming",
-    "ColocationTracker": "interfpred.tracker",
-    "FinishResult": "interfpred.streaming",
-    "Fleet": "interfpred.fleet",
-    "InterferenceModel": "interfpred.model",
-    "load_model": "interfpred.model",
+    "TimelineState": "interfpred.serving.streaming",
+    "FinishedExecution": "interfpred.serving.streaming",
+    "RunningExecution": "interfpred.serving.streaming",
+    "ColocationTracker": "interfpred.serving.tracker",
+    "FinishResult": "interfpred.serving.streaming",
+    "Fleet": "interfpred.serving.fleet",
+    "InterferenceModel": "interfpred.model.interference",
+    "load_model": "interfpred.model.interference",
 }
 
 __all__ = ["__version__", *_LAZY]
@@ -73,7 +73,7 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'interfpred' has no attribute {name!r}")
     imported = importlib.import_module(module)
-    value = imported if module == f"interfpred.{name}" else getattr(imported, name)
+    value = imported if module.rsplit(".", 1)[-1] == name else getattr(imported, name)
     globals()[name] = value  # later reads skip this function
     return value
 
@@ -83,18 +83,20 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # static type checkers and IDEs see the real names
-    from interfpred import datasets
-    from interfpred.entities import Entities
+    from interfpred.data import datasets
+    from interfpred.data.entities import Entities
+    from interfpred.data.ingest import KernelTable, NcuFormatError, profile_from_kernels, read_kernels
+    from interfpred.data.measurements import Measurements
+    from interfpred.data.profiles import Profile, ProfileTable
+    from interfpred.data.trace import Trace
     from interfpred.errors import InputError, InterfpredError
-    from interfpred.extractor_spec import make_extractor
-    from interfpred.extractors import EWMA, Extractor, Static, TimeWeighted
-    from interfpred.feature_maps import CustomMap
-    from interfpred.feature_matrix import FeatureMatrix
     from interfpred.features import transform_many
-    from interfpred.fleet import Fleet
-    from interfpred.ingest import KernelTable, NcuFormatError, profile_from_kernels, read_kernels
-    from interfpred.measurements import Measurements
-    from interfpred.model import InterferenceModel, load_model
+    from interfpred.features.extractors import EWMA, Extractor, Static, TimeWeighted
+    from interfpred.features.maps import CustomMap
+    from interfpred.features.matrix import FeatureMatrix
+    from interfpred.features.spec import make_extractor
+    from interfpred.features.timeline import Timeline, build_timeline
+    from interfpred.model.interference import InterferenceModel, load_model
     from interfpred.predictors import (
         RLS,
         Calibrated,
@@ -106,8 +108,6 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the real names
         load_predictor,
         make_predictor,
     )
-    from interfpred.profiles import Profile, ProfileTable
-    from interfpred.streaming import FinishedExecution, FinishResult, RunningExecution, TimelineState
-    from interfpred.timeline import Timeline, build_timeline
-    from interfpred.trace import Trace
-    from interfpred.tracker import ColocationTracker
+    from interfpred.serving.fleet import Fleet
+    from interfpred.serving.streaming import FinishedExecution, FinishResult, RunningExecution, TimelineState
+    from interfpred.serving.tracker import ColocationTracker

@@ -116,7 +116,7 @@ TRACKER_FINISH_RTOL = 1e-12
 #: Fleet.choose_gpu: a projected end e counts as meeting deadline D at time t when
 #: t + (e - t) * (1 + margin) <= D; the default margin.
 FLEET_MARGIN = 0.0
-#: E3 (interfpred.experiments.scheduling): simulated GPUs, request SLO = factor x solo latency of the
+#: E3 (interfpred.experiments.scheduling.experiment): simulated GPUs, request SLO = factor x solo latency of the
 #: model at batch E3_SLO_BATCH, largest batch formed, safety margin of (b) and (c) on projected times,
 #: batch sizes of the pair data gpulets and the warm RLS are fitted on, loads and requests per run.
 E3_GPUS = 2
@@ -131,7 +131,7 @@ E3_FULL_LOADS = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)
 E3_FULL_REQUESTS = 12000
 # ---------------------------------------------------------------- models, fit/evaluate and reproduce
 #: ``kind`` written into model files (extractor spec + predictor state in one JSON).
-MODEL_FILE_KIND = "interfpred.model"
+MODEL_FILE_KIND = "interfpred.model.interference"
 #: Extractor and predictor of ``InterferenceModel()`` and ``interfpred fit`` when none is given: the best
 #: configuration of the reproduction (docs/results.md): time-weighted exposure over the rich map, RLS.
 MODEL_DEFAULT_EXTRACTOR = (("aggregation", "time_weighted"), ("feature_map", "rich"), ("combine", "sum"),

@@ -1,4 +1,4 @@
-"""Regenerate interfpred/data/orion/ from Orion's original per-operator CSVs.
+"""Regenerate interfpred/data/datasets/orion/ from Orion's original per-operator CSVs.
 
 Orion (Strati et al., EuroSys 2024; https://github.com/eth-easl/orion, MIT licence) ships one CSV
 per inference pass (``<model>_<batch>_fwd.csv``: Name, Profile, Memory_footprint, SM_usage,
@@ -6,7 +6,7 @@ Duration).  This script converts each into the package's layout (op, name, kind,
 duration_ns; the always-zero footprint column is dropped), checks that the conversion round-trips
 to the original rows, and copies the licence.
 
-Run: ``python scripts/convert_orion.py SOURCE_FOLDER [--out interfpred/data/orion]``
+Run: ``python scripts/convert_orion.py SOURCE_FOLDER [--out interfpred/data/datasets/orion]``
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from interfpred import RLS, OfflineLinear, OnlineSGD
-from interfpred.predictors.adapters import RiverFacade, RiverRegressor, SklearnFacade, SklearnRegressor
+from interfpred.predictors.facades import RiverFacade, SklearnFacade
+from interfpred.predictors.wrappers import RiverRegressor, SklearnRegressor
 
 river_checks = pytest.importorskip("river.checks")
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
@@ -92,8 +93,8 @@ def test_wrapped_state_round_trip_and_refusals(tmp_path):
 
     from interfpred import load_predictor
     from interfpred.errors import InterfpredError
-    from interfpred.predictors.adapters import RiverRegressor
     from interfpred.predictors.base import predictor_from_state
+    from interfpred.predictors.wrappers import RiverRegressor
 
     p = RiverRegressor(model=linear_model.LinearRegression())
     p.update(np.array([[1.0, 2.0], [0.5, 0.0]]), np.array([2.0, 1.0]))
@@ -127,7 +128,7 @@ def test_pickled_state_is_refused_unless_trusted(tmp_path):
 
     from interfpred import InterferenceModel, load_model, load_predictor
     from interfpred.errors import InterfpredError
-    from interfpred.predictors.adapters import SklearnRegressor
+    from interfpred.predictors.wrappers import SklearnRegressor
 
     marker = tmp_path / "code-ran"
     evil = {"schema_version": 1, "kind": "sklearn", "params": {}, "n_features_in": 2,
@@ -158,8 +159,8 @@ def test_cli_refuses_pickled_model_unless_trusted(tmp_path, capsys):
     from sklearn.linear_model import Ridge
 
     from interfpred.cli import main
-    from interfpred.model import InterferenceModel
-    from interfpred.predictors.adapters import SklearnRegressor
+    from interfpred.model.interference import InterferenceModel
+    from interfpred.predictors.wrappers import SklearnRegressor
     from interfpred.sim.workload import mix_scenario, write_scenario
 
     sc = mix_scenario(["vgg19"], rho=0.8, executions=60, seed=0)

@@ -19,66 +19,47 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "interfpred"
 DOC = ROOT / "docs" / "architecture.md"
-MAX_LINES = 450
 
 # ------------------------------------------------------------------------------------------------ the layers
-# (layer, module patterns, the layers it may import besides itself), lowest first. A pattern
-# ``interfpred.x`` matches the module ``interfpred.x``, everything inside a package ``interfpred.x``
-# and every module split from it as ``interfpred.x_*``; the longest matching pattern wins.
+# (layer, members, the layers it may import besides itself), lowest first. A member is a folder of
+# ``interfpred/`` (everything inside it belongs to the layer) or one of the few top-level modules.
 LAYERS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
-    ("foundation",
-     ("interfpred", "interfpred._version", "interfpred.errors", "interfpred.constants", "interfpred._jit",
-      "interfpred._io", "interfpred._arrow", "interfpred.schema", "interfpred._deprecation", "interfpred.params"),
-     ()),
-    ("data",
-     ("interfpred.trace", "interfpred.profiles", "interfpred.profile", "interfpred.measurements",
-      "interfpred.entities", "interfpred.counters", "interfpred.ingest", "interfpred.columnar", "interfpred.datasets"),
-     ("foundation",)),
-    ("features",
-     ("interfpred.timeline", "interfpred._timeline_kernels", "interfpred.features", "interfpred.feature",
-      "interfpred.extractors", "interfpred.extractor", "interfpred.run_features", "interfpred.entity_features",
-      "interfpred.chunked"),
-     ("foundation", "data")),
-    ("predictors",
-     ("interfpred.predictors",),
-     ("foundation", "data")),
-    ("evaluation",
-     ("interfpred.evaluation", "interfpred.checks"),
-     ("foundation", "data", "features", "predictors")),
-    ("model",
-     ("interfpred.model", "interfpred.prediction"),
-     ("foundation", "data", "features", "predictors", "evaluation")),
-    ("serving",
-     ("interfpred.streaming", "interfpred.running", "interfpred.tracker", "interfpred.whatif",
-      "interfpred.projection", "interfpred._projection", "interfpred._entity_kernels", "interfpred.placement",
-      "interfpred.fleet"),
-     ("foundation", "data", "features", "predictors", "evaluation", "model")),
-    ("sim",
-     ("interfpred.sim",),
-     ("foundation", "data")),
-    ("experiments",
-     ("interfpred.experiments", "interfpred.distributed", "interfpred.benchmarking", "interfpred.calibration"),
+    ("foundation", ("__init__", "_version", "errors", "constants", "_core/"), ()),
+    ("data", ("data/",), ("foundation",)),
+    ("features", ("features/",), ("foundation", "data")),
+    ("predictors", ("predictors/",), ("foundation", "data")),
+    ("evaluation", ("evaluation/",), ("foundation", "data", "features", "predictors")),
+    ("model", ("model/",), ("foundation", "data", "features", "predictors", "evaluation")),
+    ("serving", ("serving/",), ("foundation", "data", "features", "predictors", "evaluation", "model")),
+    ("sim", ("sim/",), ("foundation", "data")),
+    ("experiments", ("experiments/",),
      ("foundation", "data", "features", "predictors", "evaluation", "model", "serving", "sim")),
-    ("cli",
-     ("interfpred.cli", "interfpred.__main__"),
+    ("cli", ("cli/", "__main__"),
      ("foundation", "data", "features", "predictors", "evaluation", "model", "serving", "sim", "experiments")),
 )
 
 # What each layer is for, one line each, shown beside the table in docs/architecture.md.
 LAYER_JOBS = {
-    "foundation": "errors, constants, the numba switch, atomic file output, pyarrow access, the JSON file "
-                  "schemas, deprecated spellings, hyperparameters given as text",
-    "data": "profiles, traces, measurement runs, entities, Nsight ingestion, columnar I/O, shipped datasets",
-    "features": "co-location timelines, feature maps and their temporal aggregation, bounded-memory windows",
+    "foundation": "the lazy public namespace, errors, constants; in `_core/` the numba switch and its cache, "
+                  "atomic file output, pyarrow access, the JSON file schemas, hyperparameters given as text",
+    "data": "traces, profiles, measurement runs, entities, counters, columnar I/O, Nsight ingestion, shipped "
+            "datasets",
+    "features": "co-location timelines, feature maps and their temporal aggregation, specs, measurement-run and "
+                "entity features, bounded-memory chunks",
     "predictors": "every predictor behind one contract, their numba kernels, the baselines, the adapters",
-    "evaluation": "metrics, prequential runs, the baselines beside every number, the predictor contract checks",
+    "evaluation": "metrics, prequential runs, folds, the baselines beside every number, coverage, the predictor "
+                  "contract checks",
     "model": "`InterferenceModel`: extractor plus predictor, fitted, evaluated, saved and loaded; its "
              "prediction tables",
     "serving": "the live running set, the what-if projection and its kernels, the tracker, placement over a fleet",
     "sim": "the ground-truth GPU simulator and its workloads (knows nothing of predictors)",
-    "experiments": "the paper's experiments, reproduction, Dask, benchmarks, coverage of bounds",
+    "experiments": "the paper's experiments, scheduling (E3), reproduction, Dask, benchmarks, coverage of a "
+                   "model's bounds",
     "cli": "argument parsing and wiring only",
 }
+
+# The only modules allowed directly in interfpred/ (besides the folders of the layers).
+TOP_LEVEL = frozenset({"__init__", "__main__", "_version", "errors", "constants"})
 
 # namedtuple methods carry an underscore only to stay clear of field names; they are public API.
 NAMEDTUPLE_API = frozenset({"_replace", "_asdict", "_fields", "_make", "_field_defaults"})
@@ -86,10 +67,10 @@ NAMEDTUPLE_API = frozenset({"_replace", "_asdict", "_fields", "_make", "_field_d
 
 def layer_table_markdown() -> str:
     """The layer table as docs/architecture.md shows it."""
-    rows = ["| layer | modules (in `interfpred`) | may import | job |", "|---|---|---|---|"]
-    for name, patterns, allowed in LAYERS:
-        mods = ", ".join("`__init__`" if p == "interfpred" else f"`{p.removeprefix('interfpred.')}`" for p in patterns)
-        rows.append(f"| {name} | {mods} | {', '.join(allowed) or '(nothing)'} | {LAYER_JOBS[name]} |")
+    rows = ["| layer | folders and modules (in `interfpred/`) | may import | job |", "|---|---|---|---|"]
+    for name, members, allowed in LAYERS:
+        shown = ", ".join(f"`{m}`" if m.endswith("/") else f"`{m}.py`" for m in members)
+        rows.append(f"| {name} | {shown} | {', '.join(allowed) or '(nothing)'} | {LAYER_JOBS[name]} |")
     return "\n".join(rows)
 
 
@@ -343,9 +324,26 @@ def reach_in_violations(modules: dict[str, Module]) -> list[str]:
     return _in_order(out)
 
 
-def size_violations(modules: dict[str, Module], limit: int = MAX_LINES) -> list[str]:
-    return [f"{m.label}:1: {m.n_lines} lines, over {limit}: split it along its jobs"
-            for m in modules.values() if m.n_lines > limit]
+def top_level_violations(modules: dict[str, Module]) -> list[str]:
+    """Modules directly in interfpred/ other than the few the layout allows."""
+    return [f"{m.label}:1: {m.name} sits at the top level: move it into the folder of its layer"
+            for m in modules.values()
+            if m.name.count(".") == 1 and not m.is_package and m.name.split(".")[1] not in TOP_LEVEL]
+
+
+def reexport_violations(modules: dict[str, Module]) -> list[str]:
+    """Modules (not package ``__init__`` files) that only import names and list them in ``__all__``."""
+    out = []
+    for m in modules.values():
+        if m.is_package:
+            continue
+        body = [s for s in m.tree.body
+                if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]   # the docstring
+        only_imports = all(isinstance(s, (ast.Import, ast.ImportFrom)) or (
+            isinstance(s, ast.Assign) and [ast.unparse(x) for x in s.targets] == ["__all__"]) for s in body)
+        if body and only_imports:
+            out.append(f"{m.label}:1: {m.name} only re-exports other modules: import from where the names live")
+    return out
 
 
 def cycle_violations(modules: dict[str, Module]) -> list[str]:
@@ -407,13 +405,16 @@ def _strongly_connected(graph: dict[str, set[str]]) -> list[set[str]]:
 
 
 def layer_of(name: str) -> str | None:
-    best, best_len = None, -1
-    for layer, patterns, _ in LAYERS:
-        for p in patterns:
-            matches = name == p or (p != "interfpred" and (name.startswith(p + ".") or name.startswith(p + "_")))
-            if matches and len(p) > best_len:
-                best, best_len = layer, len(p)
-    return best
+    """The layer of a dotted module name: its folder under interfpred/, or the top-level module itself."""
+    parts = name.split(".")
+    if parts[0] != "interfpred":
+        return None
+    member = "__init__" if len(parts) == 1 else (parts[1] if len(parts) == 2 and parts[1] in TOP_LEVEL
+                                                  else parts[1] + "/")
+    for layer, members, _ in LAYERS:
+        if member in members:
+            return layer
+    return None
 
 
 def unclassified_modules(modules: dict[str, Module]) -> list[str]:
@@ -465,8 +466,12 @@ def test_no_reach_in_to_private_attributes(package):
     _report(reach_in_violations(package), "reach-ins to another object's private attribute")
 
 
-def test_no_module_over_the_line_limit(package):
-    _report(size_violations(package), f"modules over {MAX_LINES} lines")
+def test_only_the_allowed_modules_sit_at_the_top_level(package):
+    _report(top_level_violations(package), "modules at the top level")
+
+
+def test_no_module_only_reexports_another(package):
+    _report(reexport_violations(package), "modules that only re-export")
 
 
 def test_no_import_cycles(package):
@@ -568,10 +573,15 @@ def test_reach_in_check_catches_and_accepts():
     assert reach_in_violations(clean) == []
 
 
-def test_size_check_catches_and_accepts():
-    modules = synthetic({"interfpred.big": "x = 1\n" * (MAX_LINES + 1), "interfpred.ok": "x = 1\n" * MAX_LINES})
-    found = size_violations(modules)
-    assert len(found) == 1 and "interfpred/big.py" in found[0] and str(MAX_LINES + 1) in found[0]
+def test_top_level_and_reexport_checks_catch_and_accept():
+    modules = synthetic({"interfpred.__init__": "", "interfpred.errors": "", "interfpred.loose": "x = 1\n",
+                         "interfpred.data.__init__": "from interfpred.data.a import f\n",
+                         "interfpred.data.a": "def f(): pass\n",
+                         "interfpred.data.b": '"""Doc."""\nfrom interfpred.data.a import f\n__all__ = ["f"]\n'})
+    found = top_level_violations(modules)
+    assert len(found) == 1 and "interfpred/loose.py" in found[0]
+    found = reexport_violations(modules)
+    assert len(found) == 1 and "interfpred/data/b.py" in found[0]
 
 
 def test_cycle_check_catches_and_accepts():
@@ -607,24 +617,30 @@ def test_cycle_check_catches_and_accepts():
 
 
 def test_layer_check_catches_and_accepts():
-    empty = dict.fromkeys(["interfpred.predictors.__init__", "interfpred.sim.__init__", "interfpred.features",
-                           "interfpred.experiments.__init__", "interfpred.experiments.paper"], "")
+    empty = dict.fromkeys(["interfpred.predictors.__init__", "interfpred.sim.__init__", "interfpred.features.__init__",
+                           "interfpred.experiments.__init__", "interfpred.experiments.paper",
+                           "interfpred.model.__init__"], "")
     bad = synthetic({**empty,
                      "interfpred.predictors.x": "from interfpred.features import Static\n",
-                     "interfpred.model": "def f():\n    from interfpred.experiments.paper import e1\n",
+                     "interfpred.model.interference": "def f():\n    from interfpred.experiments.paper import e1\n",
                      "interfpred.sim.y": "from interfpred.predictors import RLS\n"})
     found = layer_violations(bad)
     assert len(found) == 3, found
-    assert any(f.startswith("interfpred/model.py:2") and "(experiments)" in f for f in found)
+    assert any(f.startswith("interfpred/model/interference.py:2") and "(experiments)" in f for f in found)
     assert any(f.startswith("interfpred/sim/y.py:1") and "(predictors)" in f for f in found)
     clean = synthetic({
-        "interfpred.cli": "from interfpred.experiments.paper import e1\nfrom interfpred import constants\n",
-        "interfpred.tracker_store": "from interfpred.model import M\nfrom interfpred.predictors.rls import RLS\n",
-        "interfpred.model": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from interfpred.tracker import T\n",
+        "interfpred.cli.main": "from interfpred.experiments.paper import e1\nfrom interfpred import constants\n",
+        "interfpred.serving.store": "from interfpred.model.interference import M\n"
+                                    "from interfpred.predictors.rls import RLS\n",
+        "interfpred.model.interference": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                         "    from interfpred.serving.tracker import T\n",
     })
     assert layer_violations(clean) == []
-    assert layer_of("interfpred.tracker_store") == "serving" and layer_of("interfpred.trace") == "data"
-    assert layer_of("interfpred.tracker.core") == "serving" and layer_of("interfpred.features_maps") == "features"
+    assert layer_of("interfpred.serving.store") == "serving" and layer_of("interfpred.data.trace") == "data"
+    assert layer_of("interfpred.serving.tracker.core") == "serving" and layer_of("interfpred.errors") == "foundation"
+    assert layer_of("interfpred._core.jit") == "foundation" and layer_of("interfpred.__main__") == "cli"
+    assert layer_of("interfpred.tracker_store") is None       # no prefix rule: a loose module has no layer
+    assert layer_of("interfpred.features_maps") is None
     assert unclassified_modules(synthetic({"interfpred.nowhere": ""})) != []
     assert unclassified_modules(synthetic({"interfpred.sim.new": ""})) == []
 

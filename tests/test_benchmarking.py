@@ -5,10 +5,10 @@ import math
 import pytest
 
 from interfpred import RLS, OnlineSGD
-from interfpred.benchmarking import format_bench, parse_param, run_bench
+from interfpred._core.params import parse_params
 from interfpred.cli import main
 from interfpred.errors import InterfpredError
-from interfpred.params import parse_params
+from interfpred.experiments.benchmarking import format_bench, parse_param, run_bench
 
 COLUMNS = ("predict_one", "update_one", "predict_batch", "update_batch")
 

@@ -16,8 +16,8 @@ from interfpred import (
     build_timeline,
     transform_many,
 )
-from interfpred.chunked import iter_features, iter_timeline, transform_chunked
 from interfpred.features import CustomMap
+from interfpred.features.chunked import iter_features, iter_timeline, transform_chunked
 from interfpred.sim.workload import mix_scenario
 from interfpred.sim.zoo import zoo_profiles
 
@@ -96,8 +96,8 @@ def test_refusals():
 @given(n=st.integers(1, 150), seed=st.integers(0, 10_000), batch=st.integers(1, 40), gpus=st.integers(1, 3),
        combine=st.sampled_from(["sum", "max"]))
 def test_parquet_batches_equal_the_one_shot_computation_to_the_bit(tmp_path_factory, n, seed, batch, gpus, combine):
-    from interfpred.chunked import iter_features_parquet
-    from interfpred.columnar import write_trace
+    from interfpred.data.columnar import write_trace
+    from interfpred.features.chunked import iter_features_parquet
 
     tr = _trace(n, seed, gpus)
     tr = tr.take(np.argsort(tr.start_ms, kind="stable"))          # a trace file is in launch order
@@ -118,8 +118,8 @@ def test_parquet_batches_equal_the_one_shot_computation_to_the_bit(tmp_path_fact
 
 
 def test_parquet_batches_must_be_in_launch_order(tmp_path):
-    from interfpred.chunked import iter_features_parquet
-    from interfpred.columnar import write_trace
+    from interfpred.data.columnar import write_trace
+    from interfpred.features.chunked import iter_features_parquet
 
     tr = _trace(50, 1, 1)
     write_trace(tr.take(np.argsort(-tr.start_ms, kind="stable")), tmp_path / "rev.parquet")

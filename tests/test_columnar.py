@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from interfpred import InputError, InterfpredError, Trace
-from interfpred.columnar import (
+from interfpred.data.columnar import (
     format_of,
     profiles_from_frame,
     profiles_to_frame,
@@ -117,7 +117,7 @@ def test_profiles_with_missing_counters_shares_and_extras():
 
 @pytest.mark.parametrize("name", ["m.csv", "m.parquet", "m.arrow"])
 def test_measurements_round_trip(tmp_path, name):
-    from interfpred.datasets import load_dataset
+    from interfpred.data.datasets import load_dataset
 
     meas = load_dataset("gavel_v100")
     write_measurements(meas, tmp_path / name)
@@ -143,7 +143,7 @@ def test_without_pyarrow_the_error_names_the_extra(tmp_path, trace):
     trace.to_csv(tmp_path / "t.csv")
     code = (
         "import sys; sys.modules['pyarrow'] = None\n"
-        "from interfpred.columnar import read_trace, write_trace\n"
+        "from interfpred.data.columnar import read_trace, write_trace\n"
         "from interfpred import Trace, InterfpredError\n"
         f"t = read_trace({str(tmp_path / 't.csv')!r})\n"           # CSV still works, standard library
         f"t.to_csv({str(tmp_path / 'u.csv')!r})\n"

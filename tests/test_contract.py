@@ -1,8 +1,8 @@
-"""The shared predictor contract (interfpred.checks) over every registered predictor and parameter set."""
+"""The shared predictor contract (interfpred.evaluation.checks) over every registered predictor and parameter set."""
 
 import pytest
 
-from interfpred.checks import _CHECKS
+from interfpred.evaluation.checks import _CHECKS
 from interfpred.predictors import registered
 
 CASES = [

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from interfpred import InterfpredError
-from interfpred.distributed import (
+from interfpred.experiments.distributed import (
     LinearStatistics,
     evaluate_dask,
     evaluate_partitions,
@@ -19,7 +19,7 @@ from interfpred.distributed import (
     trace_partitions,
     write_device_files,
 )
-from interfpred.model import InterferenceModel
+from interfpred.model.interference import InterferenceModel
 from interfpred.sim.workload import mix_scenario
 
 
@@ -107,8 +107,8 @@ def test_dask_two_worker_processes_equal_the_local_results(data, cluster):
 
 def test_cli_fit_and_evaluate_on_dask(data, cluster, tmp_path, capsys):
     from interfpred.cli import main
-    from interfpred.columnar import write_profiles
-    from interfpred.model import load_model
+    from interfpred.data.columnar import write_profiles
+    from interfpred.model.interference import load_model
 
     trace, prof, folder, _ = data
     write_profiles(prof, tmp_path / "p.parquet")

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from interfpred.entities import Entities
+from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
 
 

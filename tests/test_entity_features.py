@@ -1,12 +1,12 @@
-"""Entities of trace rows (interfpred.entity_features) against a plain-Python reference."""
+"""Entities of trace rows (interfpred.features.entity_features) against a plain-Python reference."""
 
 import numpy as np
 import pytest
 from naive import naive_trace_entities
 
 from interfpred import EWMA, Static, TimeWeighted, Trace
-from interfpred.entity_features import trace_entities
 from interfpred.errors import InterfpredError
+from interfpred.features.entity_features import trace_entities
 from interfpred.sim.workload import mix_scenario
 
 
@@ -54,7 +54,7 @@ def test_bad_key_and_aggregation_refused():
 
 
 def test_older_aggregation_spelling_warns_and_matches():
-    from interfpred.entity_features import RunningEntities
+    from interfpred.features.entity_features import RunningEntities
 
     tr = _random_trace(n=20, seed=3)
     with pytest.warns(DeprecationWarning, match="time-weighted"):

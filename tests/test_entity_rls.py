@@ -260,7 +260,7 @@ def test_unseen_batch_size_of_a_known_model_starts_from_the_model():
 
 def test_tune_priors_chooses_on_the_fit_rows_and_is_saved(tmp_path):
     from interfpred.constants import ENTITY_VAR_SCALES
-    from interfpred.predictors.entity_tuning import select_prior_variances
+    from interfpred.predictors.entity_rls.tuning import select_prior_variances
 
     X, y, ent = _hier_stream(200, 14)
     p = EntityRLS(tune_priors=True).fit(X, y, entities=ent)
@@ -277,7 +277,7 @@ def test_tune_priors_chooses_on_the_fit_rows_and_is_saved(tmp_path):
 
 
 def test_auto_covariance_is_exact_while_small_then_keeps_only_blocks(monkeypatch, tmp_path):
-    import interfpred.predictors._entity_store as store
+    import interfpred.predictors.entity_rls._store as store
 
     monkeypatch.setattr(store, "ENTITY_FULL_MAX_PARAMS", 30)
     X, y, ent = _stream(200, seed=15, names=[f"m{i}" for i in range(8)])

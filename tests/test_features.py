@@ -22,7 +22,8 @@ from interfpred import (
     build_timeline,
     make_extractor,
 )
-from interfpred.features import feature_names, profile_arrays
+from interfpred.data.profiles import profile_arrays
+from interfpred.features import feature_names
 
 MAPS = ("default", "gpulets", "rich")
 COMBINES = ("sum", "max")
@@ -218,7 +219,7 @@ def test_positional_ewma_alpha_warns_and_still_works():
 
 
 def test_kernel_spec_is_public_and_consistent():
-    from interfpred import _timeline_kernels as k
+    from interfpred.features import _timeline_kernels as k
 
     spec = EWMA(alpha=0.25, combine="max").kernel_spec
     assert spec[:3] == (k.MAP_DEFAULT, k.COMBINE_MAX, k.AGG_EWMA) and spec.alpha == pytest.approx(0.25)

@@ -11,7 +11,7 @@ import pytest
 
 from interfpred import InputError, InterfpredError, ProfileTable
 from interfpred.cli import main
-from interfpred.ingest import (
+from interfpred.data.ingest import (
     ManifestEntry,
     example_path,
     profiles_from_runs,
@@ -19,7 +19,7 @@ from interfpred.ingest import (
     unique_profiles,
     write_profiles,
 )
-from interfpred.profiles import Profile
+from interfpred.data.profiles import Profile
 
 REAL = example_path()  # the example Nsight Compute log shipped with the package
 NCU = pathlib.Path(__file__).parent / "data" / "ncu"
@@ -213,7 +213,7 @@ def test_manifest_entries_confined_to_regular_files(tmp_path, entry, match):
 def test_read_kernels_refuses_fifo(tmp_path):
     import os
 
-    from interfpred.ingest import read_kernels
+    from interfpred.data.ingest import read_kernels
 
     os.mkfifo(tmp_path / "f.csv")
     with pytest.raises(InputError, match="not a regular file"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from interfpred._io import atomic_open, atomic_write_text
+from interfpred._core.atomic import atomic_open, atomic_write_text
 from interfpred.errors import InputError, InterfpredError
 
 
@@ -59,7 +59,7 @@ def test_atomic_write_gives_normal_permissions_and_keeps_existing_mode(tmp_path)
 
 
 def test_read_json_refuses_bad_and_binary_files(tmp_path):
-    from interfpred._io import read_json
+    from interfpred._core.atomic import read_json
 
     good = tmp_path / "g.json"
     good.write_text('{"a": [1, 2]}')

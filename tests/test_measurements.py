@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from interfpred import EWMA, InputError, InterfpredError, Measurements, ProfileTable, Static, TimeWeighted, Trace
-from interfpred.datasets import gavel_v100
-from interfpred.datasets.gavel import main as gavel_main
-from interfpred.datasets.gavel import measurements_from_gavel
-from interfpred.run_features import concat_features, measurement_features
+from interfpred.data.datasets import gavel_v100
+from interfpred.data.datasets.gavel import main as gavel_main
+from interfpred.data.datasets.gavel import measurements_from_gavel
+from interfpred.features.measurement_features import concat_features, measurement_features
 
 HEADER = "run,gpu,model,batch_size,share,solo_ms,observed_ms\n"
 

@@ -185,7 +185,7 @@ def test_refused_fit_leaves_the_model_as_it_was(tmp_path):
 def test_manifest_share_column(tmp_path, capsys):
     import shutil
 
-    from interfpred.ingest import example_path
+    from interfpred.data.ingest import example_path
 
     shutil.copy(example_path(), tmp_path / "run.log")   # manifest entries lie in the manifest's folder
     man = tmp_path / "runs.csv"

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from interfpred.errors import InterfpredError
-from interfpred.experiments import metrics
+from interfpred.evaluation import metrics
 
 
 def test_against_direct_definitions():

@@ -1,4 +1,4 @@
-"""Tests of interfpred.model: prequential evaluation, InterferenceModel, model files, fit/evaluate/predict CLI."""
+"""Tests of interfpred.model.interference: prequential evaluation, InterferenceModel, model files, fit/evaluate/predict CLI."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from interfpred import RLS, InterferenceModel, OfflineLinear, OnlineSGD, load_mo
 from interfpred.cli import main
 from interfpred.errors import InterfpredError
 from interfpred.evaluation import prequential
-from interfpred.model import write_predictions
+from interfpred.model.tables import write_predictions
 from interfpred.sim.workload import mix_scenario, write_scenario
 
 
@@ -87,7 +87,7 @@ def test_fit_predict_and_round_trip(tmp_path, scenario):
         assert again.predictor.get_params() == model.predictor.get_params()
         np.testing.assert_array_equal(again.predict_latency(tr, prof), model.predict_latency(tr, prof))
         state = json.loads(path.read_text())
-        assert state["kind"] == "interfpred.model" and state["schema_version"] == 1
+        assert state["kind"] == "interfpred.model.interference" and state["schema_version"] == 1
 
 
 def test_predictions_are_latency_for_either_target(scenario):
@@ -107,18 +107,6 @@ def test_latency_from_features_is_predict_latency_on_the_same_rows(scenario):
     np.testing.assert_allclose(m.latency_from_features(fm), m.predict_latency(tr, prof), rtol=1e-12)
     with pytest.raises(InterfpredError, match="gives no quantiles"):
         m.latency_from_features(fm, quantile=0.9)      # an RLS has no quantiles: the bound path is taken
-
-
-def test_old_import_paths_still_work():
-    from interfpred import evaluation
-    from interfpred.experiments import coverage, metrics
-    from interfpred.model import prequential as model_prequential
-    from interfpred.model import write_measurement_predictions
-
-    assert metrics.accuracy_summary is evaluation.accuracy_summary and metrics.__all__
-    assert coverage.latency_bounds is evaluation.latency_bounds and "run_stamps" in coverage.__all__
-    assert model_prequential is prequential
-    assert write_measurement_predictions.__module__ == "interfpred.prediction_tables"
 
 
 def test_evaluate_online_leaves_model_unchanged(scenario):
@@ -295,8 +283,8 @@ def test_model_file_size_depth_and_fifo_limits(tmp_path):
 def test_published_json_schema_is_current():
     import pathlib
 
-    from interfpred.schema import model_file_json_schema
+    from interfpred._core.schema import model_file_json_schema
 
     path = pathlib.Path(__file__).parent.parent / "docs" / "model-file.schema.json"
     assert json.loads(path.read_text()) == model_file_json_schema(), (
-        "regenerate docs/model-file.schema.json with: python -m interfpred.schema > docs/model-file.schema.json")
+        "regenerate docs/model-file.schema.json with: python -m interfpred._core.schema > docs/model-file.schema.json")

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from naive import naive_details_page, naive_profile_numbers
 
 from interfpred import InputError, InterfpredError
-from interfpred.ingest import (
+from interfpred.data.ingest import (
     KernelTable,
     NcuFormatError,
     example_path,

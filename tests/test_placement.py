@@ -18,7 +18,7 @@ from interfpred import (
     TimeWeighted,
 )
 from interfpred.constants import FLEET_TIE_RTOL
-from interfpred.placement import PlacementCache
+from interfpred.serving.placement import PlacementCache
 from interfpred.sim.zoo import zoo_profiles
 
 
@@ -108,7 +108,7 @@ def test_an_idle_fleet_and_a_full_one():
 
 
 def test_placement_rule_helpers():
-    from interfpred.placement import added_latency, least_added_latency, meets_deadlines
+    from interfpred.serving.placement import added_latency, least_added_latency, meets_deadlines
 
     assert least_added_latency([]) == []
     assert least_added_latency([("a", 5.0), ("b", 4.0)]) == ["b"]

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from interfpred import RLS, GpuletsModel, OfflineLinear, OnlineSGD
-from interfpred._jit import compiled_entry, njit
+from interfpred._core.jit import compiled_entry, njit
 from interfpred.constants import GPULETS_RTX2080TI, PRIOR_SLOWDOWN
-from interfpred.entities import Entities
+from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.predictors import (
     Calibrated,
@@ -185,7 +185,7 @@ def test_compiled_entry_calls_the_compiled_function_and_falls_back_to_the_dispat
 @pytest.mark.parametrize("code", [
     "from interfpred.predictors.registry import make_predictor; print(make_predictor('rls'))",
     "from interfpred.predictors.base import make_predictor; print(make_predictor('online_sgd'))",
-    "from interfpred.predictors.entity_tuning import select_prior_variances; "
+    "from interfpred.predictors.entity_rls.tuning import select_prior_variances; "
     "from interfpred import make_predictor; print(make_predictor('entity_rls', rank=1))",
     "from interfpred.predictors.facades import RiverFacade; print(RiverFacade().predict_one({'a': 1.0}))",
     "from interfpred.predictors.wrappers import RiverRegressor; from interfpred.predictors import registered; "

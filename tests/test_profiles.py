@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from interfpred import InputError, InterfpredError, Profile, ProfileTable
-from interfpred.profiles import table as table_module
+from interfpred.data.profiles import table as table_module
 
 HEADER = "gpu,model,batch_size,solo_ms,sm,l2,dram\n"
 

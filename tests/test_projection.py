@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from naive import naive_feature_map, naive_tracker_projection
 
 from interfpred import InterfpredError
-from interfpred.projection import (
+from interfpred.serving.projection import (
     COMBINE_CODES,
     MAP_CODES,
     project_affine,

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from interfpred import TimeWeighted
-from interfpred.datasets import gavel_v100
+from interfpred.data.datasets import gavel_v100
 from interfpred.evaluation import held_out_mape, leave_one_model_out, run_folds, split_by_run
 from interfpred.experiments import real
 from interfpred.experiments.report import ReproduceContext
+from interfpred.features.measurement_features import measurement_features
 from interfpred.predictors import make_predictor, registered
-from interfpred.run_features import measurement_features
 
 
 @pytest.fixture(scope="module")

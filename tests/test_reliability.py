@@ -81,7 +81,7 @@ def test_nan_state_in_fast_path_raises_instead_of_hanging():
 
 
 def test_affine_projection_is_bounded_for_nan_rates():
-    from interfpred.projection import project_affine_unchecked
+    from interfpred.serving.projection import project_affine_unchecked
 
     dem = np.array([[0.5, 0.5, 0.25], [0.25, 0.5, 0.5]])
     w = np.full(16, np.nan)
@@ -198,7 +198,7 @@ write_scenario(mix_scenario(["vgg19"], rho=0.5, executions=20, seed=2), sys.argv
 
 _KILL_INSIDE_ATOMIC_WRITE = r"""
 import os, signal, sys
-from interfpred._io import atomic_open
+from interfpred._core.atomic import atomic_open
 with atomic_open(sys.argv[1]) as fh:
     fh.write("partial")
     fh.flush()
@@ -226,7 +226,7 @@ def test_killed_folder_swap_is_recovered_by_the_next_run(tmp_path):
     _run_killed(_KILL_BETWEEN_RENAMES, out)
     names = sorted(p.name for p in tmp_path.iterdir())
     assert "sim" not in names and any(n.endswith(".old") for n in names)  # the window the kill hit
-    from interfpred._io import recover
+    from interfpred._core.atomic import recover
 
     recover(out)  # what every later write to ``out`` does first
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sim"]
@@ -237,7 +237,7 @@ def test_killed_folder_swap_is_recovered_by_the_next_run(tmp_path):
 
 
 def test_killed_atomic_write_leaves_nothing_after_the_next_write(tmp_path):
-    from interfpred._io import atomic_write_text
+    from interfpred._core.atomic import atomic_write_text
 
     target = tmp_path / "profiles.csv"
     target.write_text("old")
@@ -252,7 +252,7 @@ def test_killed_atomic_write_leaves_nothing_after_the_next_write(tmp_path):
 def test_live_writers_leftovers_are_not_touched(tmp_path):
     import os
 
-    from interfpred._io import recover
+    from interfpred._core.atomic import recover
 
     mine = tmp_path / f".out.{os.getpid()}.tmp-abc"
     mine.write_text("in progress")
@@ -261,7 +261,7 @@ def test_live_writers_leftovers_are_not_touched(tmp_path):
 
 
 def test_unwritable_out_names_the_target(tmp_path, capsys):
-    from interfpred._io import atomic_write_text
+    from interfpred._core.atomic import atomic_write_text
     from interfpred.cli import main
 
     blocker = tmp_path / "file"
@@ -297,7 +297,7 @@ def test_everything_overlapping_is_refused_during_the_sweep():
 
 def test_member_cap_refuses_long_dense_traces(monkeypatch):
     from interfpred import Trace, build_timeline
-    from interfpred import timeline as tl
+    from interfpred.features import timeline as tl
 
     monkeypatch.setattr(tl, "TIMELINE_MAX_MEMBERS", 100)
     n = 200
@@ -322,7 +322,7 @@ def test_import_works_when_numba_cannot_cache():
         "    warnings.simplefilter('always')\n"
         "    import interfpred, numpy as np\n"
         "    from interfpred import RLS, build_timeline, Trace\n"
-        "    import interfpred.tracker, interfpred.sim.engine, interfpred.sim.contention\n"
+        "    import interfpred.serving.tracker, interfpred.sim.engine, interfpred.sim.contention\n"
         "    RLS().update(np.ones(2), 1.0)\n"
         "msgs = [str(x.message) for x in w if 'cannot cache' in str(x.message)]\n"
         "assert len(msgs) == 1, msgs\n"
@@ -380,7 +380,7 @@ def test_bom_and_lone_cr_are_accepted(tmp_path, capsys):
 
 
 def test_bom_and_lone_cr_in_manifest(tmp_path):
-    from interfpred.ingest import read_manifest
+    from interfpred.data.ingest import read_manifest
 
     (tmp_path / "run.csv").write_text("")
     (tmp_path / "m.csv").write_bytes(b"\xef\xbb\xbffile,gpu,model,batch_size\rrun.csv,l4,m,2\r")
@@ -419,7 +419,7 @@ def test_simulate_negative_seed_and_bench_huge_width(tmp_path, capsys):
 
 
 def test_bench_says_when_a_peer_is_missing(monkeypatch, capsys):
-    from interfpred import benchmarking
+    from interfpred.experiments import benchmarking
 
     monkeypatch.setattr(benchmarking, "missing_peers", lambda: ["padasip"])
     monkeypatch.setattr(benchmarking, "_padasip", lambda d, n, repeats: None)
@@ -471,7 +471,8 @@ class Block(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, Block())
-from interfpred.experiments import scheduling, selection
+from interfpred.experiments import selection
+from interfpred.experiments.scheduling import experiment as scheduling
 selection.REPRODUCE_QUICK_EXECUTIONS = 400
 scheduling.E3_QUICK_LOADS = (1.0, 3.0)
 scheduling.E3_QUICK_REQUESTS = 150
@@ -518,7 +519,7 @@ def test_ingest_messages(tmp_path, capsys):
 
 
 def test_percentages_keep_their_printed_precision():
-    from interfpred.ingest import KernelTable, profile_from_kernels
+    from interfpred.data.ingest import KernelTable, profile_from_kernels
 
     t = KernelTable.from_columns(name=["k"], duration_ms=[0.40624], sm=[10.877 * 0.01], l2=[0.1512],
                                  dram=[0.0074])
@@ -543,8 +544,8 @@ def test_force_message_names_the_flag(tmp_path, capsys):
 
 
 def test_e3_names_the_simulated_gpu(tmp_path, monkeypatch):
-    from interfpred.experiments import scheduling
     from interfpred.experiments.report import ReproduceContext
+    from interfpred.experiments.scheduling import experiment as scheduling
 
     monkeypatch.setattr(scheduling, "E3_QUICK_LOADS", (1.0,))
     monkeypatch.setattr(scheduling, "E3_QUICK_REQUESTS", 100)
@@ -556,7 +557,8 @@ def test_e3_names_the_simulated_gpu(tmp_path, monkeypatch):
 # ---------------------------------------------------------------------------- across CPUs
 _SMALL_REPRODUCE = r"""
 import sys
-from interfpred.experiments import scheduling, selection
+from interfpred.experiments import selection
+from interfpred.experiments.scheduling import experiment as scheduling
 selection.REPRODUCE_QUICK_EXECUTIONS = 600
 scheduling.E3_QUICK_LOADS = (1.0, 3.0)
 scheduling.E3_QUICK_REQUESTS = 200
@@ -646,7 +648,8 @@ def test_frozen_predictors_refuse_update():
 
     from interfpred import GpuletsModel, OfflineLinear
     from interfpred.errors import FrozenPredictorError
-    from interfpred.predictors.adapters import RiverFacade, SklearnRegressor
+    from interfpred.predictors.facades import RiverFacade
+    from interfpred.predictors.wrappers import SklearnRegressor
 
     X = np.random.default_rng(3).random((8, 4))
     y = 1.0 + X @ np.array([0.1, 0.2, 0.3, 0.1])

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from interfpred import InterfpredError, Static
-from interfpred.experiments import scheduling
 from interfpred.experiments.report import ReproduceContext
-from interfpred.experiments.scheduling import POLICIES, fit_pair_models, simulate_serving
-from interfpred.experiments.serving import Batch, ServingSim, project_truth
-from interfpred.experiments.serving_policies import FifoPolicy, GpuletsPolicy, OraclePolicy
+from interfpred.experiments.scheduling import experiment as scheduling
+from interfpred.experiments.scheduling.event_loop import Batch, ServingSim, project_truth
+from interfpred.experiments.scheduling.experiment import POLICIES, fit_pair_models, simulate_serving
+from interfpred.experiments.scheduling.policies import FifoPolicy, GpuletsPolicy, OraclePolicy
 from interfpred.sim.contention import get_gpu_spec
 from interfpred.sim.zoo import zoo_profiles
 

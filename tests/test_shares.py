@@ -16,7 +16,7 @@ from interfpred import (
     Trace,
     make_extractor,
 )
-from interfpred.entities import Entities
+from interfpred.data.entities import Entities
 from interfpred.predictors import GlobalMean, NoInterference, PairMean
 
 

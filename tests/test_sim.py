@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from naive import naive_sim_integrate, naive_sim_rates
 
 from interfpred.errors import InterfpredError
+from interfpred.sim.arrivals import Arrivals, offered_load, poisson_arrivals, simulate_arrivals
 from interfpred.sim.contention import (
     GPU_PRESETS,
     GpuSpec,
@@ -18,17 +19,8 @@ from interfpred.sim.contention import (
     rates,
 )
 from interfpred.sim.engine import simulate, simulate_work
-from interfpred.sim.workload import (
-    PAPER_NEW_MODELS,
-    PAPER_TRAIN_MODELS,
-    Arrivals,
-    mix_scenario,
-    offered_load,
-    paper_scenario,
-    poisson_arrivals,
-    simulate_arrivals,
-)
-from interfpred.sim.zoo import ZOO_MODELS, zoo_profiles
+from interfpred.sim.workload import mix_scenario, paper_scenario
+from interfpred.sim.zoo import PAPER_NEW_MODELS, PAPER_TRAIN_MODELS, ZOO_MODELS, zoo_profiles
 
 L4 = GPU_PRESETS["l4"]
 SPECS = [GPU_PRESETS["l4"], GPU_PRESETS["a100"], GpuSpec(name="x", theta=3.0, epsilon=0.1)]
@@ -269,7 +261,7 @@ def test_simulate_bad_input():
 
 def _renamed_zoo(gpu):
     z = zoo_profiles("l4")
-    from interfpred.profiles import ProfileTable
+    from interfpred.data.profiles import ProfileTable
     return ProfileTable.from_columns(**{k: (list(z.column(k)) if k != "gpu" else [gpu] * len(z))
                                         for k in ("gpu", "model", "batch_size", "solo_ms", "sm", "l2", "dram")})
 

@@ -8,9 +8,9 @@ import os
 import pytest
 
 from interfpred.cli import main
-from interfpred.profiles import ProfileTable
+from interfpred.data.profiles import ProfileTable
+from interfpred.data.trace import Trace
 from interfpred.sim.workload import paper_scenario
-from interfpred.trace import Trace
 
 
 def test_simulate_writes_profiles_and_one_trace_per_set(tmp_path, capsys):

@@ -218,12 +218,12 @@ def test_conversion_script_regenerates_the_shipped_tables(tmp_path):
     src.mkdir()
     for m, (_, b0) in ORION_MODELS.items():
         (src / f"{m}_{b0}_fwd.csv").write_text(to_orion_csv(_shipped(m)), encoding="utf-8")
-    (src / "LICENSE").write_text((ROOT / "interfpred/data/orion/LICENSE").read_text())
+    (src / "LICENSE").write_text((ROOT / "interfpred/data/datasets/orion/LICENSE").read_text())
     out = tmp_path / "out"
     subprocess.run([sys.executable, str(ROOT / "scripts/convert_orion.py"), str(src), "--out", str(out)],
                    check=True, capture_output=True)
     for fname, _ in ORION_MODELS.values():
-        assert (out / fname).read_bytes() == (ROOT / "interfpred/data/orion" / fname).read_bytes()
+        assert (out / fname).read_bytes() == (ROOT / "interfpred/data/datasets/orion" / fname).read_bytes()
 
 
 def test_orion_bad_input():
@@ -290,8 +290,8 @@ def test_orion_paper_scenario_and_operator_profile_file(tmp_path):
 # ---------------------------------------------------------------------------- CLI and reproduce
 def test_cli_simulate_orion_with_operator_profile(tmp_path, capsys):
     from interfpred.cli import main
-    from interfpred.profiles import ProfileTable
-    from interfpred.trace import Trace
+    from interfpred.data.profiles import ProfileTable
+    from interfpred.data.trace import Trace
 
     out = tmp_path / "sim"
     assert main(["simulate", "--gpu", "v100", "--zoo", "orion", "--out", str(out), "--executions", "40",
@@ -323,8 +323,8 @@ def test_reproduce_keeps_the_fluid_truth_selectable(tmp_path):
 
 
 def test_pair_slowdowns_in_steady_state_follow_the_rates():
-    from interfpred.sim.calibration import pair_slowdowns
     from interfpred.sim.contention import rates
+    from interfpred.sim.steady_pairs import pair_slowdowns
 
     spec = GPU_PRESETS["l4"].model_copy(update={"sigma": 0.0})
     z = synthetic_phase_zoo("l4")
@@ -337,7 +337,7 @@ def test_pair_slowdowns_in_steady_state_follow_the_rates():
 
 
 def test_serving_truth_with_hidden_factors_is_the_phase_engine():
-    from interfpred.experiments.serving import GroundTruth
+    from interfpred.experiments.scheduling.event_loop import GroundTruth
 
     spec = GpuSpec(name="tiny", l2_mb=2.0, kappa=2.0)
     dem = np.array([[0.6, 0.5, 0.5], [0.5, 0.6, 0.6], [0.3, 0.2, 0.7]])

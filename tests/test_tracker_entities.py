@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from interfpred import EWMA, ColocationTracker, EntityRLS, TimeWeighted
-from interfpred.entity_features import trace_entities
+from interfpred.features.entity_features import trace_entities
 from interfpred.sim.workload import mix_scenario
 from interfpred.sim.zoo import zoo_profiles
 

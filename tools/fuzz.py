@@ -98,7 +98,7 @@ def seed_files(folder: Path) -> dict[str, Path]:
 def readers() -> dict[str, Callable[[Path], object]]:
     """Reader of each file kind (what ``interfpred`` calls on a user's file)."""
     from interfpred import ProfileTable, Trace, load_model, load_predictor
-    from interfpred.ingest import read_manifest
+    from interfpred.data.ingest import read_manifest
 
     return {"trace": Trace.from_csv, "profiles": ProfileTable.from_csv, "manifest": read_manifest,
             "model": load_model, "predictor": load_predictor}
@@ -159,7 +159,7 @@ write_scenario(mix_scenario(["vgg19"], rho=0.5, executions=int(sys.argv[2]), see
 def kill_trials(n: int, seed: int = 0) -> list[str]:
     """Kill ``write_scenario(force=True)`` at random moments; the output must survive every kill."""
     from interfpred import ProfileTable, Trace
-    from interfpred._io import recover
+    from interfpred._core.atomic import recover
     from interfpred.sim.workload import mix_scenario, write_scenario
 
     rng = random.Random(seed)

@@ -32,8 +32,8 @@ def add_bench(sub: Any) -> None:
 
 def run_bench(args: argparse.Namespace) -> int:
     """Run ``bench``: print the first-call time and the speed table."""
-    from interfpred.benchmarking import first_call_seconds, format_bench, missing_peers, run_bench
-    from interfpred.params import parse_params
+    from interfpred._core.params import parse_params
+    from interfpred.experiments.benchmarking import first_call_seconds, format_bench, missing_peers, run_bench
     from interfpred.predictors import make_predictor
 
     params = parse_params(args.param)

@@ -123,8 +123,8 @@ def per_file(values: list[Any] | None, name: str, n: int, default: Any = None) -
 
 def load_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     """(profiles, trace, measurements) from --profiles, --trace and --measurements (None when absent)."""
-    from interfpred.columnar import read_profiles, read_trace  # CSV, Parquet or Arrow by suffix
-    from interfpred.measurements import Measurements
+    from interfpred.data.columnar import read_profiles, read_trace  # CSV, Parquet or Arrow by suffix
+    from interfpred.data.measurements import Measurements
 
     trace_path = getattr(args, "trace", None)
     meas_path = getattr(args, "measurements", None)
@@ -136,7 +136,7 @@ def load_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     trace = None if trace_path is None else read_trace(trace_path)
     meas: Measurements | None = None
     if meas_path is not None and meas_path.startswith("dataset:"):
-        from interfpred.datasets import load_dataset
+        from interfpred.data.datasets import load_dataset
 
         meas = load_dataset(meas_path.removeprefix("dataset:"))
     elif meas_path is not None:
@@ -147,7 +147,7 @@ def load_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any]:
 def print_summary(summary: Any, title: str, baselines: dict[str, Any] | None = None) -> None:
     """An accuracy summary as a table, the model beside the baselines."""
     from interfpred.evaluation import BASELINE_LABELS
-    from interfpred.experiments.report import text_table
+    from interfpred.evaluation.tables import text_table
 
     baselines = baselines or {}
     header = ["metric", "model", *(BASELINE_LABELS.get(k, k) for k in baselines)]

@@ -24,7 +24,7 @@ def add_datasets(sub: Any) -> None:
 
 def run_datasets(args: argparse.Namespace) -> int:
     """Run ``datasets``: list them, or write the one named."""
-    from interfpred.datasets import DATASETS, load_dataset
+    from interfpred.data.datasets import DATASETS, load_dataset
 
     if args.name is None:
         for name, fn in sorted(DATASETS.items()):

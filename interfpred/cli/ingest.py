@@ -48,7 +48,7 @@ def add_ingest(sub: Any) -> None:
 def run_ingest(args: argparse.Namespace) -> int:
     """Run ``ingest``: the runs' profiles, printed as CSV and written to --out."""
     from interfpred import constants
-    from interfpred.ingest import (
+    from interfpred.data.ingest import (
         ManifestEntry,
         ProfileConflict,
         example_path,
@@ -57,7 +57,7 @@ def run_ingest(args: argparse.Namespace) -> int:
         unique_profiles,
         write_profiles,
     )
-    from interfpred.profiles import ProfileTable
+    from interfpred.data.profiles import ProfileTable
 
     sources = int(bool(args.files)) + int(args.manifest is not None) + int(args.example)
     if sources != 1:

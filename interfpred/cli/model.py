@@ -77,10 +77,10 @@ def add_fit(sub: Any) -> None:
 
 def run_fit(args: argparse.Namespace) -> int:
     """Run ``fit``: build the model, fit it, save it and print its training accuracy."""
+    from interfpred._core.params import parse_params
     from interfpred.constants import MODEL_DEFAULT_EXTRACTOR
     from interfpred.features import make_extractor
-    from interfpred.model import InterferenceModel
-    from interfpred.params import parse_params
+    from interfpred.model.interference import InterferenceModel
     from interfpred.predictors import make_predictor
 
     spec: dict[str, Any] = {"aggregation": args.aggregation, "combine": args.combine, "target": args.target,
@@ -125,8 +125,8 @@ def run_fit(args: argparse.Namespace) -> int:
 
 def _dask_inputs(args: argparse.Namespace) -> tuple[Any, list[str]]:
     """(profiles, partitions' files) for --dask: a Parquet trace in files, profiles in any format."""
-    from interfpred.columnar import read_profiles
-    from interfpred.distributed import trace_files
+    from interfpred.data.columnar import read_profiles
+    from interfpred.experiments.distributed import trace_files
 
     if args.trace is None or args.profiles is None:
         raise InterfpredError("--dask needs --trace (Parquet files: a folder, a glob or a file) and --profiles")
@@ -138,8 +138,8 @@ def _dask_inputs(args: argparse.Namespace) -> tuple[Any, list[str]]:
 
 
 def _run_fit_dask(args: argparse.Namespace, spec: dict[str, Any], predictor: Any) -> int:
-    from interfpred.distributed import fit_dask
-    from interfpred.model import InterferenceModel
+    from interfpred.experiments.distributed import fit_dask
+    from interfpred.model.interference import InterferenceModel
 
     if args.measurement_weight is not None:
         raise InterfpredError("--measurement-weight does not apply with --dask (traces only)")
@@ -185,7 +185,7 @@ def add_evaluate(sub: Any) -> None:
 
 def run_evaluate(args: argparse.Namespace) -> int:
     """Run ``evaluate``: the model's accuracy (and bounds' coverage) beside the baselines."""
-    from interfpred.model import load_model
+    from interfpred.model.interference import load_model
 
     if args.split is not None:
         return _run_split(args)
@@ -204,7 +204,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     print_summary(ev.summary, f"{'online (prequential)' if args.online else 'offline'} evaluation of "
                               f"{args.model_file} on {n} {what}", ev.baselines)
     if args.quantiles:
-        from interfpred.calibration import evaluate_coverage, format_coverage
+        from interfpred.experiments.model_coverage import evaluate_coverage, format_coverage
 
         cov = evaluate_coverage(model, trace, profiles, args.quantiles, measurements=meas, online=args.online,
                                 skip=args.warmup)
@@ -215,7 +215,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 
 def _run_evaluate_dask(args: argparse.Namespace, model: Any) -> int:
-    from interfpred.distributed import evaluate_dask
+    from interfpred.experiments.distributed import evaluate_dask
 
     profiles, files = _dask_inputs(args)
     ev = evaluate_dask(files, profiles, model, online=args.online, address=args.dask or None,
@@ -229,7 +229,7 @@ def _run_evaluate_dask(args: argparse.Namespace, model: Any) -> int:
 def _run_split(args: argparse.Namespace) -> int:
     from interfpred.constants import E4_REPEATS
     from interfpred.experiments.real import split_table
-    from interfpred.model import InterferenceModel, load_model
+    from interfpred.model.interference import InterferenceModel, load_model
 
     if args.measurements is None or args.trace is not None:
         raise InterfpredError("--split evaluates inside one --measurements file (not a trace)")
@@ -265,7 +265,8 @@ def add_predict(sub: Any) -> None:
 
 def run_predict(args: argparse.Namespace) -> int:
     """Run ``predict``: write the predictions file."""
-    from interfpred.model import load_model, write_measurement_predictions, write_predictions
+    from interfpred.model.interference import load_model
+    from interfpred.model.tables import write_measurement_predictions, write_predictions
 
     if args.model_file is None:
         raise InterfpredError(f"--model-file is required (a {_MODEL_FILE_HELP})")

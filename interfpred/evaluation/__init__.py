@@ -1,6 +1,6 @@
 """Evaluation: accuracy metrics, the baselines, prequential loops, held-out splits, bound coverage.
 
-The layer below :mod:`interfpred.model`, shared by the model, the CLI and the experiments. Every
+The layer below :mod:`interfpred.model.interference`, shared by the model, the CLI and the experiments. Every
 accuracy number interfpred prints stands beside the three baselines (no interference, global
 mean, per-pair mean) computed on the same rows in the same run.
 

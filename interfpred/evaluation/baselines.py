@@ -3,12 +3,12 @@
 The baselines are no interference, the global mean and the per-pair mean, computed on the same
 rows in the same run as the model they are shown beside. Predictors that learn per-model terms
 set ``uses_entities``; :func:`call` passes them the rows'
-:class:`~interfpred.entities.Entities` and every other predictor never sees it.
+:class:`~interfpred.data.entities.Entities` and every other predictor never sees it.
 
 Examples
 --------
 >>> import numpy as np
->>> from interfpred.entities import Entities
+>>> from interfpred.data.entities import Entities
 >>> X = np.zeros((4, 1)); y = np.array([2.0, 1.0, 2.0, 1.0])
 >>> ent = Entities.from_lists(["a", "b", "a", "b"], [{"b": 1.0}, {"a": 1.0}] * 2)
 >>> base = fit_baselines(X, y, entities=ent)
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from interfpred.constants import BASELINE_KINDS
-from interfpred.entities import Entities
+from interfpred.data.entities import Entities
 from interfpred.predictors import BasePredictor, make_predictor
 
 __all__ = ["BASELINE_LABELS", "call", "fit_baselines", "make_baselines"]

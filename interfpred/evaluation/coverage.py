@@ -113,7 +113,7 @@ def prequential_bounds(predictor: Any, X: np.ndarray, y: np.ndarray, solo_ms: np
     With ``start_ms``/``end_ms`` the feedback is delayed as in a live system: row ``i`` is
     predicted with what finished at or before its launch. ``predictor`` is updated in place (its
     calibration learns even when its point predictions are frozen). ``entities`` (an
-    :class:`~interfpred.entities.Entities` table of the rows) reach a predictor that uses them.
+    :class:`~interfpred.data.entities.Entities` table of the rows) reach a predictor that uses them.
     """
     X = np.ascontiguousarray(X, dtype=np.float64)
     y = np.ascontiguousarray(y, dtype=np.float64)

@@ -6,7 +6,7 @@ co-runner.
 
 Examples
 --------
->>> from interfpred.datasets import gavel_v100
+>>> from interfpred.data.datasets import gavel_v100
 >>> [f.label for f in run_folds(gavel_v100(), "pair", repeats=2)]
 ['seed 0', 'seed 1']
 """
@@ -18,12 +18,12 @@ from typing import NamedTuple
 import numpy as np
 
 from interfpred.constants import E4_TRAIN_SHARE
+from interfpred.data.measurements import Measurements
 from interfpred.errors import InterfpredError
 from interfpred.evaluation.baselines import call
 from interfpred.evaluation.metrics import mape
 from interfpred.evaluation.prequential import prequential_runs
 from interfpred.features import Extractor, FeatureMatrix
-from interfpred.measurements import Measurements
 from interfpred.predictors import BasePredictor
 
 __all__ = ["Fold", "held_out_mape", "leave_one_model_out", "run_folds", "split_by_run"]
@@ -45,7 +45,7 @@ def split_by_run(measurements: Measurements, *, train_share: float = E4_TRAIN_SH
 
     Examples
     --------
-    >>> from interfpred.datasets import gavel_v100
+    >>> from interfpred.data.datasets import gavel_v100
     >>> m = gavel_v100()
     >>> f = split_by_run(m, seed=1)
     >>> int(f.train.sum()), int(f.test.sum()), bool((f.train ^ f.test).all())
@@ -68,7 +68,7 @@ def leave_one_model_out(measurements: Measurements) -> list[Fold]:
 
     Examples
     --------
-    >>> from interfpred.datasets import gavel_v100
+    >>> from interfpred.data.datasets import gavel_v100
     >>> [f.label for f in leave_one_model_out(gavel_v100())][:3]
     ['A3C', 'CycleGAN', 'LM']
     """
@@ -107,8 +107,8 @@ def held_out_mape(fm: FeatureMatrix, extractor: Extractor, run_code: np.ndarray,
     Examples
     --------
     >>> from interfpred import TimeWeighted
-    >>> from interfpred.datasets import gavel_v100
-    >>> from interfpred.run_features import measurement_features
+    >>> from interfpred.data.datasets import gavel_v100
+    >>> from interfpred.features.measurement_features import measurement_features
     >>> m = gavel_v100(); ex = TimeWeighted(feature_map="shares")
     >>> fm = measurement_features(ex, m)
     >>> fold = split_by_run(m, seed=0)

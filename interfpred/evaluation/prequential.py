@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from interfpred.entities import Entities
+from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.evaluation.baselines import call
 from interfpred.predictors import BasePredictor

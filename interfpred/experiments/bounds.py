@@ -31,23 +31,19 @@ from interfpred.constants import (
     E3_PAIR_BATCHES,
     REPRODUCE_TRAIN_SHARE,
 )
-from interfpred.entities import Entities
+from interfpred.data.entities import Entities
+from interfpred.data.profiles import ProfileTable
 from interfpred.evaluation.coverage import (
     baseline_bounds,
     coverage_rows,
     prequential_bounds,
 )
-from interfpred.experiments.pairs import simulate_pairs
+from interfpred.evaluation.tables import markdown_table, text_table
 from interfpred.experiments.paper import E2_SETS, scenario_for
-from interfpred.experiments.report import (
-    ReproduceContext,
-    Section,
-    markdown_table,
-    text_table,
-)
+from interfpred.experiments.report import ReproduceContext, Section
+from interfpred.experiments.scheduling.pairs import simulate_pairs
 from interfpred.features import TimeWeighted, transform_many
 from interfpred.predictors import RLS, Calibrated
-from interfpred.profiles import ProfileTable
 from interfpred.sim.contention import GpuSpec
 from interfpred.sim.operators import HiddenFactors
 
@@ -162,7 +158,7 @@ def fit_calibrated_pair_model(profiles: ProfileTable, spec: GpuSpec, *, seed: in
     """A Calibrated RLS (time-weighted rich map, target rate) fitted on simulated pairs, for E3 policy (e).
 
     The pairs of :func:`simulate_pairs` (the pair data of
-    :func:`interfpred.experiments.scheduling.fit_pair_models`). ``params`` go to :class:`Calibrated`.
+    :func:`interfpred.experiments.scheduling.experiment.fit_pair_models`). ``params`` go to :class:`Calibrated`.
 
     Examples
     --------

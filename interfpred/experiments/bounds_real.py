@@ -1,6 +1,6 @@
 """E4 coverage: calibrated latency bounds on real co-location measurements (Gavel's V100 pairs).
 
-The real pairs of :func:`interfpred.datasets.gavel_v100` in two online settings of E4 (split by
+The real pairs of :func:`interfpred.data.datasets.gavel_v100` in two online settings of E4 (split by
 run; a stream with a new model halfway): coverage of the 0.9 and 0.99 latency bounds pooled over
 every test row of every fold, for a point predictor wrapped three ways (ACI, ACI with per-model
 groups, the fixed split-conformal bound) beside the quantile baseline. docs/results.md describes
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from interfpred.constants import CALIBRATED_WARMUP, COVERAGE_GOAL_SLACK, E4_QUICK_REPEATS, E4_REPEATS
-from interfpred.datasets import gavel_v100
+from interfpred.data.datasets import gavel_v100
 from interfpred.evaluation import run_folds
 from interfpred.evaluation.coverage import (
     baseline_bounds,
@@ -31,17 +31,13 @@ from interfpred.evaluation.coverage import (
     prequential_bounds,
     run_stamps,
 )
+from interfpred.evaluation.tables import markdown_table, text_table
 from interfpred.experiments.bounds import COVERAGE_QUANTILES, COVERAGE_TOLERANCE
 from interfpred.experiments.real import new_model_streams
-from interfpred.experiments.report import (
-    ReproduceContext,
-    Section,
-    markdown_table,
-    text_table,
-)
+from interfpred.experiments.report import ReproduceContext, Section
 from interfpred.features import TimeWeighted
+from interfpred.features.measurement_features import measurement_features
 from interfpred.predictors import Calibrated, registered
-from interfpred.run_features import measurement_features
 
 __all__ = ["run_e4_coverage"]
 

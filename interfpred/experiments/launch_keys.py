@@ -4,7 +4,7 @@ A per-pair baseline predicts an execution's slowdown from earlier executions of 
 beside the same co-runners.  On a trace, the co-runners known when an execution launches are those
 already running then (later arrivals are not known yet), so the experiments key each row by its
 model and the models running at its launch, and hand that to entity-aware predictors
-(:class:`~interfpred.predictors.baselines.PairMean`) as an :class:`~interfpred.entities.Entities`
+(:class:`~interfpred.predictors.baselines.PairMean`) as an :class:`~interfpred.data.entities.Entities`
 table.
 
 Examples
@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from interfpred.entities import Entities
-from interfpred.timeline import build_timeline
-from interfpred.trace import Trace
+from interfpred.data.entities import Entities
+from interfpred.data.trace import Trace
+from interfpred.features.timeline import build_timeline
 
 __all__ = ["launch_entities", "launch_keys"]
 

@@ -8,7 +8,7 @@ count only. docs/results.md describes the protocol with its table.
 
 Examples
 --------
->>> from interfpred.datasets import gavel_v100
+>>> from interfpred.data.datasets import gavel_v100
 >>> from interfpred.evaluation import run_folds
 >>> m = gavel_v100()
 >>> ex = TimeWeighted(feature_map="shares", target="rate")
@@ -25,14 +25,15 @@ from typing import Any
 import numpy as np
 
 from interfpred.constants import BASELINE_KINDS, E4_QUICK_REPEATS, E4_REPEATS, E4_TARGETS, E4_TRAIN_SHARE
-from interfpred.datasets import gavel_v100
+from interfpred.data.datasets import gavel_v100
+from interfpred.data.measurements import Measurements
+from interfpred.data.profiles import ProfileTable
 from interfpred.evaluation import BASELINE_LABELS, Fold, held_out_mape, run_folds
-from interfpred.experiments.report import ReproduceContext, Section, markdown_table, text_table
+from interfpred.evaluation.tables import markdown_table, text_table
+from interfpred.experiments.report import ReproduceContext, Section
 from interfpred.features import Extractor, TimeWeighted
-from interfpred.measurements import Measurements
+from interfpred.features.measurement_features import measurement_features
 from interfpred.predictors import BasePredictor, make_predictor, registered
-from interfpred.profiles import ProfileTable
-from interfpred.run_features import measurement_features
 
 __all__ = ["e4_methods", "new_model_streams", "run_e4", "score_methods", "split_table"]
 
@@ -46,7 +47,7 @@ def new_model_streams(measurements: Measurements, *, seed: int = 0) -> list[Fold
 
     Examples
     --------
-    >>> from interfpred.datasets import gavel_v100
+    >>> from interfpred.data.datasets import gavel_v100
     >>> m = gavel_v100()
     >>> f = new_model_streams(m)[0]
     >>> f.label, bool((m.model[f.train] != "A3C").all()), bool((m.model[f.test] == "A3C").any())

@@ -1,15 +1,13 @@
-"""Building blocks of ``interfpred reproduce``: the run context, report sections, tables.
+"""Building blocks of ``interfpred reproduce``: the run context and report sections.
 
 Each experiment is a function ``run_eN(ctx: ReproduceContext) -> Section``; the reproduce
 driver runs them in order, prints each section's terminal text and writes ``report.md``. The
-table helpers live in :mod:`interfpred.evaluation.tables` and are importable from here too.
+table helpers live in :mod:`interfpred.evaluation.tables`.
 
 Examples
 --------
->>> print(markdown_table(["method", "MSE"], [["RLS", 0.5]]))
-| method | MSE |
-|---|---|
-| RLS | 0.5 |
+>>> Section("E0 example", "terminal text", "markdown text").title
+'E0 example'
 """
 
 from __future__ import annotations
@@ -19,9 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from interfpred.constants import SIM_PHASED_DEFAULT_GPU
-from interfpred.evaluation.tables import format_cell, markdown_table, text_table
 
-__all__ = ["ReproduceContext", "Section", "format_cell", "markdown_table", "text_table"]
+__all__ = ["ReproduceContext", "Section"]
 
 
 def _silent(message: str) -> None:

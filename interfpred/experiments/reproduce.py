@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from interfpred._io import recover, staged_folder
+from interfpred._core.atomic import recover, staged_folder
 from interfpred._version import __version__
 from interfpred.constants import SIM_DEFAULT_GPU, SIM_DEFAULT_TRUTH, SIM_PHASED_DEFAULT_GPU, SIM_TRUTHS
 from interfpred.errors import InterfpredError
@@ -45,7 +45,7 @@ from interfpred.experiments.bounds_real import run_e4_coverage
 from interfpred.experiments.paper import run_e1, run_e2
 from interfpred.experiments.real import run_e4
 from interfpred.experiments.report import ReproduceContext, Section
-from interfpred.experiments.scheduling import run_e3
+from interfpred.experiments.scheduling.experiment import run_e3
 from interfpred.sim.contention import get_gpu_spec
 from interfpred.sim.orion import phase_zoo
 

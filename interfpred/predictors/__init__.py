@@ -7,8 +7,8 @@ second), so they are loaded on first use.
 
 from interfpred.predictors.base import BasePredictor, FrozenPredictor, LinearForm, Predictor
 from interfpred.predictors.baselines import GlobalMean, NoInterference, PairMean
-from interfpred.predictors.calibrated import Calibrated
-from interfpred.predictors.entity_rls import EntityRLS
+from interfpred.predictors.calibrated.estimator import Calibrated
+from interfpred.predictors.entity_rls.estimator import EntityRLS
 from interfpred.predictors.gpulets import GpuletsModel, gpulets_utilisation
 from interfpred.predictors.linear import OfflineLinear
 from interfpred.predictors.registry import (

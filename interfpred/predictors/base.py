@@ -34,7 +34,7 @@ from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
-from interfpred._io import atomic_write_text, read_json
+from interfpred._core.atomic import atomic_write_text, read_json
 from interfpred.constants import PRIOR_SLOWDOWN, SCHEMA_VERSION
 from interfpred.errors import FrozenPredictorError, InterfpredError
 from interfpred.predictors.inputs import (
@@ -133,7 +133,7 @@ class BasePredictor(abc.ABC):
     #: Fixed input width, if the predictor defines one (gpulets: 4); None means any.
     fixed_width: ClassVar[int | None] = None
     #: Whether ``fit``/``predict``/``update`` accept ``entities=`` (an
-    #: :class:`~interfpred.entities.Entities` table naming the models each row involves).
+    #: :class:`~interfpred.data.entities.Entities` table naming the models each row involves).
     #: Callers pass entities only to predictors that set this; the others never see them.
     uses_entities: ClassVar[bool] = False
     #: Whether saved states hold a pickle (wrapped third-party models): loading them needs ``trusted=True``.
@@ -154,7 +154,7 @@ class BasePredictor(abc.ABC):
 
     @classmethod
     def contract_params(cls) -> list[dict[str, Any]]:
-        """Parameter sets the shared contract suite (:mod:`interfpred.checks`) runs this predictor with."""
+        """Parameter sets the shared contract suite (:mod:`interfpred.evaluation.checks`) runs this predictor with."""
         return copy.deepcopy(cls._contract_params)
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:

@@ -2,13 +2,13 @@
 
 :class:`NoInterference` (slowdown 1, always), :class:`GlobalMean` (the running mean of every
 target) and :class:`PairMean` (the running mean per model and co-runner models, read from an
-:class:`~interfpred.entities.Entities` table) follow the contract of every predictor and ignore
+:class:`~interfpred.data.entities.Entities` table) follow the contract of every predictor and ignore
 the feature values, so a model that loses to one of them has learned less than a table of averages.
 
 Examples
 --------
 >>> import numpy as np
->>> from interfpred.entities import Entities
+>>> from interfpred.data.entities import Entities
 >>> X = np.zeros((4, 2)); y = np.array([2.0, 4.0, 1.5, 3.0])
 >>> ent = Entities.from_lists(["a", "a", "b", "a"], [{"b": 1.0}, {"b": 1.0}, {"a": 1.0}, {"c": 1.0}])
 >>> NoInterference().fit(X, y).predict(X[0])
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from interfpred.constants import PRIOR_SLOWDOWN
-from interfpred.entities import Entities
+from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.predictors.base import BasePredictor
 from interfpred.predictors.inputs import as_rows, as_targets, as_weights, check_entities
@@ -193,7 +193,7 @@ class PairMean(BasePredictor):
 
     Examples
     --------
-    >>> from interfpred.entities import Entities
+    >>> from interfpred.data.entities import Entities
     >>> ent = Entities.from_lists(["a", "b"], [{"b": 1.0}, {"a": 1.0}])
     >>> p = PairMean()
     >>> p.update([[0.0], [0.0]], [2.0, 1.2], entities=ent)

@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from interfpred._core.schema import check_predictor_file, check_schema_version
 from interfpred.constants import FEATURE_ABS_MAX, TARGET_ABS_MAX
-from interfpred.entities import Entities
+from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
-from interfpred.schema import check_predictor_file, check_schema_version
 
 __all__ = ["as_rows", "as_targets", "as_weights", "check_learnable", "check_positive", "check_flag",
            "check_entities", "check_state_header", "state_array", "state_count", "is_integer", "NDARRAY", "F64"]
@@ -139,7 +139,7 @@ def check_flag(owner: Any, *names: str) -> None:
 
 
 def check_entities(entities: Any, n: int) -> Entities | None:
-    """``entities`` (None, or an :class:`~interfpred.entities.Entities` table of ``n`` rows), checked."""
+    """``entities`` (None, or an :class:`~interfpred.data.entities.Entities` table of ``n`` rows), checked."""
     if entities is None:
         return None
     if not isinstance(entities, Entities):

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from interfpred._io import read_json
+from interfpred._core.atomic import read_json
 from interfpred.errors import InterfpredError
 from interfpred.predictors.inputs import check_state_header
 
@@ -122,7 +122,7 @@ def load_predictor(path: str | os.PathLike[str], *, trusted: bool = False) -> Ba
     (``kind`` ``"river"`` or ``"sklearn"``) are stored pickled, and unpickling runs whatever
     code the file names: they are refused unless ``trusted=True``, which you should pass only
     for files you wrote yourself.  Files are validated against
-    :class:`~interfpred.schema.PredictorFile` and capped in size and nesting first.
+    :class:`~interfpred._core.schema.PredictorFile` and capped in size and nesting first.
 
     Parameters
     ----------

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from interfpred._jit import njit
+from interfpred._core.jit import njit
 
 __all__ = ["advance", "event_scratch", "retire", "time_to_next_finish"]
 

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
 from interfpred.sim.contention import GpuSpec
-from interfpred.trace import Trace
 
 __all__ = ["check_seed", "check_times", "device_codes", "engine_plan", "execution_columns", "sorted_trace"]
 

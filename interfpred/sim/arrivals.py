@@ -22,10 +22,10 @@ from typing import cast
 
 import numpy as np
 
-from interfpred._deprecation import renamed_attribute, renamed_keywords
+from interfpred._core.deprecation import renamed_attribute, renamed_keywords
 from interfpred.constants import SIM_DEFAULT_GPU
+from interfpred.data.profiles import ProfileTable
 from interfpred.errors import InterfpredError
-from interfpred.profiles import ProfileTable
 from interfpred.sim._executions import check_seed
 from interfpred.sim.contention import GpuSpec, get_gpu_spec
 from interfpred.sim.engine import SimResult, simulate

@@ -32,8 +32,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from interfpred._deprecation import renamed_keywords
-from interfpred._jit import njit
+from interfpred._core.deprecation import renamed_keywords
+from interfpred._core.jit import njit
 from interfpred.constants import (
     BOUNDARY_RTOL,
     SIM_DEFAULT_GPU,

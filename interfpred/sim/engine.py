@@ -28,11 +28,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from interfpred._deprecation import renamed_keywords
-from interfpred._jit import njit
+from interfpred._core.deprecation import renamed_keywords
+from interfpred._core.jit import njit
 from interfpred.constants import SIM_DEFAULT_GPU, SIM_FINISH_RTOL
+from interfpred.data.profiles import ProfileTable
+from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
-from interfpred.profiles import ProfileTable
 from interfpred.sim._event_kernels import advance, event_scratch, retire, time_to_next_finish
 from interfpred.sim._executions import (
     check_seed,
@@ -44,7 +45,6 @@ from interfpred.sim._executions import (
 )
 from interfpred.sim.contention import GpuSpec, check_fits, get_gpu_spec, rates_kernel
 from interfpred.sim.zoo import zoo_profiles
-from interfpred.trace import Trace
 
 __all__ = ["SimResult", "simulate", "simulate_work", "noisy_work"]
 
@@ -263,7 +263,7 @@ def simulate(
     Returns
     -------
     SimResult
-        ``.trace`` (a :class:`~interfpred.trace.Trace` sorted by launch, with ``solo_ms`` = noisy
+        ``.trace`` (a :class:`~interfpred.data.trace.Trace` sorted by launch, with ``solo_ms`` = noisy
         solo work) and ``.arrival_ms`` aligned with it.
 
     Examples

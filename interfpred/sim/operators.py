@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from interfpred._jit import njit
+from interfpred._core.jit import njit
 from interfpred.constants import (
     SIM_FOOTPRINT_PER_SAMPLE_MB,
     SIM_FOOTPRINT_WEIGHTS_MB,
@@ -35,8 +35,8 @@ from interfpred.constants import (
     SIM_HIDING_RANGE,
     SIM_HIDING_SIGMA,
 )
+from interfpred.data.profiles import ProfileTable
 from interfpred.errors import InterfpredError
-from interfpred.profiles import ProfileTable
 
 __all__ = ["Program", "HiddenFactors", "PhaseZoo", "draw_hidden", "merge_phases"]
 

@@ -1,7 +1,7 @@
 """Model families of the phase-structured simulator: Orion's real operator tables, and the synthetic zoo.
 
 **orion**: seven inference passes measured operator by operator on a V100-16GB by Orion (Strati et
-al., EuroSys 2024; MIT licence, shipped in ``interfpred/data/orion/`` with its notice), with
+al., EuroSys 2024; MIT licence, shipped in ``interfpred/data/datasets/orion/`` with its notice), with
 demands *derived* from each operator's roofline class and SM occupancy, and other batch sizes
 scaled from the file's. **synthetic**: the synthetic zoo (:mod:`interfpred.sim.zoo`), each
 (model, batch) one operator with the profile's demands. Both carry hidden per-model factors
@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from interfpred._io import atomic_open
+from interfpred._core.atomic import atomic_open
 from interfpred.constants import (
     ORION_DEMANDS,
     ORION_MIN_OP_MS,
@@ -40,8 +40,8 @@ from interfpred.constants import (
     SIM_PHASED_DEFAULT_GPU,
     SIM_TRUTHS,
 )
+from interfpred.data.profiles import ProfileTable
 from interfpred.errors import InterfpredError
-from interfpred.profiles import ProfileTable
 from interfpred.sim.contention import GpuSpec
 from interfpred.sim.operators import PhaseZoo, Program, draw_hidden
 from interfpred.sim.zoo import (
@@ -173,7 +173,7 @@ def read_operator_table(path_or_file) -> OrionTable:
 @functools.cache
 def _shipped(model: str) -> OrionTable:
     fname, _ = ORION_MODELS[model]
-    path = resources.files("interfpred") / "data" / "orion" / fname
+    path = resources.files("interfpred") / "data" / "datasets" / "orion" / fname
     return read_operator_table(io.StringIO(path.read_text(encoding="utf-8"), newline=""))
 
 

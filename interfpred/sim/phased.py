@@ -31,8 +31,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from interfpred._deprecation import renamed_keywords
-from interfpred._jit import njit
+from interfpred._core.deprecation import renamed_keywords
+from interfpred._core.jit import njit
 from interfpred.constants import SIM_DEFAULT_GPU, SIM_FINISH_RTOL, SIM_MAX_PHASES, SIM_PHASED_DEFAULT_GPU
 from interfpred.errors import InterfpredError
 from interfpred.sim._event_kernels import advance, event_scratch, retire, time_to_next_finish

@@ -2,7 +2,7 @@
 
 A scenario is named traces (each from Poisson arrivals, :mod:`interfpred.sim.arrivals`, run
 through an engine) and the profiles they were simulated from; see docs/simulator.md for the sets
-and the ground truths. The arrival helpers are importable from here too.
+and the ground truths.
 
 Examples
 --------
@@ -20,9 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from interfpred._deprecation import renamed_keywords
-from interfpred._io import recover, staged_folder
-from interfpred.columnar import write_profiles, write_trace
+from interfpred._core.atomic import recover, staged_folder
+from interfpred._core.deprecation import renamed_keywords
 from interfpred.constants import (
     SCHEMA_VERSION,
     SIM_DEFAULT_EXECUTIONS,
@@ -33,29 +32,18 @@ from interfpred.constants import (
     SIM_RHO_MODERATE,
     SIM_RHO_STRESS,
 )
+from interfpred.data.columnar import write_profiles, write_trace
+from interfpred.data.profiles import ProfileTable
+from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
-from interfpred.profiles import ProfileTable
 from interfpred.sim._executions import check_seed
-from interfpred.sim.arrivals import Arrivals, BatchSpec, offered_load, poisson_arrivals, simulate_arrivals
+from interfpred.sim.arrivals import Arrivals, BatchSpec, poisson_arrivals, simulate_arrivals
 from interfpred.sim.contention import GpuSpec, get_gpu_spec
 from interfpred.sim.operators import PhaseZoo
 from interfpred.sim.orion import paper_sets, scenario_family
-from interfpred.sim.zoo import PAPER_BATCH_SIZES, PAPER_NEW_MODELS, PAPER_TRAIN_MODELS
-from interfpred.trace import Trace
+from interfpred.sim.zoo import PAPER_BATCH_SIZES
 
-__all__ = [
-    "PAPER_NEW_MODELS",
-    "PAPER_TRAIN_MODELS",
-    "Arrivals",
-    "Scenario",
-    "check_seed",
-    "mix_scenario",
-    "offered_load",
-    "paper_scenario",
-    "poisson_arrivals",
-    "simulate_arrivals",
-    "write_scenario",
-]
+__all__ = ["Scenario", "mix_scenario", "paper_scenario", "write_scenario"]
 
 
 @dataclass(frozen=True)
@@ -255,7 +243,7 @@ def write_scenario(scenario: Scenario, out: str | os.PathLike[str], *, force: bo
 
     The files are written into a temporary folder beside ``out`` which replaces it only once
     complete, so ``out`` is never left half-written; a run killed at any point leaves the old
-    ``out`` (or a leftover the next run puts back and cleans up: :func:`interfpred._io.recover`).  An existing non-empty ``out`` is refused unless
+    ``out`` (or a leftover the next run puts back and cleans up: :func:`interfpred._core.atomic.recover`).  An existing non-empty ``out`` is refused unless
     ``force`` (then it is replaced as a whole).  Returns the file names written.
 
     Examples

@@ -24,8 +24,8 @@ from typing import Any, cast
 import numpy as np
 
 from interfpred.constants import SIM_DEFAULT_GPU
+from interfpred.data.profiles import ProfileTable
 from interfpred.errors import InterfpredError
-from interfpred.profiles import ProfileTable
 from interfpred.sim.contention import GPU_PRESETS
 
 __all__ = ["ZOO_MODELS", "ZOO_HARDWARE", "ZOO_BATCH_SIZES", "PAPER_BATCH_SIZES", "PAPER_HETERO_BATCHES",

@@ -1,0 +1,390 @@
+"""Columnar I/O: traces, profiles, measurements and predictions as Parquet, Arrow and pandas DataFrames.
+
+Everything here needs pyarrow (and pandas for DataFrames), the optional extra
+``pip install 'interfpred[parquet]'``; without it the functions raise
+:class:`~interfpred.errors.InterfpredError` naming the extra. :func:`read_trace`,
+:func:`write_trace`, :func:`read_profiles` and the other readers and writers pick the format
+from the suffix (``.parquet``/``.pq``, ``.arrow``/``.feather``, anything else CSV) and write
+atomically. Formats, fallbacks and speed: docs/scale.md ("Columnar files").
+
+Examples
+--------
+>>> import pathlib, tempfile
+>>> from interfpred.sim.workload import mix_scenario
+>>> tr = mix_scenario(["vgg19"], rho=0.5, executions=20).traces["trace"]
+>>> path = pathlib.Path(tempfile.mkdtemp()) / "t.parquet"
+>>> write_trace(tr, path)
+>>> read_trace(path) == tr
+True
+>>> trace_to_frame(tr).columns.tolist()[:4]
+['id', 'device', 'model', 'batch_size']
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from typing import Any
+
+import numpy as np
+
+from interfpred._core.arrow import have_pyarrow, require_pyarrow, write_csv
+from interfpred._core.atomic import atomic_open
+from interfpred.constants import (
+    COLUMNAR_SUFFIXES,
+    CSV_BLOCK_BYTES,
+    PROFILE_COLUMNS,
+    TRACE_COLUMNS,
+    TRACE_OPTIONAL_COLUMNS,
+)
+from interfpred.data.measurements import Measurements
+from interfpred.data.profiles import ProfileTable
+from interfpred.data.trace import Trace, current_header
+from interfpred.errors import InterfpredError
+
+__all__ = [
+    "format_of",
+    "have_pyarrow",
+    "profiles_from_frame",
+    "profiles_to_frame",
+    "read_measurements",
+    "read_profiles",
+    "read_trace",
+    "trace_from_arrow",
+    "trace_from_frame",
+    "trace_to_arrow",
+    "trace_to_frame",
+    "write_measurements",
+    "write_predictions_table",
+    "write_profiles",
+    "write_trace",
+    "write_trace_csv",
+]
+
+
+
+def _pa(what: str):
+    return require_pyarrow(what)
+
+
+def format_of(path: str | os.PathLike[str]) -> str:
+    """``"parquet"``, ``"arrow"`` or ``"csv"`` from a path's suffix.
+
+    Examples
+    --------
+    >>> format_of("a/b.PARQUET"), format_of("x.feather"), format_of("t.csv")
+    ('parquet', 'arrow', 'csv')
+    """
+    low = os.fspath(path).lower()
+    for fmt, suffixes in COLUMNAR_SUFFIXES.items():
+        if low.endswith(suffixes):
+            return fmt
+    return "csv"
+
+
+# ---------------------------------------------------------------------------- generic tables
+def _read_table(path: str | os.PathLike[str], fmt: str, what: str, columns: list[str] | None = None):
+    pa = _pa(f"reading {what} {os.fspath(path)}")
+    if not os.path.exists(path):
+        raise InterfpredError(f"{os.fspath(path)}: no such file")
+    try:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            return pq.read_table(path, columns=columns)
+        from pyarrow import feather
+
+        return feather.read_table(path, columns=columns)
+    except (pa.ArrowInvalid, pa.ArrowKeyError, OSError, KeyError) as exc:
+        raise InterfpredError(f"{os.fspath(path)}: cannot read it as {fmt}: {exc}") from None
+
+
+def _write_table(table: Any, path: str | os.PathLike[str], fmt: str) -> None:
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        with atomic_open(path, "wb") as fh:
+            pq.write_table(table, fh)
+    elif fmt == "arrow":
+        from pyarrow import feather
+
+        with atomic_open(path, "wb") as fh:
+            feather.write_feather(table, fh, compression="uncompressed")
+    else:
+        _write_csv(table, path)
+
+
+_write_csv = write_csv
+
+
+def _strings(col: Any) -> np.ndarray:
+    """A pyarrow string or dictionary column as a numpy unicode array (through its dictionary: fast)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_dictionary(col.type):
+        col = pc.dictionary_encode(col)
+    col = col.unify_dictionaries() if hasattr(col, "unify_dictionaries") else col
+    chunks = col.chunks if hasattr(col, "chunks") else [col]
+    if not chunks:
+        return np.array([], dtype=str)
+    names = np.asarray(chunks[0].dictionary.cast(pa.string()).to_numpy(zero_copy_only=False), dtype=str)
+    idx = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks])
+    return names[idx]
+
+
+# ---------------------------------------------------------------------------- traces
+def trace_to_arrow(trace: Trace):
+    """The trace as a ``pyarrow.Table`` (its CSV columns, ``solo_ms``/``share`` when present)."""
+    pa = _pa("trace_to_arrow")
+    cols = trace.columns()
+    names = [c for c in (*TRACE_COLUMNS, *TRACE_OPTIONAL_COLUMNS) if c in cols]
+    out = {}
+    for c in names:
+        if c in ("device", "model"):
+            labels, codes = trace.codes(c)
+            out[c] = pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)), pa.array(list(labels),
+                                                                                                pa.string()))
+        else:
+            out[c] = pa.array(cols[c])
+    return pa.table(out)
+
+
+def trace_from_arrow(table: Any, *, path: str | os.PathLike[str] | None = None,
+                     _first_line: int | None = None) -> Trace:
+    """A :class:`Trace` from a ``pyarrow.Table`` with the CSV's columns (extra columns ignored; a
+    device column named ``gpu``, as written by earlier versions, is read as ``device``).
+
+    ``_first_line``: the table was read from the CSV file ``path`` whose row i is on line
+    ``_first_line + i``; later messages about a row then name the file and line.
+    """
+    pa = _pa("trace_from_arrow")
+    where = f"{os.fspath(path)}: " if path is not None else ""
+    names = current_header(table.column_names)
+    if names != table.column_names:
+        table = table.rename_columns(names)
+    missing = [c for c in TRACE_COLUMNS if c not in table.column_names]
+    if missing:
+        raise InterfpredError(f"{where}missing column(s) {', '.join(missing)}; columns are "
+                              f"{','.join(table.column_names)}")
+    cols: dict[str, Any] = {}
+    for c in (*TRACE_COLUMNS, *TRACE_OPTIONAL_COLUMNS):
+        if c not in table.column_names:
+            continue
+        col = table.column(c)
+        if col.null_count:
+            row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+            raise InterfpredError(f"{where}row {row}: {c} is missing")
+        if c in ("device", "model") or (c == "id" and not pa.types.is_integer(col.type)):
+            cols[c] = _strings(col)
+        else:
+            try:
+                cols[c] = col.to_numpy() if c == "id" else np.asarray(col.cast(pa.float64()).to_numpy(),
+                                                                      dtype=np.float64)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                raise InterfpredError(f"{where}column {c} has type {col.type}, expected numbers") from None
+    if _first_line is not None and path is not None:
+        cols["_path"] = path
+        cols["_lines"] = range(_first_line, _first_line + table.num_rows)
+    try:
+        return Trace(**cols)
+    except InterfpredError as exc:
+        raise InterfpredError(f"{where}{exc}") from None
+
+
+def trace_to_frame(trace: Trace):
+    """The trace as a pandas DataFrame (one row per execution)."""
+    return trace_to_arrow(trace).to_pandas()
+
+
+def trace_from_frame(frame: Any) -> Trace:
+    """A :class:`Trace` from a pandas DataFrame with the CSV's columns; errors name the 0-based row.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"id": [1, 2], "device": "gpu0", "model": "vgg19", "batch_size": [4, 8],
+    ...                    "start_ms": [0.0, 1.0], "end_ms": [5.0, 0.5]})
+    >>> trace_from_frame(df)
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: row 1 (id 2): end_ms 0.5 is before start_ms 1.0
+    """
+    pa = _pa("trace_from_frame")
+    return trace_from_arrow(pa.Table.from_pandas(frame, preserve_index=False))
+
+
+def _read_trace_csv_fast(path: str | os.PathLike[str]) -> Trace | None:
+    """pyarrow's CSV reader for a clean trace with integer ids; None when it cannot read the file
+    that way (the caller then falls back to the standard reader, whose errors name the line)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
+
+    with open(path, "rb") as fh:
+        raw_header = fh.readline().decode("utf-8", "replace").rstrip("\r\n").split(",")
+    header = current_header(raw_header)
+    if any(h != h.strip() or not h for h in header) or any(c not in header for c in TRACE_COLUMNS):
+        return None
+    wanted = [c for c in (*TRACE_COLUMNS, *TRACE_OPTIONAL_COLUMNS) if c in header]
+    label = pa.dictionary(pa.int32(), pa.string())
+    types = {c: pa.int64() if c == "id" else label if c in ("device", "model") else pa.float64() for c in wanted}
+    if header != raw_header:                  # an older file: read its device column under the name it has
+        old = dict(zip(header, raw_header))
+        wanted = [old[c] for c in wanted]
+        types = {old[c]: t for c, t in types.items()}
+    try:
+        table = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(
+            include_columns=wanted, column_types=types, strings_can_be_null=False, quoted_strings_can_be_null=False),
+            # No blank lines and no line breaks inside cells: row i is then on line i + 2.
+            parse_options=pcsv.ParseOptions(newlines_in_values=False, ignore_empty_lines=False),
+            read_options=pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError):
+        return None                           # string ids, bad cells, ragged rows: the standard reader
+    table = table.rename_columns(current_header(table.column_names))
+    for c in ("device", "model"):
+        col = table.column(c)
+        for chunk in col.chunks:
+            d = chunk.dictionary
+            if len(d) and pc.any(pc.not_equal(d, pc.utf8_trim_whitespace(d))).as_py():
+                return None                   # cells with blanks: the standard reader strips them
+            if len(d) and pc.max(pc.binary_length(d)).as_py() > csv.field_size_limit():
+                return None                   # a field the standard reader refuses: it names the line
+    try:
+        return trace_from_arrow(table, path=path, _first_line=2)
+    except InterfpredError:
+        return None
+
+
+def read_trace(path: str | os.PathLike[str]) -> Trace:
+    """Read a trace from CSV, Parquet or Arrow (by suffix; see the module docstring).
+
+    Raises
+    ------
+    InterfpredError
+        Unreadable file, missing columns, or an invalid execution (CSV errors name the line).
+    """
+    fmt = format_of(path)
+    if fmt != "csv":
+        return trace_from_arrow(_read_table(path, fmt, "a trace"), path=path)
+    if have_pyarrow() and os.path.isfile(path):
+        fast = _read_trace_csv_fast(path)
+        if fast is not None:
+            return fast
+    return Trace.from_csv(path)
+
+
+def write_trace_csv(trace: Trace, path: str | os.PathLike[str]) -> None:
+    """Write the trace as CSV with pyarrow's writer (same columns as ``Trace.to_csv``), atomically."""
+    trace.to_csv(path, engine="pyarrow")
+
+
+def write_trace(trace: Trace, path: str | os.PathLike[str]) -> None:
+    """Write the trace as CSV, Parquet or Arrow (by suffix), atomically."""
+    fmt = format_of(path)
+    if fmt == "csv":
+        trace.to_csv(path)     # pyarrow's writer when installed, else the standard library
+        return
+    _write_table(trace_to_arrow(trace), path, fmt)
+
+
+# ---------------------------------------------------------------------------- profiles
+def profiles_to_frame(profiles: ProfileTable):
+    """The profile table as a pandas DataFrame: the tidy CSV's columns, ``share``, then any extra
+    columns (missing counters as NaN)."""
+    import pandas as pd
+
+    names = [*PROFILE_COLUMNS, "share", *profiles.extra_columns]
+    return pd.DataFrame({c: np.array(profiles.column(c)) for c in names})
+
+
+def profiles_from_frame(frame: Any, *, path: str | os.PathLike[str] | None = None) -> ProfileTable:
+    """A :class:`ProfileTable` from a DataFrame with the tidy CSV's columns, validated like the CSV
+    (errors name the 1-based row; other columns are kept as extra text columns).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"gpu": ["l4"], "model": ["a"], "batch_size": [1], "solo_ms": [2.0],
+    ...                    "sm": [0.5], "l2": [0.25], "dram": [0.125]})
+    >>> profiles_from_frame(df).lookup("a", 1).solo_ms
+    2.0
+    >>> profiles_from_frame(df.assign(sm=[1.5]))
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InputError: row 1: sm 1.5 must be a fraction of peak in [0, 1] (divide Nsight's % by 100), or empty if not measured
+    """
+    names = [str(c) for c in frame.columns]
+    missing = [c for c in ("gpu", "model", "batch_size", "solo_ms") if c not in names]
+    if missing:
+        where = f"{os.fspath(path)}: " if path is not None else ""
+        raise InterfpredError(f"{where}missing column(s) {', '.join(missing)}; columns are {','.join(names)}")
+
+    def num(c: str):
+        return None if c not in names else np.asarray(frame[c], dtype=np.float64)
+
+    extra: dict[str, Any] = {c: np.asarray(frame[c]).astype(str) for c in names
+                             if c not in (*PROFILE_COLUMNS, "share")}
+    gpu: Any = np.asarray(frame["gpu"])
+    model: Any = np.asarray(frame["model"])
+    return ProfileTable.from_columns(
+        gpu=gpu, model=model, batch_size=num("batch_size"),
+        solo_ms=num("solo_ms"), sm=num("sm"), l2=num("l2"), dram=num("dram"), share=num("share"), extra=extra,
+        path=path, lines=list(range(1, len(frame) + 1)))
+
+
+def read_profiles(path: str | os.PathLike[str]) -> ProfileTable:
+    """Read a profile table from CSV, Parquet or Arrow (by suffix)."""
+    fmt = format_of(path)
+    if fmt == "csv":
+        return ProfileTable.from_csv(path)
+    return profiles_from_frame(_read_table(path, fmt, "profiles").to_pandas(), path=path)
+
+
+def write_profiles(profiles: ProfileTable, path: str | os.PathLike[str]) -> None:
+    """Write a profile table as CSV, Parquet or Arrow (by suffix), atomically."""
+    fmt = format_of(path)
+    if fmt == "csv":
+        profiles.to_csv(path)
+        return
+    pa = _pa(f"writing {os.fspath(path)}")
+    _write_table(pa.Table.from_pandas(profiles_to_frame(profiles), preserve_index=False), path, fmt)
+
+
+# ---------------------------------------------------------------------------- measurements
+def read_measurements(path: str | os.PathLike[str]) -> Measurements:
+    """Read measurement runs from CSV, Parquet or Arrow (by suffix)."""
+    fmt = format_of(path)
+    if fmt == "arrow":
+        return Measurements.from_frame(_read_table(path, fmt, "measurements").to_pandas(), path=path)
+    return Measurements.read(path)
+
+
+def write_measurements(measurements: Measurements, path: str | os.PathLike[str]) -> None:
+    """Write measurement runs as CSV, Parquet or Arrow (by suffix), atomically."""
+    fmt = format_of(path)
+    if fmt == "arrow":
+        pa = _pa(f"writing {os.fspath(path)}")
+        _write_table(pa.Table.from_pandas(measurements.to_frame(), preserve_index=False), path, fmt)
+    else:
+        measurements.write(path)
+
+
+# ---------------------------------------------------------------------------- predictions
+def write_predictions_table(columns: dict[str, Any], path: str | os.PathLike[str]) -> int:
+    """Write named prediction columns (equal lengths) as CSV, Parquet or Arrow (by suffix); returns rows.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "pred.parquet"
+    >>> write_predictions_table({"id": [1, 2], "predicted_latency_ms": [3.5, 4.25]}, p)
+    2
+    >>> import pandas as pd
+    >>> pd.read_parquet(p)["predicted_latency_ms"].tolist()
+    [3.5, 4.25]
+    """
+    pa = _pa(f"writing {os.fspath(path)}")
+    table = pa.table({k: pa.array(np.asarray(v)) for k, v in columns.items()})
+    _write_table(table, path, format_of(path))
+    return table.num_rows

@@ -1,0 +1,81 @@
+"""Profiled runs to solo profiles: one profile per run, duplicates across files resolved.
+
+:func:`profiles_from_runs` reads each run's Nsight Compute file and sums it into a profile,
+remembering where it came from; :func:`unique_profiles` keeps one profile per
+(gpu, model, batch_size, share) key: the same numbers from two runs collapse to one, different
+numbers are refused naming both places. ``interfpred ingest`` is these two calls; see
+docs/profiling.md.
+
+Examples
+--------
+>>> from interfpred import Profile
+>>> a = Profile(gpu="l4", model="m", batch_size=1, solo_ms=1.0, sm=0.1, l2=0.1, dram=0.1)
+>>> kept = unique_profiles([(a, "run1.csv"), (a, "run2.csv")])
+>>> [where for _, where in kept.values()]
+['run1.csv']
+>>> unique_profiles([(a, "run1.csv"), (a.model_copy(update={"solo_ms": 2.0}), "run2.csv")])
+Traceback (most recent call last):
+...
+interfpred.errors.InterfpredError: run2.csv: profile for (gpu='l4', model='m', batch_size=1) disagrees with the one from run1.csv: solo_ms 2 vs 1
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from interfpred.data.ingest.launches import profile_from_kernels
+from interfpred.data.ingest.ncu import read_kernels
+from interfpred.data.ingest.tables import ManifestEntry, ProfileKey, profile_key
+from interfpred.data.profiles import Profile
+from interfpred.errors import InterfpredError
+
+__all__ = ["profiles_from_runs", "unique_profiles"]
+
+
+def profiles_from_runs(entries: Iterable[ManifestEntry], *, share: float | None = None,
+                       manifest: str | os.PathLike[str] | None = None) -> list[tuple[Profile, str]]:
+    """One profile per profiled run, each with where it came from.
+
+    ``where`` is ``"<manifest> line N"`` when ``manifest`` (the file the entries were read from)
+    is given, else the run's file; an error about a run starts with it. ``share`` (MPS active
+    thread percentage in (0, 100]) applies to every run whose entry does not give its own.
+    """
+    if share is not None and not 0.0 < share <= 100.0:
+        raise InterfpredError(f"share {share:g} must be an MPS active thread percentage in (0, 100]")
+    out: list[tuple[Profile, str]] = []
+    for e in entries:
+        kernels = read_kernels(e.file)
+        where = f"{os.fspath(manifest)} line {e.line}" if manifest is not None else e.file
+        try:
+            prof = profile_from_kernels(
+                kernels, gpu=e.gpu, model=e.model, batch_size=e.batch_size, iterations=e.iterations,
+                kernel_filter=e.kernel_filter, nvtx_filter=e.nvtx_filter)
+        except InterfpredError as exc:
+            raise InterfpredError(f"{where}: {exc}") from None
+        run_share = share if e.share is None else e.share
+        if run_share is not None:
+            prof = prof.model_copy(update={"share": float(run_share)})
+        out.append((prof, where))
+    return out
+
+
+def unique_profiles(sourced: Iterable[tuple[Profile, str]]) -> dict[ProfileKey, tuple[Profile, str]]:
+    """One profile per key, in first-seen order, each with where it came from.
+
+    A key seen again with an equal profile keeps the first; with a different one it is an
+    :class:`~interfpred.InterfpredError` naming both places.
+    """
+    seen: dict[ProfileKey, tuple[Profile, str]] = {}
+    for prof, where in sourced:
+        key = profile_key(prof)
+        if key in seen:
+            other, other_where = seen[key]
+            if other != prof:
+                raise InterfpredError(
+                    f"{where}: profile for (gpu={prof.gpu!r}, model={prof.model!r}, batch_size="
+                    f"{prof.batch_size}) disagrees with the one from {other_where}: solo_ms "
+                    f"{prof.solo_ms:.6g} vs {other.solo_ms:.6g}")
+            continue
+        seen[key] = (prof, where)
+    return seen

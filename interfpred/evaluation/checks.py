@@ -1,0 +1,431 @@
+"""The shared predictor contract, as checks any predictor can be run through.
+
+Each ``check_*`` takes a *fresh* predictor (it clones it before use, so the argument is never
+changed) and raises ``AssertionError`` on a breach.  :func:`yield_checks` lists them and
+:func:`check_predictor` runs all; tests/test_contract.py runs them over every registered
+predictor and each of its test parameter sets.
+
+Examples
+--------
+>>> from interfpred import RLS
+>>> check_predictor(RLS(forgetting=0.99))
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from interfpred.constants import BASELINE_KINDS
+from interfpred.data.entities import Entities
+from interfpred.errors import FrozenPredictorError, InterfpredError
+from interfpred.predictors import load_predictor
+
+__all__ = ["yield_checks", "check_predictor"]
+
+
+def _width(p: Any) -> int:
+    return getattr(p, "fixed_width", None) or 3
+
+
+def _stream(p: Any, n: int = 200, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A noiseless linear stream of throughput-like features."""
+    rng = np.random.default_rng(seed)
+    d = _width(p)
+    X = rng.random((n, d))
+    w = np.linspace(0.5, 1.5, d)
+    return X, 1.0 + X @ w
+
+
+def _trained(p: Any, n: int = 200) -> Any:
+    q = p.clone()
+    X, y = _stream(q, n)
+    q.fit(X, y)
+    return q
+
+
+def _expect_refusal(fn: Callable[[], Any], what: str) -> None:
+    try:
+        fn()
+    except InterfpredError:
+        return
+    except ValueError as exc:  # still a ValueError, but not ours
+        raise AssertionError(f"{what}: raised a plain ValueError, expected InterfpredError: {exc}") from None
+    raise AssertionError(f"{what}: no ValueError raised")
+
+
+def _update(q: Any, X: Any, y: Any) -> None:
+    """``q.update(X, y)``; for a frozen predictor, check that it is refused instead.
+
+    The no-interference baseline is a constant by definition, not a learner that silently
+    ignores data: its update accepts valid rows and changes nothing.
+    """
+    if q.learns_online or getattr(q, "kind", "") == "no_interference":
+        q.update(X, y)
+        return
+    try:
+        q.update(X, y)
+    except FrozenPredictorError:
+        return
+    raise AssertionError(f"{q!r} is frozen (learns_online false) but update() did not raise FrozenPredictorError")
+
+
+def check_params_and_repr(p: Any) -> None:
+    """get_params matches the constructor; repr survives clone."""
+    import inspect
+
+    q = p.clone()
+    sig = inspect.signature(type(q).__init__)
+    # keyword-only hyperparameters, plus a wrapper's leading positional-or-keyword one (the wrapped predictor)
+    kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    names = [n for n, par in sig.parameters.items() if n != "self" and par.kind in kinds]
+    assert list(q.get_params()) == names, f"get_params keys {list(q.get_params())} != constructor {names}"
+    assert repr(q) == repr(p), f"repr changed by clone: {q!r} vs {p!r}"
+    assert repr(_trained(p).clone()) == repr(p)
+    assert type(q)(**q.get_params()).get_params().keys() == q.get_params().keys()
+
+
+def check_prior(p: Any) -> None:
+    """A fresh predictor predicts a finite prior for one row and for a batch."""
+    q = p.clone()
+    X, _ = _stream(q, 5)
+    one = q.predict(X[0])
+    assert isinstance(one, float) and np.isfinite(one), f"prior {one!r} is not a finite float"
+    many = q.predict(X)
+    assert many.shape == (5,) and np.isfinite(many).all()
+
+
+def check_input_not_changed_or_kept(p: Any) -> None:
+    """The input arrays are neither modified nor kept (changing them later has no effect)."""
+    q = p.clone()
+    X, y = _stream(q, 50)
+    X0, y0 = X.copy(), y.copy()
+    q.fit(X, y)
+    _update(q, X, y)
+    q.predict(X)
+    assert np.array_equal(X, X0) and np.array_equal(y, y0), "input arrays were modified"
+    before = q.predict(X0)
+    X[:] = 7.0
+    y[:] = -3.0
+    assert np.array_equal(q.predict(X0), before), "predictor kept a reference to the input"
+
+
+def check_width_change_refused(p: Any) -> None:
+    """A changed feature count raises ValueError, for predict and update, and changes nothing."""
+    q = _trained(p)
+    d = q.n_features_in_
+    state = pickle.dumps(q)
+    for bad in (np.zeros(d + 1), np.zeros((2, d + 1)), np.zeros(max(d - 1, 1) if d > 1 else 2)):
+        _expect_refusal(lambda: q.predict(bad), f"predict with {bad.shape}")
+        _expect_refusal(lambda: q.update(bad, np.zeros(bad.shape[0]) if bad.ndim == 2 else 1.0),
+                        f"update with {bad.shape}")
+    assert pickle.dumps(q) == state, "state changed on a refused call"
+
+
+def check_nonfinite_refused(p: Any) -> None:
+    """NaN/inf in X or y, non-numeric X and a y of the wrong length raise and leave state unchanged."""
+    for fresh in (True, False):
+        q = p.clone() if fresh else _trained(p)
+        X, y = _stream(q, 4)
+        state = pickle.dumps(q)
+        for bad_value in (np.nan, np.inf, -np.inf):
+            Xb = X.copy()
+            Xb[2, 1] = bad_value
+            _expect_refusal(lambda: q.update(Xb, y), f"update with X containing {bad_value}")
+            _expect_refusal(lambda: q.update(Xb[2], 1.0), f"single-row update with {bad_value}")
+            _expect_refusal(lambda: q.predict(Xb), f"predict with {bad_value}")
+            _expect_refusal(lambda: q.predict(Xb[2]), f"single-row predict with {bad_value}")
+            yb = y.copy()
+            yb[3] = bad_value
+            _expect_refusal(lambda: q.update(X, yb), f"update with y containing {bad_value}")
+            _expect_refusal(lambda: q.update(X[0], float(bad_value)), f"single-row update with y={bad_value}")
+        _expect_refusal(lambda: q.update(X, y[:-1]), "y of the wrong length")
+        _expect_refusal(lambda: q.update(X.astype(str).astype(object) + "x", y), "non-numeric X")
+        _expect_refusal(lambda: q.predict(np.zeros((2, 2, 2))), "3-d X")
+        assert pickle.dumps(q) == state, "state changed on a refused call"
+
+
+def check_batch_predict_equals_rows(p: Any) -> None:
+    """``predict`` on a batch equals row-by-row ``predict``."""
+    for q in (p.clone(), _trained(p)):
+        X, _ = _stream(q, 20, seed=1)
+        batch = q.predict(X)
+        rows = np.array([q.predict(x) for x in X])
+        np.testing.assert_allclose(batch, rows, rtol=1e-12, atol=1e-12)
+
+
+def check_batch_update_equals_loop(p: Any) -> None:
+    """Batch ``update`` equals a loop of single-row updates."""
+    a, b = _trained(p, 20), _trained(p, 20)
+    X, y = _stream(a, 60, seed=2)
+    _update(a, X, y)
+    for x, t in zip(X, y):
+        _update(b, x, float(t))
+    Xt, _ = _stream(a, 10, seed=3)
+    np.testing.assert_allclose(a.predict(Xt), b.predict(Xt), rtol=1e-12, atol=1e-12)
+
+
+def check_clone_fresh_and_independent(p: Any) -> None:
+    """A clone is untrained and learning in it does not affect the original."""
+    q = _trained(p)
+    X, y = _stream(q, 30, seed=4)
+    before = q.predict(X)
+    c = q.clone()
+    fresh = p.clone()
+    np.testing.assert_array_equal(c.predict(X), fresh.predict(X))
+    c.fit(X, y * 2.0)
+    _update(c, X, y * 3.0)
+    np.testing.assert_array_equal(q.predict(X), before)
+
+
+def check_persistence(p: Any) -> None:
+    """save/load, to_state/from_state and pickle round-trips give identical predictions."""
+    for q in (p.clone(), _trained(p)):
+        X, y = _stream(q, 30, seed=5)
+        ref = q.predict(X)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "p.json"
+            q.save(path)
+            trusted = bool(getattr(q, "stores_pickle", False))
+            if trusted:  # a pickled state is refused unless the caller vouches for the file
+                try:
+                    load_predictor(path)
+                except InterfpredError:
+                    pass
+                else:
+                    raise AssertionError("a pickled predictor state loaded without trusted=True")
+            r = type(q).load(path, trusted=trusted)
+            s = load_predictor(path, trusted=trusted)
+        t = pickle.loads(pickle.dumps(q))
+        u = type(q).from_state(copy.deepcopy(q.to_state()), trusted=trusted)
+        for other in (r, s, t, u):
+            assert type(other) is type(q) and repr(other) == repr(q)
+            np.testing.assert_array_equal(other.predict(X), ref)
+        # and they keep learning identically
+        if q.learns_online:
+            q2 = pickle.loads(pickle.dumps(q))
+            q2.update(X, y)
+            r.update(X, y)
+            np.testing.assert_array_equal(r.predict(X), q2.predict(X))
+
+
+def check_fixed_size_state(p: Any) -> None:
+    """State size does not grow with the stream.
+
+    Sizes are compared after 300 and after 4,300 updates; a few bytes of slack allow for
+    integer counters, whose pickled encoding widens (256 -> 65,535), not for per-sample state.
+    """
+    q = _trained(p, 20)
+    X, y = _stream(q, 4300, seed=6)
+    _update(q, X[:300], y[:300])
+    size = len(pickle.dumps(q))
+    _update(q, X[300:4100], y[300:4100])
+    for x, t in zip(X[4100:], y[4100:]):
+        _update(q, x, float(t))
+    grown = len(pickle.dumps(q)) - size
+    assert grown <= 8, f"state grew by {grown} bytes over 4,000 updates"
+
+
+def check_frozen_update_refused(p: Any) -> None:
+    """A frozen predictor's ``update`` raises FrozenPredictorError and changes nothing; an online one learns."""
+    q = _trained(p)
+    X, y = _stream(q, 20, seed=8)
+    before = q.predict(X)
+    if q.learns_online:
+        q.update(X, y * 2.0)
+        assert not np.array_equal(q.predict(X), before), "an online predictor's update changed nothing"
+        return
+    _update(q, X, y * 2.0)
+    _update(q, X[0], float(y[0]) * 2.0)
+    np.testing.assert_array_equal(q.predict(X), before)
+
+
+def check_beats_running_mean(p: Any) -> None:
+    """On a noiseless linear stream an online predictor beats a running-mean baseline (prequential).
+
+    The baselines themselves (``BASELINE_KINDS``) are exempt: they ignore the features by design.
+    """
+    if not p.learns_online or getattr(p, "kind", "") in BASELINE_KINDS:
+        return
+    q = p.clone()
+    X, y = _stream(q, 1500, seed=7)
+    err_model = err_mean = 0.0
+    mean, n = 0.0, 0
+    for x, t in zip(X, y):
+        err_model += (q.predict(x) - t) ** 2
+        err_mean += (mean - t) ** 2
+        q.update(x, float(t))
+        n += 1
+        mean += (t - mean) / n
+    assert err_model < err_mean, f"prequential SSE {err_model:.4g} not below running mean's {err_mean:.4g}"
+
+
+def _entity_stream(p: Any, n: int = 120, seed: int = 0) -> tuple[np.ndarray, np.ndarray, Any]:
+    """A stream with entities: five models, 0-2 weighted co-runners per row (some rows alone)."""
+    X, y = _stream(p, n, seed)
+    rng = np.random.default_rng(seed + 100)
+    names = ["m0", "m1", "m2", "m3", "modèle-4"]
+    own = [names[i] for i in rng.integers(0, 5, n)]
+    co = [{names[j]: float(rng.choice([0.5, 1.0, 2.0])) for j in rng.choice(5, int(rng.integers(0, 3)),
+                                                                                   replace=False)}
+          for _ in range(n)]
+    bump = np.array([0.1 * names.index(o) + sum(0.05 * w for w in c.values()) for o, c in zip(own, co)])
+    return X, y + bump, Entities.from_lists(own, co)
+
+
+def check_entities(p: Any) -> None:
+    """With entities (predictors that use them): batch equals rows and loops, refusals change nothing,
+    persistence keeps predictions and learning, and rows without entities still predict."""
+    if not getattr(p, "uses_entities", False):
+        return
+    q = p.clone()
+    X, y, ent = _entity_stream(q)
+    one = q.predict(X[0], entities=ent.take([0]))
+    assert isinstance(one, float) and np.isfinite(one), f"prior {one!r} with entities is not a finite float"
+    a, b = p.clone(), p.clone()
+    a.fit(X[:40], y[:40], entities=ent.take(np.arange(40)))
+    b.fit(X[:40], y[:40], entities=ent.take(np.arange(40)))
+    a.update(X[40:], y[40:], entities=ent.take(np.arange(40, len(y))))
+    for i in range(40, len(y)):
+        b.update(X[i], float(y[i]), entities=ent.take([i]))
+    Xt, _, et = _entity_stream(p, 30, seed=9)
+    batch = a.predict(Xt, entities=et)
+    rows = np.array([a.predict(Xt[i], entities=et.take([i])) for i in range(len(Xt))])
+    np.testing.assert_allclose(batch, rows, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(b.predict(Xt, entities=et), batch, rtol=1e-12, atol=1e-12)
+    assert np.isfinite(a.predict(Xt)).all()
+    state = pickle.dumps(a)
+    Xb = Xt.copy()
+    Xb[3, 1] = np.nan
+    for bad, what in ((lambda: a.update(Xt, np.ones(len(Xt)), entities=et.take([0, 1])), "entities of the wrong length"),
+                      (lambda: a.update(Xt[:1], np.ones(1), entities=["m0"]), "entities not an Entities table"),
+                      (lambda: a.predict(Xt, entities=et.take([0])), "predict with entities of the wrong length"),
+                      (lambda: a.update(Xb, np.ones(len(Xt)), entities=et), "update with NaN and new entities"),
+                      (lambda: a.update(Xb[3], 1.0, entities=et.take([3])), "single-row update with NaN")):
+        _expect_refusal(bad, what)
+    assert pickle.dumps(a) == state, "state changed on a refused call with entities"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "p.json"
+        a.save(path)
+        r = type(a).load(path)
+    np.testing.assert_array_equal(r.predict(Xt, entities=et), batch)
+    if a.learns_online:
+        a.update(Xt, np.full(len(Xt), 1.5), entities=et)
+        r.update(Xt, np.full(len(Xt), 1.5), entities=et)
+        np.testing.assert_array_equal(r.predict(Xt, entities=et), a.predict(Xt, entities=et))
+
+
+def _entities(n: int, seed: int = 0) -> Entities:
+    """Own and co-runner entities of ``n`` rows over four names (0 to 2 co-runners, weights 0.5 to 2)."""
+    rng = np.random.default_rng(seed)
+    names = ["a", "b", "c", "d"]
+    own = [names[i] for i in rng.integers(0, 4, n)]
+    co = [{names[j]: float(rng.choice([0.5, 1.0, 2.0])) for j in rng.choice(4, size=rng.integers(0, 3), replace=False)}
+          for _ in range(n)]
+    return Entities.from_lists(own, co)
+
+
+def check_entities_contract(p: Any) -> None:
+    """Entity-aware predictors (``uses_entities``) work with and without ``entities=``.
+
+    With entities: finite prior, batch predict equals row-by-row predict, batch update equals a
+    loop of single-row updates, unseen names predict finite values, save/load and pickle keep the
+    predictions. A table of the wrong length or type is refused and leaves the state unchanged.
+    Without entities every call still works. Other predictors are not checked here.
+    """
+    if not getattr(p, "uses_entities", False):
+        return
+    q = p.clone()
+    X, y = _stream(q, 120, seed=8)
+    ent = _entities(120, seed=8)
+    one = q.predict(X[0], entities=ent.take([0]))
+    assert isinstance(one, float) and np.isfinite(one), f"prior with entities {one!r} is not a finite float"
+    q.fit(X, y, entities=ent)
+    batch = q.predict(X, entities=ent)
+    assert batch.shape == (120,) and np.isfinite(batch).all()
+    rows = np.array([q.predict(X[i], entities=ent.take([i])) for i in range(20)])
+    np.testing.assert_allclose(batch[:20], rows, rtol=1e-12, atol=1e-12)
+    assert np.isfinite(q.predict(X)).all(), "predict without entities is not finite"
+    unseen = Entities.from_lists(["zz"] * 3, [{"yy": 1.0}, {}, {"a": 1.0}])
+    assert np.isfinite(q.predict(X[:3], entities=unseen)).all(), "unseen entities give non-finite predictions"
+    state = pickle.dumps(q)
+    _expect_refusal(lambda: q.update(X, y, entities=ent.take(np.arange(10))), "update with 10 entity rows for 120")
+    _expect_refusal(lambda: q.predict(X, entities=ent.take([0])), "predict with 1 entity row for 120")
+    _expect_refusal(lambda: q.fit(X, y, entities=ent.take(np.arange(5))), "fit with 5 entity rows for 120")
+    _expect_refusal(lambda: q.update(X, y, entities="a"), "entities that are not an Entities table")
+    assert pickle.dumps(q) == state, "state changed on a refused call"
+    a, b = pickle.loads(state), pickle.loads(state)
+    X2, y2 = _stream(q, 40, seed=9)
+    e2 = _entities(40, seed=9)
+    a.update(X2, y2, entities=e2)
+    for i in range(40):
+        b.update(X2[i], float(y2[i]), entities=e2.take([i]))
+    np.testing.assert_allclose(a.predict(X2, entities=e2), b.predict(X2, entities=e2), rtol=1e-12, atol=1e-12)
+    a.update(X2, y2)  # and without entities
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "p.json"
+        a.save(path)
+        r = type(a).load(path)
+    for other in (r, pickle.loads(pickle.dumps(a))):
+        np.testing.assert_array_equal(other.predict(X2, entities=e2), a.predict(X2, entities=e2))
+
+
+def check_entities_are_learned(p: Any) -> None:
+    """With entities, an online entity-aware predictor beats the running mean on a stream whose
+    target depends only on the own and co-runner entities (prequential, single rows)."""
+    if not getattr(p, "uses_entities", False) or not p.learns_online or getattr(p, "entity_terms", True) is False:
+        return  # (an ablation with its entity terms turned off learns no entity by design)
+    q = p.clone()
+    n = 1500
+    X, _ = _stream(q, n, seed=10)
+    ent = _entities(n, seed=10)
+    effect = {"a": 0.2, "b": 0.8, "c": 1.5, "d": 0.1}
+    # a row with no co-runner runs alone: slowdown 1, whatever its model (no interference to learn)
+    y = np.array([1.0 + effect[own] + 0.5 * sum(w * effect[c] for c, w in co.items()) if co else 1.0
+                  for own, co in (ent.row(i) for i in range(n))])
+    err_model = err_mean = 0.0
+    mean = 0.0
+    for i in range(n):
+        e = ent.take([i])
+        err_model += (q.predict(X[i], entities=e) - y[i]) ** 2
+        err_mean += (mean - y[i]) ** 2
+        q.update(X[i], float(y[i]), entities=e)
+        mean += (y[i] - mean) / (i + 1)
+    assert err_model < 0.5 * err_mean, (f"prequential SSE {err_model:.4g} with entities is not below half the "
+                                        f"running mean's {err_mean:.4g}")
+
+
+_CHECKS = [
+    check_params_and_repr,
+    check_prior,
+    check_input_not_changed_or_kept,
+    check_width_change_refused,
+    check_nonfinite_refused,
+    check_batch_predict_equals_rows,
+    check_batch_update_equals_loop,
+    check_clone_fresh_and_independent,
+    check_persistence,
+    check_fixed_size_state,
+    check_frozen_update_refused,
+    check_beats_running_mean,
+    check_entities,
+    check_entities_contract,
+    check_entities_are_learned,
+]
+
+
+def yield_checks(predictor: Any) -> Iterator[Callable[[Any], None]]:
+    """The contract checks that apply to ``predictor``."""
+    yield from _CHECKS
+
+
+def check_predictor(predictor: Any) -> None:
+    """Run every contract check on (clones of) ``predictor``; raises AssertionError on a breach."""
+    for check in yield_checks(predictor):
+        check(predictor)

@@ -1,0 +1,425 @@
+"""Fitting and evaluating on Dask: a trace in many Parquet files, partitioned by device, merged exactly.
+
+Timelines are per device, so a trace split by GPU partitions exactly: each partition computes its
+own features, and what it learns is merged as sufficient statistics (exact for ``offline_linear``,
+the baselines and ``rls`` with ``forgetting=1``; predictors without such statistics are refused).
+Prequential evaluation runs per device in parallel and gathers the per-row predictions, so every
+figure is exact. See docs/scale.md for the merge of each predictor. Dask (``distributed``) and
+pyarrow are the optional extra ``pip install 'interfpred[fleet]'``.
+
+Examples
+--------
+>>> import pathlib, tempfile
+>>> from interfpred.model.interference import InterferenceModel
+>>> from interfpred.sim.workload import mix_scenario
+>>> sc = mix_scenario(["vgg19", "resnet50"], rho=0.8, executions=400, seed=0, n_devices=2)
+>>> paths = write_device_files(sc.traces["trace"], pathlib.Path(tempfile.mkdtemp()), files=2)
+>>> parts = trace_partitions(paths)
+>>> [p.device for p in parts]
+['gpu0', 'gpu1']
+>>> m = fit_partitions(parts, sc.profiles, InterferenceModel({"feature_map": "default"}, "offline_linear"))
+>>> local = InterferenceModel({"feature_map": "default"}, "offline_linear").fit(sc.traces["trace"], sc.profiles)
+>>> bool(np.allclose(m.predictor.coef_, local.predictor.coef_, rtol=1e-9, atol=1e-9))
+True
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import resource
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from interfpred._core.arrow import require_pyarrow
+from interfpred.data.columnar import trace_from_arrow, write_trace
+from interfpred.data.profiles import ProfileTable
+from interfpred.data.trace import Trace
+from interfpred.errors import InterfpredError
+from interfpred.evaluation import accuracy_summary, call, make_baselines, prequential
+from interfpred.model.interference import Evaluation, InterferenceModel
+from interfpred.predictors import RLS, predictor_from_state
+
+__all__ = [
+    "LinearStatistics",
+    "TracePartition",
+    "connect",
+    "evaluate_dask",
+    "evaluate_partitions",
+    "fit_dask",
+    "fit_partitions",
+    "read_partition",
+    "trace_files",
+    "trace_partitions",
+    "write_device_files",
+]
+
+_FLEET_EXTRA = "pip install 'interfpred[fleet]'"
+_MERGEABLE = ("offline_linear", "rls")
+
+
+def _require_distributed():
+    try:
+        import distributed
+    except ImportError:
+        raise InterfpredError(f"Dask needs the distributed package: {_FLEET_EXTRA}") from None
+    return distributed
+
+
+# ---------------------------------------------------------------------------- partitions
+class TracePartition(NamedTuple):
+    """One device's executions: its name and the Parquet files that hold some of them."""
+
+    device: str
+    files: tuple[str, ...]
+
+    @property
+    def gpu(self) -> str:
+        """Deprecated spelling of :attr:`device`."""
+        warnings.warn("TracePartition.gpu is deprecated; use .device", DeprecationWarning, stacklevel=2)
+        return self.device
+
+
+def trace_files(spec: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> list[str]:
+    """Parquet files from a folder (its ``*.parquet``), a glob pattern, a file, or a list of those."""
+    items = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
+    out: list[str] = []
+    for item in items:
+        p = os.fspath(item)
+        if os.path.isdir(p):
+            found = sorted(glob.glob(os.path.join(p, "*.parquet")) + glob.glob(os.path.join(p, "*.pq")))
+        elif any(c in p for c in "*?["):
+            found = sorted(glob.glob(p))
+        else:
+            found = [p] if os.path.exists(p) else []
+        if not found:
+            raise InterfpredError(f"{p}: no Parquet trace files there")
+        out.extend(found)
+    return out
+
+
+def _device_column(path: str, names: Sequence[str]) -> str:
+    """The name of a trace file's device column: ``device``, or ``gpu`` in files of earlier versions."""
+    for c in ("device", "gpu"):
+        if c in names:
+            return c
+    raise InterfpredError(f"{path}: no device column (expected 'device', or 'gpu' in older files)")
+
+
+def _devices_of(path: str) -> list[str]:
+    pa = require_pyarrow(f"reading {path}")
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    try:
+        col_name = _device_column(path, pq.read_schema(path).names)
+        col = pq.read_table(path, columns=[col_name]).column(col_name)
+    except (pa.ArrowInvalid, OSError, KeyError) as exc:
+        raise InterfpredError(f"{path}: cannot read its device column as Parquet: {exc}") from None
+    return sorted(str(v) for v in pc.unique(col.cast(pa.string())).to_pylist())
+
+
+def trace_partitions(paths: Sequence[str], *, client: Any = None) -> list[TracePartition]:
+    """One partition per device named in the files' ``device`` columns (devices in name order).
+
+    With a Dask ``client`` the files are scanned by the workers.
+    """
+    paths = [os.fspath(p) for p in paths]
+    lists = client.gather(client.map(_devices_of, paths, pure=False)) if client is not None else map(_devices_of, paths)
+    where: dict[str, list[str]] = {}
+    for path, devices in zip(paths, lists):
+        for g in devices:
+            where.setdefault(g, []).append(path)
+    return [TracePartition(g, tuple(where[g])) for g in sorted(where)]
+
+
+def read_partition(part: TracePartition) -> Trace:
+    """The executions of ``part.device`` from its files, in launch order (ties by file, then row)."""
+    pa = require_pyarrow("reading a trace partition")
+    import pyarrow.parquet as pq
+
+    tables = [pq.read_table(p, filters=[(_device_column(p, pq.read_schema(p).names), "==", part.device)])
+              for p in part.files]
+    tables = [t.select([c for c in t.column_names if c in tables[0].column_names]) for t in tables]
+    table = pa.concat_tables(tables, promote_options="default")
+    tr = trace_from_arrow(table, path=", ".join(part.files))
+    order = np.argsort(tr.start_ms, kind="stable")
+    return tr if np.all(order[1:] > order[:-1]) else tr.take(order)
+
+
+def write_device_files(trace: Trace, folder: str | os.PathLike[str], *, files: int = 8) -> list[str]:
+    """Write ``trace`` as ``files`` Parquet files (rows dealt round-robin in launch order), for tests
+    and benchmarks of the partitioned path; returns their paths."""
+    os.makedirs(folder, exist_ok=True)
+    order = np.argsort(trace.start_ms, kind="stable")
+    out = []
+    for k in range(files):
+        path = os.path.join(os.fspath(folder), f"part-{k:03d}.parquet")
+        write_trace(trace.take(order[k::files]), path)
+        out.append(path)
+    return out
+
+
+# ---------------------------------------------------------------------------- statistics
+@dataclass
+class LinearStatistics:
+    """Weight, mean and centred co-moments of rows ``z = [x, y]``: enough for least squares.
+
+    Merging two (Chan et al.'s pairwise update) is exact up to rounding and stable: it never
+    forms uncentred sums, whose cancellation would lose digits.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = rng.random((100, 2)), rng.random(100)
+    >>> a = LinearStatistics.from_rows(X[:30], y[:30]).merge(LinearStatistics.from_rows(X[30:], y[30:]))
+    >>> bool(np.allclose(a.m2, LinearStatistics.from_rows(X, y).m2, rtol=1e-12))
+    True
+    """
+
+    weight: float
+    mean: np.ndarray
+    m2: np.ndarray
+
+    @classmethod
+    def from_rows(cls, X: np.ndarray, y: np.ndarray) -> LinearStatistics:
+        z = np.column_stack([np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)])
+        mean = z.mean(axis=0) if len(z) else np.zeros(z.shape[1])
+        zc = z - mean
+        return cls(float(len(z)), mean, zc.T @ zc)
+
+    def merge(self, other: LinearStatistics) -> LinearStatistics:
+        if other.weight == 0:
+            return self
+        if self.weight == 0:
+            return other
+        w = self.weight + other.weight
+        delta = other.mean - self.mean
+        mean = self.mean + delta * (other.weight / w)
+        m2 = self.m2 + other.m2 + np.outer(delta, delta) * (self.weight * other.weight / w)
+        return LinearStatistics(w, mean, m2)
+
+    def solve(self, *, ridge: float = 0.0, fit_intercept: bool = True) -> tuple[np.ndarray, float]:
+        """Least-squares (ridge) weights and intercept, as scikit-learn's centred solution."""
+        d = self.mean.shape[0] - 1
+        if not fit_intercept:
+            raw = self.m2 + self.weight * np.outer(self.mean, self.mean)
+            A, b = raw[:d, :d], raw[:d, d]
+        else:
+            A, b = self.m2[:d, :d], self.m2[:d, d]
+        A = A + ridge * np.eye(d)
+        coef = np.linalg.lstsq(A, b, rcond=None)[0] if ridge == 0 else np.linalg.solve(A, b)
+        intercept = float(self.mean[d] - self.mean[:d] @ coef) if fit_intercept else 0.0
+        return coef, intercept
+
+
+def _merge_mean(a: list, b: list) -> list:
+    """Two running ``[mean, count, weight]`` accumulators as one."""
+    if b[2] == 0:
+        return list(a)
+    if a[2] == 0:
+        return list(b)
+    w = a[2] + b[2]
+    return [a[0] + (b[0] - a[0]) * (b[2] / w), a[1] + b[1], w]
+
+
+def _merge_baseline_states(a: dict, b: dict) -> dict:
+    sa, sb = a["state"], b["state"]
+    if a["kind"] == "global_mean":
+        state = {"mean": _merge_mean(sa["mean"], sb["mean"])}
+    elif a["kind"] == "pair_mean":
+        models = {m[0]: m[1:] for m in sa["models"]}
+        for m in sb["models"]:
+            models[m[0]] = _merge_mean(models.get(m[0], [0.0, 0, 0.0]), m[1:])
+        pairs = {(p[0], tuple(p[1])): p[2:] for p in sa["pairs"]}
+        for p in sb["pairs"]:
+            key = (p[0], tuple(p[1]))
+            pairs[key] = _merge_mean(pairs.get(key, [0.0, 0, 0.0]), p[2:])
+        state = {"global": _merge_mean(sa["global"], sb["global"]),
+                 "models": [[k, *v] for k, v in models.items()],
+                 "pairs": [[k[0], list(k[1]), *v] for k, v in pairs.items()]}
+    else:
+        state = sa
+    return {**a, "state": state}
+
+
+def _check_mergeable(model: InterferenceModel) -> None:
+    kind = model.predictor.kind
+    if kind not in _MERGEABLE:
+        raise InterfpredError(f"fitting on partitions merges sufficient statistics, which {kind!r} does not have "
+                              f"(it learns sequentially); use one of {', '.join(_MERGEABLE)}, or fit in one process")
+
+
+# ---------------------------------------------------------------------------- per-partition work
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _fit_partition(part: TracePartition, profiles: ProfileTable, state: dict) -> dict:
+    """On a worker: one device's features and what its rows teach each predictor (plain data back)."""
+    t0 = time.perf_counter()
+    model = InterferenceModel.from_state(state)
+    trace = read_partition(part)
+    t1 = time.perf_counter()
+    fm = model.features(trace, profiles)
+    t2 = time.perf_counter()
+    out: dict[str, Any] = {"device": part.device, "n": len(fm), "d": fm.X.shape[1]}
+    p = model.predictor
+    if p.kind == "rls":
+        fresh = p.clone()
+        if len(fm):
+            fresh.update(fm.X, fm.y)
+        out["rls"] = fresh.to_state() if len(fm) else None
+    else:
+        out["linear"] = LinearStatistics.from_rows(fm.X, fm.y)
+    out["baselines"] = {k: b.clone().fit(fm.X, fm.y).to_state() if len(fm) else None
+                        for k, b in _fresh_baselines().items()}
+    out["peak_rss_mb"] = _peak_rss_mb()
+    out["pid"] = os.getpid()
+    out["seconds"] = {"read": t1 - t0, "features": t2 - t1, "learn": time.perf_counter() - t2}
+    return out
+
+
+def _fresh_baselines() -> dict:
+    return make_baselines()
+
+
+def _evaluate_partition(part: TracePartition, profiles: ProfileTable, state: dict, online: bool) -> dict:
+    """On a worker: predicted and observed slowdowns of one device, for the model and its baselines."""
+    model = InterferenceModel.from_state(state)
+    trace = read_partition(part)
+    fm = model.features(trace, profiles)
+    observed = fm.latency_ms / fm.solo_ms
+
+    def run(p) -> np.ndarray:
+        if not online:
+            pred = np.asarray(call(p, "predict", fm.X, entities=fm.entities), dtype=np.float64)
+        else:
+            copy = predictor_from_state(p.to_state())
+            pred = prequential(copy, fm.X, fm.y, start_ms=trace.start_ms, end_ms=trace.end_ms, entities=fm.entities)
+        lat = np.asarray(model.extractor.latency_from_target(pred, fm.solo_ms), dtype=np.float64).reshape(-1)
+        return lat / fm.solo_ms
+
+    return {"device": part.device, "observed": observed, "solo": fm.solo_ms, "model": run(model.predictor),
+            "baselines": {k: run(b) for k, b in model.baselines.items()}, "peak_rss_mb": _peak_rss_mb()}
+
+
+# ---------------------------------------------------------------------------- merging
+def _assemble(model: InterferenceModel, results: list[dict]) -> InterferenceModel:
+    results = [r for r in results if r["n"]]
+    if not results:
+        raise InterfpredError("cannot fit on no rows")
+    d = results[0]["d"]
+    p = model.predictor
+    if isinstance(p, RLS):
+        merged = RLS(**p.get_params())
+        for r in results:
+            part = predictor_from_state(r["rls"])
+            assert isinstance(part, RLS)
+            merged.merge(part)
+        model.predictor = merged
+    else:
+        stats = results[0]["linear"]
+        for r in results[1:]:
+            stats = stats.merge(r["linear"])
+        params = p.get_params()
+        coef, intercept = stats.solve(ridge=float(params["ridge"]), fit_intercept=bool(params["fit_intercept"]))
+        model.predictor = predictor_from_state({"schema_version": p.to_state()["schema_version"], "kind": p.kind,
+                                                "params": p.get_params(), "n_features_in": d,
+                                                "state": {"coef": coef.tolist(), "intercept": intercept}})
+    baselines = {}
+    for kind in results[0]["baselines"]:
+        st = results[0]["baselines"][kind]
+        for r in results[1:]:
+            st = _merge_baseline_states(st, r["baselines"][kind])
+        baselines[kind] = predictor_from_state(st)
+    model.baselines = baselines
+    return model
+
+
+def _run(fn: Callable, parts: list[TracePartition], args: tuple, client: Any) -> list:
+    if client is None:
+        return [fn(part, *args) for part in parts]
+    futures = client.map(fn, parts, *[[a] * len(parts) for a in args], pure=False)
+    return client.gather(futures)
+
+
+def fit_partitions(parts: Sequence[TracePartition], profiles: ProfileTable, model: InterferenceModel, *,
+                   client: Any = None, report: dict | None = None) -> InterferenceModel:
+    """Fit ``model`` on every partition and merge (in this process, or on a Dask ``client``); returns it.
+
+    ``report`` (a dict), when given, receives per GPU the rows, the peak RSS (MB) and the process id
+    of the worker that computed it, and its seconds spent reading, computing features and learning.
+    """
+    _check_mergeable(model)
+    model.choose_map(profiles)
+    results = _run(_fit_partition, list(parts), (profiles, model.to_state()), client)
+    if report is not None:
+        report.update({r["device"]: {"rows": r["n"], "peak_rss_mb": r["peak_rss_mb"], "pid": r["pid"],
+                                  "seconds": r["seconds"]} for r in results})
+    return _assemble(model, results)
+
+
+def evaluate_partitions(parts: Sequence[TracePartition], profiles: ProfileTable, model: InterferenceModel, *,
+                        online: bool = False, client: Any = None) -> Evaluation:
+    """Accuracy of ``model`` over every partition beside its baselines (online: per-device prequential).
+
+    Per-row predictions come back in partition order (GPU name, then launch order) and every figure
+    is computed on all of them at once.
+    """
+    results = _run(_evaluate_partition, list(parts), (profiles, model.to_state(), bool(online)), client)
+    if not results or not sum(len(r["observed"]) for r in results):
+        raise InterfpredError("cannot evaluate on no rows")
+    obs = np.concatenate([r["observed"] for r in results])
+    solo = np.concatenate([r["solo"] for r in results])
+    pred = np.concatenate([r["model"] for r in results])
+    baselines = {k: accuracy_summary(np.concatenate([r["baselines"][k] for r in results]), obs)
+                 for k in results[0]["baselines"]}
+    return Evaluation(summary=accuracy_summary(pred, obs), predicted_latency_ms=pred * solo,
+                      observed_latency_ms=obs * solo, online=bool(online), baselines=baselines)
+
+
+# ---------------------------------------------------------------------------- Dask
+@contextmanager
+def connect(address: str | None = None, *, n_workers: int | None = None) -> Iterator[Any]:
+    """A Dask ``distributed.Client``: to the scheduler at ``address``, or to a new ``LocalCluster`` of
+    ``n_workers`` single-threaded worker processes (default: one per CPU core), closed on exit."""
+    distributed = _require_distributed()
+    if address:
+        try:
+            client = distributed.Client(address, timeout="10s")
+        except (OSError, TimeoutError) as exc:
+            raise InterfpredError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    n = n_workers or os.cpu_count() or 1
+    with distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=logging.ERROR) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+def fit_dask(trace: Any, profiles: ProfileTable, model: InterferenceModel, *, address: str | None = None,
+             n_workers: int | None = None, report: dict | None = None) -> InterferenceModel:
+    """:func:`fit_partitions` of the Parquet files ``trace`` (see :func:`trace_files`) on Dask."""
+    _check_mergeable(model)
+    with connect(address, n_workers=n_workers) as client:
+        parts = trace_partitions(trace_files(trace), client=client)
+        return fit_partitions(parts, profiles, model, client=client, report=report)
+
+
+def evaluate_dask(trace: Any, profiles: ProfileTable, model: InterferenceModel, *, online: bool = False,
+                  address: str | None = None, n_workers: int | None = None) -> Evaluation:
+    """:func:`evaluate_partitions` of the Parquet files ``trace`` on Dask."""
+    with connect(address, n_workers=n_workers) as client:
+        parts = trace_partitions(trace_files(trace), client=client)
+        return evaluate_partitions(parts, profiles, model, online=online, client=client)

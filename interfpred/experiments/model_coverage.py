@@ -1,0 +1,130 @@
+"""Coverage of a model's latency bounds on a trace, beside the trivial quantile baseline.
+
+:func:`evaluate_coverage` scores the bounds of an :class:`~interfpred.InterferenceModel` whose
+predictor is :class:`~interfpred.Calibrated`: for each quantile, the observed coverage, the mean
+width and the interval score (see :mod:`interfpred.evaluation.coverage`), overall and per model,
+for the model and for the *quantile baseline* (the empirical quantiles of the training targets,
+stored by ``Calibrated.fit``) on the same rows. Online (``online=True``) the bounds are made
+prequentially on a copy of the model (predict at launch, learn at finish), as a scheduler would
+see them.
+
+Examples
+--------
+>>> from interfpred import Calibrated, InterferenceModel
+>>> from interfpred.sim.workload import mix_scenario
+>>> sc = mix_scenario(["resnet50", "vgg19"], rho=0.9, executions=600, seed=1)
+>>> tr = sc.traces["trace"]
+>>> model = InterferenceModel(None, Calibrated("rls", quantiles=(0.9,))).fit(tr, sc.profiles)
+>>> ev = evaluate_coverage(model, tr, sc.profiles, [0.9], online=True)
+>>> [r["method"] for r in ev.rows if r["group"] == "all"]
+['model', 'quantile baseline']
+>>> print(format_coverage(ev).splitlines()[0])
+quantile  group  method  n  coverage  width  interval score
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from interfpred.data.measurements import Measurements
+from interfpred.data.profiles import ProfileTable
+from interfpred.data.trace import Trace
+from interfpred.errors import InterfpredError
+from interfpred.evaluation import (
+    baseline_bounds,
+    coverage_rows,
+    latency_bounds,
+    prequential_bounds,
+    run_stamps,
+    text_table,
+)
+from interfpred.model.interference import InterferenceModel
+from interfpred.predictors import predictor_from_state
+
+__all__ = ["CoverageEvaluation", "evaluate_coverage", "format_coverage"]
+
+
+@dataclass(frozen=True)
+class CoverageEvaluation:
+    """What :func:`evaluate_coverage` measured.
+
+    Attributes
+    ----------
+    rows
+        Dicts with ``quantile, group, method, n, coverage, lower_coverage, width,
+        interval_score``; ``group`` is ``"all"`` or a model name, ``method`` ``"model"`` or
+        ``"quantile baseline"``.
+    online
+        Whether the bounds were made prequentially.
+    skip
+        Rows skipped at the start (warm-up) before scoring.
+    """
+
+    rows: list[dict[str, Any]]
+    online: bool
+    skip: int
+
+
+def evaluate_coverage(model: InterferenceModel, trace: Trace | None, profiles: ProfileTable | None,
+                      quantiles: Sequence[float], *, measurements: Measurements | None = None, online: bool = False,
+                      skip: int = 0) -> CoverageEvaluation:
+    """Coverage, width and interval score of ``model``'s latency bounds, beside the quantile baseline.
+
+    Parameters
+    ----------
+    model
+        A model whose predictor is :class:`~interfpred.Calibrated` (``interfpred fit --calibrate``).
+    trace, profiles
+        Executions to score (or None with ``measurements``).
+    measurements
+        Measurement rows to score instead (online: each run bounded with what the runs before it
+        taught, then learned).
+    quantiles
+        Latency quantiles to score; each must be calibrated (or the complement of one).
+    online
+        Prequential bounds on a copy of the model (the model is never changed).
+    skip
+        Leading rows (launch order) to leave out of the scores (a warm-up).
+    """
+    if (trace is None) == (measurements is None):
+        raise InterfpredError("give a trace or measurements, one of them")
+    fm = model.features(trace, profiles, measurements=measurements)
+    if len(fm) == 0:
+        raise InterfpredError("cannot evaluate on an empty trace")
+    if not isinstance(skip, int) or not 0 <= skip < len(fm):
+        raise InterfpredError(f"skip {skip!r} must be an integer in [0, {len(fm)})")
+    target = model.extractor.target
+    pred = model.predictor
+    if trace is not None:
+        stamps, models = (trace.start_ms, trace.end_ms), trace.model
+    elif measurements is not None:
+        stamps, models = run_stamps(measurements.run_code), measurements.model
+    if online:
+        copy = predictor_from_state(pred.to_state())
+        start, end = stamps
+        _, bounds = prequential_bounds(copy, fm.X, fm.y, fm.solo_ms, target, quantiles, start_ms=start, end_ms=end,
+                                       entities=fm.entities)
+    else:
+        bounds = latency_bounds(pred, fm.X, fm.solo_ms, target, quantiles, entities=fm.entities)
+    groups = np.asarray(models).astype(str)
+    rows = [{**r, "method": "model"} for r in coverage_rows(fm.latency_ms, fm.solo_ms, bounds, groups=groups,
+                                                             skip=skip)]
+    tq = getattr(pred, "train_quantiles_", None)
+    if tq is not None:
+        base = baseline_bounds(tq, fm.solo_ms, target, quantiles)
+        rows += [{**r, "method": "quantile baseline"}
+                 for r in coverage_rows(fm.latency_ms, fm.solo_ms, base, groups=groups, skip=skip)]
+    rows.sort(key=lambda r: (r["quantile"], r["group"] != "all", r["group"], r["method"]))
+    return CoverageEvaluation(rows=rows, online=online, skip=skip)
+
+
+def format_coverage(ev: CoverageEvaluation) -> str:
+    """The rows as a plain-text table (quantile, group, method, n, coverage, width, interval score)."""
+    header = ["quantile", "group", "method", "n", "coverage", "width", "interval score"]
+    body = [[f"{r['quantile']:g}", r["group"], r["method"], r["n"], r["coverage"], r["width"], r["interval_score"]]
+            for r in ev.rows]
+    return text_table(header, body)

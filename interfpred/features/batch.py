@@ -1,0 +1,114 @@
+"""The batch computation behind ``Extractor.transform`` and ``transform_many``: one pass per map.
+
+Profiles are looked up and the trace segmented once; extractors with the same built-in map
+and combine evaluate the map once per (segment, member) in one numba call and fold it into
+every aggregation in the same pass; a :class:`~interfpred.features.maps.CustomMap` runs in
+Python over the same segments; the MPS share features are the default map over share demands.
+
+Examples
+--------
+>>> from interfpred import ProfileTable, Static, TimeWeighted, Trace
+>>> prof = ProfileTable.from_columns(gpu=["v100"], model=["m"], batch_size=[4], solo_ms=[1.0],
+...     sm=[0.5], l2=[0.25], dram=[0.5])
+>>> tr = Trace(id=[7, 8], device=["v100"] * 2, model=["m"] * 2, batch_size=[4, 4], start_ms=[0.0, 2.0],
+...            end_ms=[4.0, 3.0])
+>>> [m.X[0, 3:].tolist() for m in batch_features([Static(), TimeWeighted()], tr, prof)]
+[[0.0, 0.0, 0.0], [0.125, 0.0625, 0.125]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
+
+import numpy as np
+
+from interfpred.constants import MAX_RUNNING_SET
+from interfpred.data.counters import checked_demands
+from interfpred.data.profiles import ProfileTable, profile_arrays
+from interfpred.data.trace import Trace
+from interfpred.errors import InterfpredError
+from interfpred.features import _timeline_kernels as _k
+from interfpred.features.entity_features import trace_entities
+from interfpred.features.matrix import FeatureMatrix, refuse_zero_latency
+from interfpred.features.timeline import Timeline, trace_segments
+
+if TYPE_CHECKING:
+    from interfpred.features.extractors import Extractor
+
+__all__ = ["batch_features"]
+
+
+def custom_features(ex: Extractor, segments: tuple[np.ndarray, ...], dem: np.ndarray) -> np.ndarray:
+    """Aggregated features (n, d) of an extractor with a CustomMap, folded like the kernels do."""
+    seg_start, seg_end, seg_ptr, members = segments
+    spec = ex.kernel_spec
+    n, d = dem.shape[0], ex.n_features
+    out = np.zeros((n, d))
+    wsum = np.zeros(n)
+    seen = np.zeros(n, dtype=bool)
+    for s in range(len(seg_start)):
+        idx = members[seg_ptr[s]:seg_ptr[s + 1]]
+        dur = float(seg_end[s] - seg_start[s])
+        phis = ex.map_running_set(dem[idx], check=False)
+        for a, i in enumerate(idx):
+            _k.fold(out[i], phis[a], not seen[i], dur, spec.agg_id, spec.alpha)
+            wsum[i] = wsum[i] + dur if seen[i] else dur
+            seen[i] = True
+    for i in range(n):
+        if not seen[i]:
+            out[i] = ex.map_running_set(dem[i:i + 1], check=False)[0]
+        elif spec.agg_id == _k.AGG_TIME_WEIGHTED:
+            out[i] = out[i] / wsum[i]
+    return out
+
+
+def batch_features(exs: Sequence[Extractor], trace: Trace, profiles: ProfileTable, *, timeline: Timeline | None = None,
+                   extrapolate: bool = False, entities: str | None = None) -> list[FeatureMatrix]:
+    """Features of every row of ``trace`` for each extractor of ``exs`` (already checked to be extractors).
+
+    The arguments are those of :func:`~interfpred.features.transform_many`; each result equals
+    that extractor's own ``transform`` to the bit.
+    """
+    dem, solo = profile_arrays(trace, profiles, extrapolate=extrapolate)
+    dem = checked_demands(exs, dem, trace.model)
+    latency = np.asarray(trace.end_ms - trace.start_ms, dtype=np.float64)
+    refuse_zero_latency((ex.target for ex in exs), latency, trace.where)
+    seg = trace_segments(trace, timeline)
+    if len(seg[2]) > 1 and int(np.diff(seg[2]).max()) > MAX_RUNNING_SET:
+        raise InterfpredError(f"more than MAX_RUNNING_SET={MAX_RUNNING_SET} executions run at once on one GPU")
+    X: list[np.ndarray | None] = [None] * len(exs)
+    groups: dict[tuple[int, int], list[int]] = {}
+    for j, ex in enumerate(exs):
+        if ex.is_builtin:
+            groups.setdefault(ex.kernel_spec[:2], []).append(j)
+        else:
+            X[j] = custom_features(ex, seg, dem)
+    for (map_id, combine_id), js in groups.items():
+        agg_ids = np.array([exs[j].kernel_spec.agg_id for j in js], dtype=np.int64)
+        alphas = np.array([exs[j].kernel_spec.alpha for j in js], dtype=np.float64)
+        out = _k.features(*seg, dem, map_id, combine_id, agg_ids, alphas)
+        for row, j in enumerate(js):
+            X[j] = out[row]
+    share_js = [j for j, ex in enumerate(exs) if ex.uses_shares]
+    if share_js:
+        # The share features are the default map (sum) over demands [share, 1, 0]: sm_me is the
+        # batch's share, sm_other the sum of its co-runners', l2_other their count; the same
+        # kernel aggregates them over the timeline exactly like every other feature.
+        frac = np.full(len(trace), 1.0) if trace.share is None else trace.share / 100.0
+        sdem = np.ascontiguousarray(np.column_stack([frac, np.ones(len(trace)), np.zeros(len(trace))]))
+        agg_ids = np.array([exs[j].kernel_spec.agg_id for j in share_js], dtype=np.int64)
+        alphas = np.array([exs[j].kernel_spec.alpha for j in share_js], dtype=np.float64)
+        out = _k.features(*seg, sdem, _k.MAP_DEFAULT, _k.COMBINE_SUM, agg_ids, alphas)
+        for row, j in enumerate(share_js):
+            block = out[row][:, [0, 3, 4]]
+            X[j] = block if exs[j].feature_map == "shares" else np.hstack([cast(np.ndarray, X[j]), block[:, :2]])
+    results = []
+    for ex, x in zip(exs, X):
+        assert x is not None  # every extractor's features were computed above
+        ent = None
+        if entities is not None:
+            ent = trace_entities(trace, ex.aggregation, alpha=ex.kernel_spec.alpha, key=entities, segments=seg)
+        results.append(FeatureMatrix(X=x, names=ex.names, y=ex.target_from_latency(latency, solo), target=ex.target,
+                                     solo_ms=solo, latency_ms=latency, entities=ent))
+    return results

@@ -1,0 +1,402 @@
+"""An interference model: an extractor and a predictor, fitted together and saved as one file.
+
+:class:`InterferenceModel` keeps the extractor (feature map, aggregation, target) and the
+predictor's learned state together; :meth:`InterferenceModel.save` writes both into one JSON file
+that :func:`load_model` reads back. Predictions are reported as latency (ms) and slowdown whatever
+the target learned. The writers of its prediction tables live in :mod:`interfpred.model.tables`.
+
+Examples
+--------
+>>> import pathlib, tempfile
+>>> from interfpred.sim.workload import mix_scenario
+>>> sc = mix_scenario(["resnet50", "vgg19"], rho=0.9, executions=400, seed=1)
+>>> trace = sc.traces["trace"]
+>>> model = InterferenceModel({"aggregation": "time_weighted", "feature_map": "rich"}, "rls").fit(trace, sc.profiles)
+>>> path = pathlib.Path(tempfile.mkdtemp()) / "model.json"
+>>> model.save(path)
+>>> again = load_model(path)
+>>> bool((again.predict_latency(trace, sc.profiles) == model.predict_latency(trace, sc.profiles)).all())
+True
+>>> model.evaluate(trace, sc.profiles).summary.within_20 > 0.9
+True
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from interfpred._core.atomic import atomic_write_text, read_json
+from interfpred._core.schema import check_model_file, check_schema_version
+from interfpred._version import __version__
+from interfpred.constants import (
+    MODEL_DEFAULT_EXTRACTOR,
+    MODEL_DEFAULT_PREDICTOR,
+    MODEL_FILE_KIND,
+    SCHEMA_VERSION,
+)
+from interfpred.data.counters import supported_maps
+from interfpred.data.entities import Entities
+from interfpred.data.measurements import Measurements
+from interfpred.data.profiles import ProfileTable
+from interfpred.data.trace import Trace
+from interfpred.errors import InterfpredError
+from interfpred.evaluation import (
+    AccuracySummary,
+    accuracy_summary,
+    call,
+    fit_baselines,
+    latency_bounds,
+    prequential,
+    prequential_runs,
+)
+from interfpred.features import Extractor, FeatureMatrix, make_extractor
+from interfpred.features.entity_features import parent_entities
+from interfpred.features.measurement_features import concat_features, measurement_features
+from interfpred.predictors import BasePredictor, make_predictor, predictor_from_state, registered
+
+__all__ = ["Evaluation", "InterferenceModel", "load_model"]
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What :meth:`InterferenceModel.evaluate` measured.
+
+    Attributes
+    ----------
+    summary
+        Accuracy figures; ``mse`` is on slowdown, the relative errors on latency.
+    predicted_latency_ms, observed_latency_ms
+        (n,) per execution, in the trace's row order.
+    online
+        Whether the predictions were made prequentially.
+    baselines
+        The three baselines' accuracy on the same rows (kind -> summary), fitted on the model's
+        training rows and run the same way (offline or prequentially); empty when the model file
+        holds no baselines.
+    """
+
+    summary: AccuracySummary
+    predicted_latency_ms: np.ndarray
+    observed_latency_ms: np.ndarray
+    online: bool
+    baselines: dict[str, AccuracySummary] = field(default_factory=dict)
+
+
+def _as_extractor(extractor: Extractor | Mapping[str, Any] | None) -> Extractor:
+    if extractor is None:
+        return make_extractor(dict(MODEL_DEFAULT_EXTRACTOR))
+    if isinstance(extractor, Extractor):
+        return extractor
+    if isinstance(extractor, Mapping):
+        return make_extractor(dict(extractor))
+    raise InterfpredError(f"extractor must be an Extractor or a spec dict, got {type(extractor).__name__}")
+
+
+def _as_predictor(predictor: BasePredictor | str | Mapping[str, Any] | None) -> BasePredictor:
+    if predictor is None:
+        return make_predictor(MODEL_DEFAULT_PREDICTOR)
+    if isinstance(predictor, BasePredictor):
+        return predictor
+    if isinstance(predictor, str | Mapping):
+        return make_predictor(predictor if isinstance(predictor, str) else dict(predictor))
+    raise InterfpredError(f"predictor must be a predictor, a kind or a spec dict, got {type(predictor).__name__}")
+
+
+class InterferenceModel:
+    """An extractor and a predictor: features from a trace, latency out, one file to save.
+
+    Parameters
+    ----------
+    extractor
+        An :class:`~interfpred.features.Extractor` or its spec dict (see
+        :func:`~interfpred.features.make_extractor`); default ``MODEL_DEFAULT_EXTRACTOR``
+        (time-weighted, rich map, slowdown target: the best configuration of the reproduction).
+    predictor
+        A predictor, a registered kind (``"rls"``) or a spec dict ``{"kind": ..., "params": ...}``;
+        default RLS.
+
+    Examples
+    --------
+    >>> InterferenceModel()
+    InterferenceModel(TimeWeighted(feature_map='rich', combine='sum', target='slowdown'), RLS())
+    >>> InterferenceModel({"aggregation": "static", "feature_map": "gpulets"}, {"kind": "online_sgd"}).extractor
+    Static(feature_map='gpulets', combine='sum', target='slowdown')
+    """
+
+    def __init__(self, extractor: Extractor | Mapping[str, Any] | None = None,
+                 predictor: BasePredictor | str | Mapping[str, Any] | None = None) -> None:
+        ex = _as_extractor(extractor)
+        if not ex.is_builtin:
+            raise InterfpredError("an InterferenceModel needs a built-in feature map (a CustomMap cannot be saved)")
+        pred = _as_predictor(predictor)
+        width = pred.n_features_in_ or pred.fixed_width
+        if width is not None and width != ex.n_features:
+            raise InterfpredError(f"predictor {pred.kind!r} takes {width} features but the extractor's map "
+                                  f"{ex.feature_map!r} makes {ex.n_features}")
+        self.extractor = ex
+        self.predictor = pred
+        #: The three baselines, fitted on the same rows as the predictor (kind -> predictor).
+        self.baselines: dict[str, BasePredictor] = {}
+        #: What :meth:`fit` chose on its own (a feature map the data supports), or None.
+        self.note: str | None = None
+        #: Whether :meth:`fit` may switch to a feature map the profiles' counters support (True when
+        #: no map was given).
+        self.auto_map = extractor is None or (isinstance(extractor, Mapping) and "map" not in extractor
+                                              and "feature_map" not in extractor)
+
+    def __repr__(self) -> str:
+        return f"InterferenceModel({self.extractor!r}, {self.predictor!r})"
+
+    # ------------------------------------------------------------------ data
+    def features(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,
+                 measurements: Measurements | None = None) -> FeatureMatrix:
+        """Features, target and entities of every execution of ``trace``, then every row of ``measurements``.
+
+        Entities are keyed by the predictor's ``entity`` parameter when it has one (``"model"`` or
+        ``"model_batch"``), else by model (what the per-pair baseline groups by).
+        """
+        key = getattr(self.predictor, "entity", "model") if getattr(self.predictor, "uses_entities", False) \
+            else "model"
+        parts = []
+        if trace is not None:
+            if profiles is None:
+                raise InterfpredError("a trace needs profiles (solo latency and counters per model)")
+            parts.append(self.extractor.transform(trace, profiles, entities=key))
+        if measurements is not None:
+            parts.append(measurement_features(self.extractor, measurements, profiles, entity_key=key))
+        if not parts:
+            raise InterfpredError("give a trace (with profiles) or measurements")
+        return parts[0] if len(parts) == 1 else concat_features(parts)
+
+    def _baseline_entities(self, fm: FeatureMatrix) -> Entities | None:
+        """The rows' entities by model (the per-pair baseline's groups), whatever key the predictor asked."""
+        if fm.entities is None or getattr(self.predictor, "entity", "model") != "model_batch":
+            return fm.entities
+        return parent_entities(fm.entities)
+
+    def _entities_for(self, p: BasePredictor, fm: FeatureMatrix) -> Entities | None:
+        return fm.entities if p is self.predictor else self._baseline_entities(fm)
+
+    def _check_width(self, fm: FeatureMatrix) -> None:
+        d = self.predictor.n_features_in_
+        if d is not None and d != fm.X.shape[1]:
+            raise InterfpredError(f"the predictor was fitted on {d} features, the extractor makes {fm.X.shape[1]}")
+
+    def choose_map(self, profiles: ProfileTable | None) -> None:
+        """With no map given, switch to one the profiles' counters support, and say so in :attr:`note`."""
+        if not self.auto_map:
+            return
+        if profiles is None:
+            missing = ["sm", "l2", "dram"]
+        else:
+            missing = [r for r in ("sm", "l2", "dram") if np.isnan(profiles.column(r)).any()]
+        works = supported_maps(missing)
+        current = self.extractor.feature_map
+        if current in works:
+            return
+        chosen = "gpulets" if "gpulets" in works else "shares"
+        spec = {**self.extractor.get_spec(), "feature_map": chosen}
+        spec.pop("shares", None)
+        self.extractor = make_extractor({k: v for k, v in spec.items() if v is not None})
+        self.note = (f"feature map {chosen!r} chosen: the default {current!r} needs {', '.join(missing)}, "
+                     f"which {'no profiles were given for' if profiles is None else 'the profiles lack'}")
+
+    # ------------------------------------------------------------------ learning
+    def fit(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,
+            measurements: Measurements | None = None, weights: Any = None) -> InterferenceModel:
+        """Forget, then learn from every execution of ``trace`` and every row of ``measurements``; returns self.
+
+        Traces need ``profiles``; measurements use them for counters when given. With no feature
+        map given, a map the profiles support is chosen (see :attr:`note`). ``weights`` gives each
+        row a weight (trace rows first, then measurement rows), for predictors that take row
+        weights (``supports_weights``). The three baselines are fitted on the same rows.
+        """
+        saved = (self.extractor, self.note)
+        try:
+            self.choose_map(profiles)
+            fm = self.features(trace, profiles, measurements=measurements)
+        except BaseException:
+            self.extractor, self.note = saved   # a refused fit leaves the model as it was
+            raise
+        if len(fm) == 0:
+            self.extractor, self.note = saved
+            raise InterfpredError("cannot fit on no rows")
+        extra = {}
+        if weights is not None:
+            if not getattr(self.predictor, "supports_weights", False):
+                raise InterfpredError(f"predictor {self.predictor.kind!r} does not take row weights; these do: "
+                                      + ", ".join(k for k, c in sorted(registered().items())
+                                                  if getattr(c, "supports_weights", False)))
+            extra["sample_weight"] = weights
+        call(self.predictor, "fit", fm.X, fm.y, entities=fm.entities, **extra)
+        self.baselines = fit_baselines(fm.X, fm.y, entities=self._baseline_entities(fm), sample_weight=weights)
+        return self
+
+    def update(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,
+               measurements: Measurements | None = None) -> None:
+        """Learn from more finished executions or runs without forgetting.
+
+        Raises
+        ------
+        FrozenPredictorError
+            The predictor is frozen (``learns_online`` false): refit with :meth:`fit` instead.
+        """
+        fm = self.features(trace, profiles, measurements=measurements)
+        self._check_width(fm)
+        if len(fm):
+            for p in (self.predictor, *self.baselines.values()):
+                call(p, "update", fm.X, fm.y, entities=self._entities_for(p, fm))
+
+    # ------------------------------------------------------------------ prediction
+    def predict_slowdown(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,
+                         measurements: Measurements | None = None, quantile: float | None = None) -> np.ndarray:
+        """Predicted slowdown (latency / solo latency) of every execution or measurement row.
+
+        With ``quantile`` (a predictor wrapped in :class:`~interfpred.Calibrated`), the bound the
+        slowdown stays under with that long-run frequency.
+        """
+        fm = self.features(trace, profiles, measurements=measurements)
+        return self._latency(fm, quantile=quantile) / fm.solo_ms
+
+    def predict_latency(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,
+                        measurements: Measurements | None = None, quantile: float | None = None) -> np.ndarray:
+        """Predicted latency (ms) of every execution (then every measurement row), in row order.
+
+        With ``quantile`` (a predictor wrapped in :class:`~interfpred.Calibrated`), the latency
+        bound at that quantile (for a ``rate`` target, the rate quantile ``1 - quantile`` turned
+        into latency).
+        """
+        return self._latency(self.features(trace, profiles, measurements=measurements), quantile=quantile)
+
+    def latency_from_features(self, fm: FeatureMatrix, *, quantile: float | None = None) -> np.ndarray:
+        """Predicted latency (ms) of the rows of ``fm`` (from :meth:`features`), in row order.
+
+        With ``quantile``, the latency bound at that quantile, as in :meth:`predict_latency`.
+        """
+        return self._latency(fm, quantile=quantile)
+
+    def _latency(self, fm: FeatureMatrix, pred: np.ndarray | None = None,
+                 predictor: BasePredictor | None = None, quantile: float | None = None) -> np.ndarray:
+        self._check_width(fm)
+        if quantile is not None and pred is None and len(fm):
+            return latency_bounds(self.predictor, fm.X, fm.solo_ms, self.extractor.target, [quantile],
+                                  entities=fm.entities)[float(quantile)][1]
+        if pred is None:
+            p = self.predictor if predictor is None else predictor
+            pred = (np.asarray(call(p, "predict", fm.X, entities=self._entities_for(p, fm)), dtype=np.float64) if len(fm)
+                    else np.empty(0))
+        return np.asarray(self.extractor.latency_from_target(pred, fm.solo_ms), dtype=np.float64).reshape(-1)
+
+    def evaluate(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,
+                 measurements: Measurements | None = None, online: bool = False) -> Evaluation:
+        """Accuracy on ``trace`` or ``measurements`` beside the baselines; ``online``: prequentially.
+
+        Online, executions are predicted at launch and learned at finish; measurement runs are
+        taken in order, each predicted with what the runs before it taught. The model itself is
+        not changed: the online pass runs on copies.
+        """
+        if trace is not None and measurements is not None:
+            raise InterfpredError("evaluate one data set at a time: a trace or measurements")
+        fm = self.features(trace, profiles, measurements=measurements)
+        self._check_width(fm)
+        if len(fm) == 0:
+            raise InterfpredError("cannot evaluate on no rows")
+        observed = fm.latency_ms / fm.solo_ms
+
+        def run(p: BasePredictor) -> np.ndarray:
+            if not online:
+                return self._latency(fm, predictor=p)
+            copy = predictor_from_state(p.to_state(), trusted=True)  # our own state
+            if trace is not None:
+                pred = prequential(copy, fm.X, fm.y, start_ms=trace.start_ms, end_ms=trace.end_ms,
+                                   entities=self._entities_for(p, fm))
+            else:
+                assert measurements is not None
+                pred = prequential_runs(copy, fm.X, fm.y, measurements.run_code,
+                                        entities=self._entities_for(p, fm))
+            return self._latency(fm, pred)
+
+        lat = run(self.predictor)
+        baselines = {k: accuracy_summary(run(p) / fm.solo_ms, observed) for k, p in self.baselines.items()}
+        return Evaluation(summary=accuracy_summary(lat / fm.solo_ms, observed), predicted_latency_ms=lat,
+                          observed_latency_ms=fm.latency_ms, online=online, baselines=baselines)
+
+    # ------------------------------------------------------------------ persistence
+    def to_state(self) -> dict[str, Any]:
+        """JSON-able dict: kind, schema version, extractor spec, feature names, predictor state."""
+        return {"schema_version": SCHEMA_VERSION, "kind": MODEL_FILE_KIND, "interfpred_version": __version__,
+                "extractor": self.extractor.get_spec(), "feature_names": list(self.extractor.names),
+                "predictor": self.predictor.to_state(),
+                "baselines": {k: p.to_state() for k, p in self.baselines.items()}}
+
+    @classmethod
+    def from_state(cls, state: Any, *, source: str = "state", trusted: bool = False) -> InterferenceModel:
+        """Rebuild a model from :meth:`to_state`'s dict (refuses another format, kind or version).
+
+        ``trusted`` as in :func:`load_model`.
+        """
+        if not isinstance(state, dict):
+            raise InterfpredError(f"{source}: expected a JSON object, got {type(state).__name__}")
+        kind = state.get("kind")
+        if kind != MODEL_FILE_KIND:
+            hint = " (a bare predictor state: fit a model with 'interfpred fit')" if "params" in state else ""
+            raise InterfpredError(f"{source}: kind {kind!r} is not an interference model ({MODEL_FILE_KIND!r}){hint}")
+        check_model_file(state, source=source)
+        check_schema_version(state, source=source)
+        spec = state.get("extractor")
+        if not isinstance(spec, dict):
+            raise InterfpredError(f"{source}: 'extractor' must be an object, got {spec!r}")
+        try:
+            ex = make_extractor(spec)
+        except InterfpredError as exc:
+            raise InterfpredError(f"{source}: extractor: {exc}") from None
+        pred = predictor_from_state(state["predictor"], source=f"{source}: predictor", trusted=trusted)
+        d = pred.n_features_in_
+        if d is not None and d != ex.n_features:
+            raise InterfpredError(f"{source}: the predictor takes {d} features but the extractor makes {ex.n_features}")
+        model = cls(ex, pred)
+        baselines = state.get("baselines", {})
+        if not isinstance(baselines, dict):
+            raise InterfpredError(f"{source}: 'baselines' must be an object, got {type(baselines).__name__}")
+        for kind, st in baselines.items():
+            model.baselines[str(kind)] = predictor_from_state(st, source=f"{source}: baselines: {kind}")
+        return model
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the model as one JSON file, atomically."""
+        atomic_write_text(path, json.dumps(self.to_state(), allow_nan=False, indent=1) + "\n")
+
+
+def load_model(path: str | os.PathLike[str], *, trusted: bool = False) -> InterferenceModel:
+    """Read a model file written by :meth:`InterferenceModel.save` (or ``interfpred fit``).
+
+    The file is checked before anything in it is used: at most ``MODEL_FILE_MAX_BYTES`` bytes
+    and ``MODEL_FILE_MAX_DEPTH`` levels of nesting, and the format of
+    :class:`~interfpred._core.schema.ModelFile` (unknown keys and wrong types are refused). A model
+    whose predictor wraps a river or scikit-learn estimator holds a pickle, and unpickling runs
+    code named by the file: it is refused unless ``trusted=True`` (CLI ``--trust-model-file``),
+    which you should pass only for files you wrote yourself.
+
+    Parameters
+    ----------
+    path
+        The model file.
+    trusted
+        Allow a pickled wrapped estimator to be restored.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "m.json"
+    >>> _ = path.write_text('{"kind": "rls", "schema_version": 1, "params": {}}')
+    >>> load_model(path)
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: ...m.json: kind 'rls' is not an interference model ('interfpred.model.interference') (a bare predictor state: fit a model with 'interfpred fit')
+    """
+    return InterferenceModel.from_state(read_json(path), source=os.fspath(path), trusted=trusted)

@@ -1,0 +1,405 @@
+"""EntityRLS: a throughput-feature model plus each model's own sensitivity and aggressiveness, online.
+
+A row whose own entity is ``m`` and whose co-runners ``c`` ran beside it with weights ``w_c``
+(:class:`~interfpred.data.entities.Entities`) is predicted as
+
+    f = g(phi) + s[m] min(1, sum_c w_c) + sum_c w_c (a[c] + p[m, c]) + <u[m], sum_c w_c v[c]>
+
+(``exp(f)`` with ``log_target``): the population model ``g`` of the features, then zero-mean
+entity terms with Gaussian priors (sensitivity, aggressiveness, pair residual, optional latent
+factors), each learned by one joint Kalman (RLS) step per observation, in an exact ("full") or a
+decoupled ("blocks") covariance. The model, the update modes, forgetting and the accuracy on real
+pairs are described in docs/predictors.md ("Per-model terms: entities and EntityRLS").
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from interfpred.constants import (
+    ENTITY_AGGRESSIVENESS_VAR,
+    ENTITY_FACTOR_VAR,
+    ENTITY_FORGETTING,
+    ENTITY_MAX_RANK,
+    ENTITY_PAIR_VAR,
+    ENTITY_SENSITIVITY_VAR,
+    PRIOR_SLOWDOWN,
+    RLS_DELTA,
+    RLS_FORGETTING,
+)
+from interfpred.data.entities import Entities
+from interfpred.errors import InterfpredError
+from interfpred.predictors._status import MISSING, OK, kernel_error, split_code
+from interfpred.predictors.base import BasePredictor
+from interfpred.predictors.entity_rls import _kernels as EK
+from interfpred.predictors.entity_rls import _rows as ER
+from interfpred.predictors.entity_rls._store import EntityStore
+from interfpred.predictors.entity_rls.tuning import select_prior_variances
+from interfpred.predictors.inputs import F64, NDARRAY, as_rows, as_targets, check_flag, check_positive
+
+__all__ = ["EntityRLS"]
+
+_EH = EK.ENT_HEADER
+_FAST = ER.FAST
+_NO_I = np.zeros(0, dtype=np.int64)
+_NO_V = np.zeros((0, 2), dtype=np.int64)
+_VARS = ("sensitivity_var", "aggressiveness_var", "pair_var", "factor_var")
+_NO_F = np.zeros(0)
+_NO_I2 = np.full((1, 4), -1, dtype=np.int64)
+_NO_F2 = np.zeros((1, 1))
+_PTR0 = np.zeros(2, dtype=np.int64)
+_OWN0 = np.zeros(1, dtype=np.int64)
+_FLOATS = (float, np.float64)
+
+
+def _error(status: int, row: int | None, d: Any, n_features: int | None = None) -> InterfpredError:
+    return kernel_error(status, row=row, model="EntityRLS", n_features=n_features, width=d)
+
+
+class EntityRLS(EntityStore, BasePredictor):
+    """Throughput-feature RLS plus per-model sensitivity, aggressiveness, pair and latent terms.
+
+    Parameters
+    ----------
+    forgetting
+        Forgetting of the global weights per observation, in (0, 1] (as :class:`~interfpred.RLS`).
+    delta
+        Prior variance of the global weights (weak: the population model is learned from data).
+    entity_forgetting
+        Forgetting of each entity term per observation that touches it, in (0, 1].
+    sensitivity_var, aggressiveness_var, pair_var, factor_var
+        Prior variances of the entity terms relative to the observation noise variance (``1 / var``
+        is the term's ridge penalty); 0 turns that family of terms off.
+    rank
+        Rank of the latent factors ``u, v`` (0 = none), at most ``ENTITY_MAX_RANK``.
+    log_target
+        Learn ``log y`` and predict ``exp`` of the model (default: interference is multiplicative and
+        real slowdowns span orders of magnitude; targets must then be positive). False learns ``y``.
+    alone_is_solo
+        A row with entities and no co-runner predicts exactly 1.0 and teaches nothing.
+    entity_terms
+        False ignores the entity terms (the ablation: ``g(phi)`` with the same target and
+        alone-is-solo rule).
+    covariance
+        ``"auto"`` (exact while small, then blocks), ``"blocks"`` (decoupled, fast) or ``"full"``
+        (exact joint RLS, rank 0, ``O(N^2)`` per update for ``N`` parameters).
+    stabilize
+        Stabilised forgetting of every part (see the module docstring).
+    seed
+        Seed of the latent factors' initial values (with each entity's order of first sight).
+    entity
+        What an entity is when the library computes entities for this predictor (an
+        :class:`~interfpred.InterferenceModel`, a :class:`~interfpred.ColocationTracker`):
+        ``"model"`` or ``"model_batch"`` (model and batch size, named ``"model@batch"``).
+    population
+        ``"joint"`` (default): one innovation for all parts (the mixed-model posterior; exact with
+        the joint covariance); ``"marginal"``: ``g`` learns as the feature-only model (the
+        population model, to the bit) and the entity terms learn the residual it leaves.
+    hierarchy
+        A name ``"parent@child"`` (such as ``"resnet50@8"``) also gets the terms of ``"parent"``,
+        so a batch size never seen of a known model starts from that model's terms, and pairs of
+        parents share what every batch size of them taught.
+    tune_priors
+        ``fit`` (with entities, at least 8 rows) first chooses the prior variances by validation on
+        its own rows (the last quarter, prequentially; see :mod:`interfpred.predictors.entity_rls.tuning`),
+        scaling the variances given here; the choice is kept in ``prior_variances_`` (the
+        hyperparameters are not changed). ``update`` alone uses the given variances.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interfpred.data.entities import Entities
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.random((400, 2))
+    >>> own = rng.choice(["a", "b"], 400)
+    >>> ent = Entities.from_lists(own, [{"b": 1.0} if o == "a" else {"a": 1.0} for o in own])
+    >>> y = 1.0 + X[:, 0] + np.where(own == "a", 0.3, -0.1)
+    >>> p = EntityRLS(forgetting=1.0).fit(X, y, entities=ent)
+    >>> one = Entities.from_lists(["a", "new"], [{"b": 1.0}, {"b": 1.0}])
+    >>> np.round(p.predict(np.array([[0.5, 0.5], [0.5, 0.5]]), entities=one), 1)   # a learned; new = g(phi)
+    array([1.8, 1.7])
+    >>> p.predict(np.array([0.5, 0.5]), entities=Entities.from_lists(["a"], [{}]))    # alone: solo
+    1.0
+    """
+
+    kind = "entity_rls"
+    uses_entities = True
+    _contract_params = [{}, {"log_target": False, "rank": 2, "forgetting": 0.99},
+                    {"covariance": "full", "population": "joint", "log_target": False},
+                    {"population": "joint", "tune_priors": True}, {"entity_terms": False, "alone_is_solo": False}]
+
+    def __init__(
+        self,
+        *,
+        forgetting: float = RLS_FORGETTING,
+        delta: float = RLS_DELTA,
+        entity_forgetting: float = ENTITY_FORGETTING,
+        sensitivity_var: float = ENTITY_SENSITIVITY_VAR,
+        aggressiveness_var: float = ENTITY_AGGRESSIVENESS_VAR,
+        pair_var: float = ENTITY_PAIR_VAR,
+        factor_var: float = ENTITY_FACTOR_VAR,
+        rank: int = 0,
+        log_target: bool = True,
+        alone_is_solo: bool = True,
+        entity_terms: bool = True,
+        covariance: str = "auto",
+        stabilize: bool = True,
+        seed: int = 0,
+        entity: str = "model_batch",
+        population: str = "joint",
+        hierarchy: bool = True,
+        tune_priors: bool = True,
+    ) -> None:
+        self.forgetting = forgetting
+        self.delta = delta
+        self.entity_forgetting = entity_forgetting
+        self.sensitivity_var = sensitivity_var
+        self.aggressiveness_var = aggressiveness_var
+        self.pair_var = pair_var
+        self.factor_var = factor_var
+        self.rank = rank
+        self.log_target = log_target
+        self.alone_is_solo = alone_is_solo
+        self.entity_terms = entity_terms
+        self.covariance = covariance
+        self.stabilize = stabilize
+        self.seed = seed
+        self.entity = entity
+        self.population = population
+        self.hierarchy = hierarchy
+        self.tune_priors = tune_priors
+        self._check_params()
+        self._g: np.ndarray | None = None
+        self._d = None
+
+    def _check_params(self) -> None:
+        for name in ("forgetting", "entity_forgetting"):
+            v = check_positive(name, getattr(self, name))
+            if v > 1.0:
+                raise InterfpredError(f"{name} must be in (0, 1], got {getattr(self, name)!r}")
+        check_positive("delta", self.delta)
+        for name in ("sensitivity_var", "aggressiveness_var", "pair_var", "factor_var"):
+            check_positive(name, getattr(self, name), allow_zero=True)
+        check_flag(self, "log_target", "alone_is_solo", "entity_terms", "stabilize", "hierarchy", "tune_priors")
+        for name, hi in (("rank", ENTITY_MAX_RANK), ("seed", 2**63 - 1)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= v <= hi:
+                raise InterfpredError(f"{name} must be an integer in [0, {hi}], got {v!r}")
+        if self.entity not in ("model", "model_batch"):
+            raise InterfpredError(f"entity must be 'model' or 'model_batch', got {self.entity!r}")
+        if self.population not in ("marginal", "joint"):
+            raise InterfpredError(f"population must be 'marginal' or 'joint', got {self.population!r}")
+        if self.covariance not in ("auto", "blocks", "full"):
+            raise InterfpredError(f"covariance must be 'auto', 'blocks' or 'full', got {self.covariance!r}")
+        if self.covariance == "full" and self.rank:
+            raise InterfpredError(f"covariance='full' is exact RLS for the linear terms only; rank {self.rank!r} "
+                                  "needs covariance='blocks'")
+        if self.covariance == "full" and self.population != "joint":
+            raise InterfpredError("covariance='full' is the exact joint solution: it needs population='joint'")
+
+    # ------------------------------------------------------------------ state
+    def _allocate(self, d: int, full: bool | None = None) -> None:
+        self._check_params()
+        m = d + 1
+        if full is None:  # "auto" starts exact (joint covariance) unless latent factors need blocks
+            full = self.covariance == "full" or (self.covariance == "auto" and not self.rank)
+        size = _EH + (0 if full else 3 * m + m * m)
+        g = np.zeros(size)
+        g[EK.N_WEIGHTS], g[EK.N_FEATURES] = m, d
+        f = float(self.forgetting)
+        g[EK.RLS_FORGETTING] = f
+        g[EK.RLS_STAB] = (1.0 - f) / float(self.delta) if self.stabilize else 0.0
+        g[EK.RLS_INV_DELTA] = 1.0 / float(self.delta)
+        g[EK.ENT_FORGETTING] = float(self.entity_forgetting)
+        g[EK.ENT_STABILIZE] = float(bool(self.stabilize))
+        g[EK.ENT_LOG_TARGET] = float(bool(self.log_target))
+        g[EK.ENT_ALONE_IS_SOLO] = float(bool(self.alone_is_solo))
+        g[EK.ENT_RANK] = float(self.rank)
+        g[EK.ENT_MARGINAL] = float(self.population == "marginal")
+        b0 = 0.0 if self.log_target else PRIOR_SLOWDOWN
+        cap = 16
+        if full:
+            g[EK.ENT_N_FULL] = m
+            self._est = np.zeros((4, m + cap))
+            self._est[EK.EST_MEAN, d] = self._est[EK.EST_PRIOR_MEAN, d] = b0
+            self._est[EK.EST_PRIOR_INFO, :m] = 1.0 / float(self.delta)
+            self._P = np.zeros((m + cap, m + cap))
+            self._P[np.arange(m), np.arange(m)] = float(self.delta)
+        else:
+            g[_EH + d] = b0
+            g[_EH + m + d] = b0
+            g[_EH + 2 * m:_EH + 2 * m + m * m].reshape(m, m)[np.diag_indices(m)] = float(self.delta)
+            self._est = np.zeros((4, cap))
+            self._P = _NO_F2
+        self._g = g
+        self._np = 0
+        self._names: list[str] = []
+        self._eid: dict[str, int] = {}
+        self._etab = np.full((8, 4), -1, dtype=np.int64)
+        self._ptab = np.full((16, 3), -1, dtype=np.int64)
+        self._n_pairs = 0
+        self._d = d
+        self._var = {k: float(getattr(self, k)) for k in _VARS}
+        self._create = (1 + int(self.pair_var > 0)) if self.entity_terms else 0
+        self._reset_cache()
+
+    # ------------------------------------------------------------------ the API
+    def fit(self, X: Any, y: Any, *, entities: Entities | None = None) -> EntityRLS:
+        """Forget everything, then learn rows ``X`` with targets ``y`` (and their entities); returns self."""
+        Xa, single = as_rows(X, width=None)
+        ya = as_targets(y, Xa.shape[0], single)
+        ent = self._check_entities(entities, Xa.shape[0])
+        saved = self.__dict__.copy()
+        try:
+            self._allocate(Xa.shape[1])
+            if self.tune_priors and ent is not None and self.entity_terms and Xa.shape[0] >= 8:
+                # the search runs with the decoupled covariance (fast); the fit below uses the chosen
+                # variances with the configured one
+                params = {**self.get_params(), "tune_priors": False,
+                          "covariance": "blocks" if self.covariance == "auto" else self.covariance}
+                best, _ = select_prior_variances(Xa, ya, ent, params=params)
+                self._var = {k: float(v) for k, v in best.items()}
+                self._create = (1 + int(self._var["pair_var"] > 0)) if self.entity_terms else 0
+            self._learn(Xa, ya, ent)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+        return self
+
+    def update(self, X: Any, y: Any, *, entities: Entities | None = None) -> None:
+        """Learn from rows ``X`` (n, d) with ``y`` (n,), or one row with a float, and their entities.
+
+        Entities named for the first time are created. Refused input raises InterfpredError and
+        changes nothing.
+        """
+        g = self._g
+        if g is not None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1 and type(y) in _FLOATS:
+            if entities is None:
+                st = _FAST.update_one(g, self._est, self._P, self._etab, self._ptab, _NO_V, X, y, -1, _NO_I, _NO_F, 0)
+            elif type(entities) is Entities and entities.own.shape[0] == 1:
+                vmap = (self._vmap if entities.names is self._vm_key and self._vm_n == len(self._names)
+                        else self._vmap_for(entities))
+                own = int(entities.own[0])
+                st = _FAST.update_one(g, self._est, self._P, self._etab, self._ptab, vmap, X, y, own, entities.co,
+                                      entities.weight, self._create)
+                if st == MISSING:  # nothing changed yet: create what is new, then learn
+                    mark = (len(self._names), self._np, self._n_pairs)
+                    self._create_missing(entities)
+                    st = _FAST.update_one(self._g, self._est, self._P, self._etab, self._ptab,
+                                          self._vmap_for(entities), X, y, own, entities.co, entities.weight, 0)
+                    if st:
+                        self._rollback(*mark)
+            else:
+                st = -1
+            if st > 0:
+                raise _error(st, None, self._d, X.shape[0])
+            if st == 0:
+                return
+        Xa, single = as_rows(X, width=self._d)
+        ya = as_targets(y, Xa.shape[0], single)
+        ent = self._check_entities(entities, Xa.shape[0])
+        if self._g is None:
+            self._allocate(Xa.shape[1])
+        self._learn(Xa, ya, ent)
+
+    def _run_update(self, X: np.ndarray, y: np.ndarray, ent: Entities | None) -> int:
+        if ent is None:
+            own, ptr, co, w, vmap, has = (_OWN0 if X.shape[0] == 1 else np.zeros(X.shape[0], dtype=np.int64),
+                                          _PTR0 if X.shape[0] == 1 else np.zeros(X.shape[0] + 1, dtype=np.int64),
+                                          _NO_I, _NO_F, _NO_V, 0)
+        else:
+            own, ptr, co, w, vmap, has = ent.own, ent.indptr, ent.co, ent.weight, self._vmap_for(ent), 1
+        return int(_FAST.update_rows(self._g, self._est, self._P, self._etab,
+                                     self._ptab, vmap, X, y, own, ptr, co, w, has))
+
+    def _learn(self, X: np.ndarray, y: np.ndarray, ent: Entities | None = None) -> None:
+        saved = self._snapshot()
+        if ent is not None and self.entity_terms and self._is_full() and X.shape[0] > 1:
+            # the joint covariance forgets per observation: create each entity at its first row
+            bad = int(ER.check_rows(self._g, X, y))
+            if bad != OK:
+                raise _error(*split_code(bad), self._d)
+            for i in range(X.shape[0]):
+                try:
+                    self._learn(X[i:i + 1], y[i:i + 1], ent.take([i]))
+                except InterfpredError:
+                    self._restore(saved)
+                    raise
+            return
+        if ent is not None and self.entity_terms:
+            self._create_missing(ent)
+        code = self._run_update(X, y, ent)
+        if code != OK:
+            self._restore(saved)
+            raise _error(*split_code(code), self._d)
+
+    def predict(self, X: Any, *, entities: Entities | None = None) -> Any:
+        """Predicted targets: (n, d) -> (n,); one row (d,) -> float. Unknown entities contribute 0."""
+        g = self._g
+        if g is not None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1:
+            r = None
+            if entities is None:
+                r = _FAST.predict_one(g, self._est, self._etab, self._ptab, _NO_V, X, -1, _NO_I, _NO_F)
+            elif type(entities) is Entities and entities.own.shape[0] == 1:
+                vmap = (self._vmap if entities.names is self._vm_key and self._vm_n == len(self._names)
+                        else self._vmap_for(entities))
+                r = _FAST.predict_one(g, self._est, self._etab, self._ptab, vmap, X, int(entities.own[0]),
+                                      entities.co, entities.weight)
+            if r is not None:
+                if math.isnan(r):
+                    as_rows(X, width=self._d)  # raises with a precise message
+                return r
+        Xa, single = as_rows(X, width=self._d)
+        ent = self._check_entities(entities, Xa.shape[0])
+        if g is None:
+            out = np.full(Xa.shape[0], PRIOR_SLOWDOWN)
+        else:
+            out = np.empty(Xa.shape[0])
+            self._run_predict(Xa, ent, out)
+        return float(out[0]) if single else out
+
+    def _predict_rows(self, X: np.ndarray) -> np.ndarray:
+        out = np.empty(X.shape[0])
+        self._run_predict(X, None, out)
+        return out
+
+    def _run_predict(self, X: np.ndarray, ent: Entities | None, out: np.ndarray) -> int:
+        if ent is None:
+            n = X.shape[0]
+            own, ptr, co, w, vmap, has = (_OWN0 if n == 1 else np.zeros(n, dtype=np.int64),
+                                          _PTR0 if n == 1 else np.zeros(n + 1, dtype=np.int64), _NO_I, _NO_F,
+                                          _NO_V, 0)
+        else:
+            own, ptr, co, w, vmap, has = ent.own, ent.indptr, ent.co, ent.weight, self._vmap_for(ent), 1
+        return _FAST.predict_rows(self._g, self._est, self._etab, self._ptab, vmap, X, own, ptr, co, w, has, out)
+
+    def pairwise_terms(self, names: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The entity part of predictions inside a running set of entities ``names`` (k,).
+
+        Returns ``S`` (k,) and ``M`` (k, k): for any subset ``A`` of the members running together
+        (each co-runner with weight 1), member ``a``'s model value is ``g(phi_a) + S[a] min(1,
+        |A| - 1) + sum_{b in A, b != a} M[a, b]`` (before ``exp`` with ``log_target``; a member
+        alone predicts 1.0 with ``alone_is_solo``). A tracker's what-if projection uses this to
+        predict every projected segment without building entity tables. Unknown names give 0.
+
+        Examples
+        --------
+        >>> p = EntityRLS(pair_var=0.0).fit([[0.0], [0.0]], [1.5, 1.5], entities=Entities.from_lists(
+        ...     ["a", "b"], [{"b": 1.0}, {"a": 1.0}]))
+        >>> S, M = p.pairwise_terms(["a", "b", "new"])
+        >>> M.shape, float(M[0, 2]), float(M[2, 2])
+        ((3, 3), 0.0, 0.0)
+        """
+        names = tuple(str(s) for s in names)
+        k = len(names)
+        S, M = np.zeros(k), np.zeros((k, k))
+        if self._g is None or not self.entity_terms:
+            return S, M
+        ids = self._ids_cached(names)
+        EK.pairwise_terms(self._g, self._est, self._etab, self._ptab, ids, S, M)
+        return S, M
+

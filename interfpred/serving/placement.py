@@ -1,0 +1,270 @@
+"""Vectorised placement over many devices: every tracker's what-if in one compiled call, cached between events.
+
+:class:`PlacementCache` answers, for every device of a fleet at once, what ``Fleet.choose_gpu``
+asks of each: is a candidate feasible there, and how much projected latency would it add? It
+keeps each device's running set (:meth:`~interfpred.serving.tracker.ColocationTracker.projection_inputs`) in
+one block of a stacked array, rewritten only after an event on that device, and reuses each device's
+projection without the candidate while time and weights are unchanged; the answers equal one
+``what_if`` and one ``predict_finish`` per device to the bit. Devices whose tracker cannot take the
+compiled path are left out for the caller to assess one by one. The placement rule itself
+(:func:`meets_deadlines`, :func:`added_latency`, :func:`least_added_latency`) is shared by the
+fleet and the E3 policies. docs/scale.md gives the costs.
+
+Examples
+--------
+>>> from interfpred import RLS, ColocationTracker
+>>> from interfpred.sim.zoo import zoo_profiles
+>>> toy = RLS().fit([[0.0] * 16, [1.0] * 16], [1.0, 0.5])     # the more pressure, the slower
+>>> trs = {g: ColocationTracker(zoo_profiles("l4"), toy) for g in ("a", "b")}
+>>> trs["a"].start(1, "vgg19", 8, 0.0)
+>>> res = PlacementCache().assess_all(trs, {1: 100.0}.get, ("c", "resnet50", 4), 50.0, 1.0, margin=0.0)
+>>> {g: (ok, round(added, 2)) for g, (ok, added) in res.items()}   # own latency + delay inflicted
+{'a': (True, 6.36), 'b': (True, 4.78)}
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+
+from interfpred._core.jit import njit
+from interfpred.constants import MAX_RUNNING_SET, TRACKER_MIN_REMAINING
+from interfpred.errors import InterfpredError
+from interfpred.serving.projection import project_stacked_unchecked
+
+__all__ = ["PlacementCache", "added_latency", "least_added_latency", "meets_deadlines"]
+
+K = TypeVar("K", bound=Hashable)
+
+
+def meets_deadlines(t: float, ends: Iterable[float], deadlines: Iterable[float], margin: float) -> bool:
+    """Whether every projected end ``e`` meets its deadline ``D`` with the safety margin, seen from ``t``:
+    ``t + (e - t) * (1 + margin) <= D``.
+
+    >>> meets_deadlines(0.0, [10.0, 20.0], [11.5, 22.5], 0.1), meets_deadlines(0.0, [10.0], [10.5], 0.1)
+    (True, False)
+    """
+    f = 1.0 + margin
+    return all(t + (e - t) * f <= d for e, d in zip(ends, deadlines))
+
+
+def added_latency(t: float, candidate_end: float, ends_with: Iterable[float], ends_without: Iterable[float]) -> float:
+    """Projected latency a launch at ``t`` adds: the candidate's own plus the delay it inflicts on the running
+    executions (their ends with it minus without it), summed in that order.
+
+    >>> added_latency(1.0, 5.0, [4.0, 9.0], [3.0, 8.5])
+    5.5
+    """
+    added = candidate_end - t
+    for e1, e0 in zip(ends_with, ends_without):
+        added += e1 - e0
+    return added
+
+
+def least_added_latency(options: Iterable[tuple[K, float]], *, tie_rtol: float = 0.0) -> list[K]:
+    """Keys of the feasible ``(key, added_ms)`` options whose added latency is within ``tie_rtol`` (relative)
+    of the least, in the given order; empty when there are none. The placement rule of
+    :meth:`~interfpred.Fleet.choose_gpu` and of the E3 co-location policies.
+
+    >>> least_added_latency([("a", 3.0), ("b", 2.0), ("c", 2.0)])
+    ['b', 'c']
+    >>> least_added_latency([("a", 2.0 + 1e-9), ("b", 2.0)], tie_rtol=1e-6)
+    ['a', 'b']
+    """
+    opts: Sequence[tuple[K, float]] = list(options)
+    if not opts:
+        return []
+    least = min(a for _, a in opts)
+    return [k for k, a in opts if a <= least + tie_rtol * abs(least)]
+
+
+@njit(cache=True)
+def _judge(n, end_b, end_c, dl, use, t, f, deadline, ok, added):
+    """Per used block g with n[g] running (deadlines dl[g]) and the candidate at row n[g] of
+    ``end_c``: feasibility and added latency, summed in ``what_if`` order."""
+    for g in range(n.shape[0]):
+        if not use[g]:
+            continue
+        k = n[g]
+        ec = end_c[g, k]
+        good = t + (ec - t) * f <= deadline
+        s = ec - t
+        for j in range(k):
+            e1 = end_c[g, j]
+            s += e1 - end_b[g, j]
+            if good and t + (e1 - t) * f > dl[g, j]:
+                good = False
+        ok[g] = good
+        added[g] = s
+
+
+class PlacementCache:
+    """Stacked per-device projection state, kept between events, for :meth:`assess_all`.
+
+    The trackers must be driven through the owner (``Fleet``), which calls :meth:`invalidate`
+    on every start and finish; a device's block is refreshed on the next call after that.
+    """
+
+    def __init__(self) -> None:
+        self._names: tuple[str, ...] = ()
+        self._stale: set[str] = set()
+
+    def invalidate(self, device: str | None = None, *, gpu: str | None = None) -> None:
+        """Refresh ``device``'s block on the next call (after an event on it); ``gpu=`` is its
+        deprecated spelling."""
+        if gpu is not None:
+            warnings.warn("PlacementCache.invalidate(gpu=...) is deprecated; use device=...", DeprecationWarning,
+                          stacklevel=2)
+            device = gpu
+        if device is None:
+            raise InterfpredError("invalidate needs the device name")
+        self._stale.add(device)
+
+    # ------------------------------------------------------------------ layout
+    def _allocate(self, names: tuple[str, ...], cap: int) -> None:
+        g = len(names)
+        self._names = names
+        self._row = {name: i for i, name in enumerate(names)}
+        self._cap = cap
+        self._dem = np.zeros((g, cap, 3))
+        self._rem0 = np.zeros((g, cap))
+        self._rates = np.zeros((g, cap))
+        self._solo = np.zeros((g, cap))
+        self._dl = np.full((g, cap), math.inf)
+        self._t0 = np.zeros(g)
+        self._now = np.full(g, -math.inf)
+        self._n = np.zeros(g, dtype=np.int64)
+        self._fast = np.zeros(g, dtype=np.bool_)
+        self._mode: list[tuple] = [()] * g
+        self._pred: list[Any] = [None] * g
+        self._look: list[tuple] = [()] * g
+        self._base = np.zeros((g, cap))
+        self._base_ok = np.zeros(g, dtype=np.bool_)
+        self._base_key: tuple | None = None
+        self._stale = set(names)
+
+    def _refresh(self, trackers: Mapping[str, Any], deadline_of: Callable[[Any], float | None]) -> None:
+        names = tuple(trackers)
+        if names != self._names:
+            self._allocate(names, 8)
+        for name in list(self._stale):
+            self._stale.discard(name)
+            g = self._row.get(name)
+            if g is None:
+                continue
+            tr = trackers[name]
+            self._base_ok[g] = False
+            self._pred[g] = tr.predictor
+            self._look[g] = (id(tr.profiles), tr.gpu, tr.extrapolate)
+            inp = tr.projection_inputs()
+            if inp is None:
+                self._fast[g] = False
+                continue
+            k = len(inp.ids)
+            if k + 1 > self._cap:
+                self._grow(2 * (k + 1))
+            self._fast[g] = True
+            self._n[g] = k
+            self._dem[g, :k] = inp.dem
+            self._rem0[g, :k] = inp.rem
+            self._rates[g, :k] = inp.rates
+            self._solo[g, :k] = inp.solo
+            self._dem[g, k:] = 0.0
+            self._rem0[g, k:] = 0.0
+            self._rates[g, k:] = 0.0
+            self._solo[g, k:] = 0.0
+            self._dl[g, :k] = [math.inf if d is None else float(d) for d in map(deadline_of, inp.ids)]
+            self._t0[g] = inp.t0
+            self._now[g] = -math.inf if inp.now is None else inp.now
+            self._mode[g] = (inp.map_id, inp.combine_id, inp.is_rate, inp.min_rate, inp.max_rate,
+                             inp.weights.shape[0])
+
+    def _grow(self, cap: int) -> None:
+        for name in ("_dem", "_rem0", "_rates", "_solo", "_dl", "_base"):
+            old = getattr(self, name)
+            new = np.full((old.shape[0], cap) + old.shape[2:], math.inf if name == "_dl" else 0.0)
+            new[:, :old.shape[1]] = old
+            setattr(self, name, new)
+        self._cap = cap
+
+    # ------------------------------------------------------------------ answers
+    def assess_all(self, trackers: Mapping[str, Any], deadline_of: Callable[[Any], float | None],
+                   candidate: tuple[Any, str, float], deadline: float, t: float, *, margin: float,
+                   max_running: int | None = None) -> dict[str, tuple[bool, float]]:
+        """Device name -> ``(feasible, added_ms)`` for every device that takes the compiled path.
+
+        ``deadline_of(id)`` gives a running id's deadline (None: none); a full device
+        (``max_running``) is ``(False, inf)``. A candidate without a profile raises
+        :class:`~interfpred.errors.InterfpredError`, as ``what_if`` does.
+        """
+        self._refresh(trackers, deadline_of)
+        names = self._names
+        n = self._n
+        full = np.zeros(len(names), dtype=np.bool_)
+        if max_running is not None:
+            full = np.array([len(trackers[nm]) >= max_running for nm in names], dtype=np.bool_)
+        use = self._fast & ~full & (n + 1 <= MAX_RUNNING_SET) & (self._now <= t)
+        out: dict[str, tuple[bool, float]] = {names[g]: (False, math.inf) for g in np.flatnonzero(full)}
+        if not use.any():
+            return out
+        cid, model, batch = candidate
+        gs = np.flatnonzero(use)
+        # Weights once per distinct predictor, candidate once per distinct profile lookup.
+        d = max(self._mode[g][5] for g in gs)
+        W = np.zeros((len(names), d))
+        B = np.zeros(len(names))
+        LO = np.zeros(len(names))
+        by_pred: dict[int, tuple] = {}
+        by_look: dict[tuple, tuple] = {}
+        rows = np.arange(len(names))
+        cand = np.zeros((len(names), 4))
+        for g in gs:
+            p = self._pred[g]
+            wb = by_pred.get(id(p))
+            if wb is None:
+                inp = trackers[names[g]].projection_inputs()
+                wb = by_pred[id(p)] = (inp.weights, inp.intercept, inp.pred_lo)
+            W[g, :wb[0].shape[0]] = wb[0]
+            B[g] = wb[1]
+            LO[g] = wb[2]
+            lk = self._look[g]
+            cd = by_look.get(lk)
+            if cd is None:
+                cd = by_look[lk] = trackers[names[g]].candidate_demand(cid, model, batch)
+            cand[g] = cd
+        # Remaining work at t, as ColocationTracker.remaining_ms computes it (blocks with t == t0 keep rem0).
+        dt = np.where(t > self._t0, t - self._t0, 0.0)[:, None]
+        rem = self._rem0 - self._rates * dt
+        np.maximum(rem, TRACKER_MIN_REMAINING * self._solo, out=rem)
+        base_key = (t, W.tobytes(), B.tobytes(), LO.tobytes())
+        if base_key != self._base_key:
+            self._base_ok[:] = False
+            self._base_key = base_key
+        dem = self._dem.copy()
+        dem[rows[gs], n[gs]] = cand[gs, :3]
+        rem[rows[gs], n[gs]] = cand[gs, 3]
+        ok = np.zeros(len(names), dtype=np.bool_)
+        added = np.zeros(len(names))
+        modes = {self._mode[g] for g in gs}
+        f = 1.0 + margin
+        end_c = np.zeros_like(rem)
+        for mode in modes:
+            sel = use & np.array([m == mode for m in self._mode], dtype=np.bool_) if len(modes) > 1 else use
+            map_id, combine_id, is_rate, rmin, rmax, _ = mode
+            need = sel & ~self._base_ok
+            if need.any():
+                project_stacked_unchecked(self._dem, rem, n, t, W, B, LO, need, map_id, combine_id, is_rate, rmin,
+                                          rmax, self._base)
+                self._base_ok |= need
+            project_stacked_unchecked(dem, rem, n + 1, t, W, B, LO, sel, map_id, combine_id, is_rate, rmin, rmax,
+                                      end_c)
+            _judge(n, self._base, end_c, self._dl, sel, float(t), f, float(deadline), ok, added)
+        okl = ok.tolist()
+        addl = added.tolist()
+        for gi in gs.tolist():
+            out[names[gi]] = (okl[gi], addl[gi])
+        return out

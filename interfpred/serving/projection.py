@@ -1,0 +1,185 @@
+"""Fluid what-if projection under an affine model, with the running set's sums updated incrementally.
+
+A projection answers "when does each member of this running set finish?" when every member
+progresses at its predicted rate (fraction of solo speed) and the rates change only when a
+member finishes. :func:`project_fluid` runs it for any rate function (one call per projected
+segment); :func:`project_affine` is the compiled form for an affine predictor over a built-in
+map, which updates the running set's per-resource sums as members finish instead of evaluating
+the map again: O(k log k + k^2) with a small constant, equal to the per-segment computation to
+rounding. docs/embedding.md explains the projection and its cost.
+
+Examples
+--------
+>>> import numpy as np
+>>> dem = np.array([[0.5, 0.5, 0.25], [0.25, 0.5, 0.5]])
+>>> w = np.zeros(6); w[4] = -0.5                  # default map: rate falls with the others' L2
+>>> project_affine(dem, np.array([1.0, 4.0]), 0.0, w, 1.0, feature_map="default")
+array([1.33333333, 4.33333333])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+
+from interfpred.constants import TRACKER_FINISH_RTOL, TRACKER_MAX_RATE, TRACKER_MIN_RATE
+from interfpred.errors import InterfpredError
+from interfpred.features._timeline_kernels import COMBINE_MAX, MAP_DEFAULT, MAP_GPULETS, MAP_RICH, n_features
+from interfpred.serving._projection_kernels import advance, project_affine_kernel, project_stacked_kernel
+
+__all__ = ["COMBINE_CODES", "MAP_CODES", "ProjectionInputs", "project_affine", "project_affine_unchecked",
+           "project_fluid", "project_stacked_unchecked"]
+
+#: Feature map and combine names -> the codes the kernels take.
+MAP_CODES = {"default": MAP_DEFAULT, "gpulets": MAP_GPULETS, "rich": MAP_RICH}
+COMBINE_CODES = {"sum": 0, "max": COMBINE_MAX}
+
+_NONFINITE = ("projection refused: a predicted rate or remaining work is not finite "
+              "(the predictor's weights overflow on this running set)")
+
+
+def project_fluid(rates_of: Callable[[np.ndarray], np.ndarray], rem: np.ndarray, t: float, *,
+                  rtol: float = TRACKER_FINISH_RTOL,
+                  refused: str = _NONFINITE) -> np.ndarray:
+    """Projected completion times of members with remaining solo work ``rem`` (n,), from ``t``.
+
+    ``rates_of(members)`` gives the rates (n_active,) of the members still running (indices
+    into ``rem``, in their order) for one segment; the segment ends at the earliest completion
+    (members within ``rtol`` of it finish together) and the next one's rates are asked for. An
+    error with message ``refused`` is raised when a rate or a time to finish is not finite
+    or not positive.
+
+    Examples
+    --------
+    >>> project_fluid(lambda members: np.full(members.size, 0.5), np.array([1.0, 2.0]), 10.0)
+    array([12., 14.])
+    """
+    r = np.array(rem, dtype=np.float64)
+    n = r.shape[0]
+    end = np.empty(n)
+    idx = np.arange(n)
+    taus = np.empty(n)
+    retired = np.empty(n, dtype=np.int64)
+    na = n
+    tf = float(t)
+    while na > 0:
+        rate = np.ascontiguousarray(rates_of(idx[:na].copy()), dtype=np.float64)
+        na, tf, _ = advance(idx, na, r, rate, taus, tf, rtol, end, retired)
+        if na < 0:
+            raise InterfpredError(refused)
+    return end
+
+
+def project_stacked_unchecked(dem: np.ndarray, rem: np.ndarray, n: np.ndarray, t: float, W: np.ndarray,
+                              B: np.ndarray, LO: np.ndarray, use: np.ndarray, map_id: int, combine_id: int,
+                              is_rate: bool, rmin: float, rmax: float, end: np.ndarray,
+                              rtol: float = TRACKER_FINISH_RTOL) -> None:
+    """Many projections in one compiled call, in blocks of fixed capacity (a fleet's GPUs): block ``g``
+    is ``dem[g, :n[g]]`` (G, C, 3) with ``rem[g, :n[g]]`` under ``W[g]``, ``B[g]``, ``LO[g]``; blocks
+    with ``use[g]`` false are skipped. Writes ``end[g, :n[g]]`` (G, C)."""
+    if project_stacked_kernel(dem, rem, n, float(t), W, B, LO, use, map_id, combine_id, is_rate, rmin, rmax, rtol,
+                              end) != 0:
+        raise InterfpredError(_NONFINITE)
+
+
+def project_affine_unchecked(dem: np.ndarray, rem: np.ndarray, t: float, map_id: int, combine_id: int,
+                             w: np.ndarray, b: float, pred_lo: float, is_rate: bool, rmin: float, rmax: float,
+                             rtol: float = TRACKER_FINISH_RTOL) -> np.ndarray:
+    """:func:`project_affine` on codes, without checks (the tracker's hot path): C-contiguous float64 inputs."""
+    end = np.empty(dem.shape[0])
+    if project_affine_kernel(dem, rem, t, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, rtol, end) != 0:
+        raise InterfpredError(_NONFINITE)
+    return end
+
+
+def project_affine(dem, rem, t: float, weights, intercept: float, *, feature_map: str = "rich",
+                   combine: str = "sum", target: str = "rate", pred_lo: float = -math.inf,
+                   min_rate: float = TRACKER_MIN_RATE, max_rate: float = TRACKER_MAX_RATE) -> np.ndarray:
+    """Projected completion times of a running set under the affine model ``intercept + weights . phi``.
+
+    Parameters
+    ----------
+    dem
+        Demands (n, 3): SM, L2 and DRAM throughput of each member alone, fractions of peak.
+    rem
+        Remaining solo work of each member (n,), ms at solo speed, > 0.
+    t
+        The time the projection starts, ms.
+    weights, intercept
+        The affine model over the feature map (``weights`` has the map's width).
+    feature_map, combine
+        A built-in map (``"default"``, ``"gpulets"``, ``"rich"``) and how co-runners combine.
+    target
+        ``"rate"``: the model predicts the rate; ``"slowdown"``: its inverse.
+    pred_lo
+        Lower clip of the prediction before it becomes a rate.
+    min_rate, max_rate
+        Clamp of the rates.
+
+    Returns
+    -------
+    ndarray
+        (n,) projected completion times, ms.
+
+    Examples
+    --------
+    >>> project_affine([[0.5, 0.5, 0.5]], [2.0], 10.0, [0.0] * 16, 0.5)   # rate 0.5
+    array([14.])
+    >>> project_affine([[0.5, 0.5]], [2.0], 0.0, [0.0] * 16, 1.0)
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: dem must have shape (n, 3), got (1, 2)
+    """
+    d = np.ascontiguousarray(dem, dtype=np.float64)
+    if d.ndim != 2 or d.shape[1] != 3:
+        raise InterfpredError(f"dem must have shape (n, 3), got {d.shape}")
+    if not np.all(np.isfinite(d)) or (d.size and (d.min() < 0.0 or d.max() > 1.0)):
+        raise InterfpredError("dem must hold finite fractions in [0, 1]")
+    r = np.ascontiguousarray(rem, dtype=np.float64).reshape(-1)
+    if r.shape[0] != d.shape[0]:
+        raise InterfpredError(f"rem has {r.shape[0]} values for {d.shape[0]} members")
+    if not np.all(np.isfinite(r) & (r > 0.0)):
+        raise InterfpredError("rem must hold finite remaining work > 0 ms")
+    if feature_map not in MAP_CODES:
+        raise InterfpredError(f"feature_map {feature_map!r} must be one of {', '.join(MAP_CODES)}")
+    if combine not in COMBINE_CODES:
+        raise InterfpredError(f"combine {combine!r} must be 'sum' or 'max'")
+    if target not in ("rate", "slowdown"):
+        raise InterfpredError(f"target {target!r} must be 'rate' or 'slowdown'")
+    map_id = MAP_CODES[feature_map]
+    w = np.ascontiguousarray(weights, dtype=np.float64).reshape(-1)
+    if w.shape[0] != n_features(map_id):
+        raise InterfpredError(f"weights has {w.shape[0]} values; the {feature_map!r} map has {n_features(map_id)}")
+    b, lo, rmin, rmax, tf = (float(v) for v in (intercept, pred_lo, min_rate, max_rate, t))
+    if not (math.isfinite(b) and np.all(np.isfinite(w)) and math.isfinite(tf)):
+        raise InterfpredError("weights, intercept and t must be finite")
+    if not (0.0 < rmin <= rmax < math.inf):
+        raise InterfpredError(f"need 0 < min_rate <= max_rate < inf, got {min_rate!r}, {max_rate!r}")
+    return project_affine_unchecked(d, r, tf, map_id, COMBINE_CODES[combine], w, b, lo, target == "rate",
+                                    rmin, rmax)
+
+
+class ProjectionInputs(NamedTuple):
+    """A tracker's running set as a vectorised projection reads it (see ``ColocationTracker.projection_inputs``).
+
+    Remaining work at a time ``t >= t0`` is ``max(rem - rates * (t - t0), TRACKER_MIN_REMAINING * solo)``.
+    """
+
+    ids: tuple
+    dem: np.ndarray
+    solo: np.ndarray
+    rem: np.ndarray
+    rates: np.ndarray
+    t0: float
+    now: float | None
+    weights: np.ndarray
+    intercept: float
+    pred_lo: float
+    map_id: int
+    combine_id: int
+    is_rate: bool
+    min_rate: float
+    max_rate: float

@@ -1,0 +1,270 @@
+"""Rates and fluid projections of running sets under one predictor: the arithmetic behind the tracker's what-if.
+
+A :class:`RunningSetProjector` holds a predictor, an extractor and the rate clamp, and answers two
+questions about a running set given by its demands ``dem`` (k, 3): the clamped rate of every
+member (:meth:`~RunningSetProjector.rates`) and, with the remaining solo work of each, when each
+finishes (:meth:`~RunningSetProjector.project`). It picks the fastest path the predictor allows:
+
+* a predictor with entity terms (``pairwise_terms``, as :class:`~interfpred.EntityRLS`) over a
+  built-in map: the compiled entity kernels;
+* an affine predictor (``is_linear`` and ``linear_form()``) over a built-in map: the compiled
+  affine projection of :mod:`interfpred.serving.projection`;
+* anything else: :func:`~interfpred.serving.projection.project_fluid` with one ``predict`` call per segment.
+
+:class:`~interfpred.ColocationTracker` owns one; docs/embedding.md describes the projection.
+
+Examples
+--------
+>>> import numpy as np
+>>> from interfpred import RLS, TimeWeighted
+>>> pr = RunningSetProjector(RLS(), TimeWeighted(feature_map="rich", target="rate"))
+>>> pr.project(np.array([[0.5, 0.5, 0.25]]), np.array([2.0]), 1.0)    # fresh RLS: rate 1
+array([3.])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Container
+from typing import Any, cast
+
+import numpy as np
+
+from interfpred.constants import PRIOR_SLOWDOWN, TRACKER_FINISH_RTOL, TRACKER_MAX_RATE, TRACKER_MIN_RATE
+from interfpred.data.entities import Entities
+from interfpred.errors import InterfpredError
+from interfpred.evaluation.coverage import check_quantile as check_level
+from interfpred.features import Extractor
+from interfpred.serving._entity_projection_kernels import entity_project, entity_rates
+from interfpred.serving._projection_kernels import NONFINITE, affine_rates, all_finite, clamp_rates
+from interfpred.serving.projection import project_affine_unchecked, project_fluid
+
+__all__ = ["RunningSetProjector", "check_quantile", "has_entity_terms", "nonfinite_error", "parse_candidates",
+           "set_entities"]
+
+
+def nonfinite_error(what: str, values: np.ndarray) -> InterfpredError:
+    """The error for a non-finite prediction among ``values``, prefixed by ``what``."""
+    bad = values[~np.isfinite(values)]
+    shown = bad[0] if bad.size else "a non-finite value"
+    return InterfpredError(f"{what}: the predictor returned {shown}; predictions must be finite (is its state "
+                           "corrupt, or its input out of range?)")
+
+
+def check_quantile(quantile: Any) -> float | None:
+    """``quantile`` as a float in (0, 1), or None; refused otherwise (see :func:`interfpred.evaluation.check_quantile`)."""
+    return None if quantile is None else check_level(quantile)
+
+
+def parse_candidates(candidates: list[Any], running: Container[Any],
+                     lookup: Callable[..., tuple[float, float, float, float]]) -> list[tuple[Any, Any, Any, tuple]]:
+    """What-if candidates checked: ``(id, model, batch_size, (sm, l2, dram, solo_ms))`` each, in order.
+
+    Each candidate is ``(id, model, batch_size)`` or ``(id, model, batch_size, share)``; its id must
+    be hashable, not in ``running`` and not repeated; ``lookup(model, batch_size, what, *share)``
+    gives its profile (and refuses a missing one).
+    """
+    out = []
+    seen: set[Any] = set()
+    for c in candidates:
+        rest: list[Any]
+        try:
+            cid, model, batch, *rest = c
+            if len(rest) > 1:
+                raise ValueError
+        except (TypeError, ValueError):
+            raise InterfpredError(f"what_if candidate {c!r} must be (id, model, batch_size) or "
+                                  "(id, model, batch_size, share)") from None
+        what = f"what_if candidate {cid!r}"
+        try:
+            dup = cid in running or cid in seen
+        except TypeError:
+            raise InterfpredError(f"{what} refused: an id must be hashable") from None
+        if dup:
+            raise InterfpredError(f"{what} refused: that id is already running or repeated")
+        seen.add(cid)
+        out.append((cid, model, batch, lookup(model, batch, what, *rest)))
+    return out
+
+
+def has_entity_terms(predictor: Any) -> bool:
+    """Whether ``predictor`` exposes per-entity terms the compiled entity path reads (``pairwise_terms``).
+
+    Such a predictor also exposes ``coef_``, ``intercept_``, ``n_features_in_``, ``log_target`` and
+    ``alone_is_solo``.
+    """
+    return callable(getattr(predictor, "pairwise_terms", None))
+
+
+def set_entities(names: list[str]) -> Entities:
+    """Entities of a running set: each member beside every other one (weight = count).
+
+    >>> e = set_entities(["a", "a", "b"])
+    >>> e.names, e.weight.tolist()       # row 0 ("a") beside one "a" and one "b", ...
+    (('a', 'b'), [1.0, 1.0, 1.0, 1.0, 2.0])
+    """
+    counts: dict[str, float] = {}
+    for s in names:
+        counts[s] = counts.get(s, 0.0) + 1.0
+    return Entities.from_lists(names, [{k: c - (k == s) for k, c in counts.items() if c - (k == s) > 0}
+                                       for s in names])
+
+
+class RunningSetProjector:
+    """Clamped rates and projected completions of running sets under ``predictor``.
+
+    Parameters
+    ----------
+    predictor
+        The predictor (read, never changed).
+    extractor
+        Its feature map and target.
+    min_rate, max_rate
+        Clamp of predicted rates, ``0 < min_rate <= max_rate < inf``.
+    entities
+        Whether the predictor takes the entities of its rows (then :meth:`rates` and
+        :meth:`project` need the members' entity names).
+    """
+
+    def __init__(self, predictor: Any, extractor: Extractor, *, min_rate: float = TRACKER_MIN_RATE,
+                 max_rate: float = TRACKER_MAX_RATE, entities: bool = False) -> None:
+        d = extractor.n_features
+        width = getattr(predictor, "n_features_in_", None)
+        if width is None:
+            width = getattr(predictor, "fixed_width", None)
+        if width is not None and width != d:
+            raise InterfpredError(
+                f"the predictor takes {width} features but the extractor's map {extractor.feature_map!r} "
+                f"gives {d}; use a matching extractor (e.g. feature_map='gpulets' for GpuletsModel)")
+        try:
+            lo, hi = float(min_rate), float(max_rate)
+        except (TypeError, ValueError):
+            raise InterfpredError(f"min_rate {min_rate!r} and max_rate {max_rate!r} must be numbers") from None
+        if not (0.0 < lo <= hi and math.isfinite(hi)):
+            raise InterfpredError(f"need 0 < min_rate <= max_rate < inf, got {min_rate!r}, {max_rate!r}")
+        self.predictor = predictor
+        self.extractor = extractor
+        self.min_rate = lo
+        self.max_rate = hi
+        self.entities = entities
+        self._is_rate = extractor.target == "rate"
+        self._width = extractor.n_features
+        spec = extractor.kernel_spec
+        self._map_id = spec.map_id
+        self._combine_id = spec.combine_id
+        self._affine_path = extractor.is_builtin and bool(getattr(predictor, "is_linear", False))
+        self._entity_path = extractor.is_builtin and has_entity_terms(predictor)
+
+    @property
+    def is_compiled_affine(self) -> bool:
+        """Whether projections take the compiled affine path (what a vectorised placement needs)."""
+        return self._affine_path
+
+    # ------------------------------------------------------------------ model read-outs
+    def affine(self) -> tuple[np.ndarray, float, float]:
+        """Weights w (d,), intercept b and lower clip of the prediction of an affine predictor, now."""
+        d = self._width
+        form = self.predictor.linear_form()
+        if form is None:
+            return np.zeros(d), PRIOR_SLOWDOWN, -np.inf
+        w = np.ascontiguousarray(form.weights, dtype=np.float64)
+        if w.shape[0] != d:
+            raise InterfpredError(f"the predictor now takes {w.shape[0]} features but the extractor gives {d}; "
+                                  "it was refitted with another width")
+        b = float(form.intercept)
+        if not (all_finite(w) and math.isfinite(b)):
+            raise nonfinite_error("projection refused", np.append(w, b))
+        return w, b, float(form.lower)
+
+    def _entity_args(self, names: list[str]) -> tuple:
+        p = self.predictor
+        d = self._width
+        if p.n_features_in_ is None:
+            w, b = np.zeros(d), (0.0 if p.log_target else PRIOR_SLOWDOWN)
+        elif p.n_features_in_ != d:
+            raise InterfpredError(f"the predictor now takes {p.n_features_in_} features but the extractor gives {d}")
+        else:
+            w, b = p.coef_, p.intercept_   # the model before exp (log target): not a probe of predict
+        S, M = p.pairwise_terms(names)
+        return (self._map_id, self._combine_id, w, b, S, M, bool(p.log_target), bool(p.alone_is_solo),
+                self._is_rate, self.min_rate, self.max_rate)
+
+    def clamp(self, pred: np.ndarray) -> np.ndarray:
+        """Predictions (k,) -> clamped rates (for a slowdown target, their inverses)."""
+        return clamp_rates(np.ascontiguousarray(pred, dtype=np.float64), self._is_rate, self.min_rate, self.max_rate)
+
+    # ------------------------------------------------------------------ answers
+    def rates(self, dem: np.ndarray, names: list[str] | None = None, quantile: float | None = None) -> np.ndarray:
+        """Predicted, clamped rates of the running set ``dem`` (k, 3), C-contiguous (bounds at ``quantile``).
+
+        ``names`` are the members' entity names (needed when the predictor takes entities).
+        """
+        k = dem.shape[0]
+        out = np.empty(k)
+        if k == 0:
+            return out
+        ex = self.extractor
+        if quantile is not None:
+            level = 1.0 - quantile if self._is_rate else quantile
+            extra = {"entities": set_entities(cast(list, names))} if self.entities else {}
+            try:
+                pred = self.predictor.predict(ex.map_running_set(dem, check=False), quantile=level, **extra)
+            except TypeError:
+                raise InterfpredError(f"quantile {quantile!r} refused: predictor {type(self.predictor).__name__} "
+                                      "gives no quantiles; wrap it in interfpred.Calibrated") from None
+            pred = np.asarray(pred, dtype=np.float64).reshape(k)
+            if not np.isfinite(pred).all():
+                raise nonfinite_error(f"bounds of a running set of {k} refused", pred)
+            return self.clamp(pred)
+        if self.entities:
+            names = cast(list, names)
+            if self._entity_path:
+                (map_id, combine_id, w, b, S, M, lg, solo, is_rate, lo, hi) = self._entity_args(names)
+                entity_rates(dem, np.arange(k), k, map_id, combine_id, w, b, S, M, lg, solo, is_rate, lo, hi,
+                             np.empty((k, 3)), out)
+                return out
+            phi = ex.map_running_set(dem, check=False)
+            pred = np.asarray(self.predictor.predict(phi, entities=set_entities(names)), dtype=np.float64).reshape(k)
+            if not np.isfinite(pred).all():
+                raise nonfinite_error(f"rates of a running set of {k} refused", pred)
+            return self.clamp(pred)
+        if self._affine_path:
+            w, b, lo = self.affine()
+            affine_rates(dem, self._map_id, self._combine_id, w, b, lo, self._is_rate, self.min_rate, self.max_rate,
+                         out)
+            if not all_finite(out):
+                raise nonfinite_error("rates refused", out)
+            return out
+        phi = ex.map_running_set(dem, check=False)
+        pred = np.asarray(self.predictor.predict(phi), dtype=np.float64).reshape(k)
+        if not np.isfinite(pred).all():
+            raise nonfinite_error(f"rates of a running set of {k} refused", pred)
+        return self.clamp(pred)
+
+    def project(self, dem: np.ndarray, rem: np.ndarray, t: float, names: list[str] | None = None,
+                quantile: float | None = None) -> np.ndarray:
+        """Projected end times of the running set ``dem`` (n, 3) with remaining solo work ``rem`` (n,) from ``t``."""
+        n = dem.shape[0]
+        end = np.empty(n)
+        if n == 0:
+            return end
+        if self._entity_path and names is not None and quantile is None:
+            (map_id, combine_id, w, b, S, M, lg, solo, is_rate, lo, hi) = self._entity_args(names)
+            if entity_project(dem, rem, t, map_id, combine_id, w, b, S, M, lg, solo, is_rate, lo, hi,
+                              TRACKER_FINISH_RTOL, end) == NONFINITE:
+                raise InterfpredError("projection refused: a predicted rate or remaining work is not finite "
+                                      "(the predictor's state overflows on this running set)")
+            return end
+        if self._affine_path and quantile is None:
+            w, b, lo = self.affine()
+            return project_affine_unchecked(dem, rem, t, self._map_id, self._combine_id, w, b, lo, self._is_rate,
+                                            self.min_rate, self.max_rate, TRACKER_FINISH_RTOL)
+        if not np.isfinite(rem).all():
+            raise nonfinite_error("projection refused: remaining work", rem)
+
+        def rates_of(members: np.ndarray) -> np.ndarray:
+            return self.rates(np.ascontiguousarray(dem[members]),
+                              None if names is None else [names[i] for i in members.tolist()], quantile)
+
+        return project_fluid(rates_of, rem, t, refused="projection refused: a predicted rate or remaining work "
+                                                       "is not finite")

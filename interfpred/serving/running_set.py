@@ -1,0 +1,236 @@
+"""Slot storage of one device's running set, shared by :class:`~interfpred.serving.streaming.TimelineState` and the tracker.
+
+A :class:`RunningSet` keeps the ids of the running executions, the slot of each id, and per
+slot a demand row ``[sm, l2, dram]``, a profile solo latency and any extra columns its owner
+declares (remaining work, feature accumulators, ...). Slots ``0 .. len - 1`` are the running set
+in start order, except that removing an execution moves the last slot into its place (swap
+remove), so the owner's per-slot arithmetic stays a slice ``[:len]``. Capacity doubles when full.
+
+Examples
+--------
+>>> rs = RunningSet({"rem": ()})
+>>> rs.add("x", (0.5, 0.25, 0.125), 2.0)
+0
+>>> rs.add("y", (0.25, 0.5, 0.5), 4.0)
+1
+>>> rs.remove("x")
+>>> rs.ids, rs.slot("y"), rs.solo[: len(rs)].tolist()
+(['y'], 0, [4.0])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from interfpred.errors import InterfpredError
+
+__all__ = ["RunningSet", "check_time", "grown", "snapshot_state"]
+
+#: Capacity of a fresh running set (doubles when full).
+_INITIAL_CAPACITY = 8
+
+
+def grown(arr: np.ndarray, cap: int) -> np.ndarray:
+    """``arr`` copied into zeros of ``cap`` rows (same trailing shape and dtype): slot storage growth.
+
+    >>> grown(np.array([[1.0, 2.0]]), 3)
+    array([[1., 2.],
+           [0., 0.],
+           [0., 0.]])
+    """
+    out = np.zeros((cap, *arr.shape[1:]), dtype=arr.dtype)
+    out[: arr.shape[0]] = arr
+    return out
+
+
+def check_time(t: Any, what: str, now: float | None) -> float:
+    """``t`` as a float event time, refused (``what`` names the event) when not a finite number or before ``now``.
+
+    Examples
+    --------
+    >>> check_time(3, "start of id 1", 2.0)
+    3.0
+    >>> check_time(1.0, "start of id 1", 2.0)
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: start of id 1 refused: time 1.0 is before the latest event at 2.0
+    """
+    try:
+        tf = float(t)
+    except (TypeError, ValueError):
+        raise InterfpredError(f"{what} refused: time {t!r} is not a number") from None
+    if not math.isfinite(tf):
+        raise InterfpredError(f"{what} refused: time {t!r} is not finite")
+    if now is not None and tf < now:
+        raise InterfpredError(f"{what} refused: time {tf!r} is before the latest event at {now!r}")
+    return tf
+
+
+class RunningSet:
+    """Ids, slots, demands, solo latencies and extra per-slot columns of a running set.
+
+    Parameters
+    ----------
+    columns
+        Extra per-slot columns: name -> trailing shape (``()`` for one value per slot, ``(d,)``
+        for a row), or ``(shape, dtype)``; float64 by default. ``"demand"`` and ``"solo"`` always
+        exist. New slots start at zero (False).
+
+    Notes
+    -----
+    The arrays (:attr:`demand`, :attr:`solo`, :meth:`column`) have the set's capacity as their
+    first dimension; rows ``[:len(self)]`` are live. :meth:`add` may replace them by larger ones,
+    so read them again after an ``add``. Nothing here validates ids or times: the owner does,
+    before it changes anything.
+    """
+
+    __slots__ = ("_ids", "_tags", "_slot", "_cols", "_extra", "_dem", "_solo", "_extra_arrays", "_all_arrays")
+
+    def __init__(self, columns: Mapping[str, Any] | None = None) -> None:
+        cap = _INITIAL_CAPACITY
+        self._ids: list[Any] = []
+        self._tags: list[Any] = []
+        self._slot: dict[Any, int] = {}
+        self._cols: dict[str, np.ndarray] = {"demand": np.zeros((cap, 3)), "solo": np.zeros(cap)}
+        for name, spec in (columns or {}).items():
+            shape, dtype = spec if (len(spec) == 2 and not isinstance(spec[0], int)) else (spec, np.float64)
+            self._cols[name] = np.zeros((cap, *shape), dtype=dtype)
+        self._extra = tuple(n for n in self._cols if n not in ("demand", "solo"))
+        self._sync()
+
+    # ------------------------------------------------------------------ reading
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __contains__(self, id: Any) -> bool:
+        try:
+            return id in self._slot
+        except TypeError:
+            return False
+
+    @property
+    def ids(self) -> list[Any]:
+        """Ids of the running executions in slot order (a copy)."""
+        return list(self._ids)
+
+    def first_ids(self, n: int) -> list[Any]:
+        """The ids of the first ``n`` slots (for error messages)."""
+        return self._ids[:n]
+
+    def slot(self, id: Any) -> int:
+        """The slot of running ``id`` (KeyError when it is not running)."""
+        return self._slot[id]
+
+    @property
+    def demand(self) -> np.ndarray:
+        """(capacity, 3) demand rows; ``[:len(self)]`` are the running set's."""
+        return self._dem
+
+    @property
+    def solo(self) -> np.ndarray:
+        """(capacity,) profile solo latencies, ms."""
+        return self._solo
+
+    def column(self, name: str) -> np.ndarray:
+        """The extra column ``name`` (capacity first)."""
+        return self._cols[name]
+
+    @property
+    def columns(self) -> Mapping[str, np.ndarray]:
+        """Every column by name, ``"demand"`` and ``"solo"`` included (read it; do not add or remove entries)."""
+        return self._cols
+
+    # ------------------------------------------------------------------ changing
+    def tag(self, a: int) -> Any:
+        """What the owner attached to slot ``a`` when it was added (None if nothing)."""
+        return self._tags[a]
+
+    @property
+    def tags(self) -> list[Any]:
+        """The tags of the running executions in slot order (a copy)."""
+        return self._tags[:]
+
+    def add(self, id: Any, demand: Any, solo: float, tag: Any = None, **values: Any) -> int:
+        """Append running ``id`` with its demand row, solo latency, an optional ``tag`` (any object) and
+        the ``values`` of extra columns (by name; the others start at zero). Returns the new slot.
+        """
+        k = len(self._ids)
+        if k == self._dem.shape[0]:
+            self._grow()
+        self._dem[k] = demand
+        self._solo[k] = solo
+        for arr in self._extra_arrays:
+            arr[k] = 0
+        if values:
+            cols = self._cols
+            for name, v in values.items():
+                cols[name][k] = v
+        self._ids.append(id)
+        self._tags.append(tag)
+        self._slot[id] = k
+        return k
+
+    def remove(self, id: Any) -> None:
+        """Drop running ``id``: the last slot moves into its place."""
+        a = self._slot.pop(id)
+        last = len(self._ids) - 1
+        if a != last:
+            for arr in self._all_arrays:
+                arr[a] = arr[last]
+            moved = self._ids[last]
+            self._ids[a] = moved
+            self._tags[a] = self._tags[last]
+            self._slot[moved] = a
+        self._ids.pop()
+        self._tags.pop()
+
+    def copy(self) -> RunningSet:
+        """An independent copy (to undo a failed event)."""
+        new = RunningSet.__new__(RunningSet)
+        new._ids = list(self._ids)
+        new._tags = list(self._tags)
+        new._slot = dict(self._slot)
+        new._cols = {n: a.copy() for n, a in self._cols.items()}
+        new._extra = self._extra
+        new._sync()
+        return new
+
+    def _grow(self) -> None:
+        cap = 2 * self._dem.shape[0]
+        self._cols = {n: grown(a, cap) for n, a in self._cols.items()}
+        self._sync()
+
+    def _sync(self) -> None:
+        """Point the shortcuts at the current arrays (after allocating or growing them)."""
+        self._dem = self._cols["demand"]
+        self._solo = self._cols["solo"]
+        self._extra_arrays = tuple(self._cols[n] for n in self._extra)
+        self._all_arrays = tuple(self._cols.values())
+
+    def __repr__(self) -> str:
+        return f"RunningSet(running={len(self._ids)}, columns={list(self._cols)})"
+
+
+_COPIED = frozenset({np.ndarray, list, dict, set, RunningSet})
+#: (class, attribute count) -> names of the attributes holding arrays or containers.
+_SNAPSHOT_NAMES: dict[tuple[type, int], tuple[str, ...]] = {}
+
+
+def snapshot_state(obj: Any) -> dict[str, Any]:
+    """A copy of ``obj``'s attributes deep enough to undo a failed event (arrays, containers and running sets
+    copied); ``obj.__dict__.update(snapshot)`` puts them back."""
+    attrs = obj.__dict__
+    key = (type(obj), len(attrs))
+    names = _SNAPSHOT_NAMES.get(key)
+    if names is None:
+        names = _SNAPSHOT_NAMES[key] = tuple(k for k, v in attrs.items() if type(v) in _COPIED)
+    out = attrs.copy()
+    for k in names:
+        v = out[k]
+        if type(v) in _COPIED:
+            out[k] = v.copy()
+    return out
