@@ -1,6 +1,6 @@
 """Ingestion: Nsight Compute output to kernel tables and solo profiles, tidy CSV helpers."""
 
-from interfpred.data.ingest.launches import KernelTable, profile_from_kernels
+from interfpred.data.ingest.kernel_table import KernelTable, profile_from_kernels
 from interfpred.data.ingest.ncu import NcuFormatError, nvtx_innermost, read_kernels
 from interfpred.data.ingest.ncu_sources import profiles_from_runs, unique_profiles
 from interfpred.data.ingest.tables import ManifestEntry, ProfileConflict, example_path, read_manifest, write_profiles

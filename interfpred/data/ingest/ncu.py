@@ -32,7 +32,7 @@ import os
 import stat
 
 from interfpred.constants import NCU_SNIFF_BYTES
-from interfpred.data.ingest.launches import KernelTable, profile_from_kernels
+from interfpred.data.ingest.kernel_table import KernelTable, profile_from_kernels
 from interfpred.data.ingest.ncu_details import read_details_page
 from interfpred.data.ingest.ncu_metrics import DETAILS_ONLY, NcuFormatError, identity_name, nvtx_innermost
 from interfpred.data.ingest.ncu_raw import read_raw_page

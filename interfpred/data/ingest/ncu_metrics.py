@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from interfpred.constants import NCU_PERCENT_TOLERANCE
-from interfpred.data.ingest.launches import KernelTable
+from interfpred.data.ingest.kernel_table import KernelTable
 from interfpred.errors import InputError
 
 __all__ = [

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from interfpred.data.ingest.launches import KernelTable
+from interfpred.data.ingest.kernel_table import KernelTable
 from interfpred.data.ingest.ncu_metrics import (
     METRIC_PRIORITY,
     QUANTITIES,

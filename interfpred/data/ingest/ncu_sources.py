@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from interfpred.data.ingest.launches import profile_from_kernels
+from interfpred.data.ingest.kernel_table import profile_from_kernels
 from interfpred.data.ingest.ncu import read_kernels
 from interfpred.data.ingest.tables import ManifestEntry, ProfileKey, profile_key
 from interfpred.data.profiles import Profile
