@@ -14,7 +14,7 @@ from interfpred.cli import main
 from interfpred.data.ingest import (
     ManifestEntry,
     example_path,
-    profiles_from_runs,
+    profiles_from_reports,
     read_manifest,
     unique_profiles,
     write_profiles,
@@ -92,16 +92,16 @@ def test_conflicting_append_keeps_file_intact(tmp_path, capsys):
 
 
 def test_manifest_relative_paths(tmp_path, capsys, monkeypatch):
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    (runs / "a.csv").write_bytes((NCU / "details_2022_15col.csv").read_bytes())
-    (runs / "raw.csv").write_bytes((NCU / "raw_2024_names.csv").read_bytes())
-    (runs / "runs.csv").write_text("file,gpu,model,batch_size,iterations\n"
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "a.csv").write_bytes((NCU / "details_2022_15col.csv").read_bytes())
+    (reports / "raw.csv").write_bytes((NCU / "raw_2024_names.csv").read_bytes())
+    (reports / "reports.csv").write_text("file,gpu,model,batch_size,iterations\n"
                                    "a.csv,a10,bert,4,1\nraw.csv,h100,llama,16,2\n\n")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    code, out, err = run(capsys, "ingest", "--manifest", str(runs / "runs.csv"), "--out", "p.csv")
+    code, out, err = run(capsys, "ingest", "--manifest", str(reports / "reports.csv"), "--out", "p.csv")
     assert code == 0, err
     t = ProfileTable.from_csv(elsewhere / "p.csv")
     assert t.lookup("llama", 16, gpu="h100").solo_ms == pytest.approx(0.2)
@@ -161,7 +161,7 @@ def test_subprocess_no_traceback(tmp_path):
     ("file,gpu,model,batch_size\na.csv,g,m,x\n", "not a number"),
     ("file,gpu,model,batch_size\na.csv,,m,1\n", "gpu is empty"),
     ("file,gpu,model,batch_size\na.csv,g,m\n", "has 3 fields"),
-    ("file,gpu,model,batch_size\n", "lists no runs"),
+    ("file,gpu,model,batch_size\n", "lists no reports"),
 ])
 def test_manifest_errors(tmp_path, text, match):
     p = tmp_path / "m.csv"
@@ -199,7 +199,7 @@ def test_manifest_optional_columns(tmp_path):
 def test_manifest_entries_confined_to_regular_files(tmp_path, entry, match):
     import os
 
-    folder = tmp_path / "runs"
+    folder = tmp_path / "reports"
     (folder / "sub").mkdir(parents=True)
     (tmp_path / "outside.csv").write_text("")
     os.mkfifo(folder / "fifo.csv")
@@ -235,10 +235,10 @@ def test_write_profiles_append_refusal_leaves_state(tmp_path):
 
 def test_manifest_duplicates(tmp_path, capsys):
     (tmp_path / "r.csv").write_bytes(REAL.read_bytes())
-    m = tmp_path / "runs.csv"
+    m = tmp_path / "reports.csv"
     m.write_text("file,gpu,model,batch_size,iterations\nr.csv,b200,g,1,1\nr.csv,b200,g,1,1\n")
     code, out, _ = run(capsys, "ingest", "--manifest", str(m))
-    assert code == 0 and len(rows(out)) == 2  # identical runs collapse
+    assert code == 0 and len(rows(out)) == 2  # identical reports collapse
     m.write_text("file,gpu,model,batch_size,iterations\nr.csv,b200,g,1,1\nr.csv,b200,g,1,2\n")
     code, _, err = run(capsys, "ingest", "--manifest", str(m))
     assert code == 2 and f"{m} line 3: profile for" in err and f"{m} line 2" in err
@@ -257,17 +257,17 @@ def test_unique_profiles_keeps_one_per_key_and_names_both_places_of_a_conflict()
         unique_profiles([(a, "x.csv"), (a.model_copy(update={"solo_ms": 1.1}), "z.csv")])
 
 
-def test_profiles_from_runs_places_and_share(tmp_path):
+def test_profiles_from_reports_places_and_share(tmp_path):
     (tmp_path / "r.csv").write_bytes(REAL.read_bytes())
-    m = tmp_path / "runs.csv"
+    m = tmp_path / "reports.csv"
     m.write_text("file,gpu,model,batch_size,iterations,share\nr.csv,b200,g,1,1,\nr.csv,b200,g,2,2,40\n")
-    got = profiles_from_runs(read_manifest(m), share=60.0, manifest=m)
+    got = profiles_from_reports(read_manifest(m), share=60.0, manifest=m)
     assert [where for _, where in got] == [f"{m} line 2", f"{m} line 3"]
     assert [p.share for p, _ in got] == pytest.approx([60.0, 40.0])  # an entry's own share wins
     assert got[1][0].solo_ms == pytest.approx(got[0][0].solo_ms / 2)
-    [(p, where)] = profiles_from_runs([ManifestEntry(file=str(REAL), gpu="b200", model="g", batch_size=1)])
+    [(p, where)] = profiles_from_reports([ManifestEntry(file=str(REAL), gpu="b200", model="g", batch_size=1)])
     assert where == str(REAL) and p.share == pytest.approx(100.0)
     with pytest.raises(InterfpredError, match="share 0 must be"):
-        profiles_from_runs([], share=0.0)
+        profiles_from_reports([], share=0.0)
     with pytest.raises(InterfpredError, match=f"^{REAL}: no kernel launch"):
-        profiles_from_runs([ManifestEntry(file=str(REAL), gpu="b", model="g", batch_size=1, kernel_filter="^nope$")])
+        profiles_from_reports([ManifestEntry(file=str(REAL), gpu="b", model="g", batch_size=1, kernel_filter="^nope$")])

@@ -188,7 +188,7 @@ def test_manifest_share_column(tmp_path, capsys):
     from interfpred.data.ingest import example_path
 
     shutil.copy(example_path(), tmp_path / "run.log")   # manifest entries lie in the manifest's folder
-    man = tmp_path / "runs.csv"
+    man = tmp_path / "reports.csv"
     man.write_text("file,gpu,model,batch_size,share\nrun.log,b200,gemm,1,30\nrun.log,b200,gemm,1,\n")
     assert main(["ingest", "--manifest", str(man), "--share", "60", "--out", str(tmp_path / "p.csv")]) == 0
     assert sorted(ProfileTable.from_csv(tmp_path / "p.csv").column("share").tolist()) == [30.0, 60.0]

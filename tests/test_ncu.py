@@ -158,7 +158,7 @@ def page(metrics=GOOD, pre_lines=("==PROF== Connected to process 1",), header=HE
     return "\n".join([*pre_lines, header, *rows]) + "\n"
 
 
-def write(tmp_path, text, name="run.csv", mode="w"):
+def write(tmp_path, text, name="report.csv", mode="w"):
     p = tmp_path / name
     if mode == "wb":
         p.write_bytes(text)
@@ -312,7 +312,7 @@ def test_two_processes_same_id_kept_apart(tmp_path):
 
 # ------------------------------------------------------------------------- .ncu-rep
 def test_ncu_rep_without_package(tmp_path, monkeypatch):
-    p = write(tmp_path, b"\x00binary", "run.ncu-rep", "wb")
+    p = write(tmp_path, b"\x00binary", "report.ncu-rep", "wb")
     monkeypatch.setitem(sys.modules, "ncu_report", None)  # import fails
     e = refused(p, "ncu-report package")
     assert 'pip install "interfpred[ncu]"' in str(e)
@@ -374,21 +374,21 @@ def test_ncu_rep_through_fake_binding(tmp_path, monkeypatch):
                "lts__throughput.avg.pct_of_peak_sustained_elapsed": _Metric(25.0, "%"),
                "dram__throughput.avg.pct_of_peak_sustained_elapsed": _Metric(10.0, "%")}
     monkeypatch.setitem(sys.modules, "ncu_report", _fake_module([_Range([_Action("k", metrics)] * 2)]))
-    t = read_kernels(write(tmp_path, b"\x00", "run.ncu-rep", "wb"))
+    t = read_kernels(write(tmp_path, b"\x00", "report.ncu-rep", "wb"))
     assert len(t) == 2 and t.duration_ms.tolist() == [0.002, 0.002] and t.sm[0] == 0.5
 
 
 def test_ncu_rep_zero_ranges_is_an_error(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ncu_report", _fake_module([]))
-    refused(write(tmp_path, b"\x00", "run.ncu-rep", "wb"), "zero ranges")
+    refused(write(tmp_path, b"\x00", "report.ncu-rep", "wb"), "zero ranges")
     monkeypatch.setitem(sys.modules, "ncu_report", _fake_module([_Range([])]))
-    refused(write(tmp_path, b"\x00", "run.ncu-rep", "wb"), "no kernel launches")
+    refused(write(tmp_path, b"\x00", "report.ncu-rep", "wb"), "no kernel launches")
 
 
 def test_ncu_rep_missing_metric(tmp_path, monkeypatch):
     metrics = {"gpu__time_duration.sum": _Metric(2000.0, "nsecond")}
     monkeypatch.setitem(sys.modules, "ncu_report", _fake_module([_Range([_Action("k", metrics)])]))
-    refused(write(tmp_path, b"\x00", "run.ncu-rep", "wb"), "no Compute")
+    refused(write(tmp_path, b"\x00", "report.ncu-rep", "wb"), "no Compute")
 
 
 # ------------------------------------------------------------------------- properties

@@ -20,7 +20,7 @@ def add_ingest(sub: Any) -> None:
         description=(
             "Read ncu --csv output (details or raw page) or .ncu-rep reports into solo profiles "
             "(gpu,model,batch_size,solo_ms,sm,l2,dram) and print them. Give --gpu/--model/"
-            "--batch-size once for all files or once per file, in order; or list runs in a "
+            "--batch-size once for all files or once per file, in order; or list the reports in a "
             "--manifest CSV (file,gpu,model,batch_size[,iterations]). --out merges into an "
             "existing file (a conflicting duplicate is refused and the file kept intact) unless --force."),
     )
@@ -29,14 +29,14 @@ def add_ingest(sub: Any) -> None:
     p.add_argument("--model", action="append", help="model name (once, or once per file)")
     p.add_argument("--batch-size", action="append", type=int, help="batch size (once, or once per file)")
     p.add_argument("--iterations", action="append", type=int,
-                   help="batches the profiled run executed; solo_ms = kernel time / iterations (default 1)")
+                   help="batches the profiled program executed; solo_ms = kernel time / iterations (default 1)")
     p.add_argument("--kernel-filter", action="append", metavar="REGEX",
                    help="keep only kernels whose name matches (re.search)")
     p.add_argument("--nvtx-filter", action="append", metavar="REGEX",
                    help="keep only kernels whose NVTX range stack matches (needs ncu --nvtx)")
     p.add_argument("--share", type=float, default=None, metavar="P",
-                   help="MPS active thread percentage the profiled runs used, in (0, 100] (default 100)")
-    p.add_argument("--manifest", help="CSV of runs: file,gpu,model,batch_size[,iterations][,share]")
+                   help="MPS active thread percentage the profiled programs ran under, in (0, 100] (default 100)")
+    p.add_argument("--manifest", help="CSV listing the reports: file,gpu,model,batch_size[,iterations][,share]")
     p.add_argument("--out", help="tidy profile CSV to write, or merge into if it exists")
     p.add_argument("--force", action="store_true", help="replace --out instead of merging into it")
     p.add_argument("--overwrite", dest="force", action=DeprecatedAlias, new="--force", nargs=0, const=True)
@@ -46,13 +46,13 @@ def add_ingest(sub: Any) -> None:
 
 
 def run_ingest(args: argparse.Namespace) -> int:
-    """Run ``ingest``: the runs' profiles, printed as CSV and written to --out."""
+    """Run ``ingest``: the reports' profiles, printed as CSV and written to --out."""
     from interfpred import constants
     from interfpred.data.ingest import (
         ManifestEntry,
         ProfileConflict,
         example_path,
-        profiles_from_runs,
+        profiles_from_reports,
         read_manifest,
         unique_profiles,
         write_profiles,
@@ -61,13 +61,13 @@ def run_ingest(args: argparse.Namespace) -> int:
 
     sources = int(bool(args.files)) + int(args.manifest is not None) + int(args.example)
     if sources != 1:
-        raise InterfpredError("give ncu files, or --manifest runs.csv, or --example (exactly one of them)")
+        raise InterfpredError("give ncu files, or --manifest reports.csv, or --example (exactly one of them)")
     if args.share is not None and not 0.0 < args.share <= 100.0:
         raise InterfpredError(f"--share {args.share:g} must be an MPS active thread percentage in (0, 100]")
     if args.manifest is not None:
         if any(v is not None for v in (args.gpu, args.model, args.batch_size, args.iterations,
                                        args.kernel_filter, args.nvtx_filter)):
-            raise InterfpredError("--manifest carries gpu/model/batch_size per run; do not also pass them as flags")
+            raise InterfpredError("--manifest carries gpu/model/batch_size per report; do not also pass them as flags")
         entries = read_manifest(args.manifest)
     else:
         files = [str(example_path())] if args.example else list(args.files)
@@ -84,7 +84,7 @@ def run_ingest(args: argparse.Namespace) -> int:
         entries = [ManifestEntry(file=f, gpu=g, model=m, batch_size=b, iterations=i,
                                  kernel_filter=k, nvtx_filter=v)
                    for f, g, m, b, i, k, v in zip(files, gpus, models, batches, iters, kfilt, nfilt)]
-    kept = unique_profiles(profiles_from_runs(entries, share=args.share, manifest=args.manifest))
+    kept = unique_profiles(profiles_from_reports(entries, share=args.share, manifest=args.manifest))
     table = ProfileTable.from_profiles(prof for prof, _ in kept.values())
     if args.out is not None:
         try:

@@ -2,7 +2,7 @@
 
 from interfpred.data.ingest.kernel_table import KernelTable, profile_from_kernels
 from interfpred.data.ingest.ncu import NcuFormatError, nvtx_innermost, read_kernels
-from interfpred.data.ingest.ncu_sources import profiles_from_runs, unique_profiles
+from interfpred.data.ingest.ncu_sources import profiles_from_reports, unique_profiles
 from interfpred.data.ingest.tables import ManifestEntry, ProfileConflict, example_path, read_manifest, write_profiles
 
 __all__ = [
@@ -11,7 +11,7 @@ __all__ = [
     "nvtx_innermost",
     "profile_from_kernels",
     "read_kernels",
-    "profiles_from_runs",
+    "profiles_from_reports",
     "unique_profiles",
     "ManifestEntry",
     "ProfileConflict",

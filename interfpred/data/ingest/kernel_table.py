@@ -2,7 +2,7 @@
 
 A :class:`KernelTable` holds one row per kernel launch (name, duration in milliseconds, SM, L2
 and DRAM throughputs as fractions of peak, plus the identity columns the source file had);
-:func:`profile_from_kernels` sums the launches of one profiled run into a
+:func:`profile_from_kernels` sums the launches of one Nsight Compute report into a
 :class:`~interfpred.Profile`. :func:`interfpred.data.ingest.read_kernels` builds tables from Nsight
 Compute files; see docs/profiling.md.
 """
@@ -188,14 +188,14 @@ def _compile(pattern: str, what: str) -> re.Pattern[str]:
 def profile_from_kernels(kernels: KernelTable, *, gpu: str, model: str, batch_size: int,
                          iterations: int = 1, kernel_filter: str | None = None,
                          nvtx_filter: str | None = None) -> Profile:
-    """Sum the kernel launches of one profiled run into a solo :class:`~interfpred.Profile`.
+    """Sum the kernel launches of one Nsight Compute report into a solo :class:`~interfpred.Profile`.
 
     ``solo_ms`` is the summed kernel time divided by ``iterations`` (the number of batches the
-    profiled run executed); the throughputs are duration-weighted means over the launches.
+    profiled program executed); the throughputs are duration-weighted means over the launches.
     Every number is rounded to ``PROFILE_SIGNIFICANT_DIGITS`` significant digits (more than
     Nsight prints), so a percentage of 10.877 becomes 0.10877, not 0.10876999999999999.
     ``kernel_filter`` and ``nvtx_filter`` (regular expressions, searched) keep only matching
-    launches, e.g. one batch size's NVTX range of a run that profiled several.
+    launches, e.g. one batch size's NVTX range of a report that profiled several.
 
     Examples
     --------

@@ -16,7 +16,7 @@ Examples
 ... "0","42","python3","127.0.0.1","gemm","1","7","(256, 1, 1)","(80, 1, 1)","0","8.9","GPU Speed Of Light Throughput","Compute (SM) Throughput","%","60.00"
 ... ==PROF== Disconnected from process 42
 ... '''
->>> path = pathlib.Path(tempfile.mkdtemp()) / "run.csv"
+>>> path = pathlib.Path(tempfile.mkdtemp()) / "report.csv"
 >>> _ = path.write_text(text)
 >>> kernels = read_kernels(path)
 >>> len(kernels), str(kernels.name[0]), float(kernels.duration_ms[0]), float(kernels.dram[0])
@@ -78,7 +78,7 @@ def read_kernels(path: str | os.PathLike[str]) -> KernelTable:
     if b"\x00" in head:
         raise NcuFormatError(
             "binary file given as CSV (NUL bytes); for an .ncu-rep report name it *.ncu-rep, "
-            "or export CSV with: ncu --import report.ncu-rep --csv --page details > run.csv",
+            "or export CSV with: ncu --import report.ncu-rep --csv --page details > report.csv",
             path=path_s)
     try:
         with open(path_s, encoding="utf-8", errors="replace", newline="") as fh:

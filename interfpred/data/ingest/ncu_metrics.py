@@ -30,10 +30,10 @@ class NcuFormatError(InputError):
 
     Examples
     --------
-    >>> raise NcuFormatError("Duration 0 ns is not positive", path="run.csv", line=12)
+    >>> raise NcuFormatError("Duration 0 ns is not positive", path="report.csv", line=12)
     Traceback (most recent call last):
     ...
-    interfpred.data.ingest.ncu_metrics.NcuFormatError: run.csv line 12: Duration 0 ns is not positive
+    interfpred.data.ingest.ncu_metrics.NcuFormatError: report.csv line 12: Duration 0 ns is not positive
     """
 
 

@@ -33,7 +33,7 @@ def read_report(path: str) -> KernelTable:
         import ncu_report  # optional dependency, imported only when a report is read
     except ImportError:
         raise NcuFormatError(_INSTALL_HINT + " (or export CSV: ncu --import report.ncu-rep --csv "
-                             "--page details > run.csv)", path=path) from None
+                             "--page details > report.csv)", path=path) from None
     try:
         ctx = ncu_report.load_report(path)
     except Exception as exc:  # the binding raises its own types

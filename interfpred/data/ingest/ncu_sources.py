@@ -1,8 +1,9 @@
-"""Profiled runs to solo profiles: one profile per run, duplicates across files resolved.
+"""Nsight Compute reports to solo profiles: one profile per report, duplicates across reports resolved.
 
-:func:`profiles_from_runs` reads each run's Nsight Compute file and sums it into a profile,
-remembering where it came from; :func:`unique_profiles` keeps one profile per
-(gpu, model, batch_size, share) key: the same numbers from two runs collapse to one, different
+A *report* is one Nsight Compute output file (a ``.ncu-rep`` or its CSV export) named by a
+manifest entry. :func:`profiles_from_reports` reads each entry's report and sums its kernels into a
+profile, remembering where it came from; :func:`unique_profiles` keeps one profile per
+(gpu, model, batch_size, share) key: the same numbers from two reports collapse to one, different
 numbers are refused naming both places. ``interfpred ingest`` is these two calls; see
 docs/profiling.md.
 
@@ -10,13 +11,13 @@ Examples
 --------
 >>> from interfpred import Profile
 >>> a = Profile(gpu="l4", model="m", batch_size=1, solo_ms=1.0, sm=0.1, l2=0.1, dram=0.1)
->>> kept = unique_profiles([(a, "run1.csv"), (a, "run2.csv")])
+>>> kept = unique_profiles([(a, "report1.csv"), (a, "report2.csv")])
 >>> [where for _, where in kept.values()]
-['run1.csv']
->>> unique_profiles([(a, "run1.csv"), (a.model_copy(update={"solo_ms": 2.0}), "run2.csv")])
+['report1.csv']
+>>> unique_profiles([(a, "report1.csv"), (a.model_copy(update={"solo_ms": 2.0}), "report2.csv")])
 Traceback (most recent call last):
 ...
-interfpred.errors.InterfpredError: run2.csv: profile for (gpu='l4', model='m', batch_size=1) disagrees with the one from run1.csv: solo_ms 2 vs 1
+interfpred.errors.InterfpredError: report2.csv: profile for (gpu='l4', model='m', batch_size=1) disagrees with the one from report1.csv: solo_ms 2 vs 1
 """
 
 from __future__ import annotations
@@ -30,16 +31,16 @@ from interfpred.data.ingest.tables import ManifestEntry, ProfileKey, profile_key
 from interfpred.data.profiles import Profile
 from interfpred.errors import InterfpredError
 
-__all__ = ["profiles_from_runs", "unique_profiles"]
+__all__ = ["profiles_from_reports", "unique_profiles"]
 
 
-def profiles_from_runs(entries: Iterable[ManifestEntry], *, share: float | None = None,
+def profiles_from_reports(entries: Iterable[ManifestEntry], *, share: float | None = None,
                        manifest: str | os.PathLike[str] | None = None) -> list[tuple[Profile, str]]:
-    """One profile per profiled run, each with where it came from.
+    """One profile per entry's Nsight Compute report, each with where it came from.
 
     ``where`` is ``"<manifest> line N"`` when ``manifest`` (the file the entries were read from)
-    is given, else the run's file; an error about a run starts with it. ``share`` (MPS active
-    thread percentage in (0, 100]) applies to every run whose entry does not give its own.
+    is given, else the report's file; an error about a report starts with it. ``share`` (MPS active
+    thread percentage in (0, 100]) applies to every entry that does not give its own.
     """
     if share is not None and not 0.0 < share <= 100.0:
         raise InterfpredError(f"share {share:g} must be an MPS active thread percentage in (0, 100]")
@@ -53,9 +54,9 @@ def profiles_from_runs(entries: Iterable[ManifestEntry], *, share: float | None 
                 kernel_filter=e.kernel_filter, nvtx_filter=e.nvtx_filter)
         except InterfpredError as exc:
             raise InterfpredError(f"{where}: {exc}") from None
-        run_share = share if e.share is None else e.share
-        if run_share is not None:
-            prof = prof.model_copy(update={"share": float(run_share)})
+        entry_share = share if e.share is None else e.share
+        if entry_share is not None:
+            prof = prof.model_copy(update={"share": float(entry_share)})
         out.append((prof, where))
     return out
 

@@ -1,17 +1,17 @@
-"""Tidy CSV helpers for ingestion: run manifests in, profile tables out.
+"""Tidy CSV helpers for ingestion: report manifests in, profile tables out.
 
-A manifest lists profiled runs, one per row, with the columns
-``file,gpu,model,batch_size[,iterations][,kernel_filter][,nvtx_filter]``; file paths are
-relative to the manifest's folder and must stay inside it, and must name regular files.
+A manifest lists Nsight Compute reports (``.ncu-rep`` files or their CSV exports), one per
+row, with the columns ``file,gpu,model,batch_size[,iterations][,kernel_filter][,nvtx_filter]``;
+file paths are relative to the manifest's folder and must stay inside it, and must name regular files.
 
 Examples
 --------
 >>> import pathlib, tempfile
 >>> folder = pathlib.Path(tempfile.mkdtemp())
->>> _ = (folder / "runs.csv").write_text("file,gpu,model,batch_size,iterations\\nrun8.csv,l4,resnet50,8,10\\n")
->>> _ = (folder / "run8.csv").write_text("")
->>> [entry] = read_manifest(folder / "runs.csv")
->>> entry.file == str(folder / "run8.csv"), entry.model, entry.batch_size, entry.iterations
+>>> _ = (folder / "reports.csv").write_text("file,gpu,model,batch_size,iterations\\nresnet50_b8.csv,l4,resnet50,8,10\\n")
+>>> _ = (folder / "resnet50_b8.csv").write_text("")
+>>> [entry] = read_manifest(folder / "reports.csv")
+>>> entry.file == str(folder / "resnet50_b8.csv"), entry.model, entry.batch_size, entry.iterations
 (True, 'resnet50', 8, 10)
 """
 
@@ -37,11 +37,11 @@ _OPTIONAL = ("iterations", "kernel_filter", "nvtx_filter", "share")
 
 @dataclass(frozen=True)
 class ManifestEntry:
-    """One profiled run of a manifest: which file, and what it measured.
+    """One report of a manifest: which file, and what it measured.
 
     Examples
     --------
-    >>> ManifestEntry(file="run.csv", gpu="l4", model="vgg19", batch_size=4).iterations
+    >>> ManifestEntry(file="report.csv", gpu="l4", model="vgg19", batch_size=4).iterations
     1
     """
 
@@ -53,7 +53,7 @@ class ManifestEntry:
     kernel_filter: str | None = None
     nvtx_filter: str | None = None
     line: int = 0
-    #: MPS active thread percentage of the profiled run, in (0, 100]; None: not given (100).
+    #: MPS active thread percentage the profiled program ran under, in (0, 100]; None: not given (100).
     share: float | None = None
 
 
@@ -102,7 +102,7 @@ def _entry_path(file: str, base: Path, path: str, line: int) -> str:
 
 
 def read_manifest(path: str | os.PathLike[str]) -> list[ManifestEntry]:
-    """Read a run manifest (``file,gpu,model,batch_size[,iterations][,share]``), checking every row.
+    """Read a report manifest (``file,gpu,model,batch_size[,iterations][,share]``), checking every row.
 
     Each entry's ``file`` is resolved against the manifest's folder and must lie inside it
     (no absolute paths, no ``..`` out of the folder) and be a regular file (a FIFO would block
@@ -149,7 +149,7 @@ def read_manifest(path: str | os.PathLike[str]) -> list[ManifestEntry]:
             share=_share(cells.get("share") or "", path_s, line),
         ))
     if not entries:
-        raise InputError("manifest lists no runs", path=path_s)
+        raise InputError("manifest lists no reports", path=path_s)
     return entries
 
 
