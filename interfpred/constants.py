@@ -113,13 +113,13 @@ TRACKER_MAX_RATE = 1.0
 TRACKER_MIN_REMAINING = 0.01
 #: Relative tolerance under which two projected completions count as one event.
 TRACKER_FINISH_RTOL = 1e-12
-#: Fleet.choose_gpu: a projected end e counts as meeting deadline D at time t when
+#: Fleet.choose_device: a projected end e counts as meeting deadline D at time t when
 #: t + (e - t) * (1 + margin) <= D; the default margin.
 FLEET_MARGIN = 0.0
-#: E3 (interfpred.experiments.scheduling.experiment): simulated GPUs, request SLO = factor x solo latency of the
+#: E3 (interfpred.experiments.scheduling.experiment): simulated devices, request SLO = factor x solo latency of the
 #: model at batch E3_SLO_BATCH, largest batch formed, safety margin of (b) and (c) on projected times,
 #: batch sizes of the pair data gpulets and the warm RLS are fitted on, loads and requests per run.
-E3_GPUS = 2
+E3_DEVICES = 2
 E3_SLO_FACTOR = 5.0
 E3_SLO_BATCH = 8
 E3_MAX_BATCH = 32
@@ -200,7 +200,7 @@ TIMELINE_MAX_MEMBERS = 2**28
 #: Significant digits kept in a profile computed from Nsight Compute output (Nsight prints at most
 #: about 7): removes the float noise of converting percent to fractions and ms.
 PROFILE_SIGNIFICANT_DIGITS = 10
-#: Fleet.choose_gpu: added projected latencies within this relative tolerance are a tie, broken by the
+#: Fleet.choose_device: added projected latencies within this relative tolerance are a tie, broken by the
 #: least loaded GPU (an untrained model predicts the same added latency everywhere).
 FLEET_TIE_RTOL = 1e-9
 # ---------------------------------------------------------------- phase-structured simulator (interfpred.sim)

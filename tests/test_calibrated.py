@@ -235,11 +235,11 @@ def test_tracker_projects_at_the_bound():
     fleet.start("g", "a", "vgg19", 8, 0.0, deadline=1e9)
     fleet.start("g", "b", "resnet50", 8, 1.0, deadline=1e9)
     deadline = (mean["c"] + hi["c"]) / 2
-    assert fleet.choose_gpu(("c", "yolov8n", 4), deadline, 2.0) is None
+    assert fleet.choose_device(("c", "yolov8n", 4), deadline, 2.0) is None
     mean_fleet = Fleet({"g": ColocationTracker(prof, Calibrated.from_state(cal.to_state()))})
     mean_fleet.start("g", "a", "vgg19", 8, 0.0, deadline=1e9)
     mean_fleet.start("g", "b", "resnet50", 8, 1.0, deadline=1e9)
-    assert mean_fleet.choose_gpu(("c", "yolov8n", 4), deadline, 2.0) == "g"
+    assert mean_fleet.choose_device(("c", "yolov8n", 4), deadline, 2.0) == "g"
 
 
 def test_model_and_cli_bounds(tmp_path, capsys):

@@ -21,7 +21,7 @@ def make(margin=0.0, max_running=None):
     return Fleet.from_profiles(zoo_profiles("l4"), slow_pairs, ["g0", "g1"], margin=margin, max_running=max_running)
 
 
-def test_choose_gpu_respects_every_deadline():
+def test_choose_device_respects_every_deadline():
     prof = zoo_profiles("l4")
     s_r = prof.lookup("vgg19", 8).solo_ms
     s_c = prof.lookup("resnet50", 4).solo_ms
@@ -29,15 +29,15 @@ def test_choose_gpu_respects_every_deadline():
     # g0 runs r with a deadline it only meets alone; g1 runs q with a loose one
     fleet.start("g0", "r", "vgg19", 8, 0.0, deadline=s_r * 1.01)
     fleet.start("g1", "q", "vgg19", 8, 0.0, deadline=1e4)
-    assert fleet.choose_gpu(("c", "resnet50", 4), deadline=1e4, t=0.0) == "g1"
+    assert fleet.choose_device(("c", "resnet50", 4), deadline=1e4, t=0.0) == "g1"
     # the candidate's own deadline: with one co-runner it runs at 0.8 -> needs s_c / 0.8 (while q runs)
-    assert fleet.choose_gpu(("c", "resnet50", 4), deadline=s_c * 1.2, t=0.0) is None
-    assert fleet.choose_gpu(("c", "resnet50", 4), deadline=s_c * 1.26, t=0.0) == "g1"
+    assert fleet.choose_device(("c", "resnet50", 4), deadline=s_c * 1.2, t=0.0) is None
+    assert fleet.choose_device(("c", "resnet50", 4), deadline=s_c * 1.26, t=0.0) == "g1"
     # a margin makes the same question infeasible
     fleet2 = make(margin=0.1)
     fleet2.start("g1", "q", "vgg19", 8, 0.0, deadline=1e4)
     fleet2.start("g0", "r", "vgg19", 8, 0.0, deadline=s_r * 1.01)
-    assert fleet2.choose_gpu(("c", "resnet50", 4), deadline=s_c * 1.26, t=0.0) is None
+    assert fleet2.choose_device(("c", "resnet50", 4), deadline=s_c * 1.26, t=0.0) is None
 
 
 def test_least_added_latency_wins():
@@ -48,7 +48,7 @@ def test_least_added_latency_wins():
     # both feasible: the candidate delays "small" less than "big" (it ends sooner), so g1
     added = {g: fleet.assess(g, ("c", "resnet50", 8), 1e5, t)[1] for g in fleet.devices}
     assert added["g1"] < added["g0"]
-    assert fleet.choose_gpu(("c", "resnet50", 8), 1e5, t) == "g1"
+    assert fleet.choose_device(("c", "resnet50", 8), 1e5, t) == "g1"
     # and the number is what the tracker projects
     tr = fleet.trackers["g1"]
     w = tr.what_if([("c", "resnet50", 8)], t)
@@ -59,12 +59,12 @@ def test_least_added_latency_wins():
 def test_max_running_and_finish():
     fleet = make(max_running=1)
     fleet.start("g0", 1, "vgg19", 4, 0.0, deadline=100.0)
-    assert fleet.choose_gpu((2, "vgg19", 4), 100.0, 0.0) == "g1"
+    assert fleet.choose_device((2, "vgg19", 4), 100.0, 0.0) == "g1"
     fleet.start("g1", 2, "vgg19", 4, 0.0, deadline=100.0)
-    assert fleet.choose_gpu((3, "vgg19", 4), 100.0, 0.0) is None
+    assert fleet.choose_device((3, "vgg19", 4), 100.0, 0.0) is None
     res = fleet.finish(1, 12.0)
     assert res.execution.id == 1 and fleet.where(1) is None
-    assert fleet.choose_gpu((3, "vgg19", 4), 100.0, 12.0) == "g0"
+    assert fleet.choose_device((3, "vgg19", 4), 100.0, 12.0) == "g0"
     assert fleet.deadline(2) == 100.0
 
 
@@ -78,18 +78,18 @@ def test_bad_input_leaves_fleet_unchanged():
     fleet.start("g0", 1, "vgg19", 4, 1.0, deadline=100.0)
     before = _snap(fleet)
     for call, msg in [
-        (lambda: fleet.choose_gpu((2, "vgg19", 4), deadline=0.5, t=1.0), "deadline in the past"),
-        (lambda: fleet.choose_gpu((1, "vgg19", 4), deadline=50.0, t=1.0), "already running"),
-        (lambda: fleet.choose_gpu((2, "nope", 4), deadline=50.0, t=1.0), "no profile"),
-        (lambda: fleet.choose_gpu((2, "vgg19", 4), deadline=50.0, t=0.5), "before the latest event"),
-        (lambda: fleet.choose_gpu(5, deadline=50.0, t=1.0), "must be"),
+        (lambda: fleet.choose_device((2, "vgg19", 4), deadline=0.5, t=1.0), "deadline in the past"),
+        (lambda: fleet.choose_device((1, "vgg19", 4), deadline=50.0, t=1.0), "already running"),
+        (lambda: fleet.choose_device((2, "nope", 4), deadline=50.0, t=1.0), "no profile"),
+        (lambda: fleet.choose_device((2, "vgg19", 4), deadline=50.0, t=0.5), "before the latest event"),
+        (lambda: fleet.choose_device(5, deadline=50.0, t=1.0), "must be"),
         (lambda: fleet.start("g9", 2, "vgg19", 4, 1.0), "unknown device"),
         (lambda: fleet.start("g1", 1, "vgg19", 4, 1.0), "already running"),
         (lambda: fleet.start("g1", 2, "vgg19", 4, 2.0, deadline=1.0), "deadline in the past"),
         (lambda: fleet.start("g1", 2, "nope", 4, 2.0), "no profile"),
         (lambda: fleet.finish(9, 2.0), "not running"),
         (lambda: fleet.finish(1, 0.0), "before the latest event"),
-        (lambda: fleet.choose_gpu((2, "vgg19", 4), deadline=math.nan, t=1.0), "NaN"),
+        (lambda: fleet.choose_device((2, "vgg19", 4), deadline=math.nan, t=1.0), "NaN"),
     ]:
         with pytest.raises(InterfpredError, match=msg):
             call()

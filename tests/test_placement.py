@@ -81,7 +81,7 @@ def test_every_answer_equals_the_per_gpu_assessment(max_running):
                 tied = [g for g, a in ok.items() if a <= least + FLEET_TIE_RTOL * abs(least)]
                 best = min(tied, key=lambda g: (len(fleet.trackers[g]),
                                                 sum(fleet.trackers[g].remaining_ms(t).values())))
-            assert fleet.choose_gpu(cand, deadline, t) == best
+            assert fleet.choose_device(cand, deadline, t) == best
     assert checked > 400
 
 
@@ -89,9 +89,9 @@ def test_errors_are_those_of_what_if():
     fleet = _fleet()
     fleet.start("a", 1, "vgg19", 8, 5.0, deadline=100.0)
     with pytest.raises(InterfpredError, match="what_if candidate 'c' refused: no profile for model 'zz'"):
-        fleet.choose_gpu(("c", "zz", 4), 50.0, 6.0)
+        fleet.choose_device(("c", "zz", 4), 50.0, 6.0)
     with pytest.raises(InterfpredError, match="before the latest event"):
-        fleet.choose_gpu(("c", "vgg19", 4), 50.0, 4.0)
+        fleet.choose_device(("c", "vgg19", 4), 50.0, 4.0)
 
 
 def test_an_idle_fleet_and_a_full_one():

@@ -695,10 +695,10 @@ def test_untrained_fleet_puts_work_on_the_idle_gpu():
     prof = zoo_profiles("l4")
     fleet = Fleet({"gpu0": ColocationTracker(prof, RLS()), "gpu1": ColocationTracker(prof, RLS())})
     fleet.start("gpu0", "busy", "vgg19", 8, 0.0, deadline=1e6)
-    assert fleet.choose_gpu(("c", "resnet50", 4), 1e6, 1.0) == "gpu1"  # a tie: the least loaded wins
+    assert fleet.choose_device(("c", "resnet50", 4), 1e6, 1.0) == "gpu1"  # a tie: the least loaded wins
     fleet.start("gpu1", "b2", "vgg19", 8, 1.0, deadline=1e6)
     fleet.start("gpu1", "b3", "vgg19", 8, 1.0, deadline=1e6)
-    assert fleet.choose_gpu(("c", "resnet50", 4), 1e6, 2.0) == "gpu0"
+    assert fleet.choose_device(("c", "resnet50", 4), 1e6, 2.0) == "gpu0"
 
 
 def test_from_model_warm_starts_the_tracker():

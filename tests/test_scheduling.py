@@ -8,7 +8,7 @@ import pytest
 from interfpred import InterfpredError, Static
 from interfpred.experiments.report import ReproduceContext
 from interfpred.experiments.scheduling import experiment as scheduling
-from interfpred.experiments.scheduling.event_loop import Batch, ServingSim, project_truth
+from interfpred.experiments.scheduling.event_loop import Batch, EventLoop, project_truth
 from interfpred.experiments.scheduling.experiment import POLICIES, fit_pair_models, simulate_serving
 from interfpred.experiments.scheduling.policies import FifoPolicy, GpuletsPolicy, OraclePolicy
 from interfpred.sim.contention import get_gpu_spec
@@ -86,10 +86,10 @@ def test_run_e3_tiny(tmp_path, monkeypatch):
 
 
 # ---------------------------------------------------------------------------- policy decisions
-def _serving(running_on: tuple[int, ...], n_gpus: int = 2):
+def _serving(running_on: tuple[int, ...], n_devices: int = 2):
     """A serving state whose GPUs in ``running_on`` each run one vgg19 batch of 16 launched at 0."""
     prof, spec = zoo_profiles("l4"), get_gpu_spec("l4")
-    sim = ServingSim(prof, spec, n_gpus, {m: 1e9 for m in prof.models}, np.random.default_rng(0), 32)
+    sim = EventLoop(prof, spec, n_devices, {m: 1e9 for m in prof.models}, np.random.default_rng(0), 32)
     sm, l2, dr, solo = sim.profile("vgg19", 16)
     for g in running_on:
         sim.devices[g].running.append(Batch(g, "vgg19", 16, np.array([g]), 1e6, 0.0, np.array([sm, l2, dr]), solo,
@@ -100,11 +100,11 @@ def _serving(running_on: tuple[int, ...], n_gpus: int = 2):
 def _oracle_added(sim, g, model, size, t):
     """Added latency of launching (model, size) on GPU g at t, from the true projection."""
     sm, l2, dr, solo = sim.profile(model, size)
-    run = sim.devices[g].running
-    dem = np.array([b.demand for b in run] + [[sm, l2, dr]])
-    rem = np.array([b.remaining for b in run] + [solo])
+    running = sim.devices[g].running
+    dem = np.array([b.demand for b in running] + [[sm, l2, dr]])
+    rem = np.array([b.remaining for b in running] + [solo])
     with_c = project_truth(sim.truth, dem, rem, t)
-    base = project_truth(sim.truth, dem[:-1], rem[:-1], t) if run else np.empty(0)
+    base = project_truth(sim.truth, dem[:-1], rem[:-1], t) if running else np.empty(0)
     return with_c[-1] - t + float(np.sum(with_c[:-1] - base)), with_c
 
 
@@ -151,10 +151,10 @@ def test_gpulets_admits_on_its_static_prediction(pair):
 
     cand = (np.array(sim.profile("resnet50", 8)[:3]), sim.profile("resnet50", 8)[3], 0.0)
     added = []
-    for gpu in sim.devices:
-        run = [(b.demand, b.solo, b.start) for b in gpu.running]
-        with_c = ends(run + [cand])
-        added.append(with_c[-1] + float(np.sum(with_c[:-1] - ends(run))))
+    for dev in sim.devices:
+        running = [(b.demand, b.solo, b.start) for b in dev.running]
+        with_c = ends(running + [cand])
+        added.append(with_c[-1] + float(np.sum(with_c[:-1] - ends(running))))
     pol = GpuletsPolicy(sim, g, 0.05)
     assert pol.place(1, "resnet50", 8, 1e6, 0.0) == int(np.argmin(added))
     assert pol.place(1, "resnet50", 8, cand[1], 0.0) is None   # solo latency alone breaks the 5% margin

@@ -150,12 +150,12 @@ class RunningEntities:
 
     Examples
     --------
-    >>> run = RunningEntities("time_weighted")
-    >>> run.start(1, "a", 1, 0.0)
-    >>> run.start(2, "b", 1, 1.0)
-    >>> run.finish(1, 4.0)          # beside b for 3 of its 4 ms
+    >>> running = RunningEntities("time_weighted")
+    >>> running.start(1, "a", 1, 0.0)
+    >>> running.start(2, "b", 1, 1.0)
+    >>> running.finish(1, 4.0)          # beside b for 3 of its 4 ms
     ('a', {'b': 0.75})
-    >>> run.names([2])
+    >>> running.names([2])
     ['b']
     """
 

@@ -1,7 +1,7 @@
 """Placement over several devices: one :class:`~interfpred.serving.tracker.ColocationTracker` per device, deadlines.
 
 A *device* is one GPU instance (``"gpu0"``); the trackers' ``gpu`` is the GPU *type* their
-profiles describe (``"l4"``). :meth:`Fleet.choose_gpu` answers "on which device can this batch
+profiles describe (``"l4"``). :meth:`Fleet.choose_device` answers "on which device can this batch
 start now so that it, and everything already running, is projected to finish by its deadline?"
 (each running execution's deadline is recorded when it starts). A device is feasible when it runs
 fewer than ``max_running`` executions and every projected end ``e`` meets its deadline ``D`` with the safety margin, ``t + (e - t) * (1 +
@@ -16,12 +16,12 @@ Examples
 >>> fleet = Fleet.from_profiles(zoo_profiles("l4"), lambda: RLS().fit([[0.0] * 16, [1.0] * 16], [1.0, 0.5]),
 ...                           ["gpu0", "gpu1"])   # a toy model: the more pressure, the slower
 >>> fleet.start("gpu0", "r1", "vgg19", 8, 0.0, deadline=100.0)
->>> fleet.choose_gpu(("c1", "resnet50", 4), deadline=50.0, t=1.0)   # gpu1 is idle: no delay to others
+>>> fleet.choose_device(("c1", "resnet50", 4), deadline=50.0, t=1.0)   # gpu1 is idle: no delay to others
 'gpu1'
->>> fleet.choose_gpu(("c1", "resnet50", 4), deadline=0.5, t=1.0)
+>>> fleet.choose_device(("c1", "resnet50", 4), deadline=0.5, t=1.0)
 Traceback (most recent call last):
 ...
-interfpred.errors.InterfpredError: choose_gpu refused: deadline 0.5 is before t 1.0 (a deadline in the past)
+interfpred.errors.InterfpredError: choose_device refused: deadline 0.5 is before t 1.0 (a deadline in the past)
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class Fleet:
     >>> fleet = Fleet({"a": ColocationTracker(prof, RLS()), "b": ColocationTracker(prof, RLS())}, max_running=1)
     >>> fleet.start("a", 1, "vgg19", 4, 0.0, deadline=80.0)
     >>> fleet.start("b", 2, "vgg19", 4, 0.0, deadline=80.0)
-    >>> fleet.choose_gpu((3, "yolov8n", 1), 60.0, 1.0) is None     # both full
+    >>> fleet.choose_device((3, "yolov8n", 1), 60.0, 1.0) is None     # both full
     True
     """
 
@@ -98,7 +98,7 @@ class Fleet:
         self.quantile = None if quantile is None else float(quantile)
         self._where: dict[Any, tuple[str, float]] = {}   # running id -> (device, deadline)
         self._lock = threading.RLock()
-        self._placement = PlacementCache()   # per-device projections between events, for choose_gpu
+        self._placement = PlacementCache()   # per-device projections between events, for choose_device
 
     @classmethod
     def from_profiles(cls, profiles: ProfileTable, predictor_factory: Callable[[], Any],
@@ -249,7 +249,7 @@ class Fleet:
         ok = meets_deadlines(t, [with_c[cid], *ends_with], [d, *(self._where[rid][1] for rid in base)], self.margin)
         return ok, added_latency(t, with_c[cid], ends_with, base.values())
 
-    def choose_gpu(self, candidate: tuple[Any, str, float], deadline: float, t: float) -> str | None:
+    def choose_device(self, candidate: tuple[Any, str, float], deadline: float, t: float) -> str | None:
         """The name of the device where ``candidate`` (``(id, model, batch_size)``) should start at
         ``t``, or None.
 
@@ -264,15 +264,15 @@ class Fleet:
             profile, or ``t`` before a tracker's latest event.
         """
         with self._lock:
-            d = self._check_deadline(deadline, t, "choose_gpu")
+            d = self._check_deadline(deadline, t, "choose_device")
             try:
                 cid = candidate[0]
                 running = cid in self._where
             except (TypeError, IndexError, KeyError):
-                raise InterfpredError(f"choose_gpu refused: candidate {candidate!r} must be (id, model, batch_size) "
+                raise InterfpredError(f"choose_device refused: candidate {candidate!r} must be (id, model, batch_size) "
                                       "with a hashable id") from None
             if running:
-                raise InterfpredError(f"choose_gpu refused: candidate id {cid!r} is already running on device "
+                raise InterfpredError(f"choose_device refused: candidate id {cid!r} is already running on device "
                                       f"{self._where[cid][0]!r}")
             # The vectorised path projects means; bounds at a quantile take each tracker's own path.
             fast = {} if self.quantile is not None else self._placement.assess_all(

@@ -1,6 +1,6 @@
 """Vectorised placement over many devices: every tracker's what-if in one compiled call, cached between events.
 
-:class:`PlacementCache` answers, for every device of a fleet at once, what ``Fleet.choose_gpu``
+:class:`PlacementCache` answers, for every device of a fleet at once, what ``Fleet.choose_device``
 asks of each: is a candidate feasible there, and how much projected latency would it add? It
 keeps each device's running set (:meth:`~interfpred.serving.tracker.ColocationTracker.projection_inputs`) in
 one block of a stacked array, rewritten only after an event on that device, and reuses each device's
@@ -68,7 +68,7 @@ def added_latency(t: float, candidate_end: float, ends_with: Iterable[float], en
 def least_added_latency(options: Iterable[tuple[K, float]], *, tie_rtol: float = 0.0) -> list[K]:
     """Keys of the feasible ``(key, added_ms)`` options whose added latency is within ``tie_rtol`` (relative)
     of the least, in the given order; empty when there are none. The placement rule of
-    :meth:`~interfpred.Fleet.choose_gpu` and of the E3 co-location policies.
+    :meth:`~interfpred.Fleet.choose_device` and of the E3 co-location policies.
 
     >>> least_added_latency([("a", 3.0), ("b", 2.0), ("c", 2.0)])
     ['b', 'c']

@@ -322,7 +322,7 @@ class TimelineState:
                                   f"{float(rs.column('start')[rs.slot(id)])!r})")
         tf = check_time(t, what, self._now)
         if len(rs) >= MAX_RUNNING_SET:
-            raise InterfpredError(f"{what} refused: {len(rs)} executions already run, the most is "
+            raise InterfpredError(f"{what} refused: {len(rs)} executions already running, the most is "
                                   f"MAX_RUNNING_SET={MAX_RUNNING_SET}")
         prof = self.lookup_profile(model, batch_size, what, share)
         # Validated; from here on nothing can fail.

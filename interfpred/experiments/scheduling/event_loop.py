@@ -1,6 +1,6 @@
 """E3's serving system: requests, dynamic batching and ground-truth execution on simulated GPUs.
 
-:class:`ServingSim` runs on ``n_devices`` simulated GPUs whose batches progress by the simulator's
+:class:`EventLoop` runs on ``n_devices`` simulated GPUs whose batches progress by the simulator's
 ground truth (:class:`GroundTruth`: :mod:`interfpred.sim.contention` rates recomputed on the
 running set at every event, exact fluid integration between events, log-normal noise on each
 batch's solo work per the GPU spec). Under the phase-structured truth each batch also carries its
@@ -36,7 +36,7 @@ from interfpred.sim.operators import HiddenFactors
 if TYPE_CHECKING:
     from interfpred.experiments.scheduling.policies import Policy
 
-__all__ = ["Batch", "DeviceState", "GroundTruth", "ServingSim", "project_truth"]
+__all__ = ["Batch", "DeviceState", "EventLoop", "GroundTruth", "project_truth"]
 
 
 # ---------------------------------------------------------------------------- ground truth
@@ -113,7 +113,7 @@ class DeviceState:
     max_running: int = 0
 
 
-class ServingSim:
+class EventLoop:
     """The event loop: arrivals, dynamic batching, ground-truth execution."""
 
     def __init__(self, profiles: ProfileTable, spec: GpuSpec, n_devices: int, slo_ms: dict[str, float],
@@ -150,12 +150,12 @@ class ServingSim:
             foot[i], hide[i] = h.footprint_mb(size), h.hiding
         return foot, hide
 
-    def _set_rates(self, gpu: DeviceState) -> None:
-        if gpu.running:
-            foot, hide = self.hidden_arrays(gpu.running)
-            gpu.rates = self.truth.rates(np.array([b.demand for b in gpu.running]), foot, hide)
+    def _set_rates(self, device: DeviceState) -> None:
+        if device.running:
+            foot, hide = self.hidden_arrays(device.running)
+            device.rates = self.truth.rates(np.array([b.demand for b in device.running]), foot, hide)
         else:
-            gpu.rates = np.empty(0)
+            device.rates = np.empty(0)
 
     def run(self, policy: Policy, arrival: np.ndarray, model: np.ndarray) -> dict[str, Any]:
         n = len(arrival)
@@ -167,36 +167,36 @@ class ServingSim:
         next_bid = 0
         while True:
             tc = math.inf
-            for gpu in self.devices:
-                for b, r in zip(gpu.running, gpu.rates):
+            for dev in self.devices:
+                for b, r in zip(dev.running, dev.rates):
                     tc = min(tc, t + b.remaining / r)
             ta = arrival[p] if p < n else math.inf
             if tc == math.inf and ta == math.inf:
                 break
             t_new = min(tc, ta)
             dt = t_new - t
-            for gpu in self.devices:
-                k = len(gpu.running)
+            for dev in self.devices:
+                k = len(dev.running)
                 if k:
-                    gpu.conc_area += k * dt
-                for b, r in zip(gpu.running, gpu.rates):
+                    dev.conc_area += k * dt
+                for b, r in zip(dev.running, dev.rates):
                     b.remaining -= r * dt
             t = t_new
             # completions
-            for g, gpu in enumerate(self.devices):
-                fin = [b for b, r in zip(gpu.running, gpu.rates)
+            for g, dev in enumerate(self.devices):
+                fin = [b for b, r in zip(dev.running, dev.rates)
                        if b.remaining <= SIM_FINISH_RTOL * b.work or b.remaining / r <= E3_FINISH_TIME_RTOL * max(t, 1.0)]
                 if not fin:
                     continue
                 for b in fin:
-                    gpu.running.remove(b)
+                    dev.running.remove(b)
                     done_at[b.requests] = t
                     policy.on_finish(g, b, t)
-                if not gpu.running:
-                    assert gpu.busy_since is not None  # set when its first batch started
-                    gpu.busy_ms += t - gpu.busy_since
-                    gpu.busy_since = None
-                self._set_rates(gpu)
+                if not dev.running:
+                    assert dev.busy_since is not None  # set when its first batch started
+                    dev.busy_ms += t - dev.busy_since
+                    dev.busy_since = None
+                self._set_rates(dev)
             while p < n and arrival[p] <= t:
                 queues[model[p]].append(p)
                 p += 1
@@ -229,12 +229,12 @@ class ServingSim:
                     if self.hidden is not None:
                         b.foot, b.hide = self.hidden[m].footprint_mb(size), self.hidden[m].hiding
                     next_bid += 1
-                    gpu = self.devices[gi]
-                    if not gpu.running:
-                        gpu.busy_since = t
-                    gpu.running.append(b)
-                    gpu.max_running = max(gpu.max_running, len(gpu.running))
-                    self._set_rates(gpu)
+                    dev = self.devices[gi]
+                    if not dev.running:
+                        dev.busy_since = t
+                    dev.running.append(b)
+                    dev.max_running = max(dev.max_running, len(dev.running))
+                    self._set_rates(dev)
                     self.batch_sizes.append(size)
                     policy.on_start(gi, b, t)
                     placed = True

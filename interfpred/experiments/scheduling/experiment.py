@@ -33,9 +33,9 @@ from interfpred.constants import (
     E3_BOUND_SCALE,
     E3_BOUND_WINDOW,
     E3_DEADLINE_RTOL,
+    E3_DEVICES,
     E3_FULL_LOADS,
     E3_FULL_REQUESTS,
-    E3_GPUS,
     E3_MARGIN,
     E3_MAX_BATCH,
     E3_PAIR_BATCHES,
@@ -52,7 +52,7 @@ from interfpred.evaluation.tables import markdown_table, text_table
 from interfpred.experiments.bounds import bound_goal, bound_verdict, fit_calibrated_pair_model
 from interfpred.experiments.plotting import NO_MPL
 from interfpred.experiments.report import ReproduceContext, Section
-from interfpred.experiments.scheduling.event_loop import ServingSim
+from interfpred.experiments.scheduling.event_loop import EventLoop
 from interfpred.experiments.scheduling.pairs import fit_pair_models
 from interfpred.experiments.scheduling.plot import plot_attainment
 from interfpred.experiments.scheduling.policies import FifoPolicy, GpuletsPolicy, OraclePolicy, Policy, TrackerPolicy
@@ -98,7 +98,7 @@ class ServingResult:
 
 @renamed_keywords(gpu="spec", n_gpus="n_devices")
 def simulate_serving(policy: str, load: float, *, requests: int, seed: int = 0,
-                     spec: str | GpuSpec = SIM_DEFAULT_GPU, n_devices: int = E3_GPUS, profiles: ProfileTable | None = None,
+                     spec: str | GpuSpec = SIM_DEFAULT_GPU, n_devices: int = E3_DEVICES, profiles: ProfileTable | None = None,
                      models: tuple[str, ...] | None = None, slo_factor: float = E3_SLO_FACTOR,
                      slo_batch: int = E3_SLO_BATCH, max_batch: int = E3_MAX_BATCH, margin: float = E3_MARGIN,
                      pair_models: tuple[GpuletsModel, RLS] | None = None,
@@ -148,7 +148,7 @@ def simulate_serving(policy: str, load: float, *, requests: int, seed: int = 0,
            for m in models}
     arr = poisson_arrivals(list(models), rho=load, executions=requests, profiles=profiles, spec=spec,
                            batch_sizes={1: 1.0}, n_devices=n_devices, seed=seed)
-    sim = ServingSim(profiles, spec, n_devices, slo, np.random.default_rng([seed, 1]), max_batch, hidden)
+    sim = EventLoop(profiles, spec, n_devices, slo, np.random.default_rng([seed, 1]), max_batch, hidden)
     pol: Policy
     if policy in ("gpulets", "tracker") and pair_models is None:
         pair_models = fit_pair_models(profiles, spec, seed=seed, hidden=hidden)
@@ -249,7 +249,7 @@ def run_e3(ctx: ReproduceContext) -> Section:
     truth = ("phase-structured ground truth with the synthetic zoo's hidden per-model L2 footprints and latency "
              "hiding, one operator per pass: the serving simulator does not run multi-operator phases"
              if hidden is not None else "fluid ground-truth contention on the synthetic zoo's profiles")
-    setup = (f"{E3_GPUS} simulated {spec.name.upper()} GPUs ({truth}; noise sigma={spec.sigma}), six zoo models, "
+    setup = (f"{E3_DEVICES} simulated {spec.name.upper()} GPUs ({truth}; noise sigma={spec.sigma}), six zoo models, "
              f"{requests} Poisson requests per run, SLO = {E3_SLO_FACTOR:g} x solo latency at batch "
              f"{E3_SLO_BATCH}, dynamic batching up to {E3_MAX_BATCH}, at most {spec.max_concurrency} batches per GPU, "
              f"margin {E3_MARGIN:g} for (b) and (c); (e) is (c) admitting on the {E3_QUANTILE:g} latency bound of a "
@@ -262,7 +262,7 @@ def run_e3(ctx: ReproduceContext) -> Section:
                       "per load: " + ", ".join(f"{e:.3f}" for e in err if e is not None), verdict])
     terminal = "\n".join([setup, "", text_table(header, rows), "", verdict])
     data = {"loads": loads, "requests": requests, "seed": ctx.seed, "quick": ctx.quick, "truth": ctx.truth,
-            "config": {"gpus": E3_GPUS, "slo_factor": E3_SLO_FACTOR, "slo_batch": E3_SLO_BATCH,
+            "config": {"devices": E3_DEVICES, "slo_factor": E3_SLO_FACTOR, "slo_batch": E3_SLO_BATCH,
                        "max_batch": E3_MAX_BATCH, "margin": E3_MARGIN, "gpu": spec.name},
             "results": {p: [r.as_dict() for r in results[p]] for p in POLICIES}, "goals": goals,
             "bound_goal": bound}

@@ -32,7 +32,7 @@ from interfpred.serving.fleet import Fleet
 from interfpred.serving.placement import added_latency, least_added_latency, meets_deadlines
 
 if TYPE_CHECKING:
-    from interfpred.experiments.scheduling.event_loop import ServingSim
+    from interfpred.experiments.scheduling.event_loop import EventLoop
 
 __all__ = ["FifoPolicy", "GpuletsPolicy", "OraclePolicy", "Policy", "TrackerPolicy"]
 
@@ -42,12 +42,12 @@ class Policy(abc.ABC):
 
     name = ""
 
-    def __init__(self, sim: ServingSim) -> None:
+    def __init__(self, sim: EventLoop) -> None:
         self.sim = sim
 
     @abc.abstractmethod
     def place(self, bid: int, model: str, size: int, deadline: float, t: float) -> int | None:
-        """The GPU to launch batch ``bid`` on now, or None to keep it queued."""
+        """The device (its index) to launch batch ``bid`` on now, or None to keep it queued."""
 
     def on_start(self, g: int, batch: Batch, t: float) -> None:
         pass
@@ -56,9 +56,9 @@ class Policy(abc.ABC):
         pass
 
     def idle(self) -> int | None:
-        """The first idle GPU, or None."""
-        for g, gpu in enumerate(self.sim.devices):
-            if not gpu.running:
+        """The first idle device, or None."""
+        for g, dev in enumerate(self.sim.devices):
+            if not dev.running:
                 return g
         return None
 
@@ -73,7 +73,7 @@ class FifoPolicy(Policy):
 class GpuletsPolicy(Policy):
     name = "gpulets"
 
-    def __init__(self, sim: ServingSim, model: GpuletsModel, margin: float) -> None:
+    def __init__(self, sim: EventLoop, model: GpuletsModel, margin: float) -> None:
         super().__init__(sim)
         self.model = model
         self.margin = margin
@@ -88,14 +88,14 @@ class GpuletsPolicy(Policy):
         idle = self.idle()
         sm, l2, dr, solo = self.sim.profile(model, size)
         options = []
-        for g, gpu in enumerate(self.sim.devices):
-            if len(gpu.running) >= self.sim.limit:
+        for g, dev in enumerate(self.sim.devices):
+            if len(dev.running) >= self.sim.limit:
                 continue
-            run = [(b.demand, b.solo, b.start) for b in gpu.running]
-            with_c = self._ends(run + [(np.array([sm, l2, dr]), solo, t)])
-            if not meets_deadlines(t, with_c, [b.deadline for b in gpu.running] + [deadline], self.margin):
+            running = [(b.demand, b.solo, b.start) for b in dev.running]
+            with_c = self._ends(running + [(np.array([sm, l2, dr]), solo, t)])
+            if not meets_deadlines(t, with_c, [b.deadline for b in dev.running] + [deadline], self.margin):
                 continue
-            options.append((g, added_latency(t, with_c[-1], with_c[:-1], self._ends(run) if run else ())))
+            options.append((g, added_latency(t, with_c[-1], with_c[:-1], self._ends(running) if running else ())))
         best = least_added_latency(options)
         return best[0] if best else idle
 
@@ -103,13 +103,13 @@ class GpuletsPolicy(Policy):
 class TrackerPolicy(Policy):
     name = "tracker"
 
-    def __init__(self, sim: ServingSim, fleet: Fleet) -> None:
+    def __init__(self, sim: EventLoop, fleet: Fleet) -> None:
         super().__init__(sim)
         self.fleet = fleet
         self.errors: list[float] = []
 
     def place(self, bid, model, size, deadline, t):
-        g = self.fleet.choose_gpu((bid, model, size), deadline, t)
+        g = self.fleet.choose_device((bid, model, size), deadline, t)
         if g is None:
             return self.idle()
         return int(g)
@@ -129,20 +129,20 @@ class OraclePolicy(Policy):
         sm, l2, dr, solo = self.sim.profile(model, size)
         truth = self.sim.truth
         options = []
-        for g, gpu in enumerate(self.sim.devices):
-            if len(gpu.running) >= self.sim.limit:
+        for g, dev in enumerate(self.sim.devices):
+            if len(dev.running) >= self.sim.limit:
                 continue
-            k = len(gpu.running)
+            k = len(dev.running)
             dem = np.empty((k + 1, 3))
             rem = np.empty(k + 1)
-            foot, hide = self.sim.hidden_arrays(gpu.running + [(model, size)])
-            for a, b in enumerate(gpu.running):
+            foot, hide = self.sim.hidden_arrays(dev.running + [(model, size)])
+            for a, b in enumerate(dev.running):
                 dem[a] = b.demand
                 rem[a] = b.remaining
             dem[k] = (sm, l2, dr)
             rem[k] = solo
             with_c = project_truth(truth, dem, rem, t, foot, hide)
-            if not meets_deadlines(t, with_c, [b.deadline for b in gpu.running] + [deadline], 0.0):
+            if not meets_deadlines(t, with_c, [b.deadline for b in dev.running] + [deadline], 0.0):
                 continue
             base = project_truth(truth, dem[:k], rem[:k], t, None if foot is None else foot[:k],
                                  None if hide is None else hide[:k]) if k else ()
