@@ -1,4 +1,4 @@
-"""Steady-state slowdowns of two models sharing a simulated GPU, for a calibration check.
+"""Steady-state slowdowns of two models sharing a simulated GPU, to check against published pairs.
 
 Published pair measurements (Gavel's V100 table: training jobs launched together, each
 running continuously) report a slowdown as solo throughput / co-located throughput.  The same

@@ -1,4 +1,4 @@
-"""Calibration check: two-model slowdowns on the simulated v100 beside published magnitudes.
+"""Pair check: two-model slowdowns on the simulated v100 beside published magnitudes.
 
 No parameter is tuned here.  Every ordered pair of (model, batch size) of the orion family on the
 v100 preset runs in steady state (each member repeating its pass, see
@@ -7,7 +7,7 @@ Gavel's V100 pair table (training jobs launched together: median 1.67, p90 17.9,
 1.0-1.3 usually reported for pairs of inference jobs under MPS shares.  The same pairs also run on
 the fluid truth (one time-averaged demand per pass, no hidden factors), and on the synthetic family.
 
-Run: ``python benchmarks/calibrate_sim.py``
+Run: ``python benchmarks/check_sim_pairs.py``
 """
 
 from __future__ import annotations
