@@ -51,7 +51,8 @@ LAYER_JOBS = {
                   "contract checks",
     "model": "`InterferenceModel`: extractor plus predictor, fitted, evaluated, saved and loaded; its "
              "prediction tables",
-    "serving": "the live running set, the what-if projection (compiled and generic), the tracker, placement over a fleet",
+    "serving": "the live running set, the what-if projection (compiled and generic), the tracker, placement over a "
+               "fleet",
     "sim": "the ground-truth GPU simulator and its workloads (knows nothing of predictors)",
     "experiments": "the paper's experiments, scheduling (E3), reproduction, Dask, benchmarks, coverage of a "
                    "model's bounds",
