@@ -77,7 +77,7 @@ def project_stacked_unchecked(dem: np.ndarray, rem: np.ndarray, n: np.ndarray, t
                               B: np.ndarray, LO: np.ndarray, use: np.ndarray, map_id: int, combine_id: int,
                               is_rate: bool, rmin: float, rmax: float, end: np.ndarray,
                               rtol: float = TRACKER_FINISH_RTOL) -> None:
-    """Many projections in one compiled call, in blocks of fixed capacity (a fleet's GPUs): block ``g``
+    """Many projections in one compiled call, in blocks of fixed capacity (a fleet's devices): block ``g``
     is ``dem[g, :n[g]]`` (G, C, 3) with ``rem[g, :n[g]]`` under ``W[g]``, ``B[g]``, ``LO[g]``; blocks
     with ``use[g]`` false are skipped. Writes ``end[g, :n[g]]`` (G, C)."""
     if project_stacked_kernel(dem, rem, n, float(t), W, B, LO, use, map_id, combine_id, is_rate, rmin, rmax, rtol,
