@@ -58,8 +58,6 @@ GPULETS_MAX_BATCH = 32
 DEFAULT_EWMA_ALPHA = 0.5
 #: Names accepted by ``make_extractor`` for the temporal aggregation, feature map, combine and target.
 AGGREGATIONS = ("static", "ewma", "time_weighted")
-#: Older spellings of aggregation names, still accepted on input (with a DeprecationWarning).
-AGGREGATION_ALIASES = {"time-weighted": "time_weighted"}
 FEATURE_MAPS = ("default", "gpulets", "rich", "shares")
 COMBINES = ("sum", "max")
 TARGETS = ("slowdown", "rate")

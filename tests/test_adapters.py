@@ -93,7 +93,7 @@ def test_wrapped_state_round_trip_and_refusals(tmp_path):
 
     from interfpred import load_predictor
     from interfpred.errors import InterfpredError
-    from interfpred.predictors.base import predictor_from_state
+    from interfpred.predictors.registry import predictor_from_state
     from interfpred.predictors.wrappers import RiverRegressor
 
     p = RiverRegressor(model=linear_model.LinearRegression())

@@ -127,18 +127,11 @@ def test_parquet_batches_must_be_in_launch_order(tmp_path):
         list(iter_features_parquet(str(tmp_path / "rev.parquet"), PROF, [TimeWeighted()], batch_rows=10))
 
 
-def test_chunk_and_timeline_gpu_names_are_deprecated_aliases_of_device():
+def test_chunks_and_timelines_name_the_device():
     tr = Trace(id=[1, 2, 3], device=["b", "a", "b"], model=["m"] * 3, batch_size=[1] * 3,
                start_ms=[0.0, 0.0, 1.0], end_ms=[2.0, 1.0, 3.0])
-    chunk = next(iter_timeline(tr))
-    assert chunk.device == "a"
-    with pytest.warns(DeprecationWarning, match="device"):
-        assert chunk.gpu == "a"
+    assert [c.device for c in iter_timeline(tr)] == ["a", "b"]
     tl = build_timeline(tr)
     assert tl.device_names == ("a", "b")
-    with pytest.warns(DeprecationWarning, match="device_names"):
-        assert tl.gpu_names == tl.device_names
-    with pytest.warns(DeprecationWarning, match="exec_device"):
-        assert tl.exec_gpu.tolist() == tl.exec_device.tolist() == [1, 0, 1]
-    with pytest.warns(DeprecationWarning, match="seg_device"):
-        assert tl.seg_gpu.tolist() == tl.seg_device.tolist()
+    assert tl.exec_device.tolist() == [1, 0, 1]
+    assert tl.seg_device.tolist() == [0, 1, 1, 1]   # a: [0, 1); b: [0, 1), [1, 2), [2, 3)

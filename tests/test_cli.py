@@ -41,30 +41,17 @@ def test_missing_input_file_is_one_readable_line(tmp_path, capsys):
     assert err == [f"interfpred: error: {missing}: No such file or directory"]
 
 
-@pytest.mark.parametrize("old, new, argv", [
-    ("--model", "--model-file", ["evaluate", "--model", "m.json", "--trace", "t.csv"]),
-    ("--model", "--model-file", ["predict", "--model", "m.json", "--trace", "t.csv", "--out", "p.csv"]),
-    ("--quantile", "--quantiles", ["predict", "--model-file", "m.json", "--quantile", "0.9", "--out", "p.csv"]),
-    ("--overwrite", "--force", ["ingest", "--example", "--overwrite"]),
-    ("--d", "--widths", ["bench", "--d", "3"]),
-    ("--n", "--calls", ["bench", "--n", "7"]),
-    ("--gpus", "--devices", ["simulate", "--out", "sim", "--gpus", "2"]),
-    ("--map", "--feature-map", ["fit", "--trace", "t.csv", "--out", "m.json", "--map", "gpulets"]),
+@pytest.mark.parametrize("argv, prefix, full", [
+    (["evaluate", "--model", "m.json", "--trace", "t.csv"], "--model", "--model-file"),
+    (["predict", "--model-file", "m.json", "--quantile", "0.9", "--out", "p.csv"], "--quantile", "--quantiles"),
+    (["reproduce", "--see", "3"], "--see", "--seed"),
 ])
-def test_deprecated_flags_still_parse_and_warn(capsys, old, new, argv):
-    args = build_parser().parse_args(argv)
-    assert capsys.readouterr().err == f"warning: {old} is deprecated here; use {new}\n"
-    assert args == build_parser().parse_args([new if a == old else a for a in argv])
-    assert capsys.readouterr().err == ""
-
-
-def test_deprecated_model_flag_runs_the_command(tmp_path, capsys):
-    bad = tmp_path / "m.json"
-    bad.write_text("{}")
-    assert main(["predict", "--model", str(bad), "--trace", "t.csv", "--out", str(tmp_path / "p.csv")]) == 2
-    err = capsys.readouterr().err.splitlines()
-    assert err[0] == "warning: --model is deprecated here; use --model-file"
-    assert len(err) == 2 and err[1].startswith("interfpred: error: ") and str(bad) in err[1]
+def test_an_option_is_taken_by_its_full_name_only(capsys, argv, prefix, full):
+    assert build_parser().parse_args([full if a == prefix else a for a in argv]).command == argv[0]
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(argv)
+    assert exc.value.code == 2
+    assert f"unrecognized arguments: {prefix}" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv", [

@@ -212,10 +212,8 @@ def test_cli_predict_writes_parquet(tmp_path, trace):
     np.testing.assert_array_equal(pq.to_numpy(), csv.to_numpy())   # both exact (shortest round-trip text)
 
 
-@pytest.mark.parametrize("name", ["old.csv", "old.parquet", "old.arrow"])
-def test_files_with_the_older_gpu_header_read_silently(tmp_path, trace, name):
-    import warnings
-
+@pytest.mark.parametrize("name", ["gpu.csv", "gpu.parquet", "gpu.arrow"])
+def test_files_without_a_device_column_are_refused_naming_it(tmp_path, trace, name):
     df = trace_to_frame(trace).rename(columns={"device": "gpu"})
     path = tmp_path / name
     if name.endswith(".csv"):
@@ -224,13 +222,10 @@ def test_files_with_the_older_gpu_header_read_silently(tmp_path, trace, name):
         df.to_parquet(path)
     else:
         df.to_feather(path)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        back = read_trace(path)
-        framed = trace_from_frame(df)
-    assert back.devices == framed.devices == trace.devices
-    np.testing.assert_array_equal(back.device, trace.device)
-    np.testing.assert_allclose(back.end_ms, trace.end_ms, rtol=1e-12)
+    with pytest.raises(InterfpredError, match=rf"{name}.*missing column\(s\) device"):
+        read_trace(path)
+    with pytest.raises(InterfpredError, match=r"missing column\(s\) device"):
+        trace_from_frame(df)
 
 
 @pytest.mark.parametrize("name", ["new.csv", "new.parquet"])

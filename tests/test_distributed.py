@@ -10,6 +10,7 @@ import pytest
 from interfpred import InterfpredError
 from interfpred.experiments.distributed import (
     LinearStatistics,
+    TracePartition,
     evaluate_dask,
     evaluate_partitions,
     fit_dask,
@@ -42,8 +43,6 @@ def test_merged_fit_equals_the_one_process_fit(data, feature_map, kind, params):
     trace, prof, _, paths = data
     parts = trace_partitions(paths)
     assert [p.device for p in parts] == ["gpu0", "gpu1", "gpu2"]
-    with pytest.warns(DeprecationWarning, match="TracePartition.gpu is deprecated"):
-        assert parts[0].gpu == "gpu0"
     spec = {"kind": kind, "params": params}
     merged = fit_partitions(parts, prof, InterferenceModel({"feature_map": feature_map}, spec))
     local = InterferenceModel({"feature_map": feature_map}, spec).fit(trace, prof)
@@ -126,19 +125,15 @@ def test_cli_fit_and_evaluate_on_dask(data, cluster, tmp_path, capsys):
     assert "no Parquet trace files" in capsys.readouterr().err
 
 
-def test_partitions_read_older_files_whose_device_column_is_named_gpu(tmp_path, data):
+def test_a_file_without_a_device_column_is_refused_naming_it(tmp_path, data):
     import pyarrow.parquet as pq
 
-    trace, _, _, paths = data
-    old = []
-    for k, path in enumerate(paths):
-        table = pq.read_table(path)
-        table = table.rename_columns(["gpu" if c == "device" else c for c in table.column_names])
-        out = tmp_path / f"old-{k}.parquet"
-        pq.write_table(table, out)
-        old.append(str(out))
-    parts = trace_partitions(old)
-    assert [p.device for p in parts] == ["gpu0", "gpu1", "gpu2"]
-    got = [read_partition(p) for p in parts]
-    assert sum(len(t) for t in got) == len(trace)
-    assert all(set(t.devices) == {p.device} for t, p in zip(got, parts))
+    _, _, _, paths = data
+    table = pq.read_table(paths[0])
+    table = table.rename_columns(["gpu" if c == "device" else c for c in table.column_names])
+    out = tmp_path / "no-device.parquet"
+    pq.write_table(table, out)
+    with pytest.raises(InterfpredError, match=r"no-device\.parquet.*no device column"):
+        trace_partitions([str(out)])
+    with pytest.raises(InterfpredError, match=r"no-device\.parquet: no device column"):
+        read_partition(TracePartition("gpu0", (str(out),)))

@@ -53,16 +53,14 @@ def test_bad_key_and_aggregation_refused():
         trace_entities(tr, "mean")
 
 
-def test_older_aggregation_spelling_warns_and_matches():
+def test_aggregation_names_are_checked():
     from interfpred.features.entity_features import RunningEntities
 
     tr = _random_trace(n=20, seed=3)
-    with pytest.warns(DeprecationWarning, match="time-weighted"):
-        old = trace_entities(tr, "time-weighted")
-    new = trace_entities(tr, "time_weighted")
-    assert old.names == new.names
-    np.testing.assert_allclose(old.weight, new.weight, rtol=1e-12)
-    with pytest.warns(DeprecationWarning):
-        assert RunningEntities("time-weighted").aggregation == "time_weighted"
+    with pytest.raises(InterfpredError, match="aggregation 'time-weighted' is not one of"):
+        trace_entities(tr, "time-weighted")
+    with pytest.raises(InterfpredError, match="aggregation 'time-weighted' is not one of"):
+        RunningEntities("time-weighted")
     with pytest.raises(InterfpredError, match="aggregation 'mean'"):
         RunningEntities("mean")
+    assert RunningEntities("time_weighted").aggregation == "time_weighted"

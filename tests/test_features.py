@@ -177,7 +177,7 @@ def test_spec_round_trip_and_errors():
     assert make_extractor() == TimeWeighted()
     assert make_extractor(aggregation="ewma").alpha == 0.5
     assert make_extractor({"aggregation": "static", "feature_map": "rich"}) == Static(feature_map="rich")
-    for bad, msg in [({"aggregation": "mean"}, "aggregation 'mean'"), ({"map": "huge"}, "feature_map 'huge'"),
+    for bad, msg in [({"aggregation": "mean"}, "aggregation 'mean'"), ({"feature_map": "huge"}, "feature_map 'huge'"),
                      ({"combine": "min"}, "combine 'min'"), ({"target": "latency"}, "target 'latency'"),
                      ({"alpha": 0.3}, "only meaningful"), ({"aggregation": "ewma", "alpha": 1.5}, "alpha 1.5"),
                      ({"aggregation": "ewma", "alpha": "x"}, "alpha 'x'"), ({"window": 3}, "unknown extractor key")]:
@@ -190,30 +190,19 @@ def test_spec_writes_feature_map_and_time_weighted():
     assert spec["feature_map"] == "gpulets" and "map" not in spec
     assert spec["aggregation"] == "time_weighted" == TimeWeighted.aggregation
     assert repr(EWMA(alpha=0.3)) == "EWMA(alpha=0.3, feature_map='default', combine='sum', target='slowdown')"
-    with pytest.raises(InterfpredError, match="give the feature map once"):
-        make_extractor({"map": "rich", "feature_map": "gpulets"})
 
 
-def test_older_spec_spellings_still_load():
-    # Model files written before the spec key became feature_map say "map": it loads silently.
-    old = {"aggregation": "ewma", "alpha": 0.2, "map": "gpulets", "combine": "max", "target": "rate"}
-    ex = make_extractor(old)
-    assert ex == EWMA(alpha=0.2, feature_map="gpulets", combine="max", target="rate")
-    assert make_extractor({"map": "rich"}).feature_map == "rich"
-    # The aggregation's older spelling loads too, with a DeprecationWarning.
-    with pytest.warns(DeprecationWarning, match="'time-weighted' is deprecated"):
-        tw = make_extractor({"aggregation": "time-weighted", "map": "rich", "target": "rate"})
-    assert tw == TimeWeighted(feature_map="rich", target="rate")
-    assert tw.get_spec()["aggregation"] == "time_weighted"
+def test_spec_refuses_spellings_that_are_not_its_own():
+    with pytest.raises(InterfpredError, match="unknown extractor key.s. map; expected"):
+        make_extractor({"map": "rich"})
+    with pytest.raises(InterfpredError, match="aggregation 'time-weighted' is not one of static, ewma, time_weighted"):
+        make_extractor({"aggregation": "time-weighted"})
 
 
-def test_positional_ewma_alpha_warns_and_still_works():
-    with pytest.warns(DeprecationWarning, match="EWMA\\(alpha=...\\)"):
-        ex = EWMA(0.2, feature_map="gpulets")
-    assert ex == EWMA(alpha=0.2, feature_map="gpulets")
-    assert ex.alpha == pytest.approx(0.2)
-    with pytest.raises(InterfpredError, match="one alpha"):
-        EWMA(0.2, alpha=0.3)
+def test_extractor_hyperparameters_are_keyword_only():
+    assert EWMA(alpha=0.2, feature_map="gpulets").alpha == pytest.approx(0.2)
+    with pytest.raises(TypeError):
+        EWMA(0.2)
     with pytest.raises(TypeError):
         Static(0.2)
 
@@ -271,7 +260,7 @@ def test_transform_many_equals_each_transform(trace, prof):
         transform_many(["static"], trace, prof)
 
 
-def test_model_files_with_the_older_extractor_spelling_load(tmp_path):
+def test_model_files_name_the_extractor_key_they_do_not_know(tmp_path):
     from interfpred import InterferenceModel, load_model
 
     prof = ProfileTable.from_columns(gpu=["g"] * 2, model=["a", "b"], batch_size=[1, 1], solo_ms=[2.0, 4.0],
@@ -281,24 +270,21 @@ def test_model_files_with_the_older_extractor_spelling_load(tmp_path):
     model = InterferenceModel({"aggregation": "static", "feature_map": "gpulets"}, "offline_linear").fit(tr, prof)
     state = model.to_state()
     assert state["extractor"]["feature_map"] == "gpulets"
-    older = json.loads(json.dumps(state))
-    older["extractor"]["map"] = older["extractor"].pop("feature_map")
-    path = tmp_path / "older.json"
-    path.write_text(json.dumps(older))
-    again = load_model(path)
-    assert again.extractor == model.extractor
-    np.testing.assert_allclose(again.predict_latency(tr, prof), model.predict_latency(tr, prof), rtol=1e-12)
-    older["extractor"].update(aggregation="time-weighted")
-    with pytest.warns(DeprecationWarning, match="time-weighted"):
-        tw = InterferenceModel.from_state(older)
-    assert tw.extractor == TimeWeighted(feature_map="gpulets")
+    renamed = json.loads(json.dumps(state))
+    renamed["extractor"]["map"] = renamed["extractor"].pop("feature_map")
+    path = tmp_path / "renamed.json"
+    path.write_text(json.dumps(renamed))
+    with pytest.raises(InterfpredError, match=r"extractor\.map: unknown key"):
+        load_model(path)
+    path.write_text(json.dumps(state))
+    np.testing.assert_allclose(load_model(path).predict_latency(tr, prof), model.predict_latency(tr, prof), rtol=1e-12)
 
 
-def test_cli_still_takes_the_older_aggregation_spelling():
+def test_cli_aggregation_choices_are_the_extractor_names():
     from interfpred.cli import build_parser
 
-    args = build_parser().parse_args(["fit", "--aggregation", "time-weighted", "--out", "m.json"])
-    with pytest.warns(DeprecationWarning, match="write 'time_weighted'"):
-        ex = make_extractor(aggregation=args.aggregation)
-    assert ex == TimeWeighted()
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["fit", "--aggregation", "time-weighted", "--out", "m.json"])
+    args = build_parser().parse_args(["fit", "--aggregation", "ewma", "--out", "m.json"])
+    assert make_extractor(aggregation=args.aggregation) == EWMA()
     assert build_parser().parse_args(["fit", "--out", "m.json"]).aggregation == "time_weighted"

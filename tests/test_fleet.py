@@ -18,7 +18,7 @@ def slow_pairs():
 
 
 def make(margin=0.0, max_running=None):
-    return Fleet.from_profiles(zoo_profiles("l4"), slow_pairs, ["g0", "g1"], margin=margin, max_running=max_running)
+    return Fleet.from_profiles(zoo_profiles("l4"), slow_pairs, devices=["g0", "g1"], margin=margin, max_running=max_running)
 
 
 def test_choose_device_respects_every_deadline():
@@ -105,7 +105,7 @@ def test_constructor_checks():
         Fleet({})
     with pytest.raises(InterfpredError, match="margin"):
         Fleet({"a": tr}, margin=-1)
-    shared = Fleet.from_profiles(prof, slow_pairs, ["a", "b"], shared_predictor=True)
+    shared = Fleet.from_profiles(prof, slow_pairs, devices=["a", "b"], shared_predictor=True)
     assert shared.trackers["a"].predictor is shared.trackers["b"].predictor
 
 
@@ -120,20 +120,15 @@ def test_devices_and_profile_gpu_keywords():
     assert ok and added >= 0.0
 
 
-def test_old_fleet_keywords_still_work_and_warn():
+def test_devices_are_required_and_gpu_names_only_the_gpu_type():
     prof = zoo_profiles("l4")
-    with pytest.warns(DeprecationWarning, match="devices="):
-        fleet = Fleet.from_profiles(prof, slow_pairs, gpus=["d0", "d1"])
-    with pytest.warns(DeprecationWarning, match="gpu="):
-        typed = Fleet.from_profiles(prof, slow_pairs, ["d0"], profile_gpu="l4")
-    assert typed.trackers["d0"].gpu == "l4"
-    with pytest.warns(DeprecationWarning, match="Fleet.devices"):
-        assert fleet.gpus == ("d0", "d1")
-    with pytest.warns(DeprecationWarning, match="device="):
+    with pytest.raises(TypeError, match="devices"):
+        Fleet.from_profiles(prof, slow_pairs)
+    with pytest.raises(TypeError):
+        Fleet.from_profiles(prof, slow_pairs, ["d0"])          # devices by keyword only
+    fleet = Fleet.from_profiles(prof, slow_pairs, devices=["d0", "d1"])
+    with pytest.raises(TypeError, match="gpu"):
         fleet.start(gpu="d1", id=1, model="vgg19", batch_size=8, t=0.0)
-    assert fleet.where(1) == "d1"
-    with pytest.warns(DeprecationWarning, match="device="):
-        ok, _ = fleet.assess(gpu="d0", candidate=(2, "resnet50", 4), deadline=1e5, t=1.0)
-    assert ok
-    with pytest.raises(InterfpredError, match="not both"), pytest.warns(DeprecationWarning):
-        Fleet.from_profiles(prof, slow_pairs, ["d0"], gpus=["d0"])
+    with pytest.raises(TypeError, match="gpu"):
+        fleet.assess(gpu="d0", candidate=(2, "resnet50", 4), deadline=1e5, t=1.0)
+    assert fleet.where(1) is None

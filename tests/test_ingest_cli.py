@@ -81,14 +81,10 @@ def test_conflicting_append_keeps_file_intact(tmp_path, capsys):
     assert "conflicts" in err and "unchanged" in err
     assert out_csv.read_bytes() == before
     assert sorted(os.listdir(tmp_path)) == ["profiles.csv"]  # no temporary file left behind
-    # --force replaces instead; --overwrite, its old spelling, still does, with a warning.
+    # --force replaces instead.
     assert run(capsys, "ingest", str(REAL), "--gpu", "b200", "--model", "gemm", "--batch-size", "1",
                "--iterations", "2", "--out", str(out_csv), "--force")[0] == 0
     assert ProfileTable.from_csv(out_csv).lookup("gemm", 1).solo_ms == pytest.approx(0.20312)
-    code, _, err = run(capsys, "ingest", str(REAL), "--gpu", "b200", "--model", "gemm", "--batch-size", "1",
-                       "--iterations", "4", "--out", str(out_csv), "--overwrite")
-    assert code == 0 and err.startswith("warning: --overwrite is deprecated here; use --force\n")
-    assert ProfileTable.from_csv(out_csv).lookup("gemm", 1).solo_ms == pytest.approx(0.10156)
 
 
 def test_manifest_relative_paths(tmp_path, capsys, monkeypatch):

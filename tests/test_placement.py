@@ -120,13 +120,17 @@ def test_placement_rule_helpers():
     assert meets_deadlines(5.0, [10.0], [10.06], 0.01) and not meets_deadlines(5.0, [10.0], [10.04], 0.01)
 
 
-def test_invalidate_takes_the_device_and_warns_on_the_old_keyword():
+def test_invalidate_takes_the_device():
     cache = PlacementCache()
     trs = {g: ColocationTracker(zoo_profiles("l4"), RLS()) for g in ("x", "y")}
     cache.assess_all(trs, lambda i: None, ("c", "resnet50", 4), 100.0, 0.0, margin=0.0)
     trs["y"].start(1, "vgg19", 8, 0.0)
-    with pytest.warns(DeprecationWarning, match="device="):
-        cache.invalidate(gpu="y")
+    cache.invalidate("y")
     res = cache.assess_all(trs, lambda i: None, ("c", "resnet50", 4), 100.0, 0.0, margin=0.0, max_running=1)
     assert res["y"] == (False, math.inf) and res["x"][0]
+    trs["x"].start(2, "vgg19", 8, 0.0)
     cache.invalidate(device="x")
+    res = cache.assess_all(trs, lambda i: None, ("c", "resnet50", 4), 100.0, 0.0, margin=0.0, max_running=1)
+    assert res["x"] == res["y"] == (False, math.inf)
+    with pytest.raises(TypeError):
+        cache.invalidate(gpu="x")       # gpu= names a GPU type elsewhere, never a device

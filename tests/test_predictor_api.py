@@ -85,6 +85,10 @@ def test_pair_mean_has_no_weights_and_says_why():
         with pytest.raises(AttributeError, match="running means per"):
             getattr(p, name)
         assert not hasattr(p, name)
+    state = p.to_state()
+    state["state"]["global"] = state["state"]["global"][:2]       # [mean, count] without the weight sum
+    with pytest.raises(InterfpredError, match=r"state 'global' holds \[1.75, 2\]; expected \[mean, count, weight sum\]"):
+        predictor_from_state(state)
 
 
 def test_calibrated_reads_the_wrapped_predictors_weights():
@@ -184,7 +188,8 @@ def test_compiled_entry_calls_the_compiled_function_and_falls_back_to_the_dispat
 
 @pytest.mark.parametrize("code", [
     "from interfpred.predictors.registry import make_predictor; print(make_predictor('rls'))",
-    "from interfpred.predictors.base import make_predictor; print(make_predictor('online_sgd'))",
+    "from interfpred.predictors.base import BasePredictor; from interfpred.predictors.registry import make_predictor; "
+    "print(make_predictor('online_sgd'))",
     "from interfpred.predictors.entity_rls.tuning import select_prior_variances; "
     "from interfpred import make_predictor; print(make_predictor('entity_rls', rank=1))",
     "from interfpred.predictors.facades import RiverFacade; print(RiverFacade().predict_one({'a': 1.0}))",

@@ -158,12 +158,3 @@ def test_gpulets_admits_on_its_static_prediction(pair):
     pol = GpuletsPolicy(sim, g, 0.05)
     assert pol.place(1, "resnet50", 8, 1e6, 0.0) == int(np.argmin(added))
     assert pol.place(1, "resnet50", 8, cand[1], 0.0) is None   # solo latency alone breaks the 5% margin
-
-
-def test_simulate_serving_takes_the_older_keywords_with_a_warning():
-    with pytest.warns(DeprecationWarning, match=r"simulate_serving\(gpu=...\) is deprecated; use spec="):
-        old = simulate_serving("fifo", 0.5, requests=60, seed=1, gpu="l4")
-    new = simulate_serving("fifo", 0.5, requests=60, seed=1, spec="l4")
-    assert old.attainment == pytest.approx(new.attainment, rel=1e-12)
-    with pytest.warns(DeprecationWarning, match=r"n_gpus=...\) is deprecated; use n_devices="):
-        simulate_serving("fifo", 0.5, requests=60, seed=1, n_gpus=1)

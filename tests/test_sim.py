@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from naive import naive_sim_integrate, naive_sim_rates
 
 from interfpred.errors import InterfpredError
-from interfpred.sim.arrivals import Arrivals, offered_load, poisson_arrivals, simulate_arrivals
+from interfpred.sim.arrivals import offered_load, poisson_arrivals, simulate_arrivals
 from interfpred.sim.contention import (
     GPU_PRESETS,
     GpuSpec,
@@ -215,7 +215,6 @@ def test_gpus_are_independent():
 
 
 def test_gpu_keyword_of_the_engines_still_names_devices_with_a_warning():
-    from interfpred.sim.arrivals import poisson_arrivals
     from interfpred.sim.phased import simulate_phased
 
     with pytest.warns(DeprecationWarning, match=r"simulate\(gpu=...\) is deprecated; use device="):
@@ -224,9 +223,6 @@ def test_gpu_keyword_of_the_engines_still_names_devices_with_a_warning():
     with pytest.warns(DeprecationWarning, match=r"simulate_phased\(gpu=...\)"):
         ph = simulate_phased(["resnet50"] * 2, [1, 1], [0.0, 0.0], gpu=["x", "x"], seed=1).trace
     assert ph.devices == ("x",)
-    arr = poisson_arrivals(["vgg19"], rho=0.5, executions=6, n_devices=2, seed=0)
-    with pytest.warns(DeprecationWarning, match="Arrivals.gpu is deprecated"):
-        assert arr.gpu.tolist() == arr.device.tolist()
     with pytest.raises(InterfpredError, match="both gpu= and device="):
         simulate(["vgg19"], [8], [0.0], gpu=["a"], device=["a"])
 
@@ -376,7 +372,7 @@ def test_docs_zoo_table_is_current():
 def test_rates_kernel_is_callable_from_other_compiled_code():
     from numba import njit
 
-    from interfpred.sim.contention import kernel_constants, rates_kernel
+    from interfpred.sim.contention import rates_kernel
 
     @njit
     def all_pairs(sm, l2, dram, c0, c1, c2, theta, eps):
@@ -400,41 +396,14 @@ def test_rates_kernel_is_callable_from_other_compiled_code():
             assert got[i, j] == pytest.approx(rates(d[[i, j]], "l4")[0], rel=1e-12)
 
 
-# ---------------------------------------------------------------------------- deprecated keywords
-@pytest.mark.parametrize("call, old, new", [
-    (lambda **kw: poisson_arrivals(["vgg19"], rho=0.5, executions=20, seed=3, **kw), {"gpu": "a100", "gpus": 2},
-     {"spec": "a100", "n_devices": 2}),
-    (lambda **kw: rates([[0.7, 0.4, 0.1], [0.5, 0.5, 0.3]], **kw), {"gpu_spec": "a100"}, {"spec": "a100"}),
-    (lambda **kw: effective_demands([[0.5, 0.5, 0.4], [0.5, 0.5, 0.4]], **kw), {"gpu_spec": "v100"},
-     {"spec": "v100"}),
-    (lambda **kw: kernel_constants(**kw), {"gpu_spec": "a100"}, {"spec": "a100"}),
-    (lambda **kw: get_gpu_spec(**kw).name, {"gpu": "v100"}, {"spec": "v100"}),
-])
-def test_old_gpu_keywords_still_work_and_warn(call, old, new):
-    with pytest.warns(DeprecationWarning, match="is deprecated; use"):
-        got = call(**old)
-    want = call(**new)
-    if isinstance(want, Arrivals):
-        assert got.device.tolist() == want.device.tolist()
-        np.testing.assert_allclose(got.time_ms, want.time_ms, rtol=1e-12)
-    elif isinstance(want, str):
-        assert got == want
-    else:
-        np.testing.assert_allclose(got, want, rtol=1e-12)
-
-
-def test_old_and_new_keyword_together_are_refused():
-    with pytest.raises(InterfpredError, match="both gpu= and spec="):
-        get_gpu_spec(gpu="l4", spec="v100")
-
-
-def test_offered_load_old_keyword_and_scenario_device_count():
+def test_offered_load_and_scenario_device_count():
     a = poisson_arrivals(["resnet50"], rho=0.6, executions=500, seed=2, n_devices=2)
     z = zoo_profiles("l4")
-    with pytest.warns(DeprecationWarning, match=r"offered_load\(gpu=...\)"):
-        old = offered_load(a, z, gpu="l4")
-    assert old == pytest.approx(offered_load(a, z, spec="l4"), rel=1e-12)
-    with pytest.warns(DeprecationWarning, match=r"mix_scenario\(gpus=...\)"):
-        sc = mix_scenario(["vgg19"], rho=0.5, executions=40, seed=1, gpus=2)
+    solo = z.lookup_arrays(a.model, a.batch_size, gpus="l4")["solo_ms"]
+    want = solo.sum() / (a.time_ms.max() * 2)      # total solo work / (span x devices)
+    assert offered_load(a, z, spec="l4") == pytest.approx(want, rel=1e-12)
+    assert offered_load(a, z, spec=get_gpu_spec("l4")) == pytest.approx(want, rel=1e-12)
+    assert want == pytest.approx(0.6, rel=0.2)      # near the rho asked for
+    sc = mix_scenario(["vgg19"], rho=0.5, executions=40, seed=1, n_devices=2)
     assert sc.sets["trace"]["gpus"] == 2
     assert sorted(set(sc.traces["trace"].device.tolist())) == ["gpu0", "gpu1"]

@@ -175,12 +175,13 @@ def test_one_long_stream_matches_batch():
         assert fm.names == feature_names(ex.feature_map)
 
 
-def test_running_is_a_property_of_ids_and_the_old_call_warns():
+def test_running_gives_the_ids_and_running_executions_the_records():
     st_ = TimelineState(Static(), _prof())
     st_.start("x", "a", 1, 0.0)
     st_.start("y", "b", 1, 1.0)
     st_.finish("x", 2.0)
     assert st_.running == ["y"]                   # the ids, as ColocationTracker.running
-    with pytest.warns(DeprecationWarning, match="running_executions"):
-        old = st_.running()
-    assert [(r.id, r.model) for r in old] == [("y", "b")] and old[0].start_ms == pytest.approx(1.0)
+    st_.running.append("z")                       # a copy: the state is not changed through it
+    assert st_.running == ["y"]
+    records = st_.running_executions()
+    assert [(r.id, r.model) for r in records] == [("y", "b")] and records[0].start_ms == pytest.approx(1.0)

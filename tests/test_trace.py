@@ -125,29 +125,29 @@ def test_reader_only_raises_its_own_errors(tmp_path_factory, body):
     assert np.all(t.end_ms >= t.start_ms)
 
 
-def test_old_gpu_spellings_still_work_and_warn():
-    with pytest.warns(DeprecationWarning, match="device"):
-        t = Trace(id=[1, 2], gpu=["g1", "g0"], model=["a", "b"], batch_size=[1, 1], start_ms=[0.0, 0.0],
-                  end_ms=[1.0, 2.0])
-    assert t.devices == ("g0", "g1")
-    with pytest.warns(DeprecationWarning, match="Trace.device"):
-        assert t.gpu.tolist() == ["g1", "g0"]
-    with pytest.warns(DeprecationWarning, match="Trace.devices"):
-        assert t.gpus == ("g0", "g1")
-    with pytest.warns(DeprecationWarning, match="codes"):
-        assert t.codes("gpu")[0] == t.codes("device")[0]
-    with pytest.raises(InterfpredError, match="not both"), pytest.warns(DeprecationWarning):
-        Trace(id=[1], gpu=["g"], device=["g"], model=["a"], batch_size=[1], start_ms=[0.0], end_ms=[1.0])
+def test_device_is_required_and_named_device():
+    cols = dict(id=[1, 2], model=["a", "b"], batch_size=[1, 1], start_ms=[0.0, 0.0], end_ms=[1.0, 2.0])
+    with pytest.raises(TypeError, match="device"):
+        Trace(**cols)
+    with pytest.raises(TypeError, match="gpu"):
+        Trace(gpu=["g1", "g0"], **cols)
+    t = Trace(device=["g1", "g0"], **cols)
+    assert t.codes("device") == (("g0", "g1"), pytest.approx(np.array([1, 0])))
+    with pytest.raises(InterfpredError, match="factorises 'device' or 'model', not 'gpu'"):
+        t.codes("gpu")
 
 
-def test_csv_with_the_older_gpu_header_reads_silently_and_writes_device(tmp_path):
-    import warnings
+def test_csv_needs_a_device_column_and_writes_one(tmp_path):
+    from interfpred.data.columnar import read_trace
 
-    path = tmp_path / "old.csv"
+    path = tmp_path / "gpu.csv"
     path.write_text("id,gpu,model,batch_size,start_ms,end_ms\n1,gpu0,a,1,0.0,1.5\n2,gpu1,a,2,0.5,2.0\n")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        t = Trace.from_csv(path)
+    with pytest.raises(InputError, match=r"gpu\.csv.*missing column\(s\) device"):
+        Trace.from_csv(path)
+    with pytest.raises(InputError, match=r"missing column\(s\) device"):
+        read_trace(path)
+    path.write_text(path.read_text().replace("id,gpu,", "id,device,"))
+    t = Trace.from_csv(path)
     assert t.devices == ("gpu0", "gpu1")
     np.testing.assert_allclose(t.latency_ms, [1.5, 1.5], rtol=1e-12)
     for engine in ("python", "pyarrow"):

@@ -37,7 +37,7 @@ from pydantic import (
     ValidationError,
 )
 
-from interfpred.constants import AGGREGATION_ALIASES, AGGREGATIONS, COMBINES, FEATURE_MAPS, SCHEMA_VERSION, TARGETS
+from interfpred.constants import AGGREGATIONS, COMBINES, FEATURE_MAPS, SCHEMA_VERSION, TARGETS
 from interfpred.errors import InterfpredError
 
 __all__ = ["ExtractorSpec", "PredictorFile", "ModelFile", "check_predictor_file", "check_model_file", "check_schema_version",
@@ -61,12 +61,9 @@ class ExtractorSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    aggregation: StrictStr = Field(
-        default="time_weighted",
-        description=f"one of {', '.join(AGGREGATIONS)} (older spelling accepted: {', '.join(AGGREGATION_ALIASES)})")
+    aggregation: StrictStr = Field(default="time_weighted", description=f"one of {', '.join(AGGREGATIONS)}")
     alpha: StrictFloat | StrictInt | None = Field(default=None, description="EWMA weight of the newest value, ewma only")
     feature_map: StrictStr | None = Field(default=None, description=f"one of {', '.join(FEATURE_MAPS)}")
-    map: StrictStr | None = Field(default=None, description="older name of feature_map, still read")
     combine: StrictStr = Field(default="sum", description=f"one of {', '.join(COMBINES)}")
     target: StrictStr = Field(default="slowdown", description=f"one of {', '.join(TARGETS)}")
     shares: StrictBool = Field(default=False, description="the MPS share features appended to the map")

@@ -1,4 +1,4 @@
-"""What several subcommands share: their common options, deprecated spellings, input loading.
+"""What several subcommands share: their common options and input loading.
 
 Options that mean one thing are declared once here, so every subcommand spells and explains
 them alike (``--profiles``, ``--trace``, ``--measurements``, ``--model-file``, ``--dask``).
@@ -7,14 +7,11 @@ them alike (``--profiles``, ``--trace``, ``--measurements``, ``--model-file``, `
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Sequence
 from typing import Any
 
 from interfpred.errors import InterfpredError
 
 __all__ = [
-    "DeprecatedAlias",
     "add_data_options",
     "add_dask_options",
     "add_model_file_options",
@@ -29,36 +26,6 @@ __all__ = [
 PREDICTOR_HELP = "predictor kind: rls, online_sgd, offline_linear, gpulets, ..."
 
 
-class DeprecatedAlias(argparse.Action):
-    """An old spelling of an option: stores into the new option's ``dest`` and warns on stderr.
-
-    ``new`` is the spelling to use instead; with ``nargs=0`` the option is a switch storing
-    ``const``.
-
-    Examples
-    --------
-    >>> import contextlib, io
-    >>> p = argparse.ArgumentParser()
-    >>> _ = p.add_argument("--model-file", dest="model_file")
-    >>> _ = p.add_argument("--model", dest="model_file", action=DeprecatedAlias, new="--model-file")
-    >>> err = io.StringIO()
-    >>> with contextlib.redirect_stderr(err):
-    ...     args = p.parse_args(["--model", "m.json"])
-    >>> args.model_file, err.getvalue()
-    ('m.json', 'warning: --model is deprecated here; use --model-file\\n')
-    """
-
-    def __init__(self, option_strings: Sequence[str], dest: str, *, new: str, **kwargs: Any) -> None:
-        kwargs.setdefault("help", argparse.SUPPRESS)
-        super().__init__(option_strings, dest, **kwargs)
-        self.new = new
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
-        print(f"warning: {option_string} is deprecated here; use {self.new}", file=sys.stderr)
-        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
-
-
 def add_data_options(p: argparse.ArgumentParser, *, profiles_help: str) -> None:
     """--profiles, --trace and --measurements, worded alike everywhere."""
     p.add_argument("--profiles", help=f"tidy profile file (gpu,model,batch_size,solo_ms[,sm,l2,dram,share]; "
@@ -70,9 +37,8 @@ def add_data_options(p: argparse.ArgumentParser, *, profiles_help: str) -> None:
 
 
 def add_model_file_options(p: argparse.ArgumentParser, *, help_text: str) -> None:
-    """--model-file (old spelling --model) and --trust-model-file."""
+    """--model-file and --trust-model-file."""
     p.add_argument("--model-file", dest="model_file", metavar="FILE", help=help_text)
-    p.add_argument("--model", dest="model_file", action=DeprecatedAlias, new="--model-file")
     p.add_argument("--trust-model-file", action="store_true",
                    help="allow a model file wrapping a river/scikit-learn estimator, stored as a pickle: loading "
                         "it runs code from the file, so pass this only for files you wrote yourself")

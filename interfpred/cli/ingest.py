@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from interfpred.cli.common import DeprecatedAlias, per_file
+from interfpred.cli.common import per_file
 from interfpred.errors import InterfpredError
 
 __all__ = ["add_ingest", "run_ingest"]
@@ -39,7 +39,6 @@ def add_ingest(sub: Any) -> None:
     p.add_argument("--manifest", help="CSV listing the reports: file,gpu,model,batch_size[,iterations][,share]")
     p.add_argument("--out", help="tidy profile CSV to write, or merge into if it exists")
     p.add_argument("--force", action="store_true", help="replace --out instead of merging into it")
-    p.add_argument("--overwrite", dest="force", action=DeprecatedAlias, new="--force", nargs=0, const=True)
     p.add_argument("--example", action="store_true",
                    help="ingest the bundled example (B200 cuBLASLt GEMM, details page)")
     p.set_defaults(func=run_ingest)

@@ -8,7 +8,6 @@ from typing import Any
 
 from interfpred.cli.common import (
     PREDICTOR_HELP,
-    DeprecatedAlias,
     add_dask_options,
     add_data_options,
     add_model_file_options,
@@ -22,20 +21,16 @@ __all__ = ["add_evaluate", "add_fit", "add_predict", "run_evaluate", "run_fit", 
 
 #: Help of --model-file where a model written by ``interfpred fit`` is read.
 _MODEL_FILE_HELP = "model file written by 'interfpred fit'"
-#: --quantiles of evaluate and predict, and their old spelling.
-_QUANTILES = ("--quantiles", "--quantile")
 
 
 def _add_quantiles(p: argparse.ArgumentParser, help_text: str) -> None:
-    p.add_argument(_QUANTILES[0], dest="quantiles", type=float, nargs="+", default=None, metavar="Q", help=help_text)
-    p.add_argument(_QUANTILES[1], dest="quantiles", type=float, nargs="+", action=DeprecatedAlias, new=_QUANTILES[0])
+    p.add_argument("--quantiles", type=float, nargs="+", default=None, metavar="Q", help=help_text)
 
 
 # ---------------------------------------------------------------------------- fit
 def add_fit(sub: Any) -> None:
     """Declare the ``fit`` subcommand."""
     from interfpred.constants import (
-        AGGREGATION_ALIASES,
         AGGREGATIONS,
         COMBINES,
         FEATURE_MAPS,
@@ -53,12 +48,11 @@ def add_fit(sub: Any) -> None:
     add_data_options(p, profiles_help="needed with --trace, optional with --measurements")
     p.add_argument("--predictor", default="rls", help=f"{PREDICTOR_HELP} (default rls)")
     add_param_option(p, help_text="hyperparameter of the predictor, e.g. forgetting=0.99; repeatable")
-    p.add_argument("--aggregation", choices=(*AGGREGATIONS, *AGGREGATION_ALIASES), default=d["aggregation"],
+    p.add_argument("--aggregation", choices=AGGREGATIONS, default=d["aggregation"],
                    help=f"temporal aggregation (default {d['aggregation']})")
     p.add_argument("--alpha", type=float, default=None, help="EWMA weight of the newest value (ewma only)")
     p.add_argument("--feature-map", dest="feature_map", choices=FEATURE_MAPS, default=None,
                    help=f"feature map (default {d['feature_map']}, or one the profiles' counters support)")
-    p.add_argument("--map", dest="feature_map", choices=FEATURE_MAPS, action=DeprecatedAlias, new="--feature-map")
     p.add_argument("--shares", action="store_true", help="append the MPS share features to the map")
     p.add_argument("--measurement-weight", type=float, default=None, metavar="W",
                    help="weight of every measurement row against trace rows (weight 1) when both are given; "

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from interfpred.cli.common import DeprecatedAlias, add_truth_options
+from interfpred.cli.common import add_truth_options
 from interfpred.errors import InterfpredError
 
 __all__ = ["add_reproduce", "add_simulate", "run_reproduce", "run_simulate"]
@@ -26,7 +26,6 @@ def add_simulate(sub: Any) -> None:
     p.add_argument("--out", required=True, help="output folder (must not exist or be empty, unless --force)")
     p.add_argument("--executions", type=int, default=None, help="executions per set (default 20000)")
     p.add_argument("--devices", type=int, default=1, help="devices (simulated GPUs) per set (default 1)")
-    p.add_argument("--gpus", type=int, dest="devices", action=DeprecatedAlias, new="--devices")
     p.add_argument("--models", default=None, help="mix: comma-separated model names")
     p.add_argument("--rho", type=float, default=None, help="mix: offered utilisation per device")
     p.add_argument("--batch-sizes", default=None, help="mix: comma-separated batch sizes (default all profiled)")

@@ -39,7 +39,7 @@ from interfpred.constants import (
 )
 from interfpred.data.measurements import Measurements
 from interfpred.data.profiles import ProfileTable
-from interfpred.data.trace import Trace, current_header
+from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
 
 __all__ = [
@@ -152,17 +152,13 @@ def trace_to_arrow(trace: Trace):
 
 def trace_from_arrow(table: Any, *, path: str | os.PathLike[str] | None = None,
                      _first_line: int | None = None) -> Trace:
-    """A :class:`Trace` from a ``pyarrow.Table`` with the CSV's columns (extra columns ignored; a
-    device column named ``gpu``, as written by earlier versions, is read as ``device``).
+    """A :class:`Trace` from a ``pyarrow.Table`` with the CSV's columns (extra columns ignored).
 
     ``_first_line``: the table was read from the CSV file ``path`` whose row i is on line
     ``_first_line + i``; later messages about a row then name the file and line.
     """
     pa = _pa("trace_from_arrow")
     where = f"{os.fspath(path)}: " if path is not None else ""
-    names = current_header(table.column_names)
-    if names != table.column_names:
-        table = table.rename_columns(names)
     missing = [c for c in TRACE_COLUMNS if c not in table.column_names]
     if missing:
         raise InterfpredError(f"{where}missing column(s) {', '.join(missing)}; columns are "
@@ -222,17 +218,12 @@ def _read_trace_csv_fast(path: str | os.PathLike[str]) -> Trace | None:
     import pyarrow.csv as pcsv
 
     with open(path, "rb") as fh:
-        raw_header = fh.readline().decode("utf-8", "replace").rstrip("\r\n").split(",")
-    header = current_header(raw_header)
+        header = fh.readline().decode("utf-8", "replace").rstrip("\r\n").split(",")
     if any(h != h.strip() or not h for h in header) or any(c not in header for c in TRACE_COLUMNS):
         return None
     wanted = [c for c in (*TRACE_COLUMNS, *TRACE_OPTIONAL_COLUMNS) if c in header]
     label = pa.dictionary(pa.int32(), pa.string())
     types = {c: pa.int64() if c == "id" else label if c in ("device", "model") else pa.float64() for c in wanted}
-    if header != raw_header:                  # an older file: read its device column under the name it has
-        old = dict(zip(header, raw_header))
-        wanted = [old[c] for c in wanted]
-        types = {old[c]: t for c, t in types.items()}
     try:
         table = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(
             include_columns=wanted, column_types=types, strings_can_be_null=False, quoted_strings_can_be_null=False),
@@ -241,7 +232,6 @@ def _read_trace_csv_fast(path: str | os.PathLike[str]) -> Trace | None:
             read_options=pcsv.ReadOptions(block_size=CSV_BLOCK_BYTES))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError):
         return None                           # string ids, bad cells, ragged rows: the standard reader
-    table = table.rename_columns(current_header(table.column_names))
     for c in ("device", "model"):
         col = table.column(c)
         for chunk in col.chunks:

@@ -5,8 +5,7 @@ Columns: ``id, device, model, batch_size, start_ms, end_ms`` and optionally ``so
 A *device* is one GPU instance (``"gpu0"``); the GPU *type* (``"l4"``) is what a
 :class:`~interfpred.data.profiles.ProfileTable` calls ``gpu``. Rows keep the order they were given in
 (the simulator produces them sorted by start); several devices may share one trace, and
-timelines are computed per device. Files written by earlier versions name the device column
-``gpu``; the readers accept that header too.
+timelines are computed per device.
 
 Examples
 --------
@@ -20,7 +19,6 @@ from __future__ import annotations
 
 import csv
 import os
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,11 +26,10 @@ import numpy as np
 
 from interfpred._core.arrow import have_pyarrow, require_pyarrow, write_csv
 from interfpred._core.atomic import atomic_open, csv_rows, read_text
-from interfpred._core.deprecation import renamed_attribute
 from interfpred.constants import MAX_BATCH_SIZE, MAX_INT64, TRACE_COLUMNS, TRACE_FEW_NAMES, TRACE_OPTIONAL_COLUMNS
 from interfpred.errors import InputError, InterfpredError
 
-__all__ = ["Trace", "current_header"]
+__all__ = ["Trace"]
 
 
 def _few_codes(arr: np.ndarray, limit: int = TRACE_FEW_NAMES) -> tuple[tuple[str, ...], np.ndarray] | None:
@@ -55,21 +52,6 @@ def _few_codes(arr: np.ndarray, limit: int = TRACE_FEW_NAMES) -> tuple[tuple[str
     rank = np.empty(len(names), dtype=np.int64)
     rank[order] = np.arange(len(names))
     return tuple(names[i] for i in order), (rank[first] if names else first)
-
-
-def current_header(names: Sequence[str]) -> list[str]:
-    """Column names with the device column under its current name: a header from an earlier
-    version names it ``gpu``, which is read as ``device`` (unless the header also has ``device``).
-
-    Examples
-    --------
-    >>> current_header(["id", "gpu", "model"])
-    ['id', 'device', 'model']
-    >>> current_header(["id", "device", "gpu"])
-    ['id', 'device', 'gpu']
-    """
-    names = list(names)
-    return names if "device" in names else ["device" if c == "gpu" else c for c in names]
 
 
 class Trace:
@@ -101,7 +83,7 @@ class Trace:
         self,
         *,
         id: Sequence | np.ndarray,
-        device: Sequence[str] | np.ndarray | None = None,
+        device: Sequence[str] | np.ndarray,
         model: Sequence[str] | np.ndarray,
         batch_size: Sequence[int] | np.ndarray,
         start_ms: Sequence[float] | np.ndarray,
@@ -110,16 +92,7 @@ class Trace:
         share: Sequence[float] | np.ndarray | None = None,
         _lines: Sequence[int] | None = None,
         _path: str | os.PathLike[str] | None = None,
-        gpu: Sequence[str] | np.ndarray | None = None,
     ) -> None:
-        if gpu is not None:
-            warnings.warn("Trace(gpu=...) is deprecated; use device=... (the GPU instance each execution ran on)",
-                          DeprecationWarning, stacklevel=2)
-            if device is not None:
-                raise InterfpredError("give device=... or the deprecated gpu=..., not both")
-            device = gpu
-        if device is None:
-            raise InterfpredError("Trace needs device=... (the device name per execution)")
         ids = np.asarray(id)
         if ids.dtype.kind not in "iu":
             ids = ids.astype(str)
@@ -211,8 +184,6 @@ class Trace:
         """Device (GPU instance) name per execution."""
         return self._cols["device"]
 
-    gpu = renamed_attribute("device")
-
     @property
     def model(self) -> np.ndarray:
         """Model name per execution."""
@@ -253,8 +224,6 @@ class Trace:
         """The distinct devices, sorted."""
         return tuple(str(g) for g in np.unique(self.device))
 
-    gpus = renamed_attribute("devices")
-
     def __len__(self) -> int:
         return len(self._cols["id"])
 
@@ -280,9 +249,6 @@ class Trace:
         >>> t.codes("device")
         (('a', 'b'), array([1, 0, 1]))
         """
-        if column == "gpu":
-            warnings.warn("Trace.codes('gpu') is deprecated; use codes('device')", DeprecationWarning, stacklevel=2)
-            column = "device"
         if column not in ("device", "model"):
             raise InterfpredError(f"codes() factorises 'device' or 'model', not {column!r}")
         if column not in self._codes:
@@ -358,15 +324,14 @@ class Trace:
     def from_csv(cls, path: str | os.PathLike[str]) -> Trace:
         """Read a trace CSV with columns ``id,device,model,batch_size,start_ms,end_ms[,solo_ms][,share]``.
 
-        Extra columns are ignored; a header that names the device column ``gpu`` (files written
-        by earlier versions) is read the same. Errors name the file and line.
+        Extra columns are ignored. Errors name the file and line.
         """
         text = read_text(path)
         reader = csv_rows(text, path=path)
         header = next((row for row in reader if row and any(c.strip() for c in row)), None)
         if header is None:
             raise InputError("empty file: expected a header " + ",".join(TRACE_COLUMNS), path=path)
-        header = current_header([h.strip() for h in header])
+        header = [h.strip() for h in header]
         missing = [c for c in TRACE_COLUMNS if c not in header]
         if missing:
             raise InputError(f"missing column(s) {', '.join(missing)}; header is {','.join(header)}",

@@ -20,7 +20,8 @@ from interfpred._core.params import parse_param
 from interfpred.constants import BENCH_MAX_WIDTH
 from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
-from interfpred.predictors.base import BasePredictor, make_predictor
+from interfpred.predictors.base import BasePredictor
+from interfpred.predictors.registry import make_predictor
 
 __all__ = ["BenchRow", "run_bench", "format_bench", "first_call_seconds", "missing_peers", "parse_param"]
 

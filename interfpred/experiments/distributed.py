@@ -30,7 +30,6 @@ import logging
 import os
 import resource
 import time
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -80,12 +79,6 @@ class TracePartition(NamedTuple):
     device: str
     files: tuple[str, ...]
 
-    @property
-    def gpu(self) -> str:
-        """Deprecated spelling of :attr:`device`."""
-        warnings.warn("TracePartition.gpu is deprecated; use .device", DeprecationWarning, stacklevel=2)
-        return self.device
-
 
 def trace_files(spec: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> list[str]:
     """Parquet files from a folder (its ``*.parquet``), a glob pattern, a file, or a list of those."""
@@ -105,12 +98,10 @@ def trace_files(spec: str | os.PathLike[str] | Sequence[str | os.PathLike[str]])
     return out
 
 
-def _device_column(path: str, names: Sequence[str]) -> str:
-    """The name of a trace file's device column: ``device``, or ``gpu`` in files of earlier versions."""
-    for c in ("device", "gpu"):
-        if c in names:
-            return c
-    raise InterfpredError(f"{path}: no device column (expected 'device', or 'gpu' in older files)")
+def _check_device_column(path: str, names: Sequence[str]) -> None:
+    """Raise unless a trace file has a ``device`` column."""
+    if "device" not in names:
+        raise InterfpredError(f"{path}: no device column (expected 'device')")
 
 
 def _devices_of(path: str) -> list[str]:
@@ -119,8 +110,8 @@ def _devices_of(path: str) -> list[str]:
     import pyarrow.parquet as pq
 
     try:
-        col_name = _device_column(path, pq.read_schema(path).names)
-        col = pq.read_table(path, columns=[col_name]).column(col_name)
+        _check_device_column(path, pq.read_schema(path).names)
+        col = pq.read_table(path, columns=["device"]).column("device")
     except (pa.ArrowInvalid, OSError, KeyError) as exc:
         raise InterfpredError(f"{path}: cannot read its device column as Parquet: {exc}") from None
     return sorted(str(v) for v in pc.unique(col.cast(pa.string())).to_pylist())
@@ -145,8 +136,9 @@ def read_partition(part: TracePartition) -> Trace:
     pa = require_pyarrow("reading a trace partition")
     import pyarrow.parquet as pq
 
-    tables = [pq.read_table(p, filters=[(_device_column(p, pq.read_schema(p).names), "==", part.device)])
-              for p in part.files]
+    for p in part.files:
+        _check_device_column(p, pq.read_schema(p).names)
+    tables = [pq.read_table(p, filters=[("device", "==", part.device)]) for p in part.files]
     tables = [t.select([c for c in t.column_names if c in tables[0].column_names]) for t in tables]
     table = pa.concat_tables(tables, promote_options="default")
     tr = trace_from_arrow(table, path=", ".join(part.files))

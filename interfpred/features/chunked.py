@@ -24,7 +24,6 @@ True
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -52,12 +51,6 @@ class TimelineChunk(NamedTuple):
     seg_ptr: np.ndarray
     seg_members: np.ndarray
 
-    @property
-    def gpu(self) -> str:
-        """Deprecated name of ``device``."""
-        warnings.warn("TimelineChunk.gpu is deprecated; use device", DeprecationWarning, stacklevel=2)
-        return self.device
-
 
 class FeatureChunk(NamedTuple):
     """The executions whose features became final in one window: trace rows and one matrix per extractor."""
@@ -66,12 +59,6 @@ class FeatureChunk(NamedTuple):
     rows: np.ndarray
     features: list[FeatureMatrix]
     n_segments: int
-
-    @property
-    def gpu(self) -> str:
-        """Deprecated name of ``device``."""
-        warnings.warn("FeatureChunk.gpu is deprecated; use device", DeprecationWarning, stacklevel=2)
-        return self.device
 
 
 class _Window(NamedTuple):

@@ -109,8 +109,7 @@ def trace_entities(trace: Trace, aggregation: str = "time_weighted", *, alpha: f
     trace
         The executions.
     aggregation
-        ``"static"``, ``"ewma"`` or ``"time_weighted"`` (how co-runner counts are aggregated; the
-        older spelling ``"time-weighted"`` is accepted with a ``DeprecationWarning``).
+        ``"static"``, ``"ewma"`` or ``"time_weighted"`` (how co-runner counts are aggregated).
     alpha
         EWMA weight of the newest running set.
     key

@@ -17,7 +17,6 @@ array([0.2, 0.1, 0.6, 0.3])
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -346,14 +345,8 @@ class EWMA(Extractor):
 
     aggregation = "ewma"
 
-    def __init__(self, *args: Any, alpha: float = DEFAULT_EWMA_ALPHA, feature_map: str | CustomMap = "default",
+    def __init__(self, *, alpha: float = DEFAULT_EWMA_ALPHA, feature_map: str | CustomMap = "default",
                  combine: str = "sum", target: str = "slowdown", shares: bool = False) -> None:
-        if args:   # EWMA(0.2): the older positional spelling
-            if len(args) > 1 or alpha != DEFAULT_EWMA_ALPHA:
-                raise InterfpredError("EWMA takes one alpha, as a keyword: EWMA(alpha=0.2)")
-            warnings.warn("EWMA(alpha) with a positional alpha is deprecated; write EWMA(alpha=...)",
-                          DeprecationWarning, stacklevel=2)
-            alpha = args[0]
         try:
             a = float(alpha)
         except (TypeError, ValueError):

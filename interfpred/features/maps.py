@@ -16,13 +16,12 @@ Examples
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from interfpred.constants import AGGREGATION_ALIASES, AGGREGATIONS, FEATURE_MAPS, MAX_RUNNING_SET, RESOURCES
+from interfpred.constants import AGGREGATIONS, FEATURE_MAPS, MAX_RUNNING_SET, RESOURCES
 from interfpred.errors import InterfpredError
 from interfpred.features import _timeline_kernels as _k
 
@@ -39,19 +38,17 @@ SHARE_NAMES = ("share_me", "share_other")
 
 
 def aggregation_name(name: Any) -> str:
-    """The canonical name of a temporal aggregation (``static``, ``ewma`` or ``time_weighted``).
-
-    The older spelling ``"time-weighted"`` is still accepted, with a ``DeprecationWarning``.
+    """The name of a temporal aggregation, checked: ``static``, ``ewma`` or ``time_weighted``.
 
     Examples
     --------
     >>> aggregation_name("ewma")
     'ewma'
+    >>> aggregation_name("time-weighted")
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: aggregation 'time-weighted' is not one of static, ewma, time_weighted
     """
-    if isinstance(name, str) and name in AGGREGATION_ALIASES:
-        new = AGGREGATION_ALIASES[name]
-        warnings.warn(f"aggregation {name!r} is deprecated; write {new!r}", DeprecationWarning, stacklevel=3)
-        return new
     if not isinstance(name, str) or name not in AGG_IDS:
         raise InterfpredError(f"aggregation {name!r} is not one of {', '.join(AGGREGATIONS)}")
     return str(name)

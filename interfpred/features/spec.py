@@ -1,12 +1,11 @@
 """Extractor specs: the JSON-able dict ``Extractor.get_spec`` writes and :func:`make_extractor` reads.
 
 Keys: ``aggregation`` (``static``, ``ewma``, ``time_weighted``), ``alpha`` (EWMA only),
-``feature_map``, ``combine``, ``target`` and ``shares``. Older files spell the feature map
-``map`` and the aggregation ``time-weighted``; both still load.
+``feature_map``, ``combine``, ``target`` and ``shares``.
 
 Examples
 --------
->>> make_extractor({"aggregation": "static", "map": "gpulets"}).get_spec()["feature_map"]
+>>> make_extractor({"aggregation": "static", "feature_map": "gpulets"}).get_spec()["feature_map"]
 'gpulets'
 """
 
@@ -22,7 +21,7 @@ from interfpred.features.maps import aggregation_name
 
 __all__ = ["SPEC_KEYS", "make_extractor"]
 
-#: The keys of an extractor spec (``map`` is read too, as the older name of ``feature_map``).
+#: The keys of an extractor spec.
 SPEC_KEYS = ("aggregation", "alpha", "feature_map", "combine", "target", "shares")
 _CLASSES: dict[str, type[Extractor]] = {"static": Static, "ewma": EWMA, "time_weighted": TimeWeighted}
 
@@ -32,8 +31,7 @@ def make_extractor(spec: Mapping[str, Any] | None = None, /, **kwargs: Any) -> E
 
     Keys: ``aggregation`` in {static, ewma, time_weighted} (default time_weighted), ``alpha``
     (EWMA only; default ``DEFAULT_EWMA_ALPHA``), ``feature_map`` in {default, gpulets, rich,
-    shares} or a :class:`~interfpred.features.maps.CustomMap` (``map`` is accepted as its older
-    name), ``combine`` in {sum, max}, ``target`` in {slowdown, rate}, ``shares``. Keywords
+    shares} or a :class:`~interfpred.features.maps.CustomMap`, ``combine`` in {sum, max}, ``target`` in {slowdown, rate}, ``shares``. Keywords
     override the dict.
 
     Examples
@@ -46,10 +44,6 @@ def make_extractor(spec: Mapping[str, Any] | None = None, /, **kwargs: Any) -> E
     """
     merged: dict[str, Any] = dict(spec or {})
     merged.update(kwargs)
-    if "map" in merged:
-        if "feature_map" in merged and merged["map"] != merged["feature_map"]:
-            raise InterfpredError("give the feature map once, as feature_map (or map, its older name)")
-        merged["feature_map"] = merged.pop("map")
     unknown = sorted(set(merged) - set(SPEC_KEYS))
     if unknown:
         raise InterfpredError(f"unknown extractor key(s) {', '.join(unknown)}; expected {', '.join(SPEC_KEYS)}")

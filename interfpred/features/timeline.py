@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from interfpred._core.deprecation import renamed_attribute
 from interfpred.constants import MAX_RUNNING_SET, TIMELINE_MAX_MEMBERS
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
@@ -78,12 +77,6 @@ class Timeline:
     def n_executions(self) -> int:
         """Number of executions (trace rows)."""
         return len(self.exec_device)
-
-    gpu_names = renamed_attribute("device_names")
-
-    exec_gpu = renamed_attribute("exec_device")
-
-    seg_gpu = renamed_attribute("seg_device")
 
     @property
     def n_segments(self) -> int:

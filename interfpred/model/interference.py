@@ -146,8 +146,7 @@ class InterferenceModel:
         self.note: str | None = None
         #: Whether :meth:`fit` may switch to a feature map the profiles' counters support (True when
         #: no map was given).
-        self.auto_map = extractor is None or (isinstance(extractor, Mapping) and "map" not in extractor
-                                              and "feature_map" not in extractor)
+        self.auto_map = extractor is None or (isinstance(extractor, Mapping) and "feature_map" not in extractor)
 
     def __repr__(self) -> str:
         return f"InterferenceModel({self.extractor!r}, {self.predictor!r})"

@@ -11,7 +11,7 @@ A fresh predictor predicts the prior :data:`~interfpred.constants.PRIOR_SLOWDOWN
 which is also the prior of the ``rate`` target), so a scheduler never crashes on its first
 call.  Bad input raises :class:`~interfpred.errors.InterfpredError` (a ``ValueError``)
 naming what was wrong and leaves the state exactly as it was. The registry (build by name,
-restore from a file) is :mod:`interfpred.predictors.registry`; its names are re-exported here.
+restore from a file) is :mod:`interfpred.predictors.registry`.
 
 Examples
 --------
@@ -37,39 +37,10 @@ import numpy as np
 from interfpred._core.atomic import atomic_write_text, read_json
 from interfpred.constants import PRIOR_SLOWDOWN, SCHEMA_VERSION
 from interfpred.errors import FrozenPredictorError, InterfpredError
-from interfpred.predictors.inputs import (
-    as_rows,
-    as_targets,
-    check_learnable,
-    check_positive,
-    check_state_header,
-)
-from interfpred.predictors.registry import (
-    PredictorSpec,
-    load_predictor,
-    make_predictor,
-    predictor_from_state,
-    register,
-    registered,
-)
+from interfpred.predictors.inputs import as_rows, as_targets, check_learnable, check_state_header
+from interfpred.predictors.registry import predictor_from_state
 
-__all__ = [
-    "Predictor",
-    "BasePredictor",
-    "FrozenPredictor",
-    "LinearForm",
-    # re-exported from interfpred.predictors.registry and .inputs (their old home)
-    "PredictorSpec",
-    "register",
-    "registered",
-    "make_predictor",
-    "load_predictor",
-    "predictor_from_state",
-    "as_rows",
-    "as_targets",
-    "check_learnable",
-    "check_positive",
-]
+__all__ = ["Predictor", "BasePredictor", "FrozenPredictor", "LinearForm"]
 
 
 #: Probe rows of :meth:`BasePredictor.linear_form` by width: the origin, then the unit rows.

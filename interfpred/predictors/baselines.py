@@ -38,10 +38,11 @@ __all__ = ["GlobalMean", "NoInterference", "PairMean", "as_weights"]
 
 
 def _finite_count(state: dict[str, Any], key: str) -> list:
-    """``[mean, count, weight sum]`` from a state entry (older entries without the weight sum: the count)."""
+    """``[mean, count, weight sum]`` from a state entry."""
     vals = list(state[key])
-    mean, n = float(vals[0]), int(vals[1])
-    wsum = float(vals[2]) if len(vals) > 2 else float(n)
+    if len(vals) != 3:
+        raise InterfpredError(f"state {key!r} holds {vals!r}; expected [mean, count, weight sum]")
+    mean, n, wsum = float(vals[0]), int(vals[1]), float(vals[2])
     if not np.isfinite(mean) or n < 0 or not np.isfinite(wsum) or wsum < 0:
         raise InterfpredError(f"state {key!r} holds {vals!r}; expected a finite mean, a count and a weight sum >= 0")
     return [mean, n, wsum]

@@ -14,7 +14,7 @@ Examples
 >>> from interfpred import RLS
 >>> from interfpred.sim.zoo import zoo_profiles
 >>> fleet = Fleet.from_profiles(zoo_profiles("l4"), lambda: RLS().fit([[0.0] * 16, [1.0] * 16], [1.0, 0.5]),
-...                           ["gpu0", "gpu1"])   # a toy model: the more pressure, the slower
+...                           devices=["gpu0", "gpu1"])   # a toy model: the more pressure, the slower
 >>> fleet.start("gpu0", "r1", "vgg19", 8, 0.0, deadline=100.0)
 >>> fleet.choose_device(("c1", "resnet50", 4), deadline=50.0, t=1.0)   # gpu1 is idle: no delay to others
 'gpu1'
@@ -28,11 +28,9 @@ from __future__ import annotations
 
 import math
 import threading
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from interfpred._core.deprecation import renamed_attribute, renamed_keywords
 from interfpred.constants import FLEET_MARGIN, FLEET_TIE_RTOL
 from interfpred.data.profiles import ProfileTable
 from interfpred.errors import InterfpredError
@@ -101,31 +99,15 @@ class Fleet:
         self._placement = PlacementCache()   # per-device projections between events, for choose_device
 
     @classmethod
-    def from_profiles(cls, profiles: ProfileTable, predictor_factory: Callable[[], Any],
-                      devices: Sequence[str] | None = None, *, extractor: Extractor | None = None,
-                      gpu: str | None = None, shared_predictor: bool = False, gpus: Sequence[str] | None = None,
-                      profile_gpu: str | None = None, **kwargs: Any) -> Fleet:
+    def from_profiles(cls, profiles: ProfileTable, predictor_factory: Callable[[], Any], *,
+                      devices: Sequence[str], extractor: Extractor | None = None, gpu: str | None = None,
+                      shared_predictor: bool = False, **kwargs: Any) -> Fleet:
         """A fleet of identical devices named ``devices``, each with a tracker on ``profiles``.
 
         ``predictor_factory()`` builds each tracker's predictor (or one shared by all when
         ``shared_predictor``: the fleet then learns one model from every device; use it from one
         thread). ``gpu`` picks the profile table's GPU type; other keywords go to :class:`Fleet`.
-        ``gpus=`` (for ``devices``) and ``profile_gpu=`` (for ``gpu``) are deprecated spellings.
         """
-        if gpus is not None:
-            warnings.warn("Fleet.from_profiles(gpus=...) is deprecated; use devices=...", DeprecationWarning,
-                          stacklevel=2)
-            if devices is not None:
-                raise InterfpredError("give devices=... or the deprecated gpus=..., not both")
-            devices = gpus
-        if profile_gpu is not None:
-            warnings.warn("Fleet.from_profiles(profile_gpu=...) is deprecated; use gpu=... (the profile table's "
-                          "GPU type)", DeprecationWarning, stacklevel=2)
-            if gpu is not None:
-                raise InterfpredError("give gpu=... or the deprecated profile_gpu=..., not both")
-            gpu = profile_gpu
-        if devices is None:
-            raise InterfpredError("from_profiles needs devices=... (the device names)")
         names = list(devices)
         if not names or len(set(names)) != len(names):
             raise InterfpredError(f"devices {names!r} must be distinct names, at least one")
@@ -144,8 +126,6 @@ class Fleet:
     def devices(self) -> tuple[str, ...]:
         """Device names in the order ties are broken."""
         return tuple(self._trackers)
-
-    gpus = renamed_attribute("devices")
 
     def where(self, id: Any) -> str | None:
         """The device running ``id``, or None."""
@@ -181,7 +161,6 @@ class Fleet:
             raise InterfpredError(f"{what} refused: unknown device {device!r}; devices: "
                                   f"{', '.join(self._trackers)}") from None
 
-    @renamed_keywords(gpu="device")
     def start(self, device: str, id: Any, model: str, batch_size: float, t: float, *,
               deadline: float = math.inf) -> None:
         """Launch ``id`` on ``device`` at ``t`` with its ``deadline`` (ms; default none).
@@ -221,7 +200,6 @@ class Fleet:
             return res
 
     # ------------------------------------------------------------------ placement
-    @renamed_keywords(gpu="device")
     def assess(self, device: str, candidate: tuple[Any, str, float], deadline: float,
                t: float) -> tuple[bool, float]:
         """Whether ``candidate`` may start on ``device`` at ``t`` and the projected latency it adds.

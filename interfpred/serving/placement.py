@@ -25,7 +25,6 @@ Examples
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -33,7 +32,6 @@ import numpy as np
 
 from interfpred._core.jit import njit
 from interfpred.constants import MAX_RUNNING_SET, TRACKER_MIN_REMAINING
-from interfpred.errors import InterfpredError
 from interfpred.serving.projection import project_stacked_unchecked
 
 __all__ = ["PlacementCache", "added_latency", "least_added_latency", "meets_deadlines"]
@@ -113,15 +111,8 @@ class PlacementCache:
         self._names: tuple[str, ...] = ()
         self._stale: set[str] = set()
 
-    def invalidate(self, device: str | None = None, *, gpu: str | None = None) -> None:
-        """Refresh ``device``'s block on the next call (after an event on it); ``gpu=`` is its
-        deprecated spelling."""
-        if gpu is not None:
-            warnings.warn("PlacementCache.invalidate(gpu=...) is deprecated; use device=...", DeprecationWarning,
-                          stacklevel=2)
-            device = gpu
-        if device is None:
-            raise InterfpredError("invalidate needs the device name")
+    def invalidate(self, device: str) -> None:
+        """Refresh ``device``'s block on the next call (after an event on it)."""
         self._stale.add(device)
 
     # ------------------------------------------------------------------ layout

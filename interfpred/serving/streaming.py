@@ -26,8 +26,6 @@ Examples
 from __future__ import annotations
 
 import math
-import warnings
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -37,9 +35,9 @@ from interfpred.data.profiles import ProfileTable
 from interfpred.errors import InterfpredError
 from interfpred.features import Extractor
 from interfpred.features import _timeline_kernels as _k
-from interfpred.serving.running_set import RunningSet, check_time, grown
+from interfpred.serving.running_set import RunningSet, check_time
 
-__all__ = ["FinishResult", "FinishedExecution", "RunningExecution", "RunningIds", "TimelineState", "grown"]
+__all__ = ["FinishResult", "FinishedExecution", "RunningExecution", "TimelineState"]
 
 
 class FinishedExecution(NamedTuple):
@@ -112,27 +110,6 @@ class RunningExecution(NamedTuple):
     solo_ms: float
     #: (3,) profile demand ``[sm, l2, dram]``.
     demand: np.ndarray
-
-
-
-
-class RunningIds(list):
-    """Ids of the running executions (a list), as ``TimelineState.running`` gives them.
-
-    Calling it, the former ``running()`` method, still works for one release: it warns and
-    returns :meth:`TimelineState.running_executions`.
-    """
-
-    __slots__ = ("_records",)
-
-    def __init__(self, ids: list[Any], records: Callable[[], list[RunningExecution]]) -> None:
-        super().__init__(ids)
-        self._records = records
-
-    def __call__(self) -> list[RunningExecution]:
-        warnings.warn("TimelineState.running() is deprecated: running is now a property giving the running ids; "
-                      "call running_executions() for the records", DeprecationWarning, stacklevel=2)
-        return self._records()
 
 
 class TimelineState:
@@ -217,9 +194,9 @@ class TimelineState:
         return id in self._set
 
     @property
-    def running(self) -> RunningIds:
+    def running(self) -> list[Any]:
         """Ids of the running executions, in slot order (as ``ColocationTracker.running``)."""
-        return RunningIds(self._set.ids, self.running_executions)
+        return self._set.ids
 
     def running_executions(self) -> list[RunningExecution]:
         """The running set at the current time, in slot order (start order, except that a finish moves the last

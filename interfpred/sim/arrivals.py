@@ -22,7 +22,6 @@ from typing import cast
 
 import numpy as np
 
-from interfpred._core.deprecation import renamed_attribute, renamed_keywords
 from interfpred.constants import SIM_DEFAULT_GPU
 from interfpred.data.profiles import ProfileTable
 from interfpred.errors import InterfpredError
@@ -59,8 +58,6 @@ class Arrivals:
 
     def __len__(self) -> int:
         return len(self.id)
-
-    gpu = renamed_attribute("device")
 
     def shifted(self, offset_ms: float, *, first_id: int) -> Arrivals:
         """The same stream later by ``offset_ms`` with ids renumbered from ``first_id``."""
@@ -113,7 +110,6 @@ def _mean_solo(profiles: ProfileTable, gpu: str, model: str, sizes: np.ndarray, 
     return float(np.dot(prob, solo))
 
 
-@renamed_keywords(gpu="spec", gpus="n_devices")
 def poisson_arrivals(
     models: Sequence[str],
     *,
@@ -216,7 +212,6 @@ def poisson_arrivals(
                     model=np.asarray(models)[which], batch_size=batch, time_ms=times)
 
 
-@renamed_keywords(gpu="spec")
 def offered_load(arrivals: Arrivals, profiles: ProfileTable, spec: GpuSpec | str = SIM_DEFAULT_GPU) -> float:
     """Measured offered utilisation per device of a stream: total solo work / (span x devices).
 

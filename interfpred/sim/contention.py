@@ -32,7 +32,6 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from interfpred._core.deprecation import renamed_keywords
 from interfpred._core.jit import njit
 from interfpred.constants import (
     BOUNDARY_RTOL,
@@ -122,7 +121,6 @@ GPU_PRESETS: dict[str, GpuSpec] = {
 }
 
 
-@renamed_keywords(gpu="spec")
 def get_gpu_spec(spec: str | GpuSpec = SIM_DEFAULT_GPU, **overrides: float) -> GpuSpec:
     """A GPU preset by name (or a given spec), with optional field overrides.
 
@@ -234,7 +232,6 @@ def _as_demands(demands: Sequence[Sequence[float]] | np.ndarray) -> np.ndarray:
     return d
 
 
-@renamed_keywords(gpu_spec="spec")
 def effective_demands(demands: Sequence[Sequence[float]] | np.ndarray,
                       spec: GpuSpec | str = SIM_DEFAULT_GPU) -> np.ndarray:
     """Demands of a running set after L2 pollution (step 1 of the rate model), shape (k, 3).
@@ -251,7 +248,6 @@ def effective_demands(demands: Sequence[Sequence[float]] | np.ndarray,
     return out
 
 
-@renamed_keywords(gpu_spec="spec")
 def rates(demands: Sequence[Sequence[float]] | np.ndarray, spec: GpuSpec | str = SIM_DEFAULT_GPU) -> np.ndarray:
     """Ground-truth rates (fractions of solo speed) of a running set on one GPU.
 
@@ -297,7 +293,6 @@ def rates(demands: Sequence[Sequence[float]] | np.ndarray, spec: GpuSpec | str =
     return out
 
 
-@renamed_keywords(gpu_spec="spec")
 def kernel_constants(spec: GpuSpec | str = SIM_DEFAULT_GPU) -> tuple[float, float, float, float, float]:
     """``(cap_sm, cap_l2, cap_dram, theta, epsilon)`` of a GPU, the scalar arguments of :func:`rates_kernel`.
 

@@ -21,7 +21,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from interfpred._core.deprecation import renamed_keywords
 from interfpred.constants import SIM_MAX_PHASES, SIM_PHASED_DEFAULT_GPU
 from interfpred.errors import InterfpredError
 from interfpred.sim.contention import GpuSpec, get_gpu_spec
@@ -42,7 +41,6 @@ def _tile(p: Program, times: int) -> Program:
     return Program(np.tile(p.duration_ms, times), np.tile(p.demand, (times, 1)), np.tile(p.kind, times))
 
 
-@renamed_keywords(gpu="spec")
 def pair_slowdowns(spec: str | GpuSpec = SIM_PHASED_DEFAULT_GPU, *, zoo: str | PhaseZoo | None = None,
                    truth: str = "phases", batch_sizes: Sequence[int] = (1, 2, 4, 8, 16, 32), models: Sequence[str] | None = None,
                    span_ms: float = 200.0, seed: int = 0) -> np.ndarray:

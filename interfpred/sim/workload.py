@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from interfpred._core.atomic import recover, staged_folder
-from interfpred._core.deprecation import renamed_keywords
 from interfpred.constants import (
     SCHEMA_VERSION,
     SIM_DEFAULT_EXECUTIONS,
@@ -134,7 +133,6 @@ def _split(total: int, parts: int) -> list[int]:
     return base
 
 
-@renamed_keywords(gpu="spec", gpus="n_devices")
 def paper_scenario(spec: GpuSpec | str = SIM_DEFAULT_GPU, *, seed: int = 0, executions: int = SIM_DEFAULT_EXECUTIONS,
                    n_devices: int = 1, profiles: ProfileTable | None = None, truth: str = SIM_DEFAULT_TRUTH,
                    zoo: str | PhaseZoo | None = None) -> Scenario:
@@ -208,7 +206,6 @@ def paper_scenario(spec: GpuSpec | str = SIM_DEFAULT_GPU, *, seed: int = 0, exec
                     family=family)
 
 
-@renamed_keywords(gpu="spec", gpus="n_devices")
 def mix_scenario(models: Sequence[str], *, rho: float, spec: GpuSpec | str = SIM_DEFAULT_GPU, seed: int = 0,
                  executions: int = SIM_DEFAULT_EXECUTIONS, batch_sizes: BatchSpec | None = None, n_devices: int = 1,
                  profiles: ProfileTable | None = None, truth: str = SIM_DEFAULT_TRUTH,

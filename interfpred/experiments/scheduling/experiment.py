@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 
-from interfpred._core.deprecation import renamed_keywords
 from interfpred.constants import (
     E3_BOUND_MARGIN,
     E3_BOUND_SCALE,
@@ -96,7 +95,6 @@ class ServingResult:
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in self.__dict__.items()}
 
 
-@renamed_keywords(gpu="spec", n_gpus="n_devices")
 def simulate_serving(policy: str, load: float, *, requests: int, seed: int = 0,
                      spec: str | GpuSpec = SIM_DEFAULT_GPU, n_devices: int = E3_DEVICES, profiles: ProfileTable | None = None,
                      models: tuple[str, ...] | None = None, slo_factor: float = E3_SLO_FACTOR,
