@@ -309,3 +309,25 @@ TRACKER_DEFAULT_EXTRACTOR = (("aggregation", "time_weighted"), ("feature_map", "
 E3_FINISH_TIME_RTOL = 1e-12
 #: E3 metrics: a request completed within this relative tolerance of its deadline counts as on time.
 E3_DEADLINE_RTOL = 1e-12
+# ---------------------------------------------------------------- capture files (Nsight Systems, Kineto, Model Analyzer)
+#: Longest range name the batch-name convention and a user's --name-pattern look at; longer names do not parse.
+CAPTURE_NAME_MAX = 256
+#: Longest --name-pattern, its most alternatives (``a|b``) and its most wildcards per alternative: with these
+#: a name is matched in at most O(holes × CAPTURE_NAME_MAX²) steps, whatever the pattern.
+CAPTURE_PATTERN_MAX = 200
+CAPTURE_PATTERN_ALTERNATIVES = 16
+CAPTURE_PATTERN_HOLES = 4
+#: NVTX_EVENTS eventType values that are ranges: push/pop and start/end (ENUM_NSYS_EVENT_TYPE), with the
+#: NVTXT (text-file) variants.
+NSYS_RANGE_EVENT_TYPES = (59, 60, 70, 71)
+#: First bytes of an Nsight Systems binary report (.nsys-rep, .qdrep), which must be exported to SQLite first.
+NSYS_REPORT_MAGIC = b"NVIDIA Tegra Profiler Report"
+#: Kineto event categories (lower case) of GPU operations, of the CUDA calls that launch them, and of ranges.
+KINETO_GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset")
+KINETO_LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver", "runtime", "driver")
+KINETO_GPU_RANGE_CATEGORY = "gpu_user_annotation"
+KINETO_CPU_RANGE_CATEGORIES = ("user_annotation",)
+#: Model Analyzer latency metrics --latency chooses from (client-side, ms); the default one becomes observed_ms.
+MODEL_ANALYZER_LATENCIES = {"avg": "perf_latency_avg", "p90": "perf_latency_p90", "p95": "perf_latency_p95",
+                            "p99": "perf_latency_p99"}
+MODEL_ANALYZER_DEFAULT_LATENCY = "avg"

@@ -76,9 +76,9 @@ def test_docs_name_every_flag_of_every_command(capsys):
     import re
 
     doc = (pathlib.Path(__file__).parent.parent / "docs" / "cli.md").read_text()
-    sections = {m.group(1): m.start() for m in re.finditer(r"^## `interfpred (\w+)`", doc, flags=re.M)}
+    sections = {m.group(1): m.start() for m in re.finditer(r"^## `interfpred ([\w-]+)`", doc, flags=re.M)}
     starts = sorted(sections.values()) + [len(doc)]
-    names = re.findall(r"^    (\w+)\b", _help(capsys, []), re.M)  # the COMMAND list
+    names = re.findall(r"^    ([\w-]+)", _help(capsys, []), re.M)  # the COMMAND list
     assert sorted(names) == sorted(sections)
     for name in names:
         start = sections[name]

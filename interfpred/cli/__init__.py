@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 
 from interfpred._version import __version__
 from interfpred.cli.bench import add_bench
+from interfpred.cli.capture import add_ingest_measurements, add_ingest_trace
 from interfpred.cli.datasets import add_datasets
 from interfpred.cli.ingest import add_ingest
 from interfpred.cli.model import add_evaluate, add_fit, add_predict
@@ -28,7 +29,7 @@ EXIT_USAGE = 2
 
 #: The subcommands' ``add_`` functions, in the order ``interfpred --help`` lists them.
 COMMANDS: list[Callable[[Any], None]] = [
-    add_ingest, add_bench, add_simulate, add_reproduce, add_fit, add_evaluate, add_predict, add_datasets,
+    add_ingest, add_ingest_trace, add_ingest_measurements, add_bench, add_simulate, add_reproduce, add_fit, add_evaluate, add_predict, add_datasets,
 ]
 
 

@@ -1,0 +1,94 @@
+"""``interfpred ingest-trace`` and ``ingest-measurements``: profiler captures to a trace or runs (docs/capture.md)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from interfpred.errors import InterfpredError
+
+__all__ = ["add_ingest_measurements", "add_ingest_trace", "run_ingest_measurements", "run_ingest_trace"]
+
+
+def _refuse_existing(out: str, force: bool) -> None:
+    if os.path.exists(out) and not force:
+        raise InterfpredError(f"{out} exists: pass --force to replace it")
+
+
+def add_ingest_trace(sub: Any) -> None:
+    """Declare the ``ingest-trace`` subcommand."""
+    p = sub.add_parser(
+        "ingest-trace", help="turn an Nsight Systems export or a PyTorch profiler trace into a trace",
+        description=(
+            "Read an Nsight Systems SQLite export (nsys export --type sqlite) or a PyTorch profiler JSON trace "
+            "(plain or .gz) and write one execution per batch: an NVTX range (or a PyTorch user annotation) "
+            "whose name gives the model and batch size (resnet50:8, 'resnet50 bs=8', or --name-pattern), "
+            "projected onto the GPU from its first to its last GPU operation. Ranges whose names do not "
+            "parse, or that launched no GPU work, are skipped and counted (--strict: an error). --kernels "
+            "makes each CUDA kernel an execution instead."))
+    p.add_argument("file", metavar="FILE", help="Nsight Systems .sqlite export or PyTorch profiler .json/.json.gz")
+    p.add_argument("--out", required=True, help="trace CSV to write (atomically)")
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
+    p.add_argument("--kernels", action="store_true",
+                   help="one execution per CUDA kernel (model = kernel name), for traces without batch ranges")
+    p.add_argument("--name-pattern", metavar="PATTERN",
+                   help="template of range names: literals, {model}, {batch}, * (any text), | between "
+                        "alternatives, e.g. 'infer/{model}/bs{batch}'")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="batch size of each kernel (--kernels, default 1) or of each match of a --name-pattern "
+                        "without {batch}")
+    p.add_argument("--strict", action="store_true",
+                   help="fail on a range whose name does not parse or that launched no GPU operation")
+    p.set_defaults(func=run_ingest_trace)
+
+
+def run_ingest_trace(args: argparse.Namespace) -> int:
+    """Run ``ingest-trace``: read the capture, write the trace, print what was read and skipped."""
+    from interfpred.data.ingest.capture import capture_kind, read_capture_trace
+    from interfpred.data.ingest.gpu_ranges import CaptureReport
+
+    kind = capture_kind(args.file)
+    report = CaptureReport(source="Nsight Systems export" if kind == "nsys" else "PyTorch profiler trace")
+    trace = read_capture_trace(args.file, kernels=args.kernels, name_pattern=args.name_pattern,
+                               batch_size=args.batch_size, strict=args.strict, report=report)
+    _refuse_existing(args.out, args.force)
+    trace.to_csv(args.out)
+    print(f"{args.file}: {report.summary()}", file=sys.stderr)
+    print(f"wrote {len(trace)} executions on {len(trace.devices)} device(s) to {args.out}", file=sys.stderr)
+    return 0
+
+
+def add_ingest_measurements(sub: Any) -> None:
+    """Declare the ``ingest-measurements`` subcommand."""
+    from interfpred.constants import MODEL_ANALYZER_DEFAULT_LATENCY, MODEL_ANALYZER_LATENCIES
+
+    p = sub.add_parser(
+        "ingest-measurements", help="turn Triton Model Analyzer results into measurement runs",
+        description=(
+            "Read Triton Model Analyzer checkpoints (.ckpt) and inference metrics CSVs, all FILEs pooled, and "
+            "write one measurement run per concurrent measurement: each model's latency beside the others "
+            "(observed_ms) and alone (solo_ms, from a solo measurement of the same model, batch size, client "
+            "concurrency, instance count and max batch size on a GPU of the same name, in any FILE)."))
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="Model Analyzer checkpoint or metrics-model-inference.csv (concurrent and solo ones)")
+    p.add_argument("--out", required=True, help="measurements CSV to write (atomically)")
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
+    p.add_argument("--latency", choices=tuple(MODEL_ANALYZER_LATENCIES), default=MODEL_ANALYZER_DEFAULT_LATENCY,
+                   help=f"perf_analyzer latency that becomes solo_ms and observed_ms (default "
+                        f"{MODEL_ANALYZER_DEFAULT_LATENCY}; the metrics CSVs hold p99)")
+    p.add_argument("--gpu", default=None, help="GPU name of every measurement (needed for CSVs, which name none)")
+    p.set_defaults(func=run_ingest_measurements)
+
+
+def run_ingest_measurements(args: argparse.Namespace) -> int:
+    """Run ``ingest-measurements``: pool the files, match members with their solo runs, write the table."""
+    from interfpred.data.ingest.model_analyzer import read_model_analyzer
+
+    meas = read_model_analyzer(args.files, latency=args.latency, gpu=args.gpu)
+    _refuse_existing(args.out, args.force)
+    meas.write(args.out)
+    print(f"wrote {meas.n_runs} runs ({len(meas)} members, {len(meas.models)} models, latency {args.latency}) to "
+          f"{args.out}", file=sys.stderr)
+    return 0
