@@ -103,8 +103,8 @@ def _oracle_added(sim, g, model, size, t):
     running = sim.devices[g].running
     dem = np.array([b.demand for b in running] + [[sm, l2, dr]])
     rem = np.array([b.remaining for b in running] + [solo])
-    with_c = project_truth(sim.truth, dem, rem, t)
-    base = project_truth(sim.truth, dem[:-1], rem[:-1], t) if running else np.empty(0)
+    with_c = project_truth(sim.spec, dem, rem, t)
+    base = project_truth(sim.spec, dem[:-1], rem[:-1], t) if running else np.empty(0)
     return with_c[-1] - t + float(np.sum(with_c[:-1] - base)), with_c
 
 

@@ -15,7 +15,6 @@ from interfpred.sim.contention import (
     GpuSpec,
     effective_demands,
     get_gpu_spec,
-    kernel_constants,
     rates,
 )
 from interfpred.sim.engine import simulate, simulate_work
@@ -58,6 +57,18 @@ def test_rates_match_naive_and_respect_capacity(d, spec):
 
 
 @SETTINGS
+@given(demand_rows(), st.data(), st.sampled_from(SPECS))
+def test_rates_with_hidden_factors_match_naive(d, data, spec):
+    k = len(d)
+    foot = data.draw(st.lists(st.floats(0.0, 60.0), min_size=k, max_size=k))
+    hide = data.draw(st.lists(st.floats(0.5, 2.0), min_size=k, max_size=k))
+    r = rates(np.array(d), spec, footprint_mb=foot, hiding=hide)
+    over = min(1.0, max(0.0, sum(foot) / spec.l2_mb - 1.0))
+    fair = naive_sim_rates(d, spec.capacities, spec.theta * (1.0 + spec.kappa * over), spec.epsilon)
+    np.testing.assert_allclose(r, [x ** h for x, h in zip(fair, hide)], rtol=1e-9, atol=1e-12)
+
+
+@SETTINGS
 @given(demand_rows(min_value=1e-3, max_k=5), demand_rows(min_value=1e-3, max_k=3), st.sampled_from(SPECS))
 def test_adding_a_corunner_never_speeds_anyone_up(base, extra, spec):
     a = np.array(base)
@@ -91,6 +102,10 @@ def test_rates_bad_input():
     with pytest.raises(InterfpredError, match="known presets: a100, l4, v100"):
         rates([[0.1, 0.2, 0.3]], "h100")
     assert rates(np.zeros((0, 3)), L4).shape == (0,)
+    with pytest.raises(InterfpredError, match=r"footprint_mb must be \(1,\) finite values >= 0"):
+        rates([[0.1, 0.2, 0.3]], L4, footprint_mb=[-1.0])
+    with pytest.raises(InterfpredError, match=r"hiding must be \(1,\) finite values > 0"):
+        rates([[0.1, 0.2, 0.3]], L4, hiding=[0.0, 1.0])
 
 
 def test_gpu_spec_presets_differ_and_validate():
@@ -214,17 +229,6 @@ def test_gpus_are_independent():
     assert one.devices == ("a", "b")
 
 
-def test_gpu_keyword_of_the_engines_still_names_devices_with_a_warning():
-    from interfpred.sim.phased import simulate_phased
-
-    with pytest.warns(DeprecationWarning, match=r"simulate\(gpu=...\) is deprecated; use device="):
-        old = simulate(["vgg19"] * 2, [8, 8], [0.0, 0.0], gpu=["a", "b"], seed=1).trace
-    assert old.devices == ("a", "b")
-    with pytest.warns(DeprecationWarning, match=r"simulate_phased\(gpu=...\)"):
-        ph = simulate_phased(["resnet50"] * 2, [1, 1], [0.0, 0.0], gpu=["x", "x"], seed=1).trace
-    assert ph.devices == ("x",)
-    with pytest.raises(InterfpredError, match="both gpu= and device="):
-        simulate(["vgg19"], [8], [0.0], gpu=["a"], device=["a"])
 
 
 def test_same_seed_same_trace_and_different_seed_differs():
@@ -367,33 +371,6 @@ def test_docs_zoo_table_is_current():
 
     text = (Path(__file__).resolve().parents[1] / "docs" / "simulator.md").read_text()
     assert zoo_markdown("l4") in text
-
-
-def test_rates_kernel_is_callable_from_other_compiled_code():
-    from numba import njit
-
-    from interfpred.sim.contention import rates_kernel
-
-    @njit
-    def all_pairs(sm, l2, dram, c0, c1, c2, theta, eps):
-        n = sm.shape[0]
-        out = np.empty((n, n))
-        dem = np.empty((2, 3))
-        rate = np.empty(2)
-        frozen = np.empty(2, dtype=np.bool_)
-        a, b, c = np.empty(2), np.empty(2), np.empty(2)
-        for i in range(n):
-            for j in range(n):
-                a[0], a[1], b[0], b[1], c[0], c[1] = sm[i], sm[j], l2[i], l2[j], dram[i], dram[j]
-                rates_kernel(a, b, c, 2, c0, c1, c2, theta, eps, dem, rate, frozen)
-                out[i, j] = rate[0]
-        return out
-
-    d = np.random.default_rng(0).uniform(0.05, 0.9, (5, 3))
-    got = all_pairs(d[:, 0].copy(), d[:, 1].copy(), d[:, 2].copy(), *kernel_constants("l4"))
-    for i in range(5):
-        for j in range(5):
-            assert got[i, j] == pytest.approx(rates(d[[i, j]], "l4")[0], rel=1e-12)
 
 
 def test_offered_load_and_scenario_device_count():

@@ -1,10 +1,11 @@
 """Ground-truth GPU co-location simulator (no GPU needed).
 
-Executions sharing a GPU (see docs/simulator.md): the phase-structured truth (operator programs and
-hidden per-model factors, :mod:`~interfpred.sim.operators`, its engine :mod:`~interfpred.sim.phased`,
-the orion and synthetic families :mod:`~interfpred.sim.orion`), the fluid truth (the rate model
-:mod:`~interfpred.sim.contention`, the engine :mod:`~interfpred.sim.engine`, the synthetic zoo
-:mod:`~interfpred.sim.zoo`), arrival streams (:mod:`~interfpred.sim.arrivals`) and scenarios
+Executions sharing a GPU (see docs/simulator.md): the truth rates (:mod:`~interfpred.sim.contention`),
+one event engine for both truths (:mod:`~interfpred.sim.engine`: programs of operators, the fluid
+truth as one operator per execution), the phase-structured truth (operator programs and hidden
+per-model factors, :mod:`~interfpred.sim.operators`, its front :mod:`~interfpred.sim.phased`, the
+orion and synthetic families :mod:`~interfpred.sim.orion`), the synthetic zoo
+(:mod:`~interfpred.sim.zoo`), arrival streams (:mod:`~interfpred.sim.arrivals`) and scenarios
 (:mod:`~interfpred.sim.workload`). The simulated GPU type is the keyword ``spec`` everywhere (a
 :class:`GpuSpec` or a preset name).
 
@@ -25,14 +26,12 @@ from interfpred.sim.contention import (
     check_fits,
     effective_demands,
     get_gpu_spec,
-    kernel_constants,
     rates,
-    rates_kernel,
 )
-from interfpred.sim.engine import SimResult, noisy_work, simulate, simulate_work
+from interfpred.sim.engine import SimResult, noisy_work, simulate, simulate_programs, simulate_work
 from interfpred.sim.operators import HiddenFactors, PhaseZoo, Program, draw_hidden, merge_phases
 from interfpred.sim.orion import orion_zoo, phase_zoo, synthetic_phase_zoo
-from interfpred.sim.phased import simulate_phased, simulate_programs
+from interfpred.sim.phased import simulate_phased
 from interfpred.sim.workload import Scenario, mix_scenario, paper_scenario, write_scenario
 from interfpred.sim.zoo import ZOO_MODELS, zoo_profiles
 
@@ -43,10 +42,9 @@ __all__ = [
     "get_gpu_spec",
     "rates",
     "effective_demands",
-    "rates_kernel",
-    "kernel_constants",
     "SimResult",
     "simulate",
+    "simulate_programs",
     "simulate_work",
     "noisy_work",
     "Arrivals",
@@ -68,5 +66,4 @@ __all__ = [
     "synthetic_phase_zoo",
     "phase_zoo",
     "simulate_phased",
-    "simulate_programs",
 ]

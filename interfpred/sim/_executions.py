@@ -1,4 +1,4 @@
-"""Checks and bookkeeping both simulation engines share: execution columns, devices, the sorted result.
+"""Checks and bookkeeping the engine's fronts share: execution columns, devices, the sorted result.
 
 Examples
 --------
@@ -44,7 +44,7 @@ def check_times(time: np.ndarray) -> None:
         raise InterfpredError(f"time_ms {time[bad[0]]!r} (execution {int(bad[0])}) must be a finite time >= 0")
 
 
-def device_codes(device: Sequence[str] | np.ndarray | None, n: int) -> tuple[np.ndarray, np.ndarray]:
+def device_codes(device: Sequence[str] | Sequence[int] | np.ndarray | None, n: int) -> tuple[np.ndarray, np.ndarray]:
     """The sorted device names and each execution's index into them; None puts all on ``gpu0``."""
     if device is None:
         return np.array(["gpu0"]), np.zeros(n, dtype=np.int64)

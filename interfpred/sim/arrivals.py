@@ -228,8 +228,8 @@ def simulate_arrivals(arrivals: Arrivals, *, spec: GpuSpec | str = SIM_DEFAULT_G
                       seed: int | np.random.Generator | None = 0, zoo: PhaseZoo | None = None) -> SimResult:
     """Run an arrival stream through the FIFO queue and the engine (a :class:`SimResult`).
 
-    With ``zoo`` the phase-structured engine (:func:`interfpred.sim.phased.simulate_phased`)
-    runs the stream on that family's programs; without, the fluid engine on ``profiles``.
+    With ``zoo`` the phase-structured truth (:func:`interfpred.sim.phased.simulate_phased`)
+    runs the stream on that family's programs; without, the fluid truth on ``profiles``.
 
     Examples
     --------

@@ -1,17 +1,22 @@
 """The simulator's ground truth: how fast each execution runs beside the others.
 
-A fluid model (see docs/simulator.md): every
-running execution progresses at a rate in (0, 1] of its solo speed, and the rates of a running
-set ``A`` follow from the executions' solo demands ``u_j = (sm_j, l2_j, dram_j)`` (fractions of
-peak, as profiled) in three steps:
+Every running execution progresses at a rate in (0, 1] of its solo speed (see
+docs/simulator.md), and the rates of a running set ``A`` follow from the demands
+``u_j = (sm_j, l2_j, dram_j)`` (fractions of peak) of what each runs at that instant (its whole
+pass under the fluid truth, its current operator under the phase-structured one):
 
-1. L2 pollution raises DRAM traffic: ``dram'_j = min(1, dram_j (1 + theta l2_j sum_{i != j} l2_i))``.
+1. L2 pollution raises DRAM traffic: ``dram'_j = min(1, dram_j (1 + theta P l2_j sum_{i != j} l2_i))``,
+   with ``P = 1 + kappa min(1, max(0, sum_{i in A} f_i / l2_mb - 1))`` for hidden L2 footprints
+   ``f_i`` (``P = 1`` under the fluid truth, whose footprints are 0).
 2. Max-min fair progressive filling: the rates of all unfrozen executions rise together until
    one reaches 1 (it freezes) or a resource ``k`` reaches its capacity
    ``sum_j r_j u'_jk = capacity_k`` (every unfrozen execution with ``u'_jk > 0`` freezes).
 3. Concurrency overhead: every rate is divided by ``1 + epsilon (|A| - 1)``.
+4. Latency hiding: each execution progresses at its fair share to the power of its hidden
+   factor ``h_j`` (1 under the fluid truth).
 
-Noise (step 4 of the design) lives on the solo work, not on the rates: see
+:func:`rates` computes them for any running set; the event engine calls the same compiled
+kernel at every event.  Noise lives on the solo work, not on the rates: see
 :func:`interfpred.sim.engine.noisy_work`.
 
 Examples
@@ -32,7 +37,6 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from interfpred._core.jit import njit
 from interfpred.constants import (
     BOUNDARY_RTOL,
     SIM_DEFAULT_GPU,
@@ -40,14 +44,13 @@ from interfpred.constants import (
     SIM_FOOTPRINT_KAPPA,
     SIM_L2_MB,
     SIM_MAX_CONCURRENCY,
-    SIM_SATURATION_RTOL,
     SIM_SIGMA,
     SIM_THETA,
 )
 from interfpred.errors import InterfpredError
+from interfpred.sim._contention_kernels import pollute, truth_rates
 
-__all__ = ["GpuSpec", "GPU_PRESETS", "check_fits", "get_gpu_spec", "rates", "effective_demands", "rates_kernel",
-           "kernel_constants"]
+__all__ = ["GpuSpec", "GPU_PRESETS", "check_fits", "check_hidden", "get_gpu_spec", "rates", "effective_demands"]
 
 
 class GpuSpec(BaseModel):
@@ -147,86 +150,12 @@ def get_gpu_spec(spec: str | GpuSpec = SIM_DEFAULT_GPU, **overrides: float) -> G
     return spec
 
 
-# ---------------------------------------------------------------------------- kernels
-@njit(cache=True)
-def _pollute(sm, l2, dram, k, theta, out):
-    """Fill ``out[:k]`` (k, 3) with the effective demands after L2 pollution (step 1)."""
-    l2sum = 0.0
-    for j in range(k):
-        l2sum += l2[j]
-    for j in range(k):
-        out[j, 0] = sm[j]
-        out[j, 1] = l2[j]
-        d = dram[j] * (1.0 + theta * l2[j] * (l2sum - l2[j]))
-        out[j, 2] = d if d < 1.0 else 1.0
-
-
-@njit(cache=True)
-def _fill(dem, k, cap0, cap1, cap2, eps, rate, frozen):
-    """Max-min progressive filling (step 2) and overhead (step 3) into ``rate[:k]``."""
-    for j in range(k):
-        rate[j] = 0.0
-        frozen[j] = False
-    nfrozen = 0
-    level = 0.0
-    caps = (cap0, cap1, cap2)
-    cand = np.empty(3)
-    while nfrozen < k:
-        best = 1.0
-        for res in range(3):
-            used = 0.0
-            slope = 0.0
-            for j in range(k):
-                if frozen[j]:
-                    used += rate[j] * dem[j, res]
-                else:
-                    slope += dem[j, res]
-            if slope > 0.0:
-                cand[res] = (caps[res] - used) / slope
-            else:
-                cand[res] = np.inf
-            if cand[res] < best:
-                best = cand[res]
-        if best < level:  # rounding only: capacity already met
-            best = level
-        level = best
-        for j in range(k):
-            if not frozen[j]:
-                rate[j] = level
-        if level >= 1.0:
-            break
-        tol = level * (1.0 + SIM_SATURATION_RTOL)
-        for res in range(3):
-            if cand[res] <= tol:
-                for j in range(k):
-                    if not frozen[j] and dem[j, res] > 0.0:
-                        frozen[j] = True
-                        nfrozen += 1
-    scale = 1.0 / (1.0 + eps * (k - 1))
-    for j in range(k):
-        rate[j] *= scale
-
-
-
-@njit(cache=True)
-def rates_kernel(sm, l2, dram, k, cap0, cap1, cap2, theta, eps, dem, rate, frozen):
-    """The compiled kernel behind :func:`rates`, for ``@njit`` code that needs ground-truth rates in a hot loop.
-
-    It skips the wrapper's ~10 us of validation. Arguments: float64 arrays ``sm, l2, dram``
-    (first ``k`` entries used), the scalars of :func:`kernel_constants` (``cap_sm, cap_l2,
-    cap_dram, theta, epsilon``), scratch ``dem`` (>= k, 3) and ``frozen`` (bool, >= k); it writes
-    the rates into ``rate[:k]``. It does not validate.
-    """
-    _pollute(sm, l2, dram, k, theta, dem)
-    _fill(dem, k, cap0, cap1, cap2, eps, rate, frozen)
-
-
 # ---------------------------------------------------------------------------- public
 def _as_demands(demands: Sequence[Sequence[float]] | np.ndarray) -> np.ndarray:
     d = np.asarray(demands, dtype=np.float64)
     if d.ndim != 2 or d.shape[1] != 3:
         raise InterfpredError(f"demands has shape {d.shape}, expected (k, 3) columns sm, l2, dram")
-    if d.size and (not np.all(np.isfinite(d)) or d.min() < 0.0 or d.max() > 1.0):
+    if d.size and not (d.min() >= 0.0 and d.max() <= 1.0):     # NaN fails both comparisons
         bad = d[~np.isfinite(d) | (d < 0) | (d > 1)][0]
         raise InterfpredError(f"demand {bad!r} is not a fraction of peak in [0, 1]")
     return d
@@ -244,21 +173,32 @@ def effective_demands(demands: Sequence[Sequence[float]] | np.ndarray,
     spec = get_gpu_spec(spec)
     d = np.ascontiguousarray(_as_demands(demands))
     out = np.empty_like(d)
-    _pollute(d[:, 0].copy(), d[:, 1].copy(), d[:, 2].copy(), len(d), spec.theta, out)
+    pollute(d[:, 0].copy(), d[:, 1].copy(), d[:, 2].copy(), len(d), spec.theta, out)
     return out
 
 
-def rates(demands: Sequence[Sequence[float]] | np.ndarray, spec: GpuSpec | str = SIM_DEFAULT_GPU) -> np.ndarray:
+def rates(demands: Sequence[Sequence[float]] | np.ndarray, spec: GpuSpec | str = SIM_DEFAULT_GPU, *,
+          footprint_mb: Sequence[float] | np.ndarray | None = None,
+          hiding: Sequence[float] | np.ndarray | None = None) -> np.ndarray:
     """Ground-truth rates (fractions of solo speed) of a running set on one GPU.
+
+    The one truth-rate function: the event engine computes its rates with the same compiled
+    kernel at every event.
 
     Parameters
     ----------
     demands
-        (k, 3) solo throughputs ``sm, l2, dram`` (fractions of peak) of the k executions running
-        together, e.g. ``np.column_stack([p["sm"], p["l2"], p["dram"]])`` from
-        :meth:`ProfileTable.lookup_arrays`.  Order does not matter beyond aligning the output.
+        (k, 3) throughputs ``sm, l2, dram`` (fractions of peak) of what the k executions running
+        together run now (their solo profiles under the fluid truth, e.g.
+        ``np.column_stack([p["sm"], p["l2"], p["dram"]])`` from :meth:`ProfileTable.lookup_arrays`).
+        Order does not matter beyond aligning the output.
     spec
         A :class:`GpuSpec` or a preset name.
+    footprint_mb, hiding
+        (k,) hidden L2 footprints (MB, default 0) and latency-hiding factors (> 0, default 1) of
+        the phase-structured truth: pollution grows once the footprints together overflow
+        ``spec.l2_mb``, and each fair share ``r`` becomes ``r ** hiding``.  The defaults give the
+        fluid truth.
 
     Returns
     -------
@@ -278,35 +218,49 @@ def rates(demands: Sequence[Sequence[float]] | np.ndarray, spec: GpuSpec | str =
     >>> r = rates([[0.9, 0.3, 0.2], [0.6, 0.3, 0.3], [0.2, 0.1, 0.1]], "l4")
     >>> [round(float(x), 4) for x in r]
     [0.5549, 0.5549, 0.5549]
+    >>> tight = GpuSpec(name="tiny", l2_mb=2.0)
+    >>> d = [[0.6, 0.5, 0.5], [0.5, 0.6, 0.6]]
+    >>> bool(np.all(rates(d, tight, footprint_mb=[1.5, 1.5]) < rates(d, tight)))   # the L2 overflows
+    True
+    >>> [round(float(x), 4) for x in rates(d, tight, hiding=[0.5, 2.0])]
+    [0.824, 0.4609]
     """
     spec = get_gpu_spec(spec)
     d = _as_demands(demands)
     k = len(d)
+    foot, hide = check_hidden(footprint_mb, hiding, k)
     out = np.empty(k)
     if k == 0:
         return out
-    dem = np.empty((k, 3))
-    frozen = np.empty(k, dtype=np.bool_)
-    rates_kernel(np.ascontiguousarray(d[:, 0]), np.ascontiguousarray(d[:, 1]), np.ascontiguousarray(d[:, 2]),
-                 k, spec.capacity_sm, spec.capacity_l2, spec.capacity_dram, spec.theta, spec.epsilon,
-                 dem, out, frozen)
+    truth_rates(np.ascontiguousarray(d[:, 0]), np.ascontiguousarray(d[:, 1]), np.ascontiguousarray(d[:, 2]),
+                foot, hide, k, spec.capacity_sm, spec.capacity_l2, spec.capacity_dram, spec.theta, spec.epsilon,
+                spec.l2_mb, spec.kappa, np.empty((k, 3)), out, np.empty(k, dtype=np.bool_))
     return out
 
 
-def kernel_constants(spec: GpuSpec | str = SIM_DEFAULT_GPU) -> tuple[float, float, float, float, float]:
-    """``(cap_sm, cap_l2, cap_dram, theta, epsilon)`` of a GPU, the scalar arguments of :func:`rates_kernel`.
+def check_hidden(footprint_mb: Sequence[float] | np.ndarray | None, hiding: Sequence[float] | np.ndarray | None,
+                 n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Hidden L2 footprints (default 0 MB) and latency-hiding factors (default 1) of ``n`` executions, checked.
 
     Examples
     --------
-    >>> import numpy as np
-    >>> sm, l2, dram = np.array([0.8, 0.8]), np.array([0.4, 0.4]), np.array([0.3, 0.3])
-    >>> rate = np.empty(2)
-    >>> rates_kernel(sm, l2, dram, 2, *kernel_constants("l4"), np.empty((2, 3)), rate, np.empty(2, dtype=bool))
-    >>> bool(np.allclose(rate, rates(np.column_stack([sm, l2, dram]), "l4")))
-    True
+    >>> check_hidden(None, [0.5, 2.0], 2)[0].tolist()
+    [0.0, 0.0]
+    >>> check_hidden([1.0], None, 2)
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: footprint_mb must be (2,) finite values >= 0
     """
-    spec = get_gpu_spec(spec)
-    return (spec.capacity_sm, spec.capacity_l2, spec.capacity_dram, spec.theta, spec.epsilon)
+    def one(x: Sequence[float] | np.ndarray | None, default: float, name: str, positive: bool) -> np.ndarray:
+        if x is None:
+            return np.full(n, default)
+        a = np.ascontiguousarray(x, dtype=np.float64)
+        # NaN fails both comparisons; the E3 event loop calls this at every event, so two reductions only
+        if a.shape != (n,) or (n and not ((a.min() > 0.0 if positive else a.min() >= 0.0) and a.max() < math.inf)):
+            raise InterfpredError(f"{name} must be ({n},) finite values {'> 0' if positive else '>= 0'}")
+        return a
+
+    return one(footprint_mb, 0.0, "footprint_mb", False), one(hiding, 1.0, "hiding", True)
 
 
 def check_fits(sm: np.ndarray, l2: np.ndarray, dram: np.ndarray, spec: GpuSpec, *,

@@ -1,9 +1,18 @@
-"""Event-driven fluid simulation of executions sharing GPUs.
+"""The simulator's event engine: executions run programs of operators on GPUs that share nothing.
 
-Between two events (an arrival, a launch or a completion on a GPU) the running set of that GPU
-is fixed, so every execution's rate is constant (:func:`interfpred.sim.contention.rates`) and
-its remaining solo work falls linearly; the next event time is found in closed form, so progress
-is integrated exactly, with no time step.  GPUs are independent of each other.
+One compiled event loop serves both ground truths.  Every execution runs a program, a sequence
+of operators with solo durations and demands; between two events on a GPU (an arrival, a
+launch, an operator boundary, a completion) the set of running operators is fixed, so every
+execution's rate is constant (:func:`interfpred.sim.contention.rates`) and its remaining work on
+its operator falls linearly; the next event time is found in closed form, so progress is
+integrated exactly, with no time step.  GPUs are independent of each other.
+
+* :func:`simulate_programs` is the raw engine: operator arrays, programs, per-execution noise
+  scale and the phase-structured truth's hidden factors (L2 footprint, latency hiding).
+* :func:`simulate_work` and :func:`simulate` are the fluid truth: one operator per execution
+  (its noisy solo work and its profile's demands), footprints 0, hiding factors 1.
+* :func:`interfpred.sim.phased.simulate_phased` runs a model family's programs with their
+  hidden factors.
 
 Two ways to feed it:
 
@@ -28,13 +37,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from interfpred._core.deprecation import renamed_keywords
-from interfpred._core.jit import njit
-from interfpred.constants import SIM_DEFAULT_GPU, SIM_FINISH_RTOL
+from interfpred.constants import SIM_DEFAULT_GPU
 from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
-from interfpred.sim._event_kernels import advance, event_scratch, retire, time_to_next_finish
+from interfpred.sim._event_kernels import run_programs
 from interfpred.sim._executions import (
     check_seed,
     check_times,
@@ -43,64 +50,40 @@ from interfpred.sim._executions import (
     execution_columns,
     sorted_trace,
 )
-from interfpred.sim.contention import GpuSpec, check_fits, get_gpu_spec, rates_kernel
+from interfpred.sim.contention import GpuSpec, check_fits, check_hidden, get_gpu_spec
 from interfpred.sim.zoo import zoo_profiles
 
-__all__ = ["SimResult", "simulate", "simulate_work", "noisy_work"]
+__all__ = ["SimResult", "simulate", "simulate_programs", "simulate_work", "noisy_work"]
 
 
-# ---------------------------------------------------------------------------- kernel
-@njit(cache=True)
-def _run_device(order, time, work, sm, l2, dram, limit, cap0, cap1, cap2, theta, eps, start_out, end_out):
-    """Simulate one GPU: ``order`` indexes its executions sorted by time (ties: input order)."""
-    n = order.shape[0]
-    run, rem, rate, tau, lsm, ll2, ldr, dem, frozen = event_scratch(limit if limit < n else n)
-    nrun = 0
-    p = 0       # next arrival (position in order)
-    head = 0    # next to launch; the FIFO queue is order[head:p]
-    t = 0.0
-    while p < n or nrun > 0:
-        tmin = time_to_next_finish(rem, rate, tau, nrun)
-        ta = time[order[p]] if p < n else np.inf
-        if nrun > 0 and t + tmin <= ta:
-            # completion(s): advance to the earliest finish, retire every execution done then
-            advance(rem, rate, nrun, tmin)
-            t = t + tmin
-            j = 0
-            while j < nrun:
-                e = run[j]
-                if tau[j] <= tmin or rem[j] <= SIM_FINISH_RTOL * work[e]:
-                    end_out[e] = t
-                    nrun = retire(j, nrun, run, rem, rate, tau)
-                else:
-                    j += 1
-        else:
-            if nrun > 0:
-                advance(rem, rate, nrun, ta - t)
-            t = ta
-            p += 1
-        # launch from the FIFO queue while there is room
-        while nrun < limit and head < p:
-            e = order[head]
-            head += 1
-            start_out[e] = t
-            run[nrun] = e
-            rem[nrun] = work[e]
-            nrun += 1
-        if nrun > 0:
-            for j in range(nrun):
-                e = run[j]
-                lsm[j] = sm[e]
-                ll2[j] = l2[e]
-                ldr[j] = dram[e]
-            rates_kernel(lsm, ll2, ldr, nrun, cap0, cap1, cap2, theta, eps, dem, rate, frozen)
+# ---------------------------------------------------------------------------- the engine
+def _check_operators(dur: np.ndarray, dem: np.ndarray, spec: GpuSpec, *, dur_name: str, dem_name: str,
+                     label: str) -> None:
+    """Refuse durations that are not positive and finite and demands that are not finite, >= 0 and
+    within the GPU's capacities; ``label`` names an element in the messages (``"operator"``)."""
+    n = dur.size
+    if dem.shape != (n, 3):
+        raise InterfpredError(f"{dem_name} has shape {dem.shape}, expected ({n}, 3) columns sm, l2, dram")
+    bad = np.flatnonzero(~np.isfinite(dur) | (dur <= 0))
+    if bad.size:
+        raise InterfpredError(f"{dur_name} {dur[bad[0]]!r} ({label} {int(bad[0])}) must be positive and finite")
+    if dem.size and (not np.all(np.isfinite(dem)) or dem.min() < 0):
+        raise InterfpredError(f"{dem_name} must be finite fractions of peak >= 0")
+    check_fits(dem[:, 0], dem[:, 1], dem[:, 2], spec, labels=lambda i: f"{label} {i}")
 
 
-@njit(cache=True)
-def _run_all(offsets, order, time, work, sm, l2, dram, limit, cap0, cap1, cap2, theta, eps, start_out, end_out):
-    for g in range(offsets.shape[0] - 1):
-        _run_device(order[offsets[g]:offsets[g + 1]], time, work, sm, l2, dram, limit,
-                    cap0, cap1, cap2, theta, eps, start_out, end_out)
+def _run(offsets: np.ndarray, dur: np.ndarray, dem: np.ndarray, prog: np.ndarray, time: np.ndarray,
+         codes: np.ndarray, scale: np.ndarray, foot: np.ndarray, hide: np.ndarray, spec: GpuSpec, queue: bool
+         ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Run checked arrays through the compiled event loop: ``start, end, events``."""
+    order, dev_off, start, end, limit = engine_plan(codes, time, spec, queue)
+    events = run_programs(dev_off, order, time, prog, scale, foot, hide, offsets, dur,
+                          np.ascontiguousarray(dem[:, 0]), np.ascontiguousarray(dem[:, 1]),
+                          np.ascontiguousarray(dem[:, 2]), limit, spec.capacity_sm, spec.capacity_l2,
+                          spec.capacity_dram, spec.theta, spec.epsilon, spec.l2_mb, spec.kappa, start, end)
+    return start, end, int(events)
+
+
 
 
 # ---------------------------------------------------------------------------- public
@@ -128,7 +111,7 @@ def simulate_work(
     spec: GpuSpec | str = SIM_DEFAULT_GPU,
     queue: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The raw engine: launch and end times of executions given their work and demands.
+    """The fluid truth on raw work and demands: launch and end times (each execution a one-operator program).
 
     Parameters
     ----------
@@ -168,27 +151,80 @@ def simulate_work(
         raise InterfpredError(f"work_ms has shape {work.shape}, expected (n,)")
     if time.shape != (n,):
         raise InterfpredError(f"time_ms has shape {time.shape}, expected ({n},) like work_ms")
-    if dem.shape != (n, 3):
-        raise InterfpredError(f"demands has shape {dem.shape}, expected ({n}, 3) columns sm, l2, dram")
+    _check_operators(work, dem, spec, dur_name="work_ms", dem_name="demands", label="execution")
     check_times(time)
-    bad = np.flatnonzero(~np.isfinite(work) | (work <= 0))
-    if bad.size:
-        raise InterfpredError(f"work_ms {work[bad[0]]!r} (execution {int(bad[0])}) must be positive and finite")
-    if dem.size and (not np.all(np.isfinite(dem)) or dem.min() < 0):
-        raise InterfpredError("demands must be finite fractions of peak >= 0")
-    check_fits(dem[:, 0], dem[:, 1], dem[:, 2], spec, labels=lambda i: f"execution {i}")
-    if device is None:
-        codes = np.zeros(n, dtype=np.int64)
-    else:
-        dev = np.asarray(device)
-        if dev.shape != (n,):
-            raise InterfpredError(f"device has shape {dev.shape}, expected ({n},)")
-        codes = np.unique(dev.astype(str), return_inverse=True)[1].astype(np.int64)
-    order, offsets, start, end, limit = engine_plan(codes, time, spec, queue)
-    _run_all(offsets, order, time, work, np.ascontiguousarray(dem[:, 0]), np.ascontiguousarray(dem[:, 1]),
-             np.ascontiguousarray(dem[:, 2]), limit, spec.capacity_sm, spec.capacity_l2,
-             spec.capacity_dram, spec.theta, spec.epsilon, start, end)
+    codes = device_codes(device, n)[1]
+    each = np.arange(n, dtype=np.int64)     # execution i runs program i, its one operator
+    start, end, _ = _run(np.arange(n + 1, dtype=np.int64), work, dem, each, time, codes, np.ones(n), np.zeros(n),
+                         np.ones(n), spec, queue)
     return start, end
+
+
+def simulate_programs(
+    offsets: np.ndarray,
+    op_duration_ms: np.ndarray,
+    op_demands: np.ndarray,
+    program: np.ndarray,
+    time_ms: np.ndarray,
+    device: np.ndarray | None = None,
+    *,
+    scale: np.ndarray | None = None,
+    footprint_mb: np.ndarray | None = None,
+    hiding: np.ndarray | None = None,
+    spec: GpuSpec | str = SIM_DEFAULT_GPU,
+    queue: bool = True,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """The raw operator-level engine: launch and end times, and the number of events.
+
+    Parameters
+    ----------
+    offsets
+        (P + 1,) program ``i`` is operators ``offsets[i]:offsets[i + 1]`` (non-empty).
+    op_duration_ms, op_demands
+        (O,) solo durations and (O, 3) demands ``sm, l2, dram`` of all operators.
+    program
+        (n,) program index of each execution.
+    time_ms
+        (n,) arrival (``queue=True``) or start times, finite, >= 0.
+    device
+        (n,) GPU of each execution; None puts all on one.
+    scale
+        (n,) factor on every operator duration of an execution (noise); default 1.
+    footprint_mb, hiding
+        (n,) hidden L2 footprint (default 0) and latency-hiding factor (default 1).
+    spec
+        GPU type; ``queue`` as in :func:`simulate_work`.
+
+    Examples
+    --------
+    >>> s, e, ev = simulate_programs(np.array([0, 2]), np.array([1.0, 3.0]), np.array([[.8, .4, .2], [.2, .4, .8]]),
+    ...                              np.array([0]), np.array([0.0]))
+    >>> float(e[0]), ev
+    (4.0, 3)
+    """
+    spec = get_gpu_spec(spec)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    dur = np.ascontiguousarray(op_duration_ms, dtype=np.float64)
+    dem = np.asarray(op_demands, dtype=np.float64)
+    prog = np.ascontiguousarray(program, dtype=np.int64)
+    time = np.ascontiguousarray(time_ms, dtype=np.float64)
+    n = prog.shape[0]
+    if offsets.ndim != 1 or offsets.size < 2 or offsets[0] != 0 or np.any(np.diff(offsets) < 1) \
+            or offsets[-1] != dur.size:
+        raise InterfpredError(f"offsets must rise from 0 to {dur.size} (the operator count) with each program "
+                              "non-empty")
+    _check_operators(dur, dem, spec, dur_name="op_duration_ms", dem_name="op_demands", label="operator")
+    if prog.ndim != 1 or (n and (prog.min() < 0 or prog.max() >= offsets.size - 1)):
+        raise InterfpredError(f"program indices must lie in 0..{offsets.size - 2}")
+    if time.shape != (n,):
+        raise InterfpredError(f"time_ms has shape {time.shape}, expected ({n},)")
+    check_times(time)
+    scale_a = np.ones(n) if scale is None else np.ascontiguousarray(scale, dtype=np.float64)
+    if scale_a.shape != (n,) or not np.all(np.isfinite(scale_a)) or (n and scale_a.min() <= 0):
+        raise InterfpredError(f"scale must be ({n},) finite values > 0")
+    foot, hide = check_hidden(footprint_mb, hiding, n)
+    codes = device_codes(device, n)[1]
+    return _run(offsets, dur, dem, prog, time, codes, scale_a, foot, hide, spec, queue)
 
 
 @dataclass(frozen=True)
@@ -224,7 +260,6 @@ class SimResult:
         return self.trace.latency_ms / self.trace.solo_ms
 
 
-@renamed_keywords(gpu="device")
 def simulate(
     model: Sequence[str] | np.ndarray,
     batch_size: Sequence[int] | np.ndarray,
@@ -248,7 +283,7 @@ def simulate(
         (n,) arrival times (``queue=True``) or start times (``queue=False``), finite, >= 0.
     device
         (n,) device (GPU instance) of each execution (e.g. ``"gpu0"``, ``"gpu1"``); default all
-        ``"gpu0"``. ``gpu=`` is its deprecated spelling.
+        ``"gpu0"``.
     id
         (n,) unique execution ids; default ``0..n-1``.
     spec

@@ -276,7 +276,7 @@ def phase_zoo(gpu: str, zoo: str | None = None, *, max_phases: int = SIM_MAX_PHA
 
 def scenario_family(spec: GpuSpec, truth: str, zoo: str | PhaseZoo | None,
                  profiles: ProfileTable | None) -> tuple[ProfileTable, PhaseZoo | None, str]:
-    """Profiles, the model family the phase-structured engine runs (None: the fluid engine) and
+    """Profiles, the model family the phase-structured truth runs (None: the fluid truth) and
     the family's name.  The fluid truth on a phase family runs that family's profiles (each pass's
     time-averaged demand, no hidden factors)."""
     if truth not in SIM_TRUTHS:

@@ -24,9 +24,9 @@ import numpy as np
 from interfpred.constants import SIM_MAX_PHASES, SIM_PHASED_DEFAULT_GPU
 from interfpred.errors import InterfpredError
 from interfpred.sim.contention import GpuSpec, get_gpu_spec
+from interfpred.sim.engine import simulate_programs
 from interfpred.sim.operators import NEUTRAL, PhaseZoo, Program
 from interfpred.sim.orion import phase_zoo
-from interfpred.sim.phased import simulate_programs
 
 __all__ = ["GAVEL_V100_PAIRS", "pair_slowdowns", "summarise"]
 

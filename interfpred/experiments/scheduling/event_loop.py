@@ -1,11 +1,12 @@
 """E3's serving system: requests, dynamic batching and ground-truth execution on simulated GPUs.
 
 :class:`EventLoop` runs on ``n_devices`` simulated GPUs whose batches progress by the simulator's
-ground truth (:class:`GroundTruth`: :mod:`interfpred.sim.contention` rates recomputed on the
-running set at every event, exact fluid integration between events, log-normal noise on each
-batch's solo work per the GPU spec). Under the phase-structured truth each batch also carries its
-model's hidden L2 footprint and latency-hiding factor (:mod:`interfpred.sim.operators`), which only
-the ground truth and the oracle see; each pass stays one operator.
+ground truth (:func:`interfpred.sim.contention.rates`, the truth rates the simulator's engine
+uses, recomputed on the running set at every event, exact fluid integration between events,
+log-normal noise on each batch's solo work per the GPU spec). Under the phase-structured truth
+each batch also carries its model's hidden L2 footprint and latency-hiding factor
+(:mod:`interfpred.sim.operators`), which only the ground truth and the oracle see; each pass stays
+one operator.
 
 **Dynamic batching** (shared by all policies): one FIFO queue per model. At every event (arrival,
 completion) the dispatcher drops requests that cannot finish in time even alone at batch size 1
@@ -30,54 +31,22 @@ import numpy as np
 from interfpred.constants import E3_FINISH_TIME_RTOL, SIM_FINISH_RTOL, TRACKER_FINISH_RTOL
 from interfpred.data.profiles import ProfileTable
 from interfpred.serving.projection import project_fluid
-from interfpred.sim.contention import GpuSpec, rates_kernel
+from interfpred.sim.contention import GpuSpec, rates
 from interfpred.sim.operators import HiddenFactors
 
 if TYPE_CHECKING:
     from interfpred.experiments.scheduling.policies import Policy
 
-__all__ = ["Batch", "DeviceState", "EventLoop", "GroundTruth", "project_truth"]
+__all__ = ["Batch", "DeviceState", "EventLoop", "project_truth"]
 
 
 # ---------------------------------------------------------------------------- ground truth
-class GroundTruth:
-    """Ground-truth rates of a running set on one GPU type (compiled kernel, preallocated).
-
-    With footprints and hiding factors (the phase-structured truth's hidden per-model factors,
-    one operator per pass) the pollution strength grows with the footprint overflow and each
-    fair share ``r`` becomes the progress rate ``r ** h``, as in :mod:`interfpred.sim.phased`.
-    """
-
-    def __init__(self, spec: GpuSpec, cap: int) -> None:
-        self.spec = spec
-        self._buf = [np.empty(cap) for _ in range(3)]
-        self._dem = np.empty((cap, 3))
-        self._frozen = np.empty(cap, dtype=np.bool_)
-
-    def rates(self, dem: np.ndarray, foot: np.ndarray | None = None, hide: np.ndarray | None = None) -> np.ndarray:
-        k = dem.shape[0]
-        out = np.empty(k)
-        if k == 0:
-            return out
-        s = self.spec
-        theta = s.theta
-        if foot is not None:
-            over = min(1.0, max(0.0, float(np.sum(foot)) / s.l2_mb - 1.0))
-            theta = s.theta * (1.0 + s.kappa * over)
-        sm, l2, dr = (np.ascontiguousarray(dem[:, j]) for j in range(3))
-        rates_kernel(sm, l2, dr, k, s.capacity_sm, s.capacity_l2, s.capacity_dram, theta, s.epsilon,
-                     self._dem, out, self._frozen)
-        if hide is not None:
-            out = out ** hide
-        return out
-
-
-def project_truth(truth: GroundTruth, dem: np.ndarray, rem: np.ndarray, t: float, foot: np.ndarray | None = None,
+def project_truth(spec: GpuSpec, dem: np.ndarray, rem: np.ndarray, t: float, foot: np.ndarray | None = None,
                   hide: np.ndarray | None = None) -> np.ndarray:
     """Fluid projection with the true rates: end time of every member (footprints and hiding factors optional)."""
     def rates_of(members: np.ndarray) -> np.ndarray:
-        return truth.rates(dem[members], None if foot is None else foot[members],
-                           None if hide is None else hide[members])
+        return rates(dem[members], spec, footprint_mb=None if foot is None else foot[members],
+                     hiding=None if hide is None else hide[members])
 
     return project_fluid(rates_of, rem, t, rtol=TRACKER_FINISH_RTOL)
 
@@ -126,7 +95,6 @@ class EventLoop:
         self.slo = slo_ms
         self.rng = rng
         self.max_batch = max_batch
-        self.truth = GroundTruth(spec, max(8, spec.max_concurrency + 1))
         self._prof: dict[tuple[str, int], tuple[float, float, float, float]] = {}
         self.batch_sizes: list[int] = []
 
@@ -153,7 +121,8 @@ class EventLoop:
     def _set_rates(self, device: DeviceState) -> None:
         if device.running:
             foot, hide = self.hidden_arrays(device.running)
-            device.rates = self.truth.rates(np.array([b.demand for b in device.running]), foot, hide)
+            device.rates = rates(np.array([b.demand for b in device.running]), self.spec, footprint_mb=foot,
+                                 hiding=hide)
         else:
             device.rates = np.empty(0)
 

@@ -127,7 +127,7 @@ class OraclePolicy(Policy):
 
     def place(self, bid, model, size, deadline, t):
         sm, l2, dr, solo = self.sim.profile(model, size)
-        truth = self.sim.truth
+        spec = self.sim.spec
         options = []
         for g, dev in enumerate(self.sim.devices):
             if len(dev.running) >= self.sim.limit:
@@ -141,10 +141,10 @@ class OraclePolicy(Policy):
                 rem[a] = b.remaining
             dem[k] = (sm, l2, dr)
             rem[k] = solo
-            with_c = project_truth(truth, dem, rem, t, foot, hide)
+            with_c = project_truth(spec, dem, rem, t, foot, hide)
             if not meets_deadlines(t, with_c, [b.deadline for b in dev.running] + [deadline], 0.0):
                 continue
-            base = project_truth(truth, dem[:k], rem[:k], t, None if foot is None else foot[:k],
+            base = project_truth(spec, dem[:k], rem[:k], t, None if foot is None else foot[:k],
                                  None if hide is None else hide[:k]) if k else ()
             options.append((g, added_latency(t, with_c[k], with_c[:k], base)))
         best = least_added_latency(options)
