@@ -21,6 +21,7 @@ from interfpred.predictors.registry import (
 )
 from interfpred.predictors.rls import RLS
 from interfpred.predictors.sgd import OnlineSGD
+from interfpred.predictors.tags import PredictorTags, get_tags
 from interfpred.predictors.wrappers import RiverRegressor, SklearnRegressor
 
 __all__ = [
@@ -38,11 +39,13 @@ __all__ = [
     "gpulets_utilisation",
     "Predictor",
     "PredictorSpec",
+    "PredictorTags",
     "RLS",
     "RiverFacade",
     "RiverRegressor",
     "SklearnFacade",
     "SklearnRegressor",
+    "get_tags",
     "load_predictor",
     "make_predictor",
     "predictor_from_state",

@@ -16,6 +16,7 @@ import numpy as np
 from interfpred.constants import PRIOR_SLOWDOWN
 from interfpred.errors import FrozenPredictorError, InterfpredError
 from interfpred.predictors.registry import make_predictor
+from interfpred.predictors.tags import get_tags
 
 if TYPE_CHECKING:
     from interfpred.predictors.base import BasePredictor
@@ -79,7 +80,7 @@ class RiverFacade(_RiverRegressorBase):
 
     def learn_one(self, x: dict, y: float) -> None:
         """Learn one observation; a frozen (offline) predictor is refused with FrozenPredictorError."""
-        if not getattr(self.predictor or _default_predictor(), "learns_online", True):
+        if not get_tags(self.predictor or _default_predictor()).learns_online:
             raise FrozenPredictorError(
                 f"RiverFacade needs an online predictor; {type(self.predictor).__name__} is frozen and "
                 "cannot learn_one (use RLS or OnlineSGD)")
@@ -114,7 +115,7 @@ except ImportError:  # pragma: no cover
 def _learns_online(facade: Any) -> bool:
     """Whether the facade's predictor learns online (``partial_fit`` exists only then)."""
     p = facade.predictor if facade.predictor is not None else _default_predictor()
-    return bool(getattr(p, "learns_online", True))
+    return bool(get_tags(p).learns_online)
 
 
 class SklearnFacade(RegressorMixin, BaseEstimator):
