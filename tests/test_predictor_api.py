@@ -209,8 +209,8 @@ def test_compiled_entry_calls_the_compiled_function_and_falls_back_to_the_dispat
     "from interfpred.predictors.base import make_predictor; print(make_predictor('online_sgd'))",
     "from interfpred.predictors.entity_rls.tuning import select_prior_variances; "
     "from interfpred import make_predictor; print(make_predictor('entity_rls', rank=1))",
-    "from interfpred.predictors.facades import RiverFacade; print(RiverFacade().predict_one({'a': 1.0}))",
-    "from interfpred.predictors.wrappers import RiverRegressor; from interfpred.predictors import registered; "
+    "from interfpred.predictors.as_peers import AsRiver; print(AsRiver().predict_one({'a': 1.0}))",
+    "from interfpred.predictors.from_peers import FromRiver; from interfpred.predictors import registered; "
     "print(sorted(registered())[0])",
     "import interfpred; print(interfpred.make_predictor('calibrated', predictor='pair_mean'))",
 ])

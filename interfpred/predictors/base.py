@@ -409,16 +409,16 @@ class BasePredictor(abc.ABC):
         return obj
 
     def as_river(self) -> Any:
-        """This predictor (a fresh clone) as a river regressor (:class:`~interfpred.predictors.facades.RiverFacade`)."""
-        from interfpred.predictors.facades import RiverFacade  # imports river: loaded on first use
+        """This predictor (a fresh clone) as a river regressor (:class:`~interfpred.predictors.as_peers.AsRiver`)."""
+        from interfpred.predictors.as_peers import AsRiver  # imports river: loaded on first use
 
-        return RiverFacade(predictor=self.clone())
+        return AsRiver(predictor=self.clone())
 
     def as_sklearn(self) -> Any:
-        """This predictor (a fresh clone) as a scikit-learn regressor (:class:`~interfpred.predictors.facades.SklearnFacade`)."""
-        from interfpred.predictors.facades import SklearnFacade  # imports scikit-learn: loaded on first use
+        """This predictor (a fresh clone) as a scikit-learn regressor (:class:`~interfpred.predictors.as_peers.AsSklearn`)."""
+        from interfpred.predictors.as_peers import AsSklearn  # imports scikit-learn: loaded on first use
 
-        return SklearnFacade(predictor=self.clone())
+        return AsSklearn(predictor=self.clone())
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the state as JSON (schema version, kind, width), atomically."""

@@ -1,4 +1,5 @@
-"""Any river or scikit-learn regressor as an interfpred predictor (kinds ``river`` and ``sklearn``).
+"""Any river or scikit-learn regressor as an interfpred predictor (kinds ``river`` and ``sklearn``):
+:class:`FromRiver` and :class:`FromSklearn` (the other direction is :mod:`.as_peers`).
 
 Same predict/update contract as every predictor, prior before learning, validated input,
 save/load. Their state files embed the wrapped object pickled (base64) inside the JSON.
@@ -21,10 +22,10 @@ from interfpred.errors import FrozenPredictorError, InterfpredError
 from interfpred.predictors.base import BasePredictor
 from interfpred.predictors.inputs import as_rows, as_targets, check_state_header
 
-__all__ = ["RiverRegressor", "SklearnRegressor"]
+__all__ = ["FromRiver", "FromSklearn"]
 
 
-class _WrappedPredictor(BasePredictor):
+class _FromPeer(BasePredictor):
     """Shared persistence of the wrappers: the wrapped estimator travels pickled in the JSON."""
 
     tags = replace(BasePredictor.tags, stores_pickle=True)
@@ -68,7 +69,7 @@ class _WrappedPredictor(BasePredictor):
         return obj
 
 
-class RiverRegressor(_WrappedPredictor):
+class FromRiver(_FromPeer):
     """Any river regressor as an interfpred predictor.
 
     Rows become dicts ``{0: x0, 1: x1, ...}``; ``update`` calls ``learn_one`` row by row on a
@@ -77,7 +78,7 @@ class RiverRegressor(_WrappedPredictor):
     Examples
     --------
     >>> from river import linear_model
-    >>> p = RiverRegressor(model=linear_model.LinearRegression())
+    >>> p = FromRiver(model=linear_model.LinearRegression())
     >>> p.predict([0.5, 0.5])
     1.0
     >>> p.update([[0.5, 0.5]], [2.0])
@@ -133,7 +134,7 @@ class RiverRegressor(_WrappedPredictor):
         return self._n
 
 
-class SklearnRegressor(_WrappedPredictor):
+class FromSklearn(_FromPeer):
     """Any scikit-learn regressor as an interfpred predictor.
 
     ``fit`` fits a clone of ``estimator``; ``update`` calls ``partial_fit`` when the estimator
@@ -143,7 +144,7 @@ class SklearnRegressor(_WrappedPredictor):
     Examples
     --------
     >>> from sklearn.linear_model import SGDRegressor
-    >>> p = SklearnRegressor(estimator=SGDRegressor(random_state=0))
+    >>> p = FromSklearn(estimator=SGDRegressor(random_state=0))
     >>> p.tags.learns_online
     True
     >>> p.predict([0.5])
