@@ -127,10 +127,12 @@ class Predictor(Protocol):
 class BasePredictor(abc.ABC):
     """Shared machinery: parameter introspection, input conversion, state files, cloning.
 
-    Subclasses set :attr:`kind`, declare keyword-only hyperparameters in ``__init__`` (stored
-    under the same names) and implement ``_check_params``, ``_allocate(d)``,
-    ``_predict_rows(X)``, ``_get_state()`` and ``_set_state(state, d)``; online predictors
-    also ``_learn(X, y)``, frozen ones derive from :class:`FrozenPredictor` and ``_fit_rows``.
+    Subclasses set :attr:`kind` and :attr:`tags`, declare keyword-only hyperparameters in
+    ``__init__`` (stored under the same names) and implement ``_check_params``, ``_allocate(d)``,
+    ``_predict_rows(X, entities)``, ``_get_state()`` and ``_set_state(state, d)``; online
+    predictors also ``_learn(X, y, entities)``, frozen ones derive from :class:`FrozenPredictor`
+    and ``_fit_rows(X, y, *, sample_weight, entities)``. A compiled single-row path is
+    ``_predict_one``/``_update_one`` (and ``_std_one``/``_std_rows`` with ``tags.predicts_std``).
     Learned state is exposed by ``coef_``, ``intercept_`` and ``n_seen_``, which raise
     AttributeError (as scikit-learn's do) where the predictor has not learned them yet.
     """
