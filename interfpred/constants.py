@@ -281,7 +281,7 @@ CALIBRATED_GAMMA = 0.005
 #: Range the ACI level of each quantile is kept in (outside [0, 1] it takes the window's extreme score).
 CALIBRATED_TAU_RANGE = (-1.0, 2.0)
 #: Score scales: "relative" divides the residual by |prediction| (a latency ratio), "std" by the wrapped
-#: predictor's predictive standard deviation, "auto" takes "std" when the predictor offers return_std.
+#: predictor's predictive standard deviation, "auto" takes "std" when the predictor offers one (tags.predicts_std).
 CALIBRATED_SCALES = ("auto", "relative", "std")
 CALIBRATED_GROUPINGS = ("global", "entity")
 #: Scores a per-entity (Mondrian) group needs before its own threshold replaces the global one.

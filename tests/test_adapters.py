@@ -1,16 +1,17 @@
-"""The facades pass river's and scikit-learn's own estimator-check suites; wrappers behave as predictors."""
+"""AsRiver and AsSklearn pass river's and scikit-learn's own estimator-check suites; FromRiver and FromSklearn
+behave as predictors."""
 
 import numpy as np
 import pytest
 
 from interfpred import RLS, OfflineLinear, OnlineSGD
-from interfpred.predictors.facades import RiverFacade, SklearnFacade
-from interfpred.predictors.wrappers import RiverRegressor, SklearnRegressor
+from interfpred.predictors.as_peers import AsRiver, AsSklearn
+from interfpred.predictors.from_peers import FromRiver, FromSklearn
 
 river_checks = pytest.importorskip("river.checks")
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
-RIVER_MODELS = [RiverFacade(**params) for params in RiverFacade._unit_test_params()]
+RIVER_MODELS = [AsRiver(**params) for params in AsRiver._unit_test_params()]
 
 
 def _river_cases():
@@ -25,9 +26,9 @@ def test_river_estimator_checks(model, check):
 
 
 SKLEARN_ESTIMATORS = [
-    SklearnFacade(),
-    SklearnFacade(predictor=OnlineSGD(standardize=True)),
-    SklearnFacade(predictor=OfflineLinear(ridge=1e-3)),
+    AsSklearn(),
+    AsSklearn(predictor=OnlineSGD(standardize=True)),
+    AsSklearn(predictor=OfflineLinear(ridge=1e-3)),
 ]
 
 
@@ -45,12 +46,12 @@ def test_sklearn_facade_in_pipeline_and_grid_search():
     rng = np.random.default_rng(0)
     X = rng.random((200, 3))
     y = 1.0 + X @ [1.0, 2.0, 3.0]
-    grid = GridSearchCV(make_pipeline(StandardScaler(), SklearnFacade(predictor=RLS())),
-                        {"sklearnfacade__predictor__forgetting": [0.9, 1.0]}, cv=3)
+    grid = GridSearchCV(make_pipeline(StandardScaler(), AsSklearn(predictor=RLS())),
+                        {"assklearn__predictor__forgetting": [0.9, 1.0]}, cv=3)
     grid.fit(X, y)
-    assert grid.best_params_["sklearnfacade__predictor__forgetting"] == 1.0
+    assert grid.best_params_["assklearn__predictor__forgetting"] == 1.0
     assert grid.score(X, y) > 0.999
-    facade = SklearnFacade(predictor=RLS(forgetting=1.0))
+    facade = AsSklearn(predictor=RLS(forgetting=1.0))
     for chunk in np.array_split(np.arange(200), 10):
         facade.partial_fit(X[chunk], y[chunk])
     np.testing.assert_allclose(facade.predict(X[:5]), y[:5], atol=1e-2)
@@ -59,7 +60,7 @@ def test_sklearn_facade_in_pipeline_and_grid_search():
 def test_river_facade_in_pipeline():
     from river import preprocessing
 
-    model = preprocessing.StandardScaler() | RiverFacade(predictor=RLS())
+    model = preprocessing.StandardScaler() | AsRiver(predictor=RLS())
     rng = np.random.default_rng(1)
     for _ in range(500):
         x = {"a": rng.random(), "b": rng.random()}
@@ -74,8 +75,8 @@ def test_wrappers_learn():
     rng = np.random.default_rng(2)
     X = rng.random((2000, 2))
     y = 1.0 + X @ [1.0, -1.0]
-    for p in (RiverRegressor(model=linear_model.LinearRegression(optimizer=optim.SGD(0.05))),
-              SklearnRegressor(estimator=SGDRegressor(learning_rate="constant", eta0=0.05, random_state=0))):
+    for p in (FromRiver(model=linear_model.LinearRegression(optimizer=optim.SGD(0.05))),
+              FromSklearn(estimator=SGDRegressor(learning_rate="constant", eta0=0.05, random_state=0))):
         p.update(X, y)
         assert np.mean((p.predict(X) - y) ** 2) < 0.01
 
@@ -83,8 +84,8 @@ def test_wrappers_learn():
 def test_as_river_and_as_sklearn():
     p = RLS(forgetting=0.9)
     r, s = p.as_river(), p.as_sklearn()
-    assert isinstance(r, RiverFacade) and repr(r.predictor) == repr(p) and r.predictor is not p
-    assert isinstance(s, SklearnFacade) and s.get_params()["predictor__forgetting"] == 0.9
+    assert isinstance(r, AsRiver) and repr(r.predictor) == repr(p) and r.predictor is not p
+    assert isinstance(s, AsSklearn) and s.get_params()["predictor__forgetting"] == 0.9
 
 
 def test_wrapped_state_round_trip_and_refusals(tmp_path):
@@ -93,15 +94,15 @@ def test_wrapped_state_round_trip_and_refusals(tmp_path):
 
     from interfpred import load_predictor
     from interfpred.errors import InterfpredError
+    from interfpred.predictors.from_peers import FromRiver
     from interfpred.predictors.registry import predictor_from_state
-    from interfpred.predictors.wrappers import RiverRegressor
 
-    p = RiverRegressor(model=linear_model.LinearRegression())
+    p = FromRiver(model=linear_model.LinearRegression())
     p.update(np.array([[1.0, 2.0], [0.5, 0.0]]), np.array([2.0, 1.0]))
     path = tmp_path / "river.json"
     p.save(path)
     q = load_predictor(path, trusted=True)
-    assert type(q) is RiverRegressor and q.predict([1.0, 1.0]) == pytest.approx(p.predict([1.0, 1.0]))
+    assert type(q) is FromRiver and q.predict([1.0, 1.0]) == pytest.approx(p.predict([1.0, 1.0]))
     state = p.to_state()
     with pytest.raises(InterfpredError, match="cannot restore the wrapped estimator"):
         predictor_from_state({**state, "state": {"pickle": "not base64!"}}, trusted=True)
@@ -128,7 +129,7 @@ def test_pickled_state_is_refused_unless_trusted(tmp_path):
 
     from interfpred import InterferenceModel, load_model, load_predictor
     from interfpred.errors import InterfpredError
-    from interfpred.predictors.wrappers import SklearnRegressor
+    from interfpred.predictors.from_peers import FromSklearn
 
     marker = tmp_path / "code-ran"
     evil = {"schema_version": 1, "kind": "sklearn", "params": {}, "n_features_in": 2,
@@ -147,7 +148,7 @@ def test_pickled_state_is_refused_unless_trusted(tmp_path):
     # a trusted wrapped model round-trips; a native one never needs trust
     from sklearn.linear_model import Ridge
 
-    good = SklearnRegressor(estimator=Ridge()).fit([[0.0, 1.0], [1.0, 0.0]], [1.0, 2.0])
+    good = FromSklearn(estimator=Ridge()).fit([[0.0, 1.0], [1.0, 0.0]], [1.0, 2.0])
     good.save(tmp_path / "ridge.json")
     assert load_predictor(tmp_path / "ridge.json", trusted=True).predict([0.0, 1.0]) == pytest.approx(
         good.predict([0.0, 1.0]))
@@ -160,12 +161,12 @@ def test_cli_refuses_pickled_model_unless_trusted(tmp_path, capsys):
 
     from interfpred.cli import main
     from interfpred.model.interference import InterferenceModel
-    from interfpred.predictors.wrappers import SklearnRegressor
+    from interfpred.predictors.from_peers import FromSklearn
     from interfpred.sim.workload import mix_scenario, write_scenario
 
     sc = mix_scenario(["vgg19"], rho=0.8, executions=60, seed=0)
     write_scenario(sc, tmp_path / "sim")
-    m = InterferenceModel({"aggregation": "static", "feature_map": "gpulets"}, SklearnRegressor(estimator=Ridge()))
+    m = InterferenceModel({"aggregation": "static", "feature_map": "gpulets"}, FromSklearn(estimator=Ridge()))
     m.fit(sc.traces["trace"], sc.profiles).save(tmp_path / "m.json")
     args = ["evaluate", "--model-file", str(tmp_path / "m.json"), "--profiles", str(tmp_path / "sim" / "profiles.csv"),
             "--trace", str(tmp_path / "sim" / "trace.csv")]

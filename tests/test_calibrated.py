@@ -1,6 +1,7 @@
 """Calibrated: conformal bounds around any predictor (kernels against the plain reference, coverage, contract)."""
 
 import pickle
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -275,7 +276,7 @@ def test_model_and_cli_bounds(tmp_path, capsys):
 class _EntityRLS(RLS):
     """An RLS that takes entities and records what it was given (to check the wrapper passes them on)."""
 
-    uses_entities = True
+    tags = replace(RLS.tags, uses_entities=True)
     seen: list = []
 
     def fit(self, X, y, *, entities=None):
@@ -297,7 +298,7 @@ def test_entities_reach_a_wrapped_predictor_that_uses_them():
     y = 1.0 + X.sum(axis=1)
     ent = Entities.from_lists(["a", "b"] * 20, [{"b": 1.0}, {"a": 1.0}] * 20)
     cal = Calibrated(_EntityRLS(), quantiles=(0.9,))
-    assert cal.uses_entities and not Calibrated(RLS()).uses_entities
+    assert cal.tags.uses_entities and not Calibrated(RLS()).tags.uses_entities
     _EntityRLS.seen = []
     cal.fit(X, y, entities=ent)
     cal.update(X[:3], y[:3], entities=ent.take([0, 1, 2]))

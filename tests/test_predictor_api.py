@@ -1,8 +1,9 @@
 """The learned-state names every predictor shares, saved states of earlier releases, one error wording
-for kernel refusals, the compiled-entry helper, and the registry from a fresh interpreter."""
+per refusal whatever the input's form, the compiled-entry helper, and the registry from a fresh interpreter."""
 
 import json
 import pathlib
+import pickle
 import subprocess
 import sys
 
@@ -111,7 +112,7 @@ def test_states_saved_before_n_seen_still_load_and_predict_the_same(kind):
     X = np.array([[0.0, 0.5], [0.5, 0.25], [1.0, 0.0], [0.25, 1.0], [0.75, 0.75], [0.5, 0.5]])
     X = np.hstack([X, X]) if kind == "gpulets" else X
     kw = {}
-    if p.uses_entities:
+    if p.tags.uses_entities:
         kw["entities"] = Entities.from_lists(["a", "b", "a", "b", "a", "b"], [{"b": 1.0}, {"a": 1.0}] * 3)
     np.testing.assert_allclose(p.predict(X, **kw), saved["predict"], rtol=1e-12, atol=1e-12)
     q = predictor_from_state(p.to_state())   # and round-trips in today's format
@@ -132,20 +133,41 @@ def test_base_class_load_dispatches_on_the_kind(tmp_path):
 # ----------------------------------------------------------------------------- one wording per refusal
 
 
-@pytest.mark.parametrize("x, y, match", [
-    (np.zeros(4), 1.0, "X has 4 features, but the predictor was fitted with 3"),
-    (np.array([0.0, np.nan, 0.0]), 1.0, "X contains NaN or inf; features must be finite"),
-    (np.zeros(3), float("inf"), "y contains NaN or inf; targets must be finite"),
-    (np.zeros(3), 1e300, "y is beyond"),
-])
-def test_single_row_refusals_read_the_same_for_every_kernel_predictor(x, y, match):
-    X, Y = _rows()
-    messages = []
-    for p in (RLS().fit(X, Y), OnlineSGD().fit(X, Y), EntityRLS(log_target=False, tune_priors=False).fit(X, Y)):
-        with pytest.raises(InterfpredError) as info:
-            p.update(x, y)
-        messages.append(str(info.value))
-    assert len(set(messages)) == 1 and match in messages[0]
+def _bad_rows(d):
+    nan, inf, wide = np.full(d, 0.5), np.full(d, 0.5), np.full(d + 1, 0.5)
+    nan[1], inf[1] = np.nan, np.inf
+    return [
+        ("nan", nan, 1.0, "X contains nan at row 0, column 1; features must be finite"),
+        ("inf", inf, 1.0, "X contains inf at row 0, column 1; features must be finite"),
+        ("width", wide, 1.0, f"X has {d + 1} features, but the predictor was fitted with {d}"),
+        ("y inf", np.full(d, 0.5), np.inf, "y contains inf at position 0; targets must be finite"),
+    ]
+
+
+@pytest.mark.parametrize("kind", sorted(registered()))
+def test_one_message_per_refusal_whatever_the_form(kind):
+    """The same bad row reads the same as a float64 row, a list and a (1, d) array, in predict and
+    update, for every registered predictor; a refused update changes nothing."""
+    cls = registered()[kind]
+    p = cls(**cls.contract_params()[0])
+    d = p.tags.fixed_width or 3
+    X, y = _rows(d=d)
+    p.fit(X, y)
+    for what, x, t, match in _bad_rows(d):
+        forms = {"1-D": (x, t), "list": (x.tolist(), t), "2-D": (x.reshape(1, -1), np.array([t]))}
+        methods = [("update", lambda v, w: p.update(v, w))]
+        if what != "y inf":
+            methods.append(("predict", lambda v, w: p.predict(v)))
+        for name, call in methods:
+            messages = {}
+            for form, (v, w) in forms.items():
+                before = pickle.dumps(p)
+                with pytest.raises(InterfpredError) as info:
+                    call(v, w)
+                messages[form] = str(info.value)
+                assert pickle.dumps(p) == before, f"{kind}.{name} with {what} ({form}) changed the state"
+            assert len(set(messages.values())) == 1, f"{kind}.{name} with {what}: {messages}"
+            assert match in messages["1-D"], f"{kind}.{name} with {what}: {messages['1-D']}"
 
 
 def test_batch_refusals_name_the_row():
@@ -192,8 +214,8 @@ def test_compiled_entry_calls_the_compiled_function_and_falls_back_to_the_dispat
     "print(make_predictor('online_sgd'))",
     "from interfpred.predictors.entity_rls.tuning import select_prior_variances; "
     "from interfpred import make_predictor; print(make_predictor('entity_rls', rank=1))",
-    "from interfpred.predictors.facades import RiverFacade; print(RiverFacade().predict_one({'a': 1.0}))",
-    "from interfpred.predictors.wrappers import RiverRegressor; from interfpred.predictors import registered; "
+    "from interfpred.predictors.as_peers import AsRiver; print(AsRiver().predict_one({'a': 1.0}))",
+    "from interfpred.predictors.from_peers import FromRiver; from interfpred.predictors import registered; "
     "print(sorted(registered())[0])",
     "import interfpred; print(interfpred.make_predictor('calibrated', predictor='pair_mean'))",
 ])

@@ -253,7 +253,7 @@ def test_offline_linear_ridge_and_frozen():
     with pytest.raises(FrozenPredictorError):
         lin.update(X, y * 10)
     np.testing.assert_array_equal(lin.predict(X), before)
-    assert not lin.learns_online
+    assert not lin.tags.learns_online
 
 
 # ----------------------------------------------------------------------------- gpulets
@@ -362,7 +362,7 @@ def test_fast_single_row_path_handles_strided_and_odd_types(make):
         row = wide[i, ::2]  # strided view
         assert not row.flags.c_contiguous
         assert a.predict(row) == b.predict(X[i].copy())
-        if a.learns_online:  # a frozen predictor refuses update (tested in its own test)
+        if a.tags.learns_online:  # a frozen predictor refuses update (tested in its own test)
             a.update(row, np.float64(y[i]))
             b.update(X[i].tolist(), float(y[i]))  # the generic (list) path
     np.testing.assert_array_equal(a.predict(X), b.predict(X))

@@ -648,20 +648,20 @@ def test_frozen_predictors_refuse_update():
 
     from interfpred import GpuletsModel, OfflineLinear
     from interfpred.errors import FrozenPredictorError
-    from interfpred.predictors.facades import RiverFacade
-    from interfpred.predictors.wrappers import SklearnRegressor
+    from interfpred.predictors.as_peers import AsRiver
+    from interfpred.predictors.from_peers import FromSklearn
 
     X = np.random.default_rng(3).random((8, 4))
     y = 1.0 + X @ np.array([0.1, 0.2, 0.3, 0.1])
-    for p in (OfflineLinear().fit(X, y), GpuletsModel().fit(X, y), SklearnRegressor(estimator=Ridge()).fit(X, y)):
+    for p in (OfflineLinear().fit(X, y), GpuletsModel().fit(X, y), FromSklearn(estimator=Ridge()).fit(X, y)):
         before = p.predict(X)
         with pytest.raises(FrozenPredictorError, match="frozen|partial_fit"):
             p.update(X, y * 2)
         with pytest.raises(FrozenPredictorError):
             p.update(X[0], 2.0)
         np.testing.assert_allclose(p.predict(X), before)
-    with pytest.raises(FrozenPredictorError, match="RiverFacade needs an online predictor"):
-        RiverFacade(predictor=OfflineLinear()).learn_one({"a": 0.1}, 1.2)
+    with pytest.raises(FrozenPredictorError, match="AsRiver needs an online predictor"):
+        AsRiver(predictor=OfflineLinear()).learn_one({"a": 0.1}, 1.2)
 
 
 def test_tracker_with_frozen_predictor_reports_not_learned():

@@ -24,6 +24,7 @@ from interfpred import (
     Static,
     TimeWeighted,
 )
+from interfpred.predictors import PredictorTags
 from interfpred.sim.contention import GpuSpec
 from interfpred.sim.engine import simulate_work
 from interfpred.sim.zoo import zoo_profiles
@@ -39,7 +40,7 @@ class PerfectSM:
     them one common rate, and the rich map carries exactly its inputs (sm_total, n_others).
     """
 
-    learns_online = False
+    tags = PredictorTags(learns_online=False)
 
     def predict(self, X):
         X = np.asarray(X, dtype=float)

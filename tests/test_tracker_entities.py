@@ -5,6 +5,7 @@ import pytest
 
 from interfpred import EWMA, ColocationTracker, EntityRLS, TimeWeighted
 from interfpred.features.entity_features import trace_entities
+from interfpred.predictors import PredictorTags
 from interfpred.sim.workload import mix_scenario
 from interfpred.sim.zoo import zoo_profiles
 
@@ -12,7 +13,7 @@ from interfpred.sim.zoo import zoo_profiles
 class _Opaque:
     """An EntityRLS the tracker cannot see through: the generic path, with entity tables."""
 
-    uses_entities = True
+    tags = PredictorTags(uses_entities=True)
 
     def __init__(self, inner):
         self.inner = inner

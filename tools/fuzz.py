@@ -191,9 +191,8 @@ def kill_trials(n: int, seed: int = 0) -> list[str]:
 
 
 class _Flaky:
-    """An affine-looking predictor that sometimes returns NaN (a corrupted model)."""
-
-    learns_online = True
+    """An affine-looking predictor that sometimes returns NaN (a corrupted model); declares no tags, so it
+    gets the defaults (it learns online)."""
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng

@@ -2,7 +2,7 @@
 
 The baselines are no interference, the global mean and the per-pair mean, computed on the same
 rows in the same run as the model they are shown beside. Predictors that learn per-model terms
-set ``uses_entities``; :func:`call` passes them the rows'
+set ``tags.uses_entities``; :func:`call` passes them the rows'
 :class:`~interfpred.data.entities.Entities` and every other predictor never sees it.
 
 Examples
@@ -34,8 +34,8 @@ BASELINE_LABELS = {"no_interference": "baseline: no interference", "global_mean"
 
 
 def call(predictor: BasePredictor, method: str, *args: Any, entities: Entities | None = None, **kwargs: Any) -> Any:
-    """``predictor.<method>(*args)``, adding ``entities=`` only for predictors with ``uses_entities``."""
-    if entities is not None and getattr(predictor, "uses_entities", False):
+    """``predictor.<method>(*args)``, adding ``entities=`` only for predictors with ``tags.uses_entities``."""
+    if entities is not None and predictor.tags.uses_entities:
         kwargs["entities"] = entities
     return getattr(predictor, method)(*args, **kwargs)
 

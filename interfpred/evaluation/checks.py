@@ -31,7 +31,7 @@ __all__ = ["yield_checks", "check_predictor"]
 
 
 def _width(p: Any) -> int:
-    return getattr(p, "fixed_width", None) or 3
+    return p.tags.fixed_width or 3
 
 
 def _stream(p: Any, n: int = 200, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -66,14 +66,14 @@ def _update(q: Any, X: Any, y: Any) -> None:
     The no-interference baseline is a constant by definition, not a learner that silently
     ignores data: its update accepts valid rows and changes nothing.
     """
-    if q.learns_online or getattr(q, "kind", "") == "no_interference":
+    if q.tags.learns_online or getattr(q, "kind", "") == "no_interference":
         q.update(X, y)
         return
     try:
         q.update(X, y)
     except FrozenPredictorError:
         return
-    raise AssertionError(f"{q!r} is frozen (learns_online false) but update() did not raise FrozenPredictorError")
+    raise AssertionError(f"{q!r} is frozen (tags.learns_online false) but update() did not raise FrozenPredictorError")
 
 
 def check_params_and_repr(p: Any) -> None:
@@ -192,7 +192,7 @@ def check_persistence(p: Any) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "p.json"
             q.save(path)
-            trusted = bool(getattr(q, "stores_pickle", False))
+            trusted = bool(q.tags.stores_pickle)
             if trusted:  # a pickled state is refused unless the caller vouches for the file
                 try:
                     load_predictor(path)
@@ -208,7 +208,7 @@ def check_persistence(p: Any) -> None:
             assert type(other) is type(q) and repr(other) == repr(q)
             np.testing.assert_array_equal(other.predict(X), ref)
         # and they keep learning identically
-        if q.learns_online:
+        if q.tags.learns_online:
             q2 = pickle.loads(pickle.dumps(q))
             q2.update(X, y)
             r.update(X, y)
@@ -237,7 +237,7 @@ def check_frozen_update_refused(p: Any) -> None:
     q = _trained(p)
     X, y = _stream(q, 20, seed=8)
     before = q.predict(X)
-    if q.learns_online:
+    if q.tags.learns_online:
         q.update(X, y * 2.0)
         assert not np.array_equal(q.predict(X), before), "an online predictor's update changed nothing"
         return
@@ -251,7 +251,7 @@ def check_beats_running_mean(p: Any) -> None:
 
     The baselines themselves (``BASELINE_KINDS``) are exempt: they ignore the features by design.
     """
-    if not p.learns_online or getattr(p, "kind", "") in BASELINE_KINDS:
+    if not p.tags.learns_online or getattr(p, "kind", "") in BASELINE_KINDS:
         return
     q = p.clone()
     X, y = _stream(q, 1500, seed=7)
@@ -282,7 +282,7 @@ def _entity_stream(p: Any, n: int = 120, seed: int = 0) -> tuple[np.ndarray, np.
 def check_entities(p: Any) -> None:
     """With entities (predictors that use them): batch equals rows and loops, refusals change nothing,
     persistence keeps predictions and learning, and rows without entities still predict."""
-    if not getattr(p, "uses_entities", False):
+    if not p.tags.uses_entities:
         return
     q = p.clone()
     X, y, ent = _entity_stream(q)
@@ -315,7 +315,7 @@ def check_entities(p: Any) -> None:
         a.save(path)
         r = type(a).load(path)
     np.testing.assert_array_equal(r.predict(Xt, entities=et), batch)
-    if a.learns_online:
+    if a.tags.learns_online:
         a.update(Xt, np.full(len(Xt), 1.5), entities=et)
         r.update(Xt, np.full(len(Xt), 1.5), entities=et)
         np.testing.assert_array_equal(r.predict(Xt, entities=et), a.predict(Xt, entities=et))
@@ -332,14 +332,14 @@ def _entities(n: int, seed: int = 0) -> Entities:
 
 
 def check_entities_contract(p: Any) -> None:
-    """Entity-aware predictors (``uses_entities``) work with and without ``entities=``.
+    """Entity-aware predictors (``tags.uses_entities``) work with and without ``entities=``.
 
     With entities: finite prior, batch predict equals row-by-row predict, batch update equals a
     loop of single-row updates, unseen names predict finite values, save/load and pickle keep the
     predictions. A table of the wrong length or type is refused and leaves the state unchanged.
     Without entities every call still works. Other predictors are not checked here.
     """
-    if not getattr(p, "uses_entities", False):
+    if not p.tags.uses_entities:
         return
     q = p.clone()
     X, y = _stream(q, 120, seed=8)
@@ -379,7 +379,7 @@ def check_entities_contract(p: Any) -> None:
 def check_entities_are_learned(p: Any) -> None:
     """With entities, an online entity-aware predictor beats the running mean on a stream whose
     target depends only on the own and co-runner entities (prequential, single rows)."""
-    if not getattr(p, "uses_entities", False) or not p.learns_online or getattr(p, "entity_terms", True) is False:
+    if not p.tags.uses_entities or not p.tags.learns_online or getattr(p, "entity_terms", True) is False:
         return  # (an ablation with its entity terms turned off learns no entity by design)
     q = p.clone()
     n = 1500

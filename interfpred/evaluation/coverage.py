@@ -33,6 +33,7 @@ import numpy as np
 from interfpred.constants import BOUNDARY_RTOL, MIN_PREDICTED_RATE
 from interfpred.errors import InterfpredError
 from interfpred.evaluation.prequential import feedback_schedule
+from interfpred.predictors import get_tags
 
 __all__ = ["baseline_bounds", "check_quantile", "coverage_rows", "latency_bounds", "prequential_bounds", "run_stamps",
            "target_level"]
@@ -95,7 +96,7 @@ def latency_bounds(predictor: Any, X: np.ndarray, solo_ms: np.ndarray, target: s
                    *, entities: Any = None) -> dict[float, tuple[np.ndarray, np.ndarray]]:
     """``{q: (L, U)}`` latency bounds (ms) of rows ``X`` from a quantile predictor, without learning."""
     solo = np.asarray(solo_ms, dtype=np.float64)
-    kw = {"entities": entities} if entities is not None and getattr(predictor, "uses_entities", False) else {}
+    kw = {"entities": entities} if entities is not None and get_tags(predictor).uses_entities else {}
     out = {}
     for q in _check_quantiles(quantiles):
         hi = _to_latency(_bounds_call(predictor, X, target_level(q, target), kw, q), solo, target)
@@ -127,7 +128,7 @@ def prequential_bounds(predictor: Any, X: np.ndarray, y: np.ndarray, solo_ms: np
     ys = y.tolist()
     order_l, learned = feedback_schedule(start_ms, end_ms, n)
     predict, update = predictor.predict, predictor.update
-    if entities is not None and getattr(predictor, "uses_entities", False):
+    if entities is not None and get_tags(predictor).uses_entities:
         ents = [entities.take([i]) for i in range(n)]
         kws = [{"entities": e} for e in ents]
     else:

@@ -58,7 +58,7 @@ def prequential(predictor: BasePredictor, X: np.ndarray, y: np.ndarray, *, start
     With ``start_ms`` and ``end_ms`` the feedback is delayed as in a live system: row ``i`` is
     predicted with everything learned from the rows that *finished* at or before its launch
     (rows are taken in their given order, which should be launch order). Without them each row
-    is learned right after it is predicted. An offline predictor (``learns_online`` false) only
+    is learned right after it is predicted. An offline predictor (``tags.learns_online`` false) only
     predicts, in one batch call. ``predictor`` is updated in place.
 
     Parameters
@@ -70,7 +70,7 @@ def prequential(predictor: BasePredictor, X: np.ndarray, y: np.ndarray, *, start
     start_ms, end_ms
         Launch and finish times (n,), for delayed feedback.
     entities
-        The rows' entities (n rows), passed to a predictor with ``uses_entities`` (one row at
+        The rows' entities (n rows), passed to a predictor with ``tags.uses_entities`` (one row at
         a time, as the features); other predictors never see them.
 
     Returns
@@ -97,11 +97,11 @@ def prequential(predictor: BasePredictor, X: np.ndarray, y: np.ndarray, *, start
         raise InterfpredError("give both start_ms and end_ms, or neither")
     if n == 0:
         return np.empty(0)
-    if entities is not None and getattr(predictor, "uses_entities", False):
+    if entities is not None and predictor.tags.uses_entities:
         if len(entities) != n:
             raise InterfpredError(f"entities has {len(entities)} rows, X has {n}")
         return prequential_entities(predictor, X, y, start_ms=start_ms, end_ms=end_ms, entities=entities)
-    if not predictor.learns_online:
+    if not predictor.tags.learns_online:
         return np.asarray(predictor.predict(X), dtype=np.float64)
     out = np.empty(n)
     predict, update = predictor.predict, predictor.update
@@ -133,7 +133,7 @@ def prequential_entities(predictor: Any, X: np.ndarray, y: np.ndarray, *, start_
     """
     n = X.shape[0]
     one = entities.split_rows()
-    if not predictor.learns_online:
+    if not predictor.tags.learns_online:
         return np.asarray(predictor.predict(X, entities=entities), dtype=np.float64)
     out = np.empty(n)
     if start_ms is None:
@@ -174,7 +174,7 @@ def prequential_runs(predictor: BasePredictor, X: np.ndarray, y: np.ndarray, run
         raise InterfpredError(f"X has {n} rows, y {y.shape}, run_code {codes.shape}; expected one per row")
     if entities is not None and len(entities) != n:
         raise InterfpredError(f"entities has {len(entities)} rows, X has {n}")
-    if not predictor.learns_online:
+    if not predictor.tags.learns_online:
         return np.asarray(call(predictor, "predict", X, entities=entities), dtype=np.float64).reshape(-1)
     _, first = np.unique(codes, return_index=True)
     out = np.empty(n)

@@ -89,10 +89,10 @@ def _bench_entities(n: int, seed: int = 0) -> Entities:
 
 
 def _ours(p: BasePredictor, d: int, n: int, repeats: int) -> BenchRow:
-    if getattr(p, "uses_entities", False):
+    if p.tags.uses_entities:
         return _ours_entities(p, d, n, repeats)
     X, y = _data(d, max(n, BATCH))
-    if not p.learns_online:  # frozen: update is refused, so only predict is timed
+    if not p.tags.learns_online:  # frozen: update is refused, so only predict is timed
         p.predict(X[:10])
         rows = [X[i].copy() for i in range(n)]
         Xf = X[:BATCH].copy()
@@ -225,9 +225,9 @@ def run_bench(
             chosen.append(make_predictor("gpulets"))
         for p in chosen:
             q = p.clone()
-            if q.fixed_width is not None and q.fixed_width != d:
+            if q.tags.fixed_width is not None and q.tags.fixed_width != d:
                 continue
-            if not q.learns_online:
+            if not q.tags.learns_online:
                 X, y = _data(d, 50)
                 q.fit(X, y)
             rows.append(_ours(q, int(d), n, repeats))

@@ -114,7 +114,7 @@ def score_methods(methods: list[tuple[str, BasePredictor | str]], extractor: Ext
 
     def features_for(p: BasePredictor) -> Any:
         # entities named as the predictor asks (EntityRLS: model and batch size), else by model
-        key = getattr(p, "entity", "model") if getattr(p, "uses_entities", False) else "model"
+        key = getattr(p, "entity", "model") if p.tags.uses_entities else "model"
         if key not in by_key:
             by_key[key] = measurement_features(extractor, measurements, profiles, entity_key=key)
         return by_key[key]
@@ -125,8 +125,8 @@ def score_methods(methods: list[tuple[str, BasePredictor | str]], extractor: Ext
             out[label] = p
             continue
         fm = features_for(p)
-        if p.fixed_width is not None and p.fixed_width != fm.X.shape[1]:
-            out[label] = f"n/a: takes {p.fixed_width} counter features, these data have no counters"
+        if p.tags.fixed_width is not None and p.tags.fixed_width != fm.X.shape[1]:
+            out[label] = f"n/a: takes {p.tags.fixed_width} counter features, these data have no counters"
         else:
             out[label] = [held_out_mape(fm, extractor, measurements.run_code, p, f, online=True) for f in folds]
     return out
@@ -153,7 +153,7 @@ def split_table(extractor: Extractor, predictor: BasePredictor, measurements: Me
                 profiles: ProfileTable | None, *, split: str, repeats: int, seed: int = 0, online: bool = False) -> str:
     """The table ``interfpred evaluate --split`` prints: the predictor beside the baselines, MAPE ± spread."""
     folds = run_folds(measurements, split, repeats=repeats, seed=seed, train_share=E4_TRAIN_SHARE)
-    key = getattr(predictor, "entity", "model") if getattr(predictor, "uses_entities", False) else "model"
+    key = getattr(predictor, "entity", "model") if predictor.tags.uses_entities else "model"
     fm_model = measurement_features(extractor, measurements, profiles)
     fm_pred = measurement_features(extractor, measurements, profiles, entity_key=key) if key != "model" else fm_model
     methods = [(f"model ({predictor.kind})", predictor)] + [(BASELINE_LABELS[k], make_predictor(k))

@@ -101,7 +101,7 @@ def run_config(cfg: Config, fit: FeatureMatrix, rows_fit: slice, test: FeatureMa
          start_ms: np.ndarray, end_ms: np.ndarray) -> np.ndarray:
     """Predicted latency of ``test[rows_test]`` after fitting on ``fit[rows_fit]`` (prequential if online).
 
-    A predictor with ``uses_entities`` also gets the rows' entities, when the features carry them.
+    A predictor with ``tags.uses_entities`` also gets the rows' entities, when the features carry them.
     """
     p = cfg.predictor()
     ent_fit = None if fit.entities is None else fit.entities.take(np.arange(len(fit))[rows_fit])

@@ -134,7 +134,7 @@ class InterferenceModel:
         if not ex.is_builtin:
             raise InterfpredError("an InterferenceModel needs a built-in feature map (a CustomMap cannot be saved)")
         pred = _as_predictor(predictor)
-        width = pred.n_features_in_ or pred.fixed_width
+        width = pred.n_features_in_ or pred.tags.fixed_width
         if width is not None and width != ex.n_features:
             raise InterfpredError(f"predictor {pred.kind!r} takes {width} features but the extractor's map "
                                   f"{ex.feature_map!r} makes {ex.n_features}")
@@ -159,7 +159,7 @@ class InterferenceModel:
         Entities are keyed by the predictor's ``entity`` parameter when it has one (``"model"`` or
         ``"model_batch"``), else by model (what the per-pair baseline groups by).
         """
-        key = getattr(self.predictor, "entity", "model") if getattr(self.predictor, "uses_entities", False) \
+        key = getattr(self.predictor, "entity", "model") if self.predictor.tags.uses_entities \
             else "model"
         parts = []
         if trace is not None:
@@ -213,7 +213,7 @@ class InterferenceModel:
         Traces need ``profiles``; measurements use them for counters when given. With no feature
         map given, a map the profiles support is chosen (see :attr:`note`). ``weights`` gives each
         row a weight (trace rows first, then measurement rows), for predictors that take row
-        weights (``supports_weights``). The three baselines are fitted on the same rows.
+        weights (``tags.supports_weights``). The three baselines are fitted on the same rows.
         """
         saved = (self.extractor, self.note)
         try:
@@ -227,10 +227,10 @@ class InterferenceModel:
             raise InterfpredError("cannot fit on no rows")
         extra = {}
         if weights is not None:
-            if not getattr(self.predictor, "supports_weights", False):
+            if not self.predictor.tags.supports_weights:
                 raise InterfpredError(f"predictor {self.predictor.kind!r} does not take row weights; these do: "
                                       + ", ".join(k for k, c in sorted(registered().items())
-                                                  if getattr(c, "supports_weights", False)))
+                                                  if c.tags.supports_weights))
             extra["sample_weight"] = weights
         call(self.predictor, "fit", fm.X, fm.y, entities=fm.entities, **extra)
         self.baselines = fit_baselines(fm.X, fm.y, entities=self._baseline_entities(fm), sample_weight=weights)
@@ -243,7 +243,7 @@ class InterferenceModel:
         Raises
         ------
         FrozenPredictorError
-            The predictor is frozen (``learns_online`` false): refit with :meth:`fit` instead.
+            The predictor is frozen (``tags.learns_online`` false): refit with :meth:`fit` instead.
         """
         fm = self.features(trace, profiles, measurements=measurements)
         self._check_width(fm)

@@ -1,14 +1,15 @@
 """Predictors behind one predict/update API (see :mod:`interfpred.predictors.base` and docs/predictors.md).
 
-Importing this package registers every built-in predictor kind, here and nowhere else. The
-facades (:class:`RiverFacade`, :class:`SklearnFacade`) import river and scikit-learn (about a
-second), so they are loaded on first use.
+Importing this package registers every built-in predictor kind, here and nowhere else. Our
+predictors as river / scikit-learn estimators (:class:`AsRiver`, :class:`AsSklearn`) import
+river and scikit-learn (about a second), so they are loaded on first use.
 """
 
 from interfpred.predictors.base import BasePredictor, FrozenPredictor, LinearForm, Predictor
 from interfpred.predictors.baselines import GlobalMean, NoInterference, PairMean
 from interfpred.predictors.calibrated.estimator import Calibrated
 from interfpred.predictors.entity_rls.estimator import EntityRLS
+from interfpred.predictors.from_peers import FromRiver, FromSklearn
 from interfpred.predictors.gpulets import GpuletsModel, gpulets_utilisation
 from interfpred.predictors.linear import OfflineLinear
 from interfpred.predictors.registry import (
@@ -21,7 +22,7 @@ from interfpred.predictors.registry import (
 )
 from interfpred.predictors.rls import RLS
 from interfpred.predictors.sgd import OnlineSGD
-from interfpred.predictors.wrappers import RiverRegressor, SklearnRegressor
+from interfpred.predictors.tags import PredictorTags, get_tags
 
 __all__ = [
     "BasePredictor",
@@ -38,11 +39,13 @@ __all__ = [
     "gpulets_utilisation",
     "Predictor",
     "PredictorSpec",
+    "PredictorTags",
     "RLS",
-    "RiverFacade",
-    "RiverRegressor",
-    "SklearnFacade",
-    "SklearnRegressor",
+    "AsRiver",
+    "FromRiver",
+    "AsSklearn",
+    "FromSklearn",
+    "get_tags",
     "load_predictor",
     "make_predictor",
     "predictor_from_state",
@@ -52,17 +55,17 @@ __all__ = [
 
 # The built-in kinds, registered in one place.
 for _cls in (RLS, OnlineSGD, OfflineLinear, GpuletsModel, EntityRLS, NoInterference, GlobalMean, PairMean,
-             Calibrated, RiverRegressor, SklearnRegressor):
+             Calibrated, FromRiver, FromSklearn):
     register(_cls)
 del _cls
 
-_FACADES = ("RiverFacade", "SklearnFacade")
+_AS_PEERS = ("AsRiver", "AsSklearn")
 
 
 def __getattr__(name: str):
-    # The facades import scikit-learn and river (about a second): load them on first use.
-    if name in _FACADES:
-        from interfpred.predictors import facades
+    # AsRiver and AsSklearn import scikit-learn and river (about a second): load them on first use.
+    if name in _AS_PEERS:
+        from interfpred.predictors import as_peers
 
-        return getattr(facades, name)
+        return getattr(as_peers, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,6 +24,7 @@ Examples
 from __future__ import annotations
 
 import abc
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -32,9 +33,8 @@ from interfpred.constants import PRIOR_SLOWDOWN
 from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.predictors.base import BasePredictor
-from interfpred.predictors.inputs import as_rows, as_targets, as_weights, check_entities
 
-__all__ = ["GlobalMean", "NoInterference", "PairMean", "as_weights"]
+__all__ = ["GlobalMean", "NoInterference", "PairMean"]
 
 
 def _finite_count(state: dict[str, Any], key: str) -> list:
@@ -73,7 +73,7 @@ class _Constant(BasePredictor):
 class NoInterference(_Constant):
     """Predicts slowdown 1 (no interference) for every row; learns nothing.
 
-    ``update`` validates its input and learns nothing (``learns_online`` is False).
+    ``update`` validates its input and learns nothing (``tags.learns_online`` is False).
 
     Examples
     --------
@@ -82,28 +82,20 @@ class NoInterference(_Constant):
     """
 
     kind = "no_interference"
-    learns_online = False
-    #: ``fit`` accepts ``sample_weight`` (row weights).
-    supports_weights = True
+    #: ``fit`` takes ``sample_weight`` (and learns nothing from it either).
+    tags = replace(BasePredictor.tags, learns_online=False, supports_weights=True)
 
     def __init__(self) -> None:
         self._d = None
 
-    def fit(self, X: Any, y: Any, *, sample_weight: Any = None) -> NoInterference:
-        """Validate ``X``, ``y`` (and weights) and fix the width; learns nothing."""
-        Xa, single = as_rows(X, width=None)
-        as_targets(y, Xa.shape[0], single)
-        as_weights(sample_weight, Xa.shape[0])
-        self._d = Xa.shape[1]
-        return self
-
     def _allocate(self, d: int) -> None:
         self._d = d
 
-    def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
-        """Nothing to learn: the prediction is slowdown 1 whatever the data (``update`` only checks the rows)."""
+    def _learn(self, X: np.ndarray, y: np.ndarray, entities: Any = None) -> None:
+        """Nothing to learn: the prediction is slowdown 1 whatever the data (``fit`` and ``update`` only
+        check the rows and fix the width)."""
 
-    def _predict_rows(self, X: np.ndarray) -> np.ndarray:
+    def _predict_rows(self, X: np.ndarray, entities: Any = None) -> np.ndarray:
         return np.full(X.shape[0], PRIOR_SLOWDOWN)
 
     def _constant(self) -> float:
@@ -133,7 +125,8 @@ class GlobalMean(_Constant):
     """
 
     kind = "global_mean"
-    supports_weights = True
+    #: ``fit`` takes ``sample_weight`` (a weighted mean).
+    tags = replace(BasePredictor.tags, supports_weights=True)
 
     def __init__(self) -> None:
         self._d = None
@@ -141,26 +134,23 @@ class GlobalMean(_Constant):
         self._n = 0
         self._w = 0.0
 
-    def fit(self, X: Any, y: Any, *, sample_weight: Any = None) -> GlobalMean:
-        """Forget, then learn the (weighted) mean of ``y``; returns self."""
-        Xa, single = as_rows(X, width=None)
-        ya = as_targets(y, Xa.shape[0], single)
-        w = as_weights(sample_weight, Xa.shape[0])
-        self._allocate(Xa.shape[1])
-        self._learn(Xa, ya, w)
-        return self
-
     def _allocate(self, d: int) -> None:
         self._d = d
         self._mean, self._n, self._w = PRIOR_SLOWDOWN, 0, 0.0
 
-    def _learn(self, X: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> None:
+    def _fit_rows(self, X: np.ndarray, y: np.ndarray, *, sample_weight: np.ndarray | None, entities: Any) -> None:
+        self._accumulate(y, sample_weight)
+
+    def _learn(self, X: np.ndarray, y: np.ndarray, entities: Any = None) -> None:
+        self._accumulate(y, None)
+
+    def _accumulate(self, y: np.ndarray, w: np.ndarray | None) -> None:
         acc: list[Any] = [self._mean, self._n, self._w]
         for i, t in enumerate(y.tolist()):
             _push(acc, t, 1.0 if w is None else float(w[i]))
         self._mean, self._n, self._w = float(acc[0]), int(acc[1]), float(acc[2])
 
-    def _predict_rows(self, X: np.ndarray) -> np.ndarray:
+    def _predict_rows(self, X: np.ndarray, entities: Any = None) -> np.ndarray:
         return np.full(X.shape[0], self._mean if self._n else PRIOR_SLOWDOWN)
 
     @property
@@ -205,8 +195,8 @@ class PairMean(BasePredictor):
     """
 
     kind = "pair_mean"
-    uses_entities = True
-    supports_weights = True
+    #: ``fit`` takes ``sample_weight`` (weighted means).
+    tags = replace(BasePredictor.tags, uses_entities=True, supports_weights=True)
 
     def __init__(self) -> None:
         self._d = None
@@ -214,47 +204,14 @@ class PairMean(BasePredictor):
         self._models: dict[str, list] = {}
         self._pairs: dict[tuple[str, tuple[str, ...]], list] = {}
 
-    # -- contract with entities ----------------------------------------------------------------
-    @staticmethod
-    def _keys(entities: Any, n: int) -> list[tuple[str, tuple[str, ...]]] | None:
-        ent = check_entities(entities, n)
-        return None if ent is None else ent.pair_keys()
-
-    def fit(self, X: Any, y: Any, *, entities: Entities | None = None, sample_weight: Any = None) -> PairMean:
-        """Forget everything, then learn rows ``X``, ``y`` keyed by ``entities`` (weighted means
-        with ``sample_weight``); returns self."""
-        Xa, single = as_rows(X, width=self.fixed_width)
-        ya = as_targets(y, Xa.shape[0], single)
-        keys = self._keys(entities, Xa.shape[0])
-        w = as_weights(sample_weight, Xa.shape[0])
-        self._allocate(Xa.shape[1])
-        self._learn_keys(ya, keys, w)
-        return self
-
-    def update(self, X: Any, y: Any, *, entities: Entities | None = None) -> None:
-        """Learn rows ``X`` (n, d) with ``y`` (n,), or one row with a float, keyed by ``entities``."""
-        Xa, single = as_rows(X, width=self._width())
-        ya = as_targets(y, Xa.shape[0], single)
-        keys = self._keys(entities, Xa.shape[0])
-        if self._d is None:
-            self._allocate(Xa.shape[1])
-        self._learn_keys(ya, keys)
-
-    def predict(self, X: Any, *, entities: Entities | None = None) -> Any:
-        """Predicted slowdowns for rows keyed by ``entities``: (n, d) -> (n,); one row -> float."""
-        Xa, single = as_rows(X, width=self._width())
-        keys = self._keys(entities, Xa.shape[0])
-        g = self._global[0] if self._global[1] else PRIOR_SLOWDOWN
-        if keys is None:
-            out = np.full(Xa.shape[0], g)
-        else:
-            out = np.empty(Xa.shape[0])
-            for i, key in enumerate(keys):
-                hit = self._pairs.get(key) or self._models.get(key[0])
-                out[i] = hit[0] if hit else g
-        return float(out[0]) if single else out
-
     # -- learning --------------------------------------------------------------------------------
+    def _fit_rows(self, X: np.ndarray, y: np.ndarray, *, sample_weight: np.ndarray | None,
+                  entities: Entities | None) -> None:
+        self._learn_keys(y, None if entities is None else entities.pair_keys(), sample_weight)
+
+    def _learn(self, X: np.ndarray, y: np.ndarray, entities: Entities | None = None) -> None:
+        self._learn_keys(y, None if entities is None else entities.pair_keys())
+
     def _learn_keys(self, y: np.ndarray, keys: list | None, w: np.ndarray | None = None) -> None:
         for i, t in enumerate(y.tolist()):
             wi = 1.0 if w is None else float(w[i])
@@ -271,8 +228,15 @@ class PairMean(BasePredictor):
         self._global = [PRIOR_SLOWDOWN, 0, 0.0]
         self._models, self._pairs = {}, {}
 
-    def _predict_rows(self, X: np.ndarray) -> np.ndarray:
-        return np.full(X.shape[0], self._global[0] if self._global[1] else PRIOR_SLOWDOWN)
+    def _predict_rows(self, X: np.ndarray, entities: Entities | None = None) -> np.ndarray:
+        g = self._global[0] if self._global[1] else PRIOR_SLOWDOWN
+        if entities is None:
+            return np.full(X.shape[0], g)
+        out = np.empty(X.shape[0])
+        for i, key in enumerate(entities.pair_keys()):
+            hit = self._pairs.get(key) or self._models.get(key[0])
+            out[i] = hit[0] if hit else g
+        return out
 
     @property
     def n_pairs_(self) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -97,8 +98,7 @@ class GpuletsModel(FrozenPredictor):
     """
 
     kind = "gpulets"
-    fixed_width = 4
-    is_linear = True
+    tags = replace(FrozenPredictor.tags, is_linear=True, fixed_width=4)
     _contract_params = [{}, {"clip": False}, {"coefficients": GPULETS_RTX2080TI, "clip": False}]
 
     def __init__(self, *, coefficients: tuple[float, ...] | None = None, clip: bool = True) -> None:
@@ -167,7 +167,7 @@ class GpuletsModel(FrozenPredictor):
         self._n = 0
         self._d = d
 
-    def _fit_rows(self, X: np.ndarray, y: np.ndarray) -> None:
+    def _fit_rows(self, X: np.ndarray, y: np.ndarray, *, sample_weight: Any, entities: Any) -> None:
         if X.shape[0] < 5:
             raise InterfpredError(f"fit needs at least 5 pairs to learn c0..c4, got {X.shape[0]}")
         A = np.column_stack([X, np.ones(X.shape[0])])
@@ -178,7 +178,7 @@ class GpuletsModel(FrozenPredictor):
         self._c = c
         self._n = X.shape[0]
 
-    def _predict_rows(self, X: np.ndarray) -> np.ndarray:
+    def _predict_rows(self, X: np.ndarray, entities: Any = None) -> np.ndarray:
         assert self._c is not None  # only called on a fitted predictor
         a = X @ self._c[_ORDER] + self._c[4]
         return np.maximum(a, 1.0) if self.clip else a

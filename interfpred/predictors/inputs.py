@@ -20,9 +20,9 @@ from interfpred.errors import InterfpredError
 __all__ = ["as_rows", "as_targets", "as_weights", "check_learnable", "check_positive", "check_flag",
            "check_entities", "check_state_header", "state_array", "state_count", "is_integer", "NDARRAY", "F64"]
 
-#: The compiled single-row paths take exactly one float64 numpy row. Their guard is spelled inline,
-#: ``type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1`` (a helper function would add a call,
-#: about 10 % of a 0.3 us prediction).
+#: The compiled single-row paths take exactly one float64 numpy row; the guard that picks them,
+#: ``type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1``, is written once, in
+#: :meth:`BasePredictor.predict <interfpred.predictors.base.BasePredictor.predict>` and ``update``.
 NDARRAY = np.ndarray
 F64 = np.dtype(np.float64)
 
@@ -55,10 +55,9 @@ def as_rows(X: Any, *, width: int | None, name: str = "X") -> tuple[np.ndarray, 
         raise InterfpredError(f"{name} is {arr.ndim}-dimensional; expected one row (d,) or rows (n, d)")
     if width is not None and arr.shape[1] != width:
         raise InterfpredError(f"{name} has {arr.shape[1]} features, but the predictor was fitted with {width}")
-    if not np.isfinite(arr).all():
+    if not np.isfinite(arr).all():   # one wording whatever the form (one row, rows, a list)
         r, c = np.argwhere(~np.isfinite(arr))[0]
-        where = f"column {c}" if single else f"row {r}, column {c}"
-        raise InterfpredError(f"{name} contains {arr[r, c]} at {where}; features must be finite")
+        raise InterfpredError(f"{name} contains {arr[r, c]} at row {r}, column {c}; features must be finite")
     return np.ascontiguousarray(arr), single
 
 

@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from interfpred.errors import InterfpredError
 from interfpred.predictors import _linear_kernels as K
-from interfpred.predictors.base import BasePredictor, FrozenPredictor
-from interfpred.predictors.inputs import (
-    F64,
-    NDARRAY,
-    as_rows,
-    as_weights,
-    check_flag,
-    check_positive,
-    state_array,
-    state_count,
-)
+from interfpred.predictors.base import FrozenPredictor
+from interfpred.predictors.inputs import check_flag, check_positive, state_array, state_count
 
 _FAST = K.FAST
 _H = K.LINEAR_HEADER
@@ -59,9 +51,8 @@ class OfflineLinear(FrozenPredictor):
     """
 
     kind = "offline_linear"
-    is_linear = True
-    #: ``fit`` accepts ``sample_weight`` (weighted least squares).
-    supports_weights = True
+    #: ``fit`` takes ``sample_weight`` (weighted least squares).
+    tags = replace(FrozenPredictor.tags, is_linear=True, supports_weights=True)
     _contract_params = [{}, {"ridge": 1.0}, {"fit_intercept": False}]
 
     def __init__(self, *, ridge: float = 0.0, fit_intercept: bool = True) -> None:
@@ -86,17 +77,8 @@ class OfflineLinear(FrozenPredictor):
         self._d = d
         self._pack()
 
-    def fit(self, X: Any, y: Any, *, sample_weight: Any = None) -> OfflineLinear:
-        """Forget, then fit ``X`` (n, d) to ``y`` (n,), with optional row weights; returns self."""
-        Xa, single = as_rows(X, width=None)
-        self._weights = as_weights(sample_weight, Xa.shape[0])
-        try:
-            BasePredictor.fit(self, X, y)
-            return self
-        finally:
-            self.__dict__.pop("_weights", None)  # weights are an argument of this call, not state
-
-    def _fit_rows(self, X: np.ndarray, y: np.ndarray) -> None:
+    def _fit_rows(self, X: np.ndarray, y: np.ndarray, *, sample_weight: np.ndarray | None,
+                  entities: Any) -> None:
         if X.shape[0] == 0:
             raise InterfpredError("fit needs at least one row")
         from sklearn.linear_model import LinearRegression, Ridge  # imported on use: sklearn is slow to import
@@ -105,7 +87,7 @@ class OfflineLinear(FrozenPredictor):
             est = LinearRegression(fit_intercept=bool(self.fit_intercept))
         else:
             est = Ridge(alpha=float(self.ridge), fit_intercept=bool(self.fit_intercept))
-        est.fit(X, y, sample_weight=getattr(self, "_weights", None))
+        est.fit(X, y, sample_weight=sample_weight)
         self._coef = np.ascontiguousarray(est.coef_, dtype=np.float64).reshape(-1)
         self._intercept = float(est.intercept_) if self.fit_intercept else 0.0
         self._n = X.shape[0]
@@ -120,18 +102,10 @@ class OfflineLinear(FrozenPredictor):
         buf[_H + d] = self._intercept
         self._buf = buf
 
-    def predict(self, X: Any) -> Any:
-        """Predicted slowdowns: (n, d) -> (n,) array; one row (d,) -> float (the prior before fit)."""
-        buf = self._buf
-        if buf is not None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1:
-            r = _FAST.linear_predict_one(buf, X, _H)
-            if r - r == 0.0:
-                return r
-            as_rows(X, width=self._d)
-            return r
-        return BasePredictor.predict(self, X)
+    def _predict_one(self, x: np.ndarray, entities: Any) -> float:
+        return _FAST.linear_predict_one(self._buf, x, _H)
 
-    def _predict_rows(self, X: np.ndarray) -> np.ndarray:
+    def _predict_rows(self, X: np.ndarray, entities: Any = None) -> np.ndarray:
         return X @ self._coef + self._intercept
 
     @property

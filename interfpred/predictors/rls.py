@@ -14,17 +14,16 @@ tests/naive.py's ``naive_ew_ridge``.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from interfpred.constants import PRIOR_SLOWDOWN, PRIOR_STD, RLS_DELTA, RLS_FORGETTING, RLS_MAX_DELTA
+from interfpred.constants import PRIOR_SLOWDOWN, RLS_DELTA, RLS_FORGETTING, RLS_MAX_DELTA
 from interfpred.errors import InterfpredError
 from interfpred.predictors import _linear_kernels as K
-from interfpred.predictors._status import kernel_error
-from interfpred.predictors.base import BasePredictor
-from interfpred.predictors.buffered import BufferedPredictor
-from interfpred.predictors.inputs import F64, NDARRAY, as_rows, check_flag, check_positive
+from interfpred.predictors.flat_state import FlatStatePredictor
+from interfpred.predictors.inputs import check_flag, check_positive
 
 __all__ = ["RLS"]
 
@@ -32,7 +31,7 @@ _FAST = K.FAST
 _H = K.RLS_HEADER
 
 
-class RLS(BufferedPredictor):
+class RLS(FlatStatePredictor):
     """Recursive least squares with exponential forgetting (numba kernel).
 
     Parameters
@@ -49,6 +48,10 @@ class RLS(BufferedPredictor):
         about ``delta * I`` when features sit at zero for long stretches.  ``False`` gives plain RLS
         (exactly padasip's ``FilterRLS``), which winds up on such streams.
 
+    ``predict(X, return_std=True)`` also returns ``sqrt(s2 * (1 + x~^T P x~))`` per row, with ``s2`` an
+    exponentially weighted estimate of the noise variance and ``P`` the covariance (``PRIOR_STD`` when
+    fresh).
+
     Examples
     --------
     >>> import numpy as np
@@ -64,7 +67,7 @@ class RLS(BufferedPredictor):
     """
 
     kind = "rls"
-    is_linear = True
+    tags = replace(FlatStatePredictor.tags, is_linear=True, predicts_std=True)
     _learn_kernel = K.rls_update_many
     _contract_params = [{}, {"forgetting": 0.9, "delta": 10.0}, {"fit_intercept": False, "forgetting": 1.0}]
 
@@ -115,65 +118,33 @@ class RLS(BufferedPredictor):
         buf[po:po + m * m].reshape(m, m)[np.diag_indices(m)] = float(self.delta)
         self._adopt(buf, d)
 
-    def _predict_rows(self, X: np.ndarray) -> np.ndarray:
+    def _predict_rows(self, X: np.ndarray, entities: Any = None) -> np.ndarray:
         out = np.empty(X.shape[0])
         K.linear_predict_many(self._buf, X, _H, out)
         return out
 
-    # -- lean single-row paths (validation happens inside the kernel) -----------------------
-    def update(self, X: Any, y: Any) -> None:
-        """Learn from rows ``X`` (n, d) with ``y`` (n,), or one row (d,) with a float.
+    # -- the compiled single-row paths (BasePredictor.predict/update dispatch to them) -----------
+    def _predict_one(self, x: np.ndarray, entities: Any) -> float:
+        return _FAST.linear_predict_one(self._buf, x, _H)
 
-        Refused input (wrong width, NaN/inf) raises InterfpredError and changes nothing.
-        """
+    def _update_one(self, x: np.ndarray, y: float, entities: Any) -> int:
+        return _FAST.rls_update_one(self._buf, x, y)
+
+    def _std_one(self, x: np.ndarray) -> float:
         buf = self._buf
-        if buf is not None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1:
-            ty = type(y)
-            if ty is float or ty is np.float64:
-                status = _FAST.rls_update_one(buf, X, y)
-                if status:
-                    raise kernel_error(status, model="RLS", n_features=X.shape[0], width=self._d)
-                return
-        BasePredictor.update(self, X, y)
+        assert buf is not None    # only called on a fitted predictor
+        q = np.empty(1)           # the batch kernel on a (1, d) view
+        K.rls_quad_many(buf, x.reshape(1, -1), q)
+        return math.sqrt(buf[K.RLS_NOISE_VAR] * (1.0 + q[0]))
 
-    def predict(self, X: Any, return_std: bool = False) -> Any:
-        """Predicted slowdowns, optionally with their predictive standard deviations.
-
-        Parameters
-        ----------
-        X
-            One row (d,) or rows (n, d).
-        return_std
-            Also return ``sqrt(s2 * (1 + x~^T P x~))``, with ``s2`` an exponentially weighted
-            estimate of the noise variance and ``P`` the covariance (``PRIOR_STD`` when fresh).
-
-        Returns
-        -------
-        float or ndarray, or a pair of them when ``return_std`` is true.
-        """
+    def _std_rows(self, X: np.ndarray) -> np.ndarray:
+        """``sqrt(s2 * (1 + x~^T P x~))``, with ``s2`` an exponentially weighted estimate of the noise
+        variance and ``P`` the covariance (``predict(X, return_std=True)``)."""
         buf = self._buf
-        if buf is not None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1:
-            r = _FAST.linear_predict_one(buf, X, _H)
-            if r - r == 0.0:
-                if not return_std:
-                    return r
-                q = np.empty(1)           # one row with its std: the batch kernel on a (1, d) view
-                K.rls_quad_many(buf, X.reshape(1, -1), q)
-                return r, math.sqrt(buf[K.RLS_NOISE_VAR] * (1.0 + q[0]))
-            as_rows(X, width=self._d)  # raises with a precise message
-            if not return_std:
-                return r  # finite input whose product overflowed
-        mean = BasePredictor.predict(self, X)
-        if not return_std:
-            return mean
-        Xa, single = as_rows(X, width=self._width())
-        if buf is None:
-            std = np.full(Xa.shape[0], PRIOR_STD)
-        else:
-            q = np.empty(Xa.shape[0])
-            K.rls_quad_many(buf, Xa, q)
-            std = np.sqrt(buf[K.RLS_NOISE_VAR] * (1.0 + q))
-        return (mean, float(std[0])) if single else (mean, std)
+        assert buf is not None
+        q = np.empty(X.shape[0])
+        K.rls_quad_many(buf, X, q)
+        return np.sqrt(buf[K.RLS_NOISE_VAR] * (1.0 + q))
 
     # -- fleet learning -------------------------------------------------------------------
     def _prior_information(self, n: int) -> np.ndarray:

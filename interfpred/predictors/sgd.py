@@ -25,6 +25,7 @@ pipeline does.  The intercept starts at the prior slowdown 1.0.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -39,10 +40,8 @@ from interfpred.constants import (
 )
 from interfpred.errors import InterfpredError
 from interfpred.predictors import _sgd_kernels as K
-from interfpred.predictors._status import kernel_error
-from interfpred.predictors.base import BasePredictor
-from interfpred.predictors.buffered import BufferedPredictor
-from interfpred.predictors.inputs import F64, NDARRAY, as_rows, check_flag, check_positive
+from interfpred.predictors.flat_state import FlatStatePredictor
+from interfpred.predictors.inputs import check_flag, check_positive
 
 __all__ = ["OnlineSGD", "SCHEDULES"]
 
@@ -56,7 +55,7 @@ _H = K.SGD_HEADER
 _FAST = K.FAST
 
 
-class OnlineSGD(BufferedPredictor):
+class OnlineSGD(FlatStatePredictor):
     """Online least-squares regression by SGD (see the module docstring for the schedules).
 
     Parameters
@@ -96,7 +95,7 @@ class OnlineSGD(BufferedPredictor):
     """
 
     kind = "online_sgd"
-    is_linear = True
+    tags = replace(FlatStatePredictor.tags, is_linear=True)
     _learn_kernel = K.sgd_update_many
     _contract_params = [
         {},
@@ -151,33 +150,17 @@ class OnlineSGD(BufferedPredictor):
             buf[_H + d] = PRIOR_SLOWDOWN
         self._adopt(buf, d)
 
-    def _predict_rows(self, X: np.ndarray) -> np.ndarray:
+    def _predict_rows(self, X: np.ndarray, entities: Any = None) -> np.ndarray:
         out = np.empty(X.shape[0])
         K.sgd_predict_many(self._buf, X, out)
         return out
 
-    def update(self, X: Any, y: Any) -> None:
-        """Learn from rows ``X`` (n, d) with ``y`` (n,), or one row (d,) with a float."""
-        buf = self._buf
-        if buf is not None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1:
-            ty = type(y)
-            if ty is float or ty is np.float64:
-                status = _FAST.sgd_update_one(buf, X, y)
-                if status:
-                    raise kernel_error(status, model="OnlineSGD", n_features=X.shape[0], width=self._d)
-                return
-        BasePredictor.update(self, X, y)
+    # -- the compiled single-row paths (BasePredictor.predict/update dispatch to them) -----------
+    def _predict_one(self, x: np.ndarray, entities: Any) -> float:
+        return _FAST.sgd_predict_one(self._buf, x)
 
-    def predict(self, X: Any) -> Any:
-        """Predicted slowdowns: (n, d) -> (n,) array; one row (d,) -> float."""
-        buf = self._buf
-        if buf is not None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1:
-            r = _FAST.sgd_predict_one(buf, X)
-            if r - r == 0.0:
-                return r
-            as_rows(X, width=self._d)
-            return r
-        return BasePredictor.predict(self, X)
+    def _update_one(self, x: np.ndarray, y: float, entities: Any) -> int:
+        return _FAST.sgd_update_one(self._buf, x, y)
 
     @property
     def coef_(self) -> np.ndarray:

@@ -7,7 +7,7 @@ finishes (:meth:`~RunningSetProjector.project`). It picks the fastest path the p
 
 * a predictor with entity terms (``pairwise_terms``, as :class:`~interfpred.EntityRLS`) over a
   built-in map: the compiled entity kernels;
-* an affine predictor (``is_linear`` and ``linear_form()``) over a built-in map: the compiled
+* an affine predictor (``tags.is_linear`` and ``linear_form()``) over a built-in map: the compiled
   affine projection of :mod:`interfpred.serving.projection`;
 * anything else: :func:`~interfpred.serving.projection.project_fluid` with one ``predict`` call per segment.
 
@@ -35,6 +35,7 @@ from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.evaluation.coverage import check_quantile as check_level
 from interfpred.features import Extractor
+from interfpred.predictors import get_tags
 from interfpred.serving._entity_projection_kernels import entity_project, entity_rates
 from interfpred.serving._projection_kernels import NONFINITE, affine_rates, all_finite, clamp_rates
 from interfpred.serving.projection import project_affine_unchecked, project_fluid
@@ -131,7 +132,7 @@ class RunningSetProjector:
         d = extractor.n_features
         width = getattr(predictor, "n_features_in_", None)
         if width is None:
-            width = getattr(predictor, "fixed_width", None)
+            width = get_tags(predictor).fixed_width
         if width is not None and width != d:
             raise InterfpredError(
                 f"the predictor takes {width} features but the extractor's map {extractor.feature_map!r} "
@@ -152,7 +153,7 @@ class RunningSetProjector:
         spec = extractor.kernel_spec
         self._map_id = spec.map_id
         self._combine_id = spec.combine_id
-        self._affine_path = extractor.is_builtin and bool(getattr(predictor, "is_linear", False))
+        self._affine_path = extractor.is_builtin and bool(get_tags(predictor).is_linear)
         self._entity_path = extractor.is_builtin and has_entity_terms(predictor)
 
     @property

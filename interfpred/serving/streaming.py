@@ -68,7 +68,7 @@ class FinishResult(NamedTuple):
     #: ``(predicted - observed) / observed`` latency.
     relative_error: float
     #: Whether ``predictor.update`` was called (False with ``learn=False``, a frozen predictor
-    #: (``learns_online`` false), a zero-length execution, or an
+    #: (``tags.learns_online`` false), a zero-length execution, or an
     #: observed slowdown outside ``[SLOWDOWN_MIN, SLOWDOWN_MAX]``, which is non-physical: a glitched timer).
     learned: bool
 

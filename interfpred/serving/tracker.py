@@ -50,6 +50,7 @@ from interfpred.data.profiles import ProfileTable
 from interfpred.errors import FrozenPredictorError, InterfpredError
 from interfpred.features import Extractor, make_extractor
 from interfpred.features.entity_features import RunningEntities
+from interfpred.predictors import get_tags
 from interfpred.serving.projection import ProjectionInputs
 from interfpred.serving.projector import RunningSetProjector, check_quantile, parse_candidates
 from interfpred.serving.running_set import RunningSet, check_time, snapshot_state
@@ -110,7 +111,7 @@ class ColocationTracker:
         if not (hasattr(predictor, "predict") and hasattr(predictor, "update")):
             raise InterfpredError(f"predictor must have predict and update, got {type(predictor).__name__}")
         # predictors that learn per-model terms get the entities of every row they see
-        uses_entities = bool(getattr(predictor, "uses_entities", False))
+        uses_entities = bool(get_tags(predictor).uses_entities)
         self._proj = RunningSetProjector(predictor, extractor, min_rate=min_rate, max_rate=max_rate,
                                          entities=uses_entities)   # checks the width and the clamp
         self.profiles = profiles
@@ -264,7 +265,7 @@ class ColocationTracker:
         learned = False
         slowdown = 1.0 / done.y if self._is_rate and done.y > 0 else done.y
         physical = SLOWDOWN_MIN <= slowdown <= SLOWDOWN_MAX   # else a glitched timer: not learned
-        online = getattr(self.predictor, "learns_online", True)   # a frozen predictor refuses update
+        online = get_tags(self.predictor).learns_online   # a frozen predictor refuses update
         if self.learn and online and lat > 0 and math.isfinite(done.y) and physical:
             try:
                 self.predictor.update(done.x, float(done.y), **kw)

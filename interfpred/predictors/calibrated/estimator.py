@@ -15,8 +15,8 @@ levels, entity groups, what is guaranteed and the cost are described in docs/pre
 from __future__ import annotations
 
 import copy
-import inspect
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -39,7 +39,7 @@ from interfpred.errors import InterfpredError
 from interfpred.predictors.base import BasePredictor
 from interfpred.predictors.calibrated import _kernels as K
 from interfpred.predictors.calibrated.state import CalibratedStateMixin
-from interfpred.predictors.inputs import F64, NDARRAY, as_rows, as_targets, check_entities, is_integer
+from interfpred.predictors.inputs import as_rows, as_targets, check_entities, is_integer
 from interfpred.predictors.registry import PredictorSpec, make_predictor
 
 __all__ = ["Calibrated"]
@@ -69,7 +69,7 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
     gamma
         ACI step size.
     scale
-        ``"relative"``, ``"std"`` or ``"auto"`` (``"std"`` when the predictor has ``return_std``).
+        ``"relative"``, ``"std"`` or ``"auto"`` (``"std"`` when the predictor has ``tags.predicts_std``).
     groups
         ``"global"``, or ``"entity"`` for per-entity (Mondrian) thresholds when entities are given.
     min_group
@@ -122,7 +122,11 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
         self.calibration_share = calibration_share
         self._check_params()
         self._template = self._build(predictor)
-        self._online = bool(self._template.learns_online)
+        inner = self._template.tags
+        # the calibration's capabilities are the wrapped predictor's, plus entities for per-entity groups
+        self.tags = replace(type(self).tags, learns_online=inner.learns_online, fixed_width=inner.fixed_width,
+                            uses_entities=self.groups == "entity" or inner.uses_entities)
+        self._online = bool(inner.learns_online)
         self._levels = _levels(self.quantiles)
         self._level_pos = {float(v): i for i, v in enumerate(self._levels.tolist())}
         self._th0 = K.HEADER + self._levels.shape[0]    # offset of the thresholds in a group row
@@ -168,26 +172,6 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
         params = {k: v for k, v in self.get_params().items() if k != "predictor"}
         return type(self)(p.clone() if isinstance(p, BasePredictor) else copy.deepcopy(p), **params)
 
-    @property
-    def learns_online(self) -> bool:  # type: ignore[override]
-        """Whether the point predictions learn: the wrapped predictor's flag.
-
-        The calibration of ``aci`` and ``split`` learns on every ``update`` even around a frozen
-        predictor (which is then never updated itself), so call ``update`` with every observation
-        either way.
-        """
-        return bool(self._template.learns_online)
-
-    @property
-    def uses_entities(self) -> bool:  # type: ignore[override]
-        """Whether entities are used: per-entity groups, or a wrapped predictor that uses them."""
-        return bool(self.groups == "entity" or getattr(self._template, "uses_entities", False))
-
-    @property
-    def fixed_width(self) -> int | None:  # type: ignore[override]
-        """The wrapped predictor's fixed width, if any."""
-        return self._template.fixed_width
-
     # ------------------------------------------------------------------ state
     def _reset(self) -> None:
         self._inner: Any = None          # the trained wrapped predictor (None before fit/update)
@@ -202,13 +186,10 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
     def _resolve_scale(self) -> str:
         if self.scale != "auto":
             return self.scale
-        try:
-            has_std = "return_std" in inspect.signature(self._template.predict).parameters
-        except (TypeError, ValueError):
-            has_std = False
-        return "std" if has_std else "relative"
+        return "std" if self._template.tags.predicts_std else "relative"
 
     def _allocate(self, d: int) -> None:
+        self._reset()
         self._state = K.new_state(1, self._levels, self.window)
         self._group_index = {}
         self._group_names = []
@@ -218,9 +199,11 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
         return self._inner if self._inner is not None else self._template
 
     def _kw(self, ent: Entities | None) -> dict[str, Any]:
-        return {"entities": ent} if ent is not None and getattr(self._template, "uses_entities", False) else {}
+        return {"entities": ent} if ent is not None and self._template.tags.uses_entities else {}
 
-    def _check_entities(self, entities: Any, n: int) -> Entities | None:
+    def _entities_arg(self, entities: Any, n: int) -> Entities | None:
+        """Entities are taken whatever the tags: with global groups around a predictor that uses none,
+        they are checked and unused."""
         return check_entities(entities, n)
 
     def _mean_scale(self, p: Any, X: np.ndarray, ent: Entities | None) -> tuple[np.ndarray, np.ndarray]:
@@ -254,39 +237,28 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
         K.push_many(self._state, groups, scores, self._levels, par)
 
     # ------------------------------------------------------------------ the API
-    def fit(self, X: Any, y: Any, *, entities: Any = None) -> Calibrated:
-        """Forget, calibrate on out-of-sample scores of the last rows, fit the predictor on all; returns self."""
-        Xa, single = as_rows(X, width=self.fixed_width)
-        ya = as_targets(y, Xa.shape[0], single)
-        ent = self._check_entities(entities, Xa.shape[0])
-        saved = self.__dict__.copy()
-        try:
-            self._reset()
-            self._allocate(Xa.shape[1])
-            n = Xa.shape[0]
-            n_cal = int(round(float(self.calibration_share) * n))
-            m = n - n_cal
-            if n_cal >= 1 and m >= 1:
-                head = None if ent is None else ent.take(np.arange(m))
-                aux = self._template.clone().fit(Xa[:m], ya[:m], **self._kw(head))
-                groups = self._row_groups(None if ent is None else ent.take(np.arange(m, n)), n_cal, create=True)
-                scores = self._prequential_scores(aux, Xa[m:], ya[m:], None if ent is None else ent.take(
-                    np.arange(m, n)))
-                self._push(groups, scores, "split" if self.method == "fixed" else None)
-                if self.method == "fixed":
-                    self._state[:, K.FROZEN] = 1.0
-            self._inner = self._template.clone().fit(Xa, ya, **self._kw(ent))
-            self._yq = np.quantile(ya, self._levels)
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(saved)
-            raise
-        return self
+    def _fit_rows(self, X: np.ndarray, y: np.ndarray, *, sample_weight: Any, entities: Entities | None) -> None:
+        """Calibrate on out-of-sample scores of the last rows, then fit the predictor on all."""
+        ent = entities
+        n = X.shape[0]
+        n_cal = int(round(float(self.calibration_share) * n))
+        m = n - n_cal
+        if n_cal >= 1 and m >= 1:
+            head = None if ent is None else ent.take(np.arange(m))
+            tail = None if ent is None else ent.take(np.arange(m, n))
+            aux = self._template.clone().fit(X[:m], y[:m], **self._kw(head))
+            groups = self._row_groups(tail, n_cal, create=True)
+            scores = self._prequential_scores(aux, X[m:], y[m:], tail)
+            self._push(groups, scores, "split" if self.method == "fixed" else None)
+            if self.method == "fixed":
+                self._state[:, K.FROZEN] = 1.0
+        self._inner = self._template.clone().fit(X, y, **self._kw(ent))
+        self._yq = np.quantile(y, self._levels)
 
     def _prequential_scores(self, p: Any, X: np.ndarray, y: np.ndarray, ent: Entities | None) -> np.ndarray:
         """Scores of each row before ``p`` learns from it (``p`` is updated)."""
         n = X.shape[0]
-        if not p.learns_online:             # frozen: its predictions do not move, it is never updated
+        if not p.tags.learns_online:        # frozen: its predictions do not move, it is never updated
             mean, scale = self._mean_scale(p, X, ent)
             return (y - mean) / scale
         out = np.empty(n)
@@ -304,22 +276,27 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
         Rows are taken in order (predict, then learn), so a batch equals a loop of single rows.
         Refused input raises :class:`~interfpred.errors.InterfpredError` and changes nothing.
         """
+        BasePredictor.update(self, X, y, entities=entities)
+
+    def _update_one(self, x: np.ndarray, y: float, entities: Any) -> int:
         inner = self._inner
-        if (entities is None and inner is not None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1
-                and type(y) is float and y - y == 0.0):
-            if self._relative:                   # the lean single-row path; predict validates X
-                m = inner.predict(X)
-                s = (y - m) / max(abs(m), CALIBRATED_MIN_SCALE)
-            else:
-                m, sd = inner.predict(X, return_std=True)
-                s = (y - m) / max(sd, CALIBRATED_MIN_SCALE * max(abs(m), 1.0))
-            if self._online:
-                inner.update(X, y)               # refuses atomically
-            K.push(self._state, 0, s, self._levels, self._par)
-            return
+        if entities is not None or inner is None or not y - y == 0.0:
+            return -1                            # the checked path
+        if self._relative:                       # predict validates x
+            m = inner.predict(x)
+            s = (y - m) / max(abs(m), CALIBRATED_MIN_SCALE)
+        else:
+            m, sd = inner.predict(x, return_std=True)
+            s = (y - m) / max(sd, CALIBRATED_MIN_SCALE * max(abs(m), 1.0))
+        if self._online:
+            inner.update(x, y)                   # refuses atomically
+        K.push(self._state, 0, s, self._levels, self._par)
+        return 0
+
+    def _update_checked(self, X: Any, y: Any, entities: Any) -> None:
         Xa, single = as_rows(X, width=self._width())
         ya = as_targets(y, Xa.shape[0], single)
-        ent = self._check_entities(entities, Xa.shape[0])
+        ent = self._entities_arg(entities, Xa.shape[0])
         # one row on a trained wrapper cannot fail after validation except inside the wrapped
         # predictor's own (atomic) update, so only batches and the first call need a snapshot
         saved = copy.deepcopy(self.__dict__) if (Xa.shape[0] > 1 or self._d is None) else None
@@ -340,8 +317,8 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
         groups = self._row_groups(ent, X.shape[0], create=True)
         self._push(groups, scores)
 
-    def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
-        self._learn_rows(X, y, None)
+    def _learn(self, X: np.ndarray, y: np.ndarray, entities: Entities | None = None) -> None:
+        self._learn_rows(X, y, entities)
 
     def _level_index(self, quantile: Any) -> int:
         li = self._level_pos.get(quantile) if type(quantile) is float else None
@@ -358,13 +335,15 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
                                   "(set quantiles= when building the Calibrated wrapper; CLI: fit --quantiles)")
         return int(hit[0])
 
-    def predict(self, X: Any, *, quantile: float | None = None, entities: Any = None) -> Any:
+    def predict(self, X: Any, return_std: bool = False, *, quantile: float | None = None, entities: Any = None) -> Any:
         """Point predictions, or the bound at ``quantile`` (a calibrated level or its complement).
 
         Parameters
         ----------
         X
             One row (d,) or rows (n, d).
+        return_std
+            Refused (``tags.predicts_std`` is False): use ``quantile``.
         quantile
             None for the wrapped predictor's point prediction; else a level of ``quantiles`` or
             ``1 - level``: the returned target is at or above the truth with that long-run frequency.
@@ -375,11 +354,14 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
         -------
         float for one row, else an (n,) array.
         """
+        if return_std:
+            raise InterfpredError("Calibrated gives bounds, not a standard deviation (tags.predicts_std is False); "
+                                  "call predict(X, quantile=q)")
         if quantile is None:
             if entities is None:
                 return self._now().predict(X)
             Xa, single = as_rows(X, width=self._width())
-            ent = self._check_entities(entities, Xa.shape[0])
+            ent = self._entities_arg(entities, Xa.shape[0])
             out = self._now().predict(Xa, **self._kw(ent))
             return float(np.asarray(out).reshape(-1)[0]) if single else out
         li = self._level_pos.get(quantile) if type(quantile) is float else None
@@ -387,14 +369,18 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
             li = self._level_index(quantile)
         state = self._state
         th = self._th0 + li
-        if state is not None and entities is None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1:
+        if state is not None and entities is None:   # one global group: the wrapped predictor checks X
             if self._relative:
                 m = self._inner.predict(X)
-                return m + max(abs(m), CALIBRATED_MIN_SCALE) * state.item(0, th)
+                if isinstance(m, float):             # one row
+                    return m + max(abs(m), CALIBRATED_MIN_SCALE) * state.item(0, th)
+                return m + np.maximum(np.abs(m), CALIBRATED_MIN_SCALE) * state[0, th]
             m, sd = self._inner.predict(X, return_std=True)
-            return m + max(sd, CALIBRATED_MIN_SCALE * max(abs(m), 1.0)) * state.item(0, th)
+            if isinstance(m, float):
+                return m + max(sd, CALIBRATED_MIN_SCALE * max(abs(m), 1.0)) * state.item(0, th)
+            return m + np.maximum(sd, CALIBRATED_MIN_SCALE * np.maximum(np.abs(m), 1.0)) * state[0, th]
         Xa, single = as_rows(X, width=self._width())
-        ent = self._check_entities(entities, Xa.shape[0])
+        ent = self._entities_arg(entities, Xa.shape[0])
         mean, scale = self._mean_scale(self._now(), Xa, ent)
         if state is None:
             out = mean
@@ -405,5 +391,5 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
             out = mean + scale * state[g, th]
         return float(out[0]) if single else out
 
-    def _predict_rows(self, X: np.ndarray) -> np.ndarray:
+    def _predict_rows(self, X: np.ndarray, entities: Any = None) -> np.ndarray:
         return np.asarray(self._now().predict(X), dtype=np.float64)

@@ -19,7 +19,6 @@ from interfpred.errors import InterfpredError
 from interfpred.predictors.entity_rls import _kernels as EK
 from interfpred.predictors.entity_rls import _rows as ER
 from interfpred.predictors.entity_rls import _tables as ET
-from interfpred.predictors.inputs import check_entities
 
 __all__ = ["EntityStore"]
 
@@ -239,10 +238,6 @@ class EntityStore:
             for a, b in dict.fromkeys(map(tuple, ET.pair_missing(self._ptab, vmap, ent.own, ent.indptr,
                                                                  ent.co).tolist())):
                 self._new_pair(a, b)
-
-    @staticmethod
-    def _check_entities(entities: Any, n: int) -> Entities | None:
-        return check_entities(entities, n)
 
     # ------------------------------------------------------------------ read-only views
     def _need(self, what: str) -> None:

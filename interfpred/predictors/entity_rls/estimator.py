@@ -15,6 +15,7 @@ pairs are described in docs/predictors.md ("Per-model terms: entities and Entity
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -38,7 +39,7 @@ from interfpred.predictors.entity_rls import _kernels as EK
 from interfpred.predictors.entity_rls import _rows as ER
 from interfpred.predictors.entity_rls._store import EntityStore
 from interfpred.predictors.entity_rls.tuning import select_prior_variances
-from interfpred.predictors.inputs import F64, NDARRAY, as_rows, as_targets, check_flag, check_positive
+from interfpred.predictors.inputs import check_flag, check_positive
 
 __all__ = ["EntityRLS"]
 
@@ -52,7 +53,6 @@ _NO_I2 = np.full((1, 4), -1, dtype=np.int64)
 _NO_F2 = np.zeros((1, 1))
 _PTR0 = np.zeros(2, dtype=np.int64)
 _OWN0 = np.zeros(1, dtype=np.int64)
-_FLOATS = (float, np.float64)
 
 
 def _error(status: int, row: int | None, d: Any, n_features: int | None = None) -> InterfpredError:
@@ -126,7 +126,7 @@ class EntityRLS(EntityStore, BasePredictor):
     """
 
     kind = "entity_rls"
-    uses_entities = True
+    tags = replace(BasePredictor.tags, uses_entities=True)
     _contract_params = [{}, {"log_target": False, "rank": 2, "forgetting": 0.99},
                     {"covariance": "full", "population": "joint", "log_target": False},
                     {"population": "joint", "tune_priors": True}, {"entity_terms": False, "alone_is_solo": False}]
@@ -247,64 +247,50 @@ class EntityRLS(EntityStore, BasePredictor):
         self._reset_cache()
 
     # ------------------------------------------------------------------ the API
-    def fit(self, X: Any, y: Any, *, entities: Entities | None = None) -> EntityRLS:
-        """Forget everything, then learn rows ``X`` with targets ``y`` (and their entities); returns self."""
-        Xa, single = as_rows(X, width=None)
-        ya = as_targets(y, Xa.shape[0], single)
-        ent = self._check_entities(entities, Xa.shape[0])
-        saved = self.__dict__.copy()
-        try:
-            self._allocate(Xa.shape[1])
-            if self.tune_priors and ent is not None and self.entity_terms and Xa.shape[0] >= 8:
-                # the search runs with the decoupled covariance (fast); the fit below uses the chosen
-                # variances with the configured one
-                params = {**self.get_params(), "tune_priors": False,
-                          "covariance": "blocks" if self.covariance == "auto" else self.covariance}
-                best, _ = select_prior_variances(Xa, ya, ent, params=params)
-                self._var = {k: float(v) for k, v in best.items()}
-                self._create = (1 + int(self._var["pair_var"] > 0)) if self.entity_terms else 0
-            self._learn(Xa, ya, ent)
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(saved)
-            raise
-        return self
+    def _fit_rows(self, X: np.ndarray, y: np.ndarray, *, sample_weight: Any, entities: Entities | None) -> None:
+        ent = entities
+        if self.tune_priors and ent is not None and self.entity_terms and X.shape[0] >= 8:
+            # the search runs with the decoupled covariance (fast); the fit below uses the chosen
+            # variances with the configured one
+            params = {**self.get_params(), "tune_priors": False,
+                      "covariance": "blocks" if self.covariance == "auto" else self.covariance}
+            best, _ = select_prior_variances(X, y, ent, params=params)
+            self._var = {k: float(v) for k, v in best.items()}
+            self._create = (1 + int(self._var["pair_var"] > 0)) if self.entity_terms else 0
+        self._learn(X, y, ent)
 
-    def update(self, X: Any, y: Any, *, entities: Entities | None = None) -> None:
-        """Learn from rows ``X`` (n, d) with ``y`` (n,), or one row with a float, and their entities.
-
-        Entities named for the first time are created. Refused input raises InterfpredError and
-        changes nothing.
-        """
+    # -- the compiled single-row paths (BasePredictor.predict/update dispatch to them) -----------
+    def _update_one(self, x: np.ndarray, y: float, entities: Any) -> int:
+        """Entities named for the first time are created; any refusal leaves the state unchanged."""
         g = self._g
-        if g is not None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1 and type(y) in _FLOATS:
-            if entities is None:
-                st = _FAST.update_one(g, self._est, self._P, self._etab, self._ptab, _NO_V, X, y, -1, _NO_I, _NO_F, 0)
-            elif type(entities) is Entities and entities.own.shape[0] == 1:
-                vmap = (self._vmap if entities.names is self._vm_key and self._vm_n == len(self._names)
-                        else self._vmap_for(entities))
-                own = int(entities.own[0])
-                st = _FAST.update_one(g, self._est, self._P, self._etab, self._ptab, vmap, X, y, own, entities.co,
-                                      entities.weight, self._create)
-                if st == MISSING:  # nothing changed yet: create what is new, then learn
-                    mark = (len(self._names), self._np, self._n_pairs)
-                    self._create_missing(entities)
-                    st = _FAST.update_one(self._g, self._est, self._P, self._etab, self._ptab,
-                                          self._vmap_for(entities), X, y, own, entities.co, entities.weight, 0)
-                    if st:
-                        self._rollback(*mark)
-            else:
-                st = -1
-            if st > 0:
-                raise _error(st, None, self._d, X.shape[0])
-            if st == 0:
-                return
-        Xa, single = as_rows(X, width=self._d)
-        ya = as_targets(y, Xa.shape[0], single)
-        ent = self._check_entities(entities, Xa.shape[0])
-        if self._g is None:
-            self._allocate(Xa.shape[1])
-        self._learn(Xa, ya, ent)
+        if entities is None:
+            return _FAST.update_one(g, self._est, self._P, self._etab, self._ptab, _NO_V, x, y, -1, _NO_I, _NO_F, 0)
+        if type(entities) is not Entities or entities.own.shape[0] != 1:
+            return -1
+        vmap = (self._vmap if entities.names is self._vm_key and self._vm_n == len(self._names)
+                else self._vmap_for(entities))
+        own = int(entities.own[0])
+        st = _FAST.update_one(g, self._est, self._P, self._etab, self._ptab, vmap, x, y, own, entities.co,
+                              entities.weight, self._create)
+        if st == MISSING:  # nothing changed yet: create what is new, then learn
+            mark = (len(self._names), self._np, self._n_pairs)
+            self._create_missing(entities)
+            st = _FAST.update_one(self._g, self._est, self._P, self._etab, self._ptab,
+                                  self._vmap_for(entities), x, y, own, entities.co, entities.weight, 0)
+            if st:
+                self._rollback(*mark)
+        return st
+
+    def _predict_one(self, x: np.ndarray, entities: Any) -> float:
+        """Unknown entities contribute 0; NaN (a refused row) takes the checked path."""
+        if entities is None:
+            return _FAST.predict_one(self._g, self._est, self._etab, self._ptab, _NO_V, x, -1, _NO_I, _NO_F)
+        if type(entities) is not Entities or entities.own.shape[0] != 1:
+            return math.nan
+        vmap = (self._vmap if entities.names is self._vm_key and self._vm_n == len(self._names)
+                else self._vmap_for(entities))
+        return _FAST.predict_one(self._g, self._est, self._etab, self._ptab, vmap, x, int(entities.own[0]),
+                                 entities.co, entities.weight)
 
     def _run_update(self, X: np.ndarray, y: np.ndarray, ent: Entities | None) -> int:
         if ent is None:
@@ -337,34 +323,9 @@ class EntityRLS(EntityStore, BasePredictor):
             self._restore(saved)
             raise _error(*split_code(code), self._d)
 
-    def predict(self, X: Any, *, entities: Entities | None = None) -> Any:
-        """Predicted targets: (n, d) -> (n,); one row (d,) -> float. Unknown entities contribute 0."""
-        g = self._g
-        if g is not None and type(X) is NDARRAY and X.dtype is F64 and X.ndim == 1:
-            r = None
-            if entities is None:
-                r = _FAST.predict_one(g, self._est, self._etab, self._ptab, _NO_V, X, -1, _NO_I, _NO_F)
-            elif type(entities) is Entities and entities.own.shape[0] == 1:
-                vmap = (self._vmap if entities.names is self._vm_key and self._vm_n == len(self._names)
-                        else self._vmap_for(entities))
-                r = _FAST.predict_one(g, self._est, self._etab, self._ptab, vmap, X, int(entities.own[0]),
-                                      entities.co, entities.weight)
-            if r is not None:
-                if math.isnan(r):
-                    as_rows(X, width=self._d)  # raises with a precise message
-                return r
-        Xa, single = as_rows(X, width=self._d)
-        ent = self._check_entities(entities, Xa.shape[0])
-        if g is None:
-            out = np.full(Xa.shape[0], PRIOR_SLOWDOWN)
-        else:
-            out = np.empty(Xa.shape[0])
-            self._run_predict(Xa, ent, out)
-        return float(out[0]) if single else out
-
-    def _predict_rows(self, X: np.ndarray) -> np.ndarray:
+    def _predict_rows(self, X: np.ndarray, entities: Entities | None = None) -> np.ndarray:
         out = np.empty(X.shape[0])
-        self._run_predict(X, None, out)
+        self._run_predict(X, entities, out)
         return out
 
     def _run_predict(self, X: np.ndarray, ent: Entities | None, out: np.ndarray) -> int:

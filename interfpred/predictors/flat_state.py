@@ -20,10 +20,10 @@ from interfpred.predictors._status import OK, kernel_error, split_code
 from interfpred.predictors.base import BasePredictor
 from interfpred.predictors.inputs import state_array
 
-__all__ = ["BufferedPredictor"]
+__all__ = ["FlatStatePredictor"]
 
 
-class BufferedPredictor(BasePredictor):
+class FlatStatePredictor(BasePredictor):
     """An online predictor whose learned state is one flat float64 buffer, learned by a compiled kernel."""
 
     #: The compiled kernel ``(buf, X, y) -> status * ROW_FACTOR + row`` that learns validated rows.
@@ -39,7 +39,7 @@ class BufferedPredictor(BasePredictor):
     def _header(self, buf: np.ndarray) -> None:
         """Write the hyperparameters (and the widths) into the buffer's header."""
 
-    def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
+    def _learn(self, X: np.ndarray, y: np.ndarray, entities: Any = None) -> None:
         buf = self._buf
         assert buf is not None  # allocated before _learn
         saved = buf.copy()  # small; restores the state if a row is refused mid-batch

@@ -1,7 +1,7 @@
-"""Our predictors inside river and scikit-learn.
+"""Our predictors as river and scikit-learn estimators (the other direction is :mod:`.from_peers`).
 
-:class:`RiverFacade` (``learn_one``/``predict_one`` on dicts, pipelines) and
-:class:`SklearnFacade` (``fit``/``predict``/``partial_fit``, ``clone``, pipelines, grid search)
+:class:`AsRiver` (``learn_one``/``predict_one`` on dicts, pipelines) and
+:class:`AsSklearn` (``fit``/``predict``/``partial_fit``, ``clone``, pipelines, grid search)
 wrap any interfpred predictor; both pass their library's own estimator-check suite
 (tests/test_adapters.py). This module imports river and scikit-learn (about a second), so
 :meth:`~interfpred.predictors.base.BasePredictor.as_river` and ``as_sklearn`` load it on first use.
@@ -16,11 +16,12 @@ import numpy as np
 from interfpred.constants import PRIOR_SLOWDOWN
 from interfpred.errors import FrozenPredictorError, InterfpredError
 from interfpred.predictors.registry import make_predictor
+from interfpred.predictors.tags import get_tags
 
 if TYPE_CHECKING:
     from interfpred.predictors.base import BasePredictor
 
-__all__ = ["RiverFacade", "SklearnFacade"]
+__all__ = ["AsRiver", "AsSklearn"]
 
 
 def _default_predictor() -> BasePredictor:
@@ -36,7 +37,7 @@ except ImportError:  # pragma: no cover
     _RiverRegressorBase = object
 
 
-class RiverFacade(_RiverRegressorBase):
+class AsRiver(_RiverRegressorBase):
     """An interfpred predictor inside river: ``learn_one(x: dict, y)`` / ``predict_one(x)``.
 
     The feature order is fixed by the keys of the first ``learn_one`` (sorted); a feature
@@ -51,7 +52,7 @@ class RiverFacade(_RiverRegressorBase):
     Examples
     --------
     >>> from interfpred import RLS
-    >>> model = RiverFacade(predictor=RLS(forgetting=0.99))
+    >>> model = AsRiver(predictor=RLS(forgetting=0.99))
     >>> model.predict_one({"l2": 0.3, "dram": 0.2})
     1.0
     >>> model.learn_one({"l2": 0.3, "dram": 0.2}, 1.4)
@@ -79,9 +80,9 @@ class RiverFacade(_RiverRegressorBase):
 
     def learn_one(self, x: dict, y: float) -> None:
         """Learn one observation; a frozen (offline) predictor is refused with FrozenPredictorError."""
-        if not getattr(self.predictor or _default_predictor(), "learns_online", True):
+        if not get_tags(self.predictor or _default_predictor()).learns_online:
             raise FrozenPredictorError(
-                f"RiverFacade needs an online predictor; {type(self.predictor).__name__} is frozen and "
+                f"AsRiver needs an online predictor; {type(self.predictor).__name__} is frozen and "
                 "cannot learn_one (use RLS or OnlineSGD)")
         if self._features is None:
             try:
@@ -114,10 +115,10 @@ except ImportError:  # pragma: no cover
 def _learns_online(facade: Any) -> bool:
     """Whether the facade's predictor learns online (``partial_fit`` exists only then)."""
     p = facade.predictor if facade.predictor is not None else _default_predictor()
-    return bool(getattr(p, "learns_online", True))
+    return bool(get_tags(p).learns_online)
 
 
-class SklearnFacade(RegressorMixin, BaseEstimator):
+class AsSklearn(RegressorMixin, BaseEstimator):
     """An interfpred predictor as a scikit-learn regressor (fit / predict / partial_fit).
 
     ``fit`` trains a fresh clone of ``predictor``; ``partial_fit`` keeps learning so the facade
@@ -138,7 +139,7 @@ class SklearnFacade(RegressorMixin, BaseEstimator):
     >>> from sklearn.preprocessing import StandardScaler
     >>> from interfpred import RLS
     >>> X = np.arange(20.0).reshape(10, 2); y = X @ [1.0, 2.0] + 1.0
-    >>> pipe = make_pipeline(StandardScaler(), SklearnFacade(predictor=RLS(forgetting=1.0, delta=1e6)))
+    >>> pipe = make_pipeline(StandardScaler(), AsSklearn(predictor=RLS(forgetting=1.0, delta=1e6)))
     >>> np.round(pipe.fit(X, y).predict(X[:2]), 3)
     array([3., 9.])
     """
@@ -149,7 +150,7 @@ class SklearnFacade(RegressorMixin, BaseEstimator):
     def _new_model(self) -> BasePredictor:
         return (self.predictor if self.predictor is not None else _default_predictor()).clone()
 
-    def fit(self, X: Any, y: Any) -> SklearnFacade:
+    def fit(self, X: Any, y: Any) -> AsSklearn:
         from sklearn.utils.validation import validate_data
 
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
@@ -159,7 +160,7 @@ class SklearnFacade(RegressorMixin, BaseEstimator):
         return self
 
     @available_if(_learns_online)
-    def partial_fit(self, X: Any, y: Any) -> SklearnFacade:
+    def partial_fit(self, X: Any, y: Any) -> AsSklearn:
         """Keep learning from more rows (only offered when the predictor learns online)."""
         from sklearn.utils.validation import validate_data
 
@@ -184,17 +185,17 @@ class SklearnFacade(RegressorMixin, BaseEstimator):
                 params[f"predictor__{k}"] = v
         return params
 
-    def set_params(self, **params: Any) -> SklearnFacade:
+    def set_params(self, **params: Any) -> AsSklearn:
         nested = {k.split("__", 1)[1]: v for k, v in params.items() if k.startswith("predictor__")}
         if "predictor" in params:
             self.predictor = params["predictor"]
         others = set(params) - {"predictor"} - {f"predictor__{k}" for k in nested}
         if others:
-            raise InterfpredError(f"invalid parameter(s) {sorted(others)} for SklearnFacade")
+            raise InterfpredError(f"invalid parameter(s) {sorted(others)} for AsSklearn")
         if nested:
             base = self.predictor if self.predictor is not None else _default_predictor()
             self.predictor = type(base)(**{**base.get_params(), **nested})
         return self
 
-    def __sklearn_clone__(self) -> SklearnFacade:
+    def __sklearn_clone__(self) -> AsSklearn:
         return type(self)(predictor=None if self.predictor is None else self.predictor.clone())

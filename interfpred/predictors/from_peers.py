@@ -1,4 +1,5 @@
-"""Any river or scikit-learn regressor as an interfpred predictor (kinds ``river`` and ``sklearn``).
+"""Any river or scikit-learn regressor as an interfpred predictor (kinds ``river`` and ``sklearn``):
+:class:`FromRiver` and :class:`FromSklearn` (the other direction is :mod:`.as_peers`).
 
 Same predict/update contract as every predictor, prior before learning, validated input,
 save/load. Their state files embed the wrapped object pickled (base64) inside the JSON.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import pickle
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -20,13 +22,13 @@ from interfpred.errors import FrozenPredictorError, InterfpredError
 from interfpred.predictors.base import BasePredictor
 from interfpred.predictors.inputs import as_rows, as_targets, check_state_header
 
-__all__ = ["RiverRegressor", "SklearnRegressor"]
+__all__ = ["FromRiver", "FromSklearn"]
 
 
-class _WrappedPredictor(BasePredictor):
+class _FromPeer(BasePredictor):
     """Shared persistence of the wrappers: the wrapped estimator travels pickled in the JSON."""
 
-    stores_pickle = True
+    tags = replace(BasePredictor.tags, stores_pickle=True)
 
     def _get_state(self) -> dict[str, Any]:
         return {"pickle": base64.b64encode(pickle.dumps(self)).decode("ascii")}
@@ -67,7 +69,7 @@ class _WrappedPredictor(BasePredictor):
         return obj
 
 
-class RiverRegressor(_WrappedPredictor):
+class FromRiver(_FromPeer):
     """Any river regressor as an interfpred predictor.
 
     Rows become dicts ``{0: x0, 1: x1, ...}``; ``update`` calls ``learn_one`` row by row on a
@@ -76,7 +78,7 @@ class RiverRegressor(_WrappedPredictor):
     Examples
     --------
     >>> from river import linear_model
-    >>> p = RiverRegressor(model=linear_model.LinearRegression())
+    >>> p = FromRiver(model=linear_model.LinearRegression())
     >>> p.predict([0.5, 0.5])
     1.0
     >>> p.update([[0.5, 0.5]], [2.0])
@@ -114,13 +116,13 @@ class RiverRegressor(_WrappedPredictor):
         self._d = d
         self._n = 0
 
-    def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
+    def _learn(self, X: np.ndarray, y: np.ndarray, entities: Any = None) -> None:
         est = self._est
         for row, t in zip(X.tolist(), y.tolist()):
             est.learn_one(dict(enumerate(row)), t)
         self._n += X.shape[0]
 
-    def _predict_rows(self, X: np.ndarray) -> np.ndarray:
+    def _predict_rows(self, X: np.ndarray, entities: Any = None) -> np.ndarray:
         if self._n == 0:
             return np.full(X.shape[0], PRIOR_SLOWDOWN)
         est = self._est
@@ -132,18 +134,18 @@ class RiverRegressor(_WrappedPredictor):
         return self._n
 
 
-class SklearnRegressor(_WrappedPredictor):
+class FromSklearn(_FromPeer):
     """Any scikit-learn regressor as an interfpred predictor.
 
     ``fit`` fits a clone of ``estimator``; ``update`` calls ``partial_fit`` when the estimator
-    has it (``learns_online`` is then true) and otherwise raises
+    has it (``tags.learns_online`` is then true) and otherwise raises
     :class:`~interfpred.errors.FrozenPredictorError`, like :class:`~interfpred.OfflineLinear`.
 
     Examples
     --------
     >>> from sklearn.linear_model import SGDRegressor
-    >>> p = SklearnRegressor(estimator=SGDRegressor(random_state=0))
-    >>> p.learns_online
+    >>> p = FromSklearn(estimator=SGDRegressor(random_state=0))
+    >>> p.tags.learns_online
     True
     >>> p.predict([0.5])
     1.0
@@ -162,6 +164,8 @@ class SklearnRegressor(_WrappedPredictor):
     def __init__(self, *, estimator: Any = None) -> None:
         self.estimator = estimator
         self._check_params()
+        # online exactly when the estimator has partial_fit
+        self.tags = replace(type(self).tags, learns_online=estimator is None or hasattr(estimator, "partial_fit"))
         self._est: Any = None
         self._d = None
         self._fitted = False
@@ -169,11 +173,6 @@ class SklearnRegressor(_WrappedPredictor):
     def _check_params(self) -> None:
         if self.estimator is not None and not (hasattr(self.estimator, "fit") and hasattr(self.estimator, "predict")):
             raise InterfpredError(f"estimator must be a scikit-learn regressor, got {self.estimator!r}")
-
-    @property
-    def learns_online(self) -> bool:  # type: ignore[override]
-        """True when the estimator has ``partial_fit``."""
-        return self.estimator is None or hasattr(self.estimator, "partial_fit")
 
     def _allocate(self, d: int) -> None:
         from sklearn.base import clone
@@ -183,28 +182,29 @@ class SklearnRegressor(_WrappedPredictor):
         self._d = d
         self._fitted = False
 
-    def _fit_rows(self, X: np.ndarray, y: np.ndarray) -> None:
+    def _fit_rows(self, X: np.ndarray, y: np.ndarray, *, sample_weight: Any, entities: Any) -> None:
         if X.shape[0] == 0:
             raise InterfpredError("fit needs at least one row")
         self._est.fit(X, y)
         self._fitted = True
 
-    def _learn(self, X: np.ndarray, y: np.ndarray) -> None:
-        if self.learns_online and X.shape[0]:
+    def _learn(self, X: np.ndarray, y: np.ndarray, entities: Any = None) -> None:
+        if self.tags.learns_online and X.shape[0]:
             self._est.partial_fit(X, y)
             self._fitted = True
 
-    def update(self, X: Any, y: Any) -> None:
+    def update(self, X: Any, y: Any, *, entities: Any = None) -> None:
         """``partial_fit`` on the rows (or validate and learn nothing without it)."""
-        if not self.learns_online:
+        if not self.tags.learns_online:
             Xa, single = as_rows(X, width=self._d)
             as_targets(y, Xa.shape[0], single)
+            self._entities_arg(entities, Xa.shape[0])
             raise FrozenPredictorError(
                 f"{type(self.estimator).__name__} has no partial_fit, so update() cannot learn online; refit "
                 "with fit(X, y) on all the data, or wrap an estimator with partial_fit (SGDRegressor)")
-        BasePredictor.update(self, X, y)
+        BasePredictor.update(self, X, y, entities=entities)
 
-    def _predict_rows(self, X: np.ndarray) -> np.ndarray:
+    def _predict_rows(self, X: np.ndarray, entities: Any = None) -> np.ndarray:
         if not self._fitted:
             return np.full(X.shape[0], PRIOR_SLOWDOWN)
         return np.asarray(self._est.predict(X), dtype=np.float64).reshape(-1)
