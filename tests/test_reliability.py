@@ -335,7 +335,7 @@ def test_import_works_when_numba_cannot_cache():
 
 # ---------------------------------------------------------------------------- one clean line, exit 2
 _PROFILES = "gpu,model,batch_size,solo_ms,sm,l2,dram\nl4,vgg19,1,2.0,0.5,0.25,0.5\nl4,vgg19,8,9.0,0.7,0.3,0.6\n"
-_TRACE_HEAD = "id,gpu,model,batch_size,start_ms,end_ms\n"
+_TRACE_HEAD = "id,device,model,batch_size,start_ms,end_ms\n"
 
 
 def _cli(args, capsys):
