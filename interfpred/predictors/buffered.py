@@ -1,7 +1,7 @@
 """The base of online predictors whose whole learned state is one flat float64 buffer (RLS, OnlineSGD).
 
 The buffer starts with the slots every linear buffer has (``N_SEEN``, ``N_WEIGHTS``,
-``N_FEATURES``, :mod:`interfpred.predictors._linear_kernels`); a subclass says how large it is
+``N_FEATURES``, :mod:`interfpred.predictors._linear_buffers`); a subclass says how large it is
 (``_layout``), writes its hyperparameters into it (``_header``) and names the compiled kernel
 that learns a batch (``_learn_kernel``). Learning, the observation count and the state file
 (``{"buffer": [...]}``) are shared here.
@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from interfpred.errors import InterfpredError
-from interfpred.predictors._linear_kernels import N_FEATURES, N_SEEN, N_WEIGHTS
+from interfpred.predictors._linear_buffers import N_FEATURES, N_SEEN, N_WEIGHTS
 from interfpred.predictors._status import OK, kernel_error, split_code
 from interfpred.predictors.base import BasePredictor
 from interfpred.predictors.inputs import state_array

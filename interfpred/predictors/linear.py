@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from interfpred.errors import InterfpredError
-from interfpred.predictors import _linear_kernels as K
+from interfpred.predictors import _linear_buffers as K
 from interfpred.predictors.base import BasePredictor, FrozenPredictor
 from interfpred.predictors.inputs import (
     F64,

@@ -20,7 +20,7 @@ import numpy as np
 
 from interfpred.constants import PRIOR_SLOWDOWN, PRIOR_STD, RLS_DELTA, RLS_FORGETTING, RLS_MAX_DELTA
 from interfpred.errors import InterfpredError
-from interfpred.predictors import _linear_kernels as K
+from interfpred.predictors import _linear_buffers as K
 from interfpred.predictors._status import kernel_error
 from interfpred.predictors.base import BasePredictor
 from interfpred.predictors.buffered import BufferedPredictor

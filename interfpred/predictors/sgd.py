@@ -38,7 +38,7 @@ from interfpred.constants import (
     SGD_SCHEDULE,
 )
 from interfpred.errors import InterfpredError
-from interfpred.predictors import _sgd_kernels as K
+from interfpred.predictors import _sgd_steps as K
 from interfpred.predictors._status import kernel_error
 from interfpred.predictors.base import BasePredictor
 from interfpred.predictors.buffered import BufferedPredictor

@@ -34,7 +34,7 @@ from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.predictors._status import MISSING, OK, kernel_error, split_code
 from interfpred.predictors.base import BasePredictor
-from interfpred.predictors.entity_rls import _kernels as EK
+from interfpred.predictors.entity_rls import _entity_steps as EK
 from interfpred.predictors.entity_rls import _rows as ER
 from interfpred.predictors.entity_rls._store import EntityStore
 from interfpred.predictors.entity_rls.tuning import select_prior_variances
