@@ -46,12 +46,12 @@ LAYER_JOBS = {
             "datasets",
     "features": "co-location timelines, feature maps and their temporal aggregation, specs, measurement-run and "
                 "entity features, bounded-memory chunks",
-    "predictors": "every predictor behind one contract, their numba kernels, the baselines, the adapters",
+    "predictors": "every predictor behind one contract, their compiled steps, the baselines, the adapters",
     "evaluation": "metrics, prequential runs, folds, the baselines beside every number, coverage, the predictor "
                   "contract checks",
     "model": "`InterferenceModel`: extractor plus predictor, fitted, evaluated, saved and loaded; its "
              "prediction tables",
-    "serving": "the live running set, the what-if projection and its kernels, the tracker, placement over a fleet",
+    "serving": "the live running set, the compiled what-if projection, the tracker, placement over a fleet",
     "sim": "the ground-truth GPU simulator and its workloads (knows nothing of predictors)",
     "experiments": "the paper's experiments, scheduling (E3), reproduction, Dask, benchmarks, coverage of a "
                    "model's bounds",

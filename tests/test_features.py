@@ -219,12 +219,65 @@ def test_positional_ewma_alpha_warns_and_still_works():
 
 
 def test_kernel_spec_is_public_and_consistent():
-    from interfpred.features import _timeline_kernels as k
+    from interfpred.features import _segment_maps as k
 
     spec = EWMA(alpha=0.25, combine="max").kernel_spec
     assert spec[:3] == (k.MAP_DEFAULT, k.COMBINE_MAX, k.AGG_EWMA) and spec.alpha == pytest.approx(0.25)
     assert TimeWeighted(feature_map="rich").kernel_spec[:3] == (k.MAP_RICH, k.COMBINE_SUM, k.AGG_TIME_WEIGHTED)
     assert Static(feature_map=CustomMap(lambda me, o: [0.0], names=["z"])).kernel_spec.map_id == -1
+
+
+def test_named_columns_are_the_feature_names():
+    from interfpred.constants import RESOURCES
+    from interfpred.features import _segment_maps as k
+
+    assert (k.SM, k.L2, k.DRAM) == tuple(RESOURCES.index(r) for r in ("sm", "l2", "dram"))
+    rich = feature_names("rich")
+    assert len(rich) == k.RICH_WIDTH and len(feature_names("default")) == k.DEFAULT_WIDTH
+    assert feature_names("default") == rich[:k.DEFAULT_WIDTH]
+    for r, res in enumerate(RESOURCES):
+        assert rich[k.ME + r] == f"{res}_me" and rich[k.OTHER + r] == f"{res}_other"
+        assert rich[k.PRODUCT + r] == f"{res}_me_x_other"
+        assert rich[k.TOTAL + r] == f"{res}_total" and rich[k.EXCESS + r] == f"{res}_excess"
+    assert rich[k.N_OTHERS] == "n_others"
+    gpulets = feature_names("gpulets")
+    assert len(gpulets) == k.GPULETS_WIDTH
+    assert (gpulets[k.GPULETS_L2_ME], gpulets[k.GPULETS_DRAM_ME], gpulets[k.GPULETS_L2_OTHER],
+            gpulets[k.GPULETS_DRAM_OTHER]) == ("l2_me", "dram_me", "l2_other", "dram_other")
+
+
+@pytest.mark.parametrize("fmap", MAPS)
+@pytest.mark.parametrize("combine", COMBINES)
+def test_affine_form_equals_the_model_over_the_map(fmap, combine):
+    # b + w . phi_i = own(i) + sum_r other_weight(i, r) * other_r(i) + set terms, the split the
+    # compiled projection evaluates; the others' demands are computed here without the map.
+    from interfpred.features import _segment_maps as k
+
+    rng = np.random.default_rng(11)
+    ex = Static(feature_map=fmap, combine=combine)
+    map_id = ex.kernel_spec.map_id
+    for n in (1, 2, 5):
+        dem = np.round(rng.random((n, 3)) * 4) / 4 if n == 5 else rng.random((n, 3))   # ties too
+        phi = ex.map_running_set(dem)
+        w = rng.normal(size=phi.shape[1])
+        tot = k.quantize(dem).sum(axis=0)
+        for i in range(n):
+            rest = np.delete(dem, i, axis=0)
+            other = np.zeros(3) if n == 1 else rest.sum(axis=0) if combine == "sum" else rest.max(axis=0)
+            got = (k.affine_own(w, 0.25, dem, i, map_id) + k.affine_set(w, tot, n, map_id)
+                   + sum(k.affine_other_weight(w, dem, i, r, map_id) * other[r] for r in range(3)))
+            assert got == pytest.approx(0.25 + w @ phi[i], rel=1e-12, abs=1e-12)
+
+
+def test_map_counters_checks_its_input_and_drops_the_share_columns():
+    dem = [[0.5, 0.2, 0.1], [0.1, 0.6, 0.3], [0.2, 0.2, 0.9]]
+    for fmap in MAPS:
+        np.testing.assert_array_equal(Static(feature_map=fmap, shares=True).map_counters(dem),
+                                      Static(feature_map=fmap).map_running_set(dem))
+    with pytest.raises(InterfpredError, match=r"outside \[0, 1\]"):
+        Static(shares=True).map_counters([[0.1, 1.5, 0.3]])
+    with pytest.raises(InterfpredError, match="no counter part"):
+        Static(feature_map="shares").map_counters(dem)
 
 
 def test_latency_round_trip():

@@ -28,7 +28,7 @@ from interfpred.data.counters import checked_demands
 from interfpred.data.profiles import ProfileTable, profile_arrays
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
-from interfpred.features import _timeline_kernels as _k
+from interfpred.features import _segment_maps as _k
 from interfpred.features.entity_features import trace_entities
 from interfpred.features.matrix import FeatureMatrix, refuse_zero_latency
 from interfpred.features.timeline import Timeline, trace_segments

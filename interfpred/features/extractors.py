@@ -34,7 +34,7 @@ from interfpred.constants import (
 from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
-from interfpred.features import _timeline_kernels as _k
+from interfpred.features import _segment_maps as _k
 from interfpred.features.batch import batch_features
 from interfpred.features.maps import AGG_IDS, COMBINE_IDS, MAP_IDS, SHARE_NAMES, CustomMap, as_demand, feature_names
 from interfpred.features.matrix import FeatureMatrix
@@ -148,7 +148,7 @@ class Extractor:
 
     @property
     def is_builtin(self) -> bool:
-        """True when the map runs inside the numba kernels (not a CustomMap)."""
+        """True when the map runs as compiled code (not a CustomMap)."""
         return self._map_id >= 0
 
     def get_spec(self) -> dict[str, Any]:
@@ -223,16 +223,22 @@ class Extractor:
         dem = as_demand(demands, "demands", two_d=True)
         return self._map_set_unchecked(dem)
 
-    def map_counters_unchecked(self, dem: np.ndarray) -> np.ndarray:
-        """The counter part of the map of a running set ``dem`` (k, 3), without input checks.
+    def map_counters(self, demands: Any) -> np.ndarray:
+        """The counter part of the map of every member of a running set ``demands`` (k, 3): (k, d).
 
         For an extractor with ``shares=True`` these are the columns before the two share
-        features; for the others, the whole map. ``dem`` must be what ``map_running_set(...,
-        check=False)`` accepts. The ``shares`` map has no counter part.
+        features; for the others, the whole map (as :meth:`map_running_set`). The ``shares`` map
+        has no counter part.
+
+        Examples
+        --------
+        >>> Static(feature_map="gpulets", shares=True).map_counters([[0.5, 0.2, 0.1], [0.1, 0.6, 0.3]])
+        array([[0.2, 0.1, 0.6, 0.3],
+               [0.6, 0.3, 0.2, 0.1]])
         """
         if self.feature_map == "shares":
             raise InterfpredError("the 'shares' map has no counter part")
-        return self._map_set_unchecked(dem)
+        return self._map_set_unchecked(as_demand(demands, "demands", two_d=True))
 
     def _refuse_shares(self, what: str) -> None:
         if self.uses_shares:

@@ -6,7 +6,7 @@ member (:meth:`~RunningSetProjector.rates`) and, with the remaining solo work of
 finishes (:meth:`~RunningSetProjector.project`). It picks the fastest path the predictor allows:
 
 * a predictor with entity terms (``pairwise_terms``, as :class:`~interfpred.EntityRLS`) over a
-  built-in map: the compiled entity kernels;
+  built-in map: the compiled entity projection;
 * an affine predictor (``is_linear`` and ``linear_form()``) over a built-in map: the compiled
   affine projection of :mod:`interfpred.serving.projection`;
 * anything else: :func:`~interfpred.serving.projection.project_fluid` with one ``predict`` call per segment.
@@ -35,9 +35,15 @@ from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.evaluation.coverage import check_quantile as check_level
 from interfpred.features import Extractor
-from interfpred.serving._entity_projection_kernels import entity_project, entity_rates
-from interfpred.serving._projection_kernels import NONFINITE, affine_rates, all_finite, clamp_rates
-from interfpred.serving.projection import project_affine_unchecked, project_fluid
+from interfpred.serving._entity_projection import entity_project, entity_rates
+from interfpred.serving._fluid_projection import (
+    NONFINITE,
+    affine_rates,
+    all_finite,
+    clamp_rates,
+    project_affine_unchecked,
+)
+from interfpred.serving.projection import project_fluid
 
 __all__ = ["RunningSetProjector", "check_quantile", "has_entity_terms", "nonfinite_error", "parse_candidates",
            "set_entities"]
