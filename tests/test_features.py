@@ -260,12 +260,13 @@ def test_affine_form_equals_the_model_over_the_map(fmap, combine):
         dem = np.round(rng.random((n, 3)) * 4) / 4 if n == 5 else rng.random((n, 3))   # ties too
         phi = ex.map_running_set(dem)
         w = rng.normal(size=phi.shape[1])
+        terms, w_others = k.affine_terms(w, map_id)
         tot = k.quantize(dem).sum(axis=0)
         for i in range(n):
             rest = np.delete(dem, i, axis=0)
             other = np.zeros(3) if n == 1 else rest.sum(axis=0) if combine == "sum" else rest.max(axis=0)
-            got = (k.affine_own(w, 0.25, dem, i, map_id) + k.affine_set(w, tot, n, map_id)
-                   + sum(k.affine_other_weight(w, dem, i, r, map_id) * other[r] for r in range(3)))
+            got = (k.affine_own(terms, 0.25, *dem[i]) + k.affine_set(terms, w_others, tot, n)
+                   + sum(k.affine_other_weight(terms, r, dem[i, r]) * other[r] for r in range(3)))
             assert got == pytest.approx(0.25 + w @ phi[i], rel=1e-12, abs=1e-12)
 
 

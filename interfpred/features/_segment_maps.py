@@ -194,50 +194,67 @@ def _phi(dem, dq, i, top, tot, k, map_id, combine_id, out):
 
 
 # --------------------------------------------------------------------------- affine form
-# An affine model ``b + w . phi`` over a built-in map, for member i of a running set of k, splits
-# into what depends on the member alone, what multiplies the others' demand of each resource,
-# and what depends only on the set (its totals and size):
+# An affine model ``b + w . phi`` over a built-in map, for member i of a running set of k with
+# own demand me_r and others' demand other_r (0 when alone) of each resource r, is
 #
-#     b + w . phi_i = affine_own(i) + sum_r affine_other_weight(i, r) * other_r(i) + affine_set(tot, k)
+#     b + sum_r (own_r me_r + (other_r + product_r me_r) other_r(i) + total_r T_r + excess_r max(0, T_r - 1))
+#       + n_others (k - 1)
 #
-# with other_r the column OTHER + r of the map (0 when the member runs alone). A projection that
-# keeps the set's sums up to date as members finish evaluates the model without the map.
+# with T_r the set's total demand. :func:`affine_terms` reads own_r, other_r, ... out of ``w`` for
+# each map (a term the map lacks weighs 0), so a projection that keeps the set's sums up to date
+# as members finish evaluates the model without the map.
+AFF_OWN = 0        # rows of affine_terms(...): weight of the member's own demand
+AFF_OTHER = 1      # of the others' demand
+AFF_PRODUCT = 2    # of own times others'
+AFF_TOTAL = 3      # of the set's total
+AFF_EXCESS = 4     # of the total's excess over capacity
+AFF_ROWS = 5
 
 
-@njit(cache=True, inline="always")
-def affine_own(w, b, dem, i, map_id):
-    """``b`` plus the terms of ``w . phi`` that depend only on member ``dem[i]``'s own demand."""
+@njit(cache=True)
+def affine_terms(w, map_id):
+    """The weights ``w`` of an affine model over map ``map_id``, by the term they weigh:
+    ``(terms, n_others)``, ``terms[AFF_*, r]`` (AFF_ROWS, N_RESOURCES) and the weight of the
+    co-runner count; a term the map lacks weighs 0."""
+    terms = np.zeros((AFF_ROWS, N_RESOURCES))
     if map_id == MAP_GPULETS:
-        return b + w[GPULETS_L2_ME] * dem[i, L2] + w[GPULETS_DRAM_ME] * dem[i, DRAM]
-    return b + w[ME + SM] * dem[i, SM] + w[ME + L2] * dem[i, L2] + w[ME + DRAM] * dem[i, DRAM]
+        terms[AFF_OWN, L2] = w[GPULETS_L2_ME]
+        terms[AFF_OWN, DRAM] = w[GPULETS_DRAM_ME]
+        terms[AFF_OTHER, L2] = w[GPULETS_L2_OTHER]
+        terms[AFF_OTHER, DRAM] = w[GPULETS_DRAM_OTHER]
+        return terms, 0.0
+    for r in range(N_RESOURCES):
+        terms[AFF_OWN, r] = w[ME + r]
+        terms[AFF_OTHER, r] = w[OTHER + r]
+    if map_id != MAP_RICH:
+        return terms, 0.0
+    for r in range(N_RESOURCES):
+        terms[AFF_PRODUCT, r] = w[PRODUCT + r]
+        terms[AFF_TOTAL, r] = w[TOTAL + r]
+        terms[AFF_EXCESS, r] = w[EXCESS + r]
+    return terms, w[N_OTHERS]
 
 
 @njit(cache=True, inline="always")
-def affine_other_weight(w, dem, i, r, map_id):
-    """The weight of the others' demand of resource ``r`` in member ``dem[i]``'s ``w . phi``."""
-    if map_id == MAP_GPULETS:
-        if r == L2:
-            return w[GPULETS_L2_OTHER]
-        if r == DRAM:
-            return w[GPULETS_DRAM_OTHER]
-        return 0.0
-    h = w[OTHER + r]
-    if map_id == MAP_RICH:
-        h += w[PRODUCT + r] * dem[i, r]
-    return h
+def affine_own(terms, b, me0, me1, me2):
+    """``b`` plus the terms of a member with own demand (me0, me1, me2) that depend on it alone."""
+    return b + terms[AFF_OWN, SM] * me0 + terms[AFF_OWN, L2] * me1 + terms[AFF_OWN, DRAM] * me2
 
 
 @njit(cache=True, inline="always")
-def affine_set(w, tot, k, map_id):
-    """The terms of ``w . phi`` that depend only on a running set of ``k`` with fixed-point sums
-    ``tot`` (the rich map's totals, excesses and co-runner count; 0 for the other maps)."""
+def affine_other_weight(terms, r, me):
+    """The weight of the others' demand of resource ``r`` for a member whose own demand of it is ``me``."""
+    return terms[AFF_OTHER, r] + terms[AFF_PRODUCT, r] * me
+
+
+@njit(cache=True, inline="always")
+def affine_set(terms, n_others, tot, k):
+    """The terms of a running set of ``k`` with fixed-point sums ``tot`` that depend on the set alone."""
     g = 0.0
-    if map_id == MAP_RICH:
-        for r in range(N_RESOURCES):
-            total = set_total(tot, r)
-            g += w[TOTAL + r] * total + w[EXCESS + r] * max(0.0, total - 1.0)
-        g += w[N_OTHERS] * (k - 1.0)
-    return g
+    for r in range(N_RESOURCES):
+        total = set_total(tot, r)
+        g += terms[AFF_TOTAL, r] * total + terms[AFF_EXCESS, r] * max(0.0, total - 1.0)
+    return g + n_others * (k - 1.0)
 
 
 @njit(cache=True)

@@ -8,9 +8,10 @@ entry points validate their own input (width, finiteness, range) and return a st
 validating in Python on the hot path. Each header slot has a name below, defined once; no
 function or class indexes a buffer with a bare number.
 
-The RLS rank-one step (:func:`rank_one_correct`, :func:`pseudo_observe`, :func:`noise_update`)
-works on arrays and offsets, so RLS runs it on its buffer and EntityRLS on its global block or
-its joint covariance, with the same arithmetic.
+The RLS rank-one step (:func:`rank_one_correct`, :func:`pseudo_observe`, :func:`noise_update`;
+on a flat buffer :func:`rls_correct` and :func:`rls_finish_row`) works on arrays and offsets,
+so RLS runs it on its buffer and EntityRLS on its global block or its joint covariance, with the
+same arithmetic.
 
 Small helpers are inlined into the functions that call them (``inline="always"``); whole steps
 are not (inlining a step into its driver's loop measured 1.6x slower at d = 24).
@@ -174,6 +175,17 @@ def noise_update(buf, lam, n, e, den):
     buf[RLS_NOISE_VAR] += a * (e * e * lam / den - buf[RLS_NOISE_VAR])
 
 
+@njit(cache=True, inline="always")
+def rls_finish_row(buf, m, wo, w0o, po, zo, c, lam, e, den):
+    """What follows the data correction of a row in the RLS block of ``buf``: count the row, run the
+    stabilising pseudo-observation (``c > 0``), update the noise estimate from the error ``e``."""
+    n = buf[N_SEEN] + 1.0
+    buf[N_SEEN] = n
+    if c > 0.0:
+        rls_stabilise(buf, m, wo, w0o, po, zo, c)
+    noise_update(buf, lam, n, e, den)
+
+
 # ----------------------------------------------------------------------------- RLS
 
 
@@ -196,11 +208,7 @@ def _rls_step(buf, m, x, y):
         return NOT_PD
     e = y - yhat
     rls_correct(buf, m, wo, po, zo, e / den, 1.0 / den, 1.0 / lam)
-    n = buf[N_SEEN] + 1.0
-    buf[N_SEEN] = n
-    if c > 0.0:
-        rls_stabilise(buf, m, wo, w0o, po, zo, c)
-    noise_update(buf, lam, n, e, den)
+    rls_finish_row(buf, m, wo, w0o, po, zo, c, lam, e, den)
     return OK
 
 

@@ -26,6 +26,7 @@ from interfpred.features._segment_maps import (
     affine_other_weight,
     affine_own,
     affine_set,
+    affine_terms,
     map_running_set,
     others_sum,
     quantize,
@@ -145,13 +146,14 @@ def project_affine_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate
     if n == 0:
         return 0
     dq = quantize(dem)
+    terms, w_others = affine_terms(w, map_id)
     c = np.empty(n)                         # per member: its own terms, and the weight of the others' demand
-    h = np.zeros((n, N_RESOURCES))
+    h = np.empty((n, N_RESOURCES))
     tot = np.zeros(N_RESOURCES, dtype=np.int64)
     for i in range(n):
-        c[i] = affine_own(w, b, dem, i, map_id)
+        c[i] = affine_own(terms, b, dem[i, SM], dem[i, L2], dem[i, DRAM])
         for r in range(N_RESOURCES):
-            h[i, r] = affine_other_weight(w, dem, i, r, map_id)
+            h[i, r] = affine_other_weight(terms, r, dem[i, r])
             tot[r] += dq[i, r]
     # For the max combine: per resource, members in decreasing demand as a doubly linked list.
     use_max = combine_id == COMBINE_MAX
@@ -182,7 +184,7 @@ def project_affine_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate
     na = n
     t = t0
     while na > 0:
-        g = affine_set(w, tot, na, map_id)
+        g = affine_set(terms, w_others, tot, na)
         if use_max:
             for r in range(N_RESOURCES):
                 i1 = head[r]

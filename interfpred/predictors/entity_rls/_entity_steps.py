@@ -40,9 +40,9 @@ from interfpred.predictors._linear_buffers import (
     pseudo_observe,
     rank_one_correct,
     rls_correct,
+    rls_finish_row,
     rls_offsets,
     rls_prepare,
-    rls_stabilise,
 )
 from interfpred.predictors._status import BAD_LOG, NOT_PD, OK
 from interfpred.predictors.entity_rls._tables import pair_get
@@ -237,11 +237,7 @@ def blocks_step(g, mu, info, r0, x, y, idx, h, L, ub, vb, vw, K, tmu, tvar, th, 
         mu[p] = tmu[t] + kv * gain_e
         var = tvar[t] - kv * th[t] * tvar[t] * inv_den_e
         info[p] = 1.0 / var
-    n = g[N_SEEN] + 1.0
-    g[N_SEEN] = n
-    if c > 0.0:
-        rls_stabilise(g, m, wo, w0o, po, zo, c)
-    noise_update(g, lam, n, e, den)
+    rls_finish_row(g, m, wo, w0o, po, zo, c, lam, e, den)
     return OK
 
 
