@@ -46,7 +46,7 @@ LAYER_JOBS = {
             "datasets",
     "features": "co-location timelines, feature maps and their temporal aggregation, specs, measurement-run and "
                 "entity features, bounded-memory chunks",
-    "predictors": "every predictor behind one contract, their compiled numba code, the baselines, the adapters",
+    "predictors": "every predictor behind one contract, their compiled steps, the baselines, the adapters",
     "evaluation": "metrics, prequential runs, folds, the baselines beside every number, coverage, the predictor "
                   "contract checks",
     "model": "`InterferenceModel`: extractor plus predictor, fitted, evaluated, saved and loaded; its "

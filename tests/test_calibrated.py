@@ -15,7 +15,7 @@ from interfpred import (
     OfflineLinear,
     load_predictor,
 )
-from interfpred.predictors.calibrated import _kernels as K
+from interfpred.predictors.calibrated import _score_windows as K
 
 
 def _kernel_stream(scores, levels, window, method, gamma):

@@ -46,7 +46,7 @@ def test_every_extractor_matches_naive(trace, prof):
     for ex in _extractors():
         fm = ex.transform(trace, prof, timeline=tl)
         ref = naive_features(trace.device, trace.start_ms, trace.end_ms, dem, ex.feature_map, ex.combine,
-                             ex.aggregation, ex.kernel_spec.alpha)
+                             ex.aggregation, ex.compiled_spec.alpha)
         assert fm.X.shape == (len(trace), len(ex.names))
         np.testing.assert_allclose(fm.X, np.array(ref).reshape(fm.X.shape), rtol=1e-9, atol=1e-12)
         np.testing.assert_array_equal(fm.X, ex.transform(trace, prof).X)  # with or without a timeline
@@ -118,7 +118,7 @@ def test_custom_map_matches_builtin_and_naive():
         got = agg(feature_map=cm).transform(tr, prof).X
         np.testing.assert_allclose(got, agg().transform(tr, prof).X, rtol=1e-12, atol=1e-14)
         ex = agg(feature_map=cm)
-        ref = naive_features(tr.device, tr.start_ms, tr.end_ms, dem, aggregation=ex.aggregation, alpha=ex.kernel_spec.alpha,
+        ref = naive_features(tr.device, tr.start_ms, tr.end_ms, dem, aggregation=ex.aggregation, alpha=ex.compiled_spec.alpha,
                              map_fn=lambda me, o: fn(np.array(me), np.array(o).reshape(-1, 3)))
         np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-14)
     with pytest.raises(InterfpredError, match="returned 1 values"):
@@ -208,12 +208,66 @@ def test_extractor_hyperparameters_are_keyword_only():
 
 
 def test_kernel_spec_is_public_and_consistent():
-    from interfpred.features import _timeline_kernels as k
+    from interfpred.features import _segment_maps as k
 
-    spec = EWMA(alpha=0.25, combine="max").kernel_spec
+    spec = EWMA(alpha=0.25, combine="max").compiled_spec
     assert spec[:3] == (k.MAP_DEFAULT, k.COMBINE_MAX, k.AGG_EWMA) and spec.alpha == pytest.approx(0.25)
-    assert TimeWeighted(feature_map="rich").kernel_spec[:3] == (k.MAP_RICH, k.COMBINE_SUM, k.AGG_TIME_WEIGHTED)
-    assert Static(feature_map=CustomMap(lambda me, o: [0.0], names=["z"])).kernel_spec.map_id == -1
+    assert TimeWeighted(feature_map="rich").compiled_spec[:3] == (k.MAP_RICH, k.COMBINE_SUM, k.AGG_TIME_WEIGHTED)
+    assert Static(feature_map=CustomMap(lambda me, o: [0.0], names=["z"])).compiled_spec.map_id == -1
+
+
+def test_named_columns_are_the_feature_names():
+    from interfpred.constants import RESOURCES
+    from interfpred.features import _segment_maps as k
+
+    assert (k.SM, k.L2, k.DRAM) == tuple(RESOURCES.index(r) for r in ("sm", "l2", "dram"))
+    rich = feature_names("rich")
+    assert len(rich) == k.RICH_WIDTH and len(feature_names("default")) == k.DEFAULT_WIDTH
+    assert feature_names("default") == rich[:k.DEFAULT_WIDTH]
+    for r, res in enumerate(RESOURCES):
+        assert rich[k.ME + r] == f"{res}_me" and rich[k.OTHER + r] == f"{res}_other"
+        assert rich[k.PRODUCT + r] == f"{res}_me_x_other"
+        assert rich[k.TOTAL + r] == f"{res}_total" and rich[k.EXCESS + r] == f"{res}_excess"
+    assert rich[k.N_OTHERS] == "n_others"
+    gpulets = feature_names("gpulets")
+    assert len(gpulets) == k.GPULETS_WIDTH
+    assert (gpulets[k.GPULETS_L2_ME], gpulets[k.GPULETS_DRAM_ME], gpulets[k.GPULETS_L2_OTHER],
+            gpulets[k.GPULETS_DRAM_OTHER]) == ("l2_me", "dram_me", "l2_other", "dram_other")
+
+
+@pytest.mark.parametrize("fmap", MAPS)
+@pytest.mark.parametrize("combine", COMBINES)
+def test_affine_form_equals_the_model_over_the_map(fmap, combine):
+    # b + w . phi_i = own(i) + sum_r other_weight(i, r) * other_r(i) + set terms, the split the
+    # compiled projection evaluates; the others' demands are computed here without the map.
+    from interfpred.features import _segment_maps as k
+
+    rng = np.random.default_rng(11)
+    ex = Static(feature_map=fmap, combine=combine)
+    map_id = ex.compiled_spec.map_id
+    for n in (1, 2, 5):
+        dem = np.round(rng.random((n, 3)) * 4) / 4 if n == 5 else rng.random((n, 3))   # ties too
+        phi = ex.map_running_set(dem)
+        w = rng.normal(size=phi.shape[1])
+        terms, w_others = k.affine_terms(w, map_id)
+        tot = k.quantize(dem).sum(axis=0)
+        for i in range(n):
+            rest = np.delete(dem, i, axis=0)
+            other = np.zeros(3) if n == 1 else rest.sum(axis=0) if combine == "sum" else rest.max(axis=0)
+            got = (k.affine_own(terms, 0.25, *dem[i]) + k.affine_set(terms, w_others, tot, n)
+                   + sum(k.affine_other_weight(terms, r, dem[i, r]) * other[r] for r in range(3)))
+            assert got == pytest.approx(0.25 + w @ phi[i], rel=1e-12, abs=1e-12)
+
+
+def test_map_counters_checks_its_input_and_drops_the_share_columns():
+    dem = [[0.5, 0.2, 0.1], [0.1, 0.6, 0.3], [0.2, 0.2, 0.9]]
+    for fmap in MAPS:
+        np.testing.assert_array_equal(Static(feature_map=fmap, shares=True).map_counters(dem),
+                                      Static(feature_map=fmap).map_running_set(dem))
+    with pytest.raises(InterfpredError, match=r"outside \[0, 1\]"):
+        Static(shares=True).map_counters([[0.1, 1.5, 0.3]])
+    with pytest.raises(InterfpredError, match="no counter part"):
+        Static(feature_map="shares").map_counters(dem)
 
 
 def test_latency_round_trip():

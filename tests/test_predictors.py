@@ -177,7 +177,7 @@ def test_sgd_constant_equals_river_linear_regression():
     assert ours.intercept_ == pytest.approx(ref.intercept, rel=1e-10)
 
 
-def test_sgd_kernels_match_naive():
+def test_sgd_steps_match_naive():
     X, y = _data(n=100, d=3, seed=5)
     w, b = naive_sgd_constant(X.tolist(), y.tolist(), learning_rate=0.03)
     s = OnlineSGD(schedule="constant", learning_rate=0.03)

@@ -9,12 +9,8 @@ from hypothesis import strategies as st
 from naive import naive_feature_map, naive_tracker_projection
 
 from interfpred import InterfpredError
-from interfpred.serving.projection import (
-    COMBINE_CODES,
-    MAP_CODES,
-    project_affine,
-    project_stacked_unchecked,
-)
+from interfpred.serving._fluid_projection import project_stacked_unchecked
+from interfpred.serving.projection import COMBINE_CODES, MAP_CODES, project_affine
 
 WIDTH = {"default": 6, "gpulets": 4, "rich": 16}
 
@@ -67,7 +63,7 @@ def test_stacked_blocks_equal_one_call_per_block():
     for g in range(3):
         if n[g]:
             one = project_affine(dem[g, :n[g]], rem[g, :n[g]], 2.0, W[g], B[g])
-            # The same kernel on the same rows: identical to the bit (documented property).
+            # The same compiled projection on the same rows: identical to the bit (documented property).
             assert np.array_equal(end[g, :n[g]], one)
     assert np.all(end[3] == -1.0) and np.all(end[0, 3:] == -1.0)   # skipped blocks and rows untouched
 

@@ -23,7 +23,7 @@ from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
 from interfpred.features.batch import batch_features
-from interfpred.features.extractors import EWMA, Extractor, KernelSpec, Static, TimeWeighted
+from interfpred.features.extractors import EWMA, CompiledSpec, Extractor, Static, TimeWeighted
 from interfpred.features.maps import CustomMap, feature_names
 from interfpred.features.matrix import FeatureMatrix
 from interfpred.features.spec import make_extractor
@@ -34,7 +34,7 @@ __all__ = [
     "EWMA",
     "Extractor",
     "FeatureMatrix",
-    "KernelSpec",
+    "CompiledSpec",
     "Static",
     "TimeWeighted",
     "feature_names",

@@ -28,7 +28,7 @@ from interfpred.data.counters import checked_demands
 from interfpred.data.profiles import ProfileTable, profile_arrays
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
-from interfpred.features import _timeline_kernels as _k
+from interfpred.features import _segment_maps as _k
 from interfpred.features.entity_features import trace_entities
 from interfpred.features.matrix import FeatureMatrix, refuse_zero_latency
 from interfpred.features.timeline import Timeline, trace_segments
@@ -42,7 +42,7 @@ __all__ = ["batch_features"]
 def custom_features(ex: Extractor, segments: tuple[np.ndarray, ...], dem: np.ndarray) -> np.ndarray:
     """Aggregated features (n, d) of an extractor with a CustomMap, folded like the kernels do."""
     seg_start, seg_end, seg_ptr, members = segments
-    spec = ex.kernel_spec
+    spec = ex.compiled_spec
     n, d = dem.shape[0], ex.n_features
     out = np.zeros((n, d))
     wsum = np.zeros(n)
@@ -81,12 +81,12 @@ def batch_features(exs: Sequence[Extractor], trace: Trace, profiles: ProfileTabl
     groups: dict[tuple[int, int], list[int]] = {}
     for j, ex in enumerate(exs):
         if ex.is_builtin:
-            groups.setdefault(ex.kernel_spec[:2], []).append(j)
+            groups.setdefault(ex.compiled_spec[:2], []).append(j)
         else:
             X[j] = custom_features(ex, seg, dem)
     for (map_id, combine_id), js in groups.items():
-        agg_ids = np.array([exs[j].kernel_spec.agg_id for j in js], dtype=np.int64)
-        alphas = np.array([exs[j].kernel_spec.alpha for j in js], dtype=np.float64)
+        agg_ids = np.array([exs[j].compiled_spec.agg_id for j in js], dtype=np.int64)
+        alphas = np.array([exs[j].compiled_spec.alpha for j in js], dtype=np.float64)
         out = _k.features(*seg, dem, map_id, combine_id, agg_ids, alphas)
         for row, j in enumerate(js):
             X[j] = out[row]
@@ -97,8 +97,8 @@ def batch_features(exs: Sequence[Extractor], trace: Trace, profiles: ProfileTabl
         # kernel aggregates them over the timeline exactly like every other feature.
         frac = np.full(len(trace), 1.0) if trace.share is None else trace.share / 100.0
         sdem = np.ascontiguousarray(np.column_stack([frac, np.ones(len(trace)), np.zeros(len(trace))]))
-        agg_ids = np.array([exs[j].kernel_spec.agg_id for j in share_js], dtype=np.int64)
-        alphas = np.array([exs[j].kernel_spec.alpha for j in share_js], dtype=np.float64)
+        agg_ids = np.array([exs[j].compiled_spec.agg_id for j in share_js], dtype=np.int64)
+        alphas = np.array([exs[j].compiled_spec.alpha for j in share_js], dtype=np.float64)
         out = _k.features(*seg, sdem, _k.MAP_DEFAULT, _k.COMBINE_SUM, agg_ids, alphas)
         for row, j in enumerate(share_js):
             block = out[row][:, [0, 3, 4]]
@@ -108,7 +108,7 @@ def batch_features(exs: Sequence[Extractor], trace: Trace, profiles: ProfileTabl
         assert x is not None  # every extractor's features were computed above
         ent = None
         if entities is not None:
-            ent = trace_entities(trace, ex.aggregation, alpha=ex.kernel_spec.alpha, key=entities, segments=seg)
+            ent = trace_entities(trace, ex.aggregation, alpha=ex.compiled_spec.alpha, key=entities, segments=seg)
         results.append(FeatureMatrix(X=x, names=ex.names, y=ex.target_from_latency(latency, solo), target=ex.target,
                                      solo_ms=solo, latency_ms=latency, entities=ent))
     return results

@@ -35,7 +35,8 @@ from interfpred.data.counters import checked_demands
 from interfpred.data.profiles import ProfileTable, profile_arrays
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
-from interfpred.features import _timeline_kernels as _k
+from interfpred.features import _segment_maps as _k
+from interfpred.features._sweep import sweep
 from interfpred.features.extractors import Extractor
 from interfpred.features.matrix import FeatureMatrix, refuse_zero_latency
 
@@ -82,7 +83,7 @@ def _kernel_args(extractors: Sequence[Extractor], who: str) -> tuple[list[Extrac
     maps = {(ex.feature_map, ex.combine) for ex in exs}
     if len(maps) != 1:
         raise InterfpredError(f"chunked features need one map and combine for all extractors, got {sorted(maps)}")
-    specs = [ex.kernel_spec for ex in exs]
+    specs = [ex.compiled_spec for ex in exs]
     return (exs, specs[0].map_id, specs[0].combine_id, np.array([sp.agg_id for sp in specs], dtype=np.int64),
             np.array([sp.alpha for sp in specs], dtype=np.float64))
 
@@ -283,7 +284,7 @@ def _sweep(s: np.ndarray, e: np.ndarray) -> tuple[Any, ...]:
     live = np.flatnonzero(e > s)
     so = live[np.argsort(s[live], kind="stable")]
     eo = live[np.argsort(e[live], kind="stable")]
-    _, seg_start, seg_end, seg_ptr, members, stop = _k.sweep(np.zeros(s.size, dtype=np.int64), s, e, so, eo, s.size,
+    _, seg_start, seg_end, seg_ptr, members, stop = sweep(np.zeros(s.size, dtype=np.int64), s, e, so, eo, s.size,
                                                              MAX_RUNNING_SET, TIMELINE_MAX_MEMBERS)
     if stop >= 0:
         raise InterfpredError(f"more than MAX_RUNNING_SET={MAX_RUNNING_SET} executions run at once on one device "

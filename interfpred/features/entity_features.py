@@ -33,7 +33,7 @@ from interfpred._core.jit import njit
 from interfpred.data.entities import Entities
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
-from interfpred.features._timeline_kernels import AGG_EWMA, AGG_STATIC
+from interfpred.features._segment_maps import AGG_EWMA, AGG_STATIC
 from interfpred.features.maps import AGG_IDS, aggregation_name
 from interfpred.features.timeline import trace_segments
 

@@ -11,7 +11,7 @@ Examples
 >>> ex = EWMA(alpha=0.2, feature_map="gpulets", combine="max")
 >>> ex.map_instant([0.5, 0.2, 0.1], [[0.1, 0.6, 0.3]])
 array([0.2, 0.1, 0.6, 0.3])
->>> ex.kernel_spec.alpha, ex.get_spec()["aggregation"]
+>>> ex.compiled_spec.alpha, ex.get_spec()["aggregation"]
 (0.2, 'ewma')
 """
 
@@ -33,16 +33,16 @@ from interfpred.constants import (
 from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
-from interfpred.features import _timeline_kernels as _k
+from interfpred.features import _segment_maps as _k
 from interfpred.features.batch import batch_features
 from interfpred.features.maps import AGG_IDS, COMBINE_IDS, MAP_IDS, SHARE_NAMES, CustomMap, as_demand, feature_names
 from interfpred.features.matrix import FeatureMatrix
 from interfpred.features.timeline import Timeline
 
-__all__ = ["EWMA", "Extractor", "KernelSpec", "Static", "TimeWeighted"]
+__all__ = ["EWMA", "Extractor", "CompiledSpec", "Static", "TimeWeighted"]
 
 
-class KernelSpec(NamedTuple):
+class CompiledSpec(NamedTuple):
     """How the compiled kernels run an extractor: the codes of its map, combine and aggregation.
 
     ``map_id`` is -1 for a :class:`CustomMap` (which runs in Python); ``alpha`` is the EWMA
@@ -51,7 +51,7 @@ class KernelSpec(NamedTuple):
 
     Examples
     --------
-    >>> EWMA(alpha=0.2).kernel_spec.alpha
+    >>> EWMA(alpha=0.2).compiled_spec.alpha
     0.2
     """
 
@@ -111,9 +111,9 @@ class Extractor:
         return 0.0
 
     @property
-    def kernel_spec(self) -> KernelSpec:
-        """The codes the compiled kernels take for this extractor (see :class:`KernelSpec`)."""
-        return KernelSpec(self._map_id, self._combine_id, AGG_IDS[self.aggregation], self._agg_alpha)
+    def compiled_spec(self) -> CompiledSpec:
+        """The codes the compiled kernels take for this extractor (see :class:`CompiledSpec`)."""
+        return CompiledSpec(self._map_id, self._combine_id, AGG_IDS[self.aggregation], self._agg_alpha)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -147,7 +147,7 @@ class Extractor:
 
     @property
     def is_builtin(self) -> bool:
-        """True when the map runs inside the numba kernels (not a CustomMap)."""
+        """True when the map runs as compiled code (not a CustomMap)."""
         return self._map_id >= 0
 
     def get_spec(self) -> dict[str, Any]:
@@ -178,7 +178,7 @@ class Extractor:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Extractor):
             return NotImplemented
-        return (type(self) is type(other) and self.kernel_spec.alpha == other.kernel_spec.alpha
+        return (type(self) is type(other) and self.compiled_spec.alpha == other.compiled_spec.alpha
                 and self.feature_map == other.feature_map and self.combine == other.combine
                 and self.target == other.target and self.shares == other.shares)
 
@@ -222,16 +222,22 @@ class Extractor:
         dem = as_demand(demands, "demands", two_d=True)
         return self._map_set_unchecked(dem)
 
-    def map_counters_unchecked(self, dem: np.ndarray) -> np.ndarray:
-        """The counter part of the map of a running set ``dem`` (k, 3), without input checks.
+    def map_counters(self, demands: Any) -> np.ndarray:
+        """The counter part of the map of every member of a running set ``demands`` (k, 3): (k, d).
 
         For an extractor with ``shares=True`` these are the columns before the two share
-        features; for the others, the whole map. ``dem`` must be what ``map_running_set(...,
-        check=False)`` accepts. The ``shares`` map has no counter part.
+        features; for the others, the whole map (as :meth:`map_running_set`). The ``shares`` map
+        has no counter part.
+
+        Examples
+        --------
+        >>> Static(feature_map="gpulets", shares=True).map_counters([[0.5, 0.2, 0.1], [0.1, 0.6, 0.3]])
+        array([[0.2, 0.1, 0.6, 0.3],
+               [0.6, 0.3, 0.2, 0.1]])
         """
         if self.feature_map == "shares":
             raise InterfpredError("the 'shares' map has no counter part")
-        return self._map_set_unchecked(dem)
+        return self._map_set_unchecked(as_demand(demands, "demands", two_d=True))
 
     def _refuse_shares(self, what: str) -> None:
         if self.uses_shares:

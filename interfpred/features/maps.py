@@ -1,8 +1,8 @@
-"""Feature maps: their names, the kernel codes of maps, combines and aggregations, and CustomMap.
+"""Feature maps: their names, the integer codes of maps, combines and aggregations, and CustomMap.
 
 A feature map φ(me, co-runners) turns one execution's demands ``(sm, l2, dram)`` (fractions of
 peak) and those of the executions beside it at one instant into a vector. The built-in maps
-(``default``, ``gpulets``, ``rich``, ``shares``) run inside the numba kernels; a
+(``default``, ``gpulets``, ``rich``, ``shares``) run as compiled (numba) code; a
 :class:`CustomMap` runs any Python function on a slower path. docs/concepts.md describes every
 map and the temporal aggregations.
 
@@ -23,15 +23,15 @@ import numpy as np
 
 from interfpred.constants import AGGREGATIONS, FEATURE_MAPS, MAX_RUNNING_SET, RESOURCES
 from interfpred.errors import InterfpredError
-from interfpred.features import _timeline_kernels as _k
+from interfpred.features import _segment_maps as _k
 
 __all__ = ["CustomMap", "aggregation_name", "feature_names"]
 
-#: Kernel code of each built-in map; ``"shares"`` runs the default map on share demands.
+#: Integer code of each built-in map; ``"shares"`` runs the default map on share demands.
 MAP_IDS = {"default": _k.MAP_DEFAULT, "gpulets": _k.MAP_GPULETS, "rich": _k.MAP_RICH, "shares": _k.MAP_DEFAULT}
-#: Kernel code of each combine.
+#: Integer code of each combine.
 COMBINE_IDS = {"sum": _k.COMBINE_SUM, "max": _k.COMBINE_MAX}
-#: Kernel code of each temporal aggregation, by its canonical name.
+#: Integer code of each temporal aggregation, by its canonical name.
 AGG_IDS = {"static": _k.AGG_STATIC, "ewma": _k.AGG_EWMA, "time_weighted": _k.AGG_TIME_WEIGHTED}
 #: The two MPS share features (``shares=True`` appends them to a counter map).
 SHARE_NAMES = ("share_me", "share_other")

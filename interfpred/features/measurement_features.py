@@ -137,7 +137,7 @@ def measurement_features(extractor: Extractor, measurements: Measurements, profi
         share_other[idx] = frac[idx].sum() - frac[idx]
         n_others[idx] = len(idx) - 1
         if counter_map:
-            X_map[idx] = extractor.map_counters_unchecked(np.ascontiguousarray(dem[idx]))
+            X_map[idx] = extractor.map_counters(dem[idx])
     if not counter_map:
         X = np.column_stack([frac, share_other, n_others]) if n else np.empty((0, 3))
     elif extractor.shares:

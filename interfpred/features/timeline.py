@@ -3,7 +3,7 @@
 A **segment** is a maximal interval during which the set of executions running on one device
 does not change. Executions occupy half-open intervals ``[start_ms, end_ms)``, so a
 zero-length execution has no segment at all. :func:`build_timeline` sweeps the sorted start
-and end events in a numba kernel and returns a :class:`Timeline` of flat CSR arrays;
+and end events in compiled (numba) code and returns a :class:`Timeline` of flat CSR arrays;
 docs/concepts.md describes the layout and the conventions.
 
 Examples
@@ -29,7 +29,7 @@ import numpy as np
 from interfpred.constants import MAX_RUNNING_SET, TIMELINE_MAX_MEMBERS
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
-from interfpred.features import _timeline_kernels as _k
+from interfpred.features._sweep import exec_csr, sweep
 
 __all__ = ["Timeline", "build_timeline"]
 
@@ -134,7 +134,7 @@ def segment_arrays(gcode: np.ndarray, start: np.ndarray, end: np.ndarray) -> tup
     g = gcode[live]
     so = live[_order(g, start[live], single)]
     eo = live[_order(g, end[live], single)]
-    *arrays, stop = _k.sweep(gcode, start, end, so, eo, n, MAX_RUNNING_SET, TIMELINE_MAX_MEMBERS)
+    *arrays, stop = sweep(gcode, start, end, so, eo, n, MAX_RUNNING_SET, TIMELINE_MAX_MEMBERS)
     if stop >= 0:
         running = int(np.count_nonzero((gcode == gcode[stop]) & (start <= start[stop]) & (end > start[stop])))
         if running > MAX_RUNNING_SET:
@@ -196,7 +196,7 @@ def build_timeline(trace: Trace) -> Timeline:
     start = np.ascontiguousarray(trace.start_ms, dtype=np.float64)
     end = np.ascontiguousarray(trace.end_ms, dtype=np.float64)
     seg_device, seg_start, seg_end, seg_ptr, members = segment_arrays(gcode, start, end)
-    exec_ptr, exec_segments = _k.exec_csr(seg_ptr, members, len(trace))
+    exec_ptr, exec_segments = exec_csr(seg_ptr, members, len(trace))
     arrays = (gcode.copy(), seg_device, seg_start, seg_end, seg_ptr, members, exec_ptr, exec_segments)
     for a in arrays:
         a.setflags(write=False)

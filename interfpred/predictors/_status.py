@@ -2,7 +2,7 @@
 
 Kernels never raise: they return a status code (``OK`` = 0) before touching the state, or
 restore the state and return one. Kernels over many rows return ``status * ROW_FACTOR + row``
-(the row of the first refusal). :func:`kernel_error` turns a code into the
+(the row of the first refusal). :func:`status_error` turns a code into the
 :class:`~interfpred.errors.InterfpredError` every predictor raises for it, in one wording.
 """
 
@@ -12,7 +12,7 @@ from interfpred.constants import FEATURE_ABS_MAX, TARGET_ABS_MAX
 from interfpred.errors import InterfpredError
 
 __all__ = ["OK", "BAD_WIDTH", "BAD_X", "BAD_Y", "NOT_PD", "X_RANGE", "Y_RANGE", "NONFINITE", "BAD_LOG", "MISSING",
-           "ROW_FACTOR", "split_code", "kernel_error"]
+           "ROW_FACTOR", "split_code", "status_error"]
 
 OK = 0
 #: X has the wrong number of features.
@@ -49,7 +49,7 @@ def split_code(code: int) -> tuple[int, int]:
     return code >> 32, code & 0xFFFFFFFF
 
 
-def kernel_error(status: int, *, row: int | None = None, model: str = "RLS", n_features: int | None = None,
+def status_error(status: int, *, row: int | None = None, model: str = "RLS", n_features: int | None = None,
                  width: int | None = None) -> InterfpredError:
     """The error for kernel status ``status`` (not ``OK``), the same wording for every predictor.
 
@@ -66,9 +66,9 @@ def kernel_error(status: int, *, row: int | None = None, model: str = "RLS", n_f
 
     Examples
     --------
-    >>> str(kernel_error(BAD_WIDTH, n_features=4, width=3))
+    >>> str(status_error(BAD_WIDTH, n_features=4, width=3))
     'X has 4 features, but the predictor was fitted with 3'
-    >>> str(kernel_error(BAD_Y, row=2))
+    >>> str(status_error(BAD_Y, row=2))
     'y contains NaN or inf (row 2); targets must be finite'
     """
     where = "" if row is None else f" (row {row})"

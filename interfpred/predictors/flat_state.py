@@ -1,9 +1,9 @@
 """The base of online predictors whose whole learned state is one flat float64 buffer (RLS, OnlineSGD).
 
 The buffer starts with the slots every linear buffer has (``N_SEEN``, ``N_WEIGHTS``,
-``N_FEATURES``, :mod:`interfpred.predictors._linear_kernels`); a subclass says how large it is
+``N_FEATURES``, :mod:`interfpred.predictors._linear_buffers`); a subclass says how large it is
 (``_layout``), writes its hyperparameters into it (``_header``) and names the compiled kernel
-that learns a batch (``_learn_kernel``). Learning, the observation count and the state file
+that learns a batch (``_learn_rows``). Learning, the observation count and the state file
 (``{"buffer": [...]}``) are shared here.
 """
 
@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from interfpred.errors import InterfpredError
-from interfpred.predictors._linear_kernels import N_FEATURES, N_SEEN, N_WEIGHTS
-from interfpred.predictors._status import OK, kernel_error, split_code
+from interfpred.predictors._linear_buffers import N_FEATURES, N_SEEN, N_WEIGHTS
+from interfpred.predictors._status import OK, split_code, status_error
 from interfpred.predictors.base import BasePredictor
 from interfpred.predictors.inputs import state_array
 
@@ -27,7 +27,7 @@ class FlatStatePredictor(BasePredictor):
     """An online predictor whose learned state is one flat float64 buffer, learned by a compiled kernel."""
 
     #: The compiled kernel ``(buf, X, y) -> status * ROW_FACTOR + row`` that learns validated rows.
-    _learn_kernel: ClassVar[Any]
+    _learn_rows: ClassVar[Any]
 
     _buf: np.ndarray | None = None
 
@@ -43,11 +43,11 @@ class FlatStatePredictor(BasePredictor):
         buf = self._buf
         assert buf is not None  # allocated before _learn
         saved = buf.copy()  # small; restores the state if a row is refused mid-batch
-        code = int(type(self)._learn_kernel(buf, X, y))
+        code = int(type(self)._learn_rows(buf, X, y))
         if code != OK:
             buf[:] = saved
             status, row = split_code(code)
-            raise kernel_error(status, row=row, model=type(self).__name__)
+            raise status_error(status, row=row, model=type(self).__name__)
 
     @property
     def n_seen_(self) -> int:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from interfpred.errors import InterfpredError
-from interfpred.predictors import _linear_kernels as K
+from interfpred.predictors import _linear_buffers as K
 from interfpred.predictors.base import FrozenPredictor
 from interfpred.predictors.inputs import check_flag, check_positive, state_array, state_count
 

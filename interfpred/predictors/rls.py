@@ -21,7 +21,7 @@ import numpy as np
 
 from interfpred.constants import PRIOR_SLOWDOWN, RLS_DELTA, RLS_FORGETTING, RLS_MAX_DELTA
 from interfpred.errors import InterfpredError
-from interfpred.predictors import _linear_kernels as K
+from interfpred.predictors import _linear_buffers as K
 from interfpred.predictors.flat_state import FlatStatePredictor
 from interfpred.predictors.inputs import check_flag, check_positive
 
@@ -68,7 +68,7 @@ class RLS(FlatStatePredictor):
 
     kind = "rls"
     tags = replace(FlatStatePredictor.tags, is_linear=True, predicts_std=True)
-    _learn_kernel = K.rls_update_many
+    _learn_rows = K.rls_update_many
     _contract_params = [{}, {"forgetting": 0.9, "delta": 10.0}, {"fit_intercept": False, "forgetting": 1.0}]
 
     def __init__(

@@ -39,7 +39,7 @@ from interfpred.constants import (
     SGD_SCHEDULE,
 )
 from interfpred.errors import InterfpredError
-from interfpred.predictors import _sgd_kernels as K
+from interfpred.predictors import _sgd_steps as K
 from interfpred.predictors.flat_state import FlatStatePredictor
 from interfpred.predictors.inputs import check_flag, check_positive
 
@@ -96,7 +96,7 @@ class OnlineSGD(FlatStatePredictor):
 
     kind = "online_sgd"
     tags = replace(FlatStatePredictor.tags, is_linear=True)
-    _learn_kernel = K.sgd_update_many
+    _learn_rows = K.sgd_update_many
     _contract_params = [
         {},
         {"schedule": "constant", "learning_rate": 0.05},

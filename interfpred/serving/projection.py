@@ -27,23 +27,19 @@ import numpy as np
 
 from interfpred.constants import TRACKER_FINISH_RTOL, TRACKER_MAX_RATE, TRACKER_MIN_RATE
 from interfpred.errors import InterfpredError
-from interfpred.features._timeline_kernels import COMBINE_MAX, MAP_DEFAULT, MAP_GPULETS, MAP_RICH, n_features
-from interfpred.serving._projection_kernels import advance, project_affine_kernel, project_stacked_kernel
+from interfpred.features._segment_maps import COMBINE_MAX, COMBINE_SUM, MAP_DEFAULT, MAP_GPULETS, MAP_RICH, n_features
+from interfpred.serving._fluid_projection import NONFINITE_MESSAGE, advance, project_affine_unchecked
 
-__all__ = ["COMBINE_CODES", "MAP_CODES", "ProjectionInputs", "project_affine", "project_affine_unchecked",
-           "project_fluid", "project_stacked_unchecked"]
+__all__ = ["COMBINE_CODES", "MAP_CODES", "ProjectionInputs", "project_affine", "project_fluid"]
 
-#: Feature map and combine names -> the codes the kernels take.
+#: Feature map and combine names -> the codes the compiled projection takes.
 MAP_CODES = {"default": MAP_DEFAULT, "gpulets": MAP_GPULETS, "rich": MAP_RICH}
-COMBINE_CODES = {"sum": 0, "max": COMBINE_MAX}
-
-_NONFINITE = ("projection refused: a predicted rate or remaining work is not finite "
-              "(the predictor's weights overflow on this running set)")
+COMBINE_CODES = {"sum": COMBINE_SUM, "max": COMBINE_MAX}
 
 
 def project_fluid(rates_of: Callable[[np.ndarray], np.ndarray], rem: np.ndarray, t: float, *,
                   rtol: float = TRACKER_FINISH_RTOL,
-                  refused: str = _NONFINITE) -> np.ndarray:
+                  refused: str = NONFINITE_MESSAGE) -> np.ndarray:
     """Projected completion times of members with remaining solo work ``rem`` (n,), from ``t``.
 
     ``rates_of(members)`` gives the rates (n_active,) of the members still running (indices
@@ -70,28 +66,6 @@ def project_fluid(rates_of: Callable[[np.ndarray], np.ndarray], rem: np.ndarray,
         na, tf, _ = advance(idx, na, r, rate, taus, tf, rtol, end, retired)
         if na < 0:
             raise InterfpredError(refused)
-    return end
-
-
-def project_stacked_unchecked(dem: np.ndarray, rem: np.ndarray, n: np.ndarray, t: float, W: np.ndarray,
-                              B: np.ndarray, LO: np.ndarray, use: np.ndarray, map_id: int, combine_id: int,
-                              is_rate: bool, rmin: float, rmax: float, end: np.ndarray,
-                              rtol: float = TRACKER_FINISH_RTOL) -> None:
-    """Many projections in one compiled call, in blocks of fixed capacity (a fleet's devices): block ``g``
-    is ``dem[g, :n[g]]`` (G, C, 3) with ``rem[g, :n[g]]`` under ``W[g]``, ``B[g]``, ``LO[g]``; blocks
-    with ``use[g]`` false are skipped. Writes ``end[g, :n[g]]`` (G, C)."""
-    if project_stacked_kernel(dem, rem, n, float(t), W, B, LO, use, map_id, combine_id, is_rate, rmin, rmax, rtol,
-                              end) != 0:
-        raise InterfpredError(_NONFINITE)
-
-
-def project_affine_unchecked(dem: np.ndarray, rem: np.ndarray, t: float, map_id: int, combine_id: int,
-                             w: np.ndarray, b: float, pred_lo: float, is_rate: bool, rmin: float, rmax: float,
-                             rtol: float = TRACKER_FINISH_RTOL) -> np.ndarray:
-    """:func:`project_affine` on codes, without checks (the tracker's hot path): C-contiguous float64 inputs."""
-    end = np.empty(dem.shape[0])
-    if project_affine_kernel(dem, rem, t, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, rtol, end) != 0:
-        raise InterfpredError(_NONFINITE)
     return end
 
 

@@ -6,7 +6,7 @@ member (:meth:`~RunningSetProjector.rates`) and, with the remaining solo work of
 finishes (:meth:`~RunningSetProjector.project`). It picks the fastest path the predictor allows:
 
 * a predictor with entity terms (``pairwise_terms``, as :class:`~interfpred.EntityRLS`) over a
-  built-in map: the compiled entity kernels;
+  built-in map: the compiled entity projection;
 * an affine predictor (``tags.is_linear`` and ``linear_form()``) over a built-in map: the compiled
   affine projection of :mod:`interfpred.serving.projection`;
 * anything else: :func:`~interfpred.serving.projection.project_fluid` with one ``predict`` call per segment.
@@ -36,9 +36,15 @@ from interfpred.errors import InterfpredError
 from interfpred.evaluation.coverage import check_quantile as check_level
 from interfpred.features import Extractor
 from interfpred.predictors import get_tags
-from interfpred.serving._entity_projection_kernels import entity_project, entity_rates
-from interfpred.serving._projection_kernels import NONFINITE, affine_rates, all_finite, clamp_rates
-from interfpred.serving.projection import project_affine_unchecked, project_fluid
+from interfpred.serving._entity_projection import entity_project, entity_rates
+from interfpred.serving._fluid_projection import (
+    NONFINITE,
+    affine_rates,
+    all_finite,
+    clamp_rates,
+    project_affine_unchecked,
+)
+from interfpred.serving.projection import project_fluid
 
 __all__ = ["RunningSetProjector", "check_quantile", "has_entity_terms", "nonfinite_error", "parse_candidates",
            "set_entities"]
@@ -150,7 +156,7 @@ class RunningSetProjector:
         self.entities = entities
         self._is_rate = extractor.target == "rate"
         self._width = extractor.n_features
-        spec = extractor.kernel_spec
+        spec = extractor.compiled_spec
         self._map_id = spec.map_id
         self._combine_id = spec.combine_id
         self._affine_path = extractor.is_builtin and bool(get_tags(predictor).is_linear)

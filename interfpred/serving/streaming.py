@@ -5,7 +5,7 @@ execution, its aggregation accumulator. Events at one instant are applied lazily
 set at time ``t`` is settled only when time moves past ``t``, so (as in the batch form) an
 execution that finishes at ``t`` never meets one that starts at ``t``, whatever order the two
 events arrive in, and a zero-length execution meets nobody. The arithmetic is the batch
-kernels' own, in the same order per execution, so the features equal
+form's own, in the same order per execution, so the features equal
 ``extractor.transform(trace, profiles)`` to the bit.
 
 Examples
@@ -34,7 +34,7 @@ from interfpred.constants import DEFAULT_SHARE, MAX_RUNNING_SET, PROFILE_CACHE_S
 from interfpred.data.profiles import ProfileTable
 from interfpred.errors import InterfpredError
 from interfpred.features import Extractor
-from interfpred.features import _timeline_kernels as _k
+from interfpred.features import _segment_maps as _k
 from interfpred.serving.running_set import RunningSet, check_time
 
 __all__ = ["FinishResult", "FinishedExecution", "RunningExecution", "TimelineState"]
@@ -164,7 +164,7 @@ class TimelineState:
         self.profiles = profiles
         self.gpu = gpu
         self.extrapolate = extrapolate
-        spec = extractor.kernel_spec
+        spec = extractor.compiled_spec
         self._map_id = spec.map_id
         self._combine_id = spec.combine_id
         self._agg_id = spec.agg_id

@@ -388,7 +388,7 @@ class ColocationTracker:
             k = len(rs)
             w, b, lo = self._proj.affine()
             rates = self._current_rates().copy()
-            spec = self.extractor.kernel_spec
+            spec = self.extractor.compiled_spec
             return ProjectionInputs(tuple(rs.ids), rs.demand[:k].copy(), rs.solo[:k].copy(),
                                     rs.column("rem")[:k].copy(), rates, self._t, self._state.now, w, b, lo,
                                     spec.map_id, spec.combine_id, self._is_rate, self.min_rate, self.max_rate)

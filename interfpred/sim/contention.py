@@ -48,7 +48,7 @@ from interfpred.constants import (
     SIM_THETA,
 )
 from interfpred.errors import InterfpredError
-from interfpred.sim._contention_kernels import pollute, truth_rates
+from interfpred.sim._truth_rates import pollute, truth_rates
 
 __all__ = ["GpuSpec", "GPU_PRESETS", "check_fits", "check_hidden", "get_gpu_spec", "rates", "effective_demands"]
 

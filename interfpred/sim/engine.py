@@ -41,7 +41,7 @@ from interfpred.constants import SIM_DEFAULT_GPU
 from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
-from interfpred.sim._event_kernels import run_programs
+from interfpred.sim._event_steps import run_programs
 from interfpred.sim._executions import (
     check_seed,
     check_times,

@@ -37,7 +37,7 @@ from interfpred.constants import (
 from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.predictors.base import BasePredictor
-from interfpred.predictors.calibrated import _kernels as K
+from interfpred.predictors.calibrated import _score_windows as K
 from interfpred.predictors.calibrated.state import CalibratedStateMixin
 from interfpred.predictors.inputs import as_rows, as_targets, check_entities, is_integer
 from interfpred.predictors.registry import PredictorSpec, make_predictor

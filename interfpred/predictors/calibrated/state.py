@@ -14,7 +14,7 @@ import numpy as np
 
 from interfpred.constants import SCHEMA_VERSION
 from interfpred.errors import InterfpredError
-from interfpred.predictors.calibrated import _kernels as K
+from interfpred.predictors.calibrated import _score_windows as K
 from interfpred.predictors.inputs import check_state_header, is_integer
 from interfpred.predictors.registry import PredictorSpec, predictor_from_state
 

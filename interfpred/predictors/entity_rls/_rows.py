@@ -1,5 +1,5 @@
 """Compiled row drivers of :class:`~interfpred.predictors.entity_rls.estimator.EntityRLS`: validate and learn
-or predict rows, one at a time or in batches, over the state of :mod:`interfpred.predictors.entity_rls._kernels`.
+or predict rows, one at a time or in batches, over the state of :mod:`interfpred.predictors.entity_rls._entity_steps`.
 
 Row input (CSR as in :class:`~interfpred.data.entities.Entities`): ``own`` (n,) vocabulary indices,
 ``indptr`` (n + 1,), ``co`` and ``w`` (nnz,); ``has_ent`` 0 when the caller gave no entities.
@@ -15,7 +15,7 @@ from numba import types as nbt
 
 from interfpred._core.jit import CompiledEntries, njit
 from interfpred.predictors._status import BAD_X, MISSING, OK, ROW_FACTOR
-from interfpred.predictors.entity_rls._kernels import (
+from interfpred.predictors.entity_rls._entity_steps import (
     ENT_ALONE_IS_SOLO,
     ENT_LOG_TARGET,
     ENT_N_FULL,

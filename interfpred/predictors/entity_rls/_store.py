@@ -1,6 +1,6 @@
 """Entity tables, persistence and read-only views of EntityRLS (private: the mixin behind the class).
 
-State arrays (see ``_entity_kernels`` for the layout): ``_g`` header and global block, ``_est``
+State arrays (see ``_entity_steps`` for the layout): ``_g`` header and global block, ``_est``
 parameter means / information / priors, ``_P`` the joint covariance (full mode), ``_etab`` each
 entity's parameter indices, ``_ptab`` the pair hash table; ``_names`` and ``_eid`` the entity
 names in order of first sight. Vocabulary maps (``_vmap``) are a cache, never pickled or saved.
@@ -16,7 +16,7 @@ import numpy as np
 from interfpred.constants import ENTITY_FACTOR_INIT, ENTITY_FULL_MAX_PARAMS
 from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
-from interfpred.predictors.entity_rls import _kernels as EK
+from interfpred.predictors.entity_rls import _entity_steps as EK
 from interfpred.predictors.entity_rls import _rows as ER
 from interfpred.predictors.entity_rls import _tables as ET
 

@@ -1,9 +1,9 @@
-"""numba kernels of EntityRLS's entity tables (private): the pair hash table, lookups of what a
+"""Compiled entity tables of EntityRLS (private): the pair hash table, lookups of what a
 row names for the first time.
 
 ``ptab`` (cap, 3) int64 is an open-addressing hash table of (own entity, co-runner entity,
 parameter index of their pair term) with linear probing; cap is a power of two, empty slots
-hold -1 and the caller keeps it at most half full. Other arrays as in ``_entity_kernels``.
+hold -1 and the caller keeps it at most half full. Other arrays as in ``_entity_steps``.
 """
 
 from __future__ import annotations

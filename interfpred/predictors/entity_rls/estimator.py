@@ -33,9 +33,9 @@ from interfpred.constants import (
 )
 from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
-from interfpred.predictors._status import MISSING, OK, kernel_error, split_code
+from interfpred.predictors._status import MISSING, OK, split_code, status_error
 from interfpred.predictors.base import BasePredictor
-from interfpred.predictors.entity_rls import _kernels as EK
+from interfpred.predictors.entity_rls import _entity_steps as EK
 from interfpred.predictors.entity_rls import _rows as ER
 from interfpred.predictors.entity_rls._store import EntityStore
 from interfpred.predictors.entity_rls.tuning import select_prior_variances
@@ -56,7 +56,7 @@ _OWN0 = np.zeros(1, dtype=np.int64)
 
 
 def _error(status: int, row: int | None, d: Any, n_features: int | None = None) -> InterfpredError:
-    return kernel_error(status, row=row, model="EntityRLS", n_features=n_features, width=d)
+    return status_error(status, row=row, model="EntityRLS", n_features=n_features, width=d)
 
 
 class EntityRLS(EntityStore, BasePredictor):

@@ -4,7 +4,7 @@ Every execution runs a program of operators (the fluid truth: one operator, its 
 :func:`run_programs` simulates GPU after GPU; between two events (an arrival, a launch, an
 operator boundary, a completion) the running operators are fixed, each execution's remaining
 work on its operator falls linearly at its truth rate
-(:func:`interfpred.sim._contention_kernels.truth_rates`), and the next event is found in closed
+(:func:`interfpred.sim._truth_rates.truth_rates`), and the next event is found in closed
 form.  A GPU's running executions sit in slots ``0..nrun-1`` of preallocated arrays: ``run``
 (execution index), ``rem`` (remaining solo work of the current operator), ``rate`` and ``tau``
 (time to finish at that rate), ``op`` (the current operator).  Nothing here validates; the
@@ -26,7 +26,7 @@ import numpy as np
 
 from interfpred._core.jit import njit
 from interfpred.constants import SIM_FINISH_RTOL
-from interfpred.sim._contention_kernels import truth_rates
+from interfpred.sim._truth_rates import truth_rates
 
 __all__ = ["advance", "event_scratch", "retire", "run_device", "run_programs", "time_to_next_finish"]
 

@@ -1,4 +1,4 @@
-"""Compiled kernels of :class:`~interfpred.predictors.calibrated.estimator.Calibrated` (private).
+"""Compiled score windows of :class:`~interfpred.predictors.calibrated.estimator.Calibrated` (private).
 
 One calibration group is one row of a float64 state array, laid out as
 
@@ -12,7 +12,7 @@ One calibration group is one row of a float64 state array, laid out as
     [4+3L : 4+3L+W]     ring: the last W scores in arrival order
     [4+3L+W : 4+3L+2W]  sorted: the same scores, ascending
 
-The kernels never validate; the public methods do.
+Nothing here validates; the public methods do.
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ def push_many(state, groups, scores, levels, par):
 
 
 def params(gamma: float, tau_lo: float, tau_hi: float, method: int) -> np.ndarray:
-    """The kernels' parameter vector ``[gamma, tau_lo, tau_hi, method]``."""
+    """The compiled functions' parameter vector ``[gamma, tau_lo, tau_hi, method]``."""
     return np.array([gamma, tau_lo, tau_hi, float(method)])
 
 

@@ -1,7 +1,7 @@
-"""Compiled kernels of :class:`~interfpred.predictors.sgd.OnlineSGD`.
+"""Compiled learning steps and prediction of :class:`~interfpred.predictors.sgd.OnlineSGD`.
 
 SGD buffer: the slots every linear buffer starts with (``N_SEEN``, ``N_WEIGHTS``,
-``N_FEATURES``, from :mod:`interfpred.predictors._linear_kernels`), the SGD slots below, then w (m),
+``N_FEATURES``, from :mod:`interfpred.predictors._linear_buffers`), the SGD slots below, then w (m),
 G (m, the AdaGrad accumulator), mean (d) and M2 (d, Welford sums of squares).
 """
 
@@ -13,7 +13,7 @@ import numpy as np
 from numba import types as nbt
 
 from interfpred._core.jit import CompiledEntries, njit
-from interfpred.predictors._linear_kernels import (
+from interfpred.predictors._linear_buffers import (
     BUF_TYPE,
     N_FEATURES,
     N_SEEN,
@@ -177,7 +177,7 @@ def sgd_predict_many(buf, X, out):
         out[r] = _sgd_value(buf, m, d, X[r], z)
 
 
-#: Compiled single-row kernels (see :data:`interfpred.predictors._linear_kernels.FAST`).
+#: Compiled single-row entry points (see :data:`interfpred.predictors._linear_buffers.FAST`).
 FAST = CompiledEntries({
     "sgd_update_one": (sgd_update_one, (BUF_TYPE, ROW_TYPE, nbt.float64)),
     "sgd_predict_one": (sgd_predict_one, (BUF_TYPE, ROW_TYPE)),

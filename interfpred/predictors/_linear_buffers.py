@@ -1,13 +1,19 @@
-"""Compiled kernels of the linear predictors (RLS, OfflineLinear) and the RLS step EntityRLS shares.
+"""Compiled state buffers of the linear predictors (RLS, OfflineLinear): their layout, row checks,
+prediction, and the RLS rank-one step that EntityRLS shares.
 
-Every kernel works on one flat float64 *state buffer* per predictor, so a call passes few
-arguments (numba's dispatch cost grows with the number of array arguments). Single-row
-kernels validate their own input (width, finiteness, range) and return a status code
+Every compiled function works on one flat float64 *state buffer* per predictor, so a call passes
+few arguments (numba's dispatch cost grows with the number of array arguments). Single-row
+entry points validate their own input (width, finiteness, range) and return a status code
 (:mod:`interfpred.predictors._status`) *before* touching the state, which is cheaper than
 validating in Python on the hot path. Each header slot has a name below, defined once; no
-kernel or class indexes a buffer with a bare number.
+function or class indexes a buffer with a bare number.
 
-Small helpers are inlined into the kernels that call them (``inline="always"``); whole steps
+The RLS rank-one step (:func:`rank_one_correct`, :func:`pseudo_observe`, :func:`noise_update`;
+on a flat buffer :func:`rls_correct` and :func:`rls_finish_row`) works on arrays and offsets,
+so RLS runs it on its buffer and EntityRLS on its global block or its joint covariance, with the
+same arithmetic.
+
+Small helpers are inlined into the functions that call them (``inline="always"``); whole steps
 are not (inlining a step into its driver's loop measured 1.6x slower at d = 24).
 
 Every linear buffer starts with ``N_SEEN``, ``N_WEIGHTS`` (``m`` = d + fit_intercept) and
@@ -111,38 +117,51 @@ def rls_prepare(buf, m, d, x, wo, po, zo):
 
 
 @njit(cache=True, inline="always")
-def rls_correct(buf, m, wo, po, zo, gain, inv_den, inv_lam):
-    """w += z gain; P = (P - z z' / den) / f, from the scratch z.
+def rank_one_correct(w, wo, P, po, ps, z, zo, m, gain, inv_den, inv_lam):
+    """The RLS data correction over m coordinates: w += z gain; P = (P - z z' / den) / f.
 
+    ``w[wo:wo + m]`` are the weights, ``z[zo:zo + m]`` the gain direction P x~, and row i of the
+    covariance starts at ``P[po + i * ps]`` (``ps`` the row stride; P, w and z may be one buffer).
     Full rows, not a triangle: (z_i z_j) == (z_j z_i) exactly in IEEE arithmetic, so P stays
     exactly symmetric while the inner loop runs over contiguous memory.
     """
     for i in range(m):
-        zi = buf[zo + i]
-        buf[wo + i] += zi * gain
-        row = po + i * m
+        zi = z[zo + i]
+        w[wo + i] += zi * gain
+        row = po + i * ps
         for j in range(m):
-            buf[row + j] = (buf[row + j] - (zi * buf[zo + j]) * inv_den) * inv_lam
+            P[row + j] = (P[row + j] - (zi * z[zo + j]) * inv_den) * inv_lam
+
+
+@njit(cache=True, inline="always")
+def pseudo_observe(w, wo, P, po, ps, z, zo, m, jj, target, rho):
+    """Stabilised forgetting: a pseudo-observation "w_jj = target" of weight ``rho`` (Sherman-Morrison),
+    on the layout of :func:`rank_one_correct` (``z`` is scratch)."""
+    den2 = 1.0 + rho * P[po + jj * ps + jj]
+    r = (target - w[wo + jj]) * rho / den2
+    for i in range(m):
+        z[zo + i] = P[po + i * ps + jj]
+    sc = rho / den2
+    for i in range(m):
+        zi = z[zo + i]
+        w[wo + i] += zi * r
+        row = po + i * ps
+        for j in range(m):
+            P[row + j] -= (zi * z[zo + j]) * sc
+
+
+@njit(cache=True, inline="always")
+def rls_correct(buf, m, wo, po, zo, gain, inv_den, inv_lam):
+    """:func:`rank_one_correct` of the RLS block of ``buf`` at offsets wo, po, zo."""
+    rank_one_correct(buf, wo, buf, po, m, buf, zo, m, gain, inv_den, inv_lam)
 
 
 @njit(cache=True, inline="always")
 def rls_stabilise(buf, m, wo, w0o, po, zo, c):
-    """Stabilised forgetting: a pseudo-observation "w_j = w0_j" of weight rho = m c (Sherman-Morrison),
-    j cycling over the coordinates (``RLS_CYCLE``)."""
+    """Stabilised forgetting of the RLS block of ``buf``: :func:`pseudo_observe` of "w_j = w0_j" with
+    weight rho = m c, j cycling over the coordinates (``RLS_CYCLE``)."""
     jj = int(buf[RLS_CYCLE])
-    rho = m * c
-    pjj = buf[po + jj * m + jj]
-    den2 = 1.0 + rho * pjj
-    r = (buf[w0o + jj] - buf[wo + jj]) * rho / den2
-    for i in range(m):
-        buf[zo + i] = buf[po + i * m + jj]
-    sc = rho / den2
-    for i in range(m):
-        zi = buf[zo + i]
-        buf[wo + i] += zi * r
-        row = po + i * m
-        for j in range(m):
-            buf[row + j] -= (zi * buf[zo + j]) * sc
+    pseudo_observe(buf, wo, buf, po, m, buf, zo, m, jj, buf[w0o + jj], m * c)
     jj += 1
     buf[RLS_CYCLE] = 0.0 if jj == m else float(jj)
 
@@ -154,6 +173,17 @@ def noise_update(buf, lam, n, e, den):
     if a < 1.0 / n:
         a = 1.0 / n
     buf[RLS_NOISE_VAR] += a * (e * e * lam / den - buf[RLS_NOISE_VAR])
+
+
+@njit(cache=True, inline="always")
+def rls_finish_row(buf, m, wo, w0o, po, zo, c, lam, e, den):
+    """What follows the data correction of a row in the RLS block of ``buf``: count the row, run the
+    stabilising pseudo-observation (``c > 0``), update the noise estimate from the error ``e``."""
+    n = buf[N_SEEN] + 1.0
+    buf[N_SEEN] = n
+    if c > 0.0:
+        rls_stabilise(buf, m, wo, w0o, po, zo, c)
+    noise_update(buf, lam, n, e, den)
 
 
 # ----------------------------------------------------------------------------- RLS
@@ -178,11 +208,7 @@ def _rls_step(buf, m, x, y):
         return NOT_PD
     e = y - yhat
     rls_correct(buf, m, wo, po, zo, e / den, 1.0 / den, 1.0 / lam)
-    n = buf[N_SEEN] + 1.0
-    buf[N_SEEN] = n
-    if c > 0.0:
-        rls_stabilise(buf, m, wo, w0o, po, zo, c)
-    noise_update(buf, lam, n, e, den)
+    rls_finish_row(buf, m, wo, w0o, po, zo, c, lam, e, den)
     return OK
 
 
@@ -299,7 +325,7 @@ def rls_quad_many(buf, X, out):
 BUF_TYPE = nbt.Array(nbt.float64, 1, "C")
 ROW_TYPE = nbt.Array(nbt.float64, 1, "A")
 
-#: Compiled single-row kernels called without numba's per-call type dispatch (see
+#: Compiled single-row entry points called without numba's per-call type dispatch (see
 #: :func:`interfpred._core.jit.compiled_entry`): callers check ``type(X) is ndarray``, float64,
 #: ``X.ndim == 1`` and a float ``y`` first, and take the validated generic path otherwise.
 FAST = CompiledEntries({

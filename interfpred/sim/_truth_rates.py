@@ -1,7 +1,7 @@
 """The compiled ground-truth rate model: the one place the simulator's truth rates are computed.
 
 :func:`truth_rates` is the rule every simulated execution progresses by, called by the event
-engine (:mod:`interfpred.sim._event_kernels`) at every event and, through the validating
+engine (:mod:`interfpred.sim._event_steps`) at every event and, through the validating
 :func:`interfpred.sim.contention.rates`, by anything else that needs the truth (E3's serving
 simulator, an oracle). These kernels never validate.
 

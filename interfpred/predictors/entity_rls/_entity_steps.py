@@ -1,5 +1,9 @@
-"""Compiled kernels of :class:`~interfpred.predictors.entity_rls.estimator.EntityRLS`: the state layout,
-the entity terms of a row, one learning step in each covariance mode, and the pairwise terms.
+"""Compiled learning steps of :class:`~interfpred.predictors.entity_rls.estimator.EntityRLS`: the state
+layout, the entity terms of a row, one learning step in each covariance mode, and the pairwise terms.
+
+Both modes run the RLS rank-one step of :mod:`interfpred.predictors._linear_buffers` (data
+correction, stabilising pseudo-observation, noise estimate): "blocks" on its global block,
+"full" on the joint covariance of every parameter.
 
 State (the model is in docs/predictors.md)::
 
@@ -21,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from interfpred._core.jit import njit
-from interfpred.predictors._linear_kernels import (
+from interfpred.predictors._linear_buffers import (
     N_FEATURES,
     N_SEEN,
     N_WEIGHTS,
@@ -33,10 +37,12 @@ from interfpred.predictors._linear_kernels import (
     check_row,
     linear_value,
     noise_update,
+    pseudo_observe,
+    rank_one_correct,
     rls_correct,
+    rls_finish_row,
     rls_offsets,
     rls_prepare,
-    rls_stabilise,
 )
 from interfpred.predictors._status import BAD_LOG, NOT_PD, OK
 from interfpred.predictors.entity_rls._tables import pair_get
@@ -75,7 +81,7 @@ ENT_HYPER_SLOTS = (RLS_FORGETTING, RLS_STAB, RLS_INV_DELTA, ENT_FORGETTING, ENT_
 
 @njit(cache=True)
 def check_entity_row(g, x, y):
-    """Status of one row: :func:`~interfpred.predictors._linear_kernels.check_row`, then a positive y for a log target."""
+    """Status of one row: :func:`~interfpred.predictors._linear_buffers.check_row`, then a positive y for a log target."""
     st = check_row(g, x, y)
     if st != OK:
         return st
@@ -231,11 +237,7 @@ def blocks_step(g, mu, info, r0, x, y, idx, h, L, ub, vb, vw, K, tmu, tvar, th, 
         mu[p] = tmu[t] + kv * gain_e
         var = tvar[t] - kv * th[t] * tvar[t] * inv_den_e
         info[p] = 1.0 / var
-    n = g[N_SEEN] + 1.0
-    g[N_SEEN] = n
-    if c > 0.0:
-        rls_stabilise(g, m, wo, w0o, po, zo, c)
-    noise_update(g, lam, n, e, den)
+    rls_finish_row(g, m, wo, w0o, po, zo, c, lam, e, den)
     return OK
 
 
@@ -279,31 +281,16 @@ def full_step(g, mu, P, r0, t0, x, y, idx, h, L, z):
     if not (den > 0.0 and den < np.inf):
         return NOT_PD
     e = y - yhat
-    gain = e / den
-    inv_den = 1.0 / den
-    inv_lam = 1.0 / lam
-    for i in range(N):
-        zi = z[i]
-        mu[i] += zi * gain
-        for j in range(N):
-            P[i, j] = (P[i, j] - (zi * z[j]) * inv_den) * inv_lam
+    ps = P.shape[1]
+    Pf = P.reshape(P.shape[0] * ps)    # a view: row i of P starts at Pf[i * ps]
+    rank_one_correct(mu, 0, Pf, 0, ps, z, 0, N, e / den, 1.0 / den, 1.0 / lam)
     n = g[N_SEEN] + 1.0
     g[N_SEEN] = n
     if g[ENT_STABILIZE] != 0.0 and lam < 1.0:
         jj = int(g[RLS_CYCLE])
         if jj >= N:
             jj = 0
-        rho = N * (1.0 - lam) * r0[jj]
-        den2 = 1.0 + rho * P[jj, jj]
-        rr = (t0[jj] - mu[jj]) * rho / den2
-        for i in range(N):
-            z[i] = P[i, jj]
-        sc = rho / den2
-        for i in range(N):
-            zi = z[i]
-            mu[i] += zi * rr
-            for j in range(N):
-                P[i, j] -= (zi * z[j]) * sc
+        pseudo_observe(mu, 0, Pf, 0, ps, z, 0, N, jj, t0[jj], N * (1.0 - lam) * r0[jj])
         jj += 1
         g[RLS_CYCLE] = 0.0 if jj >= N else float(jj)
     noise_update(g, lam, n, e, den)

@@ -14,8 +14,8 @@ import math
 import numpy as np
 
 from interfpred._core.jit import njit
-from interfpred.features._timeline_kernels import map_running_set
-from interfpred.serving._projection_kernels import NONFINITE, advance, to_rate
+from interfpred.features._segment_maps import map_running_set
+from interfpred.serving._fluid_projection import NONFINITE, advance, to_rate
 
 __all__ = ["entity_project", "entity_rates"]
 
@@ -52,7 +52,7 @@ def entity_project(dem, rem, t0, map_id, combine_id, w, b, S, M, log_target, alo
                    rtol, end):
     """Fluid projection of ``dem`` (n, 3) with remaining work ``rem`` under the entity terms, into ``end``.
 
-    Returns 0, or :data:`~interfpred.serving._projection_kernels.NONFINITE` when a rate or a remaining
+    Returns 0, or :data:`~interfpred.serving._fluid_projection.NONFINITE` when a rate or a remaining
     work is not finite.
     """
     n = dem.shape[0]

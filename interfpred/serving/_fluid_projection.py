@@ -1,9 +1,13 @@
-"""Compiled kernels of the fluid what-if projection: rate clamp, one projection step, affine rates and projection.
+"""Compiled fluid what-if projection: rate clamp, one projection step, affine rates and projection.
 
 Package-internal. Every projection in interfpred (the tracker's compiled and Python paths, the
 affine projection of :mod:`interfpred.serving.projection`, the E3 oracle's ground-truth projection) turns
 predictions into rates with :func:`to_rate` (or :func:`clamp_rates` on an array) and advances the
-running set one segment at a time with :func:`advance`. No kernel validates its input.
+running set one segment at a time with :func:`advance`. The affine projection evaluates the model
+through the map's affine form (:mod:`interfpred.features._segment_maps`) and keeps the running
+set's sums up to date as members finish. Nothing here validates its input:
+:func:`interfpred.serving.projection.project_affine` checks it for users, and the serving layer's
+own callers (the projector, the placement cache) pass arrays they built.
 """
 
 from __future__ import annotations
@@ -11,15 +15,33 @@ from __future__ import annotations
 import numpy as np
 
 from interfpred._core.jit import njit
-from interfpred.features._timeline_kernels import COMBINE_MAX, MAP_GPULETS, MAP_RICH, map_running_set, quantize
+from interfpred.constants import TRACKER_FINISH_RTOL
+from interfpred.errors import InterfpredError
+from interfpred.features._segment_maps import (
+    COMBINE_MAX,
+    DRAM,
+    L2,
+    N_RESOURCES,
+    SM,
+    affine_other_weight,
+    affine_own,
+    affine_set,
+    affine_terms,
+    map_running_set,
+    others_sum,
+    quantize,
+    worst_other,
+)
 
-__all__ = ["NONFINITE", "advance", "affine_rates", "all_finite", "clamp_rates", "project_affine_kernel",
-           "project_stacked_kernel", "to_rate"]
+__all__ = ["NONFINITE", "NONFINITE_MESSAGE", "advance", "affine_rates", "all_finite", "clamp_rates",
+           "project_affine_into", "project_affine_unchecked", "project_stacked_into", "project_stacked_unchecked",
+           "to_rate"]
 
-#: Status of a projection kernel when a rate or a remaining work is not finite.
+#: Status of a compiled projection when a rate or a remaining work is not finite.
 NONFINITE = 1
-
-_INV_SCALE = 2.0 ** -50
+#: The refusal raised for that status.
+NONFINITE_MESSAGE = ("projection refused: a predicted rate or remaining work is not finite "
+                     "(the predictor's weights overflow on this running set)")
 
 
 @njit(cache=True)
@@ -114,7 +136,7 @@ def affine_rates(dem, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, ou
 
 
 @njit(cache=True)
-def project_affine_kernel(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, rtol, end):
+def project_affine_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, rtol, end):
     """Projected completion of every member of ``dem`` (n, 3) with remaining work ``rem`` into ``end``.
 
     The running set's sums are updated as members finish (see :mod:`interfpred.serving.projection`).
@@ -124,30 +146,23 @@ def project_affine_kernel(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_ra
     if n == 0:
         return 0
     dq = quantize(dem)
-    c = np.empty(n)
-    h = np.zeros((n, 3))
-    tot = np.zeros(3, dtype=np.int64)
+    terms, w_others = affine_terms(w, map_id)
+    c = np.empty(n)                         # per member: its own terms, and the weight of the others' demand
+    h = np.empty((n, N_RESOURCES))
+    tot = np.zeros(N_RESOURCES, dtype=np.int64)
     for i in range(n):
-        if map_id == MAP_GPULETS:
-            c[i] = b + w[0] * dem[i, 1] + w[1] * dem[i, 2]
-            h[i, 1] = w[2]
-            h[i, 2] = w[3]
-        else:
-            c[i] = b + w[0] * dem[i, 0] + w[1] * dem[i, 1] + w[2] * dem[i, 2]
-            for r in range(3):
-                h[i, r] = w[3 + r]
-                if map_id == MAP_RICH:
-                    h[i, r] += w[6 + r] * dem[i, r]
-        for r in range(3):
+        c[i] = affine_own(terms, b, dem[i, SM], dem[i, L2], dem[i, DRAM])
+        for r in range(N_RESOURCES):
+            h[i, r] = affine_other_weight(terms, r, dem[i, r])
             tot[r] += dq[i, r]
     # For the max combine: per resource, members in decreasing demand as a doubly linked list.
     use_max = combine_id == COMBINE_MAX
     nl = n + 1 if use_max else 1
-    nxt = np.full((3, nl), -1, dtype=np.int64)
-    prv = np.full((3, nl), -1, dtype=np.int64)
-    head = np.full(3, -1, dtype=np.int64)
+    nxt = np.full((N_RESOURCES, nl), -1, dtype=np.int64)
+    prv = np.full((N_RESOURCES, nl), -1, dtype=np.int64)
+    head = np.full(N_RESOURCES, -1, dtype=np.int64)
     if use_max:
-        for r in range(3):
+        for r in range(N_RESOURCES):
             order = np.argsort(-dem[:, r], kind="mergesort")
             head[r] = order[0]
             for a in range(n):
@@ -159,51 +174,43 @@ def project_affine_kernel(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_ra
     retired = ibuf[n:]
     for i in range(n):
         idx[i] = i
-    fbuf = np.empty(3 * n + 6)                 # remaining work, rates, times to finish, top two per resource
+    fbuf = np.empty(3 * n + 2 * N_RESOURCES)  # remaining work, rates, times to finish, top two per resource
     work = fbuf[:n]
     work[:] = rem
     rate = fbuf[n:2 * n]
     taus = fbuf[2 * n:3 * n]
-    top1 = fbuf[3 * n:3 * n + 3]
-    top2 = fbuf[3 * n + 3:]
+    top1 = fbuf[3 * n:3 * n + N_RESOURCES]
+    top2 = fbuf[3 * n + N_RESOURCES:]
     na = n
     t = t0
     while na > 0:
-        g = 0.0
-        if map_id == MAP_RICH:
-            for r in range(3):
-                total = tot[r] * _INV_SCALE
-                g += w[9 + r] * total + w[12 + r] * max(0.0, total - 1.0)
-            g += w[15] * (na - 1.0)
+        g = affine_set(terms, w_others, tot, na)
         if use_max:
-            for r in range(3):
+            for r in range(N_RESOURCES):
                 i1 = head[r]
                 top1[r] = dem[i1, r]
                 i2 = nxt[r, i1]
                 top2[r] = dem[i2, r] if i2 >= 0 else 0.0
-        t0s = tot[0]
-        t1s = tot[1]
-        t2s = tot[2]
         for a in range(na):
             i = idx[a]
             p = c[i] + g
             if na > 1:
                 if use_max:
-                    o0 = top2[0] if dem[i, 0] == top1[0] else top1[0]
-                    o1 = top2[1] if dem[i, 1] == top1[1] else top1[1]
-                    o2 = top2[2] if dem[i, 2] == top1[2] else top1[2]
+                    o0 = worst_other(dem[i, SM], top1[SM], top2[SM])
+                    o1 = worst_other(dem[i, L2], top1[L2], top2[L2])
+                    o2 = worst_other(dem[i, DRAM], top1[DRAM], top2[DRAM])
                 else:
-                    o0 = (t0s - dq[i, 0]) * _INV_SCALE
-                    o1 = (t1s - dq[i, 1]) * _INV_SCALE
-                    o2 = (t2s - dq[i, 2]) * _INV_SCALE
-                p += h[i, 0] * o0 + h[i, 1] * o1 + h[i, 2] * o2
+                    o0 = others_sum(tot, dq, i, SM)
+                    o1 = others_sum(tot, dq, i, L2)
+                    o2 = others_sum(tot, dq, i, DRAM)
+                p += h[i, SM] * o0 + h[i, L2] * o1 + h[i, DRAM] * o2
             rate[a] = to_rate(max(p, pred_lo), is_rate, rmin, rmax)
         keep, t, nret = advance(idx, na, work, rate, taus, t, rtol, end, retired)
         if keep < 0:
             return NONFINITE
         for j in range(nret):
             i = retired[j]
-            for r in range(3):
+            for r in range(N_RESOURCES):
                 tot[r] -= dq[i, r]
                 if use_max:
                     pi = prv[r, i]
@@ -219,13 +226,36 @@ def project_affine_kernel(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_ra
 
 
 @njit(cache=True)
-def project_stacked_kernel(dem, rem, n, t, W, B, LO, use, map_id, combine_id, is_rate, rmin, rmax, rtol, end):
+def project_stacked_into(dem, rem, n, t, W, B, LO, use, map_id, combine_id, is_rate, rmin, rmax, rtol, end):
     """One projection per row block ``g`` where ``use[g]``: members ``dem[g, :n[g]]`` under ``W[g]``."""
     for g in range(dem.shape[0]):
         m = n[g]
         if use[g] and m > 0:
-            status = project_affine_kernel(dem[g, :m], rem[g, :m], t, map_id, combine_id, W[g], B[g], LO[g],
-                                           is_rate, rmin, rmax, rtol, end[g, :m])
+            status = project_affine_into(dem[g, :m], rem[g, :m], t, map_id, combine_id, W[g], B[g], LO[g],
+                                         is_rate, rmin, rmax, rtol, end[g, :m])
             if status != 0:
                 return status
     return 0
+
+
+def project_affine_unchecked(dem: np.ndarray, rem: np.ndarray, t: float, map_id: int, combine_id: int,
+                             w: np.ndarray, b: float, pred_lo: float, is_rate: bool, rmin: float, rmax: float,
+                             rtol: float = TRACKER_FINISH_RTOL) -> np.ndarray:
+    """:func:`~interfpred.serving.projection.project_affine` on codes, without its checks (the tracker's hot
+    path): C-contiguous float64 inputs. Raises :data:`NONFINITE_MESSAGE` when a rate is not finite."""
+    end = np.empty(dem.shape[0])
+    if project_affine_into(dem, rem, t, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, rtol, end) != 0:
+        raise InterfpredError(NONFINITE_MESSAGE)
+    return end
+
+
+def project_stacked_unchecked(dem: np.ndarray, rem: np.ndarray, n: np.ndarray, t: float, W: np.ndarray,
+                              B: np.ndarray, LO: np.ndarray, use: np.ndarray, map_id: int, combine_id: int,
+                              is_rate: bool, rmin: float, rmax: float, end: np.ndarray,
+                              rtol: float = TRACKER_FINISH_RTOL) -> None:
+    """Many projections in one compiled call, in blocks of fixed capacity (a fleet's GPUs): block ``g``
+    is ``dem[g, :n[g]]`` (G, C, 3) with ``rem[g, :n[g]]`` under ``W[g]``, ``B[g]``, ``LO[g]``; blocks
+    with ``use[g]`` false are skipped. Writes ``end[g, :n[g]]`` (G, C); no checks."""
+    if project_stacked_into(dem, rem, n, float(t), W, B, LO, use, map_id, combine_id, is_rate, rmin, rmax, rtol,
+                            end) != 0:
+        raise InterfpredError(NONFINITE_MESSAGE)

@@ -1,8 +1,12 @@
-"""Numba kernels of the timeline and of the built-in feature maps (package-internal).
+"""Compiled built-in feature maps and their temporal aggregation (package-internal).
 
-Everything here works on plain arrays and scalars and never validates; the public wrappers
-in :mod:`interfpred.features.timeline`, :mod:`interfpred.features.extractors` and :mod:`interfpred.features.chunked`
-check their inputs first.
+The maps of one running set (each member against the others), their column layout as named
+offsets, the affine form of a linear model over a map (what the serving layer's compiled
+projection evaluates), and the folds of per-segment map values into Static, EWMA and
+TimeWeighted features, in one pass over a timeline's segments or event by event. Everything
+here works on plain arrays and scalars and never validates; the public wrappers in
+:mod:`interfpred.features.extractors`, :mod:`interfpred.features.batch` and
+:mod:`interfpred.features.chunked` check their inputs first.
 
 Order independence. A built-in feature map depends only on the *multiset* of demands in a
 running set, never on the order in which the members are stored: per-resource sums are exact
@@ -28,123 +32,37 @@ AGG_STATIC = 0
 AGG_EWMA = 1
 AGG_TIME_WEIGHTED = 2
 
+# Resources: the columns of a demand row (sm, l2, dram), as in constants.RESOURCES.
+SM = 0
+L2 = 1
+DRAM = 2
+N_RESOURCES = 3
+
+# Column layout of the default and rich maps: each block holds one column per resource, so
+# resource r of block B is column ``B + r``.
+ME = 0            # the member's own demand
+OTHER = 3         # the others' demand: summed, or the worst one (combine "max")
+DEFAULT_WIDTH = 6
+PRODUCT = 6       # rich: own demand times the others'
+TOTAL = 9         # rich: the whole running set's demand
+EXCESS = 12       # rich: the total's excess over capacity, max(0, total - 1)
+N_OTHERS = 15     # rich: the number of co-runners
+RICH_WIDTH = 16
+# Column layout of the gpulets map (L2 and DRAM only).
+GPULETS_L2_ME = 0
+GPULETS_DRAM_ME = 1
+GPULETS_L2_OTHER = 2
+GPULETS_DRAM_OTHER = 3
+GPULETS_WIDTH = 4
+
 
 @njit(cache=True)
 def n_features(map_id: int) -> int:
     if map_id == MAP_DEFAULT:
-        return 6
+        return DEFAULT_WIDTH
     if map_id == MAP_GPULETS:
-        return 4
-    return 16
-
-
-# --------------------------------------------------------------------------- sweep
-@njit(cache=True)
-def _grow_f(a: np.ndarray, need: int) -> np.ndarray:
-    if need <= a.shape[0]:
-        return a
-    b = np.empty(max(need, 2 * a.shape[0]), dtype=a.dtype)
-    b[: a.shape[0]] = a
-    return b
-
-
-@njit(cache=True)
-def sweep(gcode, start, end, so, eo, n_total, max_running, max_members):
-    """Sweep-line segmentation of every GPU at once.
-
-    ``so`` and ``eo`` index the executions of positive length, ordered by (gpu, start) and
-    (gpu, end). At one (gpu, time) all ends are applied before all starts, so intervals are
-    half-open ``[start, end)``. Returns ``(seg_gpu, seg_start, seg_end, seg_ptr, members,
-    stop)`` for the non-empty segments, in (gpu, time) order. ``stop`` is -1, or the index
-    (into ``start``) of the execution whose launch made more than ``max_running`` run at once
-    or the memberships exceed ``max_members``: the sweep stops there, before allocating more.
-    """
-    m = so.shape[0]
-    cap_s = 2 * m + 1
-    seg_gpu = np.empty(cap_s, dtype=np.int64)
-    seg_start = np.empty(cap_s, dtype=np.float64)
-    seg_end = np.empty(cap_s, dtype=np.float64)
-    seg_ptr = np.empty(cap_s + 1, dtype=np.int64)
-    members = np.empty(max(8 * m, 16), dtype=np.int64)
-    running = np.empty(max(m, 1), dtype=np.int64)
-    pos = np.full(n_total, -1, dtype=np.int64)
-    nrun = 0
-    ns = 0
-    nm = 0
-    seg_ptr[0] = 0
-    a = 0
-    b = 0
-    while a < m or b < m:
-        # Next event in (gpu, time) order; an end wins a tie with a start.
-        take_start = False
-        if b >= m:
-            take_start = True
-        elif a < m:
-            ia = so[a]
-            ib = eo[b]
-            if gcode[ia] < gcode[ib] or (gcode[ia] == gcode[ib] and start[ia] < end[ib]):
-                take_start = True
-        if take_start:
-            g = gcode[so[a]]
-            t = start[so[a]]
-        else:
-            g = gcode[eo[b]]
-            t = end[eo[b]]
-        while b < m and gcode[eo[b]] == g and end[eo[b]] == t:
-            i = eo[b]
-            p = pos[i]
-            last = running[nrun - 1]
-            running[p] = last
-            pos[last] = p
-            pos[i] = -1
-            nrun -= 1
-            b += 1
-        while a < m and gcode[so[a]] == g and start[so[a]] == t:
-            i = so[a]
-            running[nrun] = i
-            pos[i] = nrun
-            nrun += 1
-            a += 1
-        if nrun > max_running or nm + nrun > max_members:
-            return (seg_gpu[:ns], seg_start[:ns], seg_end[:ns], seg_ptr[: ns + 1], members[:nm],
-                    running[nrun - 1])
-        if nrun > 0:
-            # The next end is on this GPU (a running execution has not ended yet).
-            t_next = end[eo[b]]
-            if a < m and gcode[so[a]] == g and start[so[a]] < t_next:
-                t_next = start[so[a]]
-            seg_gpu[ns] = g
-            seg_start[ns] = t
-            seg_end[ns] = t_next
-            if nm + nrun > members.shape[0]:
-                members = _grow_f(members, nm + nrun)
-            for k in range(nrun):
-                members[nm + k] = running[k]
-            nm += nrun
-            ns += 1
-            seg_ptr[ns] = nm
-    # Views, not copies: copying ~10^7 members costs more (fresh pages) than the slack it frees.
-    return seg_gpu[:ns], seg_start[:ns], seg_end[:ns], seg_ptr[: ns + 1], members[:nm], -1
-
-
-@njit(cache=True)
-def exec_csr(seg_ptr, members, n_total):
-    """Per execution, its segments in time order: ``(exec_ptr, exec_segments)`` (counting sort)."""
-    counts = np.zeros(n_total + 1, dtype=np.int64)
-    for j in range(members.shape[0]):
-        counts[members[j] + 1] += 1
-    for i in range(n_total):
-        counts[i + 1] += counts[i]
-    ptr = counts.copy()
-    fill = counts[:n_total].copy()
-    out = np.empty(members.shape[0], dtype=np.int64)
-    nseg = seg_ptr.shape[0] - 1
-    for s in range(nseg):
-        for j in range(seg_ptr[s], seg_ptr[s + 1]):
-            i = members[j]
-            out[fill[i]] = s
-            fill[i] += 1
-    return ptr, out
+        return GPULETS_WIDTH
+    return RICH_WIDTH
 
 
 # --------------------------------------------------------------------------- maps
@@ -165,7 +83,7 @@ def quantize(dem):
     """Fixed-point copy of demands (n, 3) in units of 2**-50 (int64)."""
     out = np.empty(dem.shape, dtype=np.int64)
     for i in range(dem.shape[0]):
-        for r in range(3):
+        for r in range(N_RESOURCES):
             out[i, r] = _q(dem[i, r])
     return out
 
@@ -181,15 +99,15 @@ def _stats(dem, dq, idx, lo, k, top, tot, combine_id):
     s2 = np.int64(0)
     for a in range(k):
         i = idx[lo + a]
-        s0 += dq[i, 0]
-        s1 += dq[i, 1]
-        s2 += dq[i, 2]
-    tot[0] = s0
-    tot[1] = s1
-    tot[2] = s2
+        s0 += dq[i, SM]
+        s1 += dq[i, L2]
+        s2 += dq[i, DRAM]
+    tot[SM] = s0
+    tot[L2] = s1
+    tot[DRAM] = s2
     if combine_id == COMBINE_SUM:
         return
-    for r in range(3):
+    for r in range(N_RESOURCES):
         t1 = 0.0
         t2 = 0.0
         for a in range(k):
@@ -207,54 +125,136 @@ def _stats(dem, dq, idx, lo, k, top, tot, combine_id):
 def _set_stats(dem, k, combine_id):
     """Fixed-point copy, per-resource sums and top two values of the running set ``dem[:k]``:
     ``(dq, top, tot)`` for :func:`_phi`."""
-    top = np.zeros((3, 2), dtype=np.float64)
-    tot = np.zeros(3, dtype=np.int64)
+    top = np.zeros((N_RESOURCES, 2), dtype=np.float64)
+    tot = np.zeros(N_RESOURCES, dtype=np.int64)
     dq = quantize(dem[:k])
     _stats(dem, dq, np.arange(k), 0, k, top, tot, combine_id)
     return dq, top, tot
+
+
+@njit(cache=True, inline="always")
+def set_total(tot, r):
+    """The running set's total demand of resource ``r`` from its fixed-point sums ``tot``."""
+    return tot[r] * _INV_SCALE
+
+
+@njit(cache=True, inline="always")
+def others_sum(tot, dq, i, r):
+    """The others' summed demand of resource ``r`` for member ``i`` (fixed-point ``total - me``)."""
+    return (tot[r] - dq[i, r]) * _INV_SCALE
+
+
+@njit(cache=True, inline="always")
+def worst_other(me, first, second):
+    """The largest demand among the others, from the set's largest two values ``first`` and ``second``:
+    the second largest if I am (a copy of) the largest."""
+    return second if me == first else first
 
 
 @njit(cache=True)
 def _phi(dem, dq, i, top, tot, k, map_id, combine_id, out):
     """The built-in map of member ``dem[i]`` of a running set of k given by its stats, into
     ``out`` (indices, not row views, keep the hot loop free of reference counting)."""
-    me0 = dem[i, 0]
-    me1 = dem[i, 1]
-    me2 = dem[i, 2]
+    me0 = dem[i, SM]
+    me1 = dem[i, L2]
+    me2 = dem[i, DRAM]
     o0 = 0.0
     o1 = 0.0
     o2 = 0.0
     if k > 1:
         if combine_id == COMBINE_SUM:
-            o0 = (tot[0] - dq[i, 0]) * _INV_SCALE
-            o1 = (tot[1] - dq[i, 1]) * _INV_SCALE
-            o2 = (tot[2] - dq[i, 2]) * _INV_SCALE
+            o0 = others_sum(tot, dq, i, SM)
+            o1 = others_sum(tot, dq, i, L2)
+            o2 = others_sum(tot, dq, i, DRAM)
         else:
-            # The worst other: the second largest if I am (a copy of) the largest.
-            o0 = top[0, 1] if me0 == top[0, 0] else top[0, 0]
-            o1 = top[1, 1] if me1 == top[1, 0] else top[1, 0]
-            o2 = top[2, 1] if me2 == top[2, 0] else top[2, 0]
+            o0 = worst_other(me0, top[SM, 0], top[SM, 1])
+            o1 = worst_other(me1, top[L2, 0], top[L2, 1])
+            o2 = worst_other(me2, top[DRAM, 0], top[DRAM, 1])
     if map_id == MAP_GPULETS:
-        out[0] = me1
-        out[1] = me2
-        out[2] = o1
-        out[3] = o2
+        out[GPULETS_L2_ME] = me1
+        out[GPULETS_DRAM_ME] = me2
+        out[GPULETS_L2_OTHER] = o1
+        out[GPULETS_DRAM_OTHER] = o2
         return
-    out[0] = me0
-    out[1] = me1
-    out[2] = me2
-    out[3] = o0
-    out[4] = o1
-    out[5] = o2
+    out[ME + SM] = me0
+    out[ME + L2] = me1
+    out[ME + DRAM] = me2
+    out[OTHER + SM] = o0
+    out[OTHER + L2] = o1
+    out[OTHER + DRAM] = o2
     if map_id == MAP_RICH:
-        out[6] = me0 * o0
-        out[7] = me1 * o1
-        out[8] = me2 * o2
-        for r in range(3):
-            total = tot[r] * _INV_SCALE
-            out[9 + r] = total
-            out[12 + r] = max(0.0, total - 1.0)
-        out[15] = k - 1.0
+        out[PRODUCT + SM] = me0 * o0
+        out[PRODUCT + L2] = me1 * o1
+        out[PRODUCT + DRAM] = me2 * o2
+        for r in range(N_RESOURCES):
+            total = set_total(tot, r)
+            out[TOTAL + r] = total
+            out[EXCESS + r] = max(0.0, total - 1.0)
+        out[N_OTHERS] = k - 1.0
+
+
+# --------------------------------------------------------------------------- affine form
+# An affine model ``b + w . phi`` over a built-in map, for member i of a running set of k with
+# own demand me_r and others' demand other_r (0 when alone) of each resource r, is
+#
+#     b + sum_r (own_r me_r + (other_r + product_r me_r) other_r(i) + total_r T_r + excess_r max(0, T_r - 1))
+#       + n_others (k - 1)
+#
+# with T_r the set's total demand. :func:`affine_terms` reads own_r, other_r, ... out of ``w`` for
+# each map (a term the map lacks weighs 0), so a projection that keeps the set's sums up to date
+# as members finish evaluates the model without the map.
+AFF_OWN = 0        # rows of affine_terms(...): weight of the member's own demand
+AFF_OTHER = 1      # of the others' demand
+AFF_PRODUCT = 2    # of own times others'
+AFF_TOTAL = 3      # of the set's total
+AFF_EXCESS = 4     # of the total's excess over capacity
+AFF_ROWS = 5
+
+
+@njit(cache=True)
+def affine_terms(w, map_id):
+    """The weights ``w`` of an affine model over map ``map_id``, by the term they weigh:
+    ``(terms, n_others)``, ``terms[AFF_*, r]`` (AFF_ROWS, N_RESOURCES) and the weight of the
+    co-runner count; a term the map lacks weighs 0."""
+    terms = np.zeros((AFF_ROWS, N_RESOURCES))
+    if map_id == MAP_GPULETS:
+        terms[AFF_OWN, L2] = w[GPULETS_L2_ME]
+        terms[AFF_OWN, DRAM] = w[GPULETS_DRAM_ME]
+        terms[AFF_OTHER, L2] = w[GPULETS_L2_OTHER]
+        terms[AFF_OTHER, DRAM] = w[GPULETS_DRAM_OTHER]
+        return terms, 0.0
+    for r in range(N_RESOURCES):
+        terms[AFF_OWN, r] = w[ME + r]
+        terms[AFF_OTHER, r] = w[OTHER + r]
+    if map_id != MAP_RICH:
+        return terms, 0.0
+    for r in range(N_RESOURCES):
+        terms[AFF_PRODUCT, r] = w[PRODUCT + r]
+        terms[AFF_TOTAL, r] = w[TOTAL + r]
+        terms[AFF_EXCESS, r] = w[EXCESS + r]
+    return terms, w[N_OTHERS]
+
+
+@njit(cache=True, inline="always")
+def affine_own(terms, b, me0, me1, me2):
+    """``b`` plus the terms of a member with own demand (me0, me1, me2) that depend on it alone."""
+    return b + terms[AFF_OWN, SM] * me0 + terms[AFF_OWN, L2] * me1 + terms[AFF_OWN, DRAM] * me2
+
+
+@njit(cache=True, inline="always")
+def affine_other_weight(terms, r, me):
+    """The weight of the others' demand of resource ``r`` for a member whose own demand of it is ``me``."""
+    return terms[AFF_OTHER, r] + terms[AFF_PRODUCT, r] * me
+
+
+@njit(cache=True, inline="always")
+def affine_set(terms, n_others, tot, k):
+    """The terms of a running set of ``k`` with fixed-point sums ``tot`` that depend on the set alone."""
+    g = 0.0
+    for r in range(N_RESOURCES):
+        total = set_total(tot, r)
+        g += terms[AFF_TOTAL, r] * total + terms[AFF_EXCESS, r] * max(0.0, total - 1.0)
+    return g + n_others * (k - 1.0)
 
 
 @njit(cache=True)
@@ -272,7 +272,7 @@ def map_running_set(dem, map_id, combine_id):
 def map_instant(me, others, map_id, combine_id):
     """The map of ``me`` (3,) beside ``others`` (k, 3): (d,)."""
     k = others.shape[0] + 1
-    dem = np.empty((k, 3), dtype=np.float64)
+    dem = np.empty((k, N_RESOURCES), dtype=np.float64)
     dem[0] = me
     for a in range(k - 1):
         dem[a + 1] = others[a]
@@ -312,7 +312,7 @@ def finalize(acc, wsum, seen, me, map_id, combine_id, agg_id):
     """Finish one execution's accumulator: divide TimeWeighted sums by the total duration; an
     execution with no segment (zero length) gets the map of itself alone."""
     if not seen:
-        dem = np.empty((1, 3), dtype=np.float64)
+        dem = np.empty((1, N_RESOURCES), dtype=np.float64)
         dem[0] = me
         dq, top, tot = _set_stats(dem, 1, combine_id)
         _phi(dem, dq, 0, top, tot, 1, map_id, combine_id, acc)
@@ -330,8 +330,8 @@ def _fold_segments(seg_start, seg_end, seg_ptr, members, dem, map_id, combine_id
     :func:`features_into`, so both run the same arithmetic in the same order."""
     d = out.shape[2]
     na = agg_ids.shape[0]
-    top = np.zeros((3, 2), dtype=np.float64)
-    tot = np.zeros(3, dtype=np.int64)
+    top = np.zeros((N_RESOURCES, 2), dtype=np.float64)
+    tot = np.zeros(N_RESOURCES, dtype=np.int64)
     phi = np.empty(d, dtype=np.float64)
     dq = quantize(dem)
     for s in range(seg_ptr.shape[0] - 1):

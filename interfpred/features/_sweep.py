@@ -1,0 +1,121 @@
+"""Compiled sweep-line segmentation of a trace (package-internal).
+
+:func:`sweep` cuts every GPU's timeline into segments (maximal intervals with one running set)
+and :func:`exec_csr` lists each execution's segments. Both work on plain arrays and never
+validate; :mod:`interfpred.features.timeline` and :mod:`interfpred.features.chunked` check their
+inputs first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from interfpred._core.jit import njit
+
+
+@njit(cache=True)
+def _grow_f(a: np.ndarray, need: int) -> np.ndarray:
+    if need <= a.shape[0]:
+        return a
+    b = np.empty(max(need, 2 * a.shape[0]), dtype=a.dtype)
+    b[: a.shape[0]] = a
+    return b
+
+
+@njit(cache=True)
+def sweep(gcode, start, end, so, eo, n_total, max_running, max_members):
+    """Sweep-line segmentation of every GPU at once.
+
+    ``so`` and ``eo`` index the executions of positive length, ordered by (gpu, start) and
+    (gpu, end). At one (gpu, time) all ends are applied before all starts, so intervals are
+    half-open ``[start, end)``. Returns ``(seg_gpu, seg_start, seg_end, seg_ptr, members,
+    stop)`` for the non-empty segments, in (gpu, time) order. ``stop`` is -1, or the index
+    (into ``start``) of the execution whose launch made more than ``max_running`` run at once
+    or the memberships exceed ``max_members``: the sweep stops there, before allocating more.
+    """
+    m = so.shape[0]
+    cap_s = 2 * m + 1
+    seg_gpu = np.empty(cap_s, dtype=np.int64)
+    seg_start = np.empty(cap_s, dtype=np.float64)
+    seg_end = np.empty(cap_s, dtype=np.float64)
+    seg_ptr = np.empty(cap_s + 1, dtype=np.int64)
+    members = np.empty(max(8 * m, 16), dtype=np.int64)
+    running = np.empty(max(m, 1), dtype=np.int64)
+    pos = np.full(n_total, -1, dtype=np.int64)
+    nrun = 0
+    ns = 0
+    nm = 0
+    seg_ptr[0] = 0
+    a = 0
+    b = 0
+    while a < m or b < m:
+        # Next event in (gpu, time) order; an end wins a tie with a start.
+        take_start = False
+        if b >= m:
+            take_start = True
+        elif a < m:
+            ia = so[a]
+            ib = eo[b]
+            if gcode[ia] < gcode[ib] or (gcode[ia] == gcode[ib] and start[ia] < end[ib]):
+                take_start = True
+        if take_start:
+            g = gcode[so[a]]
+            t = start[so[a]]
+        else:
+            g = gcode[eo[b]]
+            t = end[eo[b]]
+        while b < m and gcode[eo[b]] == g and end[eo[b]] == t:
+            i = eo[b]
+            p = pos[i]
+            last = running[nrun - 1]
+            running[p] = last
+            pos[last] = p
+            pos[i] = -1
+            nrun -= 1
+            b += 1
+        while a < m and gcode[so[a]] == g and start[so[a]] == t:
+            i = so[a]
+            running[nrun] = i
+            pos[i] = nrun
+            nrun += 1
+            a += 1
+        if nrun > max_running or nm + nrun > max_members:
+            return (seg_gpu[:ns], seg_start[:ns], seg_end[:ns], seg_ptr[: ns + 1], members[:nm],
+                    running[nrun - 1])
+        if nrun > 0:
+            # The next end is on this GPU (a running execution has not ended yet).
+            t_next = end[eo[b]]
+            if a < m and gcode[so[a]] == g and start[so[a]] < t_next:
+                t_next = start[so[a]]
+            seg_gpu[ns] = g
+            seg_start[ns] = t
+            seg_end[ns] = t_next
+            if nm + nrun > members.shape[0]:
+                members = _grow_f(members, nm + nrun)
+            for k in range(nrun):
+                members[nm + k] = running[k]
+            nm += nrun
+            ns += 1
+            seg_ptr[ns] = nm
+    # Views, not copies: copying ~10^7 members costs more (fresh pages) than the slack it frees.
+    return seg_gpu[:ns], seg_start[:ns], seg_end[:ns], seg_ptr[: ns + 1], members[:nm], -1
+
+
+@njit(cache=True)
+def exec_csr(seg_ptr, members, n_total):
+    """Per execution, its segments in time order: ``(exec_ptr, exec_segments)`` (counting sort)."""
+    counts = np.zeros(n_total + 1, dtype=np.int64)
+    for j in range(members.shape[0]):
+        counts[members[j] + 1] += 1
+    for i in range(n_total):
+        counts[i + 1] += counts[i]
+    ptr = counts.copy()
+    fill = counts[:n_total].copy()
+    out = np.empty(members.shape[0], dtype=np.int64)
+    nseg = seg_ptr.shape[0] - 1
+    for s in range(nseg):
+        for j in range(seg_ptr[s], seg_ptr[s + 1]):
+            i = members[j]
+            out[fill[i]] = s
+            fill[i] += 1
+    return ptr, out
