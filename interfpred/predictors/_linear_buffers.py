@@ -328,7 +328,20 @@ ROW_TYPE = nbt.Array(nbt.float64, 1, "A")
 #: Compiled single-row entry points called without numba's per-call type dispatch (see
 #: :func:`interfpred._core.jit.compiled_entry`): callers check ``type(X) is ndarray``, float64,
 #: ``X.ndim == 1`` and a float ``y`` first, and take the validated generic path otherwise.
+@njit(cache=True)
+def rls_predict_one(buf, x):
+    """:func:`linear_predict_one` of an RLS buffer (weights after ``RLS_HEADER``)."""
+    return linear_predict_one(buf, x, RLS_HEADER)
+
+
+@njit(cache=True)
+def offline_predict_one(buf, x):
+    """:func:`linear_predict_one` of an OfflineLinear buffer (weights after ``LINEAR_HEADER``)."""
+    return linear_predict_one(buf, x, LINEAR_HEADER)
+
+
 FAST = CompiledEntries({
     "rls_update_one": (rls_update_one, (BUF_TYPE, ROW_TYPE, nbt.float64)),
-    "linear_predict_one": (linear_predict_one, (BUF_TYPE, ROW_TYPE, nbt.int64)),
+    "rls_predict_one": (rls_predict_one, (BUF_TYPE, ROW_TYPE)),
+    "offline_predict_one": (offline_predict_one, (BUF_TYPE, ROW_TYPE)),
 })

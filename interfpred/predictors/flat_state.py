@@ -29,7 +29,6 @@ class FlatStatePredictor(BasePredictor):
     #: The compiled kernel ``(buf, X, y) -> status * ROW_FACTOR + row`` that learns validated rows.
     _learn_rows: ClassVar[Any]
 
-    _buf: np.ndarray | None = None
 
     @abc.abstractmethod
     def _layout(self, d: int) -> tuple[int, int]:
@@ -73,5 +72,6 @@ class FlatStatePredictor(BasePredictor):
     def _adopt(self, buf: np.ndarray, d: int) -> None:
         """Take ``buf`` as the state, its header rewritten from this predictor's hyperparameters."""
         self._header(buf)
+        self._bind_fast_paths()
         self._buf = buf
         self._d = d

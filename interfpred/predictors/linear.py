@@ -100,10 +100,12 @@ class OfflineLinear(FrozenPredictor):
         buf[K.N_SEEN], buf[K.N_WEIGHTS], buf[K.N_FEATURES] = self._n, d + 1, d
         buf[_H:_H + d] = self._coef
         buf[_H + d] = self._intercept
+        self._bind_fast_paths()
         self._buf = buf
 
-    def _predict_one(self, x: np.ndarray, entities: Any) -> float:
-        return _FAST.linear_predict_one(self._buf, x, _H)
+    @classmethod
+    def _fast_paths(cls) -> tuple[Any, Any]:
+        return _FAST.offline_predict_one, None
 
     def _predict_rows(self, X: np.ndarray, entities: Any = None) -> np.ndarray:
         return X @ self._coef + self._intercept

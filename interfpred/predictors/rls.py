@@ -124,11 +124,9 @@ class RLS(FlatStatePredictor):
         return out
 
     # -- the compiled single-row paths (BasePredictor.predict/update dispatch to them) -----------
-    def _predict_one(self, x: np.ndarray, entities: Any) -> float:
-        return _FAST.linear_predict_one(self._buf, x, _H)
-
-    def _update_one(self, x: np.ndarray, y: float, entities: Any) -> int:
-        return _FAST.rls_update_one(self._buf, x, y)
+    @classmethod
+    def _fast_paths(cls) -> tuple[Any, Any]:
+        return _FAST.rls_predict_one, _FAST.rls_update_one
 
     def _std_one(self, x: np.ndarray) -> float:
         buf = self._buf

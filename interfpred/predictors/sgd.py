@@ -156,11 +156,9 @@ class OnlineSGD(FlatStatePredictor):
         return out
 
     # -- the compiled single-row paths (BasePredictor.predict/update dispatch to them) -----------
-    def _predict_one(self, x: np.ndarray, entities: Any) -> float:
-        return _FAST.sgd_predict_one(self._buf, x)
-
-    def _update_one(self, x: np.ndarray, y: float, entities: Any) -> int:
-        return _FAST.sgd_update_one(self._buf, x, y)
+    @classmethod
+    def _fast_paths(cls) -> tuple[Any, Any]:
+        return _FAST.sgd_predict_one, _FAST.sgd_update_one
 
     @property
     def coef_(self) -> np.ndarray:
