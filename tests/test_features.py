@@ -207,7 +207,7 @@ def test_extractor_hyperparameters_are_keyword_only():
         Static(0.2)
 
 
-def test_kernel_spec_is_public_and_consistent():
+def test_compiled_spec_is_public_and_consistent():
     from interfpred.features import _segment_maps as k
 
     spec = EWMA(alpha=0.25, combine="max").compiled_spec
