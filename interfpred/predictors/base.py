@@ -337,7 +337,7 @@ class BasePredictor(abc.ABC):
 
     def _std_rows(self, X: np.ndarray) -> np.ndarray:
         """Predictive standard deviations of validated rows of a fitted predictor (``tags.predicts_std``)."""
-        raise NotImplementedError
+        raise InterfpredError(f"{type(self).__name__} declares tags.predicts_std but gives no standard deviations")
 
     def _predict_checked(self, X: Any, entities: Any, return_std: bool = False) -> Any:
         if return_std and not self.tags.predicts_std:
