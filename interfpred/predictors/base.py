@@ -318,7 +318,7 @@ class BasePredictor(abc.ABC):
         """Resolve this class's :meth:`_fast_paths` once (they compile, or load from numba's cache, on
         first use); called wherever ``_buf`` is set to a buffer."""
         cls = type(self)
-        if cls._fast_predict is None:
+        if "_fast_predict" not in cls.__dict__:   # per class: a subclass may name other entry points
             cls._fast_predict, cls._fast_update = cls._fast_paths()
 
     def _predict_one(self, x: np.ndarray, entities: Any) -> float:
