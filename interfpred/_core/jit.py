@@ -1,12 +1,23 @@
-"""``njit`` for every numba kernel of interfpred: on-disk caching when possible, never an import failure.
+"""``njit`` for every numba kernel of interfpred: cached on disk outside the package, never an import failure.
 
-numba's ``cache=True`` needs somewhere to write: the package's ``__pycache__`` folder, the
-user's cache folder under HOME, or ``NUMBA_CACHE_DIR``. When none is writable (a read-only
-install run by a user without a home folder, a locked-down container) numba refuses to
-*decorate* the function ("cannot cache function ...: no locator available"), which would make
-``import interfpred`` fail. This helper decorates with ``cache=True`` and, when numba finds no
-cache locator, falls back to compiling without an on-disk cache, with one ``RuntimeWarning``
-per process. Kernels then compile on first use in every process (slower start, same results).
+Where the compiled code is cached
+---------------------------------
+numba's own ``cache=True`` writes next to the source, into the installed package's
+``__pycache__`` folders. Files written there after installation are not in the installer's
+record: ``pip uninstall`` leaves them behind, and a folder left holding only them is taken by
+Python for a namespace package that hides a later editable install of interfpred. So
+interfpred's kernels never cache inside the package. They cache in:
+
+1. ``NUMBA_CACHE_DIR`` when it is set (numba's own setting, honoured as numba honours it);
+2. otherwise the per-user cache folder :func:`cache_dir` (``$XDG_CACHE_HOME/interfpred/numba``,
+   ``~/.cache/interfpred/numba`` when ``XDG_CACHE_HOME`` is unset; ``~/Library/Caches`` on
+   macOS, ``%LOCALAPPDATA%`` on Windows);
+3. nowhere, when that folder cannot be created or written (a read-only home, a locked-down
+   container): kernels then compile on first use in every process (slower start, same
+   results), with one ``RuntimeWarning`` per process.
+
+Other packages' numba functions are not affected: the cache folder is set only while
+interfpred's own kernels are decorated.
 
 Usage: write every kernel exactly as with numba, importing ``njit`` from here::
 
@@ -34,41 +45,112 @@ Examples
 
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import numba
+import numba.core.config
 
-__all__ = ["njit", "compiled_entry", "CompiledEntries", "CACHE_WARNING"]
+__all__ = ["njit", "compiled_entry", "CompiledEntries", "CACHE_WARNING", "cache_dir"]
 
 #: Start of the warning issued (once per process) when kernels cannot be cached on disk.
 CACHE_WARNING = "numba cannot cache interfpred's compiled kernels on disk"
 
 _warned = False
 _lock = threading.Lock()
+#: The cache folder chosen for this process: unset until the first cached kernel, then a path or None.
+_chosen: list[str | None] = []
 
 
-def _warn_once(exc: Exception) -> None:
+def cache_dir() -> Path:
+    """The per-user folder interfpred's compiled kernels are cached in when ``NUMBA_CACHE_DIR`` is unset.
+
+    ``$XDG_CACHE_HOME/interfpred/numba`` (``~/.cache/interfpred/numba`` without it) on Linux and
+    other Unix systems, ``~/Library/Caches/interfpred/numba`` on macOS,
+    ``%LOCALAPPDATA%\\interfpred\\numba`` on Windows. The folder is created on first use.
+
+    Examples
+    --------
+    >>> cache_dir().parts[-2:]
+    ('interfpred', 'numba')
+    """
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "interfpred" / "numba"
+
+
+def _writable_folder(path: Path) -> str | None:
+    """``path`` as a string when it can be created and written, else None."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+    except (OSError, RuntimeError):  # RuntimeError: Path.home() without a home
+        return None
+    return str(path)
+
+
+def _choose_cache_folder() -> str | None:
+    """Where this process caches interfpred's kernels (None: nowhere), chosen once."""
+    with _lock:
+        if not _chosen:
+            if numba.core.config.CACHE_DIR:
+                _chosen.append(_writable_folder(Path(numba.core.config.CACHE_DIR)))
+            else:
+                try:
+                    folder = _writable_folder(cache_dir())
+                except RuntimeError:  # no home folder to resolve
+                    folder = None
+                _chosen.append(folder)
+        return _chosen[0]
+
+
+@contextmanager
+def _numba_cache_folder(folder: str) -> Iterator[None]:
+    """numba's cache folder set to ``folder`` while one kernel is decorated, then restored."""
+    with _lock:
+        before = numba.core.config.CACHE_DIR
+        numba.core.config.CACHE_DIR = folder
+        try:
+            yield
+        finally:
+            numba.core.config.CACHE_DIR = before
+
+
+def _warn_once(reason: object) -> None:
     global _warned
     with _lock:
         if _warned:
             return
         _warned = True
-    warnings.warn(f"{CACHE_WARNING} ({exc}); compiling them without a cache in this process. Set "
+    warnings.warn(f"{CACHE_WARNING} ({reason}); compiling them without a cache in this process. Set "
                   "NUMBA_CACHE_DIR to a writable folder to cache them.", RuntimeWarning, stacklevel=4)
 
 
 def _decorate(func: Callable[..., Any], sig: tuple[Any, ...], options: dict[str, Any]) -> Any:
     if options.get("cache"):
-        try:
-            return numba.njit(*sig, **options)(func)
-        except RuntimeError as exc:
-            if "no locator available" not in str(exc):
-                raise
-            _warn_once(exc)
-            options = {**options, "cache": False}
+        folder = _choose_cache_folder()
+        if folder is not None:
+            try:
+                with _numba_cache_folder(folder):
+                    return numba.njit(*sig, **options)(func)
+            except RuntimeError as exc:
+                if "no locator available" not in str(exc):
+                    raise
+                _warn_once(exc)
+        else:
+            _warn_once(f"no writable cache folder: {numba.core.config.CACHE_DIR or cache_dir()}")
+        options = {**options, "cache": False}
     return numba.njit(*sig, **options)(func)
 
 

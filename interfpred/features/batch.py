@@ -25,6 +25,7 @@ import numpy as np
 
 from interfpred.constants import MAX_RUNNING_SET
 from interfpred.data.counters import checked_demands
+from interfpred.data.frames import as_profiles, as_trace
 from interfpred.data.profiles import ProfileTable, profile_arrays
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
@@ -70,6 +71,7 @@ def batch_features(exs: Sequence[Extractor], trace: Trace, profiles: ProfileTabl
     The arguments are those of :func:`~interfpred.features.transform_many`; each result equals
     that extractor's own ``transform`` to the bit.
     """
+    trace, profiles = as_trace(trace), as_profiles(profiles)
     dem, solo = profile_arrays(trace, profiles, extrapolate=extrapolate)
     dem = checked_demands(exs, dem, trace.model)
     latency = np.asarray(trace.end_ms - trace.start_ms, dtype=np.float64)

@@ -32,6 +32,7 @@ import numpy as np
 from interfpred._core.arrow import require_pyarrow
 from interfpred.constants import CHUNK_ROWS, MAX_RUNNING_SET, PARQUET_BATCH_ROWS, TIMELINE_MAX_MEMBERS
 from interfpred.data.counters import checked_demands
+from interfpred.data.frames import as_profiles, as_trace
 from interfpred.data.profiles import ProfileTable, profile_arrays
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
@@ -155,8 +156,7 @@ def iter_timeline(trace: Trace, *, chunk_rows: int = CHUNK_ROWS) -> Iterator[Tim
     >>> [c.seg_start.tolist() for c in iter_timeline(t, chunk_rows=1)]
     [[0.0], [2.0, 4.0], [5.0]]
     """
-    if not isinstance(trace, Trace):
-        raise InterfpredError(f"iter_timeline expects a Trace, got {type(trace).__name__}")
+    trace = as_trace(trace, what="iter_timeline")
     chunk_rows = _check_chunk_rows(chunk_rows)
     start = np.ascontiguousarray(trace.start_ms)
     end = np.ascontiguousarray(trace.end_ms)
@@ -196,6 +196,7 @@ def iter_features(trace: Trace, profiles: ProfileTable, extractors: Sequence[Ext
     """
     exs, map_id, combine_id, agg_ids, alphas = _kernel_args(extractors, "iter_features")
     chunk_rows = _check_chunk_rows(chunk_rows)
+    trace, profiles = as_trace(trace, what="iter_features"), as_profiles(profiles, what="iter_features")
     dem, solo = profile_arrays(trace, profiles, extrapolate=extrapolate)
     dem = checked_demands(exs, dem, trace.model)
     start = np.ascontiguousarray(trace.start_ms)
@@ -237,6 +238,7 @@ def transform_chunked(trace: Trace, profiles: ProfileTable, extractors: Sequence
     Holds every row's features at the end (like ``transform_many``) but never the whole timeline.
     """
     exs = _kernel_args(extractors, "transform_chunked")[0]
+    trace, profiles = as_trace(trace, what="transform_chunked"), as_profiles(profiles, what="transform_chunked")
     X = np.empty((len(exs), len(trace), exs[0].n_features))
     for chunk in iter_features(trace, profiles, exs, chunk_rows=chunk_rows, extrapolate=extrapolate):
         for j, fm in enumerate(chunk.features):

@@ -31,6 +31,7 @@ import numpy as np
 
 from interfpred._core.jit import njit
 from interfpred.data.entities import Entities
+from interfpred.data.frames import as_trace
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
 from interfpred.features._segment_maps import AGG_EWMA, AGG_STATIC
@@ -117,8 +118,7 @@ def trace_entities(trace: Trace, aggregation: str = "time_weighted", *, alpha: f
     segments
         ``(seg_start, seg_end, seg_ptr, seg_members)`` of this trace when already computed.
     """
-    if not isinstance(trace, Trace):
-        raise InterfpredError(f"expected a Trace, got {type(trace).__name__}")
+    trace = as_trace(trace)
     aggregation = aggregation_name(aggregation)
     names = entity_names(trace.model, trace.batch_size, key)
     vocab, code = np.unique(names, return_inverse=True)

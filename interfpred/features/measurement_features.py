@@ -30,6 +30,7 @@ import numpy as np
 
 from interfpred.data.counters import checked_demands
 from interfpred.data.entities import Entities
+from interfpred.data.frames import as_measurements, as_profiles
 from interfpred.data.measurements import Measurements
 from interfpred.data.profiles import ProfileTable
 from interfpred.errors import InterfpredError
@@ -51,8 +52,7 @@ def measurement_demands(measurements: Measurements, profiles: ProfileTable | Non
     n = len(measurements)
     if profiles is None or n == 0:
         return np.full((n, 3), np.nan)
-    if not isinstance(profiles, ProfileTable):
-        raise InterfpredError(f"expected a ProfileTable, got {type(profiles).__name__}")
+    profiles = as_profiles(profiles)
     gpus = {str(g) for g in np.unique(measurements.gpu)}
     if gpus <= set(profiles.gpus):
         by_gpu = measurements.gpu
@@ -117,8 +117,7 @@ def measurement_features(extractor: Extractor, measurements: Measurements, profi
     """
     if not isinstance(extractor, Extractor):
         raise InterfpredError(f"expected an Extractor, got {type(extractor).__name__}")
-    if not isinstance(measurements, Measurements):
-        raise InterfpredError(f"expected Measurements, got {type(measurements).__name__}")
+    measurements = as_measurements(measurements)
     n = len(measurements)
     dem = measurement_demands(measurements, profiles, extrapolate=extrapolate)
     if extractor.feature_map != "shares" and np.isnan(dem).all() and n and profiles is None:

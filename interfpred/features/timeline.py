@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from interfpred.constants import MAX_RUNNING_SET, TIMELINE_MAX_MEMBERS
+from interfpred.data.frames import as_trace
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
 from interfpred.features._sweep import exec_csr, sweep
@@ -190,8 +191,7 @@ def build_timeline(trace: Trace) -> Timeline:
     >>> tl.n_segments, tl.segments_of(2).size
     (2, 0)
     """
-    if not isinstance(trace, Trace):
-        raise InterfpredError(f"build_timeline expects a Trace, got {type(trace).__name__}")
+    trace = as_trace(trace, what="build_timeline")
     names, gcode = trace.codes("device")
     start = np.ascontiguousarray(trace.start_ms, dtype=np.float64)
     end = np.ascontiguousarray(trace.end_ms, dtype=np.float64)

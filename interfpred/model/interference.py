@@ -42,6 +42,7 @@ from interfpred.constants import (
 )
 from interfpred.data.counters import supported_maps
 from interfpred.data.entities import Entities
+from interfpred.data.frames import as_measurements, as_profiles, as_trace
 from interfpred.data.measurements import Measurements
 from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
@@ -85,6 +86,28 @@ class Evaluation:
     observed_latency_ms: np.ndarray
     online: bool
     baselines: dict[str, AccuracySummary] = field(default_factory=dict)
+
+    def to_frame(self) -> Any:
+        """The accuracy as a pandas DataFrame: one row per predictor (``model`` first, then each
+        baseline), one column per figure of :class:`~interfpred.evaluation.metrics.AccuracySummary`."""
+        import pandas as pd
+
+        rows = {"model": self.summary.as_dict(), **{k: v.as_dict() for k, v in self.baselines.items()}}
+        return pd.DataFrame.from_dict(rows, orient="index").rename_axis("predictor")
+
+    def predictions_frame(self) -> Any:
+        """Per row, in the input's order: ``predicted_latency_ms`` and ``observed_latency_ms`` as a DataFrame."""
+        import pandas as pd
+
+        return pd.DataFrame({"predicted_latency_ms": self.predicted_latency_ms,
+                             "observed_latency_ms": self.observed_latency_ms})
+
+
+def _as_inputs(trace: Any, profiles: Any, measurements: Any) -> tuple[Trace | None, ProfileTable | None,
+                                                                   Measurements | None]:
+    """The inputs as interfpred's own objects (pandas DataFrames converted); None stays None."""
+    return (None if trace is None else as_trace(trace), None if profiles is None else as_profiles(profiles),
+            None if measurements is None else as_measurements(measurements))
 
 
 def _as_extractor(extractor: Extractor | Mapping[str, Any] | None) -> Extractor:
@@ -159,6 +182,7 @@ class InterferenceModel:
         Entities are keyed by the predictor's ``entity`` parameter when it has one (``"model"`` or
         ``"model_batch"``), else by model (what the per-pair baseline groups by).
         """
+        trace, profiles, measurements = _as_inputs(trace, profiles, measurements)
         key = getattr(self.predictor, "entity", "model") if self.predictor.tags.uses_entities \
             else "model"
         parts = []
@@ -215,6 +239,7 @@ class InterferenceModel:
         row a weight (trace rows first, then measurement rows), for predictors that take row
         weights (``tags.supports_weights``). The three baselines are fitted on the same rows.
         """
+        trace, profiles, measurements = _as_inputs(trace, profiles, measurements)
         saved = (self.extractor, self.note)
         try:
             self.choose_map(profiles)
@@ -301,6 +326,7 @@ class InterferenceModel:
         """
         if trace is not None and measurements is not None:
             raise InterfpredError("evaluate one data set at a time: a trace or measurements")
+        trace, profiles, measurements = _as_inputs(trace, profiles, measurements)
         fm = self.features(trace, profiles, measurements=measurements)
         self._check_width(fm)
         if len(fm) == 0:

@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from interfpred.constants import FLEET_MARGIN, FLEET_TIE_RTOL
+from interfpred.data.frames import as_profiles
 from interfpred.data.profiles import ProfileTable
 from interfpred.errors import InterfpredError
 from interfpred.features import Extractor
@@ -111,6 +112,7 @@ class Fleet:
         names = list(devices)
         if not names or len(set(names)) != len(names):
             raise InterfpredError(f"devices {names!r} must be distinct names, at least one")
+        profiles = as_profiles(profiles)
         shared = predictor_factory() if shared_predictor else None
         trackers = {d: ColocationTracker(profiles, shared if shared is not None else predictor_factory(), extractor,
                                          gpu=gpu) for d in names}

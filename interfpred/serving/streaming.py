@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from interfpred.constants import DEFAULT_SHARE, MAX_RUNNING_SET, PROFILE_CACHE_SIZE
+from interfpred.data.frames import as_profiles
 from interfpred.data.profiles import ProfileTable
 from interfpred.errors import InterfpredError
 from interfpred.features import Extractor
@@ -150,8 +151,7 @@ class TimelineState:
                  extrapolate: bool = False) -> None:
         if not isinstance(extractor, Extractor):
             raise InterfpredError(f"extractor must be an Extractor, got {type(extractor).__name__}")
-        if not isinstance(profiles, ProfileTable):
-            raise InterfpredError(f"profiles must be a ProfileTable, got {type(profiles).__name__}")
+        profiles = as_profiles(profiles)
         if gpu is None and len(profiles.gpus) > 1:
             raise InterfpredError(
                 f"the profile table holds several GPUs ({', '.join(profiles.gpus)}); pass gpu=")

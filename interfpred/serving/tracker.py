@@ -114,7 +114,7 @@ class ColocationTracker:
         uses_entities = bool(get_tags(predictor).uses_entities)
         self._proj = RunningSetProjector(predictor, extractor, min_rate=min_rate, max_rate=max_rate,
                                          entities=uses_entities)   # checks the width and the clamp
-        self.profiles = profiles
+        self.profiles = self._state.profiles
         self.predictor = predictor
         self.extractor = extractor
         self.gpu = gpu

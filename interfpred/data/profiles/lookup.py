@@ -33,9 +33,11 @@ def profile_arrays(trace: Trace, profiles: ProfileTable, *,
     (array([[0.2, 0.2, 0.3]]), array([2.]))
     """
     if not isinstance(trace, Trace):
-        raise InterfpredError(f"expected a Trace, got {type(trace).__name__}")
+        raise InterfpredError(f"expected a Trace, got {type(trace).__name__} (convert a DataFrame with "
+                              "interfpred.data.frames.as_trace)")
     if not isinstance(profiles, ProfileTable):
-        raise InterfpredError(f"expected a ProfileTable, got {type(profiles).__name__}")
+        raise InterfpredError(f"expected a ProfileTable, got {type(profiles).__name__} (convert a DataFrame "
+                              "with interfpred.data.frames.as_profiles)")
     if len(trace) == 0:
         return np.empty((0, 3)), np.empty(0)
     table_gpus = set(profiles.gpus)
