@@ -6,7 +6,8 @@ bookkeeping): predictor.predict(row) then predictor.update(row, y). Goal: within
 ``reproduce`` targets: --quick <= 45 s and full <= 7 min on 2 cores, cold numba cache included
 (the rest of the issue's 60 s / 10 min is left for E3). Run: ``python benchmarks/bench_reproduce.py``
 (add ``--no-reproduce`` to time only the loop). Measure cold starts by deleting the numba cache
-first: ``find . -name '*.nbi' -delete; find . -name '*.nbc' -delete``.
+first (``interfpred._core.jit.cache_dir()``, or ``NUMBA_CACHE_DIR`` when set), or run with
+``NUMBA_CACHE_DIR`` pointing at an empty folder.
 """
 
 from __future__ import annotations
