@@ -60,7 +60,8 @@ def time_reason(t: Any, now: float | None = None) -> str | None:
     >>> time_reason(3, 2.0) is None, time_reason("3"), time_reason(3e307)
     (True, "time '3' is not a number (a str)", 'time 3e+307 is beyond TIME_HORIZON_MS=4.5036e+12')
     """
-    if isinstance(t, (bool, np.bool_)) or not isinstance(t, numbers.Real):
+    if type(t) is not float and type(t) is not int and (isinstance(t, (bool, np.bool_))
+                                                         or not isinstance(t, numbers.Real)):
         return f"time {t!r} is not a number (a {type(t).__name__})"
     tf = float(t)
     if not math.isfinite(tf):

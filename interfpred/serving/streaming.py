@@ -64,9 +64,12 @@ class FinishResult(NamedTuple):
 
     #: The finished execution's features (its real timeline) and observed target.
     execution: FinishedExecution
-    #: Latency the predictor gave for those features *before* learning from them, ms.
+    #: Latency the predictor gave for those features *before* learning from them (its rate or
+    #: slowdown clamped as every projection clamps it, times the profile solo latency), ms.
     predicted_latency_ms: float
-    #: ``(predicted - observed) / observed`` latency.
+    #: ``(predicted_latency_ms - latency_ms) / latency_ms``: positive when the model predicted the
+    #: batch slower than it ran (over-prediction), negative when it ran slower than predicted; NaN
+    #: for a zero-length execution (observed latency 0), which is never learned from.
     relative_error: float
     #: Whether ``predictor.update`` was called (False with ``learn=False``, a frozen predictor
     #: (``tags.learns_online`` false), a zero-length execution, or an
