@@ -150,3 +150,13 @@ def test_choose_device_with_no_deadline_raises_no_warning():
         warnings.simplefilter("error")
         assert fleet.choose_device(("c", "vgg19", 4), math.inf, 1.0) == "gpu1"
         assert fleet.assess("gpu0", ("c", "vgg19", 4), math.inf, 1.0)[0]
+
+
+def test_constructor_types_are_strict():
+    prof = zoo_profiles("l4")
+    for kw, msg in [({"margin": "0.1"}, "margin '0.1'"), ({"margin": True}, "margin True"),
+                    ({"max_running": True}, "max_running True"), ({"max_running": 2.0}, "max_running 2.0"),
+                    ({"quantile": "0.5"}, "quantile '0.5'"), ({"late_window_ms": "1"}, "late_window_ms '1'")]:
+        with pytest.raises(InterfpredError, match=msg):
+            Fleet.from_profiles(prof, RLS, devices=["gpu0"], **kw)
+    assert Fleet.from_profiles(prof, RLS, devices=["gpu0"], margin=np.float64(0.1), max_running=2).margin == 0.1

@@ -244,6 +244,8 @@ def test_strict_argument_types_everywhere():
         (lambda: tr.remaining_ms("2"), "remaining_ms refused: time '2' is not a number"),
         (lambda: tr.advance(None), "not a number"),
         (lambda: tr.candidate_demand(2, "vgg19", 1.5), "batch_size 1.5"),
+        (lambda: tr.what_if([], 3.0, quantile="0.5"), "quantile '0.5' is not a number"),
+        (lambda: tr.what_if([], 3.0, quantile=True), "quantile True is not a number"),
     ]
     for call, msg in bad:
         with pytest.raises(InterfpredError, match=msg):

@@ -27,13 +27,10 @@ interfpred.errors.InterfpredError: Fleet.choose_device: deadline 0.5 is before t
 from __future__ import annotations
 
 import math
-import numbers
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
-
-import numpy as np
 
 from interfpred.constants import FLEET_MARGIN, FLEET_TIE_RTOL, TRACKER_LATE_WINDOW_MS
 from interfpred.data.profiles import ProfileTable
@@ -41,7 +38,7 @@ from interfpred.data.trace import check_batch_size
 from interfpred.errors import InterfpredError
 from interfpred.features import Extractor
 from interfpred.serving.placement import PlacementCache, added_latency, least_added_latency, meets_deadlines
-from interfpred.serving.running_set import time_reason
+from interfpred.serving.running_set import is_real_number, time_reason
 from interfpred.serving.streaming import FinishResult
 from interfpred.serving.tracker import ColocationTracker
 
@@ -86,18 +83,16 @@ class Fleet:
             if id(tr) in seen:
                 raise InterfpredError(f"device {name!r} shares its tracker with another device; give each its own")
             seen.add(id(tr))
-        try:
-            m = float(margin)
-        except (TypeError, ValueError):
-            raise InterfpredError(f"margin {margin!r} must be a number >= 0") from None
-        if not (math.isfinite(m) and m >= 0):
+        if not (is_real_number(margin) and math.isfinite(float(margin)) and float(margin) >= 0):
             raise InterfpredError(f"margin {margin!r} must be a finite number >= 0")
-        if max_running is not None and (not isinstance(max_running, int) or max_running < 1):
+        m = float(margin)
+        if max_running is not None and (isinstance(max_running, bool) or not isinstance(max_running, int)
+                                        or max_running < 1):
             raise InterfpredError(f"max_running {max_running!r} must be a positive integer or None")
         self._trackers = dict(trackers)
         self.margin = m
         self.max_running = max_running
-        if quantile is not None and not (isinstance(quantile, (int, float)) and 0.0 < float(quantile) < 1.0):
+        if quantile is not None and not (is_real_number(quantile) and 0.0 < float(quantile) < 1.0):
             raise InterfpredError(f"quantile {quantile!r} must be a number in (0, 1) or None")
         self.quantile = None if quantile is None else float(quantile)
         self._where: dict[Any, tuple[str, float]] = {}   # running id -> (device, deadline)
@@ -187,7 +182,7 @@ class Fleet:
 
     def _check_deadline(self, deadline: Any, tf: float, method: str) -> float:
         """A deadline: ``inf`` (none) or a time by the trackers' rule, not before ``tf``."""
-        if isinstance(deadline, (bool, np.bool_)) or not isinstance(deadline, numbers.Real):
+        if not is_real_number(deadline):
             raise self._fail(method, f"deadline {deadline!r} is not a number (a {type(deadline).__name__})")
         d = float(deadline)
         if math.isnan(d):

@@ -30,7 +30,7 @@ import numpy as np
 from interfpred.constants import TIME_HORIZON_MS
 from interfpred.errors import InterfpredError
 
-__all__ = ["RunningSet", "check_share", "check_time", "grown", "snapshot_state", "time_reason"]
+__all__ = ["RunningSet", "check_share", "check_time", "grown", "is_real_number", "snapshot_state", "time_reason"]
 
 #: Capacity of a fresh running set (doubles when full).
 _INITIAL_CAPACITY = 8
@@ -49,6 +49,18 @@ def grown(arr: np.ndarray, cap: int) -> np.ndarray:
     return out
 
 
+def is_real_number(value: Any) -> bool:
+    """Whether ``value`` is a real number as every public method takes one: an int, a float or a numpy
+    number, not a bool or a string.
+
+    >>> is_real_number(2), is_real_number(np.float32(2.5)), is_real_number(True), is_real_number("2")
+    (True, True, False, False)
+    """
+    if type(value) is float or type(value) is int:   # the common case, without the ABC check
+        return True
+    return not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Real)
+
+
 def time_reason(t: Any, now: float | None = None) -> str | None:
     """Why ``t`` is refused as an event time, or None when it is one: a real number (not a bool or a
     string), finite, within ``TIME_HORIZON_MS`` of zero, and not before ``now`` (when given).
@@ -60,8 +72,7 @@ def time_reason(t: Any, now: float | None = None) -> str | None:
     >>> time_reason(3, 2.0) is None, time_reason("3"), time_reason(3e307)
     (True, "time '3' is not a number (a str)", 'time 3e+307 is beyond TIME_HORIZON_MS=4.5036e+12')
     """
-    if type(t) is not float and type(t) is not int and (isinstance(t, (bool, np.bool_))
-                                                         or not isinstance(t, numbers.Real)):
+    if not is_real_number(t):
         return f"time {t!r} is not a number (a {type(t).__name__})"
     tf = float(t)
     if not math.isfinite(tf):
@@ -102,7 +113,7 @@ def check_share(share: Any, what: str) -> float:
     ...
     interfpred.errors.InterfpredError: start of id 1 refused: share True is not an MPS active thread percentage in (0, 100]
     """
-    if not isinstance(share, (bool, np.bool_)) and isinstance(share, numbers.Real) and 0.0 < float(share) <= 100.0:
+    if is_real_number(share) and 0.0 < float(share) <= 100.0:
         return float(share)
     raise InterfpredError(f"{what} refused: share {share!r} is not an MPS active thread percentage in (0, 100]")
 

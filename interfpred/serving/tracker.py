@@ -55,7 +55,7 @@ from interfpred.features.entity_features import RunningEntities
 from interfpred.predictors import get_tags
 from interfpred.serving.projection import ProjectionInputs
 from interfpred.serving.projector import RunningSetProjector, check_quantile, parse_candidates
-from interfpred.serving.running_set import RunningSet, check_time, snapshot_state, time_reason
+from interfpred.serving.running_set import RunningSet, check_time, is_real_number, snapshot_state, time_reason
 from interfpred.serving.streaming import FinishedExecution, FinishResult, TimelineState
 
 __all__ = ["ColocationTracker", "FinishResult", "check_late_window"]
@@ -499,6 +499,8 @@ class ColocationTracker:
         """
         with self._lock:
             tf = check_time(t, "what_if", self._state.now)
+            if quantile is not None and not is_real_number(quantile):
+                raise InterfpredError(f"what_if refused: quantile {quantile!r} is not a number in (0, 1)")
             q = check_quantile(quantile)
             try:
                 cands = list(candidates)
