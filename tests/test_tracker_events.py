@@ -121,6 +121,32 @@ def test_late_finish_equals_in_order_arrival(seed, opaque):
         assert np.array_equal(a[i].x, b[i].x), i
 
 
+def test_late_finish_replays_the_entities_of_an_entity_predictor():
+    """A predictor learning per-model terms gets the same entity rows from a late finish as from in-order events."""
+    from interfpred import EntityRLS
+
+    class Recorder(EntityRLS):
+        def update(self, X, y, *, entities=None):
+            self.rows = [*getattr(self, "rows", []), entities.row(0)]
+            return super().update(X, y, entities=entities)
+
+    prof = zoo_profiles("l4")
+    late, in_order = Recorder(), Recorder()
+    a = ColocationTracker(prof, late, late_window_ms=10.0)
+    b = ColocationTracker(prof, in_order)
+    for tr in (a, b):
+        tr.start("x", "vgg19", 4, 0.0)
+        tr.start("y", "resnet50", 8, 1.0)
+    a.start("z", "yolov8n", 1, 4.0)
+    a.finish("y", 3.0)                     # late: z (from 4.0) never met y
+    b.finish("y", 3.0)
+    b.start("z", "yolov8n", 1, 4.0)
+    for tr in (a, b):
+        tr.finish("x", 9.0)
+        tr.finish("z", 10.0)
+    assert late.rows == in_order.rows and len(late.rows) == 3
+
+
 def test_late_finish_rules():
     prof = zoo_profiles("l4")
     tr = ColocationTracker(prof, RLS(), late_window_ms=2.0)

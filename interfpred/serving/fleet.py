@@ -7,7 +7,10 @@ start now so that it, and everything already running, is projected to finish by 
 fewer than ``max_running`` executions and every projected end ``e`` meets its deadline ``D`` with the safety margin, ``t + (e - t) * (1 +
 margin) <= D``; among feasible devices the one where the launch adds the least projected latency
 wins, ties (within ``FLEET_TIE_RTOL``) going to the least loaded device
-(:mod:`interfpred.serving.placement`; docs/embedding.md). Every public method holds one re-entrant lock.
+(:mod:`interfpred.serving.placement`; docs/embedding.md); :meth:`Fleet.start` refuses a launch on a
+device already running ``max_running``. Each device keeps its own clock; :attr:`Fleet.now` is the
+latest of them and :meth:`Fleet.advance` brings the others forward. Every refusal reads
+``Fleet.<method>: [device 'gpu0': ]reason``. Every public method holds one re-entrant lock.
 
 Examples
 --------

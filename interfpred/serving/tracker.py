@@ -8,9 +8,13 @@ everything finish?" by fluid projection (:class:`~interfpred.serving.projector.R
 execution progresses at its predicted, clamped rate, the rates change only when one finishes, and
 each running execution's remaining solo work is integrated from the rates it was predicted to run
 at since it started. ``quantile=q`` projects at a :class:`~interfpred.Calibrated` predictor's
-latency bounds instead of the means. Every public method holds one re-entrant lock; bad input
-raises :class:`InterfpredError` and leaves the state unchanged. docs/embedding.md explains the
-projection, the bounds, the compiled paths and thread safety.
+latency bounds instead of the means. A cancelled or killed batch is dropped by ``cancel``
+without being learned from; a finish reported late (within ``late_window_ms`` of the latest
+event) is applied as if it had arrived in order. Every public method holds one re-entrant lock;
+bad input (a time that is not a finite real number within ``TIME_HORIZON_MS``, a batch size that
+is not a positive integer, ...) raises :class:`InterfpredError` and leaves the state unchanged.
+docs/embedding.md explains the projection, the bounds, late completions, the compiled paths and
+thread safety.
 
 Examples
 --------
@@ -598,7 +602,8 @@ class ColocationTracker:
         profiles
             Solo profiles of the models that will run.
         **options
-            Passed to the constructor (``gpu``, ``learn``, ``extrapolate``, ``min_rate``, ``max_rate``).
+            Passed to the constructor (``gpu``, ``learn``, ``extrapolate``, ``min_rate``, ``max_rate``,
+            ``late_window_ms``).
 
         Examples
         --------
