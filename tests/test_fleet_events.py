@@ -122,6 +122,8 @@ def test_one_error_wording_names_the_method_and_the_device():
         (lambda: fleet.choose_device(("c", "vgg19", 4), True, 6.0), r"^Fleet.choose_device: deadline True is not a number"),
         (lambda: fleet.choose_device(("c", "vgg19", 4), 3e307, 6.0), "^Fleet.choose_device: deadline 3e\\+307 is beyond"),
         (lambda: fleet.choose_device(("c", "vgg19", 4), 10.0, 3e307), "^Fleet.choose_device: time 3e\\+307 is beyond"),
+        (lambda: fleet.choose_device(("c", "vgg19", 4), 10**400, 6.0), "^Fleet.choose_device: deadline 1000.* is beyond"),
+        (lambda: fleet.choose_device(("c", "vgg19", 4), -math.inf, 6.0), "^Fleet.choose_device: deadline -inf is not finite"),
         (lambda: fleet.assess("gpu0", ("c", "vgg19", 4), 10.0, 4.0),
          "^Fleet.assess: device 'gpu0': time 4.0 is before the latest event at 5.0$"),
         (lambda: fleet.assess("gpu9", ("c", "vgg19", 4), 10.0, 6.0), "^Fleet.assess: unknown device 'gpu9'"),
@@ -155,6 +157,7 @@ def test_choose_device_with_no_deadline_raises_no_warning():
 def test_constructor_types_are_strict():
     prof = zoo_profiles("l4")
     for kw, msg in [({"margin": "0.1"}, "margin '0.1'"), ({"margin": True}, "margin True"),
+                    ({"margin": 10**400}, "margin 1000"), ({"margin": -0.5}, "margin -0.5"),
                     ({"max_running": True}, "max_running True"), ({"max_running": 2.0}, "max_running 2.0"),
                     ({"quantile": "0.5"}, "quantile '0.5'"), ({"late_window_ms": "1"}, "late_window_ms '1'")]:
         with pytest.raises(InterfpredError, match=msg):

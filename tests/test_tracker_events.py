@@ -259,6 +259,8 @@ def test_strict_argument_types_everywhere():
         (lambda: tr.start(2, "vgg19", "4", 3.0), "batch_size '4' is a str"),
         (lambda: tr.start(2, "vgg19", 0, 3.0), "batch_size 0 is not a positive integer"),
         (lambda: tr.start(2, "vgg19", 2**25, 3.0), "larger than MAX_BATCH_SIZE"),
+        (lambda: tr.start(2, "vgg19", 10**400, 3.0), "larger than MAX_BATCH_SIZE"),
+        (lambda: tr.start(2, "vgg19", 4, 3.0, share=10**400), "is not an MPS"),
         (lambda: tr.start(2, "vgg19", 4, 3.0, share=True), "share True is not an MPS"),
         (lambda: tr.start(2, "vgg19", 4, 3.0, share=0.0), "share 0.0 is not an MPS"),
         (lambda: tr.finish(1, "5"), "not a number"),
@@ -283,7 +285,7 @@ def test_strict_argument_types_everywhere():
     assert tr.what_if([(4, "yolov8n", np.int32(1))], np.int64(3))[4] > 3
 
 
-@pytest.mark.parametrize("bad", [math.inf, -math.inf, math.nan, 3e307, -3e307, 2 * TIME_HORIZON_MS])
+@pytest.mark.parametrize("bad", [math.inf, -math.inf, math.nan, 3e307, -3e307, 2 * TIME_HORIZON_MS, 10**400])
 def test_times_beyond_the_horizon_are_refused_in_every_method(bad):
     tr = ColocationTracker(zoo_profiles("l4"), RLS())
     tr.start(1, "resnet50", 8, 1.0)

@@ -69,6 +69,8 @@ def check_batch_size(value: Any, what: str) -> int:
     if not isinstance(value, (int, float, np.integer, np.floating)):
         raise InterfpredError(f"{what} refused: batch_size {value!r} is a {type(value).__name__}, "
                               "not a positive integer")
+    if isinstance(value, (int, np.integer)) and value > MAX_BATCH_SIZE:   # also an int too large for a float
+        raise InterfpredError(f"{what} refused: batch_size {value} is larger than MAX_BATCH_SIZE={MAX_BATCH_SIZE}")
     bad = bad_batch_size(np.array([float(value)]))
     if bad is not None:
         raise InterfpredError(f"{what} refused: {bad[1]}")

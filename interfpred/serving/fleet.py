@@ -86,7 +86,7 @@ class Fleet:
             if id(tr) in seen:
                 raise InterfpredError(f"device {name!r} shares its tracker with another device; give each its own")
             seen.add(id(tr))
-        if not (is_real_number(margin) and math.isfinite(float(margin)) and float(margin) >= 0):
+        if time_reason(margin) is not None or margin < 0:   # a finite real number (not a bool, str or 10**400)
             raise InterfpredError(f"margin {margin!r} must be a finite number >= 0")
         m = float(margin)
         if max_running is not None and (isinstance(max_running, bool) or not isinstance(max_running, int)
@@ -187,13 +187,13 @@ class Fleet:
         """A deadline: ``inf`` (none) or a time by the trackers' rule, not before ``tf``."""
         if not is_real_number(deadline):
             raise self._fail(method, f"deadline {deadline!r} is not a number (a {type(deadline).__name__})")
-        d = float(deadline)
-        if math.isnan(d):
+        if deadline != deadline:
             raise self._fail(method, f"deadline {deadline!r} is NaN")
-        if d != math.inf:
-            reason = time_reason(d)
+        if deadline != math.inf:
+            reason = time_reason(deadline)
             if reason is not None:
                 raise self._fail(method, reason.replace("time", "deadline", 1))
+        d = float(deadline)
         if d < tf:
             raise self._fail(method, f"deadline {d!r} is before t {tf!r} (a deadline in the past)")
         return d

@@ -74,7 +74,10 @@ def time_reason(t: Any, now: float | None = None) -> str | None:
     """
     if not is_real_number(t):
         return f"time {t!r} is not a number (a {type(t).__name__})"
-    tf = float(t)
+    try:
+        tf = float(t)
+    except OverflowError:   # an int too large for a float
+        return f"time {t!r} is beyond TIME_HORIZON_MS={TIME_HORIZON_MS:g}"
     if not math.isfinite(tf):
         return f"time {t!r} is not finite"
     if abs(tf) > TIME_HORIZON_MS:
@@ -113,7 +116,7 @@ def check_share(share: Any, what: str) -> float:
     ...
     interfpred.errors.InterfpredError: start of id 1 refused: share True is not an MPS active thread percentage in (0, 100]
     """
-    if is_real_number(share) and 0.0 < float(share) <= 100.0:
+    if is_real_number(share) and 0 < share <= 100:
         return float(share)
     raise InterfpredError(f"{what} refused: share {share!r} is not an MPS active thread percentage in (0, 100]")
 
