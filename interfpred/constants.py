@@ -111,6 +111,21 @@ TRACKER_MAX_RATE = 1.0
 TRACKER_MIN_REMAINING = 0.01
 #: Relative tolerance under which two projected completions count as one event.
 TRACKER_FINISH_RTOL = 1e-12
+#: Finest time difference (ms) a live tracker must resolve: 1 us.
+TIME_RESOLUTION_MS = 1e-3
+#: Largest event time (ms, in absolute value) a tracker, a fleet or a timeline state accepts: 2**52 *
+#: TIME_RESOLUTION_MS, about 4.5e12 ms (142 years; an epoch-ms clock, about 1.8e12 today, fits).
+#: Beyond it two float64 times TIME_RESOLUTION_MS apart are no longer distinct (the spacing of float64
+#: numbers near t is t * 2**-52), so segment durations, and the time-weighted feature integrals
+#: (duration x feature, at most 2 * TIME_HORIZON_MS * FEATURE_ABS_MAX, far from overflow) built on them,
+#: lose all precision; a time such as 3e307 would make them overflow to inf.
+TIME_HORIZON_MS = TIME_RESOLUTION_MS * 2.0**52
+#: Default of ColocationTracker(late_window_ms=): how far (ms) before the latest event a finish or
+#: cancel may be stamped and still be applied as if it had arrived in order (0: events in order only).
+TRACKER_LATE_WINDOW_MS = 0.0
+#: Most events a tracker remembers to replay a late finish over; a finish stamped before the oldest
+#: one remembered is refused even inside the late window.
+TRACKER_LATE_MAX_EVENTS = 1024
 #: Fleet.choose_device: a projected end e counts as meeting deadline D at time t when
 #: t + (e - t) * (1 + margin) <= D; the default margin.
 FLEET_MARGIN = 0.0

@@ -29,7 +29,52 @@ from interfpred._core.atomic import atomic_open, csv_rows, read_text
 from interfpred.constants import MAX_BATCH_SIZE, MAX_INT64, TRACE_COLUMNS, TRACE_FEW_NAMES, TRACE_OPTIONAL_COLUMNS
 from interfpred.errors import InputError, InterfpredError
 
-__all__ = ["Trace"]
+__all__ = ["Trace", "bad_batch_size", "check_batch_size"]
+
+
+def bad_batch_size(batch: np.ndarray) -> tuple[int, str] | None:
+    """The first batch size in ``batch`` (float64) that breaks the rule, with why; None when all keep it.
+
+    The rule, for a trace file and a live tracker alike: a positive integer (``8`` or ``8.0``) no
+    larger than ``MAX_BATCH_SIZE``.
+
+    >>> bad_batch_size(np.array([8.0, 2.5])), bad_batch_size(np.array([1.0, 4.0]))
+    ((1, 'batch_size 2.5 is not a positive integer'), None)
+    """
+    bad = np.flatnonzero(~np.isfinite(batch) | (batch <= 0) | (batch != np.round(batch)))
+    if bad.size:
+        return int(bad[0]), f"batch_size {float(batch[bad[0]]):g} is not a positive integer"
+    bad = np.flatnonzero(batch > MAX_BATCH_SIZE)
+    if bad.size:
+        return int(bad[0]), f"batch_size {float(batch[bad[0]]):g} is larger than MAX_BATCH_SIZE={MAX_BATCH_SIZE}"
+    return None
+
+
+def check_batch_size(value: Any, what: str) -> int:
+    """One batch size as an int, refused (``what`` names the call) by the rule of :func:`bad_batch_size`.
+
+    An ``int`` (or numpy integer) or an integral float; not a bool, a string or ``2.5``.
+
+    >>> check_batch_size(8, "start of id 1"), check_batch_size(np.int64(4), "x"), check_batch_size(2.0, "x")
+    (8, 4, 2)
+    >>> check_batch_size(True, "start of id 1")
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: start of id 1 refused: batch_size True is a bool, not a positive integer
+    """
+    if type(value) is int and 0 < value <= MAX_BATCH_SIZE:   # the common case, without numpy
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        raise InterfpredError(f"{what} refused: batch_size {value!r} is a bool, not a positive integer")
+    if not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InterfpredError(f"{what} refused: batch_size {value!r} is a {type(value).__name__}, "
+                              "not a positive integer")
+    if isinstance(value, (int, np.integer)) and value > MAX_BATCH_SIZE:   # also an int too large for a float
+        raise InterfpredError(f"{what} refused: batch_size {value} is larger than MAX_BATCH_SIZE={MAX_BATCH_SIZE}")
+    bad = bad_batch_size(np.array([float(value)]))
+    if bad is not None:
+        raise InterfpredError(f"{what} refused: {bad[1]}")
+    return int(value)
 
 
 def _few_codes(arr: np.ndarray, limit: int = TRACE_FEW_NAMES) -> tuple[tuple[str, ...], np.ndarray] | None:
@@ -140,12 +185,9 @@ class Trace:
         if bad.size:
             i = int(bad[0])
             fail(i, f"end_ms {float(end[i])!r} is before start_ms {float(start[i])!r}")
-        bad = np.flatnonzero(~np.isfinite(batch_f) | (batch_f <= 0) | (batch_f != np.round(batch_f)))
-        if bad.size:
-            fail(int(bad[0]), f"batch_size {float(batch_f[bad[0]]):g} is not a positive integer")
-        bad = np.flatnonzero(batch_f > MAX_BATCH_SIZE)
-        if bad.size:
-            fail(int(bad[0]), f"batch_size {float(batch_f[bad[0]]):g} is larger than MAX_BATCH_SIZE={MAX_BATCH_SIZE}")
+        bad_batch = bad_batch_size(batch_f)
+        if bad_batch is not None:
+            fail(*bad_batch)
         if solo is not None:
             bad = np.flatnonzero(~np.isfinite(solo) | (solo <= 0))
             if bad.size:

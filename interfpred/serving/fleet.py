@@ -7,7 +7,10 @@ start now so that it, and everything already running, is projected to finish by 
 fewer than ``max_running`` executions and every projected end ``e`` meets its deadline ``D`` with the safety margin, ``t + (e - t) * (1 +
 margin) <= D``; among feasible devices the one where the launch adds the least projected latency
 wins, ties (within ``FLEET_TIE_RTOL``) going to the least loaded device
-(:mod:`interfpred.serving.placement`; docs/embedding.md). Every public method holds one re-entrant lock.
+(:mod:`interfpred.serving.placement`; docs/embedding.md); :meth:`Fleet.start` refuses a launch on a
+device already running ``max_running``. Each device keeps its own clock; :attr:`Fleet.now` is the
+latest of them and :meth:`Fleet.advance` brings the others forward. Every refusal reads
+``Fleet.<method>: [device 'gpu0': ]reason``. Every public method holds one re-entrant lock.
 
 Examples
 --------
@@ -21,22 +24,25 @@ Examples
 >>> fleet.choose_device(("c1", "resnet50", 4), deadline=0.5, t=1.0)
 Traceback (most recent call last):
 ...
-interfpred.errors.InterfpredError: choose_device refused: deadline 0.5 is before t 1.0 (a deadline in the past)
+interfpred.errors.InterfpredError: Fleet.choose_device: deadline 0.5 is before t 1.0 (a deadline in the past)
 """
 
 from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
-from interfpred.constants import FLEET_MARGIN, FLEET_TIE_RTOL
+from interfpred.constants import FLEET_MARGIN, FLEET_TIE_RTOL, TRACKER_LATE_WINDOW_MS
 from interfpred.data.frames import as_profiles
 from interfpred.data.profiles import ProfileTable
+from interfpred.data.trace import check_batch_size
 from interfpred.errors import InterfpredError
 from interfpred.features import Extractor
 from interfpred.serving.placement import PlacementCache, added_latency, least_added_latency, meets_deadlines
+from interfpred.serving.running_set import is_real_number, time_reason
 from interfpred.serving.streaming import FinishResult
 from interfpred.serving.tracker import ColocationTracker
 
@@ -81,18 +87,16 @@ class Fleet:
             if id(tr) in seen:
                 raise InterfpredError(f"device {name!r} shares its tracker with another device; give each its own")
             seen.add(id(tr))
-        try:
-            m = float(margin)
-        except (TypeError, ValueError):
-            raise InterfpredError(f"margin {margin!r} must be a number >= 0") from None
-        if not (math.isfinite(m) and m >= 0):
+        if time_reason(margin) is not None or margin < 0:   # a finite real number (not a bool, str or 10**400)
             raise InterfpredError(f"margin {margin!r} must be a finite number >= 0")
-        if max_running is not None and (not isinstance(max_running, int) or max_running < 1):
+        m = float(margin)
+        if max_running is not None and (isinstance(max_running, bool) or not isinstance(max_running, int)
+                                        or max_running < 1):
             raise InterfpredError(f"max_running {max_running!r} must be a positive integer or None")
         self._trackers = dict(trackers)
         self.margin = m
         self.max_running = max_running
-        if quantile is not None and not (isinstance(quantile, (int, float)) and 0.0 < float(quantile) < 1.0):
+        if quantile is not None and not (is_real_number(quantile) and 0.0 < float(quantile) < 1.0):
             raise InterfpredError(f"quantile {quantile!r} must be a number in (0, 1) or None")
         self.quantile = None if quantile is None else float(quantile)
         self._where: dict[Any, tuple[str, float]] = {}   # running id -> (device, deadline)
@@ -102,12 +106,14 @@ class Fleet:
     @classmethod
     def from_profiles(cls, profiles: ProfileTable, predictor_factory: Callable[[], Any], *,
                       devices: Sequence[str], extractor: Extractor | None = None, gpu: str | None = None,
-                      shared_predictor: bool = False, **kwargs: Any) -> Fleet:
+                      shared_predictor: bool = False, late_window_ms: float = TRACKER_LATE_WINDOW_MS,
+                      **kwargs: Any) -> Fleet:
         """A fleet of identical devices named ``devices``, each with a tracker on ``profiles``.
 
         ``predictor_factory()`` builds each tracker's predictor (or one shared by all when
         ``shared_predictor``: the fleet then learns one model from every device; use it from one
-        thread). ``gpu`` picks the profile table's GPU type; other keywords go to :class:`Fleet`.
+        thread). ``gpu`` picks the profile table's GPU type and ``late_window_ms`` is every
+        tracker's (:class:`ColocationTracker`); other keywords go to :class:`Fleet`.
         """
         names = list(devices)
         if not names or len(set(names)) != len(names):
@@ -115,7 +121,7 @@ class Fleet:
         profiles = as_profiles(profiles)
         shared = predictor_factory() if shared_predictor else None
         trackers = {d: ColocationTracker(profiles, shared if shared is not None else predictor_factory(), extractor,
-                                         gpu=gpu) for d in names}
+                                         gpu=gpu, late_window_ms=late_window_ms) for d in names}
         return cls(trackers, **kwargs)
 
     # ------------------------------------------------------------------ reading
@@ -129,80 +135,183 @@ class Fleet:
         """Device names in the order ties are broken."""
         return tuple(self._trackers)
 
+    @property
+    def now(self) -> float | None:
+        """The fleet's clock: the latest of the devices' clocks (each its latest event), ms; None before any event.
+
+        Each device keeps its own clock, so clocks may diverge (events are stamped by whoever
+        saw them). An event on a device may not be stamped before that device's clock (a late
+        finish or cancel within its tracker's ``late_window_ms`` excepted); a question
+        (:meth:`choose_device`, :meth:`assess`) at ``t`` needs ``t`` at or after the clock of
+        every device it asks, so ``t >= now``. :meth:`advance` brings lagging clocks forward.
+        """
+        with self._lock:
+            clocks = [tr.now for tr in self._trackers.values() if tr.now is not None]
+            return max(clocks) if clocks else None
+
     def where(self, id: Any) -> str | None:
         """The device running ``id``, or None."""
-        entry = self._where.get(id)
+        try:
+            entry = self._where.get(id)
+        except TypeError:
+            return None
         return None if entry is None else entry[0]
 
     def deadline(self, id: Any) -> float:
         """The deadline recorded for running ``id``."""
-        if id not in self._where:
-            raise InterfpredError(f"id {id!r} is not running on this fleet")
-        return self._where[id][1]
+        entry = self._where.get(id) if self.where(id) is not None else None
+        if entry is None:
+            raise InterfpredError(f"Fleet.deadline: id {id!r} is not running on this fleet")
+        return entry[1]
 
     def _deadline_or_none(self, id: Any) -> float | None:
         entry = self._where.get(id)
         return None if entry is None else entry[1]
 
-    # ------------------------------------------------------------------ events
-    def _check_deadline(self, deadline: Any, t: Any, what: str) -> float:
-        try:
-            d, tf = float(deadline), float(t)
-        except (TypeError, ValueError):
-            raise InterfpredError(f"{what} refused: deadline {deadline!r} and t {t!r} must be numbers") from None
-        if math.isnan(d) or math.isnan(tf):
-            raise InterfpredError(f"{what} refused: deadline {deadline!r} / t {t!r} is NaN")
+    # ------------------------------------------------------------------ checks (one wording: Fleet.<method>: ...)
+    @staticmethod
+    def _fail(method: str, reason: str, device: str | None = None) -> InterfpredError:
+        where = "" if device is None else f"device {device!r}: "
+        return InterfpredError(f"Fleet.{method}: {where}{reason}")
+
+    def _check_time(self, t: Any, method: str, devices: Sequence[str] = ()) -> float:
+        """``t`` by the trackers' time rule, and not before the clock of any of ``devices``."""
+        reason = time_reason(t)
+        if reason is not None:
+            raise self._fail(method, reason)
+        for name in devices:
+            reason = time_reason(t, self._trackers[name].now)
+            if reason is not None:
+                raise self._fail(method, reason, name)
+        return float(t)
+
+    def _check_deadline(self, deadline: Any, tf: float, method: str) -> float:
+        """A deadline: ``inf`` (none) or a time by the trackers' rule, not before ``tf``."""
+        if not is_real_number(deadline):
+            raise self._fail(method, f"deadline {deadline!r} is not a number (a {type(deadline).__name__})")
+        if deadline != deadline:
+            raise self._fail(method, f"deadline {deadline!r} is NaN")
+        if deadline != math.inf:
+            reason = time_reason(deadline)
+            if reason is not None:
+                raise self._fail(method, reason.replace("time", "deadline", 1))
+        d = float(deadline)
         if d < tf:
-            raise InterfpredError(f"{what} refused: deadline {deadline!r} is before t {t!r} (a deadline in the past)")
+            raise self._fail(method, f"deadline {d!r} is before t {tf!r} (a deadline in the past)")
         return d
 
-    def _tracker(self, device: Any, what: str) -> ColocationTracker:
+    def _check_candidate(self, candidate: Any, method: str) -> tuple[Any, str, int]:
+        """``(id, model, batch_size)``: a triple with a hashable id not running here and a batch size by the rule."""
+        if not isinstance(candidate, (tuple, list)) or len(candidate) != 3:
+            raise self._fail(method, f"candidate {candidate!r} must be (id, model, batch_size)")
+        cid, model, batch = candidate
+        try:
+            entry = self._where.get(cid)
+        except TypeError:
+            raise self._fail(method, f"candidate id {cid!r} is not hashable") from None
+        if entry is not None:
+            raise self._fail(method, f"candidate id {cid!r} is already running", entry[0])
+        try:
+            return cid, model, check_batch_size(batch, f"candidate {cid!r}")
+        except InterfpredError as exc:
+            raise self._fail(method, str(exc)) from None
+
+    def _tracker(self, device: Any, method: str) -> ColocationTracker:
         try:
             return self._trackers[device]
         except (KeyError, TypeError):
-            raise InterfpredError(f"{what} refused: unknown device {device!r}; devices: "
-                                  f"{', '.join(self._trackers)}") from None
+            raise self._fail(method, f"unknown device {device!r}; devices: {', '.join(self._trackers)}") from None
 
-    def start(self, device: str, id: Any, model: str, batch_size: float, t: float, *,
+    @contextmanager
+    def _on(self, method: str, device: str) -> Iterator[None]:
+        """A tracker's refusal, reworded to name the fleet method and the device."""
+        try:
+            yield
+        except InterfpredError as exc:
+            raise self._fail(method, str(exc), device) from None
+
+    # ------------------------------------------------------------------ events
+    def start(self, device: str, id: Any, model: str, batch_size: int, t: float, *,
               deadline: float = math.inf) -> None:
         """Launch ``id`` on ``device`` at ``t`` with its ``deadline`` (ms; default none).
 
         Raises
         ------
         InterfpredError
-            Unknown device, id running anywhere in the fleet, deadline before ``t``, or whatever
-            the tracker refuses; nothing changes.
+            Unknown device, id running anywhere in the fleet, ``t`` not a time or before the
+            device's clock, deadline before ``t``, the device running ``max_running`` already,
+            or whatever the tracker refuses; nothing changes.
         """
         with self._lock:
-            what = f"start of id {id!r}"
-            tr = self._tracker(device, what)
-            d = self._check_deadline(deadline, t, what)
-            try:
-                running = id in self._where
-            except TypeError:
-                raise InterfpredError(f"{what} refused: an id must be hashable") from None
-            if running:
-                raise InterfpredError(f"{what} refused: it is already running on device {self._where[id][0]!r}")
-            tr.start(id, model, batch_size, t)
-            self._where[id] = (device, d)
-            self._placement.invalidate(device)
-
-    def finish(self, id: Any, t: float) -> FinishResult:
-        """``id`` finished at ``t``: its tracker learns; returns the tracker's :class:`FinishResult`."""
-        with self._lock:
+            tr = self._tracker(device, "start")
+            tf = self._check_time(t, "start", (device,))
+            d = self._check_deadline(deadline, tf, "start")
             try:
                 entry = self._where.get(id)
             except TypeError:
-                entry = None
-            if entry is None:
-                raise InterfpredError(f"finish of id {id!r} refused: it is not running on this fleet")
-            self._placement.invalidate(entry[0])
-            res = self._trackers[entry[0]].finish(id, t)
+                raise self._fail("start", f"id {id!r} is not hashable") from None
+            if entry is not None:
+                raise self._fail("start", f"id {id!r} is already running", entry[0])
+            if self.max_running is not None and len(tr) >= self.max_running:
+                raise self._fail("start", f"{len(tr)} executions running, the most is max_running="
+                                          f"{self.max_running}", device)
+            with self._on("start", device):
+                tr.start(id, model, batch_size, tf)
+            self._where[id] = (device, d)
+            self._placement.invalidate(device)
+
+    def _running_entry(self, id: Any, method: str) -> tuple[str, float]:
+        try:
+            entry = self._where.get(id)
+        except TypeError:
+            entry = None
+        if entry is None:
+            raise self._fail(method, f"id {id!r} is not running on this fleet")
+        return entry
+
+    def finish(self, id: Any, t: float) -> FinishResult:
+        """``id`` finished at ``t``: its tracker learns; returns the tracker's :class:`FinishResult`.
+
+        ``t`` may be late by the device's tracker's ``late_window_ms``
+        (:meth:`ColocationTracker.finish`).
+        """
+        with self._lock:
+            device = self._running_entry(id, "finish")[0]
+            self._check_time(t, "finish")
+            with self._on("finish", device):
+                res = self._trackers[device].finish(id, t)
             del self._where[id]
+            self._placement.invalidate(device)
             return res
 
+    def cancel(self, id: Any, t: float | None = None) -> None:
+        """``id`` left its device at ``t`` (default: the device's clock) without a usable latency
+        (cancelled, OOM-killed): dropped, nothing learned (:meth:`ColocationTracker.cancel`)."""
+        with self._lock:
+            device = self._running_entry(id, "cancel")[0]
+            if t is not None:
+                self._check_time(t, "cancel")
+            with self._on("cancel", device):
+                self._trackers[device].cancel(id, t)
+            del self._where[id]
+            self._placement.invalidate(device)
+
+    def advance(self, t: float) -> None:
+        """Bring every device's clock that is before ``t`` to ``t`` (ms); clocks at or after ``t`` stay.
+
+        Afterwards :attr:`now` is at least ``t`` and a question at ``t`` is answered by every
+        device. Each device's move is :meth:`ColocationTracker.advance` (atomic per device).
+        """
+        with self._lock:
+            tf = self._check_time(t, "advance")
+            for name, tr in self._trackers.items():
+                if tr.now is None or tr.now < tf:
+                    with self._on("advance", name):
+                        tr.advance(tf)
+                    self._placement.invalidate(name)
+
     # ------------------------------------------------------------------ placement
-    def assess(self, device: str, candidate: tuple[Any, str, float], deadline: float,
+    def assess(self, device: str, candidate: tuple[Any, str, int], deadline: float,
                t: float) -> tuple[bool, float]:
         """Whether ``candidate`` may start on ``device`` at ``t`` and the projected latency it adds.
 
@@ -211,15 +320,15 @@ class Fleet:
         """
         with self._lock:
             tr = self._tracker(device, "assess")
-            d = self._check_deadline(deadline, t, "assess")
-            return self._assess(tr, candidate, d, float(t))
+            tf = self._check_time(t, "assess", (device,))
+            d = self._check_deadline(deadline, tf, "assess")
+            cand = self._check_candidate(candidate, "assess")
+            with self._on("assess", device):
+                return self._assess(tr, cand, d, tf)
 
-    def _assess(self, tr: ColocationTracker, candidate: tuple[Any, str, float], d: float,
+    def _assess(self, tr: ColocationTracker, candidate: tuple[Any, str, int], d: float,
                 t: float) -> tuple[bool, float]:
-        try:
-            cid = candidate[0]
-        except (TypeError, IndexError, KeyError):
-            raise InterfpredError(f"candidate {candidate!r} must be (id, model, batch_size)") from None
+        cid = candidate[0]
         if self.max_running is not None and len(tr) >= self.max_running:
             return False, math.inf
         q = self.quantile
@@ -229,38 +338,40 @@ class Fleet:
         ok = meets_deadlines(t, [with_c[cid], *ends_with], [d, *(self._where[rid][1] for rid in base)], self.margin)
         return ok, added_latency(t, with_c[cid], ends_with, base.values())
 
-    def choose_device(self, candidate: tuple[Any, str, float], deadline: float, t: float) -> str | None:
+    def choose_device(self, candidate: tuple[Any, str, int], deadline: float, t: float) -> str | None:
         """The name of the device where ``candidate`` (``(id, model, batch_size)``) should start at
         ``t``, or None.
 
-        None when no device is projected to finish the candidate by ``deadline`` and every running
-        execution by its own; among feasible devices, the least added projected latency (module
-        docstring). Nothing changes; call :meth:`start` to launch.
+        None when no device is projected to finish the candidate by ``deadline`` (``inf``: no
+        deadline) and every running execution by its own; among feasible devices, the least
+        added projected latency (module docstring). Nothing changes; call :meth:`start` to launch.
 
         Raises
         ------
         InterfpredError
-            ``deadline`` before ``t``, a candidate id already running, a candidate without a
-            profile, or ``t`` before a tracker's latest event.
+            ``t`` not a time (``inf`` included) or before a device's clock (``t >= now``,
+            :attr:`now`), ``deadline`` before ``t``, a candidate that is not ``(id, model,
+            batch_size)`` or whose id is already running, or a candidate without a profile;
+            the message names the method and the device.
         """
         with self._lock:
-            d = self._check_deadline(deadline, t, "choose_device")
-            try:
-                cid = candidate[0]
-                running = cid in self._where
-            except (TypeError, IndexError, KeyError):
-                raise InterfpredError(f"choose_device refused: candidate {candidate!r} must be (id, model, batch_size) "
-                                      "with a hashable id") from None
-            if running:
-                raise InterfpredError(f"choose_device refused: candidate id {cid!r} is already running on device "
-                                      f"{self._where[cid][0]!r}")
+            tf = self._check_time(t, "choose_device", tuple(self._trackers))
+            d = self._check_deadline(deadline, tf, "choose_device")
+            cand = self._check_candidate(candidate, "choose_device")
             # The vectorised path projects means; bounds at a quantile take each tracker's own path.
-            fast = {} if self.quantile is not None else self._placement.assess_all(
-                self._trackers, self._deadline_or_none, candidate, d, float(t), margin=self.margin,
-                max_running=self.max_running)
+            try:
+                fast = {} if self.quantile is not None else self._placement.assess_all(
+                    self._trackers, self._deadline_or_none, cand, d, tf, margin=self.margin,
+                    max_running=self.max_running)
+            except InterfpredError:
+                fast = {}   # a device refuses the candidate: the loop below names it
             feasible = []
             for name, tr in self._trackers.items():
-                ok, added = fast[name] if name in fast else self._assess(tr, candidate, d, float(t))
+                if name in fast:
+                    ok, added = fast[name]
+                else:
+                    with self._on("choose_device", name):
+                        ok, added = self._assess(tr, cand, d, tf)
                 if ok:
                     feasible.append((name, added))
             tied = least_added_latency(feasible, tie_rtol=FLEET_TIE_RTOL)
@@ -269,7 +380,7 @@ class Fleet:
             # Ties (an untrained model sees no interference anywhere) go to the least loaded device:
             # fewest running executions, then least remaining solo work, then the first listed.
             trs = self._trackers
-            return min(tied, key=lambda g: (len(trs[g]), sum(trs[g].remaining_ms(float(t)).values())))
+            return min(tied, key=lambda g: (len(trs[g]), sum(trs[g].remaining_ms(tf).values())))
 
     def __repr__(self) -> str:
         return f"Fleet(devices={list(self._trackers)}, running={len(self._where)}, margin={self.margin})"

@@ -21,14 +21,16 @@ Examples
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from interfpred.constants import TIME_HORIZON_MS
 from interfpred.errors import InterfpredError
 
-__all__ = ["RunningSet", "check_time", "grown", "snapshot_state"]
+__all__ = ["RunningSet", "check_share", "check_time", "grown", "is_real_number", "snapshot_state", "time_reason"]
 
 #: Capacity of a fresh running set (doubles when full).
 _INITIAL_CAPACITY = 8
@@ -47,8 +49,46 @@ def grown(arr: np.ndarray, cap: int) -> np.ndarray:
     return out
 
 
+def is_real_number(value: Any) -> bool:
+    """Whether ``value`` is a real number as every public method takes one: an int, a float or a numpy
+    number, not a bool or a string.
+
+    >>> is_real_number(2), is_real_number(np.float32(2.5)), is_real_number(True), is_real_number("2")
+    (True, True, False, False)
+    """
+    if type(value) is float or type(value) is int:   # the common case, without the ABC check
+        return True
+    return not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Real)
+
+
+def time_reason(t: Any, now: float | None = None) -> str | None:
+    """Why ``t`` is refused as an event time, or None when it is one: a real number (not a bool or a
+    string), finite, within ``TIME_HORIZON_MS`` of zero, and not before ``now`` (when given).
+
+    Every time a tracker, a fleet or a timeline state is given passes this one rule.
+
+    Examples
+    --------
+    >>> time_reason(3, 2.0) is None, time_reason("3"), time_reason(3e307)
+    (True, "time '3' is not a number (a str)", 'time 3e+307 is beyond TIME_HORIZON_MS=4.5036e+12')
+    """
+    if not is_real_number(t):
+        return f"time {t!r} is not a number (a {type(t).__name__})"
+    try:
+        tf = float(t)
+    except OverflowError:   # an int too large for a float
+        return f"time {t!r} is beyond TIME_HORIZON_MS={TIME_HORIZON_MS:g}"
+    if not math.isfinite(tf):
+        return f"time {t!r} is not finite"
+    if abs(tf) > TIME_HORIZON_MS:
+        return f"time {tf!r} is beyond TIME_HORIZON_MS={TIME_HORIZON_MS:g}"
+    if now is not None and tf < now:
+        return f"time {tf!r} is before the latest event at {now!r}"
+    return None
+
+
 def check_time(t: Any, what: str, now: float | None) -> float:
-    """``t`` as a float event time, refused (``what`` names the event) when not a finite number or before ``now``.
+    """``t`` as a float event time, refused (``what`` names the event) by the rule of :func:`time_reason`.
 
     Examples
     --------
@@ -59,15 +99,26 @@ def check_time(t: Any, what: str, now: float | None) -> float:
     ...
     interfpred.errors.InterfpredError: start of id 1 refused: time 1.0 is before the latest event at 2.0
     """
-    try:
-        tf = float(t)
-    except (TypeError, ValueError):
-        raise InterfpredError(f"{what} refused: time {t!r} is not a number") from None
-    if not math.isfinite(tf):
-        raise InterfpredError(f"{what} refused: time {t!r} is not finite")
-    if now is not None and tf < now:
-        raise InterfpredError(f"{what} refused: time {tf!r} is before the latest event at {now!r}")
-    return tf
+    reason = time_reason(t, now)
+    if reason is not None:
+        raise InterfpredError(f"{what} refused: {reason}")
+    return float(t)
+
+
+def check_share(share: Any, what: str) -> float:
+    """``share`` as a float MPS active thread percentage in (0, 100], refused (``what`` names the call)
+    otherwise: a bool, a string, NaN, 0 or 150 (the rule of a trace's share column).
+
+    >>> check_share(50, "start of id 1")
+    50.0
+    >>> check_share(True, "start of id 1")
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: start of id 1 refused: share True is not an MPS active thread percentage in (0, 100]
+    """
+    if is_real_number(share) and 0 < share <= 100:
+        return float(share)
+    raise InterfpredError(f"{what} refused: share {share!r} is not an MPS active thread percentage in (0, 100]")
 
 
 class RunningSet:

@@ -33,10 +33,11 @@ import numpy as np
 from interfpred.constants import DEFAULT_SHARE, MAX_RUNNING_SET, PROFILE_CACHE_SIZE
 from interfpred.data.frames import as_profiles
 from interfpred.data.profiles import ProfileTable
+from interfpred.data.trace import check_batch_size
 from interfpred.errors import InterfpredError
 from interfpred.features import Extractor
 from interfpred.features import _segment_maps as _k
-from interfpred.serving.running_set import RunningSet, check_time
+from interfpred.serving.running_set import RunningSet, check_share, check_time
 
 __all__ = ["FinishResult", "FinishedExecution", "RunningExecution", "TimelineState"]
 
@@ -64,9 +65,12 @@ class FinishResult(NamedTuple):
 
     #: The finished execution's features (its real timeline) and observed target.
     execution: FinishedExecution
-    #: Latency the predictor gave for those features *before* learning from them, ms.
+    #: Latency the predictor gave for those features *before* learning from them (its rate or
+    #: slowdown clamped as every projection clamps it, times the profile solo latency), ms.
     predicted_latency_ms: float
-    #: ``(predicted - observed) / observed`` latency.
+    #: ``(predicted_latency_ms - latency_ms) / latency_ms``: positive when the model predicted the
+    #: batch slower than it ran (over-prediction), negative when it ran slower than predicted; NaN
+    #: for a zero-length execution (observed latency 0), which is never learned from.
     relative_error: float
     #: Whether ``predictor.update`` was called (False with ``learn=False``, a frozen predictor
     #: (``tags.learns_online`` false), a zero-length execution, or an
@@ -211,6 +215,10 @@ class TimelineState:
                                         rs.demand[a].copy()))
         return out
 
+    def started_at(self, id: Any) -> float:
+        """The start time (ms) of running ``id`` (KeyError when it is not running)."""
+        return float(self._set.column("start")[self._set.slot(id)])
+
     def demands(self) -> np.ndarray:
         """(k, 3) demands of the running set, rows in :attr:`running` order (a copy)."""
         return self._set.demand[: len(self._set)].copy()
@@ -242,6 +250,19 @@ class TimelineState:
                 self._settled = members
                 self._seg_t0 = self._now
         self._now = t
+    def advance(self, t: float) -> None:
+        """Move the clock to ``t`` (ms) without an event: no later event may be stamped before ``t``.
+
+        The features are those of the same events without the call (the running set at the
+        old clock is settled, as a later event would settle it).
+
+        Raises
+        ------
+        InterfpredError
+            ``t`` before the latest event, or not a time; the state is unchanged.
+        """
+        self._advance(check_time(t, "advance", self._now))
+
     def lookup_profile(self, model: Any, batch_size: Any, what: str = "lookup",
                        share: float = DEFAULT_SHARE) -> tuple[float, float, float, float]:
         """``(sm, l2, dram, solo_ms)`` of ``model`` at ``batch_size`` and MPS ``share`` on this state's GPU, cached.
@@ -257,11 +278,11 @@ class TimelineState:
         >>> TimelineState(TimeWeighted(), prof).lookup_profile("a", 1)
         (0.5, 0.25, 0.125, 2.0)
         """
+        batch_size = check_batch_size(batch_size, what)
+        if share != DEFAULT_SHARE:
+            share = check_share(share, what)
         key = (str(model), batch_size, share)
-        try:
-            prof = self._profile_cache.get(key)
-        except TypeError:
-            raise InterfpredError(f"{what} refused: batch size {batch_size!r} is not a number") from None
+        prof = self._profile_cache.get(key)
         if prof is None:
             try:
                 v = self.profiles.lookup_arrays([key[0]], [batch_size], gpus=None if self.gpu is None else [self.gpu],

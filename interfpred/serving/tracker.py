@@ -8,9 +8,13 @@ everything finish?" by fluid projection (:class:`~interfpred.serving.projector.R
 execution progresses at its predicted, clamped rate, the rates change only when one finishes, and
 each running execution's remaining solo work is integrated from the rates it was predicted to run
 at since it started. ``quantile=q`` projects at a :class:`~interfpred.Calibrated` predictor's
-latency bounds instead of the means. Every public method holds one re-entrant lock; bad input
-raises :class:`InterfpredError` and leaves the state unchanged. docs/embedding.md explains the
-projection, the bounds, the compiled paths and thread safety.
+latency bounds instead of the means. A cancelled or killed batch is dropped by ``cancel``
+without being learned from; a finish reported late (within ``late_window_ms`` of the latest
+event) is applied as if it had arrived in order. Every public method holds one re-entrant lock;
+bad input (a time that is not a finite real number within ``TIME_HORIZON_MS``, a batch size that
+is not a positive integer, ...) raises :class:`InterfpredError` and leaves the state unchanged.
+docs/embedding.md explains the projection, the bounds, late completions, the compiled paths and
+thread safety.
 
 Examples
 --------
@@ -41,6 +45,8 @@ from interfpred.constants import (
     SLOWDOWN_MAX,
     SLOWDOWN_MIN,
     TRACKER_DEFAULT_EXTRACTOR,
+    TRACKER_LATE_MAX_EVENTS,
+    TRACKER_LATE_WINDOW_MS,
     TRACKER_MAX_RATE,
     TRACKER_MIN_RATE,
     TRACKER_MIN_REMAINING,
@@ -53,10 +59,21 @@ from interfpred.features.entity_features import RunningEntities
 from interfpred.predictors import get_tags
 from interfpred.serving.projection import ProjectionInputs
 from interfpred.serving.projector import RunningSetProjector, check_quantile, parse_candidates
-from interfpred.serving.running_set import RunningSet, check_time, snapshot_state
-from interfpred.serving.streaming import FinishResult, TimelineState
+from interfpred.serving.running_set import RunningSet, check_time, is_real_number, snapshot_state, time_reason
+from interfpred.serving.streaming import FinishedExecution, FinishResult, TimelineState
 
-__all__ = ["ColocationTracker", "FinishResult"]
+__all__ = ["ColocationTracker", "FinishResult", "check_late_window"]
+
+
+def check_late_window(value: Any) -> float:
+    """``late_window_ms`` as a float: a finite real number >= 0 (not a bool or a string), at most ``TIME_HORIZON_MS``.
+
+    >>> check_late_window(2)
+    2.0
+    """
+    if time_reason(value) is not None or float(value) < 0:
+        raise InterfpredError(f"late_window_ms {value!r} must be a finite number of ms >= 0")
+    return float(value)
 
 # ---------------------------------------------------------------------------- tracker
 class ColocationTracker:
@@ -82,11 +99,21 @@ class ColocationTracker:
         Passed to the profile lookup.
     min_rate, max_rate
         Clamp of predicted rates (defaults ``TRACKER_MIN_RATE``, ``TRACKER_MAX_RATE``).
+    late_window_ms
+        How far (ms) before the latest event a :meth:`finish` or :meth:`cancel` may be stamped
+        and still be applied (default ``TRACKER_LATE_WINDOW_MS``, 0: in order only), as an
+        asynchronous completion callback reports it late; see :meth:`finish`.
 
     Notes
     -----
     State is bounded by the running set; ``start``/``finish`` cost O(k) and the new running set's
-    rates are predicted lazily, once, when next needed.
+    rates are predicted lazily, once, when next needed. With a late window, each event also keeps
+    a copy of the state before it while it is inside the window (at most
+    ``TRACKER_LATE_MAX_EVENTS`` of them).
+
+    Every time passed to a method is a real number (not a bool or a string), finite and at most
+    ``TIME_HORIZON_MS`` from zero; every batch size a positive integer (``8`` or ``8.0``, not
+    ``True`` or ``2.5``), as in a trace file.
 
     Examples
     --------
@@ -104,7 +131,8 @@ class ColocationTracker:
 
     def __init__(self, profiles: ProfileTable, predictor: Any, extractor: Extractor | None = None, *,
                  gpu: str | None = None, learn: bool = True, extrapolate: bool = False,
-                 min_rate: float = TRACKER_MIN_RATE, max_rate: float = TRACKER_MAX_RATE) -> None:
+                 min_rate: float = TRACKER_MIN_RATE, max_rate: float = TRACKER_MAX_RATE,
+                 late_window_ms: float = TRACKER_LATE_WINDOW_MS) -> None:
         if extractor is None:
             extractor = make_extractor(dict(TRACKER_DEFAULT_EXTRACTOR))
         self._state = TimelineState(extractor, profiles, gpu=gpu, extrapolate=extrapolate)
@@ -130,6 +158,10 @@ class ColocationTracker:
         self._set = RunningSet({"rem": ()})     # demand, solo latency and remaining solo work per running id
         self._rates: np.ndarray | None = None   # predicted rates of the current running set (lazy)
         self._t = 0.0                          # time up to which the remaining work is integrated
+        self.late_window_ms = check_late_window(late_window_ms)
+        # events of the late window, each with the state before it, to replay a late finish over
+        self._log: list[tuple[float, str, tuple[Any, ...], list[tuple[Any, dict[str, Any]]]]] = []
+        self._log_floor = -math.inf            # latest time of an event dropped from the log
 
     # ------------------------------------------------------------------ reading
     @property
@@ -190,28 +222,147 @@ class ColocationTracker:
         return rem
 
     # ------------------------------------------------------------------ events
-    def start(self, id: Any, model: str, batch_size: float, t: float, *, share: float = DEFAULT_SHARE) -> None:
+    def start(self, id: Any, model: str, batch_size: int, t: float, *, share: float = DEFAULT_SHARE) -> None:
         """Execution ``id`` of ``model`` at ``batch_size`` launches at time ``t`` (ms), under MPS ``share`` (percent).
 
         Raises
         ------
         InterfpredError
-            ``id`` already running (or not hashable), ``t`` before the latest event or not
-            finite, no profile for ``(model, batch_size)``, or the running set is full; the
-            state is unchanged.
+            ``id`` already running (or not hashable), ``t`` before the latest event or not a
+            time (class Notes), a batch size that is not a positive integer, no profile for
+            ``(model, batch_size)``, or the running set is full; the state is unchanged.
         """
         with self._lock:
-            rates = self._current_rates()   # may raise (predictor); nothing changed yet
-            self._state.start(id, model, batch_size, t, share=share)  # validates; raises before changing anything
-            tf = float(t)
-            if self._ents is not None:
-                self._ents.start(id, model, batch_size, tf)
-            self._rem_at(tf, rates, out=self._set.column("rem")[: len(self._set)])
-            self._t = tf
-            prof = self._state.lookup_profile(model, batch_size, "start", share)   # cached by the state's start
-            k = self._set.add(id, prof[:3], prof[3])
-            self._set.column("rem")[k] = prof[3]
-            self._rates = None
+            self._record("start", (id, model, batch_size, t, share), t)
+
+    def _start_core(self, id: Any, model: str, batch_size: int, t: float, share: float) -> None:
+        rates = self._current_rates()   # may raise (predictor); nothing changed yet
+        self._state.start(id, model, batch_size, t, share=share)  # validates; raises before changing anything
+        tf = float(t)
+        if self._ents is not None:
+            self._ents.start(id, model, batch_size, tf)
+        self._rem_at(tf, rates, out=self._set.column("rem")[: len(self._set)])
+        self._t = tf
+        prof = self._state.lookup_profile(model, batch_size, "start", share)   # cached by the state's start
+        k = self._set.add(id, prof[:3], prof[3])
+        self._set.column("rem")[k] = prof[3]
+        self._rates = None
+
+    def advance(self, t: float) -> None:
+        """Move the clock to ``t`` (ms) without an event: nothing may be stamped before ``t`` afterwards
+        (except a late finish or cancel within ``late_window_ms``).
+
+        What is learned is what the same events teach without the call; remaining work is
+        integrated up to ``t``.
+
+        Raises
+        ------
+        InterfpredError
+            ``t`` before the latest event or not a time; the state is unchanged.
+        """
+        with self._lock:
+            tf = check_time(t, "advance", self._state.now)
+            self._record("advance", (tf,), tf)
+
+    def _advance_core(self, tf: float) -> None:
+        rates = self._current_rates()
+        self._state.advance(tf)
+        if self._ents is not None:
+            self._ents.advance(tf)
+        self._rem_at(tf, rates, out=self._set.column("rem")[: len(self._set)])
+        self._t = tf
+
+    def _end_core(self, id: Any, tf: float) -> tuple[FinishedExecution, dict[str, Any]]:
+        """``id`` leaves the running set at ``tf``: its features and the predictor's extra arguments."""
+        rates = self._current_rates()
+        done = self._state.finish(id, tf)   # validates time; raises before changing anything
+        kw: dict[str, Any] = {}
+        if self._ents is not None:   # its entities, aggregated over its timeline like its features
+            own, co = self._ents.finish(id, tf)
+            kw = {"entities": Entities.from_lists([own], [co])}
+        self._rem_at(tf, rates, out=self._set.column("rem")[: len(self._set)])
+        self._t = tf
+        self._set.remove(id)
+        self._rates = None
+        return done, kw
+
+    def _apply(self, kind: str, args: tuple[Any, ...]) -> Any:
+        if kind == "start":
+            return self._start_core(*args)
+        if kind == "end":
+            return self._end_core(*args)
+        return self._advance_core(*args)
+
+    def _snapshot(self) -> list[tuple[Any, dict[str, Any]]]:
+        """The state before an event, as the late-window log keeps it (not the log itself)."""
+        own = snapshot_state(self)
+        del own["_log"], own["_log_floor"]
+        state = snapshot_state(self._state)
+        del state["_profile_cache"]   # valid at any time; kept as it is
+        return [(self, own), (self._state, state)] + ([] if self._ents is None else
+                                                      [(self._ents, snapshot_state(self._ents))])
+
+    def _record(self, kind: str, args: tuple[Any, ...], t: Any) -> Any:
+        """Apply one event; with a late window, log it with the state before it and forget what left the window."""
+        if self.late_window_ms <= 0:
+            return self._apply(kind, args)
+        saved = self._snapshot()
+        out = self._apply(kind, args)
+        log = self._log
+        log.append((float(t), kind, args, saved))
+        now = self._state.now
+        cut = 0
+        if now is not None:
+            while cut < len(log) and log[cut][0] <= now - self.late_window_ms:
+                cut += 1
+        cut = max(cut, len(log) - TRACKER_LATE_MAX_EVENTS)
+        if cut:
+            self._log_floor = max(self._log_floor, log[cut - 1][0])
+            del log[:cut]
+        return out
+
+    def _end(self, id: Any, t: Any, what: str) -> tuple[FinishedExecution, dict[str, Any]]:
+        """``id`` ends at ``t``, in order or late (within the window: the later events are replayed)."""
+        if id not in self:
+            names = ", ".join(repr(i) for i in self._set.first_ids(8)) or "none"
+            raise InterfpredError(f"{what} refused: it is not running (running: {names})")
+        tf = check_time(t, what, None)
+        now = self._state.now
+        if now is None or tf >= now:
+            return self._record("end", (id, tf), tf)
+        if self.late_window_ms <= 0:
+            raise InterfpredError(f"{what} refused: time {tf!r} is before the latest event at {now!r} "
+                                  "(late_window_ms=0: events in order only)")
+        if tf < now - self.late_window_ms:
+            raise InterfpredError(f"{what} refused: time {tf!r} is {now - tf:g} ms before the latest event at "
+                                  f"{now!r}, more than late_window_ms={self.late_window_ms!r}")
+        if tf < self._log_floor:
+            raise InterfpredError(f"{what} refused: time {tf!r} is before the oldest event remembered at "
+                                  f"{self._log_floor!r} (TRACKER_LATE_MAX_EVENTS={TRACKER_LATE_MAX_EVENTS})")
+        began = self._state.started_at(id)
+        if tf < began:
+            raise InterfpredError(f"{what} refused: time {tf!r} is before its start at {began!r}")
+        # Back to the state before the first event after tf; end it there; replay the events after it.
+        i = next(j for j, entry in enumerate(self._log) if entry[0] > tf)
+        later = self._log[i:]
+        del self._log[i:]
+        for obj, attrs in later[0][3]:
+            obj.__dict__.update(attrs)
+            obj.__dict__.update(snapshot_state(obj))   # own copies: the log's stay as they were
+        out = self._record("end", (id, tf), tf)
+        for te, kind, args, _ in later:
+            self._record(kind, args, te)
+        return out
+
+    def _atomic(self, call: Any, *args: Any) -> Any:
+        """``call(*args)``, undone entirely when it raises."""
+        saved = [(obj, snapshot_state(obj)) for obj in (self, self._state, self._ents) if obj is not None]
+        try:
+            return call(*args)
+        except BaseException:
+            for obj, attrs in saved:
+                obj.__dict__.update(attrs)
+            raise
 
     def finish(self, id: Any, t: float) -> FinishResult:
         """Execution ``id`` ended at ``t`` (ms): learn from its real timeline; return what was learned.
@@ -220,6 +371,16 @@ class ColocationTracker:
         latency; the predictor's latency for them before learning is reported with its error,
         then ``predictor.update(x, y)`` is called (see :class:`FinishResult` ``learned``).
 
+        A *late* finish, stamped before the latest event but at most ``late_window_ms`` before
+        it (and not before its own start), is applied as if it had arrived in order: the
+        tracker goes back to its state before the first event after ``t``, ends ``id`` there
+        and replays the later events, so the features of ``id`` and of every execution still
+        running are exactly those of in-order arrival. What cannot be replayed stays: a finish
+        already reported between ``t`` and the latest event keeps its :class:`FinishResult` and
+        the predictor update it made (their features counted ``id`` as a co-runner up to their
+        own end), and remaining work after ``t`` is integrated at the rates the predictor
+        gives now.
+
         The call is atomic: if anything fails (the predictor's ``predict`` or ``update`` raises,
         or returns a non-finite prediction) the execution is still running afterwards and
         the tracker is exactly as before, so the call can be repeated.
@@ -227,33 +388,57 @@ class ColocationTracker:
         Raises
         ------
         InterfpredError
-            ``id`` not running, ``t`` before the latest event, or a non-finite prediction;
-            the state is unchanged.
+            ``id`` not running, ``t`` not a time (class Notes), before the latest event by more
+            than ``late_window_ms`` or before its start, or a non-finite prediction; the state
+            is unchanged.
+
+        Examples
+        --------
+        >>> from interfpred import RLS, ProfileTable
+        >>> prof = ProfileTable.from_columns(gpu=["l4"], model=["a"], batch_size=[1],
+        ...     solo_ms=[2.0], sm=[0.5], l2=[0.5], dram=[0.25])
+        >>> late, in_order = (ColocationTracker(prof, RLS(), late_window_ms=5.0) for _ in range(2))
+        >>> late.start("x", "a", 1, 0.0)
+        >>> late.start("y", "a", 1, 3.0)
+        >>> late.finish("x", 2.0).latency_ms     # reported after y started at 3.0: y never met x
+        2.0
+        >>> in_order.start("x", "a", 1, 0.0)
+        >>> _ = in_order.finish("x", 2.0)
+        >>> in_order.start("y", "a", 1, 3.0)
+        >>> np.array_equal(late.finish("y", 6.0).x, in_order.finish("y", 6.0).x)
+        True
         """
         with self._lock:
-            saved = [(obj, snapshot_state(obj)) for obj in (self, self._state, self._ents) if obj is not None]
-            try:
-                return self._finish(id, t)
-            except BaseException:
-                for obj, attrs in saved:
-                    obj.__dict__.update(attrs)
-                raise
+            return self._atomic(self._finish, id, t)
+
+    def cancel(self, id: Any, t: float | None = None) -> None:
+        """Execution ``id`` left the device at ``t`` (ms; default the latest event) without a usable
+        latency (cancelled, OOM-killed, ...): it is dropped and nothing is learned from it.
+
+        Its co-runners count it as running beside them up to ``t``, as they met it. ``t`` obeys
+        the rules of :meth:`finish` (a late cancel within ``late_window_ms`` included).
+
+        Raises
+        ------
+        InterfpredError
+            As :meth:`finish` (no prediction is made); the state is unchanged.
+
+        Examples
+        --------
+        >>> from interfpred import RLS, ProfileTable
+        >>> prof = ProfileTable.from_columns(gpu=["l4"], model=["a"], batch_size=[1],
+        ...     solo_ms=[2.0], sm=[0.5], l2=[0.5], dram=[0.25])
+        >>> tr = ColocationTracker(prof, RLS())
+        >>> tr.start("x", "a", 1, 0.0)
+        >>> tr.cancel("x", 1.0)
+        >>> tr.running, tr.predictor.n_seen_
+        ([], 0)
+        """
+        with self._lock:
+            self._atomic(self._end, id, self._state.now if t is None else t, f"cancel of id {id!r}")
 
     def _finish(self, id: Any, t: float) -> FinishResult:
-        rates = self._current_rates()
-        if id not in self:
-            names = ", ".join(repr(i) for i in self._set.first_ids(8)) or "none"
-            raise InterfpredError(f"finish of id {id!r} refused: it is not running (running: {names})")
-        done = self._state.finish(id, t)   # validates time; raises before changing anything
-        tf = float(t)
-        kw = {}
-        if self._ents is not None:   # its entities, aggregated over its timeline like its features
-            own, co = self._ents.finish(id, tf)
-            kw = {"entities": Entities.from_lists([own], [co])}
-        self._rem_at(tf, rates, out=self._set.column("rem")[: len(self._set)])
-        self._t = tf
-        self._set.remove(id)
-        self._rates = None
+        done, kw = self._end(id, t, f"finish of id {id!r}")
         pred = float(np.asarray(self.predictor.predict(done.x, **kw), dtype=np.float64).reshape(-1)[0])
         if not math.isfinite(pred):
             raise InterfpredError(f"finish of id {id!r} refused: the predictor returned {pred} for its "
@@ -261,7 +446,7 @@ class ColocationTracker:
         rate = float(self._proj.clamp(np.array([pred]))[0])
         predicted = done.solo_ms / rate
         lat = done.latency_ms
-        err = (predicted - lat) / lat if lat > 0 else math.inf
+        err = (predicted - lat) / lat if lat > 0 else math.nan
         learned = False
         slowdown = 1.0 / done.y if self._is_rate and done.y > 0 else done.y
         physical = SLOWDOWN_MIN <= slowdown <= SLOWDOWN_MAX   # else a glitched timer: not learned
@@ -318,6 +503,8 @@ class ColocationTracker:
         """
         with self._lock:
             tf = check_time(t, "what_if", self._state.now)
+            if quantile is not None and not is_real_number(quantile):
+                raise InterfpredError(f"what_if refused: quantile {quantile!r} is not a number in (0, 1)")
             q = check_quantile(quantile)
             try:
                 cands = list(candidates)
@@ -415,7 +602,8 @@ class ColocationTracker:
         profiles
             Solo profiles of the models that will run.
         **options
-            Passed to the constructor (``gpu``, ``learn``, ``extrapolate``, ``min_rate``, ``max_rate``).
+            Passed to the constructor (``gpu``, ``learn``, ``extrapolate``, ``min_rate``, ``max_rate``,
+            ``late_window_ms``).
 
         Examples
         --------
