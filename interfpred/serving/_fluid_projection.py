@@ -285,15 +285,95 @@ def project_affine_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate
     The running set's sums are updated as members finish (see :mod:`interfpred.serving.projection`).
     Returns 0, or :data:`NONFINITE` when a rate or a remaining work is not finite.
     """
-    none = np.empty(0)
-    return project_bound_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, BOUND_MEAN, none,
-                              np.empty((0, 0)), 0.0, 0.0, is_rate, rmin, rmax, rtol, end)
+    n = dem.shape[0]
+    if n == 0:
+        return 0
+    dq = quantize(dem)
+    terms, w_others = affine_terms(w, map_id)
+    c = np.empty(n)                         # per member: its own terms, and the weight of the others' demand
+    h = np.empty((n, N_RESOURCES))
+    tot = np.zeros(N_RESOURCES, dtype=np.int64)
+    for i in range(n):
+        c[i] = affine_own(terms, b, dem[i, SM], dem[i, L2], dem[i, DRAM])
+        for r in range(N_RESOURCES):
+            h[i, r] = affine_other_weight(terms, r, dem[i, r])
+            tot[r] += dq[i, r]
+    # For the max combine: per resource, members in decreasing demand as a doubly linked list.
+    use_max = combine_id == COMBINE_MAX
+    nl = n + 1 if use_max else 1
+    nxt = np.full((N_RESOURCES, nl), -1, dtype=np.int64)
+    prv = np.full((N_RESOURCES, nl), -1, dtype=np.int64)
+    head = np.full(N_RESOURCES, -1, dtype=np.int64)
+    if use_max:
+        for r in range(N_RESOURCES):
+            order = np.argsort(-dem[:, r], kind="mergesort")
+            head[r] = order[0]
+            for a in range(n):
+                i = order[a]
+                prv[r, i] = order[a - 1] if a > 0 else -1
+                nxt[r, i] = order[a + 1] if a + 1 < n else -1
+    ibuf = np.empty(2 * n, dtype=np.int64)   # members still running, then those retired by a step
+    idx = ibuf[:n]
+    retired = ibuf[n:]
+    for i in range(n):
+        idx[i] = i
+    fbuf = np.empty(3 * n + 2 * N_RESOURCES)  # remaining work, rates, times to finish, top two per resource
+    work = fbuf[:n]
+    work[:] = rem
+    rate = fbuf[n:2 * n]
+    taus = fbuf[2 * n:3 * n]
+    top1 = fbuf[3 * n:3 * n + N_RESOURCES]
+    top2 = fbuf[3 * n + N_RESOURCES:]
+    na = n
+    t = t0
+    while na > 0:
+        g = affine_set(terms, w_others, tot, na)
+        if use_max:
+            for r in range(N_RESOURCES):
+                i1 = head[r]
+                top1[r] = dem[i1, r]
+                i2 = nxt[r, i1]
+                top2[r] = dem[i2, r] if i2 >= 0 else 0.0
+        for a in range(na):
+            i = idx[a]
+            p = c[i] + g
+            if na > 1:
+                if use_max:
+                    o0 = worst_other(dem[i, SM], top1[SM], top2[SM])
+                    o1 = worst_other(dem[i, L2], top1[L2], top2[L2])
+                    o2 = worst_other(dem[i, DRAM], top1[DRAM], top2[DRAM])
+                else:
+                    o0 = others_sum(tot, dq, i, SM)
+                    o1 = others_sum(tot, dq, i, L2)
+                    o2 = others_sum(tot, dq, i, DRAM)
+                p += h[i, SM] * o0 + h[i, L2] * o1 + h[i, DRAM] * o2
+            rate[a] = to_rate(max(p, pred_lo), is_rate, rmin, rmax)
+        keep, t, nret = advance(idx, na, work, rate, taus, t, rtol, end, retired)
+        if keep < 0:
+            return NONFINITE
+        for j in range(nret):
+            i = retired[j]
+            for r in range(N_RESOURCES):
+                tot[r] -= dq[i, r]
+                if use_max:
+                    pi = prv[r, i]
+                    ni = nxt[r, i]
+                    if pi >= 0:
+                        nxt[r, pi] = ni
+                    else:
+                        head[r] = ni
+                    if ni >= 0:
+                        prv[r, ni] = pi
+        na = keep
+    return 0
 
 
 @njit(cache=True)
 def project_bound_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, mode, theta, P, s2, min_scale, is_rate,
                        rmin, rmax, rtol, end):
-    """:func:`project_affine_into` at a calibrated bound of the affine model (``mode`` a ``BOUND_*`` code).
+    """:func:`project_affine_into` at a calibrated bound of the affine model (``mode``: ``BOUND_RELATIVE`` or
+    ``BOUND_STD``): the same loop (kept apart so that the mean projection, which every event and placement
+    runs, compiles without the bound's branches and scratch; the tests hold both to ``predict``).
 
     Member ``i``'s prediction ``m = max(b + w . phi, pred_lo)`` becomes ``m + u * theta[i]`` (``theta``
     (n,), or one value for every member) with
@@ -397,15 +477,13 @@ def project_bound_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, mode, th
                     o2 = others_sum(tot, dq, i, DRAM)
                 p += h[i, SM] * o0 + h[i, L2] * o1 + h[i, DRAM] * o2
             p = max(p, pred_lo)
-            if mode != BOUND_MEAN:
-                sd = 0.0
-                if use_std:
-                    qf = 0.0
-                    for j in range(15):
-                        qf += gq[i, j] * zz[j]
-                    sd = np.sqrt(s2 * (1.0 + qf))
-                p = bounded(p, mode, theta[i if per_row else 0], sd, min_scale)
-            rate[a] = to_rate(p, is_rate, rmin, rmax)
+            sd = 0.0
+            if use_std:
+                qf = 0.0
+                for j in range(15):
+                    qf += gq[i, j] * zz[j]
+                sd = np.sqrt(s2 * (1.0 + qf))
+            rate[a] = to_rate(bounded(p, mode, theta[i if per_row else 0], sd, min_scale), is_rate, rmin, rmax)
         keep, t, nret = advance(idx, na, work, rate, taus, t, rtol, end, retired)
         if keep < 0:
             return NONFINITE
