@@ -7,7 +7,7 @@ river and scikit-learn (about a second), so they are loaded on first use.
 
 from interfpred.predictors.base import BasePredictor, FrozenPredictor, LinearForm, Predictor
 from interfpred.predictors.baselines import GlobalMean, NoInterference, PairMean
-from interfpred.predictors.calibrated.estimator import Calibrated
+from interfpred.predictors.calibrated.estimator import BoundForm, Calibrated
 from interfpred.predictors.entity_rls.estimator import EntityRLS
 from interfpred.predictors.from_peers import FromRiver, FromSklearn
 from interfpred.predictors.gpulets import GpuletsModel, gpulets_utilisation
@@ -26,6 +26,7 @@ from interfpred.predictors.tags import PredictorTags, get_tags
 
 __all__ = [
     "BasePredictor",
+    "BoundForm",
     "Calibrated",
     "EntityRLS",
     "FrozenPredictor",

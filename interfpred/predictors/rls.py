@@ -263,6 +263,13 @@ class RLS(FlatStatePredictor):
         return self._buf[po:po + m * m].reshape(m, m).copy()
 
     @property
+    def noise_var_(self) -> float:
+        """The exponentially weighted noise variance ``s2`` of ``predict(X, return_std=True)``."""
+        if self._buf is None:
+            raise AttributeError("noise_var_ is not available before fit/update")
+        return float(self._buf[K.RLS_NOISE_VAR])
+
+    @property
     def information_(self) -> np.ndarray:
         """The information matrix ``R = P^-1``."""
         return np.linalg.inv(self.covariance_)

@@ -15,15 +15,18 @@ import numpy as np
 
 from interfpred._core.jit import njit
 from interfpred.features._segment_maps import map_running_set
-from interfpred.serving._fluid_projection import NONFINITE, advance, to_rate
+from interfpred.serving._fluid_projection import BOUND_RELATIVE, NONFINITE, advance, bounded, to_rate
 
 __all__ = ["entity_project", "entity_rates"]
 
 
 @njit(cache=True)
 def entity_rates(dem, idx, na, map_id, combine_id, w, b, S, M, log_target, alone_solo, is_rate, rmin, rmax, sub,
-                 out):
-    """Rates of members ``idx[:na]`` of ``dem`` running together into ``out[:na]`` (``sub``: (n, 3) scratch)."""
+                 out, theta, min_scale):
+    """Rates of members ``idx[:na]`` of ``dem`` running together into ``out[:na]`` (``sub``: (n, 3) scratch).
+
+    With ``theta`` non-empty ((n,), or one value for every member), each prediction ``p`` becomes
+    the relative-scale calibrated bound ``p + max(|p|, min_scale) * theta[i]``."""
     for a in range(na):
         i = idx[a]
         sub[a, 0] = dem[i, 0]
@@ -32,11 +35,16 @@ def entity_rates(dem, idx, na, map_id, combine_id, w, b, S, M, log_target, alone
     phi = map_running_set(sub[:na], map_id, combine_id)
     d = w.shape[0]
     h = 1.0 if na > 1 else 0.0
+    bound = theta.shape[0] > 0
+    per_row = theta.shape[0] > 1
     for a in range(na):
-        if na == 1 and alone_solo:
-            out[a] = to_rate(1.0, is_rate, rmin, rmax)
-            continue
         i = idx[a]
+        if na == 1 and alone_solo:
+            p = 1.0
+            if bound:
+                p = bounded(p, BOUND_RELATIVE, theta[i if per_row else 0], 0.0, min_scale)
+            out[a] = to_rate(p, is_rate, rmin, rmax)
+            continue
         p = b + S[i] * h
         for j in range(d):
             p += w[j] * phi[a, j]
@@ -44,16 +52,18 @@ def entity_rates(dem, idx, na, map_id, combine_id, w, b, S, M, log_target, alone
             p += M[i, idx[c]]
         if log_target:
             p = math.exp(p)
+        if bound:
+            p = bounded(p, BOUND_RELATIVE, theta[i if per_row else 0], 0.0, min_scale)
         out[a] = to_rate(p, is_rate, rmin, rmax)
 
 
 @njit(cache=True)
 def entity_project(dem, rem, t0, map_id, combine_id, w, b, S, M, log_target, alone_solo, is_rate, rmin, rmax,
-                   rtol, end):
+                   rtol, end, theta, min_scale):
     """Fluid projection of ``dem`` (n, 3) with remaining work ``rem`` under the entity terms, into ``end``.
 
     Returns 0, or :data:`~interfpred.serving._fluid_projection.NONFINITE` when a rate or a remaining
-    work is not finite.
+    work is not finite. ``theta`` and ``min_scale``: as in :func:`entity_rates`.
     """
     n = dem.shape[0]
     idx = np.arange(n)
@@ -66,7 +76,7 @@ def entity_project(dem, rem, t0, map_id, combine_id, w, b, S, M, log_target, alo
     t = t0
     while na > 0:
         entity_rates(dem, idx, na, map_id, combine_id, w, b, S, M, log_target, alone_solo, is_rate, rmin, rmax,
-                     sub, rate)
+                     sub, rate, theta, min_scale)
         na, t, _ = advance(idx, na, r, rate, taus, t, rtol, end, retired)
         if na < 0:
             return NONFINITE

@@ -20,9 +20,21 @@ from interfpred.errors import InterfpredError
 from interfpred.features._segment_maps import (
     COMBINE_MAX,
     DRAM,
+    EXCESS,
+    GPULETS_DRAM_ME,
+    GPULETS_DRAM_OTHER,
+    GPULETS_L2_ME,
+    GPULETS_L2_OTHER,
     L2,
+    MAP_GPULETS,
+    MAP_RICH,
+    ME,
+    N_OTHERS,
     N_RESOURCES,
+    OTHER,
+    PRODUCT,
     SM,
+    TOTAL,
     affine_other_weight,
     affine_own,
     affine_set,
@@ -30,11 +42,12 @@ from interfpred.features._segment_maps import (
     map_running_set,
     others_sum,
     quantize,
+    set_total,
     worst_other,
 )
 
-__all__ = ["NONFINITE", "NONFINITE_MESSAGE", "advance", "affine_rates", "all_finite", "clamp_rates",
-           "project_affine_into", "project_affine_unchecked", "project_stacked_into", "project_stacked_unchecked",
+__all__ = ["BOUND_MEAN", "BOUND_RELATIVE", "BOUND_STD", "NONFINITE", "NONFINITE_MESSAGE", "advance",
+           "affine_rates", "all_finite", "bounded", "clamp_rates", "project_affine_into", "project_bound_into", "project_affine_unchecked", "project_stacked_into", "project_stacked_unchecked",
            "to_rate"]
 
 #: Status of a compiled projection when a rate or a remaining work is not finite.
@@ -135,6 +148,136 @@ def affine_rates(dem, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, ou
         out[a] = to_rate(p, is_rate, rmin, rmax)
 
 
+#: Bound modes of :func:`project_bound_into`: the point prediction, a relative-scale bound, a std-scale bound.
+BOUND_MEAN = 0
+BOUND_RELATIVE = 1
+BOUND_STD = 2
+#: Pattern vectors of the std-scale bound (see :func:`std_pattern_vectors`): A, D_r, C_r, B_r, N.
+_VA = 0
+_VD = 1
+_VC = 4
+_VB = 7
+_VN = 10
+_NV = 11
+#: Pairs (j, l), j <= l, of the five set quantities z = (1, T_sm, T_l2, T_dram, n_others).
+_ZJ = np.array([0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 3, 3, 4], dtype=np.int64)
+_ZL = np.array([0, 1, 2, 3, 4, 1, 2, 3, 4, 2, 3, 4, 3, 4, 4], dtype=np.int64)
+
+
+@njit(cache=True, inline="always")
+def bounded(p, mode, theta, sd, min_scale):
+    """A point prediction ``p`` -> the calibrated bound ``p + u * theta`` (``mode`` says which scale ``u``)."""
+    if mode == BOUND_RELATIVE:
+        return p + max(abs(p), min_scale) * theta
+    if mode == BOUND_STD:
+        return p + max(sd, min_scale * max(abs(p), 1.0)) * theta
+    return p
+
+
+@njit(cache=True)
+def std_pattern_vectors(map_id, d, has_intercept, pattern, vidx, vval):
+    """The vectors (in the predictor's augmented row space ``[phi, 1]``) that write a member's row
+    as ``a + sum_r T_r b_r + n b_N`` under the sum combine, with ``a = A + sum_r me_r D_r -
+    sum_r me_r**2 C_r``, ``b_r = B_r + me_r C_r`` and ``b_N = N``; ``T_r`` the set's total demand
+    and ``n`` the co-runner count. ``pattern`` bit r says the total of resource r exceeds capacity,
+    so that its excess is ``T_r - 1`` (else 0). Written as up to 4 ``(index, value)`` pairs per
+    vector into ``vidx``/``vval`` (index -1: unused)."""
+    vidx[:] = -1
+    vval[:] = 0.0
+    if has_intercept:
+        vidx[_VA, 0] = d
+        vval[_VA, 0] = 1.0
+    if map_id == MAP_GPULETS:
+        for r in (L2, DRAM):
+            me = GPULETS_L2_ME if r == L2 else GPULETS_DRAM_ME
+            ot = GPULETS_L2_OTHER if r == L2 else GPULETS_DRAM_OTHER
+            vidx[_VD + r, 0] = me
+            vval[_VD + r, 0] = 1.0
+            vidx[_VD + r, 1] = ot
+            vval[_VD + r, 1] = -1.0
+            vidx[_VB + r, 0] = ot
+            vval[_VB + r, 0] = 1.0
+        return
+    for r in range(N_RESOURCES):
+        vidx[_VD + r, 0] = ME + r           # own demand, less the others' (T_r - me_r)
+        vval[_VD + r, 0] = 1.0
+        vidx[_VD + r, 1] = OTHER + r
+        vval[_VD + r, 1] = -1.0
+        vidx[_VB + r, 0] = OTHER + r
+        vval[_VB + r, 0] = 1.0
+    if map_id != MAP_RICH:
+        return
+    vidx[_VN, 0] = N_OTHERS
+    vval[_VN, 0] = 1.0
+    for r in range(N_RESOURCES):
+        vidx[_VC + r, 0] = PRODUCT + r      # me_r (T_r - me_r)
+        vval[_VC + r, 0] = 1.0
+        vidx[_VB + r, 1] = TOTAL + r
+        vval[_VB + r, 1] = 1.0
+        if (pattern >> r) & 1:              # excess T_r - 1
+            vidx[_VB + r, 2] = EXCESS + r
+            vval[_VB + r, 2] = 1.0
+            vidx[_VA, 1 + r] = EXCESS + r
+            vval[_VA, 1 + r] = -1.0
+
+
+@njit(cache=True)
+def _std_gram(P, vidx, vval, gram):
+    """``gram[u, v] = V_u' P V_v`` of the pattern vectors (their used pairs come first in each row)."""
+    cnt = np.zeros(_NV, dtype=np.int64)
+    for u in range(_NV):
+        for a in range(vidx.shape[1]):
+            if vidx[u, a] >= 0:
+                vidx[u, cnt[u]] = vidx[u, a]
+                vval[u, cnt[u]] = vval[u, a]
+                cnt[u] += 1
+    for u in range(_NV):
+        for v in range(u, _NV):
+            acc = 0.0
+            for a in range(cnt[u]):
+                i = vidx[u, a]
+                for c in range(cnt[v]):
+                    acc += vval[u, a] * vval[v, c] * P[i, vidx[v, c]]
+            gram[u, v] = acc
+            gram[v, u] = acc
+
+
+@njit(cache=True)
+def _std_member(gram, m0, m1, m2, y, ca, out):
+    """The quadratic form of one member with own demand (m0, m1, m2) in z: its 15 coefficients over
+    the pairs ``_ZJ, _ZL`` (off-diagonal ones doubled) into ``out``."""
+    ca[0] = 1.0
+    ca[1] = m0
+    ca[2] = m1
+    ca[3] = m2
+    ca[4] = -m0 * m0
+    ca[5] = -m1 * m1
+    ca[6] = -m2 * m2
+    for v in range(_NV):
+        acc = 0.0
+        for u in range(7):
+            acc += gram[v, u] * ca[u]
+        y[v] = acc
+    g00 = 0.0
+    for u in range(7):
+        g00 += ca[u] * y[u]
+    out[0] = g00
+    ms = (m0, m1, m2)
+    for r in range(N_RESOURCES):
+        out[1 + r] = 2.0 * (y[_VB + r] + ms[r] * y[_VC + r])
+    out[4] = 2.0 * y[_VN]
+    k = 5
+    for r in range(N_RESOURCES):
+        for s in range(r, N_RESOURCES):
+            v = (gram[_VB + r, _VB + s] + ms[s] * gram[_VB + r, _VC + s] + ms[r] * gram[_VC + r, _VB + s]
+                 + ms[r] * ms[s] * gram[_VC + r, _VC + s])
+            out[k] = v if r == s else 2.0 * v
+            k += 1
+        out[k] = 2.0 * (gram[_VB + r, _VN] + ms[r] * gram[_VC + r, _VN])
+        k += 1
+    out[14] = gram[_VN, _VN]
+
+
 @njit(cache=True)
 def project_affine_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, rtol, end):
     """Projected completion of every member of ``dem`` (n, 3) with remaining work ``rem`` into ``end``.
@@ -205,6 +348,142 @@ def project_affine_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate
                     o2 = others_sum(tot, dq, i, DRAM)
                 p += h[i, SM] * o0 + h[i, L2] * o1 + h[i, DRAM] * o2
             rate[a] = to_rate(max(p, pred_lo), is_rate, rmin, rmax)
+        keep, t, nret = advance(idx, na, work, rate, taus, t, rtol, end, retired)
+        if keep < 0:
+            return NONFINITE
+        for j in range(nret):
+            i = retired[j]
+            for r in range(N_RESOURCES):
+                tot[r] -= dq[i, r]
+                if use_max:
+                    pi = prv[r, i]
+                    ni = nxt[r, i]
+                    if pi >= 0:
+                        nxt[r, pi] = ni
+                    else:
+                        head[r] = ni
+                    if ni >= 0:
+                        prv[r, ni] = pi
+        na = keep
+    return 0
+
+
+@njit(cache=True)
+def project_bound_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, mode, theta, P, s2, min_scale, is_rate,
+                       rmin, rmax, rtol, end):
+    """:func:`project_affine_into` at a calibrated bound of the affine model (``mode``: ``BOUND_RELATIVE`` or
+    ``BOUND_STD``): the same loop (kept apart so that the mean projection, which every event and placement
+    runs, compiles without the bound's branches and scratch; the tests hold both to ``predict``).
+
+    Member ``i``'s prediction ``m = max(b + w . phi, pred_lo)`` becomes ``m + u * theta[i]`` (``theta``
+    (n,), or one value for every member) with
+    ``u = max(|m|, min_scale)`` (``BOUND_RELATIVE``) or ``u = max(s, min_scale * max(|m|, 1))``
+    with ``s = sqrt(s2 (1 + x' P x))``, ``x = [phi, 1]`` or ``phi`` by ``P``'s size
+    (``BOUND_STD``, sum combine only). The std form writes ``x' P x`` as a quadratic form in the
+    five set quantities (1, the three totals, the co-runner count), whose coefficients per member
+    are computed once per pattern of resources over capacity, so a segment costs O(1) per member.
+    """
+    n = dem.shape[0]
+    if n == 0:
+        return 0
+    dq = quantize(dem)
+    terms, w_others = affine_terms(w, map_id)
+    c = np.empty(n)                         # per member: its own terms, and the weight of the others' demand
+    h = np.empty((n, N_RESOURCES))
+    tot = np.zeros(N_RESOURCES, dtype=np.int64)
+    for i in range(n):
+        c[i] = affine_own(terms, b, dem[i, SM], dem[i, L2], dem[i, DRAM])
+        for r in range(N_RESOURCES):
+            h[i, r] = affine_other_weight(terms, r, dem[i, r])
+            tot[r] += dq[i, r]
+    use_std = mode == BOUND_STD
+    per_row = theta.shape[0] == n
+    ns = n if use_std else 0                # std-bound scratch, empty otherwise
+    nv = _NV if use_std else 0
+    gq = np.empty((ns, 15))
+    gram = np.empty((nv, nv))
+    vidx = np.empty((nv, 4), dtype=np.int64)
+    vval = np.empty((nv, 4))
+    sy = np.empty(nv)
+    sca = np.empty(nv)
+    zz = np.empty(15 if use_std else 0)
+    z = np.empty(5 if use_std else 0)
+    pattern = -1
+    has_intercept = P.shape[0] > w.shape[0]
+    # For the max combine: per resource, members in decreasing demand as a doubly linked list.
+    use_max = combine_id == COMBINE_MAX
+    nl = n + 1 if use_max else 1
+    nxt = np.full((N_RESOURCES, nl), -1, dtype=np.int64)
+    prv = np.full((N_RESOURCES, nl), -1, dtype=np.int64)
+    head = np.full(N_RESOURCES, -1, dtype=np.int64)
+    if use_max:
+        for r in range(N_RESOURCES):
+            order = np.argsort(-dem[:, r], kind="mergesort")
+            head[r] = order[0]
+            for a in range(n):
+                i = order[a]
+                prv[r, i] = order[a - 1] if a > 0 else -1
+                nxt[r, i] = order[a + 1] if a + 1 < n else -1
+    ibuf = np.empty(2 * n, dtype=np.int64)   # members still running, then those retired by a step
+    idx = ibuf[:n]
+    retired = ibuf[n:]
+    for i in range(n):
+        idx[i] = i
+    fbuf = np.empty(3 * n + 2 * N_RESOURCES)  # remaining work, rates, times to finish, top two per resource
+    work = fbuf[:n]
+    work[:] = rem
+    rate = fbuf[n:2 * n]
+    taus = fbuf[2 * n:3 * n]
+    top1 = fbuf[3 * n:3 * n + N_RESOURCES]
+    top2 = fbuf[3 * n + N_RESOURCES:]
+    na = n
+    t = t0
+    while na > 0:
+        g = affine_set(terms, w_others, tot, na)
+        if use_max:
+            for r in range(N_RESOURCES):
+                i1 = head[r]
+                top1[r] = dem[i1, r]
+                i2 = nxt[r, i1]
+                top2[r] = dem[i2, r] if i2 >= 0 else 0.0
+        if use_std:
+            z[0] = 1.0
+            pat = 0
+            for r in range(N_RESOURCES):
+                z[1 + r] = set_total(tot, r)
+                if map_id == MAP_RICH and z[1 + r] > 1.0:
+                    pat |= 1 << r
+            z[4] = na - 1.0
+            for j in range(15):
+                zz[j] = z[_ZJ[j]] * z[_ZL[j]]
+            if pat != pattern:               # the excess terms change form: new coefficients
+                pattern = pat
+                std_pattern_vectors(map_id, w.shape[0], has_intercept, pat, vidx, vval)
+                _std_gram(P, vidx, vval, gram)
+                for a in range(na):
+                    i = idx[a]
+                    _std_member(gram, dem[i, SM], dem[i, L2], dem[i, DRAM], sy, sca, gq[i])
+        for a in range(na):
+            i = idx[a]
+            p = c[i] + g
+            if na > 1:
+                if use_max:
+                    o0 = worst_other(dem[i, SM], top1[SM], top2[SM])
+                    o1 = worst_other(dem[i, L2], top1[L2], top2[L2])
+                    o2 = worst_other(dem[i, DRAM], top1[DRAM], top2[DRAM])
+                else:
+                    o0 = others_sum(tot, dq, i, SM)
+                    o1 = others_sum(tot, dq, i, L2)
+                    o2 = others_sum(tot, dq, i, DRAM)
+                p += h[i, SM] * o0 + h[i, L2] * o1 + h[i, DRAM] * o2
+            p = max(p, pred_lo)
+            sd = 0.0
+            if use_std:
+                qf = 0.0
+                for j in range(15):
+                    qf += gq[i, j] * zz[j]
+                sd = np.sqrt(s2 * (1.0 + qf))
+            rate[a] = to_rate(bounded(p, mode, theta[i if per_row else 0], sd, min_scale), is_rate, rmin, rmax)
         keep, t, nret = advance(idx, na, work, rate, taus, t, rtol, end, retired)
         if keep < 0:
             return NONFINITE

@@ -11,6 +11,13 @@ finishes (:meth:`~RunningSetProjector.project`). It picks the fastest path the p
   affine projection of :mod:`interfpred.serving.projection`;
 * anything else: :func:`~interfpred.serving.projection.project_fluid` with one ``predict`` call per segment.
 
+A :class:`~interfpred.Calibrated` predictor takes the path of the predictor it wraps, for its means
+and for its bounds (``quantile=q``): its :meth:`~interfpred.Calibrated.bound_form` gives the
+thresholds the compiled kernels apply to the wrapped predictor's prediction of every member in
+every segment. Bounds take the compiled path with a relative score scale around an affine or an
+entity predictor, and with the predictive-std scale around :class:`~interfpred.RLS` under the
+sum combine; other bounds take the general path.
+
 :class:`~interfpred.ColocationTracker` owns one; docs/embedding.md describes the projection.
 
 Examples
@@ -30,19 +37,24 @@ from typing import Any, cast
 
 import numpy as np
 
-from interfpred.constants import PRIOR_SLOWDOWN, TRACKER_FINISH_RTOL, TRACKER_MAX_RATE, TRACKER_MIN_RATE
+from interfpred.constants import PRIOR_SLOWDOWN, PRIOR_STD, TRACKER_FINISH_RTOL, TRACKER_MAX_RATE, TRACKER_MIN_RATE
 from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.evaluation.coverage import check_quantile as check_level
 from interfpred.features import Extractor
-from interfpred.predictors import get_tags
+from interfpred.features._segment_maps import COMBINE_SUM
+from interfpred.predictors import RLS, Calibrated, get_tags
 from interfpred.serving._entity_projection import entity_project, entity_rates
 from interfpred.serving._fluid_projection import (
+    BOUND_RELATIVE,
+    BOUND_STD,
     NONFINITE,
+    NONFINITE_MESSAGE,
     affine_rates,
     all_finite,
     clamp_rates,
     project_affine_unchecked,
+    project_bound_into,
 )
 from interfpred.serving.projection import project_fluid
 
@@ -159,8 +171,17 @@ class RunningSetProjector:
         spec = extractor.compiled_spec
         self._map_id = spec.map_id
         self._combine_id = spec.combine_id
-        self._affine_path = extractor.is_builtin and bool(get_tags(predictor).is_linear)
-        self._entity_path = extractor.is_builtin and has_entity_terms(predictor)
+        self._calibrated = isinstance(predictor, Calibrated)
+        point = self.point_predictor()
+        self._affine_path = (extractor.is_builtin and bool(get_tags(point).is_linear)
+                             and not get_tags(point).uses_entities)
+        self._entity_path = extractor.is_builtin and has_entity_terms(point)
+        self._std_ok = isinstance(point, RLS) and spec.combine_id == COMBINE_SUM
+        self._no_theta = np.empty(0)
+
+    def point_predictor(self) -> Any:
+        """The predictor whose predictions are the means: the wrapped one of a :class:`~interfpred.Calibrated`."""
+        return self.predictor.predictor_ if self._calibrated else self.predictor
 
     @property
     def is_compiled_affine(self) -> bool:
@@ -171,7 +192,7 @@ class RunningSetProjector:
     def affine(self) -> tuple[np.ndarray, float, float]:
         """Weights w (d,), intercept b and lower clip of the prediction of an affine predictor, now."""
         d = self._width
-        form = self.predictor.linear_form()
+        form = self.point_predictor().linear_form()
         if form is None:
             return np.zeros(d), PRIOR_SLOWDOWN, -np.inf
         w = np.ascontiguousarray(form.weights, dtype=np.float64)
@@ -184,7 +205,7 @@ class RunningSetProjector:
         return w, b, float(form.lower)
 
     def _entity_args(self, names: list[str]) -> tuple:
-        p = self.predictor
+        p = self.point_predictor()
         d = self._width
         if p.n_features_in_ is None:
             w, b = np.zeros(d), (0.0 if p.log_target else PRIOR_SLOWDOWN)
@@ -195,6 +216,15 @@ class RunningSetProjector:
         S, M = p.pairwise_terms(names)
         return (self._map_id, self._combine_id, w, b, S, M, bool(p.log_target), bool(p.alone_is_solo),
                 self._is_rate, self.min_rate, self.max_rate)
+
+    def _std_form(self) -> tuple[np.ndarray, float]:
+        """Covariance ``P`` and noise variance ``s2`` of the wrapped RLS: its std is ``sqrt(s2 (1 + x' P x))``."""
+        p = self.point_predictor()
+        try:
+            return p.covariance_, p.noise_var_  # a non-finite value gives a non-finite rate: refused
+        except AttributeError:                  # fresh: the prior std for every row
+            m = self._width + int(bool(p.fit_intercept))
+            return np.zeros((m, m)), PRIOR_STD ** 2
 
     def clamp(self, pred: np.ndarray) -> np.ndarray:
         """Predictions (k,) -> clamped rates (for a slowdown target, their inverses)."""
@@ -228,7 +258,7 @@ class RunningSetProjector:
             if self._entity_path:
                 (map_id, combine_id, w, b, S, M, lg, solo, is_rate, lo, hi) = self._entity_args(names)
                 entity_rates(dem, np.arange(k), k, map_id, combine_id, w, b, S, M, lg, solo, is_rate, lo, hi,
-                             np.empty((k, 3)), out)
+                             np.empty((k, 3)), out, self._no_theta, 0.0)
                 return out
             phi = ex.map_running_set(dem, check=False)
             pred = np.asarray(self.predictor.predict(phi, entities=set_entities(names)), dtype=np.float64).reshape(k)
@@ -255,10 +285,15 @@ class RunningSetProjector:
         end = np.empty(n)
         if n == 0:
             return end
-        if self._entity_path and names is not None and quantile is None:
+        form = None
+        if quantile is not None and self._calibrated:
+            level = 1.0 - quantile if self._is_rate else quantile
+            form = self.predictor.bound_form(level, names)
+        if self._entity_path and names is not None and (quantile is None or (form is not None and form.relative)):
             (map_id, combine_id, w, b, S, M, lg, solo, is_rate, lo, hi) = self._entity_args(names)
+            theta, min_scale = (self._no_theta, 0.0) if form is None else (form.theta, form.min_scale)
             if entity_project(dem, rem, t, map_id, combine_id, w, b, S, M, lg, solo, is_rate, lo, hi,
-                              TRACKER_FINISH_RTOL, end) == NONFINITE:
+                              TRACKER_FINISH_RTOL, end, theta, min_scale) == NONFINITE:
                 raise InterfpredError("projection refused: a predicted rate or remaining work is not finite "
                                       "(the predictor's state overflows on this running set)")
             return end
@@ -266,6 +301,17 @@ class RunningSetProjector:
             w, b, lo = self.affine()
             return project_affine_unchecked(dem, rem, t, self._map_id, self._combine_id, w, b, lo, self._is_rate,
                                             self.min_rate, self.max_rate, TRACKER_FINISH_RTOL)
+        if self._affine_path and form is not None and (form.relative or self._std_ok):
+            w, b, lo = self.affine()
+            if form.relative:
+                mode, P, s2 = BOUND_RELATIVE, np.empty((0, 0)), 0.0
+            else:
+                mode, (P, s2) = BOUND_STD, self._std_form()
+            if project_bound_into(dem, rem, t, self._map_id, self._combine_id, w, b, lo, mode, form.theta, P, s2,
+                                  form.min_scale, self._is_rate, self.min_rate, self.max_rate, TRACKER_FINISH_RTOL,
+                                  end) != 0:
+                raise InterfpredError(NONFINITE_MESSAGE)
+            return end
         if not np.isfinite(rem).all():
             raise nonfinite_error("projection refused: remaining work", rem)
 

@@ -1,5 +1,5 @@
 """Calibrated: latency bounds around any predictor from conformal residual quantiles."""
 
-from interfpred.predictors.calibrated.estimator import Calibrated
+from interfpred.predictors.calibrated.estimator import BoundForm, Calibrated
 
-__all__ = ["Calibrated"]
+__all__ = ["BoundForm", "Calibrated"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -42,7 +42,24 @@ from interfpred.predictors.calibrated.state import CalibratedStateMixin
 from interfpred.predictors.inputs import as_rows, as_targets, check_entities, is_integer
 from interfpred.predictors.registry import PredictorSpec, make_predictor
 
-__all__ = ["Calibrated"]
+__all__ = ["BoundForm", "Calibrated"]
+
+
+class BoundForm(NamedTuple):
+    """A :class:`Calibrated` bound at one level, as compiled consumers evaluate it without calling ``predict``.
+
+    The bound of row ``i`` is ``m + u * theta[i]``, with ``m`` the point prediction of
+    ``predictor`` and ``u`` the score scale: ``max(|m|, min_scale)`` when ``relative``, else
+    ``max(s, min_scale * max(|m|, 1))`` with ``s`` the predictor's predictive standard
+    deviation (``predict(X, return_std=True)``). ``theta`` holds each row's score threshold (its
+    entity group's, or the global one), or one threshold for every row (length 1): with global
+    groups, and before any calibration (then 0).
+    """
+
+    predictor: Any
+    theta: np.ndarray
+    relative: bool
+    min_scale: float
 
 
 def _levels(quantiles: tuple[float, ...]) -> np.ndarray:
@@ -328,6 +345,9 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
             q = float(quantile)
         except (TypeError, ValueError):
             raise InterfpredError(f"quantile must be a number, got {quantile!r}") from None
+        li = self._level_pos.get(round(q, 12))    # the levels are stored rounded (1 - 0.99 is 0.01)
+        if li is not None:
+            return li
         hit = np.flatnonzero(np.abs(self._levels - q) < 1e-9)
         if not hit.size:
             known = ", ".join(f"{v:g}" for v in self._levels)
@@ -390,6 +410,37 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
                 g = np.where(state[g, K.SEEN] >= self.min_group, g, 0)
             out = mean + scale * state[g, th]
         return float(out[0]) if single else out
+
+    def bound_form(self, quantile: Any, names: list[str] | None = None) -> BoundForm:
+        """The bound at ``quantile`` of rows whose own entities are ``names`` (one row when None), as :class:`BoundForm`.
+
+        ``predict(X, quantile=quantile, entities=e)`` equals the form evaluated on ``X`` when
+        ``names`` are the own entities of ``e`` (with global groups, any ``names`` of the same
+        length give the same thresholds).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.random((300, 2)); y = 1.0 + X @ [1.0, 0.5] + 0.05 * rng.standard_normal(300)
+        >>> cal = Calibrated("online_sgd", quantiles=(0.9,)).fit(X, y)
+        >>> form = cal.bound_form(0.9)
+        >>> m = cal.predict(X[:1])
+        >>> bound = m + np.maximum(np.abs(m), form.min_scale) * form.theta
+        >>> bool(np.allclose(bound, cal.predict(X[:1], quantile=0.9), rtol=1e-12))
+        True
+        """
+        li = self._level_index(quantile)
+        state = self._state
+        if state is None:
+            theta = np.zeros(1)
+        elif names is None or self.groups != "entity":
+            theta = state[0, self._th0 + li:self._th0 + li + 1].copy()
+        else:
+            g = np.array([self._group_index.get(s, 0) for s in names], dtype=np.int64)
+            g = np.where(state[g, K.SEEN] >= self.min_group, g, 0)
+            theta = state[g, self._th0 + li]
+        return BoundForm(self._now(), theta, self._relative, CALIBRATED_MIN_SCALE)
 
     def _predict_rows(self, X: np.ndarray, entities: Any = None) -> np.ndarray:
         return np.asarray(self._now().predict(X), dtype=np.float64)
