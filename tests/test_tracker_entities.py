@@ -97,6 +97,9 @@ class _EntityTerms(_Opaque):
     def pairwise_terms(self, names):
         return self.inner.pairwise_terms(names)
 
+    def backoff_terms(self, names):
+        return self.inner.backoff_terms(names)
+
     def predict(self, X, entities=None):
         self.calls += 1
         return super().predict(X, entities=entities)
