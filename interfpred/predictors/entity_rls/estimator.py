@@ -313,7 +313,7 @@ class EntityRLS(EntityStore, BasePredictor):
                 else self._vmap_for(entities))
         own = int(entities.own[0])
         v = _FAST.predict_one(self._g, self._est, self._etab, self._ptab, vmap, x, own, entities.co, entities.weight)
-        if self._backs_off:
+        if self.backoff_evidence > 0 and self.entity_terms:
             a = self._weight_of(vmap[own])
             if a < 1.0 and v == v and not (self.alone_is_solo and not entities.weight.sum() > 0.0):
                 v = a * v + (1.0 - a) * self._backoff.predict(x)
@@ -326,11 +326,10 @@ class EntityRLS(EntityStore, BasePredictor):
 
     def _weight_of(self, ids: np.ndarray) -> float:
         """Weight of the entity model for a row whose own (entity, parent) ids are ``ids``."""
-        n = 0.0
-        for e in ids.tolist():
-            if e >= 0:
-                n = max(n, float(self._evidence[e]))
-        return min(1.0, n / float(self.backoff_evidence))
+        ev = self._evidence
+        e0, e1 = ids[0], ids[1]
+        n = max(ev[e0] if e0 >= 0 else 0.0, ev[e1] if e1 >= 0 else 0.0)
+        return min(1.0, float(n) / float(self.backoff_evidence))
 
     def _weights(self, ent: Entities) -> np.ndarray:
         """Weight of the entity model for every row of ``ent`` (its own model's evidence)."""
