@@ -149,7 +149,8 @@ class FromSklearn(_FromPeer):
     ``fit`` fits it on the rows, ``update`` first extends it with ``partial_fit`` (running mean
     and variance, as river's ``StandardScaler``), and the estimator only ever sees standardised
     rows, so an SGD step does not depend on the features' units (``SGDRegressor`` on raw rows
-    diverges on features in the hundreds). ``standardize=False`` passes rows as they are.
+    diverges on features in the hundreds); ``update`` then learns row by row, so that a batch
+    learns exactly as its rows one at a time would. ``standardize=False`` passes rows as they are.
 
     Examples
     --------
@@ -209,9 +210,12 @@ class FromSklearn(_FromPeer):
 
     def _learn(self, X: np.ndarray, y: np.ndarray, entities: Any = None) -> None:
         if self.tags.learns_online and X.shape[0]:
-            if self._scaler is not None:
-                self._scaler.partial_fit(X)
-            self._est.partial_fit(self._scaled(X), y)
+            if self._scaler is None:
+                self._est.partial_fit(X, y)
+            else:  # row by row, the scaler first (as river's StandardScaler): a batch learns as its rows would
+                for i in range(X.shape[0]):
+                    self._scaler.partial_fit(X[i:i + 1])
+                    self._est.partial_fit(self._scaler.transform(X[i:i + 1]), y[i:i + 1])
             self._fitted = True
 
     def update(self, X: Any, y: Any, *, entities: Any = None) -> None:
