@@ -272,6 +272,9 @@ ENTITY_SENSITIVITY_VAR = 0.1
 ENTITY_AGGRESSIVENESS_VAR = 0.1
 ENTITY_PAIR_VAR = 0.05
 ENTITY_FACTOR_VAR = 0.05
+#: EntityRLS: observations of a row's own model after which its entity model alone predicts the row; before,
+#: the prediction blends in the features-only backoff model with weight 1 - n / ENTITY_BACKOFF_EVIDENCE.
+ENTITY_BACKOFF_EVIDENCE = 1.0
 #: EntityRLS: a new entity's latent factors start at N(0, (ENTITY_FACTOR_INIT * sqrt(factor_var))^2), seeded:
 #: non-zero to break the symmetry of the bilinear term, small so that a new entity stays near g(phi).
 ENTITY_FACTOR_INIT = 0.1

@@ -108,15 +108,64 @@ def test_blocks_kernel_matches_plain_reference(rank, log_target, population):
     np.testing.assert_allclose(p.predict(Xt, entities=et), expected, rtol=1e-10, atol=1e-10)
 
 
-def test_unseen_entity_predicts_exactly_the_population_model():
+def test_unseen_entity_predicts_exactly_the_population_model_without_backoff():
     X, y, ent = _stream(300, seed=2)
     for rank in (0, 2):
-        p = EntityRLS(rank=rank, log_target=False).fit(X, y, entities=ent)
+        p = EntityRLS(rank=rank, log_target=False, backoff_evidence=0.0).fit(X, y, entities=ent)
         x = X[:5]
         unseen = Entities.from_lists(["never"] * 5, [{"seen-nowhere": 1.0}] * 5)
         g = x @ p.coef_ + p.intercept_
         np.testing.assert_allclose(p.predict(x, entities=unseen), g, rtol=1e-15, atol=0)
         np.testing.assert_allclose(p.predict(x, entities=unseen), p.predict(x), rtol=1e-15, atol=0)
+
+
+def _learned(ent):
+    """Rows EntityRLS learns with alone_is_solo: those with a co-runner."""
+    return np.array([sum(ent.row(i)[1].values()) > 0 for i in range(len(ent))])
+
+
+@pytest.mark.parametrize("log_target", [False, True])
+def test_unseen_model_backs_off_to_the_features_only_rls_of_the_same_rows(log_target):
+    X, y, ent = _stream(300, seed=2)
+    p = EntityRLS(log_target=log_target).fit(X, y, entities=ent)
+    keep = _learned(ent)
+    backoff = RLS(forgetting=p.forgetting, delta=p.delta).fit(X[keep], y[keep])
+    x = X[:5]
+    unseen = Entities.from_lists(["never"] * 5, [{ent.names[0]: 1.0}] * 5)   # a known co-runner, an unseen model
+    np.testing.assert_allclose(p.predict(x, entities=unseen), backoff.predict(x), rtol=1e-12)
+    for i in range(5):   # the compiled single-row path agrees
+        assert p.predict(x[i], entities=unseen.take([i])) == pytest.approx(backoff.predict(x[i]), rel=1e-12)
+
+
+def test_a_new_models_terms_take_over_as_its_evidence_accrues():
+    X, y, ent = _stream(300, seed=2)
+    p = EntityRLS(log_target=False, backoff_evidence=4.0, tune_priors=False).fit(X, y, entities=ent)
+    off = EntityRLS(log_target=False, backoff_evidence=0.0, tune_priors=False).fit(X, y, entities=ent)
+    x = np.array([0.3, 0.6, 0.2])
+    row = Entities.from_lists(["newbie"], [{ent.names[0]: 1.0}])
+    weights = []
+    for n in range(6):
+        A, _, _ = p.backoff_terms(["newbie"])
+        weights.append(float(A[0]))
+        if n == 5:
+            break
+        for q in (p, off):
+            q.update(x, 2.0, entities=row)
+    assert weights == [0.0, 0.25, 0.5, 0.75, 1.0, 1.0]
+    # evidence complete: the entity model alone, exactly as without the backoff
+    assert p.predict(x, entities=row) == pytest.approx(off.predict(x, entities=row), rel=1e-12)
+
+
+def test_backoff_state_round_trips_and_old_states_are_refused(tmp_path):
+    X, y, ent = _stream(200, seed=3)
+    p = EntityRLS().fit(X, y, entities=ent)
+    q = EntityRLS.from_state(p.to_state())
+    unseen = Entities.from_lists(["never"] * 5, [{ent.names[0]: 1.0}] * 5)
+    np.testing.assert_array_equal(q.predict(X[:5], entities=unseen), p.predict(X[:5], entities=unseen))
+    state = p.to_state()
+    del state["state"]["backoff"]
+    with pytest.raises(InterfpredError, match="no backoff model"):
+        EntityRLS.from_state(state)
 
 
 def test_shrinkage_one_observation_moves_less_than_a_hundred():

@@ -105,7 +105,7 @@ def test_calibrated_reads_the_wrapped_predictors_weights():
 
 
 @pytest.mark.parametrize("kind", ["rls", "online_sgd", "offline_linear", "gpulets", "no_interference", "global_mean",
-                                  "pair_mean", "entity_rls"])
+                                  "pair_mean"])
 def test_states_saved_before_n_seen_still_load_and_predict_the_same(kind):
     saved = json.loads(OLD_STATES.read_text())[kind]
     p = predictor_from_state(saved["state"])
@@ -117,6 +117,12 @@ def test_states_saved_before_n_seen_still_load_and_predict_the_same(kind):
     np.testing.assert_allclose(p.predict(X, **kw), saved["predict"], rtol=1e-12, atol=1e-12)
     q = predictor_from_state(p.to_state())   # and round-trips in today's format
     np.testing.assert_allclose(q.predict(X, **kw), saved["predict"], rtol=1e-12, atol=1e-12)
+
+
+def test_entity_rls_states_saved_before_the_backoff_are_refused():
+    saved = json.loads(OLD_STATES.read_text())["entity_rls"]
+    with pytest.raises(InterfpredError, match="no backoff model"):
+        predictor_from_state(saved["state"])
 
 
 def test_base_class_load_dispatches_on_the_kind(tmp_path):

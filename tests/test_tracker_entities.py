@@ -28,11 +28,11 @@ class _Opaque:
         self.inner.update(X, y, entities=entities)
 
 
-def _trained(log_target, rank):
+def _trained(log_target, rank, **params):
     sc = mix_scenario(["resnet50", "vgg19", "vit_b16"], rho=1.2, executions=600, seed=3)
     ex = TimeWeighted(feature_map="rich", target="rate")
     fm = ex.transform(sc.traces["trace"], sc.profiles, entities="model")
-    return EntityRLS(log_target=log_target, rank=rank).fit(fm.X, fm.y, entities=fm.entities)
+    return EntityRLS(log_target=log_target, rank=rank, **params).fit(fm.X, fm.y, entities=fm.entities)
 
 
 @pytest.mark.parametrize("log_target, rank", [(False, 0), (True, 0), (False, 2), (True, 2)])
@@ -50,6 +50,22 @@ def test_compiled_what_if_equals_generic_path(log_target, rank):
     assert list(a) == list(b)
     np.testing.assert_allclose(list(a.values()), list(b.values()), rtol=1e-9)
     np.testing.assert_allclose(list(fast.remaining_ms(7.5).values()), list(slow.remaining_ms(7.5).values()),
+                               rtol=1e-9)
+    assert p.backoff_terms(["yolov8n", "vgg19"])[0].tolist() == [0.0, 1.0]   # yolov8n: never seen, backs off
+
+
+def test_compiled_what_if_equals_generic_path_while_every_member_blends_in_the_backoff():
+    p = _trained(True, 0, backoff_evidence=1e5)
+    A = p.backoff_terms(["resnet50", "vgg19", "vit_b16", "yolov8n"])[0]
+    assert ((A > 0) & (A < 1)).sum() == 3 and A[3] == 0.0
+    prof = zoo_profiles("l4")
+    fast, slow = ColocationTracker(prof, p), ColocationTracker(prof, _Opaque(p))
+    models = ["resnet50", "vgg19", "vit_b16", "yolov8n"]
+    for tr in (fast, slow):
+        for i in range(5):
+            tr.start(i, models[i % 4], 4, float(i))
+    cand = [("c", "vit_b16", 8)]
+    np.testing.assert_allclose(list(fast.what_if(cand, 6.0).values()), list(slow.what_if(cand, 6.0).values()),
                                rtol=1e-9)
 
 
@@ -96,6 +112,9 @@ class _EntityTerms(_Opaque):
 
     def pairwise_terms(self, names):
         return self.inner.pairwise_terms(names)
+
+    def backoff_terms(self, names):
+        return self.inner.backoff_terms(names)
 
     def predict(self, X, entities=None):
         self.calls += 1

@@ -20,7 +20,7 @@ import numpy as np
 from interfpred.constants import PRIOR_SLOWDOWN, SCHEMA_VERSION
 from interfpred.errors import FrozenPredictorError, InterfpredError
 from interfpred.predictors.base import BasePredictor
-from interfpred.predictors.inputs import as_rows, as_targets, check_state_header
+from interfpred.predictors.inputs import as_rows, as_targets, check_flag, check_state_header
 
 __all__ = ["FromRiver", "FromSklearn"]
 
@@ -73,7 +73,11 @@ class FromRiver(_FromPeer):
     """Any river regressor as an interfpred predictor.
 
     Rows become dicts ``{0: x0, 1: x1, ...}``; ``update`` calls ``learn_one`` row by row on a
-    clone of ``model`` (the argument itself is never trained).
+    clone of ``model`` (the argument itself is never trained). Without a ``model`` the wrapper
+    learns river's ``preprocessing.StandardScaler() | linear_model.LinearRegression()``: the
+    scaler standardises each feature online, so the default's SGD steps do not depend on the
+    features' units (a plain ``LinearRegression`` diverges on features in the hundreds, such as
+    MPS shares in percent or a co-runner count).
 
     Examples
     --------
@@ -108,9 +112,9 @@ class FromRiver(_FromPeer):
 
     def _allocate(self, d: int) -> None:
         if self.model is None:
-            from river import linear_model
+            from river import linear_model, preprocessing
 
-            self._est = linear_model.LinearRegression()
+            self._est = preprocessing.StandardScaler() | linear_model.LinearRegression()
         else:
             self._est = self.model.clone()
         self._d = d
@@ -137,9 +141,16 @@ class FromRiver(_FromPeer):
 class FromSklearn(_FromPeer):
     """Any scikit-learn regressor as an interfpred predictor.
 
-    ``fit`` fits a clone of ``estimator``; ``update`` calls ``partial_fit`` when the estimator
-    has it (``tags.learns_online`` is then true) and otherwise raises
-    :class:`~interfpred.errors.FrozenPredictorError`, like :class:`~interfpred.OfflineLinear`.
+    ``fit`` fits a clone of ``estimator`` (default: ``SGDRegressor()``); ``update`` calls
+    ``partial_fit`` when the estimator has it (``tags.learns_online`` is then true) and otherwise
+    raises :class:`~interfpred.errors.FrozenPredictorError`, like :class:`~interfpred.OfflineLinear`.
+
+    With ``standardize`` (default) the wrapper keeps a ``StandardScaler`` beside the estimator:
+    ``fit`` fits it on the rows, ``update`` first extends it with ``partial_fit`` (running mean
+    and variance, as river's ``StandardScaler``), and the estimator only ever sees standardised
+    rows, so an SGD step does not depend on the features' units (``SGDRegressor`` on raw rows
+    diverges on features in the hundreds); ``update`` then learns row by row, so that a batch
+    learns exactly as its rows one at a time would. ``standardize=False`` passes rows as they are.
 
     Examples
     --------
@@ -159,10 +170,11 @@ class FromSklearn(_FromPeer):
         from sklearn.linear_model import Ridge, SGDRegressor
 
         return [{"estimator": SGDRegressor(random_state=0, learning_rate="constant", eta0=0.05, shuffle=False)},
-                {"estimator": Ridge(alpha=1e-3)}]
+                {"estimator": Ridge(alpha=1e-3), "standardize": False}]
 
-    def __init__(self, *, estimator: Any = None) -> None:
+    def __init__(self, *, estimator: Any = None, standardize: bool = True) -> None:
         self.estimator = estimator
+        self.standardize = standardize
         self._check_params()
         # online exactly when the estimator has partial_fit
         self.tags = replace(type(self).tags, learns_online=estimator is None or hasattr(estimator, "partial_fit"))
@@ -173,24 +185,37 @@ class FromSklearn(_FromPeer):
     def _check_params(self) -> None:
         if self.estimator is not None and not (hasattr(self.estimator, "fit") and hasattr(self.estimator, "predict")):
             raise InterfpredError(f"estimator must be a scikit-learn regressor, got {self.estimator!r}")
+        check_flag(self, "standardize")
 
     def _allocate(self, d: int) -> None:
         from sklearn.base import clone
         from sklearn.linear_model import SGDRegressor
+        from sklearn.preprocessing import StandardScaler
 
         self._est = SGDRegressor() if self.estimator is None else clone(self.estimator)
+        self._scaler = StandardScaler() if self.standardize else None
         self._d = d
         self._fitted = False
+
+    def _scaled(self, X: np.ndarray) -> np.ndarray:
+        return X if self._scaler is None else self._scaler.transform(X)
 
     def _fit_rows(self, X: np.ndarray, y: np.ndarray, *, sample_weight: Any, entities: Any) -> None:
         if X.shape[0] == 0:
             raise InterfpredError("fit needs at least one row")
-        self._est.fit(X, y)
+        if self._scaler is not None:
+            self._scaler.fit(X)
+        self._est.fit(self._scaled(X), y)
         self._fitted = True
 
     def _learn(self, X: np.ndarray, y: np.ndarray, entities: Any = None) -> None:
         if self.tags.learns_online and X.shape[0]:
-            self._est.partial_fit(X, y)
+            if self._scaler is None:
+                self._est.partial_fit(X, y)
+            else:  # row by row, the scaler first (as river's StandardScaler): a batch learns as its rows would
+                for i in range(X.shape[0]):
+                    self._scaler.partial_fit(X[i:i + 1])
+                    self._est.partial_fit(self._scaler.transform(X[i:i + 1]), y[i:i + 1])
             self._fitted = True
 
     def update(self, X: Any, y: Any, *, entities: Any = None) -> None:
@@ -207,4 +232,4 @@ class FromSklearn(_FromPeer):
     def _predict_rows(self, X: np.ndarray, entities: Any = None) -> np.ndarray:
         if not self._fitted:
             return np.full(X.shape[0], PRIOR_SLOWDOWN)
-        return np.asarray(self._est.predict(X), dtype=np.float64).reshape(-1)
+        return np.asarray(self._est.predict(self._scaled(X)), dtype=np.float64).reshape(-1)

@@ -109,8 +109,8 @@ def parse_candidates(candidates: list[Any], running: Container[Any],
 def has_entity_terms(predictor: Any) -> bool:
     """Whether ``predictor`` exposes per-entity terms the compiled entity path reads (``pairwise_terms``).
 
-    Such a predictor also exposes ``coef_``, ``intercept_``, ``n_features_in_``, ``log_target`` and
-    ``alone_is_solo``.
+    Such a predictor also exposes ``backoff_terms``, ``coef_``, ``intercept_``, ``n_features_in_``,
+    ``log_target`` and ``alone_is_solo``.
     """
     return callable(getattr(predictor, "pairwise_terms", None))
 
@@ -214,8 +214,9 @@ class RunningSetProjector:
         else:
             w, b = p.coef_, p.intercept_   # the model before exp (log target): not a probe of predict
         S, M = p.pairwise_terms(names)
-        return (self._map_id, self._combine_id, w, b, S, M, bool(p.log_target), bool(p.alone_is_solo),
-                self._is_rate, self.min_rate, self.max_rate)
+        A, w2, b2 = p.backoff_terms(names)
+        return (self._map_id, self._combine_id, w, b, S, M, A, np.ascontiguousarray(w2, dtype=np.float64),
+                float(b2), bool(p.log_target), bool(p.alone_is_solo), self._is_rate, self.min_rate, self.max_rate)
 
     def _std_form(self) -> tuple[np.ndarray, float]:
         """Covariance ``P`` and noise variance ``s2`` of the wrapped RLS: its std is ``sqrt(s2 (1 + x' P x))``."""
@@ -256,9 +257,8 @@ class RunningSetProjector:
         if self.entities:
             names = cast(list, names)
             if self._entity_path:
-                (map_id, combine_id, w, b, S, M, lg, solo, is_rate, lo, hi) = self._entity_args(names)
-                entity_rates(dem, np.arange(k), k, map_id, combine_id, w, b, S, M, lg, solo, is_rate, lo, hi,
-                             np.empty((k, 3)), out, self._no_theta, 0.0)
+                entity_rates(dem, np.arange(k), k, *self._entity_args(names), np.empty((k, 3)), out,
+                             self._no_theta, 0.0)
                 return out
             phi = ex.map_running_set(dem, check=False)
             pred = np.asarray(self.predictor.predict(phi, entities=set_entities(names)), dtype=np.float64).reshape(k)
@@ -290,10 +290,9 @@ class RunningSetProjector:
             level = 1.0 - quantile if self._is_rate else quantile
             form = self.predictor.bound_form(level, names)
         if self._entity_path and names is not None and (quantile is None or (form is not None and form.relative)):
-            (map_id, combine_id, w, b, S, M, lg, solo, is_rate, lo, hi) = self._entity_args(names)
             theta, min_scale = (self._no_theta, 0.0) if form is None else (form.theta, form.min_scale)
-            if entity_project(dem, rem, t, map_id, combine_id, w, b, S, M, lg, solo, is_rate, lo, hi,
-                              TRACKER_FINISH_RTOL, end, theta, min_scale) == NONFINITE:
+            if entity_project(dem, rem, t, *self._entity_args(names), TRACKER_FINISH_RTOL, end, theta,
+                              min_scale) == NONFINITE:
                 raise InterfpredError("projection refused: a predicted rate or remaining work is not finite "
                                       "(the predictor's state overflows on this running set)")
             return end

@@ -8,6 +8,7 @@ names in order of first sight. Vocabulary maps (``_vmap``) are a cache, never pi
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +51,8 @@ class EntityStore:
     _ptab: np.ndarray
     _n_pairs: int
     _var: dict[str, float]
+    _evidence: np.ndarray
+    _backoff: Any
 
     if TYPE_CHECKING:
         def _allocate(self, d: int, full: bool | None = None) -> None: ...
@@ -69,8 +72,11 @@ class EntityStore:
             self._reset_cache()
 
     def _snapshot(self) -> dict[str, Any]:
-        return {k: (v.copy() if isinstance(v, np.ndarray) else (type(v)(v) if isinstance(v, (list, dict)) else v))
+        snap = {k: (v.copy() if isinstance(v, np.ndarray) else (type(v)(v) if isinstance(v, (list, dict)) else v))
                 for k, v in self.__dict__.items()}
+        if "_backoff" in snap:
+            snap["_backoff"] = copy.deepcopy(self._backoff)
+        return snap
 
     def _restore(self, snap: dict[str, Any]) -> None:
         self.__dict__.clear()
@@ -132,6 +138,8 @@ class EntityStore:
             etab = np.full((cap, 4), -1, dtype=np.int64)
             etab[:e] = self._etab
             self._etab = etab
+        if e == self._evidence.shape[0]:
+            self._evidence = np.concatenate([self._evidence, np.zeros(max(8, e))])
         row = self._etab[e]
         var = self._var
         if var["sensitivity_var"] > 0:
@@ -173,6 +181,7 @@ class EntityStore:
         for name in self._names[n_names:]:
             del self._eid[name]
         self._etab[n_names:len(self._names)] = -1
+        self._evidence[n_names:] = 0.0
         del self._names[n_names:]
         off = int(self._g[EK.N_WEIGHTS]) if self._is_full() else 0
         self._est[:, off + n_params:] = 0.0
@@ -335,7 +344,8 @@ class EntityStore:
         N = int(self._g[EK.ENT_N_FULL]) if full else self._np
         state = {"prior_variances": dict(self._var), "header": self._g.tolist(), "names": list(self._names), "etab": self._etab[:n].tolist(),
                  "pairs": self._pairs().tolist(),
-                 "n_params": self._np, "mu": self._est[EK.EST_MEAN, :N].tolist(), "r0": self._est[EK.EST_PRIOR_INFO, :N].tolist()}
+                 "n_params": self._np, "mu": self._est[EK.EST_MEAN, :N].tolist(), "r0": self._est[EK.EST_PRIOR_INFO, :N].tolist(),
+                 "evidence": self._evidence[:n].tolist(), "backoff": self._backoff.to_state()}
         if full:
             state["t0"] = self._est[EK.EST_PRIOR_MEAN, :N].tolist()
             state["P"] = self._P[:N, :N].tolist()
@@ -401,5 +411,18 @@ class EntityStore:
         self._np = n_params
         self._names = names
         self._eid = {s: i for i, s in enumerate(names)}
+        if "evidence" not in state or "backoff" not in state:
+            raise InterfpredError("state holds no backoff model and evidence counts (written before EntityRLS "
+                                  "kept them); refit the predictor")
+        evidence = np.asarray(state["evidence"], dtype=np.float64)
+        if evidence.shape != (len(names),) or not (np.isfinite(evidence).all() and (evidence >= 0).all()):
+            raise InterfpredError(f"state evidence must hold one count >= 0 per entity ({len(names)}), "
+                                  f"got shape {evidence.shape}")
+        self._evidence = np.zeros(cap_e)
+        self._evidence[:len(names)] = evidence
+        backoff = type(self._backoff).from_state(state["backoff"], source="state backoff")
+        if backoff.n_features_in_ not in (None, d) or backoff.get_params() != self._backoff.get_params():
+            raise InterfpredError("state backoff does not match the predictor's width or parameters")
+        self._backoff = backoff
         if not all(np.isfinite(a).all() for a in (self._est, self._P)):
             raise InterfpredError("state contains non-finite values")

@@ -8,7 +8,13 @@ A row whose own entity is ``m`` and whose co-runners ``c`` ran beside it with we
 (``exp(f)`` with ``log_target``): the population model ``g`` of the features, then zero-mean
 entity terms with Gaussian priors (sensitivity, aggressiveness, pair residual, optional latent
 factors), each learned by one joint Kalman (RLS) step per observation, in an exact ("full") or a
-decoupled ("blocks") covariance. The model, the update modes, forgetting and the accuracy on real
+decoupled ("blocks") covariance.
+
+Fitted jointly with the entity terms, ``g`` no longer carries alone what generalises across
+models, so a row whose own model has little evidence backs off to a features-only :class:`RLS`
+(on the target itself) learned beside it from the same rows: with ``n`` observations of the
+row's own model (of its parent model, if more), the prediction is ``a * entity model + (1 - a) *
+backoff`` with ``a = min(1, n / backoff_evidence)``; as the model's data accrue its terms take over. The model, the update modes, forgetting and the accuracy on real
 pairs are described in docs/predictors.md ("Per-model terms: entities and EntityRLS").
 """
 
@@ -22,6 +28,7 @@ import numpy as np
 
 from interfpred.constants import (
     ENTITY_AGGRESSIVENESS_VAR,
+    ENTITY_BACKOFF_EVIDENCE,
     ENTITY_FACTOR_VAR,
     ENTITY_FORGETTING,
     ENTITY_MAX_RANK,
@@ -40,6 +47,7 @@ from interfpred.predictors.entity_rls import _rows as ER
 from interfpred.predictors.entity_rls._store import EntityStore
 from interfpred.predictors.entity_rls.tuning import select_prior_variances
 from interfpred.predictors.inputs import check_flag, check_positive
+from interfpred.predictors.rls import RLS
 
 __all__ = ["EntityRLS"]
 
@@ -102,6 +110,10 @@ class EntityRLS(EntityStore, BasePredictor):
         A name ``"parent@child"`` (such as ``"resnet50@8"``) also gets the terms of ``"parent"``,
         so a batch size never seen of a known model starts from that model's terms, and pairs of
         parents share what every batch size of them taught.
+    backoff_evidence
+        Observations of a row's own model after which the entity model alone predicts it (before:
+        blended with the features-only backoff, weight ``1 - n / backoff_evidence``); 0 turns the
+        backoff off. Rows predicted without entities use the entity model's ``g`` alone.
     tune_priors
         ``fit`` (with entities, at least 8 rows) first chooses the prior variances by validation on
         its own rows (the last quarter, prequentially; see :mod:`interfpred.predictors.entity_rls.tuning`),
@@ -152,6 +164,7 @@ class EntityRLS(EntityStore, BasePredictor):
         population: str = "joint",
         hierarchy: bool = True,
         tune_priors: bool = True,
+        backoff_evidence: float = ENTITY_BACKOFF_EVIDENCE,
     ) -> None:
         self.forgetting = forgetting
         self.delta = delta
@@ -171,6 +184,7 @@ class EntityRLS(EntityStore, BasePredictor):
         self.population = population
         self.hierarchy = hierarchy
         self.tune_priors = tune_priors
+        self.backoff_evidence = backoff_evidence
         self._check_params()
         self._g: np.ndarray | None = None
         self._d = None
@@ -181,6 +195,7 @@ class EntityRLS(EntityStore, BasePredictor):
             if v > 1.0:
                 raise InterfpredError(f"{name} must be in (0, 1], got {getattr(self, name)!r}")
         check_positive("delta", self.delta)
+        check_positive("backoff_evidence", self.backoff_evidence, allow_zero=True)
         for name in ("sensitivity_var", "aggressiveness_var", "pair_var", "factor_var"):
             check_positive(name, getattr(self, name), allow_zero=True)
         check_flag(self, "log_target", "alone_is_solo", "entity_terms", "stabilize", "hierarchy", "tune_priors")
@@ -244,6 +259,8 @@ class EntityRLS(EntityStore, BasePredictor):
         self._d = d
         self._var = {k: float(getattr(self, k)) for k in _VARS}
         self._create = (1 + int(self.pair_var > 0)) if self.entity_terms else 0
+        self._evidence = np.zeros(8)
+        self._backoff = RLS(forgetting=self.forgetting, delta=self.delta, stabilize=self.stabilize)
         self._reset_cache()
 
     # ------------------------------------------------------------------ the API
@@ -264,7 +281,10 @@ class EntityRLS(EntityStore, BasePredictor):
         """Entities named for the first time are created; any refusal leaves the state unchanged."""
         g = self._g
         if entities is None:
-            return _FAST.update_one(g, self._est, self._P, self._etab, self._ptab, _NO_V, x, y, -1, _NO_I, _NO_F, 0)
+            st = _FAST.update_one(g, self._est, self._P, self._etab, self._ptab, _NO_V, x, y, -1, _NO_I, _NO_F, 0)
+            if st == OK:
+                self._learned_one(x, y, None)
+            return st
         if type(entities) is not Entities or entities.own.shape[0] != 1:
             return -1
         vmap = (self._vmap if entities.names is self._vm_key and self._vm_n == len(self._names)
@@ -279,6 +299,8 @@ class EntityRLS(EntityStore, BasePredictor):
                                   self._vmap_for(entities), x, y, own, entities.co, entities.weight, 0)
             if st:
                 self._rollback(*mark)
+        if st == OK:
+            self._learned_one(x, y, entities)
         return st
 
     def _predict_one(self, x: np.ndarray, entities: Any) -> float:
@@ -289,8 +311,91 @@ class EntityRLS(EntityStore, BasePredictor):
             return math.nan
         vmap = (self._vmap if entities.names is self._vm_key and self._vm_n == len(self._names)
                 else self._vmap_for(entities))
-        return _FAST.predict_one(self._g, self._est, self._etab, self._ptab, vmap, x, int(entities.own[0]),
-                                 entities.co, entities.weight)
+        own = int(entities.own[0])
+        v = _FAST.predict_one(self._g, self._est, self._etab, self._ptab, vmap, x, own, entities.co, entities.weight)
+        if self.backoff_evidence > 0 and self.entity_terms:
+            a = self._weight_of(vmap[own])
+            if a < 1.0 and v == v and not (self.alone_is_solo and not entities.weight.sum() > 0.0):
+                v = a * v + (1.0 - a) * self._backoff.predict(x)
+        return v
+
+    # -- the backoff: a features-only RLS beside the entity model, for rows of little evidence ---
+    @property
+    def _backs_off(self) -> bool:
+        return bool(self.entity_terms) and self.backoff_evidence > 0
+
+    def _weight_of(self, ids: np.ndarray) -> float:
+        """Weight of the entity model for a row whose own (entity, parent) ids are ``ids``."""
+        ev = self._evidence
+        e0, e1 = ids[0], ids[1]
+        n = max(ev[e0] if e0 >= 0 else 0.0, ev[e1] if e1 >= 0 else 0.0)
+        return min(1.0, float(n) / float(self.backoff_evidence))
+
+    def _weights(self, ent: Entities) -> np.ndarray:
+        """Weight of the entity model for every row of ``ent`` (its own model's evidence)."""
+        ids = self._vmap_for(ent)[ent.own]
+        ev = np.where(ids >= 0, self._evidence[np.maximum(ids, 0)], 0.0).max(axis=1)
+        return np.minimum(1.0, ev / float(self.backoff_evidence))
+
+    def _learned_rows(self, ent: Entities) -> np.ndarray:
+        """Which rows of ``ent`` the entity model learns (all but lone rows with ``alone_is_solo``)."""
+        if not self.alone_is_solo:
+            return np.ones(len(ent), dtype=bool)
+        rows = np.repeat(np.arange(len(ent)), np.diff(ent.indptr))
+        return np.bincount(rows, weights=ent.weight, minlength=len(ent)) > 0.0
+
+    def _learned(self, X: np.ndarray, y: np.ndarray, ent: Entities | None) -> None:
+        """After the entity model learned rows: count each own model's evidence, teach the backoff."""
+        if not self._backs_off:
+            return
+        if ent is None:
+            self._backoff.update(X, y)
+            return
+        keep = self._learned_rows(ent)
+        if not keep.any():
+            return
+        ids = self._vmap_for(ent)[ent.own[keep]].reshape(-1)
+        ids = ids[ids >= 0]
+        np.add.at(self._evidence, ids, 1.0)
+        self._backoff.update(X[keep], y[keep])
+
+    def _learned_one(self, x: np.ndarray, y: float, ent: Entities | None) -> None:
+        if not self._backs_off:
+            return
+        if ent is not None:
+            if self.alone_is_solo and not ent.weight.sum() > 0.0:
+                return
+            for e in self._vmap_for(ent)[int(ent.own[0])].tolist():
+                if e >= 0:
+                    self._evidence[e] += 1.0
+        self._backoff.update(x, y)
+
+    def backoff_terms(self, names: Any) -> tuple[np.ndarray, np.ndarray, float]:
+        """The backoff inside a running set of entities ``names`` (k,): ``A`` (k,) the weight of the
+        entity model for each member, and the backoff's weights ``w`` (d,) and intercept ``b``.
+
+        Member ``a`` of a running set predicts ``A[a] * entity model + (1 - A[a]) * (b + w . phi_a)``
+        (1.0 for a member alone with ``alone_is_solo``), as :meth:`predict` does.
+
+        Examples
+        --------
+        >>> p = EntityRLS(backoff_evidence=2.0).fit([[0.0], [0.0]], [1.5, 1.5], entities=Entities.from_lists(
+        ...     ["a", "b"], [{"b": 1.0}, {"a": 1.0}]))
+        >>> A, w, b = p.backoff_terms(["a", "new"])
+        >>> A.tolist()
+        [0.5, 0.0]
+        """
+        names = tuple(str(s) for s in names)
+        A = np.ones(len(names))
+        d = 0 if self._d is None else self._d
+        if self._g is None or not self._backs_off:
+            return A, np.zeros(d), PRIOR_SLOWDOWN
+        ids = self._ids_cached(names)
+        for i in range(len(names)):
+            A[i] = self._weight_of(ids[i])
+        if self._backoff.n_features_in_ is None:
+            return A, np.zeros(d), PRIOR_SLOWDOWN
+        return A, self._backoff.coef_, self._backoff.intercept_
 
     def _run_update(self, X: np.ndarray, y: np.ndarray, ent: Entities | None) -> int:
         if ent is None:
@@ -322,10 +427,20 @@ class EntityRLS(EntityStore, BasePredictor):
         if code != OK:
             self._restore(saved)
             raise _error(*split_code(code), self._d)
+        try:
+            self._learned(X, y, ent)
+        except InterfpredError:
+            self._restore(saved)
+            raise
 
     def _predict_rows(self, X: np.ndarray, entities: Entities | None = None) -> np.ndarray:
         out = np.empty(X.shape[0])
         self._run_predict(X, entities, out)
+        if entities is not None and self._backs_off and X.shape[0]:
+            a = self._weights(entities)
+            low = np.flatnonzero((a < 1.0) & self._learned_rows(entities))
+            if low.size:
+                out[low] = a[low] * out[low] + (1.0 - a[low]) * self._backoff.predict(X[low])
         return out
 
     def _run_predict(self, X: np.ndarray, ent: Entities | None, out: np.ndarray) -> int:
