@@ -15,7 +15,8 @@ import numpy as np
 
 from interfpred._core.jit import njit
 from interfpred.features._segment_maps import map_running_set
-from interfpred.serving._fluid_projection import NONFINITE, advance, to_rate
+from interfpred.features.targets import to_rate
+from interfpred.serving._fluid_projection import NONFINITE, advance
 
 __all__ = ["entity_project", "entity_rates"]
 
