@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from interfpred import (
+    RLS,
     ColocationTracker,
     Fleet,
     InterferenceModel,
     InterfpredError,
-    RLS,
     TimeWeighted,
     default_extractor,
     load_model,

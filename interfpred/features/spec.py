@@ -81,20 +81,22 @@ def training_rows(trace: Trace, profiles: ProfileTable, extractor: Extractor | N
 
     ``fm.X`` are the features and ``fm.y`` the target of every finished execution of ``trace``,
     in the convention of ``extractor`` (default :func:`default_extractor`, the tracker's own), so
-    ``predictor.fit(fm.X, fm.y)`` and ``ColocationTracker(profiles, predictor, extractor)`` agree;
-    the returned predictor is marked with the extractor's target (``predictor.target_``) only when
-    an :class:`~interfpred.InterferenceModel` fits it, so pass the same ``extractor`` to both.
+    ``predictor.fit(fm.X, fm.y)`` and ``ColocationTracker(profiles, predictor, extractor)`` agree.
+    A bare predictor does not record the target it was fitted for (only one an
+    :class:`~interfpred.InterferenceModel` fits does, ``predictor.target_``), so pass the same
+    ``extractor`` to both.
     ``entities`` (``"model"`` or ``"model_batch"``) adds the rows' entities for predictors that
     learn per-model terms; ``extrapolate`` is passed to the profile lookup.
 
     Examples
     --------
+    >>> import numpy as np
     >>> from interfpred.sim.workload import mix_scenario
     >>> from interfpred import RLS, ColocationTracker
     >>> sc = mix_scenario(["resnet50", "vgg19"], rho=0.9, executions=200, seed=1)
     >>> fm = training_rows(sc.traces["trace"], sc.profiles)
-    >>> fm.X.shape[1], bool((fm.y <= 1.0).all())   # rich map; rates are at most 1
-    (8, True)
+    >>> fm.X.shape[1], bool(np.allclose(fm.y, fm.solo_ms / fm.latency_ms))   # rich map; y is the rate
+    (16, True)
     >>> tracker = ColocationTracker(sc.profiles, RLS().fit(fm.X, fm.y))
     """
     ex = default_extractor() if extractor is None else extractor
