@@ -50,9 +50,9 @@ def run(args: argparse.Namespace, work: Path) -> None:
     profiles = ProfileTable.from_csv(profiles_csv)
     train, test = Trace.from_csv(train_csv), Trace.from_csv(test_csv)
 
-    # The same choices as `interfpred fit --aggregation time_weighted --feature-map rich --target slowdown
+    # The same choices as `interfpred fit --aggregation time_weighted --feature-map rich --target rate
     # --predictor rls --param forgetting=0.995`.
-    model = InterferenceModel({"aggregation": "time_weighted", "feature_map": "rich", "target": "slowdown"},
+    model = InterferenceModel({"aggregation": "time_weighted", "feature_map": "rich", "target": "rate"},
                               {"kind": "rls", "params": {"forgetting": 0.995}})
     model.fit(train, profiles)
     path = args.out if args.out is not None else work / "model.json"

@@ -61,6 +61,8 @@ _LAZY: dict[str, str] = {
     "CustomMap": "interfpred.features.maps",
     "FeatureMatrix": "interfpred.features.matrix",
     "make_extractor": "interfpred.features.spec",
+    "default_extractor": "interfpred.features.spec",
+    "training_rows": "interfpred.features.spec",
     "transform_many": "interfpred.features",
     "TimelineState": "interfpred.serving.streaming",
     "FinishedExecution": "interfpred.serving.streaming",
@@ -101,7 +103,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the real names
     from interfpred.features.extractors import EWMA, Extractor, Static, TimeWeighted
     from interfpred.features.maps import CustomMap
     from interfpred.features.matrix import FeatureMatrix
-    from interfpred.features.spec import make_extractor
+    from interfpred.features.spec import default_extractor, make_extractor, training_rows
     from interfpred.features.timeline import Timeline, build_timeline
     from interfpred.model.interference import InterferenceModel, load_model
     from interfpred.predictors import (

@@ -61,9 +61,6 @@ AGGREGATIONS = ("static", "ewma", "time_weighted")
 FEATURE_MAPS = ("default", "gpulets", "rich", "shares")
 COMBINES = ("sum", "max")
 TARGETS = ("slowdown", "rate")
-#: Smallest predicted rate (fraction of solo speed) used when turning a rate back into latency,
-#: so a predictor's nonsense output (<= 0) gives a long but finite latency.
-MIN_PREDICTED_RATE = 1e-3
 #: Distinct (model, batch size) profile lookups a TimelineState remembers (cleared when full).
 PROFILE_CACHE_SIZE = 4096
 #: Most executions that may run at once on one GPU for the built-in feature maps (their exact
@@ -100,12 +97,14 @@ SIM_RHO_LIGHT = 0.3
 SIM_RHO_MODERATE = 0.9
 SIM_RHO_STRESS = 1.4
 # ---------------------------------------------------------------- live tracker and scheduling
-#: Predicted rates (fractions of solo speed) are clamped to [TRACKER_MIN_RATE, TRACKER_MAX_RATE] before a
-#: what-if projection integrates them: a predictor's nonsense output (<= 0, or faster than solo) gives a
-#: slow-but-finite or solo-speed execution instead of a negative or infinite time. With target
-#: "slowdown" the rate is 1 / slowdown, clamped the same way.
-TRACKER_MIN_RATE = 0.01
-TRACKER_MAX_RATE = 1.0
+#: Every path that turns a prediction into a slowdown or a latency (InterferenceModel.predict_* and
+#: evaluate, the folds and experiments, the tracker's finish and what-if projections, the fleet) clamps
+#: its rate (fraction of solo speed; 1 / slowdown) to [PREDICTED_RATE_MIN, PREDICTED_RATE_MAX], through
+#: interfpred.features.targets.to_rate: a predicted slowdown is never below 1 (no co-runner makes a batch
+#: faster than alone) nor above 100, and a predictor's nonsense output (<= 0) gives a slow-but-finite or
+#: solo-speed execution instead of a negative or infinite time.
+PREDICTED_RATE_MIN = 0.01
+PREDICTED_RATE_MAX = 1.0
 #: Remaining solo work of a running execution never falls below this fraction of its profile solo
 #: latency: when the model over-predicted its past rates, it is projected to finish soon, not in the past.
 TRACKER_MIN_REMAINING = 0.01
@@ -146,9 +145,10 @@ E3_FULL_REQUESTS = 12000
 #: ``kind`` written into model files (extractor spec + predictor state in one JSON).
 MODEL_FILE_KIND = "interfpred.model.interference"
 #: Extractor and predictor of ``InterferenceModel()`` and ``interfpred fit`` when none is given: the best
-#: configuration of the reproduction (docs/results.md): time-weighted exposure over the rich map, RLS.
+#: configuration of the reproduction (docs/results.md): time-weighted exposure over the rich map, target
+#: rate, RLS. ``ColocationTracker`` uses the same extractor, so a model fitted with the defaults serves as is.
 MODEL_DEFAULT_EXTRACTOR = (("aggregation", "time_weighted"), ("feature_map", "rich"), ("combine", "sum"),
-                           ("target", "slowdown"))
+                           ("target", "rate"))
 MODEL_DEFAULT_PREDICTOR = "rls"
 #: Executions per simulated set of the full reproduction and of ``--quick``.
 REPRODUCE_EXECUTIONS = 50_000
@@ -318,10 +318,6 @@ E3_BOUND_MARGIN = 0.0
 E3_BOUND_SCALE = "relative"
 E3_BOUND_WINDOW = 200
 # ---------------------------------------------------------------- live tracker and serving (appended)
-#: Extractor of ``ColocationTracker`` when none is given (as ``make_extractor`` reads it): time-weighted
-#: exposure over the rich map, target rate, so training and projection use the same per-segment map.
-TRACKER_DEFAULT_EXTRACTOR = (("aggregation", "time_weighted"), ("feature_map", "rich"), ("combine", "sum"),
-                             ("target", "rate"))
 #: E3 serving loop: a running batch whose time to finish is at most this fraction of the clock (at least
 #: 1 ms) counts as finished now (a completion that rounding would otherwise split into two events).
 E3_FINISH_TIME_RTOL = 1e-12

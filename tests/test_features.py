@@ -22,6 +22,7 @@ from interfpred import (
     build_timeline,
     make_extractor,
 )
+from interfpred.constants import PREDICTED_RATE_MIN
 from interfpred.data.profiles import profile_arrays
 from interfpred.features import feature_names
 
@@ -276,7 +277,10 @@ def test_latency_round_trip():
     for target in ("slowdown", "rate"):
         ex = Static(target=target)
         np.testing.assert_allclose(ex.latency_from_target(ex.target_from_latency(lat, solo), solo), lat)
-    assert TimeWeighted(target="rate").latency_from_target(-1.0, 2.0) == pytest.approx(2000.0)
+    assert TimeWeighted(target="rate").latency_from_target(-1.0, 2.0) == pytest.approx(2.0 / PREDICTED_RATE_MIN)
+    # the one clamp: never faster than solo, whichever target
+    assert Static(target="slowdown").latency_from_target(0.5, 2.0) == 2.0
+    assert Static(target="rate").latency_from_target(1.5, 2.0) == 2.0
 
 
 def test_instant_map_input_checks():

@@ -30,9 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from interfpred.constants import BOUNDARY_RTOL, MIN_PREDICTED_RATE
+from interfpred.constants import BOUNDARY_RTOL
 from interfpred.errors import InterfpredError
 from interfpred.evaluation.prequential import feedback_schedule
+from interfpred.features.targets import latency_from_prediction
 from interfpred.predictors import get_tags
 
 __all__ = ["baseline_bounds", "check_quantile", "coverage_rows", "latency_bounds", "prequential_bounds", "run_stamps",
@@ -48,12 +49,6 @@ def target_level(q: float, target: str) -> float:
     if target not in ("slowdown", "rate"):
         raise InterfpredError(f"target {target!r} must be 'slowdown' or 'rate'")
     return round(float(q), 12) if target == "slowdown" else round(1.0 - float(q), 12)
-
-
-def _to_latency(pred: np.ndarray, solo: np.ndarray, target: str) -> np.ndarray:
-    if target == "slowdown":
-        return pred * solo
-    return solo / np.maximum(pred, MIN_PREDICTED_RATE)
 
 
 def check_quantile(quantile: Any) -> float:
@@ -99,8 +94,8 @@ def latency_bounds(predictor: Any, X: np.ndarray, solo_ms: np.ndarray, target: s
     kw = {"entities": entities} if entities is not None and get_tags(predictor).uses_entities else {}
     out = {}
     for q in _check_quantiles(quantiles):
-        hi = _to_latency(_bounds_call(predictor, X, target_level(q, target), kw, q), solo, target)
-        lo = _to_latency(_bounds_call(predictor, X, target_level(1.0 - q, target), kw, q), solo, target)
+        hi = latency_from_prediction(_bounds_call(predictor, X, target_level(q, target), kw, q), solo, target)
+        lo = latency_from_prediction(_bounds_call(predictor, X, target_level(1.0 - q, target), kw, q), solo, target)
         out[q] = (np.minimum(lo, hi), np.maximum(lo, hi))
     return out
 
@@ -147,10 +142,10 @@ def prequential_bounds(predictor: Any, X: np.ndarray, y: np.ndarray, solo_ms: np
             on_row(i)
     out = {}
     for q in qs:
-        hi = _to_latency(raw[target_level(q, target)], solo, target)
-        lo = _to_latency(raw[target_level(1.0 - q, target)], solo, target)
+        hi = latency_from_prediction(raw[target_level(q, target)], solo, target)
+        lo = latency_from_prediction(raw[target_level(1.0 - q, target)], solo, target)
         out[q] = (np.minimum(lo, hi), np.maximum(lo, hi))
-    return _to_latency(mean, solo, target), out
+    return latency_from_prediction(mean, solo, target), out
 
 
 def run_stamps(run_code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -186,8 +181,8 @@ def baseline_bounds(train_quantiles: Mapping[float, float], solo_ms: np.ndarray,
             a, b = tq[target_level(q, target)], tq[target_level(1.0 - q, target)]
         except KeyError:
             raise InterfpredError(f"no training quantile for level {q}; known: {sorted(tq)}") from None
-        hi = _to_latency(np.full(solo.shape, a), solo, target)
-        lo = _to_latency(np.full(solo.shape, b), solo, target)
+        hi = latency_from_prediction(np.full(solo.shape, a), solo, target)
+        lo = latency_from_prediction(np.full(solo.shape, b), solo, target)
         out[q] = (np.minimum(lo, hi), np.maximum(lo, hi))
     return out
 

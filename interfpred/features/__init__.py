@@ -26,7 +26,7 @@ from interfpred.features.batch import batch_features
 from interfpred.features.extractors import EWMA, CompiledSpec, Extractor, Static, TimeWeighted
 from interfpred.features.maps import CustomMap, feature_names
 from interfpred.features.matrix import FeatureMatrix
-from interfpred.features.spec import make_extractor
+from interfpred.features.spec import default_extractor, make_extractor, training_rows
 from interfpred.features.timeline import Timeline
 
 __all__ = [
@@ -37,8 +37,10 @@ __all__ = [
     "CompiledSpec",
     "Static",
     "TimeWeighted",
+    "default_extractor",
     "feature_names",
     "make_extractor",
+    "training_rows",
     "transform_many",
 ]
 

@@ -26,7 +26,6 @@ from interfpred.constants import (
     DEFAULT_EWMA_ALPHA,
     FEATURE_MAPS,
     MAP_COUNTERS,
-    MIN_PREDICTED_RATE,
     RESOURCES,
     TARGETS,
 )
@@ -37,6 +36,7 @@ from interfpred.features import _segment_maps as _k
 from interfpred.features.batch import batch_features
 from interfpred.features.maps import AGG_IDS, COMBINE_IDS, MAP_IDS, SHARE_NAMES, CustomMap, as_demand, feature_names
 from interfpred.features.matrix import FeatureMatrix
+from interfpred.features.targets import latency_from_prediction
 from interfpred.features.timeline import Timeline
 
 __all__ = ["EWMA", "Extractor", "CompiledSpec", "Static", "TimeWeighted"]
@@ -304,10 +304,12 @@ class Extractor:
         return lat / solo if self.target == "slowdown" else solo / lat
 
     def latency_from_target(self, pred: Any, solo_ms: Any) -> np.ndarray | float:
-        """Turn a predicted target back into latency (ms).
+        """Turn a predicted target back into latency (ms), clamped as on every prediction path.
 
-        ``slowdown``: ``solo_ms * pred``; ``rate``: ``solo_ms / max(pred, MIN_PREDICTED_RATE)``
-        (a predicted rate at or below zero means "very slow", not a negative latency).
+        ``solo_ms / rate``, the rate clamped to ``[PREDICTED_RATE_MIN, PREDICTED_RATE_MAX]`` by
+        :func:`interfpred.features.targets.latency_from_prediction` (for a slowdown target the
+        rate is ``1 / pred``): a prediction never gives a latency below solo, and a rate at or
+        below zero means "very slow", not a negative latency.
 
         Examples
         --------
@@ -315,13 +317,10 @@ class Extractor:
         array([8., 4.])
         >>> Static().latency_from_target(1.5, 2.0)
         3.0
+        >>> Static().latency_from_target(0.5, 2.0)   # a slowdown below 1 is clamped to 1
+        2.0
         """
-        p = np.asarray(pred, dtype=np.float64)
-        solo = np.asarray(solo_ms, dtype=np.float64)
-        if self.target == "slowdown":
-            out = solo * p
-        else:
-            out = solo / np.maximum(p, MIN_PREDICTED_RATE)
+        out = latency_from_prediction(pred, solo_ms, self.target)
         return float(out) if out.ndim == 0 else out
 
 

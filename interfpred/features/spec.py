@@ -14,12 +14,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from interfpred.constants import DEFAULT_EWMA_ALPHA
+from interfpred.constants import DEFAULT_EWMA_ALPHA, MODEL_DEFAULT_EXTRACTOR
+from interfpred.data.profiles import ProfileTable
+from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
 from interfpred.features.extractors import EWMA, Extractor, Static, TimeWeighted
 from interfpred.features.maps import aggregation_name
+from interfpred.features.matrix import FeatureMatrix
 
-__all__ = ["SPEC_KEYS", "make_extractor"]
+__all__ = ["SPEC_KEYS", "default_extractor", "make_extractor", "training_rows"]
 
 #: The keys of an extractor spec.
 SPEC_KEYS = ("aggregation", "alpha", "feature_map", "combine", "target", "shares")
@@ -56,3 +59,47 @@ def make_extractor(spec: Mapping[str, Any] | None = None, /, **kwargs: Any) -> E
     if alpha is not None:
         raise InterfpredError(f"alpha {alpha!r} is only meaningful for aggregation 'ewma', not {agg!r}")
     return _CLASSES[agg](**common)
+
+
+def default_extractor() -> Extractor:
+    """The extractor of ``InterferenceModel()``, ``interfpred fit`` and ``ColocationTracker`` when none is given.
+
+    ``MODEL_DEFAULT_EXTRACTOR``: time-weighted exposure over the rich map, target rate (the best
+    configuration of the reproduction).
+
+    Examples
+    --------
+    >>> default_extractor()
+    TimeWeighted(feature_map='rich', combine='sum', target='rate')
+    """
+    return make_extractor(dict(MODEL_DEFAULT_EXTRACTOR))
+
+
+def training_rows(trace: Trace, profiles: ProfileTable, extractor: Extractor | None = None, *,
+                  entities: str | None = None, extrapolate: bool = False) -> FeatureMatrix:
+    """Rows to fit a predictor a :class:`~interfpred.ColocationTracker` will serve: features and target.
+
+    ``fm.X`` are the features and ``fm.y`` the target of every finished execution of ``trace``,
+    in the convention of ``extractor`` (default :func:`default_extractor`, the tracker's own), so
+    ``predictor.fit(fm.X, fm.y)`` and ``ColocationTracker(profiles, predictor, extractor)`` agree.
+    A bare predictor does not record the target it was fitted for (only one an
+    :class:`~interfpred.InterferenceModel` fits does, ``predictor.target_``), so pass the same
+    ``extractor`` to both.
+    ``entities`` (``"model"`` or ``"model_batch"``) adds the rows' entities for predictors that
+    learn per-model terms; ``extrapolate`` is passed to the profile lookup.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from interfpred.sim.workload import mix_scenario
+    >>> from interfpred import RLS, ColocationTracker
+    >>> sc = mix_scenario(["resnet50", "vgg19"], rho=0.9, executions=200, seed=1)
+    >>> fm = training_rows(sc.traces["trace"], sc.profiles)
+    >>> fm.X.shape[1], bool(np.allclose(fm.y, fm.solo_ms / fm.latency_ms))   # rich map; y is the rate
+    (16, True)
+    >>> tracker = ColocationTracker(sc.profiles, RLS().fit(fm.X, fm.y))
+    """
+    ex = default_extractor() if extractor is None else extractor
+    if not isinstance(ex, Extractor):
+        raise InterfpredError(f"extractor must be an Extractor, got {type(ex).__name__}")
+    return ex.transform(trace, profiles, extrapolate=extrapolate, entities=entities)

@@ -3,7 +3,8 @@
 :class:`InterferenceModel` keeps the extractor (feature map, aggregation, target) and the
 predictor's learned state together; :meth:`InterferenceModel.save` writes both into one JSON file
 that :func:`load_model` reads back. Predictions are reported as latency (ms) and slowdown whatever
-the target learned. The writers of its prediction tables live in :mod:`interfpred.model.tables`.
+the target learned, through the one clamped conversion of
+:mod:`interfpred.features.targets` (slowdown in [1, 100]) that the tracker also uses. The writers of its prediction tables live in :mod:`interfpred.model.tables`.
 
 Examples
 --------
@@ -35,7 +36,6 @@ from interfpred._core.atomic import atomic_write_text, read_json
 from interfpred._core.schema import check_model_file, check_schema_version
 from interfpred._version import __version__
 from interfpred.constants import (
-    MODEL_DEFAULT_EXTRACTOR,
     MODEL_DEFAULT_PREDICTOR,
     MODEL_FILE_KIND,
     SCHEMA_VERSION,
@@ -56,7 +56,7 @@ from interfpred.evaluation import (
     prequential,
     prequential_runs,
 )
-from interfpred.features import Extractor, FeatureMatrix, make_extractor
+from interfpred.features import Extractor, FeatureMatrix, default_extractor, make_extractor
 from interfpred.features.entity_features import parent_entities
 from interfpred.features.measurement_features import concat_features, measurement_features
 from interfpred.predictors import BasePredictor, make_predictor, predictor_from_state, registered
@@ -112,7 +112,7 @@ def _as_inputs(trace: Any, profiles: Any, measurements: Any) -> tuple[Trace | No
 
 def _as_extractor(extractor: Extractor | Mapping[str, Any] | None) -> Extractor:
     if extractor is None:
-        return make_extractor(dict(MODEL_DEFAULT_EXTRACTOR))
+        return default_extractor()
     if isinstance(extractor, Extractor):
         return extractor
     if isinstance(extractor, Mapping):
@@ -138,7 +138,8 @@ class InterferenceModel:
     extractor
         An :class:`~interfpred.features.Extractor` or its spec dict (see
         :func:`~interfpred.features.make_extractor`); default ``MODEL_DEFAULT_EXTRACTOR``
-        (time-weighted, rich map, slowdown target: the best configuration of the reproduction).
+        (time-weighted, rich map, rate target: the best configuration of the reproduction, and
+        the extractor ``ColocationTracker`` uses when given none).
     predictor
         A predictor, a registered kind (``"rls"``) or a spec dict ``{"kind": ..., "params": ...}``;
         default RLS.
@@ -146,7 +147,7 @@ class InterferenceModel:
     Examples
     --------
     >>> InterferenceModel()
-    InterferenceModel(TimeWeighted(feature_map='rich', combine='sum', target='slowdown'), RLS())
+    InterferenceModel(TimeWeighted(feature_map='rich', combine='sum', target='rate'), RLS())
     >>> InterferenceModel({"aggregation": "static", "feature_map": "gpulets"}, {"kind": "online_sgd"}).extractor
     Static(feature_map='gpulets', combine='sum', target='slowdown')
     """
@@ -161,8 +162,12 @@ class InterferenceModel:
         if width is not None and width != ex.n_features:
             raise InterfpredError(f"predictor {pred.kind!r} takes {width} features but the extractor's map "
                                   f"{ex.feature_map!r} makes {ex.n_features}")
+        if pred.target_ is not None and pred.target_ != ex.target:
+            raise InterfpredError(f"predictor {pred.kind!r} was fitted for target {pred.target_!r} but the extractor's "
+                                  f"target is {ex.target!r}")
         self.extractor = ex
         self.predictor = pred
+        pred.target_ = ex.target   # the predictor-level paths (a tracker) know what it predicts
         #: The three baselines, fitted on the same rows as the predictor (kind -> predictor).
         self.baselines: dict[str, BasePredictor] = {}
         #: What :meth:`fit` chose on its own (a feature map the data supports), or None.
@@ -226,6 +231,7 @@ class InterferenceModel:
         spec = {**self.extractor.get_spec(), "feature_map": chosen}
         spec.pop("shares", None)
         self.extractor = make_extractor({k: v for k, v in spec.items() if v is not None})
+        self.predictor.target_ = self.extractor.target
         self.note = (f"feature map {chosen!r} chosen: the default {current!r} needs {', '.join(missing)}, "
                      f"which {'no profiles were given for' if profiles is None else 'the profiles lack'}")
 
@@ -258,7 +264,10 @@ class InterferenceModel:
                                                   if c.tags.supports_weights))
             extra["sample_weight"] = weights
         call(self.predictor, "fit", fm.X, fm.y, entities=fm.entities, **extra)
+        self.predictor.target_ = self.extractor.target
         self.baselines = fit_baselines(fm.X, fm.y, entities=self._baseline_entities(fm), sample_weight=weights)
+        for b in self.baselines.values():
+            b.target_ = self.extractor.target
         return self
 
     def update(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,

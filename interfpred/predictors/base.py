@@ -120,6 +120,11 @@ class BasePredictor(abc.ABC):
     tags: PredictorTags = PredictorTags()
     #: Parameter sets the shared contract suite runs this predictor with (:meth:`contract_params`).
     _contract_params: ClassVar[list[dict[str, Any]]] = [{}]
+    #: The target its rows were built for (``"slowdown"`` or ``"rate"``), recorded by the
+    #: :class:`~interfpred.InterferenceModel` that fits or loads it (whose file records it in its
+    #: extractor spec); None for a predictor fitted on bare arrays. ``ColocationTracker`` refuses a
+    #: predictor recorded for another target than its extractor's.
+    target_: str | None = None
 
     _d: int | None = None
     #: The state buffer of predictors whose single-row path is a compiled entry point over it

@@ -17,7 +17,8 @@ import numpy as np
 
 from interfpred._core.jit import njit
 from interfpred.features._segment_maps import map_running_set
-from interfpred.serving._fluid_projection import BOUND_RELATIVE, NONFINITE, advance, bounded, to_rate
+from interfpred.features.targets import to_rate
+from interfpred.serving._fluid_projection import BOUND_RELATIVE, NONFINITE, advance, bounded
 
 __all__ = ["entity_project", "entity_rates"]
 

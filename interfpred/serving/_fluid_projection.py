@@ -2,7 +2,8 @@
 
 Package-internal. Every projection in interfpred (the tracker's compiled and Python paths, the
 affine projection of :mod:`interfpred.serving.projection`, the E3 oracle's ground-truth projection) turns
-predictions into rates with :func:`to_rate` (or :func:`clamp_rates` on an array) and advances the
+predictions into rates with :func:`interfpred.features.targets.to_rate` (the one clamp of every
+prediction path, :func:`~interfpred.features.targets.clamp_rates` on an array) and advances the
 running set one segment at a time with :func:`advance`. The affine projection evaluates the model
 through the map's affine form (:mod:`interfpred.features._segment_maps`) and keeps the running
 set's sums up to date as members finish. Nothing here validates its input:
@@ -45,10 +46,11 @@ from interfpred.features._segment_maps import (
     set_total,
     worst_other,
 )
+from interfpred.features.targets import to_rate
 
 __all__ = ["BOUND_MEAN", "BOUND_RELATIVE", "BOUND_STD", "NONFINITE", "NONFINITE_MESSAGE", "advance",
-           "affine_rates", "all_finite", "bounded", "clamp_rates", "project_affine_into", "project_bound_into", "project_affine_unchecked", "project_stacked_into", "project_stacked_unchecked",
-           "to_rate"]
+           "affine_rates", "all_finite", "bounded", "project_affine_into", "project_bound_into",
+           "project_affine_unchecked", "project_stacked_into", "project_stacked_unchecked"]
 
 #: Status of a compiled projection when a rate or a remaining work is not finite.
 NONFINITE = 1
@@ -64,31 +66,6 @@ def all_finite(a):
         if not np.isfinite(v):
             return False
     return True
-
-
-@njit(cache=True, inline="always")
-def to_rate(p, is_rate, rmin, rmax):
-    """A prediction -> a rate clamped to ``[rmin, rmax]`` (for a slowdown, its inverse); NaN stays NaN."""
-    if p != p:
-        return p
-    if is_rate:
-        r = p
-    elif p > 0.0:
-        r = 1.0 / p
-    else:
-        r = rmax  # a slowdown <= 0 is nonsense; treat it as "no slowdown"
-    r = max(r, rmin)
-    r = min(r, rmax)
-    return r
-
-
-@njit(cache=True)
-def clamp_rates(pred, is_rate, rmin, rmax):
-    """:func:`to_rate` of every value of the 1-d array ``pred`` (a new array)."""
-    out = np.empty(pred.shape[0])
-    for a in range(pred.shape[0]):
-        out[a] = to_rate(pred[a], is_rate, rmin, rmax)
-    return out
 
 
 @njit(cache=True)

@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from interfpred.constants import TRACKER_FINISH_RTOL, TRACKER_MAX_RATE, TRACKER_MIN_RATE
+from interfpred.constants import PREDICTED_RATE_MAX, PREDICTED_RATE_MIN, TRACKER_FINISH_RTOL
 from interfpred.errors import InterfpredError
 from interfpred.features._segment_maps import COMBINE_MAX, COMBINE_SUM, MAP_DEFAULT, MAP_GPULETS, MAP_RICH, n_features
 from interfpred.serving._fluid_projection import NONFINITE_MESSAGE, advance, project_affine_unchecked
@@ -71,7 +71,7 @@ def project_fluid(rates_of: Callable[[np.ndarray], np.ndarray], rem: np.ndarray,
 
 def project_affine(dem, rem, t: float, weights, intercept: float, *, feature_map: str = "rich",
                    combine: str = "sum", target: str = "rate", pred_lo: float = -math.inf,
-                   min_rate: float = TRACKER_MIN_RATE, max_rate: float = TRACKER_MAX_RATE) -> np.ndarray:
+                   min_rate: float = PREDICTED_RATE_MIN, max_rate: float = PREDICTED_RATE_MAX) -> np.ndarray:
     """Projected completion times of a running set under the affine model ``intercept + weights . phi``.
 
     Parameters
@@ -91,7 +91,8 @@ def project_affine(dem, rem, t: float, weights, intercept: float, *, feature_map
     pred_lo
         Lower clip of the prediction before it becomes a rate.
     min_rate, max_rate
-        Clamp of the rates.
+        Clamp of the rates (default the clamp of every prediction path, ``PREDICTED_RATE_MIN``,
+        ``PREDICTED_RATE_MAX``); ``max_rate`` at most ``PREDICTED_RATE_MAX``.
 
     Returns
     -------
@@ -130,8 +131,9 @@ def project_affine(dem, rem, t: float, weights, intercept: float, *, feature_map
     b, lo, rmin, rmax, tf = (float(v) for v in (intercept, pred_lo, min_rate, max_rate, t))
     if not (math.isfinite(b) and np.all(np.isfinite(w)) and math.isfinite(tf)):
         raise InterfpredError("weights, intercept and t must be finite")
-    if not (0.0 < rmin <= rmax < math.inf):
-        raise InterfpredError(f"need 0 < min_rate <= max_rate < inf, got {min_rate!r}, {max_rate!r}")
+    if not (0.0 < rmin <= rmax <= PREDICTED_RATE_MAX):
+        raise InterfpredError(f"need 0 < min_rate <= max_rate <= {PREDICTED_RATE_MAX} (no prediction is faster than "
+                              f"solo), got {min_rate!r}, {max_rate!r}")
     return project_affine_unchecked(d, r, tf, map_id, COMBINE_CODES[combine], w, b, lo, target == "rate",
                                     rmin, rmax)
 

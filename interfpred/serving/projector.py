@@ -37,12 +37,19 @@ from typing import Any, cast
 
 import numpy as np
 
-from interfpred.constants import PRIOR_SLOWDOWN, PRIOR_STD, TRACKER_FINISH_RTOL, TRACKER_MAX_RATE, TRACKER_MIN_RATE
+from interfpred.constants import (
+    PREDICTED_RATE_MAX,
+    PREDICTED_RATE_MIN,
+    PRIOR_SLOWDOWN,
+    PRIOR_STD,
+    TRACKER_FINISH_RTOL,
+)
 from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.evaluation.coverage import check_quantile as check_level
 from interfpred.features import Extractor
 from interfpred.features._segment_maps import COMBINE_SUM
+from interfpred.features.targets import clamp_rates
 from interfpred.predictors import RLS, Calibrated, get_tags
 from interfpred.serving._entity_projection import entity_project, entity_rates
 from interfpred.serving._fluid_projection import (
@@ -52,7 +59,6 @@ from interfpred.serving._fluid_projection import (
     NONFINITE_MESSAGE,
     affine_rates,
     all_finite,
-    clamp_rates,
     project_affine_unchecked,
     project_bound_into,
 )
@@ -139,14 +145,15 @@ class RunningSetProjector:
     extractor
         Its feature map and target.
     min_rate, max_rate
-        Clamp of predicted rates, ``0 < min_rate <= max_rate < inf``.
+        Clamp of predicted rates, ``0 < min_rate <= max_rate <= PREDICTED_RATE_MAX`` (default the
+        clamp of every prediction path, :func:`interfpred.features.targets.to_rate`).
     entities
         Whether the predictor takes the entities of its rows (then :meth:`rates` and
         :meth:`project` need the members' entity names).
     """
 
-    def __init__(self, predictor: Any, extractor: Extractor, *, min_rate: float = TRACKER_MIN_RATE,
-                 max_rate: float = TRACKER_MAX_RATE, entities: bool = False) -> None:
+    def __init__(self, predictor: Any, extractor: Extractor, *, min_rate: float = PREDICTED_RATE_MIN,
+                 max_rate: float = PREDICTED_RATE_MAX, entities: bool = False) -> None:
         d = extractor.n_features
         width = getattr(predictor, "n_features_in_", None)
         if width is None:
@@ -159,8 +166,9 @@ class RunningSetProjector:
             lo, hi = float(min_rate), float(max_rate)
         except (TypeError, ValueError):
             raise InterfpredError(f"min_rate {min_rate!r} and max_rate {max_rate!r} must be numbers") from None
-        if not (0.0 < lo <= hi and math.isfinite(hi)):
-            raise InterfpredError(f"need 0 < min_rate <= max_rate < inf, got {min_rate!r}, {max_rate!r}")
+        if not (0.0 < lo <= hi <= PREDICTED_RATE_MAX):
+            raise InterfpredError(f"need 0 < min_rate <= max_rate <= {PREDICTED_RATE_MAX} (no prediction is faster "
+                                  f"than solo), got {min_rate!r}, {max_rate!r}")
         self.predictor = predictor
         self.extractor = extractor
         self.min_rate = lo

@@ -42,19 +42,18 @@ import numpy as np
 from interfpred.constants import (
     DEFAULT_SHARE,
     MAX_RUNNING_SET,
+    PREDICTED_RATE_MAX,
+    PREDICTED_RATE_MIN,
     SLOWDOWN_MAX,
     SLOWDOWN_MIN,
-    TRACKER_DEFAULT_EXTRACTOR,
     TRACKER_LATE_MAX_EVENTS,
     TRACKER_LATE_WINDOW_MS,
-    TRACKER_MAX_RATE,
-    TRACKER_MIN_RATE,
     TRACKER_MIN_REMAINING,
 )
 from interfpred.data.entities import Entities
 from interfpred.data.profiles import ProfileTable
 from interfpred.errors import FrozenPredictorError, InterfpredError
-from interfpred.features import Extractor, make_extractor
+from interfpred.features import Extractor, default_extractor
 from interfpred.features.entity_features import RunningEntities
 from interfpred.predictors import get_tags
 from interfpred.serving.projection import ProjectionInputs
@@ -87,9 +86,12 @@ class ColocationTracker:
         Any interfpred predictor (or an object with ``predict`` and ``update`` of the same
         contract) whose input width is the extractor's feature count.
     extractor
-        Feature map, temporal aggregation and target; default ``TRACKER_DEFAULT_EXTRACTOR``,
-        ``TimeWeighted(feature_map="rich", target="rate")``: training and projection then use the
-        same per-segment map (docs/embedding.md).
+        Feature map, temporal aggregation and target; default
+        :func:`~interfpred.features.default_extractor`, ``TimeWeighted(feature_map="rich",
+        target="rate")``, the default of ``InterferenceModel`` and ``interfpred fit`` too: training
+        and projection then use the same per-segment map (docs/embedding.md). A predictor that
+        records another target (``predictor.target_``, set by the model that fitted it) is refused;
+        :func:`~interfpred.features.training_rows` builds rows in this extractor's convention.
     gpu
         The GPU type in ``profiles`` of this tracker's device; may be omitted when the table holds
         one type.
@@ -98,7 +100,9 @@ class ColocationTracker:
     extrapolate
         Passed to the profile lookup.
     min_rate, max_rate
-        Clamp of predicted rates (defaults ``TRACKER_MIN_RATE``, ``TRACKER_MAX_RATE``).
+        Clamp of predicted rates (defaults ``PREDICTED_RATE_MIN``, ``PREDICTED_RATE_MAX``: the clamp
+        of every prediction path, so a finish predicts what ``InterferenceModel.predict_latency``
+        does); ``max_rate`` at most ``PREDICTED_RATE_MAX``.
     late_window_ms
         How far (ms) before the latest event a :meth:`finish` or :meth:`cancel` may be stamped
         and still be applied (default ``TRACKER_LATE_WINDOW_MS``, 0: in order only), as an
@@ -131,10 +135,16 @@ class ColocationTracker:
 
     def __init__(self, profiles: ProfileTable, predictor: Any, extractor: Extractor | None = None, *,
                  gpu: str | None = None, learn: bool = True, extrapolate: bool = False,
-                 min_rate: float = TRACKER_MIN_RATE, max_rate: float = TRACKER_MAX_RATE,
+                 min_rate: float = PREDICTED_RATE_MIN, max_rate: float = PREDICTED_RATE_MAX,
                  late_window_ms: float = TRACKER_LATE_WINDOW_MS) -> None:
         if extractor is None:
-            extractor = make_extractor(dict(TRACKER_DEFAULT_EXTRACTOR))
+            extractor = default_extractor()
+        declared = getattr(predictor, "target_", None)
+        if declared is not None and declared != extractor.target:
+            raise InterfpredError(
+                f"predictor {type(predictor).__name__} was fitted for target {declared!r} but the tracker's extractor "
+                f"predicts {extractor.target!r}: pass the extractor it was fitted with, or use "
+                "ColocationTracker.from_model(model, profiles)")
         self._state = TimelineState(extractor, profiles, gpu=gpu, extrapolate=extrapolate)
         if not (hasattr(predictor, "predict") and hasattr(predictor, "update")):
             raise InterfpredError(f"predictor must have predict and update, got {type(predictor).__name__}")

@@ -27,6 +27,7 @@ import numpy as np
 
 from interfpred.experiments.scheduling.event_loop import Batch, project_truth
 from interfpred.features import Static
+from interfpred.features.targets import latency_from_prediction
 from interfpred.predictors import GpuletsModel
 from interfpred.serving.fleet import Fleet
 from interfpred.serving.placement import added_latency, least_added_latency, meets_deadlines
@@ -81,8 +82,8 @@ class GpuletsPolicy(Policy):
 
     def _ends(self, members: list[tuple[np.ndarray, float, float]]) -> np.ndarray:
         dem = np.array([m[0] for m in members])
-        a = self.model.predict(self.ex.map_running_set(dem))
-        return np.array([m[2] + m[1] * max(1.0, float(x)) for m, x in zip(members, a)])
+        a = self.model.predict(self.ex.map_running_set(dem))   # the slowdown, clamped as on every path
+        return np.array([m[2] for m in members]) + latency_from_prediction(a, [m[1] for m in members], "slowdown")
 
     def place(self, bid, model, size, deadline, t):
         idle = self.idle()
