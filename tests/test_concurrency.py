@@ -8,6 +8,7 @@ and to the chunked path, on crowded devices with ties and zero-length executions
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from naive import naive_features, naive_trace_entities
@@ -112,3 +113,19 @@ def test_entity_weights_of_a_crowd_are_counts():
     assert trace_entities(tr, "time_weighted").row(0) == ("a", {"a": 49.0, "b": 25.0})
     assert trace_entities(tr, "ewma", alpha=0.5).row(0) == ("a", {"a": 49.0, "b": 25.0})
     assert trace_entities(tr, "time_weighted").row(99) == ("b", {"a": 50.0, "b": 49.0})
+
+
+def test_more_than_the_running_set_limit_is_refused_at_the_launch_that_crosses_it():
+    from interfpred import InterfpredError
+    from interfpred.constants import MAX_RUNNING_SET
+
+    n = MAX_RUNNING_SET + 50
+    tr = Trace(id=np.arange(n), device=["l4"] * n, model=[MODELS[0]] * n, batch_size=[1] * n,
+               start_ms=np.arange(n, dtype=float), end_ms=np.full(n, 1e7))
+    crossed = f"row {MAX_RUNNING_SET}: {MAX_RUNNING_SET + 1} executions run at once"
+    with pytest.raises(InterfpredError, match=crossed):
+        TimeWeighted().transform(tr, PROF)
+    with pytest.raises(InterfpredError, match=crossed):
+        trace_entities(tr, "ewma")
+    with pytest.raises(InterfpredError, match=f"more than MAX_RUNNING_SET={MAX_RUNNING_SET} .* at {float(MAX_RUNNING_SET)!r} ms"):
+        transform_chunked(tr, PROF, [TimeWeighted()])

@@ -285,7 +285,7 @@ def _window_segments(s: np.ndarray, e: np.ndarray, t0: float, t1: float) -> tupl
                                                              MAX_RUNNING_SET, TIMELINE_MAX_MEMBERS)
     if stop >= 0:
         raise InterfpredError(f"more than MAX_RUNNING_SET={MAX_RUNNING_SET} executions run at once on one device "
-                              f"at {s[stop]!r} ms, or a window's timeline exceeds "
+                              f"at {float(s[stop])!r} ms, or a window's timeline exceeds "
                               f"TIMELINE_MAX_MEMBERS={TIMELINE_MAX_MEMBERS} memberships")
     a = np.searchsorted(seg_start, t0, side="left")
     b = np.searchsorted(seg_start, t1, side="left")
@@ -303,7 +303,7 @@ def _fold_window(s: np.ndarray, e: np.ndarray, dem: np.ndarray, t0: float, t1: f
                                           agg_ids, alphas, out, wsum, seen, t0, t1, MAX_RUNNING_SET, False)
     if stop >= 0:
         raise InterfpredError(f"more than MAX_RUNNING_SET={MAX_RUNNING_SET} executions run at once on {where} "
-                              f"at {s[stop]!r} ms")
+                              f"at {float(s[stop])!r} ms")
     return int(folded)
 
 

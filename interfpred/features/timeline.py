@@ -143,7 +143,7 @@ def refuse_crowd(stop: int, gcode: np.ndarray, start: np.ndarray, end: np.ndarra
     running = int(np.count_nonzero((gcode == gcode[stop]) & (start <= start[stop]) & (end > start[stop])))
     if running > MAX_RUNNING_SET:
         raise InterfpredError(
-            f"row {stop}: {running} executions run at once on one device at {start[stop]!r} ms, more than "
+            f"row {stop}: {running} executions run at once on one device at {float(start[stop])!r} ms, more than "
             f"MAX_RUNNING_SET={MAX_RUNNING_SET} (are start_ms/end_ms in milliseconds?)")
     raise InterfpredError(
         f"row {stop}: the timeline would hold more than TIMELINE_MAX_MEMBERS={TIMELINE_MAX_MEMBERS} "
