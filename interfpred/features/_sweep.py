@@ -1,9 +1,12 @@
 """Compiled sweep-line segmentation of a trace (package-internal).
 
 :func:`sweep` cuts every GPU's timeline into segments (maximal intervals with one running set)
-and :func:`exec_csr` lists each execution's segments. Both work on plain arrays and never
-validate; :mod:`interfpred.features.timeline` and :mod:`interfpred.features.chunked` check their
-inputs first.
+and :func:`exec_csr` lists each execution's segments. The steps of a sweep (:func:`next_event`,
+:func:`group_end`, :func:`segment_end`, :func:`run_add`, :func:`run_remove`) are shared with the
+sweeps that fold features and entities as each segment opens, without storing the timeline
+(:mod:`interfpred.features._segment_maps`, :mod:`interfpred.features.entity_features`), so every
+sweep takes its events in the same order. All of them work on plain arrays and never validate;
+:mod:`interfpred.features.timeline` and :mod:`interfpred.features.chunked` check their inputs first.
 """
 
 from __future__ import annotations
