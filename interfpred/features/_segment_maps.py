@@ -322,7 +322,7 @@ def finalize(acc, wsum, seen, me, map_id, combine_id, agg_id):
             acc[f] = acc[f] / wsum
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _fold_segment(members, lo, hi, dur, dem, dq, map_id, combine_id, agg_ids, alphas, out, wsum, seen, skip_seen,
                   top, tot, phi):
     """Fold one segment of duration ``dur`` whose running set is ``members[lo:hi]`` into ``out`` (a, n, d),

@@ -25,7 +25,7 @@ def _grow_f(a: np.ndarray, need: int) -> np.ndarray:
     return b
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def next_event(gcode, start, end, so, eo, a, b):
     """``(gpu, time)`` of the next event of a sweep that has taken ``so[:a]`` and ``eo[:b]``: in (gpu,
     time) order, an end winning a tie with a start (intervals are half-open ``[start, end)``)."""
@@ -43,7 +43,7 @@ def next_event(gcode, start, end, so, eo, a, b):
     return gcode[eo[b]], end[eo[b]]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def group_end(gcode, times, order, c, g, t):
     """The first position from ``c`` of ``order`` whose event is not at ``(g, t)``: ``order[c:]`` up to
     it are the starts (or ends) at that instant."""
@@ -52,7 +52,7 @@ def group_end(gcode, times, order, c, g, t):
     return c
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def segment_end(gcode, start, end, so, eo, a, b, g):
     """The end of the segment that opens once the events before ``so[a]`` and ``eo[b]`` are applied on
     gpu ``g`` with someone running: the next end (a running execution has not ended yet) or an earlier
@@ -63,7 +63,7 @@ def segment_end(gcode, start, end, so, eo, a, b, g):
     return t_next
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def run_add(running, pos, nrun, i):
     """Append execution ``i`` to the running set ``running[:nrun]``; returns the new size."""
     running[nrun] = i
@@ -71,7 +71,7 @@ def run_add(running, pos, nrun, i):
     return nrun + 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def run_remove(running, pos, nrun, i):
     """Remove execution ``i`` from the running set (the last member takes its place); returns the new size."""
     p = pos[i]
