@@ -7,6 +7,13 @@ plain-Python O(n^2) reference of tests/naive.py on a smaller trace.
 
 Run from the repository root:  python benchmarks/bench_timeline.py [--max-n 1000000] [--naive-n 20000]
 Timings are the best of --repeat runs after a warm-up (numba compilation is not counted).
+
+``--concurrency 8 60`` instead: 20,000 executions (``--executions``) on one device with exactly
+that many always running (back-to-back streams), each size in fresh processes: peak RSS and wall
+time of the feature build ``interfpred fit`` does (features and entities) and of the whole
+``python -m interfpred fit`` command (after a warm-up run, so the numba cache is loaded, not
+compiled). ``--base DIR`` runs the same measurements with the interfpred of DIR (an export of
+another commit) beside this checkout's and prints the ratios.
 """
 
 from __future__ import annotations
@@ -18,8 +25,11 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+#: Which interfpred the --concurrency children import (set by the parent for --base).
+CODE = os.environ.get("INTERFPRED_BENCH_CODE", ROOT)
+sys.path.insert(0, CODE)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 from interfpred import EWMA, ProfileTable, Static, TimeWeighted, Trace, build_timeline  # noqa: E402
 from interfpred.data.profiles import profile_arrays
@@ -56,6 +66,100 @@ def make_trace(n: int, rng: np.random.Generator, streams: int = 8) -> Trace:
                  batch_size=rng.integers(1, 33, n), start_ms=start[order], end_ms=(start + dur)[order])
 
 
+def make_concurrent_trace(n: int, overlap: int, rng: np.random.Generator) -> Trace:
+    """``n`` executions on one device in ``overlap`` back-to-back streams: exactly ``overlap`` run at
+    every instant until the first stream runs dry."""
+    per = -(-n // overlap)
+    dur = np.round(rng.exponential(3.0, (overlap, per)) + 0.01, 2)
+    start = np.cumsum(np.concatenate([np.zeros((overlap, 1)), dur[:, :-1]], axis=1), axis=1)
+    start, dur = start.ravel()[:n], dur.ravel()[:n]
+    order = np.argsort(start, kind="stable")
+    return Trace(id=np.arange(n), device=np.full(n, "l4"), model=rng.choice(MODELS, n),
+                 batch_size=rng.integers(1, 33, n), start_ms=start[order], end_ms=(start + dur)[order])
+
+
+def _features_child(trace_csv: str, prof_csv: str) -> None:
+    """A fresh process: the features and entities ``interfpred fit`` builds (default model), timed."""
+    import json
+    import resource
+
+    from interfpred.data.columnar import read_trace
+    from interfpred.model.interference import InterferenceModel
+    from interfpred.predictors import make_predictor
+
+    prof = ProfileTable.from_csv(prof_csv)
+    tr = read_trace(trace_csv)
+    model = InterferenceModel(None, make_predictor("rls"))
+    model.features(tr.take(np.arange(min(len(tr), 200))), prof)          # warm-up: numba cache
+    t0 = time.perf_counter()
+    fm = model.features(tr, prof)
+    wall = time.perf_counter() - t0
+    print(json.dumps({"wall": wall, "rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+                      "rows": len(fm)}))
+
+
+def _measure(code: str, argv: list[str]) -> tuple[float, float, str]:
+    """Run ``python argv`` importing interfpred from ``code``: (wall s, peak RSS GB, stdout)."""
+    import subprocess
+
+    env = dict(os.environ, INTERFPRED_BENCH_CODE=code, PYTHONPATH=code)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, *argv], cwd=code, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    out = proc.stdout.read() if proc.stdout else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        return wall, usage.ru_maxrss / 2**20, f"FAILED (exit {proc.returncode})"
+    return wall, usage.ru_maxrss / 2**20, out
+
+
+def concurrency(overlaps: list[int], n: int, base: str | None) -> None:
+    """The --concurrency report (see the module docstring)."""
+    import json
+    import tempfile
+
+    codes = [("this checkout", ROOT)] + ([("base", os.path.abspath(base))] if base else [])
+    rng = np.random.default_rng(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        prof_csv = os.path.join(tmp, "profiles.csv")
+        make_profiles(rng).to_csv(prof_csv)
+        make_concurrent_trace(500, 8, rng).to_csv(os.path.join(tmp, "warm.csv"))
+        traces = {}
+        for k in overlaps:
+            traces[k] = os.path.join(tmp, f"trace{k}.csv")
+            make_concurrent_trace(n, k, np.random.default_rng(k)).to_csv(traces[k])
+        res: dict[tuple[str, int], dict[str, float]] = {}
+        for label, code in codes:
+            fit = ["-m", "interfpred", "fit", "--profiles", prof_csv, "--out", os.path.join(tmp, "m.json"), "--trace"]
+            _measure(code, fit + [os.path.join(tmp, "warm.csv")])             # loads or compiles the numba cache
+            for k in overlaps:
+                _, _, out = _measure(code, [os.path.join(ROOT, "benchmarks", "bench_timeline.py"), "--features-child",
+                                            traces[k], prof_csv])
+                feat = json.loads(out) if out.startswith("{") else {"wall": float("nan"), "rss_gb": float("nan")}
+                wall, rss, out = _measure(code, fit + [traces[k]])
+                failed = out.startswith("FAILED")
+                res[(label, k)] = {"feat_s": feat["wall"], "feat_gb": feat["rss_gb"],
+                                   "fit_s": float("nan") if failed else wall, "fit_gb": rss}
+                r = res[(label, k)]
+                print(f"{label:>14} {n} executions, {k:>3} always running: features {r['feat_s']:7.2f} s "
+                      f"{r['feat_gb']:6.2f} GB peak RSS | fit {r['fit_s']:7.2f} s {r['fit_gb']:6.2f} GB peak RSS"
+                      + ("  (fit failed)" if failed else ""), flush=True)
+    lo, hi = min(overlaps), max(overlaps)
+    for label, _ in codes:
+        a, b = res[(label, lo)], res[(label, hi)]
+        print(f"{label}: fit at {hi} / at {lo}: x{b['fit_s'] / a['fit_s']:.2f} time, x{b['fit_gb'] / a['fit_gb']:.2f} "
+              f"peak RSS; features x{b['feat_s'] / a['feat_s']:.2f} time (goal at {hi}: fit <= 1 GB, <= 3x the time "
+              f"at {lo})")
+    if base:
+        for k in overlaps:
+            a, b = res[("base", k)], res[("this checkout", k)]
+            print(f"{k:>3} always running, base / this checkout: fit x{a['fit_s'] / b['fit_s']:.2f} time, "
+                  f"x{a['fit_gb'] / b['fit_gb']:.2f} peak RSS; features x{a['feat_s'] / b['feat_s']:.2f} time, "
+                  f"x{a['feat_gb'] / b['feat_gb']:.2f} peak RSS")
+
+
 def best(fn, repeat: int) -> float:
     times = []
     for _ in range(repeat):
@@ -73,7 +177,18 @@ def main() -> None:
     ap.add_argument("--stages", action="store_true",
                     help="instead: per-stage time, growth and peak RSS at 10^5, 10^6 and 10^7 executions of the "
                          "bounded-memory (windowed) path, each size in a fresh process (bench_chunked.py)")
+    ap.add_argument("--concurrency", type=int, nargs="+", metavar="K",
+                    help="instead: features and fit of --executions executions with K always running, K = 8 60 ...")
+    ap.add_argument("--executions", type=int, default=20_000)
+    ap.add_argument("--base", metavar="DIR", help="with --concurrency: also measure the interfpred of DIR")
+    ap.add_argument("--features-child", nargs=2, metavar=("TRACE", "PROFILES"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.features_child:
+        _features_child(*args.features_child)
+        return
+    if args.concurrency:
+        concurrency(args.concurrency, args.executions, args.base)
+        return
     if args.stages:
         sys.path.insert(0, os.path.dirname(__file__))
         import bench_chunked

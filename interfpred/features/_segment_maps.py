@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from interfpred._core.jit import njit
+from interfpred.features._sweep import group_end, next_event, run_add, run_remove, segment_end
 
 # Map, combine and aggregation codes (named in interfpred.features.maps).
 MAP_DEFAULT = 0
@@ -321,82 +322,146 @@ def finalize(acc, wsum, seen, me, map_id, combine_id, agg_id):
             acc[f] = acc[f] / wsum
 
 
+@njit(cache=True, inline="always")
+def _fold_segment(members, lo, hi, dur, dem, dq, map_id, combine_id, agg_ids, alphas, out, wsum, seen, skip_seen,
+                  top, tot, phi):
+    """Fold one segment of duration ``dur`` whose running set is ``members[lo:hi]`` into ``out`` (a, n, d),
+    ``wsum`` and ``seen`` (n,) in place, for the aggregations ``agg_ids``; ``top``, ``tot`` and ``phi``
+    are scratch. ``skip_seen`` (Static only) skips the members that already have their launch value.
+    The one body every fold runs (over a timeline's stored segments or inside a sweep), so all of them
+    do the same arithmetic in the same order."""
+    d = out.shape[2]
+    na = agg_ids.shape[0]
+    k = hi - lo
+    if skip_seen:
+        need = False
+        for a in range(lo, hi):
+            if not seen[members[a]]:
+                need = True
+                break
+        if not need:
+            return
+    _stats(dem, dq, members, lo, k, top, tot, combine_id)
+    for a in range(lo, hi):
+        i = members[a]
+        if skip_seen and seen[i]:
+            continue
+        _phi(dem, dq, i, top, tot, k, map_id, combine_id, phi)
+        first = not seen[i]
+        for j in range(na):
+            # fold() written out on indices (same arithmetic), without a row view
+            agg = agg_ids[j]
+            if first and agg != AGG_TIME_WEIGHTED:
+                for f in range(d):
+                    out[j, i, f] = phi[f]
+            elif first:
+                for f in range(d):
+                    out[j, i, f] = dur * phi[f]
+            elif agg == AGG_EWMA:
+                alpha = alphas[j]
+                beta = 1.0 - alpha
+                for f in range(d):
+                    out[j, i, f] = alpha * phi[f] + beta * out[j, i, f]
+            elif agg == AGG_TIME_WEIGHTED:
+                for f in range(d):
+                    out[j, i, f] += dur * phi[f]
+        if first:
+            wsum[i] = dur
+        else:
+            wsum[i] += dur
+        seen[i] = True
+
+
 @njit(cache=True)
 def _fold_segments(seg_start, seg_end, seg_ptr, members, dem, map_id, combine_id, agg_ids, alphas, out, wsum, seen,
                    skip_seen):
-    """Fold every (segment, member) map value into ``out`` (a, n, d), ``wsum`` and ``seen`` (n,) in
-    place, segment by segment, for the aggregations ``agg_ids``. ``skip_seen`` (Static only) skips
-    the members that already have their launch value. The loop of :func:`features` and
-    :func:`features_into`, so both run the same arithmetic in the same order."""
-    d = out.shape[2]
-    na = agg_ids.shape[0]
+    """Fold every stored segment (CSR ``seg_ptr``, ``members``) into ``out``, ``wsum`` and ``seen`` in
+    place, segment by segment (:func:`_fold_segment`)."""
     top = np.zeros((N_RESOURCES, 2), dtype=np.float64)
     tot = np.zeros(N_RESOURCES, dtype=np.int64)
-    phi = np.empty(d, dtype=np.float64)
+    phi = np.empty(out.shape[2], dtype=np.float64)
     dq = quantize(dem)
     for s in range(seg_ptr.shape[0] - 1):
-        lo = seg_ptr[s]
-        hi = seg_ptr[s + 1]
-        k = hi - lo
-        if skip_seen:
-            need = False
-            for a in range(lo, hi):
-                if not seen[members[a]]:
-                    need = True
-                    break
-            if not need:
-                continue
-        _stats(dem, dq, members, lo, k, top, tot, combine_id)
-        dur = seg_end[s] - seg_start[s]
-        for a in range(lo, hi):
-            i = members[a]
-            if skip_seen and seen[i]:
-                continue
-            _phi(dem, dq, i, top, tot, k, map_id, combine_id, phi)
-            first = not seen[i]
-            for j in range(na):
-                # fold() written out on indices (same arithmetic), without a row view
-                agg = agg_ids[j]
-                if first and agg != AGG_TIME_WEIGHTED:
-                    for f in range(d):
-                        out[j, i, f] = phi[f]
-                elif first:
-                    for f in range(d):
-                        out[j, i, f] = dur * phi[f]
-                elif agg == AGG_EWMA:
-                    alpha = alphas[j]
-                    beta = 1.0 - alpha
-                    for f in range(d):
-                        out[j, i, f] = alpha * phi[f] + beta * out[j, i, f]
-                elif agg == AGG_TIME_WEIGHTED:
-                    for f in range(d):
-                        out[j, i, f] += dur * phi[f]
-            if first:
-                wsum[i] = dur
-            else:
-                wsum[i] += dur
-            seen[i] = True
+        _fold_segment(members, seg_ptr[s], seg_ptr[s + 1], seg_end[s] - seg_start[s], dem, dq, map_id, combine_id,
+                      agg_ids, alphas, out, wsum, seen, skip_seen, top, tot, phi)
+
+
+@njit(cache=True)
+def _only_static(agg_ids):
+    for j in range(agg_ids.shape[0]):
+        if agg_ids[j] != AGG_STATIC:
+            return False
+    return True
 
 
 @njit(cache=True)
 def features(seg_start, seg_end, seg_ptr, members, dem, map_id, combine_id, agg_ids, alphas):
     """Aggregated built-in features of every execution for several aggregations of one map at
-    once: (a, n, d), the map evaluated once per (segment, member). Segments must be in time
-    order per GPU, which the sweep guarantees."""
+    once: (a, n, d), the map evaluated once per (segment, member) of a stored timeline. Segments
+    must be in time order per GPU, which the sweep guarantees."""
     n = dem.shape[0]
     out = np.zeros((agg_ids.shape[0], n, n_features(map_id)), dtype=np.float64)
     wsum = np.zeros(n, dtype=np.float64)
     seen = np.zeros(n, dtype=np.bool_)
-    only_static = True
-    for j in range(agg_ids.shape[0]):
-        if agg_ids[j] != AGG_STATIC:
-            only_static = False
     _fold_segments(seg_start, seg_end, seg_ptr, members, dem, map_id, combine_id, agg_ids, alphas, out, wsum, seen,
-                   only_static)
-    for j in range(agg_ids.shape[0]):
-        for i in range(n):
-            finalize(out[j, i], wsum[i], seen[i], dem[i], map_id, combine_id, agg_ids[j])
+                   _only_static(agg_ids))
+    finalize_rows(out, wsum, seen, dem, np.arange(n), map_id, combine_id, agg_ids)
     return out
+
+
+@njit(cache=True)
+def sweep_features_into(gcode, start, end, so, eo, dem, map_id, combine_id, agg_ids, alphas, out, wsum, seen, t0, t1,
+                        max_running, skip_seen):
+    """Sweep the executions ``so``/``eo`` (as :func:`~interfpred.features._sweep.sweep` takes them)
+    and fold each segment that opens in ``[t0, t1)`` into ``out``, ``wsum`` and ``seen`` in place as
+    soon as it is known, holding only the running set: memory O(n + running set), time O(events x
+    running set), and the arithmetic of :func:`features` in the same order, so the result equals it to
+    the bit. Returns ``(stop, folded)``: -1 or the row whose launch made more than ``max_running`` run
+    at once (the sweep stops there), and the number of segments folded."""
+    m = so.shape[0]
+    n = dem.shape[0]
+    running = np.empty(max(min(m, max_running + 1), 1), dtype=np.int64)
+    pos = np.full(n, -1, dtype=np.int64)
+    top = np.zeros((N_RESOURCES, 2), dtype=np.float64)
+    tot = np.zeros(N_RESOURCES, dtype=np.int64)
+    phi = np.empty(out.shape[2], dtype=np.float64)
+    dq = quantize(dem)
+    nrun = 0
+    folded = 0
+    a = 0
+    b = 0
+    while a < m or b < m:
+        g, t = next_event(gcode, start, end, so, eo, a, b)
+        b2 = group_end(gcode, end, eo, b, g, t)
+        for q in range(b, b2):
+            nrun = run_remove(running, pos, nrun, eo[q])
+        a2 = group_end(gcode, start, so, a, g, t)
+        for q in range(a, a2):
+            if nrun == max_running:
+                return so[q], folded
+            nrun = run_add(running, pos, nrun, so[q])
+        a = a2
+        b = b2
+        if nrun > 0 and t0 <= t < t1:
+            dur = segment_end(gcode, start, end, so, eo, a, b, g) - t
+            _fold_segment(running, 0, nrun, dur, dem, dq, map_id, combine_id, agg_ids, alphas, out, wsum, seen,
+                          skip_seen, top, tot, phi)
+            folded += 1
+    return -1, folded
+
+
+@njit(cache=True)
+def sweep_features(gcode, start, end, so, eo, dem, map_id, combine_id, agg_ids, alphas, max_running):
+    """:func:`features` of a trace straight from its events (:func:`sweep_features_into` over the whole
+    time line, then finalised), never storing the timeline: ``(out, stop)``."""
+    n = dem.shape[0]
+    out = np.zeros((agg_ids.shape[0], n, n_features(map_id)), dtype=np.float64)
+    wsum = np.zeros(n, dtype=np.float64)
+    seen = np.zeros(n, dtype=np.bool_)
+    stop, _ = sweep_features_into(gcode, start, end, so, eo, dem, map_id, combine_id, agg_ids, alphas, out, wsum, seen,
+                               -np.inf, np.inf, max_running, _only_static(agg_ids))
+    finalize_rows(out, wsum, seen, dem, np.arange(n), map_id, combine_id, agg_ids)
+    return out, stop
 
 
 @njit(cache=True)
@@ -428,16 +493,6 @@ def stream_settle(acc, seen, cur, dem, k, map_id, combine_id, agg_id, alpha):
 
 
 # --------------------------------------------------------------------------- windows (bounded memory)
-@njit(cache=True)
-def features_into(seg_start, seg_end, seg_ptr, members, dem, map_id, combine_id, agg_ids, alphas, out, wsum, seen):
-    """:func:`features` folding into caller-owned state ``out`` (a, n, d), ``wsum`` and ``seen``
-    (n,) without finalising: one time window of a longer timeline, whose executions carry their
-    accumulators from the window before. The same arithmetic in the same order as
-    :func:`features`, so windows chained this way equal the one-shot result to the bit."""
-    _fold_segments(seg_start, seg_end, seg_ptr, members, dem, map_id, combine_id, agg_ids, alphas, out, wsum, seen,
-                   False)
-
-
 @njit(cache=True)
 def finalize_rows(out, wsum, seen, dem, rows, map_id, combine_id, agg_ids):
     """:func:`finalize` of rows ``rows`` of ``out`` (a, n, d) for every aggregation."""

@@ -1,9 +1,12 @@
 """Compiled sweep-line segmentation of a trace (package-internal).
 
 :func:`sweep` cuts every GPU's timeline into segments (maximal intervals with one running set)
-and :func:`exec_csr` lists each execution's segments. Both work on plain arrays and never
-validate; :mod:`interfpred.features.timeline` and :mod:`interfpred.features.chunked` check their
-inputs first.
+and :func:`exec_csr` lists each execution's segments. The steps of a sweep (:func:`next_event`,
+:func:`group_end`, :func:`segment_end`, :func:`run_add`, :func:`run_remove`) are shared with the
+sweeps that fold features and entities as each segment opens, without storing the timeline
+(:mod:`interfpred.features._segment_maps`, :mod:`interfpred.features.entity_features`), so every
+sweep takes its events in the same order. All of them work on plain arrays and never validate;
+:mod:`interfpred.features.timeline` and :mod:`interfpred.features.chunked` check their inputs first.
 """
 
 from __future__ import annotations
@@ -20,6 +23,63 @@ def _grow_f(a: np.ndarray, need: int) -> np.ndarray:
     b = np.empty(max(need, 2 * a.shape[0]), dtype=a.dtype)
     b[: a.shape[0]] = a
     return b
+
+
+@njit(cache=True, inline="always")
+def next_event(gcode, start, end, so, eo, a, b):
+    """``(gpu, time)`` of the next event of a sweep that has taken ``so[:a]`` and ``eo[:b]``: in (gpu,
+    time) order, an end winning a tie with a start (intervals are half-open ``[start, end)``)."""
+    m = so.shape[0]
+    take_start = False
+    if b >= m:
+        take_start = True
+    elif a < m:
+        ia = so[a]
+        ib = eo[b]
+        if gcode[ia] < gcode[ib] or (gcode[ia] == gcode[ib] and start[ia] < end[ib]):
+            take_start = True
+    if take_start:
+        return gcode[so[a]], start[so[a]]
+    return gcode[eo[b]], end[eo[b]]
+
+
+@njit(cache=True, inline="always")
+def group_end(gcode, times, order, c, g, t):
+    """The first position from ``c`` of ``order`` whose event is not at ``(g, t)``: ``order[c:]`` up to
+    it are the starts (or ends) at that instant."""
+    while c < order.shape[0] and gcode[order[c]] == g and times[order[c]] == t:
+        c += 1
+    return c
+
+
+@njit(cache=True, inline="always")
+def segment_end(gcode, start, end, so, eo, a, b, g):
+    """The end of the segment that opens once the events before ``so[a]`` and ``eo[b]`` are applied on
+    gpu ``g`` with someone running: the next end (a running execution has not ended yet) or an earlier
+    launch on ``g``."""
+    t_next = end[eo[b]]
+    if a < so.shape[0] and gcode[so[a]] == g and start[so[a]] < t_next:
+        t_next = start[so[a]]
+    return t_next
+
+
+@njit(cache=True, inline="always")
+def run_add(running, pos, nrun, i):
+    """Append execution ``i`` to the running set ``running[:nrun]``; returns the new size."""
+    running[nrun] = i
+    pos[i] = nrun
+    return nrun + 1
+
+
+@njit(cache=True, inline="always")
+def run_remove(running, pos, nrun, i):
+    """Remove execution ``i`` from the running set (the last member takes its place); returns the new size."""
+    p = pos[i]
+    last = running[nrun - 1]
+    running[p] = last
+    pos[last] = p
+    pos[i] = -1
+    return nrun - 1
 
 
 @njit(cache=True)
@@ -49,47 +109,22 @@ def sweep(gcode, start, end, so, eo, n_total, max_running, max_members):
     a = 0
     b = 0
     while a < m or b < m:
-        # Next event in (gpu, time) order; an end wins a tie with a start.
-        take_start = False
-        if b >= m:
-            take_start = True
-        elif a < m:
-            ia = so[a]
-            ib = eo[b]
-            if gcode[ia] < gcode[ib] or (gcode[ia] == gcode[ib] and start[ia] < end[ib]):
-                take_start = True
-        if take_start:
-            g = gcode[so[a]]
-            t = start[so[a]]
-        else:
-            g = gcode[eo[b]]
-            t = end[eo[b]]
-        while b < m and gcode[eo[b]] == g and end[eo[b]] == t:
-            i = eo[b]
-            p = pos[i]
-            last = running[nrun - 1]
-            running[p] = last
-            pos[last] = p
-            pos[i] = -1
-            nrun -= 1
-            b += 1
-        while a < m and gcode[so[a]] == g and start[so[a]] == t:
-            i = so[a]
-            running[nrun] = i
-            pos[i] = nrun
-            nrun += 1
-            a += 1
+        g, t = next_event(gcode, start, end, so, eo, a, b)
+        b2 = group_end(gcode, end, eo, b, g, t)
+        for q in range(b, b2):
+            nrun = run_remove(running, pos, nrun, eo[q])
+        a2 = group_end(gcode, start, so, a, g, t)
+        for q in range(a, a2):
+            nrun = run_add(running, pos, nrun, so[q])
+        a = a2
+        b = b2
         if nrun > max_running or nm + nrun > max_members:
             return (seg_gpu[:ns], seg_start[:ns], seg_end[:ns], seg_ptr[: ns + 1], members[:nm],
                     running[nrun - 1])
         if nrun > 0:
-            # The next end is on this GPU (a running execution has not ended yet).
-            t_next = end[eo[b]]
-            if a < m and gcode[so[a]] == g and start[so[a]] < t_next:
-                t_next = start[so[a]]
             seg_gpu[ns] = g
             seg_start[ns] = t
-            seg_end[ns] = t_next
+            seg_end[ns] = segment_end(gcode, start, end, so, eo, a, b, g)
             if nm + nrun > members.shape[0]:
                 members = _grow_f(members, nm + nrun)
             for k in range(nrun):

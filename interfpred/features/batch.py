@@ -1,9 +1,12 @@
 """The batch computation behind ``Extractor.transform`` and ``transform_many``: one pass per map.
 
-Profiles are looked up and the trace segmented once; extractors with the same built-in map
-and combine evaluate the map once per (segment, member) in one numba call and fold it into
-every aggregation in the same pass; a :class:`~interfpred.features.maps.CustomMap` runs in
-Python over the same segments; the MPS share features are the default map over share demands.
+Profiles are looked up once; extractors with the same built-in map and combine evaluate the map
+once per (segment, member) in one numba call and fold it into every aggregation in the same pass.
+Without a given timeline that call sweeps the trace's start and end events and folds each segment
+as it opens, holding only the running set (memory O(executions + running set) at any
+concurrency); with one, it folds the timeline's stored segments, to the same bits. A
+:class:`~interfpred.features.maps.CustomMap` runs in Python over the stored segments; the MPS share
+features are the default map over share demands.
 
 Examples
 --------
@@ -32,7 +35,7 @@ from interfpred.errors import InterfpredError
 from interfpred.features import _segment_maps as _k
 from interfpred.features.entity_features import trace_entities
 from interfpred.features.matrix import FeatureMatrix, refuse_zero_latency
-from interfpred.features.timeline import Timeline, trace_segments
+from interfpred.features.timeline import Timeline, event_orders, refuse_crowd, trace_segments
 
 if TYPE_CHECKING:
     from interfpred.features.extractors import Extractor
@@ -76,20 +79,40 @@ def batch_features(exs: Sequence[Extractor], trace: Trace, profiles: ProfileTabl
     dem = checked_demands(exs, dem, trace.model)
     latency = np.asarray(trace.end_ms - trace.start_ms, dtype=np.float64)
     refuse_zero_latency((ex.target for ex in exs), latency, trace.where)
-    seg = trace_segments(trace, timeline)
-    if len(seg[2]) > 1 and int(np.diff(seg[2]).max()) > MAX_RUNNING_SET:
-        raise InterfpredError(f"more than MAX_RUNNING_SET={MAX_RUNNING_SET} executions run at once on one GPU")
+    seg: tuple[np.ndarray, ...] | None = None
+    if timeline is not None:
+        seg = trace_segments(trace, timeline)
+        if len(seg[2]) > 1 and int(np.diff(seg[2]).max()) > MAX_RUNNING_SET:
+            raise InterfpredError(f"more than MAX_RUNNING_SET={MAX_RUNNING_SET} executions run at once on one GPU")
+    else:
+        _, gcode = trace.codes("device")
+        start = np.ascontiguousarray(trace.start_ms, dtype=np.float64)
+        end = np.ascontiguousarray(trace.end_ms, dtype=np.float64)
+        so, eo = event_orders(gcode, start, end)
+
+    def fold(d: np.ndarray, map_id: int, combine_id: int, js: list[int]) -> np.ndarray:
+        """The built-in map over demands ``d`` for the aggregations of ``exs[js]``: (len(js), n, width)."""
+        agg_ids = np.array([exs[j].compiled_spec.agg_id for j in js], dtype=np.int64)
+        alphas = np.array([exs[j].compiled_spec.alpha for j in js], dtype=np.float64)
+        if seg is not None:
+            return _k.features(*seg, d, map_id, combine_id, agg_ids, alphas)
+        out, stop = _k.sweep_features(gcode, start, end, so, eo, d, map_id, combine_id, agg_ids, alphas,
+                                      MAX_RUNNING_SET)
+        refuse_crowd(stop, gcode, start, end)
+        return out
+
     X: list[np.ndarray | None] = [None] * len(exs)
     groups: dict[tuple[int, int], list[int]] = {}
+    custom_seg = seg
     for j, ex in enumerate(exs):
         if ex.is_builtin:
             groups.setdefault(ex.compiled_spec[:2], []).append(j)
         else:
-            X[j] = custom_features(ex, seg, dem)
+            if custom_seg is None:
+                custom_seg = trace_segments(trace)
+            X[j] = custom_features(ex, custom_seg, dem)
     for (map_id, combine_id), js in groups.items():
-        agg_ids = np.array([exs[j].compiled_spec.agg_id for j in js], dtype=np.int64)
-        alphas = np.array([exs[j].compiled_spec.alpha for j in js], dtype=np.float64)
-        out = _k.features(*seg, dem, map_id, combine_id, agg_ids, alphas)
+        out = fold(dem, map_id, combine_id, js)
         for row, j in enumerate(js):
             X[j] = out[row]
     share_js = [j for j, ex in enumerate(exs) if ex.uses_shares]
@@ -99,9 +122,7 @@ def batch_features(exs: Sequence[Extractor], trace: Trace, profiles: ProfileTabl
         # kernel aggregates them over the timeline exactly like every other feature.
         frac = np.full(len(trace), 1.0) if trace.share is None else trace.share / 100.0
         sdem = np.ascontiguousarray(np.column_stack([frac, np.ones(len(trace)), np.zeros(len(trace))]))
-        agg_ids = np.array([exs[j].compiled_spec.agg_id for j in share_js], dtype=np.int64)
-        alphas = np.array([exs[j].compiled_spec.alpha for j in share_js], dtype=np.float64)
-        out = _k.features(*seg, sdem, _k.MAP_DEFAULT, _k.COMBINE_SUM, agg_ids, alphas)
+        out = fold(sdem, _k.MAP_DEFAULT, _k.COMBINE_SUM, share_js)
         for row, j in enumerate(share_js):
             block = out[row][:, [0, 3, 4]]
             X[j] = block if exs[j].feature_map == "shares" else np.hstack([cast(np.ndarray, X[j]), block[:, :2]])
@@ -110,7 +131,7 @@ def batch_features(exs: Sequence[Extractor], trace: Trace, profiles: ProfileTabl
         assert x is not None  # every extractor's features were computed above
         ent = None
         if entities is not None:
-            ent = trace_entities(trace, ex.aggregation, alpha=ex.compiled_spec.alpha, key=entities, segments=seg)
+            ent = trace_entities(trace, ex.aggregation, alpha=ex.compiled_spec.alpha, key=entities)
         results.append(FeatureMatrix(X=x, names=ex.names, y=ex.target_from_latency(latency, solo), target=ex.target,
                                      solo_ms=solo, latency_ms=latency, entities=ent))
     return results

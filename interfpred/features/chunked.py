@@ -66,7 +66,8 @@ class FeatureChunk(NamedTuple):
 class _Window(NamedTuple):
     idx: np.ndarray         # trace rows of the window's local arrays (carried first)
     n_carried: int
-    segs: tuple             # (seg_start, seg_end, seg_ptr, members) with local member indices
+    t0: float               # the window holds the segments that open in [t0, t1)
+    t1: float
     final: np.ndarray       # local rows that end in this window (or launch, for zero length)
     keep: np.ndarray        # local rows carried to the next window
 
@@ -132,12 +133,8 @@ def _windows(rows: np.ndarray, start: np.ndarray, end: np.ndarray, chunk_rows: i
         new = new[((ns > t0) | (ne == ns)) & ((ns < t1) | (ne > ns))]
         idx = np.concatenate([carry, new])
         s, e = start[idx], end[idx]
-        seg_start, seg_end, seg_ptr, members = _sweep(s, e)
-        a = np.searchsorted(seg_start, t0, side="left")
-        b = np.searchsorted(seg_start, t1, side="left")
-        segs = (seg_start[a:b], seg_end[a:b], seg_ptr[a:b + 1] - seg_ptr[a], members[seg_ptr[a]:seg_ptr[b]])
         ends_here = (e <= t1) & (e > s) | (e == s) & (s < t1)
-        yield _Window(idx, carry.size, segs, np.flatnonzero(ends_here), np.flatnonzero(~ends_here))
+        yield _Window(idx, carry.size, float(t0), float(t1), np.flatnonzero(ends_here), np.flatnonzero(~ends_here))
         carry = idx[~ends_here]
 
 
@@ -162,7 +159,7 @@ def iter_timeline(trace: Trace, *, chunk_rows: int = CHUNK_ROWS) -> Iterator[Tim
     end = np.ascontiguousarray(trace.end_ms)
     for name, rows in _device_rows(trace):
         for win in _windows(rows, start, end, chunk_rows):
-            seg_start, seg_end, seg_ptr, members = win.segs
+            seg_start, seg_end, seg_ptr, members = _window_segments(start[win.idx], end[win.idx], win.t0, win.t1)
             yield TimelineChunk(name, seg_start, seg_end, seg_ptr, win.idx[members])
 
 
@@ -209,10 +206,6 @@ def iter_features(trace: Trace, profiles: ProfileTable, extractors: Sequence[Ext
         c_wsum = np.zeros(0)
         c_seen = np.zeros(0, dtype=np.bool_)
         for win in _windows(rows, start, end, chunk_rows):
-            seg_start, seg_end, seg_ptr, members = win.segs
-            if seg_ptr.size > 1 and int(np.diff(seg_ptr).max()) > MAX_RUNNING_SET:
-                raise InterfpredError(f"more than MAX_RUNNING_SET={MAX_RUNNING_SET} executions run at once on "
-                                      f"device {name!r}")
             n = win.idx.size
             out = np.zeros((len(exs), n, d))
             wsum = np.zeros(n)
@@ -222,13 +215,13 @@ def iter_features(trace: Trace, profiles: ProfileTable, extractors: Sequence[Ext
             wsum[:k] = c_wsum
             seen[:k] = c_seen
             dem_l = np.ascontiguousarray(dem[win.idx])
-            _k.features_into(seg_start, seg_end, seg_ptr, members, dem_l, map_id, combine_id, agg_ids, alphas,
-                             out, wsum, seen)
+            n_seg = _fold_window(start[win.idx], end[win.idx], dem_l, win.t0, win.t1, map_id, combine_id, agg_ids,
+                                 alphas, out, wsum, seen, f"device {name!r}")
             _k.finalize_rows(out, wsum, seen, dem_l, win.final, map_id, combine_id, agg_ids)
             c_out, c_wsum, c_seen = out[:, win.keep], wsum[win.keep], seen[win.keep]
             g_rows = win.idx[win.final]
             mats = _matrices(exs, out[:, win.final], latency[g_rows], solo[g_rows])
-            yield FeatureChunk(name, g_rows, mats, int(seg_start.size))
+            yield FeatureChunk(name, g_rows, mats, n_seg)
 
 
 def transform_chunked(trace: Trace, profiles: ProfileTable, extractors: Sequence[Extractor], *,
@@ -280,36 +273,51 @@ class _Carry:
         self.out = self.out[:, keep]
 
 
-def _sweep(s: np.ndarray, e: np.ndarray) -> tuple[Any, ...]:
-    """The sweep of one window of one device's executions ``[s, e)``, refused (before it allocates more)
-    past the running-set and membership limits."""
+def _local_orders(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The sweep orders (by start, by end) of one device's executions ``[s, e)`` of positive length."""
     live = np.flatnonzero(e > s)
-    so = live[np.argsort(s[live], kind="stable")]
-    eo = live[np.argsort(e[live], kind="stable")]
+    return live[np.argsort(s[live], kind="stable")], live[np.argsort(e[live], kind="stable")]
+
+
+def _window_segments(s: np.ndarray, e: np.ndarray, t0: float, t1: float) -> tuple[Any, ...]:
+    """The segments of one device's executions ``[s, e)`` that open in ``[t0, t1)``, refused (before
+    the sweep allocates more) past the running-set and membership limits."""
+    so, eo = _local_orders(s, e)
     _, seg_start, seg_end, seg_ptr, members, stop = sweep(np.zeros(s.size, dtype=np.int64), s, e, so, eo, s.size,
                                                              MAX_RUNNING_SET, TIMELINE_MAX_MEMBERS)
     if stop >= 0:
         raise InterfpredError(f"more than MAX_RUNNING_SET={MAX_RUNNING_SET} executions run at once on one device "
-                              f"at {s[stop]!r} ms, or a window's timeline exceeds "
+                              f"at {float(s[stop])!r} ms, or a window's timeline exceeds "
                               f"TIMELINE_MAX_MEMBERS={TIMELINE_MAX_MEMBERS} memberships")
-    return seg_start, seg_end, seg_ptr, members
+    a = np.searchsorted(seg_start, t0, side="left")
+    b = np.searchsorted(seg_start, t1, side="left")
+    return seg_start[a:b], seg_end[a:b], seg_ptr[a:b + 1] - seg_ptr[a], members[seg_ptr[a]:seg_ptr[b]]
+
+
+def _fold_window(s: np.ndarray, e: np.ndarray, dem: np.ndarray, t0: float, t1: float, map_id: int, combine_id: int,
+                 agg_ids: np.ndarray, alphas: np.ndarray, out: np.ndarray, wsum: np.ndarray, seen: np.ndarray,
+                 where: str) -> int:
+    """Fold the segments of one device's executions ``[s, e)`` that open in ``[t0, t1)`` into the
+    accumulators in place, sweeping their events without storing a timeline (memory O(rows + running
+    set) at any concurrency, the one-shot arithmetic); returns how many segments it folded."""
+    so, eo = _local_orders(s, e)
+    stop, folded = _k.sweep_features_into(np.zeros(s.size, dtype=np.int64), s, e, so, eo, dem, map_id, combine_id,
+                                          agg_ids, alphas, out, wsum, seen, t0, t1, MAX_RUNNING_SET, False)
+    if stop >= 0:
+        raise InterfpredError(f"more than MAX_RUNNING_SET={MAX_RUNNING_SET} executions run at once on {where} "
+                              f"at {float(s[stop])!r} ms")
+    return int(folded)
 
 
 def _advance(c: _Carry, t1: float, map_id: int, combine_id: int, agg_ids, alphas) -> tuple[Any, ...]:
     """Window ``[c.t0, t1)`` over the open executions: fold its segments, emit what ends in it."""
     s, e = c.start, c.end
-    seg_start, seg_end, seg_ptr, members = _sweep(s, e)
-    a = np.searchsorted(seg_start, c.t0, side="left")
-    b = np.searchsorted(seg_start, t1, side="left")
-    ptr = seg_ptr[a:b + 1] - seg_ptr[a]
-    if ptr.size > 1 and int(np.diff(ptr).max()) > MAX_RUNNING_SET:
-        raise InterfpredError(f"more than MAX_RUNNING_SET={MAX_RUNNING_SET} executions run at once on one device")
     dem = np.ascontiguousarray(c.dem)
-    _k.features_into(seg_start[a:b], seg_end[a:b], ptr, members[seg_ptr[a]:seg_ptr[b]], dem, map_id, combine_id,
-                     agg_ids, alphas, c.out, c.wsum, c.seen)
+    folded = _fold_window(s, e, dem, c.t0, t1, map_id, combine_id, agg_ids, alphas, c.out, c.wsum, c.seen,
+                          "one device")
     final = np.flatnonzero(((e <= t1) & (e > s)) | ((e == s) & (s < t1)))
     _k.finalize_rows(c.out, c.wsum, c.seen, dem, final, map_id, combine_id, agg_ids)
-    emitted = (c.rows[final], c.out[:, final], e[final] - s[final], c.solo[final], b - a)
+    emitted = (c.rows[final], c.out[:, final], e[final] - s[final], c.solo[final], folded)
     keep = np.ones(s.size, dtype=np.bool_)
     keep[final] = False
     c.take(keep)

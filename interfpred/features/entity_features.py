@@ -30,13 +30,15 @@ from __future__ import annotations
 import numpy as np
 
 from interfpred._core.jit import njit
+from interfpred.constants import MAX_RUNNING_SET
 from interfpred.data.entities import Entities
 from interfpred.data.frames import as_trace
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
 from interfpred.features._segment_maps import AGG_EWMA, AGG_STATIC
+from interfpred.features._sweep import group_end, next_event, run_add, run_remove
 from interfpred.features.maps import AGG_IDS, aggregation_name
-from interfpred.features.timeline import trace_segments
+from interfpred.features.timeline import event_orders, refuse_crowd
 
 __all__ = ["ENTITY_KEYS", "RunningEntities", "entity_names", "parent_entities", "trace_entities"]
 
@@ -61,49 +63,211 @@ def entity_names(model: np.ndarray, batch_size: np.ndarray, key: str = "model") 
 
 
 @njit(cache=True)
-def _coo(seg_start, seg_end, seg_ptr, members, code, n, agg, alpha):
-    """(row, entity code, weight) of every (execution, co-member, segment), weights by aggregation."""
-    nseg = seg_ptr.shape[0] - 1
-    nseen = np.zeros(n, dtype=np.int64)
-    total = np.zeros(n)
-    size = 0
-    for s in range(nseg):
-        k = seg_ptr[s + 1] - seg_ptr[s]
-        size += k * (k - 1)
-        for a in range(seg_ptr[s], seg_ptr[s + 1]):
-            i = members[a]
-            nseen[i] += 1
-            total[i] += seg_end[s] - seg_start[s]
-    rows = np.empty(size, dtype=np.int64)
-    ents = np.empty(size, dtype=np.int64)
-    wts = np.empty(size)
-    kth = np.zeros(n, dtype=np.int64)
-    q = 0
+def _grow_slots(a, cap):
+    """``a`` (rows, nv) with ``cap`` rows, the old rows copied and the new ones zero."""
+    b = np.zeros((cap, a.shape[1]), dtype=a.dtype)
+    b[: a.shape[0]] = a
+    return b
+
+
+@njit(cache=True)
+def _grow_1d(a, need):
+    if need <= a.shape[0]:
+        return a
+    b = np.empty(max(need, 2 * a.shape[0]), dtype=a.dtype)
+    b[: a.shape[0]] = a
+    return b
+
+
+@njit(cache=True)
+def _catch_up(p, e, r, t, nseg, cnt, code, start, tchg, acc, last, agg, beta):
+    """Bring slot ``p``'s (row ``r``'s) weight of entity ``e`` up to time ``t`` / segment ``nseg``: since
+    its last update the co-runner count of ``e`` was constant, so EWMA smooths towards it over the
+    segments in between in one step and TimeWeighted adds count x time."""
+    c = cnt[e] - (1 if code[r] == e else 0)
+    if agg == AGG_EWMA:
+        mm = nseg - last[p, e]
+        if mm > 0:
+            acc[p, e] = c + beta ** mm * (acc[p, e] - c)
+            last[p, e] = nseg
+    elif agg != AGG_STATIC:
+        ref = max(tchg[e], start[r])
+        if t > ref:
+            acc[p, e] += c * (t - ref)
+
+
+@njit(cache=True)
+def _entity_sweep(gcode, start, end, so, eo, code, nv, agg, alpha, max_running):
+    """Co-runner entity weights of every execution from the trace's events: ``(indptr, co, weight,
+    stop)``, CSR by row, entities in code order, zero weights left out; ``stop`` as for
+    :func:`~interfpred.features._sweep.sweep`.
+
+    Each running execution holds a slot of weights per entity it has met. At an event only the
+    entity of the executions starting or ending changes its count, so only that entity's weight is
+    brought up to date in every slot (:func:`_catch_up`): time O(events x running set + executions x
+    entities met), memory O(executions + running set x entities), never a (pair, segment) list.
+    """
+    m = so.shape[0]
+    n = code.shape[0]
     beta = 1.0 - alpha
-    for s in range(nseg):
-        dur = seg_end[s] - seg_start[s]
-        for a in range(seg_ptr[s], seg_ptr[s + 1]):
-            i = members[a]
-            kth[i] += 1
-            if agg == AGG_STATIC:
-                wt = 1.0 if kth[i] == 1 else 0.0
-            elif agg == AGG_EWMA:
-                later = nseen[i] - kth[i]          # segments of i after this one
-                wt = beta ** later if kth[i] == 1 else alpha * beta ** later
-            else:
-                wt = dur / total[i]
-            for b in range(seg_ptr[s], seg_ptr[s + 1]):
-                if b != a:
-                    rows[q] = i
-                    ents[q] = code[members[b]]
-                    wts[q] = wt
-                    q += 1
-    return rows, ents, wts
+    cap = 16
+    acc = np.zeros((cap, max(nv, 1)))
+    last = np.zeros((cap, max(nv, 1)), dtype=np.int64)
+    has = np.zeros((cap, max(nv, 1)), dtype=np.bool_)
+    touched = np.zeros((cap, max(nv, 1)), dtype=np.int64)
+    ntouched = np.zeros(cap, dtype=np.int64)
+    free = np.arange(cap - 1, -1, -1).astype(np.int64)
+    nfree = cap
+    slot = np.full(n, -1, dtype=np.int64)
+    running = np.empty(max(min(m, max_running + 1), 1), dtype=np.int64)
+    pos = np.full(n, -1, dtype=np.int64)
+    cnt = np.zeros(max(nv, 1), dtype=np.int64)
+    tchg = np.full(max(nv, 1), -np.inf)
+    present = np.empty(max(nv, 1), dtype=np.int64)       # entities with cnt > 0, and where each sits
+    ppos = np.full(max(nv, 1), -1, dtype=np.int64)
+    npresent = 0
+    mark = np.zeros(max(nv, 1), dtype=np.bool_)
+    chg = np.empty(max(nv, 1), dtype=np.int64)
+    blk_lo = np.zeros(n, dtype=np.int64)
+    blk_n = np.zeros(n, dtype=np.int64)
+    co = np.empty(16, dtype=np.int64)
+    wt = np.empty(16)
+    nout = 0
+    nrun = 0
+    nseg = 0
+    cur_g = -1
+    a = 0
+    b = 0
+    while a < m or b < m:
+        g, t = next_event(gcode, start, end, so, eo, a, b)
+        if g != cur_g:
+            cur_g = g
+            nseg = 0
+        b2 = group_end(gcode, end, eo, b, g, t)
+        a2 = group_end(gcode, start, so, a, g, t)
+        # (1) the entities whose count changes now: every running slot's weight of them up to t
+        nchg = 0
+        for q in range(b, b2 + a2 - a):
+            e = code[eo[q]] if q < b2 else code[so[a + q - b2]]
+            if not mark[e]:
+                mark[e] = True
+                chg[nchg] = e
+                nchg += 1
+        for c_ in range(nchg):
+            e = chg[c_]
+            mark[e] = False
+            for x in range(nrun):          # (an EWMA weight of an entity gone decays: catch up at count 0 too)
+                r = running[x]
+                if has[slot[r], e]:
+                    _catch_up(slot[r], e, r, t, nseg, cnt, code, start, tchg, acc, last, agg, beta)
+            tchg[e] = t
+        # (2) the executions ending now: the rest of their weights up to t, emitted, slots freed
+        for q in range(b, b2):
+            i = eo[q]
+            p = slot[i]
+            k = ntouched[p]
+            ents = np.sort(touched[p, :k])
+            co = _grow_1d(co, nout + k)
+            wt = _grow_1d(wt, nout + k)
+            blk_lo[i] = nout
+            total = end[i] - start[i]
+            for x in range(k):
+                e = ents[x]
+                _catch_up(p, e, i, t, nseg, cnt, code, start, tchg, acc, last, agg, beta)
+                w = acc[p, e] / total if agg != AGG_STATIC and agg != AGG_EWMA else acc[p, e]
+                if w > 0.0:
+                    co[nout] = e
+                    wt[nout] = w
+                    nout += 1
+                acc[p, e] = 0.0
+                has[p, e] = False
+            blk_n[i] = nout - blk_lo[i]
+            ntouched[p] = 0
+            free[nfree] = p
+            nfree += 1
+            slot[i] = -1
+            nrun = run_remove(running, pos, nrun, i)
+            e = code[i]
+            cnt[e] -= 1
+            if cnt[e] == 0:
+                last_e = present[npresent - 1]
+                present[ppos[e]] = last_e
+                ppos[last_e] = ppos[e]
+                ppos[e] = -1
+                npresent -= 1
+        # (3) the launches: an entity new to the device joins every running slot at weight 0
+        for q in range(a, a2):
+            e = code[so[q]]
+            cnt[e] += 1
+            if cnt[e] == 1:
+                present[npresent] = e
+                ppos[e] = npresent
+                npresent += 1
+                for x in range(nrun):
+                    p = slot[running[x]]
+                    if not has[p, e]:
+                        has[p, e] = True
+                        acc[p, e] = 0.0
+                        last[p, e] = nseg
+                        touched[p, ntouched[p]] = e
+                        ntouched[p] += 1
+        # (4) each launch takes a slot holding the entities present, at their counts (its first segment)
+        for q in range(a, a2):
+            i = so[q]
+            if nrun == max_running:
+                return blk_lo, co[:nout], wt[:nout], i
+            if nfree == 0:
+                ncap = 2 * cap
+                acc = _grow_slots(acc, ncap)
+                last = _grow_slots(last, ncap)
+                has = _grow_slots(has, ncap)
+                touched = _grow_slots(touched, ncap)
+                nt = np.zeros(ncap, dtype=np.int64)
+                nt[:cap] = ntouched
+                ntouched = nt
+                free = np.empty(ncap, dtype=np.int64)
+                for x in range(cap):
+                    free[x] = ncap - 1 - x
+                nfree = cap
+                cap = ncap
+            nfree -= 1
+            p = free[nfree]
+            slot[i] = p
+            own = code[i]
+            for x in range(npresent):
+                e = present[x]
+                has[p, e] = True
+                touched[p, x] = e
+                acc[p, e] = 0.0 if agg != AGG_STATIC and agg != AGG_EWMA else cnt[e] - (1.0 if own == e else 0.0)
+                last[p, e] = nseg
+            ntouched[p] = npresent
+            nrun = run_add(running, pos, nrun, i)
+        a = a2
+        b = b2
+        if nrun > 0:
+            nseg += 1
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    for i in range(n):
+        indptr[i + 1] = indptr[i] + blk_n[i]
+    co_out = np.empty(nout, dtype=np.int64)
+    wt_out = np.empty(nout)
+    for i in range(n):
+        lo = blk_lo[i]
+        for x in range(blk_n[i]):
+            co_out[indptr[i] + x] = co[lo + x]
+            wt_out[indptr[i] + x] = wt[lo + x]
+    return indptr, co_out, wt_out, -1
 
 
-def trace_entities(trace: Trace, aggregation: str = "time_weighted", *, alpha: float = 0.5, key: str = "model",
-                   segments: tuple[np.ndarray, ...] | None = None) -> Entities:
+def trace_entities(trace: Trace, aggregation: str = "time_weighted", *, alpha: float = 0.5,
+                   key: str = "model") -> Entities:
     """Own and co-runner entities of every execution of ``trace``, in its row order.
+
+    Computed from the trace's start and end events in memory O(executions + running set x
+    entities) and time O(events x running set), at any number of executions running at once (no
+    list of co-running pairs is built). A TimeWeighted weight is divided by the execution's latency
+    ``end_ms - start_ms``; it equals the sum over its segments to within rounding (about 1e-16
+    relative).
 
     Parameters
     ----------
@@ -115,28 +279,20 @@ def trace_entities(trace: Trace, aggregation: str = "time_weighted", *, alpha: f
         EWMA weight of the newest running set.
     key
         ``"model"`` or ``"model_batch"``.
-    segments
-        ``(seg_start, seg_end, seg_ptr, seg_members)`` of this trace when already computed.
     """
     trace = as_trace(trace)
     aggregation = aggregation_name(aggregation)
     names = entity_names(trace.model, trace.batch_size, key)
     vocab, code = np.unique(names, return_inverse=True)
     code = np.ascontiguousarray(code.reshape(-1), dtype=np.int64)
-    n = len(trace)
-    if segments is None:
-        segments = trace_segments(trace)
-    rows, ents, wts = _coo(*segments, code, n, AGG_IDS[aggregation], float(alpha))
-    nv = len(vocab)
-    keyv = rows * nv + ents
-    uniq, inv = np.unique(keyv, return_inverse=True)
-    w = np.bincount(inv.reshape(-1), weights=wts, minlength=len(uniq)) if len(uniq) else np.zeros(0)
-    keep = w > 0.0
-    uniq, w = uniq[keep], w[keep]
-    r, e = uniq // max(nv, 1), uniq % max(nv, 1)
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(r, minlength=n), out=indptr[1:])
-    return Entities(tuple(vocab.tolist()), code, indptr, e.astype(np.int64), w)
+    _, gcode = trace.codes("device")
+    start = np.ascontiguousarray(trace.start_ms, dtype=np.float64)
+    end = np.ascontiguousarray(trace.end_ms, dtype=np.float64)
+    so, eo = event_orders(gcode, start, end)
+    indptr, co, weight, stop = _entity_sweep(gcode, start, end, so, eo, code, len(vocab), AGG_IDS[aggregation],
+                                             float(alpha), MAX_RUNNING_SET)
+    refuse_crowd(int(stop), gcode, start, end)
+    return Entities(tuple(vocab.tolist()), code, indptr, co, weight)
 
 
 class RunningEntities:

@@ -126,25 +126,37 @@ def _order(gcode: np.ndarray, times: np.ndarray, single_gpu: bool) -> np.ndarray
     return np.lexsort((times, gcode)).astype(np.int64)
 
 
-def segment_arrays(gcode: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Segmentation of raw arrays (already validated): ``(seg_device, seg_start, seg_end, seg_ptr,
-    seg_members)``. Package-internal, shared with the feature and entity computations."""
+def event_orders(gcode: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The executions of positive length ordered by (device, start) and by (device, end): the
+    ``so`` and ``eo`` every compiled sweep takes. Package-internal."""
     n = len(start)
     live = np.flatnonzero(end > start)
     single = n == 0 or bool(np.all(gcode == gcode[0]))
     g = gcode[live]
-    so = live[_order(g, start[live], single)]
-    eo = live[_order(g, end[live], single)]
-    *arrays, stop = sweep(gcode, start, end, so, eo, n, MAX_RUNNING_SET, TIMELINE_MAX_MEMBERS)
-    if stop >= 0:
-        running = int(np.count_nonzero((gcode == gcode[stop]) & (start <= start[stop]) & (end > start[stop])))
-        if running > MAX_RUNNING_SET:
-            raise InterfpredError(
-                f"row {stop}: {running} executions run at once on one device at {start[stop]!r} ms, more than "
-                f"MAX_RUNNING_SET={MAX_RUNNING_SET} (are start_ms/end_ms in milliseconds?)")
+    return live[_order(g, start[live], single)], live[_order(g, end[live], single)]
+
+
+def refuse_crowd(stop: int, gcode: np.ndarray, start: np.ndarray, end: np.ndarray) -> None:
+    """Raise for the row ``stop`` at which a sweep stopped (nothing when it is -1): more than
+    MAX_RUNNING_SET executions at once, else more than TIMELINE_MAX_MEMBERS memberships stored."""
+    if stop < 0:
+        return
+    running = int(np.count_nonzero((gcode == gcode[stop]) & (start <= start[stop]) & (end > start[stop])))
+    if running > MAX_RUNNING_SET:
         raise InterfpredError(
-            f"row {stop}: the timeline would hold more than TIMELINE_MAX_MEMBERS={TIMELINE_MAX_MEMBERS} "
-            "(segment, execution) pairs; split the trace into shorter windows")
+            f"row {stop}: {running} executions run at once on one device at {float(start[stop])!r} ms, more than "
+            f"MAX_RUNNING_SET={MAX_RUNNING_SET} (are start_ms/end_ms in milliseconds?)")
+    raise InterfpredError(
+        f"row {stop}: the timeline would hold more than TIMELINE_MAX_MEMBERS={TIMELINE_MAX_MEMBERS} "
+        "(segment, execution) pairs; split the trace into shorter windows")
+
+
+def segment_arrays(gcode: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Segmentation of raw arrays (already validated): ``(seg_device, seg_start, seg_end, seg_ptr,
+    seg_members)``. Package-internal, shared with the feature and entity computations."""
+    so, eo = event_orders(gcode, start, end)
+    *arrays, stop = sweep(gcode, start, end, so, eo, len(start), MAX_RUNNING_SET, TIMELINE_MAX_MEMBERS)
+    refuse_crowd(stop, gcode, start, end)
     return tuple(arrays)
 
 
