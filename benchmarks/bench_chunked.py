@@ -77,7 +77,7 @@ def _child(n: int, one_shot: bool, parquet: str | None = None) -> dict:
     warm = make_trace(5000, rng)
     for _ in iter_features(warm, prof, exs, chunk_rows=500):
         pass
-    transform_many(exs, warm, prof)
+    transform_many(warm, prof, exs)
     out = {"n": n}
     t0 = time.perf_counter()
     tr = make_trace(n, rng)
@@ -114,7 +114,7 @@ def _child(n: int, one_shot: bool, parquet: str | None = None) -> dict:
         write_trace(tr, parquet)
     if one_shot:
         t0 = time.perf_counter()
-        transform_many(exs, tr, prof)
+        transform_many(tr, prof, exs)
         out["one-shot transform_many (3 extractors)"] = time.perf_counter() - t0
         out["peak RSS with one-shot (GB)"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     return out

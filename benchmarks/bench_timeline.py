@@ -205,7 +205,7 @@ def main() -> None:
     small = make_trace(1000, rng)
     for ex in extractors.values():
         ex.transform(small, prof)
-    transform_many(list(extractors.values()), small, prof)
+    transform_many(small, prof, list(extractors.values()))
 
     sizes = [n for n in (10_000, 100_000, 1_000_000, 10_000_000) if n <= args.max_n]
     print(f"{'n':>10} {'max run':>7} {'segments':>9} {'lookup s':>9} {'segment s':>10} "
@@ -220,7 +220,7 @@ def main() -> None:
         t_ex = {k: best(lambda ex=ex: ex.transform(tr, prof, timeline=tl), args.repeat) for k, ex in extractors.items()}
         three = t_ex["static"] + t_ex["ewma(0.5)"] + t_ex["time_weighted"]
         trio = [extractors["static"], extractors["ewma(0.5)"], extractors["time_weighted"]]
-        t_many = best(lambda: transform_many(trio, tr, prof, timeline=tl), args.repeat)
+        t_many = best(lambda: transform_many(tr, prof, trio, timeline=tl), args.repeat)
         total = t_seg + three
         rows.append((n, total, t_seg + t_many))
         print(f"{n:>10} {int(tl.seg_count.max()):>7} {tl.n_segments:>9} {t_lookup:>9.3f} {t_seg:>10.3f} "

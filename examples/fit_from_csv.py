@@ -63,7 +63,8 @@ def run(args: argparse.Namespace, work: Path) -> None:
     for online in (False, True):
         s = model.evaluate(test, profiles, online=online).summary
         how = "online (predict, then learn)" if online else "frozen"
-        print(f"{how:30s} MAPE {s.mape:.3f}  within 10% {s.within_10:.3f}  MSE of slowdown {s.mse:.4f}")
+        print(f"{how:30s} MAPE {100 * s.mape:.1f} %  within 10 %: {100 * s.within_10:.1f} % of rows  "
+              f"MSE of slowdown {s.mse:.4f}")
     latency = model.predict_latency(test, profiles)
     print(f"first predictions (ms): {[round(x, 2) for x in latency[:5].tolist()]}")
     print(f"observed (ms):          {[round(x, 2) for x in test.latency_ms[:5].tolist()]}")

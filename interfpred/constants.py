@@ -88,6 +88,10 @@ SIM_DEFAULT_GPU = "l4"
 #: The GPU Orion's operator tables were measured on; the phase-structured engine and the reproduction
 #: default to it.
 SIM_PHASED_DEFAULT_GPU = "v100"
+#: A CLI command (fit, evaluate, predict) prints progress lines on stderr once it has run this long (s).
+PROGRESS_AFTER_S = 2.0
+#: ... and then at most once per this many seconds.
+PROGRESS_EVERY_S = 1.0
 #: Slack on a coverage goal's distance from nominal (coverage figures are rounded to 4 digits).
 COVERAGE_GOAL_SLACK = 1e-9
 #: Executions per set of the paper scenario when no size is given.

@@ -42,7 +42,7 @@ def test_features_equal_the_one_shot_computation_to_the_bit(n, seed, chunk, gpus
     tr = _trace(n, seed, gpus)
     exs = [Static(feature_map=feature_map, combine=combine), EWMA(alpha=0.3, feature_map=feature_map, combine=combine),
            TimeWeighted(feature_map=feature_map, combine=combine)]
-    want = transform_many(exs, tr, PROF)
+    want = transform_many(tr, PROF, exs)
     got = transform_chunked(tr, PROF, exs, chunk_rows=chunk)
     for g, w in zip(got, want):
         # Bit-identity with the one-shot sweep is the documented property of the chunked path.
@@ -104,7 +104,7 @@ def test_parquet_batches_equal_the_one_shot_computation_to_the_bit(tmp_path_fact
     path = tmp_path_factory.mktemp("pq") / "t.parquet"
     write_trace(tr, path)
     exs = [Static(combine=combine), EWMA(alpha=0.6, combine=combine), TimeWeighted(combine=combine)]
-    want = transform_many(exs, tr, PROF)
+    want = transform_many(tr, PROF, exs)
     got = [np.full_like(w.X, np.nan) for w in want]
     seen = np.zeros(n, dtype=int)
     for chunk in iter_features_parquet(str(path), PROF, exs, batch_rows=batch):

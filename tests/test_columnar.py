@@ -161,11 +161,11 @@ def test_cli_simulate_parquet_then_fit_and_evaluate(tmp_path, capsys):
     from interfpred.cli import main
 
     out = tmp_path / "sim"
-    assert main(["simulate", "--scenario", "mix", "--models", "vgg19,yolov8n", "--rho", "0.6", "--executions",
+    assert main(["simulate", "--scenario", "mix", "--gpu", "l4", "--models", "vgg19,yolov8n", "--rho", "0.6", "--executions",
                  "400", "--format", "parquet", "--out", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["profiles.parquet", "scenario.json", "trace.parquet"]
     csv_out = tmp_path / "csv"
-    assert main(["simulate", "--scenario", "mix", "--models", "vgg19,yolov8n", "--rho", "0.6", "--executions",
+    assert main(["simulate", "--scenario", "mix", "--gpu", "l4", "--models", "vgg19,yolov8n", "--rho", "0.6", "--executions",
                  "400", "--out", str(csv_out)]) == 0
     assert read_trace(out / "trace.parquet") == read_trace(csv_out / "trace.csv")   # same seed, same trace
     model = tmp_path / "m.json"

@@ -67,7 +67,7 @@ def _extractors(feature_map: str, combine: str, alpha: float) -> list:
 def test_features_match_the_plain_definitions(tr, feature_map, combine, alpha):
     assert int(build_timeline(tr).seg_count.max()) >= 30         # the case this file is about
     exs = _extractors(feature_map, combine, alpha)
-    got = transform_many(exs, tr, PROF)
+    got = transform_many(tr, PROF, exs)
     dem, _ = profile_arrays(tr, PROF)
     for ex, fm in zip(exs, got):
         ref = naive_features(tr.device.tolist(), tr.start_ms.tolist(), tr.end_ms.tolist(), dem.tolist(),
@@ -81,8 +81,8 @@ def test_features_match_the_plain_definitions(tr, feature_map, combine, alpha):
 @given(tr=crowds, feature_map=maps, combine=combines, chunk=st.integers(1, 200))
 def test_sweep_stored_timeline_and_chunks_agree_to_the_bit(tr, feature_map, combine, chunk):
     exs = _extractors(feature_map, combine, 0.4)
-    swept = transform_many(exs, tr, PROF)
-    stored = transform_many(exs, tr, PROF, timeline=build_timeline(tr))
+    swept = transform_many(tr, PROF, exs)
+    stored = transform_many(tr, PROF, exs, timeline=build_timeline(tr))
     chunked = transform_chunked(tr, PROF, exs, chunk_rows=chunk)
     for a, b, c in zip(swept, stored, chunked):
         assert np.array_equal(a.X, b.X)

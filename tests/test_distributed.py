@@ -118,7 +118,7 @@ def test_cli_fit_and_evaluate_on_dask(data, cluster, tmp_path, capsys):
     np.testing.assert_allclose(load_model(out).predictor.coef_, local.predictor.coef_, rtol=1e-9, atol=1e-9)
     assert "merged per device" in capsys.readouterr().err
     assert main(["fit", "--trace", str(folder), "--profiles", str(tmp_path / "p.parquet"), "--predictor",
-                 "online_sgd", "--out", str(out), "--dask"]) == 2
+                 "online_sgd", "--out", str(out), "--force", "--dask"]) == 2
     assert "sufficient statistics" in capsys.readouterr().err
     assert main(["evaluate", "--model-file", str(out), "--trace", str(tmp_path / "nothing"), "--profiles",
                  str(tmp_path / "p.parquet"), "--dask"]) == 2

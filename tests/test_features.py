@@ -306,16 +306,16 @@ def test_transform_many_equals_each_transform(trace, prof):
 
     cm = CustomMap(lambda me, o: [me[0] + o[:, 0].sum()], names=["sm_sum"])
     exs = _extractors() + [TimeWeighted(feature_map=cm), Static(target="slowdown")]
-    many = transform_many(exs, trace, prof)
+    many = transform_many(trace, prof, exs)
     for ex, fm in zip(exs, many):
         one = ex.transform(trace, prof)
         np.testing.assert_array_equal(fm.X, one.X)
         np.testing.assert_array_equal(fm.y, one.y)
         assert fm.names == one.names
     with pytest.raises(InterfpredError, match="at least one extractor"):
-        transform_many([], trace, prof)
+        transform_many(trace, prof, [])
     with pytest.raises(InterfpredError, match="expected Extractor"):
-        transform_many(["static"], trace, prof)
+        transform_many(trace, prof, ["static"])
 
 
 def test_model_files_name_the_extractor_key_they_do_not_know(tmp_path):

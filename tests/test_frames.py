@@ -57,7 +57,7 @@ def test_features_and_timeline_take_frames(data):
     trace, profiles = data
     tdf, pdf = trace_to_frame(trace), profiles_to_frame(profiles)
     exs = [Static(), TimeWeighted()]
-    for got, want in zip(transform_many(exs, tdf, pdf), transform_many(exs, trace, profiles), strict=True):
+    for got, want in zip(transform_many(tdf, pdf, exs), transform_many(trace, profiles, exs), strict=True):
         np.testing.assert_array_equal(got.X, want.X)
     for got, want in zip(transform_chunked(tdf, pdf, exs), transform_chunked(trace, profiles, exs), strict=True):
         np.testing.assert_array_equal(got.X, want.X)

@@ -61,7 +61,7 @@ def test_fit_evaluate_predict_on_measurements_with_baselines(tmp_path, capsys):
     assert main(["predict", "--model-file", str(model), "--measurements", str(pairs), "--profiles",
                  str(_profiles(tmp_path)), "--out", str(pred)]) == 0
     lines = pred.read_text().splitlines()
-    assert lines[0] == "run,model,batch_size,share,predicted_latency_ms,predicted_slowdown,observed_latency_ms"
+    assert lines[0] == "run,member,model,batch_size,share,predicted_latency_ms,predicted_slowdown,observed_latency_ms"
     assert len(lines) == 61
     state = json.loads(model.read_text())
     assert sorted(state["baselines"]) == ["global_mean", "no_interference", "pair_mean"]
@@ -81,11 +81,11 @@ def test_without_share_column_and_with_missing_counters(tmp_path, capsys):
     # profiles lacking sm (and one dram value): a map that needs them is refused by name
     pairs50 = _pairs(tmp_path)
     assert main(["fit", "--measurements", str(pairs50), "--profiles", str(_profiles(tmp_path, counters=False)),
-                 "--feature-map", "gpulets", "--out", str(model)]) == 2
+                 "--feature-map", "gpulets", "--out", str(model), "--force"]) == 2
     err = capsys.readouterr().err
     assert "needs the dram counter" in err and "shares" in err and len(err.strip().splitlines()) == 1
     assert main(["fit", "--measurements", str(pairs50), "--profiles", str(_profiles(tmp_path, counters=False)),
-                 "--out", str(model)]) == 0
+                 "--out", str(model), "--force"]) == 0
     assert "feature map 'shares' chosen" in capsys.readouterr().err
     prof = ProfileTable.from_csv(_profiles(tmp_path, counters=False))
     assert np.isnan(prof.column("sm")).all() and np.isnan(prof.lookup_arrays(["b"], [8], shares=[50])["dram"][0])

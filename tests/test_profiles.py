@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import ValidationError
 
 from interfpred import InputError, InterfpredError, Profile, ProfileTable
 from interfpred.data.profiles import table as table_module
@@ -23,15 +22,17 @@ def _table() -> ProfileTable:
 
 
 def test_profile_validates_ranges():
-    with pytest.raises(ValidationError):
+    with pytest.raises(InterfpredError, match=r"invalid profile: sm 70: .*less than or equal to 1"):
+        Profile(gpu="l4", model="m", batch_size=1, solo_ms=1.0, sm=70, l2=0.1, dram=0.1)
+    with pytest.raises(InterfpredError, match="solo_ms 0.0"):
         Profile(gpu="l4", model="m", batch_size=1, solo_ms=0.0, sm=0.1, l2=0.1, dram=0.1)
-    with pytest.raises(ValidationError):
+    with pytest.raises(InterfpredError):
         Profile(gpu="l4", model="m", batch_size=1, solo_ms=1.0, sm=1.5, l2=0.1, dram=0.1)
-    with pytest.raises(ValidationError):
+    with pytest.raises(InterfpredError):
         Profile(gpu="l4", model="m", batch_size=0, solo_ms=1.0, sm=0.5, l2=0.1, dram=0.1)
-    with pytest.raises(ValidationError):
+    with pytest.raises(InterfpredError):
         Profile(gpu="l4", model="m", batch_size=1, solo_ms=float("nan"), sm=0.5, l2=0.1, dram=0.1)
-    with pytest.raises(ValidationError):
+    with pytest.raises(InterfpredError):
         Profile(gpu="", model="m", batch_size=1, solo_ms=1.0, sm=0.5, l2=0.1, dram=0.1)
 
 

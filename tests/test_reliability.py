@@ -411,7 +411,7 @@ def test_huge_ids_in_csv_are_kept_as_strings(tmp_path):
 
 
 def test_simulate_negative_seed_and_bench_huge_width(tmp_path, capsys):
-    code, err = _cli(["simulate", "--scenario", "mix", "--models", "vgg19", "--rho", "0.5", "--executions", "10",
+    code, err = _cli(["simulate", "--scenario", "mix", "--gpu", "l4", "--models", "vgg19", "--rho", "0.5", "--executions", "10",
                       "--seed", "-1", "--out", tmp_path / "sim"], capsys)
     assert code == 2 and "seed -1 must be a non-negative integer" in err and "\n" not in err
     code, err = _cli(["bench", "--widths", "100000", "--no-peers", "--calls", "10"], capsys)
@@ -538,7 +538,7 @@ def test_missing_profile_names_the_trace_file_and_line(tmp_path, capsys):
 def test_force_message_names_the_flag(tmp_path, capsys):
     (tmp_path / "sim").mkdir()
     (tmp_path / "sim" / "x").write_text("")
-    code, err = _cli(["simulate", "--scenario", "mix", "--models", "vgg19", "--rho", "0.5", "--executions", "10",
+    code, err = _cli(["simulate", "--scenario", "mix", "--gpu", "l4", "--models", "vgg19", "--rho", "0.5", "--executions", "10",
                       "--out", tmp_path / "sim"], capsys)
     assert code == 2 and "pass --force to replace it" in err and "force=True" not in err
 

@@ -47,7 +47,7 @@ def test_simulate_refuses_a_non_empty_out_unless_forced(tmp_path, capsys):
 
 def test_simulate_mix(tmp_path):
     out = tmp_path / "mix"
-    assert main(["simulate", "--scenario", "mix", "--models", "vgg19,yolov8n", "--rho", "0.8",
+    assert main(["simulate", "--scenario", "mix", "--gpu", "l4", "--models", "vgg19,yolov8n", "--rho", "0.8",
                  "--batch-sizes", "2,32", "--out", str(out), "--executions", "50", "--devices", "2"]) == 0
     t = Trace.from_csv(out / "trace.csv")
     assert len(t) == 50 and set(t.batch_size.tolist()) <= {2, 32} and set(t.device) <= {"gpu0", "gpu1"}
@@ -55,10 +55,11 @@ def test_simulate_mix(tmp_path):
 
 @pytest.mark.parametrize("argv, match", [
     (["--gpu", "h100"], "known presets: a100, l4, v100"),
-    (["--scenario", "mix", "--models", "vgg19,bert", "--rho", "1"], "known models: convnext_b"),
+    (["--scenario", "mix", "--gpu", "l4", "--models", "vgg19,bert", "--rho", "1"], "known models: convnext_b"),
     (["--scenario", "mix", "--models", "vgg19", "--rho", "0"], "rho 0.0 must be in (0, 4]"),
     (["--scenario", "mix", "--models", "vgg19", "--rho", "1e9"], "rho 1000000000.0 must be in"),
-    (["--scenario", "mix", "--models", "vgg19", "--rho", "1", "--batch-sizes", "1,64"], "outside the profiled"),
+    (["--scenario", "mix", "--gpu", "l4", "--models", "vgg19", "--rho", "1", "--batch-sizes", "1,64"],
+     "outside the profiled"),
     (["--scenario", "mix", "--models", "vgg19", "--rho", "1", "--batch-sizes", "a"], "comma-separated integers"),
     (["--scenario", "mix", "--models", "vgg19"], "needs --models and --rho"),
     (["--rho", "1"], "apply only to --scenario mix"),

@@ -3,18 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
-from interfpred.errors import InterfpredError
+from interfpred.cli.common import refuse_existing
 
 __all__ = ["add_ingest_measurements", "add_ingest_trace", "run_ingest_measurements", "run_ingest_trace"]
-
-
-def _refuse_existing(out: str, force: bool) -> None:
-    if os.path.exists(out) and not force:
-        raise InterfpredError(f"{out} exists: pass --force to replace it")
 
 
 def add_ingest_trace(sub: Any) -> None:
@@ -53,7 +47,7 @@ def run_ingest_trace(args: argparse.Namespace) -> int:
     report = CaptureReport(source="Nsight Systems export" if kind == "nsys" else "PyTorch profiler trace")
     trace = read_capture_trace(args.file, kernels=args.kernels, name_pattern=args.name_pattern,
                                batch_size=args.batch_size, strict=args.strict, report=report)
-    _refuse_existing(args.out, args.force)
+    refuse_existing(args.out, args.force)
     trace.to_csv(args.out)
     print(f"{args.file}: {report.summary()}", file=sys.stderr)
     print(f"wrote {len(trace)} executions on {len(trace.devices)} device(s) to {args.out}", file=sys.stderr)
@@ -87,7 +81,7 @@ def run_ingest_measurements(args: argparse.Namespace) -> int:
     from interfpred.data.ingest.model_analyzer import read_model_analyzer
 
     meas = read_model_analyzer(args.files, latency=args.latency, gpu=args.gpu)
-    _refuse_existing(args.out, args.force)
+    refuse_existing(args.out, args.force)
     meas.write(args.out)
     print(f"wrote {meas.n_runs} runs ({len(meas)} members, {len(meas.models)} models, latency {args.latency}) to "
           f"{args.out}", file=sys.stderr)

@@ -1,26 +1,120 @@
-"""What several subcommands share: their common options and input loading.
+"""What several subcommands share: their common options, input loading and output.
 
 Options that mean one thing are declared once here, so every subcommand spells and explains
-them alike (``--profiles``, ``--trace``, ``--measurements``, ``--model-file``, ``--dask``).
+them alike (``--profiles``, ``--trace``, ``--measurements``, ``--model-file``, ``--dask``,
+``--json``); so are the rule that a written ``--out`` is never replaced without ``--force``
+(:func:`refuse_existing`), the accuracy table's units (:func:`summary_row`: relative errors and
+shares in percent) and the progress lines of long commands (:class:`Progress`).
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
 
-from interfpred.errors import InterfpredError
+from interfpred.errors import InputError, InterfpredError
 
 __all__ = [
+    "Progress",
     "add_data_options",
     "add_dask_options",
+    "add_json_option",
     "add_model_file_options",
     "add_param_option",
     "add_truth_options",
     "load_inputs",
     "per_file",
+    "print_json",
     "print_summary",
+    "refuse_existing",
+    "summary_json",
+    "summary_row",
 ]
+
+#: Accuracy figures the CLI shows in percent (relative errors and shares of rows), with their labels.
+_PERCENT = {"mape": "mape_%", "within_10": "within_10_%", "within_20": "within_20_%", "median": "median_%",
+            "p90": "p90_%", "p99": "p99_%", "beyond_60": "beyond_60_%"}
+
+
+def refuse_existing(path: str, force: bool) -> None:
+    """Refuse to replace an existing output ``path`` unless ``force`` (``--force``)."""
+    if os.path.exists(path) and not force:
+        raise InterfpredError(f"{path} exists: pass --force to replace it")
+
+
+def add_json_option(p: argparse.ArgumentParser) -> None:
+    """--json: the summary as one JSON object on stdout instead of the tables."""
+    p.add_argument("--json", action="store_true",
+                   help="print the summary as one JSON object on stdout instead of tables (same names and units)")
+
+
+def summary_row(summary: Any) -> dict[str, float]:
+    """An accuracy summary's figures as the CLI shows them: n, mse, then relative errors and shares in percent."""
+    return {_PERCENT.get(k, k): (100.0 * v if k in _PERCENT else v) for k, v in summary.as_dict().items()}
+
+
+def summary_json(summary: Any, baselines: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The model's figures and each baseline's (by kind), as in :func:`print_summary`'s table."""
+    return {"model": summary_row(summary), "baselines": {k: summary_row(b) for k, b in (baselines or {}).items()}}
+
+
+def print_json(obj: Any) -> None:
+    """One JSON object on stdout (no NaN: a missing figure is null)."""
+    def clean(x: Any) -> Any:
+        if isinstance(x, float) and x != x:
+            return None
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items()}
+        if isinstance(x, list):
+            return [clean(v) for v in x]
+        return x
+    print(json.dumps(clean(obj), allow_nan=False))
+
+
+class Progress:
+    """Progress lines on stderr for a command that runs long: ``fit: 2/4 predictors on 20000 rows (3.1 s)``.
+
+    Calling it with a message prints ``"<command>: <message> (<elapsed> s)"`` once the command has
+    run ``after_s`` seconds, then at most once per ``every_s`` seconds; earlier calls print nothing,
+    so a quick command stays quiet. Defaults: ``PROGRESS_AFTER_S`` and ``PROGRESS_EVERY_S`` in
+    :mod:`interfpred.constants`, read when the object is made.
+
+    Examples
+    --------
+    >>> import io
+    >>> ticks = iter([0.0, 1.0, 2.5, 3.0, 4.0])
+    >>> out = io.StringIO()
+    >>> p = Progress("fit", after_s=2.0, every_s=1.0, stream=out, clock=lambda: next(ticks))
+    >>> for msg in ("a", "b", "c", "d"):
+    ...     p(msg)
+    >>> out.getvalue().splitlines()
+    ['fit: b (2.5 s)', 'fit: d (4.0 s)']
+    """
+
+    def __init__(self, command: str, *, after_s: float | None = None, every_s: float | None = None,
+                 stream: TextIO | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        from interfpred import constants
+
+        self.command = command
+        self.after_s = constants.PROGRESS_AFTER_S if after_s is None else after_s
+        self.every_s = constants.PROGRESS_EVERY_S if every_s is None else every_s
+        self.stream = stream
+        self.clock = clock
+        self._t0 = clock()
+        self._last: float | None = None
+
+    def __call__(self, message: str) -> None:
+        now = self.clock()
+        elapsed = now - self._t0
+        if elapsed < self.after_s or (self._last is not None and now - self._last < self.every_s):
+            return
+        self._last = now
+        print(f"{self.command}: {message} ({elapsed:.1f} s)", file=self.stream or sys.stderr, flush=True)
 
 #: Help text of --predictor, one wording for every subcommand.
 PREDICTOR_HELP = "predictor kind: rls, online_sgd, offline_linear, gpulets, ..."
@@ -100,6 +194,8 @@ def load_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         raise InterfpredError("--trace needs --profiles (solo latency and counters of each model)")
     profiles = None if args.profiles is None else read_profiles(args.profiles)
     trace = None if trace_path is None else read_trace(trace_path)
+    if trace is not None and len(trace) == 0:
+        raise InputError("has a header but no executions", path=trace_path)
     meas: Measurements | None = None
     if meas_path is not None and meas_path.startswith("dataset:"):
         from interfpred.data.datasets import load_dataset
@@ -107,17 +203,20 @@ def load_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         meas = load_dataset(meas_path.removeprefix("dataset:"))
     elif meas_path is not None:
         meas = Measurements.read(meas_path)
+        if len(meas) == 0:
+            raise InputError("has a header but no measurement rows", path=meas_path)
     return profiles, trace, meas
 
 
 def print_summary(summary: Any, title: str, baselines: dict[str, Any] | None = None) -> None:
-    """An accuracy summary as a table, the model beside the baselines."""
+    """An accuracy summary as a table, the model beside the baselines (figures as :func:`summary_row`)."""
     from interfpred.evaluation import BASELINE_LABELS
     from interfpred.evaluation.tables import text_table
 
     baselines = baselines or {}
     header = ["metric", "model", *(BASELINE_LABELS.get(k, k) for k in baselines)]
-    rows = [[k, v, *(b.as_dict()[k] for b in baselines.values())] for k, v in summary.as_dict().items()]
+    base_rows = [summary_row(b) for b in baselines.values()]
+    rows = [[k, v, *(b[k] for b in base_rows)] for k, v in summary_row(summary).items()]
     print(title)
     print(text_table(header, rows))
     if not baselines:

@@ -8,12 +8,17 @@ from typing import Any
 
 from interfpred.cli.common import (
     PREDICTOR_HELP,
+    Progress,
     add_dask_options,
     add_data_options,
+    add_json_option,
     add_model_file_options,
     add_param_option,
     load_inputs,
+    print_json,
     print_summary,
+    refuse_existing,
+    summary_json,
 )
 from interfpred.errors import InterfpredError
 
@@ -60,7 +65,9 @@ def add_fit(sub: Any) -> None:
     p.add_argument("--combine", choices=COMBINES, default=d["combine"],
                    help=f"how co-runners combine (default {d['combine']})")
     p.add_argument("--target", choices=TARGETS, default=d["target"], help=f"learning target (default {d['target']})")
-    p.add_argument("--out", required=True, help="model file to write (JSON, atomically)")
+    p.add_argument("--out", required=True, help="model file to write (JSON, atomically; not replaced without --force)")
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
+    add_json_option(p)
     add_dask_options(p)
     p.add_argument("--calibrate", choices=("aci", "split", "fixed"), default=None,
                    help="wrap the predictor in Calibrated (conformal latency bounds) with this method")
@@ -94,8 +101,10 @@ def run_fit(args: argparse.Namespace) -> int:
             predictor = Calibrated(predictor, method=args.calibrate)
         else:
             predictor = Calibrated(predictor, method=args.calibrate, quantiles=tuple(args.quantiles))
+    refuse_existing(args.out, args.force)  # before any work: a model that took hours is not lost to a typo
     if args.dask is not None:
         return _run_fit_dask(args, spec, predictor)
+    progress = Progress("fit")
     profiles, trace, meas = load_inputs(args)
     model = InterferenceModel(spec, predictor)
     model.auto_map = args.feature_map is None
@@ -104,15 +113,23 @@ def run_fit(args: argparse.Namespace) -> int:
         if trace is None or meas is None:
             raise InterfpredError("--measurement-weight weighs measurement rows against trace rows: give both")
         weights = [1.0] * len(trace) + [args.measurement_weight] * len(meas)
-    model.fit(trace, profiles, measurements=meas, weights=weights)
+    model.fit(trace, profiles, measurements=meas, weights=weights, progress=progress)
     if model.note:
         print(f"interfpred: {model.note}", file=sys.stderr)
     model.save(args.out)
+    training: dict[str, Any] = {}
     for name, data in (("executions", trace), ("measurement rows", meas)):
         if data is not None:
+            progress(f"model saved, training accuracy on {len(data)} {name}")
             kw = {"measurements": data} if name != "executions" else {"trace": data}
-            ev = model.evaluate(profiles=profiles, **kw)
-            print_summary(ev.summary, f"fit on {len(data)} {name} (training accuracy)", ev.baselines)
+            ev = model.evaluate(profiles=profiles, progress=progress, **kw)
+            if args.json:
+                training["measurements" if name != "executions" else "trace"] = summary_json(ev.summary, ev.baselines)
+            else:
+                print_summary(ev.summary, f"fit on {len(data)} {name} (training accuracy)", ev.baselines)
+    if args.json:
+        print_json({"command": "fit", "out": args.out, "model": repr(model), "note": model.note or None,
+                    "training": training})
     print(f"wrote {args.out}: {model!r}", file=sys.stderr)
     return 0
 
@@ -146,6 +163,9 @@ def _run_fit_dask(args: argparse.Namespace, spec: dict[str, Any], predictor: Any
         print(f"interfpred: {model.note}", file=sys.stderr)
     model.save(args.out)
     rows = sum(r["rows"] for r in report.values())
+    if args.json:
+        print_json({"command": "fit", "out": args.out, "model": repr(model), "note": model.note or None,
+                    "rows": rows, "devices": len(report), "files": len(files)})
     print(f"wrote {args.out}: {model!r}, fitted on {rows} executions of {len(report)} devices in {len(files)} files "
           "(Dask, merged per device)", file=sys.stderr)
     return 0
@@ -173,6 +193,10 @@ def add_evaluate(sub: Any) -> None:
                    help="held-out evaluation inside --measurements: pair = 70/30 by run, model = leave-one-model-out")
     p.add_argument("--repeats", type=int, default=None, help="seeded repeats of --split pair (default 20)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the --split pair splits (default 0)")
+    p.add_argument("--predictor", default=None,
+                   help=f"with --split: fit this {PREDICTOR_HELP} instead of the model file's (or default rls)")
+    add_param_option(p, help_text="with --split --predictor: a hyperparameter of it, e.g. forgetting=0.99; repeatable")
+    add_json_option(p)
     add_dask_options(p)
     p.set_defaults(func=run_evaluate)
 
@@ -183,6 +207,10 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
     if args.split is not None:
         return _run_split(args)
+    if args.predictor is not None or args.param:
+        raise InterfpredError("--predictor and --param apply to --split only (a model file holds its predictor)")
+    if args.json and args.quantiles:
+        raise InterfpredError("--json prints the accuracy summary; run --quantiles without it for the bounds' tables")
     if args.repeats is not None:
         raise InterfpredError("--repeats applies to --split only")
     if args.model_file is None:
@@ -192,9 +220,15 @@ def run_evaluate(args: argparse.Namespace) -> int:
     model = load_model(args.model_file, trusted=args.trust_model_file)
     if args.dask is not None:
         return _run_evaluate_dask(args, model)
+    progress = Progress("evaluate")
     profiles, trace, meas = load_inputs(args)
-    ev = model.evaluate(trace, profiles, measurements=meas, online=args.online)
+    ev = model.evaluate(trace, profiles, measurements=meas, online=args.online, progress=progress)
     n, what = (len(trace), "executions") if trace is not None else (len(meas), "measurement rows")
+    if args.json:
+        print_json({"command": "evaluate", "model_file": args.model_file, "online": args.online,
+                    "data": "trace" if trace is not None else "measurements", "rows": n,
+                    **summary_json(ev.summary, ev.baselines)})
+        return 0
     print_summary(ev.summary, f"{'online (prequential)' if args.online else 'offline'} evaluation of "
                               f"{args.model_file} on {n} {what}", ev.baselines)
     if args.quantiles:
@@ -215,29 +249,45 @@ def _run_evaluate_dask(args: argparse.Namespace, model: Any) -> int:
     ev = evaluate_dask(files, profiles, model, online=args.online, address=args.dask or None,
                        n_workers=args.workers)
     how = "online (prequential per device)" if args.online else "offline"
+    if args.json:
+        print_json({"command": "evaluate", "model_file": args.model_file, "online": args.online, "data": "trace",
+                    "rows": ev.summary.n, "dask": True, **summary_json(ev.summary, ev.baselines)})
+        return 0
     print_summary(ev.summary, f"{how} evaluation of {args.model_file} on {ev.summary.n} executions (Dask)",
                   ev.baselines)
     return 0
 
 
 def _run_split(args: argparse.Namespace) -> int:
+    from interfpred._core.params import parse_params
     from interfpred.constants import E4_REPEATS
-    from interfpred.experiments.real import split_table
+    from interfpred.experiments.real import split_scores, split_table
     from interfpred.model.interference import InterferenceModel, load_model
+    from interfpred.predictors import make_predictor
 
     if args.measurements is None or args.trace is not None:
         raise InterfpredError("--split evaluates inside one --measurements file (not a trace)")
     if args.split == "model" and args.repeats is not None:
         raise InterfpredError("--repeats applies to --split pair (leave-one-model-out holds each model out once)")
+    if args.param and args.predictor is None:
+        raise InterfpredError("--param sets a hyperparameter of --predictor: name it")
+    predictor = None if args.predictor is None else make_predictor(args.predictor, **parse_params(args.param))
     profiles, _, meas = load_inputs(args)
     model = (load_model(args.model_file, trusted=args.trust_model_file) if args.model_file is not None
              else InterferenceModel())
+    if predictor is not None:
+        model = InterferenceModel(model.extractor, predictor)
+        model.auto_map = args.model_file is None
     model.choose_map(profiles)
     if model.note:
         print(f"interfpred: {model.note}", file=sys.stderr)
     repeats = E4_REPEATS if args.repeats is None else args.repeats
-    print(split_table(model.extractor, model.predictor, meas, profiles, split=args.split, repeats=repeats,
-                      seed=args.seed, online=args.online))
+    scores = split_scores(model.extractor, model.predictor, meas, profiles, split=args.split, repeats=repeats,
+                          seed=args.seed, online=args.online)
+    if args.json:
+        print_json({"command": "evaluate", "split": args.split, "online": args.online, **scores})
+    else:
+        print(split_table(scores))
     return 0
 
 
@@ -251,7 +301,10 @@ def add_predict(sub: Any) -> None:
                     "--measurements) to a CSV (atomically).")
     add_model_file_options(p, help_text=f"{_MODEL_FILE_HELP} (required)")
     add_data_options(p, profiles_help="needed with --trace")
-    p.add_argument("--out", required=True, help="predictions file to write: CSV, or .parquet / .arrow")
+    p.add_argument("--out", required=True, help="predictions file to write: CSV, or .parquet / .arrow (not replaced "
+                                                "without --force)")
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
+    add_json_option(p)
     _add_quantiles(p, "one more column per quantile, latency_q<Q>_ms: the latency bound at Q "
                       "(a model fitted with --calibrate)")
     p.set_defaults(func=run_predict)
@@ -266,12 +319,19 @@ def run_predict(args: argparse.Namespace) -> int:
         raise InterfpredError(f"--model-file is required (a {_MODEL_FILE_HELP})")
     if args.trace is not None and args.measurements is not None:
         raise InterfpredError("predict one data set at a time: --trace or --measurements")
+    refuse_existing(args.out, args.force)
+    progress = Progress("predict")
     model = load_model(args.model_file, trusted=args.trust_model_file)
     profiles, trace, meas = load_inputs(args)
     quantiles = tuple(args.quantiles or ())
+    rows = len(trace) if trace is not None else len(meas)
+    progress(f"inputs read, predicting {rows} rows")
     if trace is not None:
         n = write_predictions(model, trace, profiles, args.out, quantiles=quantiles)
     else:
         n = write_measurement_predictions(model, meas, profiles, args.out, quantiles=quantiles)
+    if args.json:
+        print_json({"command": "predict", "model_file": args.model_file, "out": args.out, "rows": n,
+                    "data": "trace" if trace is not None else "measurements", "quantiles": list(quantiles)})
     print(f"wrote {n} predictions to {args.out}", file=sys.stderr)
     return 0

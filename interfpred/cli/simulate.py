@@ -20,7 +20,8 @@ def add_simulate(sub: Any) -> None:
                     "set and scenario.json into a new folder (written beside it, then renamed).")
     p.add_argument("--scenario", choices=("paper", "mix"), default="paper",
                    help="paper: the E2 sets train/test1/test2/test3; mix: one trace of --models at --rho")
-    p.add_argument("--gpu", default="l4", help="simulated GPU preset: l4, a100 or v100 (default l4)")
+    p.add_argument("--gpu", default=None, help="simulated GPU preset: v100, l4 or a100 (default v100; l4 with "
+                                               "--truth fluid)")
     add_truth_options(p, operators=True)
     p.add_argument("--seed", type=int, default=0, help="random seed of the simulated arrivals and noise (default 0)")
     p.add_argument("--out", required=True, help="output folder (must not exist or be empty, unless --force)")
@@ -38,8 +39,10 @@ def add_simulate(sub: Any) -> None:
 def run_simulate(args: argparse.Namespace) -> int:
     """Run ``simulate``: write a scenario's profiles and traces into a new folder."""
     from interfpred.constants import SIM_DEFAULT_EXECUTIONS
+    from interfpred.sim.orion import default_gpu
     from interfpred.sim.workload import mix_scenario, paper_scenario, write_scenario
 
+    gpu = default_gpu(args.truth, args.zoo) if args.gpu is None else args.gpu
     n = SIM_DEFAULT_EXECUTIONS if args.executions is None else args.executions
     if args.devices < 1:
         raise InterfpredError(f"--devices {args.devices} must be a positive integer (devices per set)")
@@ -47,7 +50,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         extra = [f"--{k.replace('_', '-')}" for k in ("models", "rho", "batch_sizes") if getattr(args, k) is not None]
         if extra:
             raise InterfpredError(f"{', '.join(extra)}: apply only to --scenario mix")
-        scenario = paper_scenario(args.gpu, seed=args.seed, executions=n, n_devices=args.devices, truth=args.truth,
+        scenario = paper_scenario(gpu, seed=args.seed, executions=n, n_devices=args.devices, truth=args.truth,
                                   zoo=args.zoo)
     else:
         if args.models is None or args.rho is None:
@@ -59,7 +62,7 @@ def run_simulate(args: argparse.Namespace) -> int:
                 batches = [int(b) for b in args.batch_sizes.split(",") if b.strip()]
             except ValueError:
                 raise InterfpredError(f"--batch-sizes {args.batch_sizes!r} must be comma-separated integers") from None
-        scenario = mix_scenario(models, rho=args.rho, spec=args.gpu, seed=args.seed, executions=n,
+        scenario = mix_scenario(models, rho=args.rho, spec=gpu, seed=args.seed, executions=n,
                                 batch_sizes=batches, n_devices=args.devices, truth=args.truth, zoo=args.zoo)
     names = write_scenario(scenario, args.out, force=args.force, operators=args.operators, format=args.format)
     sizes = ", ".join(f"{k}.{args.format} ({len(t)} executions)" for k, t in scenario.traces.items())

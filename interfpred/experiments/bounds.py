@@ -73,7 +73,7 @@ def run_coverage(ctx: ReproduceContext, quantiles: Sequence[float] = COVERAGE_QU
     if key not in ctx.cache:
         ctx.progress("coverage: time-weighted rich features of the E2 sets")
         names = ("train", "test1", "test2", "test3")
-        ctx.cache[key] = dict(zip(names, (transform_many([ex], sc.traces[s], sc.profiles)[0] for s in names)))
+        ctx.cache[key] = dict(zip(names, (transform_many(sc.traces[s], sc.profiles, [ex])[0] for s in names)))
     fms = ctx.cache[key]
     train = fms["train"]
     cut = max(2, min(len(train) - 1, int(round(REPRODUCE_TRAIN_SHARE * len(train)))))
@@ -169,7 +169,7 @@ def fit_calibrated_pair_model(profiles: ProfileTable, spec: GpuSpec, *, seed: in
     True
     """
     res = simulate_pairs(profiles, spec, batches=batches, hidden=hidden, seed=seed)
-    (tw,) = transform_many([TimeWeighted(feature_map="rich", target="rate")], res.trace, profiles)
+    (tw,) = transform_many(res.trace, profiles, [TimeWeighted(feature_map="rich", target="rate")])
     order = np.random.default_rng(seed).permutation(len(tw))   # calibrate on a random quarter, not the last pairs
     return Calibrated(RLS(), **params).fit(tw.X[order], tw.y[order])
 

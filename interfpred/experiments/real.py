@@ -35,7 +35,7 @@ from interfpred.features import Extractor, TimeWeighted
 from interfpred.features.measurement_features import measurement_features
 from interfpred.predictors import BasePredictor, make_predictor, registered
 
-__all__ = ["e4_methods", "new_model_streams", "run_e4", "score_methods", "split_table"]
+__all__ = ["e4_methods", "new_model_streams", "run_e4", "score_methods", "split_scores", "split_table"]
 
 _COLUMNS = ("split by run", "leave one model out", "stream, new model halfway")
 
@@ -149,25 +149,39 @@ def _winners(columns: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
-def split_table(extractor: Extractor, predictor: BasePredictor, measurements: Measurements,
-                profiles: ProfileTable | None, *, split: str, repeats: int, seed: int = 0, online: bool = False) -> str:
-    """The table ``interfpred evaluate --split`` prints: the predictor beside the baselines, MAPE ± spread."""
+def split_scores(extractor: Extractor, predictor: BasePredictor, measurements: Measurements,
+                 profiles: ProfileTable | None, *, split: str, repeats: int, seed: int = 0,
+                 online: bool = False) -> dict[str, Any]:
+    """What ``interfpred evaluate --split`` reports: held-out MAPE (%) of the predictor beside the baselines.
+
+    Returns ``{"rows", "folds", "title", "methods": [{"method", "mape_%": [one per fold], "mean", "std",
+    "min", "max"}, ...]}``, the predictor first, every figure in percent.
+    """
     folds = run_folds(measurements, split, repeats=repeats, seed=seed, train_share=E4_TRAIN_SHARE)
     key = getattr(predictor, "entity", "model") if predictor.tags.uses_entities else "model"
     fm_model = measurement_features(extractor, measurements, profiles)
     fm_pred = measurement_features(extractor, measurements, profiles, entity_key=key) if key != "model" else fm_model
     methods = [(f"model ({predictor.kind})", predictor)] + [(BASELINE_LABELS[k], make_predictor(k))
                                                              for k in BASELINE_KINDS]
-    rows = []
+    out = []
     for i, (label, p) in enumerate(methods):
         fm = fm_pred if i == 0 else fm_model
-        scores = [held_out_mape(fm, extractor, measurements.run_code, p, f, online=online) for f in folds]
-        rows.append([label, _cell(scores), f"{100 * min(scores):.2f}", f"{100 * max(scores):.2f}"])
+        pct = 100.0 * np.array([held_out_mape(fm, extractor, measurements.run_code, p, f, online=online)
+                                for f in folds])
+        out.append({"method": label, "mape_%": pct.tolist(), "mean": float(pct.mean()), "std": float(pct.std()),
+                    "min": float(pct.min()), "max": float(pct.max())})
     what = (f"{len(folds)} seeded 70/30 splits by run" if split == "pair"
             else f"leave-one-model-out over {len(folds)} models")
     mode = "fitted on the training runs, then prequential on the test runs" if online else "fitted on the training runs"
-    head = f"held-out MAPE of latency (%) on {len(measurements)} rows, {what}; {mode}"
-    return head + "\n" + text_table(["method", "MAPE mean ± std", "min", "max"], rows)
+    title = f"held-out MAPE of latency (%) on {len(measurements)} rows, {what}; {mode}"
+    return {"rows": len(measurements), "folds": len(folds), "title": title, "methods": out}
+
+
+def split_table(scores: dict[str, Any]) -> str:
+    """:func:`split_scores`' result as the table ``interfpred evaluate --split`` prints."""
+    rows = [[m["method"], f"{m['mean']:.2f} ± {m['std']:.2f}", f"{m['min']:.2f}", f"{m['max']:.2f}"]
+            for m in scores["methods"]]
+    return scores["title"] + "\n" + text_table(["method", "mape_% mean ± std", "min", "max"], rows)
 
 
 def run_e4(ctx: ReproduceContext) -> Section:

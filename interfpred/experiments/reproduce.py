@@ -38,7 +38,7 @@ import numpy as np
 
 from interfpred._core.atomic import recover, staged_folder
 from interfpred._version import __version__
-from interfpred.constants import SIM_DEFAULT_GPU, SIM_DEFAULT_TRUTH, SIM_PHASED_DEFAULT_GPU, SIM_TRUTHS
+from interfpred.constants import SIM_DEFAULT_TRUTH, SIM_PHASED_DEFAULT_GPU, SIM_TRUTHS
 from interfpred.errors import InterfpredError
 from interfpred.experiments.bounds import run_coverage
 from interfpred.experiments.bounds_real import run_e4_coverage
@@ -47,7 +47,7 @@ from interfpred.experiments.real import run_e4
 from interfpred.experiments.report import ReproduceContext, Section
 from interfpred.experiments.scheduling.experiment import run_e3
 from interfpred.sim.contention import get_gpu_spec
-from interfpred.sim.orion import phase_zoo
+from interfpred.sim.orion import default_gpu, phase_zoo
 
 __all__ = ["DEFAULT_SECTIONS", "REPORT_FILES", "reproduce"]
 
@@ -140,7 +140,7 @@ def reproduce(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: int
     if truth not in SIM_TRUTHS:
         raise InterfpredError(f"unknown truth {truth!r}; known: {', '.join(SIM_TRUTHS)}")
     if gpu is None:
-        gpu = SIM_PHASED_DEFAULT_GPU if truth == "phases" or zoo == "orion" else SIM_DEFAULT_GPU
+        gpu = default_gpu(truth, zoo)
     get_gpu_spec(gpu)  # an unknown preset fails here, before any work
     if truth == "phases" or zoo is not None:
         phase_zoo(gpu, zoo)  # an unknown or mismatched zoo too

@@ -87,7 +87,7 @@ def scenario_features(ctx: ReproduceContext, set_name: str, extractors: Sequence
         # Entity-aware predictors (the per-pair mean) key each row by its model and the models
         # running at its launch, the co-runners known when it is predicted.
         ent = launch_entities(sc.traces[set_name])
-        for ex, fm in zip(missing, transform_many(missing, sc.traces[set_name], sc.profiles)):
+        for ex, fm in zip(missing, transform_many(sc.traces[set_name], sc.profiles, missing)):
             store[(set_name, ex)] = fm if fm.entities is not None else dataclasses.replace(fm, entities=ent)
     return [store[(set_name, ex)] for ex in extractors]
 

@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 
-def transform_many(extractors: Sequence[Extractor], trace: Trace, profiles: ProfileTable, *,
+def transform_many(trace: Trace, profiles: ProfileTable, extractors: Sequence[Extractor], *,
                    timeline: Timeline | None = None, extrapolate: bool = False,
                    entities: str | None = None) -> list[FeatureMatrix]:
     """:meth:`Extractor.transform` of several extractors over one trace, sharing the work.
@@ -61,7 +61,7 @@ def transform_many(extractors: Sequence[Extractor], trace: Trace, profiles: Prof
     >>> cols = {"model": ["x", "y"], "batch_size": [2, 2]}
     >>> prof = ProfileTable.from_columns(gpu=["a100"] * 2, **cols, solo_ms=[1.0, 2.0], sm=[0.25, 0.5], l2=[0.25, 0.5], dram=[0.5, 0.25])
     >>> tr = Trace(id=[1, 2], device=["a100"] * 2, **cols, start_ms=[0.0, 3.0], end_ms=[4.0, 6.0])
-    >>> s, e, t = transform_many([Static(), EWMA(alpha=0.5), TimeWeighted()], tr, prof)
+    >>> s, e, t = transform_many(tr, prof, [Static(), EWMA(alpha=0.5), TimeWeighted()])
     >>> [float(m.X[0, 5]) for m in (s, e, t)]      # dram_other of row 0: y ran beside it for 1 of 4 ms
     [0.0, 0.125, 0.0625]
     """
@@ -71,4 +71,4 @@ def transform_many(extractors: Sequence[Extractor], trace: Trace, profiles: Prof
     for ex in exs:
         if not isinstance(ex, Extractor):
             raise InterfpredError(f"expected Extractor objects, got {type(ex).__name__}")
-    return batch_features(exs, trace, profiles, timeline=timeline, extrapolate=extrapolate, entities=entities)
+    return batch_features(trace, profiles, exs, timeline=timeline, extrapolate=extrapolate, entities=entities)

@@ -15,7 +15,7 @@ Examples
 ...     sm=[0.5], l2=[0.25], dram=[0.5])
 >>> tr = Trace(id=[7, 8], device=["v100"] * 2, model=["m"] * 2, batch_size=[4, 4], start_ms=[0.0, 2.0],
 ...            end_ms=[4.0, 3.0])
->>> [m.X[0, 3:].tolist() for m in batch_features([Static(), TimeWeighted()], tr, prof)]
+>>> [m.X[0, 3:].tolist() for m in batch_features(tr, prof, [Static(), TimeWeighted()])]
 [[0.0, 0.0, 0.0], [0.125, 0.0625, 0.125]]
 """
 
@@ -67,7 +67,7 @@ def custom_features(ex: Extractor, segments: tuple[np.ndarray, ...], dem: np.nda
     return out
 
 
-def batch_features(exs: Sequence[Extractor], trace: Trace, profiles: ProfileTable, *, timeline: Timeline | None = None,
+def batch_features(trace: Trace, profiles: ProfileTable, exs: Sequence[Extractor], *, timeline: Timeline | None = None,
                    extrapolate: bool = False, entities: str | None = None) -> list[FeatureMatrix]:
     """Features of every row of ``trace`` for each extractor of ``exs`` (already checked to be extractors).
 

@@ -18,7 +18,7 @@ Examples
 >>> len(chunks) > 5, sum(len(c.rows) for c in chunks)
 (True, 500)
 >>> whole = transform_chunked(tr, prof, [TimeWeighted()], chunk_rows=64)[0]
->>> bool(np.array_equal(whole.X, transform_many([TimeWeighted()], tr, prof)[0].X))
+>>> bool(np.array_equal(whole.X, transform_many(tr, prof, [TimeWeighted()])[0].X))
 True
 """
 

@@ -293,7 +293,7 @@ class Extractor:
         InterfpredError
             A row without a profile, or a zero-latency row with ``target="rate"``.
         """
-        return batch_features([self], trace, profiles, timeline=timeline, extrapolate=extrapolate,
+        return batch_features(trace, profiles, [self], timeline=timeline, extrapolate=extrapolate,
                               entities=entities)[0]
 
     # ------------------------------------------------------------------ target

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -237,13 +237,16 @@ class InterferenceModel:
 
     # ------------------------------------------------------------------ learning
     def fit(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,
-            measurements: Measurements | None = None, weights: Any = None) -> InterferenceModel:
+            measurements: Measurements | None = None, weights: Any = None,
+            progress: Callable[[str], None] | None = None) -> InterferenceModel:
         """Forget, then learn from every execution of ``trace`` and every row of ``measurements``; returns self.
 
         Traces need ``profiles``; measurements use them for counters when given. With no feature
         map given, a map the profiles support is chosen (see :attr:`note`). ``weights`` gives each
         row a weight (trace rows first, then measurement rows), for predictors that take row
         weights (``tags.supports_weights``). The three baselines are fitted on the same rows.
+        ``progress``, when given, is called with a short message after each step (features, the
+        predictor, the baselines).
         """
         trace, profiles, measurements = _as_inputs(trace, profiles, measurements)
         saved = (self.extractor, self.note)
@@ -263,8 +266,12 @@ class InterferenceModel:
                                       + ", ".join(k for k, c in sorted(registered().items())
                                                   if c.tags.supports_weights))
             extra["sample_weight"] = weights
+        if progress is not None:
+            progress(f"features of {len(fm)} rows computed, fitting {self.predictor.kind}")
         call(self.predictor, "fit", fm.X, fm.y, entities=fm.entities, **extra)
         self.predictor.target_ = self.extractor.target
+        if progress is not None:
+            progress(f"{self.predictor.kind} fitted on {len(fm)} rows, fitting the baselines")
         self.baselines = fit_baselines(fm.X, fm.y, entities=self._baseline_entities(fm), sample_weight=weights)
         for b in self.baselines.values():
             b.target_ = self.extractor.target
@@ -326,12 +333,14 @@ class InterferenceModel:
         return np.asarray(self.extractor.latency_from_target(pred, fm.solo_ms), dtype=np.float64).reshape(-1)
 
     def evaluate(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,
-                 measurements: Measurements | None = None, online: bool = False) -> Evaluation:
+                 measurements: Measurements | None = None, online: bool = False,
+                 progress: Callable[[str], None] | None = None) -> Evaluation:
         """Accuracy on ``trace`` or ``measurements`` beside the baselines; ``online``: prequentially.
 
         Online, executions are predicted at launch and learned at finish; measurement runs are
         taken in order, each predicted with what the runs before it taught. The model itself is
-        not changed: the online pass runs on copies.
+        not changed: the online pass runs on copies. ``progress``, when given, is called with a
+        short message after the features and after each predictor (the model, then each baseline).
         """
         if trace is not None and measurements is not None:
             raise InterfpredError("evaluate one data set at a time: a trace or measurements")
@@ -355,8 +364,19 @@ class InterferenceModel:
                                         entities=self._entities_for(p, fm))
             return self._latency(fm, pred)
 
-        lat = run(self.predictor)
-        baselines = {k: accuracy_summary(run(p) / fm.solo_ms, observed) for k, p in self.baselines.items()}
+        total = 1 + len(self.baselines)
+        done = 0
+
+        def step(p: BasePredictor) -> np.ndarray:
+            nonlocal done
+            if progress is not None:
+                progress(f"{done}/{total} predictors on {len(fm)} rows, running {p.kind}")
+            out = run(p)
+            done += 1
+            return out
+
+        lat = step(self.predictor)
+        baselines = {k: accuracy_summary(step(p) / fm.solo_ms, observed) for k, p in self.baselines.items()}
         return Evaluation(summary=accuracy_summary(lat / fm.solo_ms, observed), predicted_latency_ms=lat,
                           observed_latency_ms=fm.latency_ms, online=online, baselines=baselines)
 

@@ -11,6 +11,8 @@ import csv
 import os
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from interfpred._core.atomic import atomic_open
 from interfpred.data.columnar import format_of, write_predictions_table
 from interfpred.data.measurements import Measurements
@@ -24,7 +26,7 @@ __all__ = ["MEASUREMENT_PREDICTION_COLUMNS", "PREDICTION_COLUMNS", "write_measur
            "write_predictions"]
 
 #: Columns of the predictions CSV written for measurements.
-MEASUREMENT_PREDICTION_COLUMNS = ("run", "model", "batch_size", "share", "predicted_latency_ms",
+MEASUREMENT_PREDICTION_COLUMNS = ("run", "member", "model", "batch_size", "share", "predicted_latency_ms",
                                   "predicted_slowdown", "observed_latency_ms")
 #: Columns of the predictions CSV written for a trace.
 PREDICTION_COLUMNS = ("id", "predicted_latency_ms", "predicted_slowdown", "observed_latency_ms")
@@ -71,8 +73,12 @@ def write_predictions(model: InterferenceModel, trace: Trace, profiles: ProfileT
 def write_measurement_predictions(model: InterferenceModel, measurements: Measurements,
                                   profiles: ProfileTable | None, path: str | os.PathLike[str], *,
                                   quantiles: tuple[float, ...] = ()) -> int:
-    """Write ``run, model, batch_size, share, predicted_latency_ms, predicted_slowdown, observed_latency_ms``
-    per measurement row (atomically); returns the number of rows.
+    """Write ``run, member, model, batch_size, share, predicted_latency_ms, predicted_slowdown,
+    observed_latency_ms`` per measurement row (atomically); returns the number of rows.
+
+    ``member`` tells a run's rows apart (a model paired with itself gives two rows alike otherwise):
+    the measurements' ``member`` label where they have one, else the row's position in its run
+    (0, 1, ...).
 
     With ``quantiles`` (a :class:`~interfpred.Calibrated` predictor), one more column per quantile
     ``q``, ``latency_q<q>_ms``: the latency bound at ``q``.
@@ -86,22 +92,37 @@ def write_measurement_predictions(model: InterferenceModel, measurements: Measur
     >>> model = InterferenceModel().fit(measurements=m)
     >>> model.note
     "feature map 'shares' chosen: the default 'rich' needs sm, l2, dram, which no profiles were given for"
-    >>> write_measurement_predictions(model, m, None, pathlib.Path(tempfile.mkdtemp()) / "p.csv")
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "p.csv"
+    >>> write_measurement_predictions(model, m, None, path)
     660
+    >>> path.read_text().splitlines()[0]
+    'run,member,model,batch_size,share,predicted_latency_ms,predicted_slowdown,observed_latency_ms'
     """
     fm = model.features(profiles=profiles, measurements=measurements)
     lat = model.latency_from_features(fm)
     bounds = [model.latency_from_features(fm, quantile=q) for q in quantiles]
     qcols = tuple(f"latency_q{float(q):g}_ms" for q in quantiles)
+    member = measurements.member if measurements.member is not None else _positions_in_run(measurements.run_code)
     if format_of(path) != "csv":      # Parquet or Arrow by suffix (needs pyarrow)
-        cols = (measurements.run, measurements.model, measurements.batch_size, measurements.share, lat,
+        cols = (measurements.run, member, measurements.model, measurements.batch_size, measurements.share, lat,
                 lat / fm.solo_ms, fm.latency_ms, *bounds)
         return write_predictions_table(dict(zip(MEASUREMENT_PREDICTION_COLUMNS + qcols, cols)), path)
     with atomic_open(path, "w", encoding="utf-8", newline="") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(MEASUREMENT_PREDICTION_COLUMNS + qcols)
-        w.writerows(zip(measurements.run.tolist(), measurements.model.tolist(), measurements.batch_size.tolist(),
+        w.writerows(zip(measurements.run.tolist(), member.tolist(), measurements.model.tolist(), measurements.batch_size.tolist(),
                         map(repr, measurements.share.tolist()), map(repr, lat.tolist()),
                         map(repr, (lat / fm.solo_ms).tolist()), map(repr, fm.latency_ms.tolist()),
                         *(map(repr, b.tolist()) for b in bounds)))
     return len(lat)
+
+
+def _positions_in_run(run_code: np.ndarray) -> np.ndarray:
+    """Each row's position among the rows of its run (0, 1, ...), in row order."""
+    order = np.argsort(run_code, kind="stable")
+    codes = np.asarray(run_code)[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(codes)) + 1]
+    pos = np.arange(len(codes)) - np.repeat(starts, np.diff(np.r_[starts, len(codes)]))
+    out = np.empty(len(codes), dtype=np.int64)
+    out[order] = pos
+    return out

@@ -53,7 +53,7 @@ from interfpred.sim.zoo import (
     zoo_profiles,
 )
 
-__all__ = ["ORION_MODELS", "ORION_TRAIN_MODELS", "ORION_NEW_MODELS", "ORION_HETERO_BATCHES", "ORION_HETERO_WEIGHTS",
+__all__ = ["default_gpu", "ORION_MODELS", "ORION_TRAIN_MODELS", "ORION_NEW_MODELS", "ORION_HETERO_BATCHES", "ORION_HETERO_WEIGHTS",
            "OrionTable", "read_orion_csv", "read_operator_table", "write_operator_table", "to_orion_csv",
            "operator_demands", "scale_operators", "orion_zoo", "synthetic_phase_zoo", "phase_zoo", "scenario_family",
            "paper_sets"]
@@ -251,6 +251,18 @@ def synthetic_phase_zoo(gpu: str = SIM_DEFAULT_GPU) -> PhaseZoo:
                                    t.column("l2"), t.column("dram")):
         progs[(str(m), int(b))] = Program([float(s)], [[float(sm), float(l2), float(dr)]], [-1])
     return PhaseZoo.from_programs("synthetic", gpu, progs, hidden={m: draw_hidden(m) for m in t.models})
+
+
+def default_gpu(truth: str, zoo: str | None = None) -> str:
+    """The simulated GPU preset used when none is named, for ``simulate`` and ``reproduce`` alike.
+
+    The V100 Orion's operator tables (and the real measurements) come from, for the phase-structured
+    truth or the orion family; the fluid truth's synthetic zoo keeps its L4.
+
+    >>> default_gpu("phases"), default_gpu("fluid"), default_gpu("fluid", "orion")
+    ('v100', 'l4', 'v100')
+    """
+    return SIM_PHASED_DEFAULT_GPU if truth == "phases" or zoo == "orion" else SIM_DEFAULT_GPU
 
 
 def phase_zoo(gpu: str, zoo: str | None = None, *, max_phases: int = SIM_MAX_PHASES) -> PhaseZoo:

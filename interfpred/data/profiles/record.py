@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from interfpred.constants import DEFAULT_SHARE, MAX_BATCH_SIZE
+from interfpred.errors import InterfpredError
 
 __all__ = ["Profile"]
 
@@ -16,7 +19,8 @@ class Profile(BaseModel):
     each may be None when that counter was not measured (never zero in its place).
     ``solo_ms`` is the latency of the batch running alone, in milliseconds; ``share`` the MPS
     active thread percentage it ran under, in (0, 100] (100: not partitioned).  ``extra`` keeps
-    any additional columns of a profile CSV as strings.
+    any additional columns of a profile CSV as strings.  A field out of range raises
+    :class:`~interfpred.errors.InterfpredError` naming each bad field, its value and the rule.
 
     Examples
     --------
@@ -25,8 +29,7 @@ class Profile(BaseModel):
     >>> Profile(gpu="l4", model="vgg19", batch_size=8, solo_ms=12.5, sm=70, l2=0.3, dram=0.45)
     Traceback (most recent call last):
     ...
-    pydantic_core._pydantic_core.ValidationError: 1 validation error for Profile
-    ...
+    interfpred.errors.InterfpredError: invalid profile: sm 70: Input should be less than or equal to 1
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -40,6 +43,14 @@ class Profile(BaseModel):
     dram: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
     share: float = Field(default=DEFAULT_SHARE, gt=0.0, le=100.0, allow_inf_nan=False)
     extra: dict[str, str] = Field(default_factory=dict)
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            parts = [f"{'.'.join(map(str, e['loc'])) or 'profile'} {e.get('input')!r}: {e['msg']}"
+                     for e in exc.errors()]
+            raise InterfpredError("invalid profile: " + "; ".join(parts)) from None
 
     @field_validator("gpu", "model")
     @classmethod

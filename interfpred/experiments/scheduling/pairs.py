@@ -76,8 +76,8 @@ def fit_pair_models(profiles: ProfileTable, spec: GpuSpec, *, seed: int = 0,
     ((5,), True)
     """
     res = simulate_pairs(profiles, spec, seed=seed, batches=batches, hidden=hidden)
-    static, tw = transform_many([Static(feature_map="gpulets", combine="max", target="slowdown"),
-                                 TimeWeighted(feature_map="rich", target="rate")], res.trace, profiles)
+    static, tw = transform_many(res.trace, profiles, [Static(feature_map="gpulets", combine="max", target="slowdown"),
+                                                         TimeWeighted(feature_map="rich", target="rate")])
     g = GpuletsModel(clip=True)
     g.fit(static.X, static.y)
     r = RLS()

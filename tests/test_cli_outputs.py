@@ -1,0 +1,285 @@
+"""The CLI's shared conventions: --out is never replaced without --force, MAPE in percent, --json,
+evaluate --split --predictor, the member column, empty inputs named, progress lines, one default GPU."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import numpy as np
+import pytest
+
+from interfpred import constants
+from interfpred.cli import build_parser, main
+from interfpred.cli.common import Progress, refuse_existing, summary_row
+from interfpred.errors import InterfpredError
+from interfpred.evaluation.metrics import accuracy_summary
+
+
+def _pairs(tmp_path, self_pair=False):
+    """Measurement runs of three models (and, with ``self_pair``, ``a`` beside a copy of itself)."""
+    rows = ["run,gpu,model,batch_size,member,solo_ms,observed_ms"]
+    rng = np.random.default_rng(0)
+    effect = {("a", "b"): 1.6, ("b", "a"): 1.2, ("a", "c"): 1.1, ("c", "a"): 1.3, ("b", "c"): 1.4, ("c", "b"): 1.05,
+              ("a", "a"): 1.5}
+    pairs = [("a", "b"), ("a", "c"), ("b", "c")] + ([("a", "a")] if self_pair else [])
+    for r in range(24):
+        x, y = pairs[r % len(pairs)]
+        for k, (own, other) in enumerate(((x, y), (y, x))):
+            solo = {"a": 4.0, "b": 8.0, "c": 2.0}[own]
+            obs = solo * effect[(own, other)] * (1 + 0.01 * rng.standard_normal())
+            rows.append(f"r{r},v100,{own},8,{own}{k},{solo},{obs!r}")
+    p = tmp_path / "pairs.csv"
+    p.write_text("\n".join(rows) + "\n")
+    return p
+
+
+def _trace_inputs(tmp_path):
+    from interfpred.sim.workload import mix_scenario
+
+    sc = mix_scenario(["vgg19", "resnet50"], rho=0.8, executions=60, seed=0)
+    prof, tr = tmp_path / "profiles.csv", tmp_path / "trace.csv"
+    sc.profiles.to_csv(prof)
+    sc.traces["trace"].to_csv(tr)
+    return prof, tr
+
+
+def _err(capsys):
+    return capsys.readouterr().err.strip().splitlines()
+
+
+# ---------------------------------------------------------------------------- --force
+def test_refuse_existing_names_the_file_and_the_flag(tmp_path):
+    out = tmp_path / "m.json"
+    refuse_existing(str(out), False)           # absent: fine
+    out.write_text("x")
+    refuse_existing(str(out), True)            # --force: fine
+    with pytest.raises(InterfpredError, match=r"m\.json exists: pass --force to replace it"):
+        refuse_existing(str(out), False)
+
+
+def test_fit_and_predict_keep_an_existing_out_without_force(tmp_path, capsys):
+    pairs = _pairs(tmp_path)
+    model = tmp_path / "model.json"
+    model.write_text("a model that learned for hours")
+    assert main(["fit", "--measurements", str(pairs), "--out", str(model)]) == 2
+    assert _err(capsys) == [f"interfpred: error: {model} exists: pass --force to replace it"]
+    assert model.read_text() == "a model that learned for hours"
+    assert main(["fit", "--measurements", str(pairs), "--out", str(model), "--force"]) == 0
+    assert json.loads(model.read_text())["kind"] == "interfpred.model.interference"
+    capsys.readouterr()
+    pred = tmp_path / "pred.csv"
+    pred.write_text("keep")
+    assert main(["predict", "--model-file", str(model), "--measurements", str(pairs), "--out", str(pred)]) == 2
+    assert _err(capsys) == [f"interfpred: error: {pred} exists: pass --force to replace it"]
+    assert pred.read_text() == "keep"
+    assert main(["predict", "--model-file", str(model), "--measurements", str(pairs), "--out", str(pred),
+                 "--force"]) == 0
+    assert pred.read_text().startswith("run,member,")
+
+
+def test_ingest_measurements_and_ingest_trace_share_the_refusal():
+    import interfpred.cli.capture as capture
+
+    # One helper for every writer: capture's commands call the shared one, not a copy of their own.
+    assert capture.refuse_existing is refuse_existing
+    assert not hasattr(capture, "_refuse_existing")
+
+
+# ---------------------------------------------------------------------------- percent, --json
+def test_summary_row_gives_relative_errors_and_shares_in_percent():
+    s = accuracy_summary(np.array([1.1, 2.0, 3.0]), np.array([1.0, 2.0, 4.0]))
+    row = summary_row(s)
+    assert list(row)[:3] == ["n", "mse", "mape_%"]
+    assert row["mape_%"] == pytest.approx(100 * s.mape)
+    assert row["within_10_%"] == pytest.approx(100 * s.within_10)
+    assert row["p99_%"] == pytest.approx(100 * s.p99)
+    assert row["n"] == 3 and row["mse"] == s.mse
+
+
+def test_fit_and_evaluate_tables_and_json_give_mape_in_percent(tmp_path, capsys):
+    pairs = _pairs(tmp_path)
+    model = tmp_path / "model.json"
+    assert main(["fit", "--measurements", str(pairs), "--out", str(model)]) == 0
+    out = capsys.readouterr().out
+    assert "mape_%" in out and "\nmape " not in out
+    assert main(["fit", "--measurements", str(pairs), "--out", str(model), "--force", "--json"]) == 0
+    fit = json.loads(capsys.readouterr().out)        # stdout is one JSON object, nothing else
+    assert fit["command"] == "fit" and fit["out"] == str(model)
+    train = fit["training"]["measurements"]
+    assert set(train["baselines"]) == {"no_interference", "global_mean", "pair_mean"}
+    ev_lib = __import__("interfpred").load_model(model).evaluate(
+        measurements=__import__("interfpred").Measurements.read(pairs))
+    assert train["model"]["mape_%"] == pytest.approx(100 * ev_lib.summary.mape)
+    assert main(["evaluate", "--model-file", str(model), "--measurements", str(pairs), "--json"]) == 0
+    ev = json.loads(capsys.readouterr().out)
+    assert ev["rows"] == 48 and ev["data"] == "measurements" and ev["online"] is False
+    assert ev["model"]["mape_%"] == pytest.approx(100 * ev_lib.summary.mape)
+    assert ev["baselines"]["pair_mean"]["mape_%"] == pytest.approx(100 * ev_lib.baselines["pair_mean"].mape)
+
+
+def test_predict_json_is_the_summary_not_the_rows(tmp_path, capsys):
+    pairs = _pairs(tmp_path)
+    model, pred = tmp_path / "model.json", tmp_path / "pred.csv"
+    assert main(["fit", "--measurements", str(pairs), "--out", str(model)]) == 0
+    capsys.readouterr()
+    assert main(["predict", "--model-file", str(model), "--measurements", str(pairs), "--out", str(pred),
+                 "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got == {"command": "predict", "model_file": str(model), "out": str(pred), "rows": 48,
+                   "data": "measurements", "quantiles": []}
+    assert len(pred.read_text().splitlines()) == 49
+
+
+# ---------------------------------------------------------------------------- --split --predictor
+def test_evaluate_split_takes_a_predictor_and_prints_percent(tmp_path, capsys):
+    pairs = _pairs(tmp_path)
+    assert main(["evaluate", "--measurements", str(pairs), "--split", "pair", "--repeats", "2",
+                 "--predictor", "offline_linear", "--param", "ridge=0.1", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["split"] == "pair" and got["folds"] == 2
+    labels = [m["method"] for m in got["methods"]]
+    assert labels[0] == "model (offline_linear)" and len(labels) == 4
+    for m in got["methods"]:
+        assert len(m["mape_%"]) == 2 and m["min"] <= m["mean"] <= m["max"]
+    assert main(["evaluate", "--measurements", str(pairs), "--split", "pair", "--repeats", "2",
+                 "--predictor", "offline_linear"]) == 0
+    table = capsys.readouterr().out
+    assert "model (offline_linear)" in table and "mape_% mean ± std" in table
+    first = got["methods"][0]
+    assert f"{first['mean']:.2f} ± {first['std']:.2f}" in table
+
+
+def test_evaluate_refuses_predictor_without_split(tmp_path, capsys):
+    pairs = _pairs(tmp_path)
+    assert main(["evaluate", "--model-file", "m.json", "--measurements", str(pairs), "--predictor", "rls"]) == 2
+    assert "--predictor and --param apply to --split only" in _err(capsys)[0]
+
+
+# ---------------------------------------------------------------------------- member column
+def test_a_model_paired_with_itself_gives_two_told_apart_rows(tmp_path, capsys):
+    pairs = _pairs(tmp_path, self_pair=True)
+    model, pred = tmp_path / "model.json", tmp_path / "pred.csv"
+    assert main(["fit", "--measurements", str(pairs), "--out", str(model)]) == 0
+    assert main(["predict", "--model-file", str(model), "--measurements", str(pairs), "--out", str(pred)]) == 0
+    rows = list(csv.DictReader(io.StringIO(pred.read_text())))
+    self_runs = [r for r in rows if r["run"] == "r3"]
+    assert [r["model"] for r in self_runs] == ["a", "a"]
+    assert [r["member"] for r in self_runs] == ["a0", "a1"]
+
+
+def test_member_is_the_position_in_the_run_without_labels(tmp_path):
+    from interfpred import InterferenceModel, Measurements
+    from interfpred.model.tables import write_measurement_predictions
+
+    p = tmp_path / "m.csv"
+    p.write_text("run,gpu,model,batch_size,solo_ms,observed_ms\n"
+                 "1,g,a,1,2.0,3.0\n2,g,a,1,2.0,2.5\n1,g,b,1,1.0,1.5\n2,g,c,1,1.0,1.2\n1,g,c,1,1.0,1.4\n")
+    m = Measurements.read(p)
+    model = InterferenceModel().fit(measurements=m)
+    out = tmp_path / "pred.csv"
+    write_measurement_predictions(model, m, None, out)
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert [(r["run"], r["member"]) for r in rows] == [("1", "0"), ("2", "0"), ("1", "1"), ("2", "1"), ("1", "2")]
+
+
+# ---------------------------------------------------------------------------- empty inputs
+@pytest.mark.parametrize("which", ["trace", "measurements", "profiles"])
+@pytest.mark.parametrize("command", ["fit", "evaluate", "predict"])
+def test_an_empty_or_header_only_input_is_named(tmp_path, capsys, which, command):
+    prof, tr = _trace_inputs(tmp_path)
+    headers = {"trace": "id,device,model,batch_size,start_ms,end_ms\n",
+               "measurements": "run,gpu,model,batch_size,solo_ms,observed_ms\n",
+               "profiles": "gpu,model,batch_size,solo_ms,sm,l2,dram\n"}
+    for content in ("", headers[which]):
+        bad = tmp_path / f"bad_{which}.csv"
+        bad.write_text(content)
+        data = (["--measurements", str(bad)] if which == "measurements" else
+                ["--profiles", str(bad if which == "profiles" else prof),
+                 "--trace", str(bad if which == "trace" else tr)])
+        extra = {"fit": ["--out", str(tmp_path / "m.json")],
+                 "evaluate": ["--model-file", str(tmp_path / "model.json")],
+                 "predict": ["--model-file", str(tmp_path / "model.json"), "--out", str(tmp_path / "p.csv")]}
+        if command != "fit" and not (tmp_path / "model.json").exists():
+            assert main(["fit", "--profiles", str(prof), "--trace", str(tr), "--out",
+                         str(tmp_path / "model.json")]) == 0
+            capsys.readouterr()
+        assert main([command, *data, *extra[command]]) == 2
+        err = _err(capsys)
+        assert len(err) == 1 and err[0].startswith(f"interfpred: error: {bad}: "), err
+
+
+# ---------------------------------------------------------------------------- progress
+def test_progress_is_quiet_before_the_threshold_then_once_per_interval():
+    ticks = iter([0.0, 0.5, 1.9, 2.0, 2.4, 3.1, 3.2, 9.0])
+    out = io.StringIO()
+    p = Progress("evaluate", after_s=2.0, every_s=1.0, stream=out, clock=lambda: next(ticks))
+    for i in range(7):
+        p(f"step {i}")
+    assert out.getvalue().splitlines() == ["evaluate: step 2 (2.0 s)", "evaluate: step 4 (3.1 s)",
+                                           "evaluate: step 6 (9.0 s)"]
+
+
+def test_progress_defaults_come_from_constants(monkeypatch):
+    monkeypatch.setattr(constants, "PROGRESS_AFTER_S", 7.5)
+    monkeypatch.setattr(constants, "PROGRESS_EVERY_S", 0.25)
+    p = Progress("fit")
+    assert (p.after_s, p.every_s) == (7.5, 0.25)
+
+
+@pytest.mark.parametrize("command", ["fit", "evaluate", "predict"])
+def test_long_commands_print_progress_on_stderr(tmp_path, capsys, monkeypatch, command):
+    prof, tr = _trace_inputs(tmp_path)
+    model = tmp_path / "model.json"
+    assert main(["fit", "--profiles", str(prof), "--trace", str(tr), "--out", str(model)]) == 0
+    assert not [line for line in _err(capsys) if line.startswith("fit: ")]    # quick: quiet
+    monkeypatch.setattr(constants, "PROGRESS_AFTER_S", 0.0)
+    monkeypatch.setattr(constants, "PROGRESS_EVERY_S", 0.0)
+    argv = {"fit": ["--out", str(model), "--force"], "evaluate": ["--model-file", str(model), "--online"],
+            "predict": ["--model-file", str(model), "--out", str(tmp_path / "p.csv")]}[command]
+    assert main([command, "--profiles", str(prof), "--trace", str(tr), *argv]) == 0
+    lines = [line for line in _err(capsys) if line.startswith(f"{command}: ")]
+    assert lines and all(line.endswith(" s)") for line in lines)
+    if command == "evaluate":    # the model, then each of the three baselines
+        assert any("0/4 predictors on 60 rows" in line for line in lines)
+        assert any("3/4 predictors" in line for line in lines)
+    if command == "fit":
+        assert any("features of 60 rows computed" in line for line in lines)
+
+
+# ---------------------------------------------------------------------------- one default GPU
+def test_simulate_and_reproduce_default_to_the_same_gpu():
+    from interfpred.sim.orion import default_gpu
+
+    parser = build_parser()
+    sim = parser.parse_args(["simulate", "--out", "x"])
+    rep = parser.parse_args(["reproduce"])
+    assert sim.gpu is None and rep.gpu is None       # both resolved by default_gpu
+    assert default_gpu(sim.truth, sim.zoo) == default_gpu(rep.truth, rep.zoo) == "v100"
+    assert default_gpu("fluid") == "l4"
+
+
+def test_simulate_without_gpu_writes_a_v100_scenario(tmp_path, capsys):
+    out = tmp_path / "sim"
+    assert main(["simulate", "--scenario", "mix", "--models", "resnet50", "--rho", "0.5", "--executions", "40",
+                 "--out", str(out)]) == 0
+    manifest = json.loads((out / "scenario.json").read_text())
+    assert manifest["gpu"]["name"] == "v100"
+    assert "gpu v100" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------- Profile errors
+def test_profile_out_of_range_is_an_interfpred_error():
+    from interfpred import Profile
+
+    with pytest.raises(InterfpredError, match=r"invalid profile: sm 70: .*less than or equal to 1"):
+        Profile(gpu="l4", model="m", batch_size=1, solo_ms=1.0, sm=70)
+
+
+def test_json_and_force_are_declared_where_documented():
+    parser = build_parser()
+    for argv, force in ((["fit", "--out", "m", "--json", "--force"], True), (["evaluate", "--json"], None),
+                        (["predict", "--out", "p", "--json", "--force"], True)):
+        ns = parser.parse_args(argv)
+        assert ns.json is True and getattr(ns, "force", None) is force
