@@ -2,13 +2,14 @@
 
 :func:`select_configuration` scores every candidate the data support (predictor, feature map,
 MPS share features, target; whatever the caller fixed stays fixed) on the training rows alone,
-two ways, and keeps the one with the lowest mean of the two MAPEs of latency:
+three ways, and keeps the one with the lowest mean of the three MAPEs of latency:
 
 - *warm*: ``SELECTION_FOLDS`` grouped folds (whole measurement runs, or blocks of
   ``SELECTION_TRACE_BLOCK`` consecutive trace rows); each is predicted prequentially (every run
   predicted with what the runs before it taught, then learned) by a clone fitted on the others;
 - *cold*: up to ``SELECTION_COLD_MODELS`` models held out entirely (as the batch measured and as a
-  co-runner), their rows predicted frozen by a clone fitted on the rest (a model never seen).
+  co-runner), their rows predicted by a clone fitted on the rest (a model never seen), once
+  prequentially (as a learner updated online meets it) and once frozen (as ``predict`` serves it).
 
 The three baselines (no interference, global mean, per-pair mean) are scored on the same folds
 and target, so :attr:`Selection.beaten_by` says which of them the choice fails to beat.
@@ -93,7 +94,8 @@ class Selection:
     chosen
         The candidate with the lowest validation score.
     scores
-        Candidate label -> (warm MAPE, cold MAPE or nan, score), fractions.
+        Candidate label -> (warm MAPE, cold prequential MAPE, cold frozen MAPE, score), fractions; nan
+        where a kind of fold could not be made.
     baselines
         Baseline label -> the same triple, on the chosen target.
     warm_folds, cold_folds
@@ -101,8 +103,8 @@ class Selection:
     """
 
     chosen: Candidate
-    scores: dict[str, tuple[float, float, float]]
-    baselines: dict[str, tuple[float, float, float]]
+    scores: dict[str, tuple[float, ...]]
+    baselines: dict[str, tuple[float, ...]]
     warm_folds: int
     cold_folds: int
     fixed: dict[str, Any] = field(default_factory=dict)
@@ -110,27 +112,25 @@ class Selection:
     @property
     def beaten_by(self) -> list[str]:
         """Baselines whose validation score is lower than the chosen configuration's."""
-        mine = self.scores[self.chosen.label][2]
-        return [k for k, v in self.baselines.items() if v[2] < mine]
+        mine = self.scores[self.chosen.label][-1]
+        return [k for k, v in self.baselines.items() if v[-1] < mine]
 
     def report(self) -> list[str]:
         """Lines for the terminal: what was chosen and why, the candidates and the baselines."""
         how = (f"{self.warm_folds} folds by run, prequential"
-               + (f"; {self.cold_folds} models held out, frozen" if self.cold_folds else ""))
+               + (f"; {self.cold_folds} models held out, prequential and frozen" if self.cold_folds else ""))
         lines = [f"chose {self.chosen.label}: lowest validation MAPE inside the training rows ({how}; "
-                 "score = mean of the two)"]
-        rows = sorted(self.scores.items(), key=lambda kv: kv[1][2])
+                 "score = their mean)"]
+        rows = sorted(self.scores.items(), key=lambda kv: kv[1][-1])
         width = max(len(k) for k in [*self.scores, *self.baselines])
 
         def fmt(v: float) -> str:
             return "   n/a" if np.isnan(v) else f"{100 * v:6.2f}"
 
-        lines.append(f"  {'configuration':<{width}}  warm %  cold %  score %")
-        for k, v in rows:
+        lines.append(f"  {'validation MAPE (%)':<{width}}    warm  cold online  cold frozen   score")
+        for k, v in [*rows, *((f"baseline: {b}", bv) for b, bv in self.baselines.items())]:
             mark = "  <- chosen" if k == self.chosen.label else ""
-            lines.append(f"  {k:<{width}}  {fmt(v[0])}  {fmt(v[1])}  {fmt(v[2])}{mark}")
-        for k, v in self.baselines.items():
-            lines.append(f"  {'baseline: ' + k:<{width}}  {fmt(v[0])}  {fmt(v[1])}  {fmt(v[2])}")
+            lines.append(f"  {k:<{width}}  {fmt(v[0])}       {fmt(v[1])}       {fmt(v[2])}  {fmt(v[3])}{mark}")
         return lines
 
     def warning(self) -> str | None:
@@ -138,9 +138,9 @@ class Selection:
         beaten = self.beaten_by
         if not beaten:
             return None
-        mine = self.scores[self.chosen.label][2]
+        mine = self.scores[self.chosen.label][-1]
         return (f"WARNING: the chosen model LOSES to {', '.join(beaten)} on validation "
-                f"({100 * mine:.2f} % against {', '.join(f'{100 * self.baselines[b][2]:.2f} %' for b in beaten)}): "
+                f"({100 * mine:.2f} % against {', '.join(f'{100 * self.baselines[b][-1]:.2f} %' for b in beaten)}): "
                 "a baseline predicts these data better")
 
 
@@ -222,10 +222,11 @@ def _folds(fm_model: FeatureMatrix, groups: np.ndarray, seed: int) -> tuple[list
 
 
 def _score(fm: FeatureMatrix, ex: Any, groups: np.ndarray, p: BasePredictor, warm: list[Fold],
-           cold: list[Fold]) -> tuple[float, float, float]:
+           cold: list[Fold]) -> tuple[float, float, float, float]:
     w = float(np.mean([held_out_mape(fm, ex, groups, p, f, online=True) for f in warm])) if warm else np.nan
-    c = float(np.mean([held_out_mape(fm, ex, groups, p, f, online=False) for f in cold])) if cold else np.nan
-    return w, c, float(np.nanmean([w, c]))
+    co = float(np.mean([held_out_mape(fm, ex, groups, p, f, online=True) for f in cold])) if cold else np.nan
+    cf = float(np.mean([held_out_mape(fm, ex, groups, p, f, online=False) for f in cold])) if cold else np.nan
+    return w, co, cf, float(np.nanmean([w, co, cf]))
 
 
 def select_configuration(trace: Trace | None, profiles: ProfileTable | None, measurements: Measurements | None, *,
@@ -249,7 +250,7 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
     cands = candidates(trace, profiles, measurements, fixed=fixed, predictors=kinds, targets=targets)
     n_trace = 0 if trace is None else len(trace)
     groups = row_groups(n_trace, measurements)
-    scores: dict[str, tuple[float, float, float]] = {}
+    scores: dict[str, tuple[float, ...]] = {}
     folds: tuple[list[Fold], list[Fold]] | None = None
     feats: dict[tuple[str, str], tuple[FeatureMatrix, Any]] = {}
     for c in cands:
@@ -267,7 +268,7 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
                                                model.extractor))
         scores[c.label] = _score(fm, model.extractor, groups, _frozen_priors(proto, fm), *folds)
     assert folds is not None
-    chosen = min(cands, key=lambda c: (scores[c.label][2], cands.index(c)))
+    chosen = min(cands, key=lambda c: (scores[c.label][-1], cands.index(c)))
     fm_b, ex_b = feats[(chosen.target, "model")]
     baselines = {BASELINE_LABELS[k].removeprefix("baseline: "): _score(fm_b, ex_b, groups, make_predictor(k), *folds)
                  for k in BASELINE_KINDS}
