@@ -75,7 +75,7 @@ def row_groups(n_trace_rows: int, measurements: Measurements | None, *,
     >>> row_groups(5, None, block=2).tolist()
     [0, 0, 1, 1, 2]
     """
-    parts = [np.arange(n_trace_rows, dtype=np.int64) // block]
+    parts = [np.arange(n_trace_rows, dtype=np.int64) // max(1, block)]
     if measurements is not None:
         offset = int(parts[0][-1]) + 1 if n_trace_rows else 0
         parts.append(np.asarray(measurements.run_code, dtype=np.int64) + offset)

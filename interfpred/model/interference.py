@@ -319,9 +319,13 @@ class InterferenceModel:
         out = {}
         for q in quantiles:
             q = check_quantile(q)
-            ends = [np.asarray(self.extractor.latency_from_target(
-                        self.frozen_bounds.bound(mean, target_level(lv, self.extractor.target), cold), fm.solo_ms),
-                        dtype=np.float64).reshape(-1) for lv in (q, 1.0 - q)]
+            ends = []
+            for lv in (target_level(q, self.extractor.target), target_level(1.0 - q, self.extractor.target)):
+                try:
+                    b = self.frozen_bounds.bound(mean, lv, cold)
+                except InterfpredError as exc:
+                    raise InterfpredError(f"latency quantile {q:g} needs target quantile {lv:g}: {exc}") from None
+                ends.append(np.asarray(self.extractor.latency_from_target(b, fm.solo_ms), dtype=np.float64).reshape(-1))
             out[q] = (np.minimum(*ends), np.maximum(*ends))
         return out
 

@@ -39,11 +39,13 @@ import numpy as np
 from interfpred.constants import (
     BASELINE_KINDS,
     MODEL_DEFAULT_EXTRACTOR,
+    MODEL_DEFAULT_PREDICTOR,
     SELECTION_COLD_MODELS,
     SELECTION_FOLDS,
     SELECTION_PREDICTORS,
     SELECTION_SEED,
     SELECTION_TARGETS,
+    SELECTION_TRACE_BLOCK,
 )
 from interfpred.data.counters import supported_maps
 from interfpred.data.measurements import Measurements
@@ -117,6 +119,9 @@ class Selection:
 
     def report(self) -> list[str]:
         """Lines for the terminal: what was chosen and why, the candidates and the baselines."""
+        if not self.warm_folds and not self.cold_folds:
+            return [f"chose {self.chosen.label}: too few runs (or trace blocks) to validate on, so the "
+                    "default among the candidates, unvalidated"]
         how = (f"{self.warm_folds} folds by run, prequential"
                + (f"; {self.cold_folds} models held out, prequential and frozen" if self.cold_folds else ""))
         lines = [f"chose {self.chosen.label}: lowest validation MAPE inside the training rows ({how}; "
@@ -215,9 +220,6 @@ def _folds(fm_model: FeatureMatrix, groups: np.ndarray, seed: int) -> tuple[list
             test = involves[:, j]
             if test.any() and (~test).sum() >= 2:
                 cold.append(Fold(ent.names[j], ~test, np.flatnonzero(test)))
-    if not warm and not cold:
-        raise InterfpredError("choosing a configuration needs at least two runs (or trace blocks) to validate on; "
-                              "name the configuration (--predictor, --feature-map, --target)")
     return warm, cold
 
 
@@ -249,7 +251,9 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
     kinds = [predictor.kind] if predictor is not None else list(predictors)
     cands = candidates(trace, profiles, measurements, fixed=fixed, predictors=kinds, targets=targets)
     n_trace = 0 if trace is None else len(trace)
-    groups = row_groups(n_trace, measurements)
+    # trace blocks small enough that a short trace still makes a few per fold
+    groups = row_groups(n_trace, measurements,
+                        block=min(SELECTION_TRACE_BLOCK, n_trace // (4 * SELECTION_FOLDS)))
     scores: dict[str, tuple[float, ...]] = {}
     folds: tuple[list[Fold], list[Fold]] | None = None
     feats: dict[tuple[str, str], tuple[FeatureMatrix, Any]] = {}
@@ -268,6 +272,12 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
                                                model.extractor))
         scores[c.label] = _score(fm, model.extractor, groups, _frozen_priors(proto, fm), *folds)
     assert folds is not None
+    if not folds[0] and not folds[1]:     # nothing to validate on: the defaults, said so in the report
+        nan = (np.nan,) * 4
+        d = dict(MODEL_DEFAULT_EXTRACTOR)
+        pick = min(cands, key=lambda c: (c.predictor != MODEL_DEFAULT_PREDICTOR, c.feature_map != d["feature_map"],
+                                         c.target != d["target"], cands.index(c)))
+        return Selection(pick, {c.label: nan for c in cands}, {}, 0, 0, dict(fixed))
     chosen = min(cands, key=lambda c: (scores[c.label][-1], cands.index(c)))
     fm_b, ex_b = feats[(chosen.target, "model")]
     baselines = {BASELINE_LABELS[k].removeprefix("baseline: "): _score(fm_b, ex_b, groups, make_predictor(k), *folds)
