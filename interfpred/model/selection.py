@@ -280,7 +280,7 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
         return Selection(pick, {c.label: nan for c in cands}, {}, 0, 0, dict(fixed))
     chosen = min(cands, key=lambda c: (scores[c.label][-1], cands.index(c)))
     fm_b, ex_b = feats[(chosen.target, "model")]
-    baselines = {BASELINE_LABELS[k].removeprefix("baseline: "): _score(fm_b, ex_b, groups, make_predictor(k), *folds)
+    baselines: dict[str, tuple[float, ...]] = {BASELINE_LABELS[k].removeprefix("baseline: "): _score(fm_b, ex_b, groups, make_predictor(k), *folds)
                  for k in BASELINE_KINDS}
     return Selection(chosen, scores, baselines, len(folds[0]), len(folds[1]), dict(fixed))
 
