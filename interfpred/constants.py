@@ -140,6 +140,8 @@ MODEL_DEFAULT_PREDICTOR = "rls"
 #: entirely (cold start, scored frozen), rows per trace block, and the seed of the folds.
 SELECTION_PREDICTORS = ("entity_rls", "rls")
 SELECTION_TARGETS = ("slowdown", "rate")
+#: The predictor the extractor is searched with before the other predictors are scored on its best.
+SELECTION_PROXY = "rls"
 SELECTION_FOLDS = 3
 SELECTION_COLD_MODELS = 3
 SELECTION_TRACE_BLOCK = 64

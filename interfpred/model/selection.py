@@ -15,7 +15,9 @@ The three baselines (no interference, global mean, per-pair mean) are scored on 
 and target, so :attr:`Selection.beaten_by` says which of them the choice fails to beat.
 :func:`fit_selected` fits the chosen configuration on every row. EntityRLS tunes its prior
 variances once on all the rows (its own validation) and keeps them fixed inside the folds, which
-keeps the search to a few seconds on a few hundred runs.
+keeps the search to a few seconds on a few hundred runs; with the predictor searched too, the
+extractor is searched first with RLS (``SELECTION_PROXY``, fast), and every other predictor is then
+scored on RLS's best extractor per target.
 
 Examples
 --------
@@ -43,6 +45,7 @@ from interfpred.constants import (
     SELECTION_COLD_MODELS,
     SELECTION_FOLDS,
     SELECTION_PREDICTORS,
+    SELECTION_PROXY,
     SELECTION_SEED,
     SELECTION_TARGETS,
     SELECTION_TRACE_BLOCK,
@@ -257,7 +260,8 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
     scores: dict[str, tuple[float, ...]] = {}
     folds: tuple[list[Fold], list[Fold]] | None = None
     feats: dict[tuple[str, str], tuple[FeatureMatrix, Any]] = {}
-    for c in cands:
+    def run(c: Candidate) -> None:
+        nonlocal folds
         proto = predictor if predictor is not None else make_predictor(c.predictor)
         model = InterferenceModel(c.extractor_spec(fixed), proto)
         fm = model.features(trace, profiles, measurements=measurements)
@@ -271,7 +275,24 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
                                                              fm.latency_ms, model_entities(fm, proto)),
                                                model.extractor))
         scores[c.label] = _score(fm, model.extractor, groups, _frozen_priors(proto, fm), *folds)
+
+    # Two stages when the predictor is searched too: the extractor (map, shares, target) with the
+    # fast proxy, then every other predictor on the proxy's best extractor per target.
+    staged = predictor is None and SELECTION_PROXY in kinds and len(kinds) > 1
+    first = [c for c in cands if c.predictor == SELECTION_PROXY] if staged else cands
+    for c in first:
+        run(c)
     assert folds is not None
+    scored = list(first)
+    if staged and (folds[0] or folds[1]):
+        best: dict[str, tuple[str, bool]] = {}
+        for c in sorted(first, key=lambda c: scores[c.label][-1]):
+            best.setdefault(c.target, (c.feature_map, c.shares))
+        second = [c for c in cands if c.predictor != SELECTION_PROXY and best.get(c.target) == (c.feature_map, c.shares)]
+        for c in second:
+            run(c)
+        scored += second
+    cands = [c for c in cands if c in scored]
     if not folds[0] and not folds[1]:     # nothing to validate on: the defaults, said so in the report
         nan = (np.nan,) * 4
         d = dict(MODEL_DEFAULT_EXTRACTOR)
