@@ -146,6 +146,8 @@ SELECTION_FOLDS = 3
 SELECTION_COLD_MODELS = 3
 SELECTION_TRACE_BLOCK = 64
 SELECTION_SEED = 0
+#: Rows the selection validates on at most (whole runs or trace blocks, seeded); the fit uses every row.
+SELECTION_MAX_ROWS = 3000
 #: Grouped folds of the cross-fitting behind frozen latency bounds (interfpred.model.crossfit).
 CROSS_FIT_FOLDS = 5
 #: How far (coverage points) E4's frozen cross-fitted bounds may sit from nominal.

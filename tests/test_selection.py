@@ -160,3 +160,21 @@ def test_bounds_cover_on_gavel_split_by_run_in_both_modes(gavel, online):
     for q, v in hits.items():
         cov = sum(a for a, _ in v) / sum(n for _, n in v)
         assert abs(cov - q) <= 0.03, (q, online, cov)
+
+
+def test_selection_on_a_trace_validates_on_a_bounded_sample_of_blocks(monkeypatch):
+    from interfpred.model import selection
+    from interfpred.sim.workload import mix_scenario
+
+    sc = mix_scenario(["resnet50", "vgg19", "roberta_base"], rho=0.9, executions=900, seed=1)
+    trace = sc.traces["trace"]
+    full = selection.select_configuration(trace, sc.profiles, None, predictors=("rls",), targets=("slowdown",),
+                                          fixed={"feature_map": "rich"})
+    monkeypatch.setattr(selection, "SELECTION_MAX_ROWS", 300)
+    small = selection.select_configuration(trace, sc.profiles, None, predictors=("rls",), targets=("slowdown",),
+                                           fixed={"feature_map": "rich"})
+    assert full.chosen == small.chosen == selection.Candidate("rls", "rich", False, "slowdown")
+    assert full.scores != small.scores                  # fewer rows validated, another estimate
+    assert full.warm_folds == small.warm_folds == 3 and small.cold_folds == 3
+    # the rich map's features beat every baseline on the simulator
+    assert full.beaten_by == [] and small.beaten_by == []

@@ -43,7 +43,7 @@ from interfpred.experiments.real import new_model_streams
 from interfpred.experiments.report import ReproduceContext, Section
 from interfpred.features import FeatureMatrix, TimeWeighted
 from interfpred.features.measurement_features import measurement_features
-from interfpred.model.crossfit import cross_fit_bounds, model_entities
+from interfpred.model.crossfit import cross_fit_bounds, model_entities, take_rows
 from interfpred.predictors import Calibrated, make_predictor, registered
 
 __all__ = ["run_e4_coverage"]
@@ -75,16 +75,10 @@ def _fold_bounds(fm: Any, codes: np.ndarray, models: np.ndarray, kind: str, wrap
     return rows, bounds, base
 
 
-def _take(fm: FeatureMatrix, rows: np.ndarray) -> FeatureMatrix:
-    ent = fm.entities
-    return FeatureMatrix(fm.X[rows], fm.names, fm.y[rows], fm.target, fm.solo_ms[rows], fm.latency_ms[rows],
-                         None if ent is None else ent.take(rows))
-
-
 def _frozen_bounds(fm: FeatureMatrix, codes: np.ndarray, kind: str, train: np.ndarray, test: np.ndarray,
                    quantiles: Sequence[float]) -> dict[float, tuple[np.ndarray, np.ndarray]]:
     """Frozen bounds of the test rows: thresholds cross-fitted on the training runs, as ``fit`` makes them."""
-    tr, te = _take(fm, train), _take(fm, test)
+    tr, te = take_rows(fm, train), take_rows(fm, test)
     p = make_predictor(kind)
     levels = sorted({float(q) for q in quantiles} | {1.0 - float(q) for q in quantiles})
     fb = cross_fit_bounds(p, tr, codes[train], levels)

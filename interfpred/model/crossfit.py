@@ -44,7 +44,15 @@ from interfpred.features import FeatureMatrix
 from interfpred.features.entity_features import parent_entities
 from interfpred.predictors import BasePredictor
 
-__all__ = ["FrozenBounds", "cross_fit_bounds", "grouped_fold_ids", "involvement", "model_entities", "row_groups"]
+__all__ = ["FrozenBounds", "cross_fit_bounds", "grouped_fold_ids", "involvement", "model_entities", "row_groups",
+           "take_rows"]
+
+
+def take_rows(fm: FeatureMatrix, rows: np.ndarray) -> FeatureMatrix:
+    """The feature rows ``rows`` (indices, in that order) of ``fm``, entities included."""
+    ent = fm.entities
+    return FeatureMatrix(fm.X[rows], fm.names, fm.y[rows], fm.target, fm.solo_ms[rows], fm.latency_ms[rows],
+                         None if ent is None else ent.take(rows))
 
 
 def model_entities(fm: FeatureMatrix, predictor: BasePredictor) -> Entities | None:

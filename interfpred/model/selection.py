@@ -44,6 +44,7 @@ from interfpred.constants import (
     MODEL_DEFAULT_PREDICTOR,
     SELECTION_COLD_MODELS,
     SELECTION_FOLDS,
+    SELECTION_MAX_ROWS,
     SELECTION_PREDICTORS,
     SELECTION_PROXY,
     SELECTION_SEED,
@@ -57,7 +58,7 @@ from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
 from interfpred.evaluation import BASELINE_LABELS, Fold, held_out_mape
 from interfpred.features import FeatureMatrix, make_extractor
-from interfpred.model.crossfit import grouped_fold_ids, involvement, model_entities, row_groups
+from interfpred.model.crossfit import grouped_fold_ids, involvement, model_entities, row_groups, take_rows
 from interfpred.model.interference import InterferenceModel
 from interfpred.predictors import BasePredictor, make_predictor
 
@@ -257,6 +258,15 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
     # trace blocks small enough that a short trace still makes a few per fold
     groups = row_groups(n_trace, measurements,
                         block=min(SELECTION_TRACE_BLOCK, n_trace // (4 * SELECTION_FOLDS)))
+    # at most SELECTION_MAX_ROWS rows validate (whole groups, seeded); features still see every row
+    n_rows = len(groups)
+    keep = np.arange(n_rows)
+    if len(groups) > SELECTION_MAX_ROWS:
+        uniq, counts = np.unique(groups, return_counts=True)
+        order = np.random.default_rng(seed).permutation(len(uniq))
+        chosen_groups = uniq[order[:max(2, int(np.searchsorted(np.cumsum(counts[order]), SELECTION_MAX_ROWS)))]]
+        keep = np.flatnonzero(np.isin(groups, chosen_groups))
+    groups = groups[keep]
     scores: dict[str, tuple[float, ...]] = {}
     folds: tuple[list[Fold], list[Fold]] | None = None
     feats: dict[tuple[str, str], tuple[FeatureMatrix, Any]] = {}
@@ -265,8 +275,10 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
         proto = predictor if predictor is not None else make_predictor(c.predictor)
         model = InterferenceModel(c.extractor_spec(fixed), proto)
         fm = model.features(trace, profiles, measurements=measurements)
-        if len(fm) != len(groups):
-            raise InterfpredError(f"{len(fm)} feature rows for {len(groups)} rows of data")
+        if len(fm) != n_rows:
+            raise InterfpredError(f"{len(fm)} feature rows for {n_rows} rows of data")
+        if len(keep) < n_rows:
+            fm = take_rows(fm, keep)
         if folds is None:
             fm_model = FeatureMatrix(fm.X, fm.names, fm.y, fm.target, fm.solo_ms, fm.latency_ms,
                                      model_entities(fm, proto))
