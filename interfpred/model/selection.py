@@ -254,6 +254,12 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
     fixed = {k: v for k, v in (fixed or {}).items() if v is not None}
     kinds = [predictor.kind] if predictor is not None else list(predictors)
     cands = candidates(trace, profiles, measurements, fixed=fixed, predictors=kinds, targets=targets)
+    # a predictor of fixed width (gpulets) takes only the maps of that width
+    widths = {k: (predictor if predictor is not None else make_predictor(k)).tags.fixed_width for k in kinds}
+    cands = [c for c in cands if widths[c.predictor] in (None, make_extractor(c.extractor_spec(fixed)).n_features)]
+    if not cands:
+        raise InterfpredError(f"no feature map these data support fits predictor {kinds[0]!r} "
+                              f"(it takes {widths[kinds[0]]} features); name --feature-map")
     n_trace = 0 if trace is None else len(trace)
     # trace blocks small enough that a short trace still makes a few per fold
     groups = row_groups(n_trace, measurements,
@@ -272,7 +278,7 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
     feats: dict[tuple[str, str], tuple[FeatureMatrix, Any]] = {}
     def run(c: Candidate) -> None:
         nonlocal folds
-        proto = predictor if predictor is not None else make_predictor(c.predictor)
+        proto = predictor if predictor is not None and c.predictor == predictor.kind else make_predictor(c.predictor)
         model = InterferenceModel(c.extractor_spec(fixed), proto)
         fm = model.features(trace, profiles, measurements=measurements)
         if len(fm) != n_rows:
@@ -288,10 +294,14 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
                                                model.extractor))
         scores[c.label] = _score(fm, model.extractor, groups, _frozen_priors(proto, fm), *folds)
 
-    # Two stages when the predictor is searched too: the extractor (map, shares, target) with the
-    # fast proxy, then every other predictor on the proxy's best extractor per target.
-    staged = predictor is None and SELECTION_PROXY in kinds and len(kinds) > 1
-    first = [c for c in cands if c.predictor == SELECTION_PROXY] if staged else cands
+    # Two stages when several extractors are open for a predictor other than the proxy: the extractor
+    # (map, shares, target) searched with the fast proxy, then the other predictors on the proxy's
+    # best extractor per target (the proxy's rows are reported; a named predictor is still the choice).
+    others = [c for c in cands if c.predictor != SELECTION_PROXY]
+    staged = bool(others) and all(widths[c.predictor] is None for c in others) and (
+        len(others) > len({c.target for c in others}) or SELECTION_PROXY in kinds)
+    first = ([Candidate(SELECTION_PROXY, c.feature_map, c.shares, c.target) for c in cands
+              if c.predictor == others[0].predictor] if staged else cands)
     for c in first:
         run(c)
     assert folds is not None
@@ -304,7 +314,7 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
         for c in second:
             run(c)
         scored += second
-    cands = [c for c in cands if c in scored]
+    cands = [c for c in cands if c in scored] or cands
     if not folds[0] and not folds[1]:     # nothing to validate on: the defaults, said so in the report
         nan = (np.nan,) * 4
         d = dict(MODEL_DEFAULT_EXTRACTOR)
