@@ -154,6 +154,23 @@ MODEL_FILE_KIND = "interfpred.model.interference"
 MODEL_DEFAULT_EXTRACTOR = (("aggregation", "time_weighted"), ("feature_map", "rich"), ("combine", "sum"),
                            ("target", "rate"))
 MODEL_DEFAULT_PREDICTOR = "rls"
+#: What ``InterferenceModel.fit`` chooses among when no configuration is named (interfpred.model.selection):
+#: predictors, targets, grouped folds by run (or block of a trace) scored prequentially, models held out
+#: entirely (cold start, scored frozen), rows per trace block, and the seed of the folds.
+SELECTION_PREDICTORS = ("entity_rls", "rls")
+SELECTION_TARGETS = ("slowdown", "rate")
+#: The predictor the extractor is searched with before the other predictors are scored on its best.
+SELECTION_PROXY = "rls"
+SELECTION_FOLDS = 3
+SELECTION_COLD_MODELS = 3
+SELECTION_TRACE_BLOCK = 64
+SELECTION_SEED = 0
+#: Rows the selection validates on at most (whole runs or trace blocks, seeded); the fit uses every row.
+SELECTION_MAX_ROWS = 3000
+#: Grouped folds of the cross-fitting behind frozen latency bounds (interfpred.model.crossfit).
+CROSS_FIT_FOLDS = 5
+#: How far (coverage points) E4's frozen cross-fitted bounds may sit from nominal.
+FROZEN_COVERAGE_SLACK = 0.03
 #: Executions per simulated set of the full reproduction and of ``--quick``.
 REPRODUCE_EXECUTIONS = 50_000
 REPRODUCE_QUICK_EXECUTIONS = 5_000

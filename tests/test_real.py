@@ -62,7 +62,8 @@ def test_e4_lists_every_registered_predictor_and_names_the_winners(monkeypatch, 
     cols = section.data["columns"]
     assert list(cols) == ["rate", "slowdown"]
     for target, by_col in cols.items():
-        assert list(by_col) == ["split by run", "leave one model out", "stream, new model halfway"]
+        assert list(by_col) == ["split by run", "leave one model out", "leave one model out, frozen",
+                                "stream, new model halfway"]
         for col, scores in by_col.items():
             kinds = set(scores)
             assert {k for k in registered() if not k.endswith(("_mean", "interference"))} <= kinds
@@ -71,5 +72,12 @@ def test_e4_lists_every_registered_predictor_and_names_the_winners(monkeypatch, 
             folds = 3 if col == "split by run" else 7     # seeded repeats, or one per model
             assert len(scores["rls"]) == folds and len(scores["baseline: pair mean"]) == folds
             assert all(np.isfinite(scores["rls"]))
-        assert len(section.data["winners"][target]) == 3
+            assert len(scores[real.DEFAULT_FIT_LABEL]) == folds
+            assert all(np.isfinite(scores[real.DEFAULT_FIT_LABEL]))
+        assert len(section.data["winners"][target]) == 4
     assert "wins" in section.terminal and "| baseline: pair mean |" in section.markdown
+    assert f"| {real.DEFAULT_FIT_LABEL} |" in section.markdown
+    # the default fit, chosen inside every fold's training runs, beats the pair mean wherever it learns online
+    for col in ("split by run", "leave one model out", "stream, new model halfway"):
+        by_col = cols["rate"][col]
+        assert np.mean(by_col[real.DEFAULT_FIT_LABEL]) < np.mean(by_col["baseline: pair mean"]), col

@@ -69,6 +69,19 @@ class ExtractorSpec(BaseModel):
     shares: StrictBool = Field(default=False, description="the MPS share features appended to the map")
 
 
+class FrozenBoundsFile(BaseModel):
+    """Thresholds of a model's frozen latency bounds (cross-fitted residual scores), one per level."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    levels: list[StrictFloat] = Field(min_length=1)
+    thresholds: list[StrictFloat] = Field(min_length=1)
+    folds: StrictInt = Field(ge=2)
+    n_scores: StrictInt = Field(ge=1)
+    cold_thresholds: list[StrictFloat] = Field(default_factory=list)
+    seen: list[StrictStr] = Field(default_factory=list)
+
+
 class ModelFile(BaseModel):
     """A saved interference model: the extractor's spec and the predictor's state in one file."""
 
@@ -82,6 +95,8 @@ class ModelFile(BaseModel):
     predictor: PredictorFile
     #: The baselines (no interference, global mean, per-pair mean) fitted on the model's rows.
     baselines: dict[StrictStr, PredictorFile] = Field(default_factory=dict)
+    #: Thresholds of the frozen latency bounds of a Calibrated predictor (absent otherwise).
+    frozen_bounds: FrozenBoundsFile | None = None
 
 
 def _first_error(exc: ValidationError) -> str:

@@ -48,23 +48,30 @@ def add_fit(sub: Any) -> None:
         "fit", help="fit an interference model on a trace and/or measurement runs",
         description="Compute features of every execution of --trace (profiles from --profiles) and of every "
                     "row of --measurements, fit the predictor and the three baselines on them, and save the "
-                    "extractor's spec and the predictors' states in one JSON model file. Without --feature-map, a map "
-                    "the profiles' counters support is chosen and named.")
+                    "extractor's spec and the predictors' states in one JSON model file. What is not named among "
+                    "--predictor, --feature-map, --shares and --target is chosen by validation inside the training "
+                    "rows (folds by run scored prequentially, models held out scored frozen); the choice is printed "
+                    "beside the three baselines on the same folds.")
     add_data_options(p, profiles_help="needed with --trace, optional with --measurements")
-    p.add_argument("--predictor", default="rls", help=f"{PREDICTOR_HELP} (default rls)")
+    p.add_argument("--predictor", default=None,
+                   help=f"{PREDICTOR_HELP} (default: chosen by validation among entity_rls and rls)")
     add_param_option(p, help_text="hyperparameter of the predictor, e.g. forgetting=0.99; repeatable")
     p.add_argument("--aggregation", choices=AGGREGATIONS, default=d["aggregation"],
                    help=f"temporal aggregation (default {d['aggregation']})")
     p.add_argument("--alpha", type=float, default=None, help="EWMA weight of the newest value (ewma only)")
     p.add_argument("--feature-map", dest="feature_map", choices=FEATURE_MAPS, default=None,
-                   help=f"feature map (default {d['feature_map']}, or one the profiles' counters support)")
-    p.add_argument("--shares", action="store_true", help="append the MPS share features to the map")
+                   help="feature map (default: chosen by validation among those the profiles' counters support)")
+    p.add_argument("--shares", action="store_true",
+                   help="append the MPS share features to the map (default: tried when the data's shares vary)")
     p.add_argument("--measurement-weight", type=float, default=None, metavar="W",
                    help="weight of every measurement row against trace rows (weight 1) when both are given; "
                         "for predictors that take row weights (offline_linear and the baselines)")
     p.add_argument("--combine", choices=COMBINES, default=d["combine"],
                    help=f"how co-runners combine (default {d['combine']})")
-    p.add_argument("--target", choices=TARGETS, default=d["target"], help=f"learning target (default {d['target']})")
+    p.add_argument("--target", choices=TARGETS, default=None,
+                   help=f"learning target, one of {', '.join(TARGETS)} (default: chosen by validation)")
+    p.add_argument("--require-beat-baselines", dest="require_beat_baselines", action="store_true",
+                   help="exit 2 (writing nothing) when a baseline beats the model on validation")
     p.add_argument("--out", required=True, help="model file to write (JSON, atomically; not replaced without --force)")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     add_json_option(p)
@@ -84,14 +91,17 @@ def run_fit(args: argparse.Namespace) -> int:
     from interfpred.model.interference import InterferenceModel
     from interfpred.predictors import make_predictor
 
-    spec: dict[str, Any] = {"aggregation": args.aggregation, "combine": args.combine, "target": args.target,
-                            "feature_map": dict(MODEL_DEFAULT_EXTRACTOR)["feature_map"] if args.feature_map is None else args.feature_map}
+    defaults = dict(MODEL_DEFAULT_EXTRACTOR)
+    spec: dict[str, Any] = {"aggregation": args.aggregation, "combine": args.combine,
+                            "target": defaults["target"] if args.target is None else args.target,
+                            "feature_map": defaults["feature_map"] if args.feature_map is None else args.feature_map}
     if args.shares:
         spec["shares"] = True
     if args.alpha is not None:
         spec["alpha"] = args.alpha
     make_extractor(spec)  # a bad combination fails before any file is read
-    predictor = make_predictor(args.predictor, **parse_params(args.param))
+    named = args.predictor is not None or bool(args.param)
+    predictor = make_predictor(args.predictor or "rls", **parse_params(args.param))
     if args.quantiles is not None and args.calibrate is None:
         raise InterfpredError("--quantiles applies only with --calibrate")
     if args.calibrate is not None:
@@ -103,17 +113,23 @@ def run_fit(args: argparse.Namespace) -> int:
             predictor = Calibrated(predictor, method=args.calibrate, quantiles=tuple(args.quantiles))
     refuse_existing(args.out, args.force)  # before any work: a model that took hours is not lost to a typo
     if args.dask is not None:
+        if args.require_beat_baselines:
+            raise InterfpredError("--require-beat-baselines validates inside the training rows; not with --dask")
         return _run_fit_dask(args, spec, predictor)
     progress = Progress("fit")
     profiles, trace, meas = load_inputs(args)
-    model = InterferenceModel(spec, predictor)
-    model.auto_map = args.feature_map is None
     weights = None
     if args.measurement_weight is not None:
         if trace is None or meas is None:
             raise InterfpredError("--measurement-weight weighs measurement rows against trace rows: give both")
         weights = [1.0] * len(trace) + [args.measurement_weight] * len(meas)
-    model.fit(trace, profiles, measurements=meas, weights=weights, progress=progress)
+        model = InterferenceModel(spec, predictor)
+        model.auto_map = args.feature_map is None
+        model.fit(trace, profiles, measurements=meas, weights=weights, progress=progress)
+    else:
+        model = _fit_validated(args, spec, predictor if named else None, profiles, trace, meas)
+        if model is None:
+            return 2
     if model.note:
         print(f"interfpred: {model.note}", file=sys.stderr)
     model.save(args.out)
@@ -132,6 +148,35 @@ def run_fit(args: argparse.Namespace) -> int:
                     "training": training})
     print(f"wrote {args.out}: {model!r}", file=sys.stderr)
     return 0
+
+
+def _fit_validated(args: argparse.Namespace, spec: dict[str, Any], predictor: Any, profiles: Any, trace: Any,
+                   meas: Any) -> Any:
+    """Choose what was not named by validation, print the choice beside the baselines, fit it (None: refused)."""
+    from interfpred.model.selection import fit_selected, select_configuration
+
+    fixed = {"aggregation": spec["aggregation"], "combine": spec["combine"], "alpha": spec.get("alpha"),
+             "feature_map": args.feature_map, "target": args.target, "shares": True if args.shares else None}
+    inner = predictor.predictor_ if predictor is not None and hasattr(predictor, "levels_") else predictor
+    sel = select_configuration(trace, profiles, meas, fixed=fixed, predictor=inner)
+    print("\n".join(sel.report()), file=sys.stderr if args.json else sys.stdout)  # --json: stdout holds JSON only
+    warning = sel.warning()
+    if warning is not None:
+        print(f"interfpred: {warning}", file=sys.stderr)
+        if args.require_beat_baselines:
+            print(f"interfpred: --require-beat-baselines: {args.out} not written", file=sys.stderr)
+            return None
+    final = predictor
+    if final is None:
+        from interfpred.predictors import make_predictor
+
+        final = make_predictor(sel.chosen.predictor)
+        if args.calibrate is not None:
+            from interfpred.predictors import Calibrated
+
+            kw: dict[str, Any] = {} if args.quantiles is None else {"quantiles": tuple(args.quantiles)}
+            final = Calibrated(final, method=args.calibrate, **kw)
+    return fit_selected(sel, trace, profiles, meas, predictor=final)
 
 
 def _dask_inputs(args: argparse.Namespace) -> tuple[Any, list[str]]:

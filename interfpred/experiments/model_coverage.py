@@ -6,7 +6,8 @@ width and the interval score (see :mod:`interfpred.evaluation.coverage`), overal
 for the model and for the *quantile baseline* (the empirical quantiles of the training targets,
 stored by ``Calibrated.fit``) on the same rows. Online (``online=True``) the bounds are made
 prequentially on a copy of the model (predict at launch, learn at finish), as a scheduler would
-see them.
+see them; offline, the frozen bounds the model was calibrated for at fit (cross-fitted residuals,
+:mod:`interfpred.model.crossfit`).
 
 Examples
 --------
@@ -37,7 +38,6 @@ from interfpred.errors import InterfpredError
 from interfpred.evaluation import (
     baseline_bounds,
     coverage_rows,
-    latency_bounds,
     prequential_bounds,
     run_stamps,
     text_table,
@@ -109,7 +109,7 @@ def evaluate_coverage(model: InterferenceModel, trace: Trace | None, profiles: P
         _, bounds = prequential_bounds(copy, fm.X, fm.y, fm.solo_ms, target, quantiles, start_ms=start, end_ms=end,
                                        entities=fm.entities)
     else:
-        bounds = latency_bounds(pred, fm.X, fm.solo_ms, target, quantiles, entities=fm.entities)
+        bounds = model.bounds_from_features(fm, quantiles)   # frozen: the cross-fitted thresholds
     groups = np.asarray(models).astype(str)
     rows = [{**r, "method": "model"} for r in coverage_rows(fm.latency_ms, fm.solo_ms, bounds, groups=groups,
                                                              skip=skip)]

@@ -1,8 +1,10 @@
 """E4: accuracy on real co-location measurements (Gavel's V100 pairs), every predictor beside the baselines.
 
-Three columns, each a MAPE of latency with its spread over repeats: split by run (70/30, seeded
-repeats), leave one model out, and a stream in which a new model first appears halfway. Each
-method is fitted on the training rows and then predicts the test runs in order, prequentially.
+Four columns, each a MAPE of latency with its spread over repeats: split by run (70/30, seeded
+repeats), leave one model out (prequential, and frozen: the cold start that ``predict`` serves),
+and a stream in which a new model first appears halfway. Each method is fitted on the training
+rows and then predicts the test runs in order, prequentially (frozen in the frozen column). The
+first row is what ``interfpred fit`` chooses with no flags, chosen inside each fold's training rows.
 Gavel's file holds no hardware counter, so the features are the MPS shares and the co-runner
 count only. docs/results.md describes the protocol with its table.
 
@@ -28,16 +30,23 @@ from interfpred.constants import BASELINE_KINDS, E4_QUICK_REPEATS, E4_REPEATS, E
 from interfpred.data.datasets import gavel_v100
 from interfpred.data.measurements import Measurements
 from interfpred.data.profiles import ProfileTable
-from interfpred.evaluation import BASELINE_LABELS, Fold, held_out_mape, run_folds
+from interfpred.evaluation import BASELINE_LABELS, Fold, call, held_out_mape, mape, prequential_runs, run_folds
 from interfpred.evaluation.tables import markdown_table, text_table
 from interfpred.experiments.report import ReproduceContext, Section
 from interfpred.features import Extractor, TimeWeighted
 from interfpred.features.measurement_features import measurement_features
-from interfpred.predictors import BasePredictor, make_predictor, registered
+from interfpred.model.interference import InterferenceModel
+from interfpred.model.selection import fit_selected, select_configuration
+from interfpred.predictors import BasePredictor, make_predictor, predictor_from_state, registered
 
-__all__ = ["e4_methods", "new_model_streams", "run_e4", "score_methods", "split_scores", "split_table"]
+__all__ = ["DEFAULT_FIT_LABEL", "default_fit_mape", "e4_methods", "new_model_streams", "run_e4", "score_methods",
+           "split_scores", "split_table"]
 
-_COLUMNS = ("split by run", "leave one model out", "stream, new model halfway")
+_COLUMNS = ("split by run", "leave one model out", "leave one model out, frozen", "stream, new model halfway")
+#: Columns whose test rows are predicted frozen (fitted on the training runs, never updated: a cold start).
+_FROZEN = ("leave one model out, frozen",)
+#: The row of what ``interfpred fit`` chooses with no flags, chosen afresh inside each fold's training rows.
+DEFAULT_FIT_LABEL = "default fit (chosen by validation inside the training rows)"
 
 
 def new_model_streams(measurements: Measurements, *, seed: int = 0) -> list[Fold]:
@@ -107,9 +116,36 @@ def e4_methods(seed: int = 0) -> list[tuple[str, BasePredictor | str]]:
     return out
 
 
+def default_fit_mape(measurements: Measurements, profiles: ProfileTable | None, fold: Fold, *,
+                     online: bool = True, cache: dict[bytes, InterferenceModel] | None = None) -> float:
+    """MAPE of latency on ``fold.test`` of the configuration ``interfpred fit`` chooses on ``fold.train`` alone.
+
+    The choice (:func:`~interfpred.model.selection.select_configuration`) sees the training runs
+    only; the chosen model then predicts the test runs in order, prequentially (``online``) or frozen.
+    ``cache`` keeps the fitted model per training set, for folds that share one.
+    """
+    train, test = (np.flatnonzero(r) if np.asarray(r).dtype == bool else np.asarray(r) for r in fold[1:])
+    m_train, m_test = measurements.take(train), measurements.take(test)
+    key = np.asarray(train, dtype=np.int64).tobytes()
+    model = None if cache is None else cache.get(key)
+    if model is None:
+        model = fit_selected(select_configuration(None, profiles, m_train), None, profiles, m_train)
+        if cache is not None:
+            cache[key] = model
+    fm = model.features(measurements=m_test, profiles=profiles)
+    if online:
+        copy = predictor_from_state(model.predictor.to_state(), trusted=True)   # our own state
+        pred = prequential_runs(copy, fm.X, fm.y, m_test.run_code, entities=fm.entities)
+    else:
+        pred = np.asarray(call(model.predictor, "predict", fm.X, entities=fm.entities), dtype=np.float64)
+    lat = np.asarray(model.extractor.latency_from_target(pred, fm.solo_ms), dtype=np.float64)
+    return mape(lat, fm.latency_ms)
+
+
 def score_methods(methods: list[tuple[str, BasePredictor | str]], extractor: Extractor, measurements: Measurements,
-                  profiles: ProfileTable | None, folds: list[Fold]) -> dict[str, Any]:
-    """MAPE of every method on every fold (fit on train, prequential on test): label -> list, or a reason."""
+                  profiles: ProfileTable | None, folds: list[Fold], *, online: bool = True) -> dict[str, Any]:
+    """MAPE of every method on every fold (fit on train, prequential on test; frozen without ``online``):
+    label -> list, or a reason."""
     by_key: dict[str, Any] = {}
 
     def features_for(p: BasePredictor) -> Any:
@@ -128,7 +164,7 @@ def score_methods(methods: list[tuple[str, BasePredictor | str]], extractor: Ext
         if p.tags.fixed_width is not None and p.tags.fixed_width != fm.X.shape[1]:
             out[label] = f"n/a: takes {p.tags.fixed_width} counter features, these data have no counters"
         else:
-            out[label] = [held_out_mape(fm, extractor, measurements.run_code, p, f, online=True) for f in folds]
+            out[label] = [held_out_mape(fm, extractor, measurements.run_code, p, f, online=online) for f in folds]
     return out
 
 
@@ -192,16 +228,23 @@ def run_e4(ctx: ReproduceContext) -> Section:
     ctx.progress(f"E4: Gavel V100 pairs ({len(m)} rows, {m.n_runs} runs), {repeats} splits by run")
     folds = {_COLUMNS[0]: run_folds(m, "pair", repeats=repeats, seed=ctx.seed),
              _COLUMNS[1]: run_folds(m, "model", repeats=1),
-             _COLUMNS[2]: new_model_streams(m, seed=ctx.seed)}
+             _COLUMNS[2]: run_folds(m, "model", repeats=1),
+             _COLUMNS[3]: new_model_streams(m, seed=ctx.seed)}
     methods = e4_methods(ctx.seed)
     header = ["method", *(f"{c} (MAPE %, mean ± std)" for c in _COLUMNS)]
     md: list[str] = []
     term: list[str] = []
     data: dict[str, Any] = {"rows": len(m), "runs": m.n_runs, "columns": {}, "winners": {}}
+    ctx.progress("E4: the default fit, chosen inside every fold's training runs")
+    cache: dict[bytes, InterferenceModel] = {}      # the two leave-one-model-out columns share their fits
+    default = {col: [default_fit_mape(m, None, f, online=col not in _FROZEN, cache=cache) for f in fl]
+               for col, fl in folds.items()}
     for target in E4_TARGETS:
         extractor = TimeWeighted(feature_map="shares", target=target)
-        columns = {col: score_methods(methods, extractor, m, None, f) for col, f in folds.items()}
-        rows = [[label, *(_cell(columns[c][label]) for c in _COLUMNS)] for label, _ in methods]
+        columns = {col: {**score_methods(methods, extractor, m, None, f, online=col not in _FROZEN),
+                         DEFAULT_FIT_LABEL: default[col]} for col, f in folds.items()}
+        labels = [DEFAULT_FIT_LABEL, *(label for label, _ in methods)]
+        rows = [[label, *(_cell(columns[c][label]) for c in _COLUMNS)] for label in labels]
         winners = _winners(columns)
         title = f"Target {target!r}" + (" (the rate, solo / observed latency, in (0, 1])" if target == "rate" else
                                          " (observed / solo latency, the paper's target; heavy-tailed here)")
@@ -215,11 +258,15 @@ def run_e4(ctx: ReproduceContext) -> Section:
              "V100, MIT licence; steady-state pairs of training jobs, latency = ms per step; slowdowns from 0.99 "
              "to 119, median 1.68). Features: "
              f"{', '.join(data['features'])} (the file holds no hardware counter). Each method is fitted on the "
-             "training runs, then predicts the test runs in order, prequentially (offline methods only predict). "
+             "training runs, then predicts the test runs in order, prequentially (offline methods only predict); "
+             "in the frozen column it predicts them without learning (a cold start, as `predict` serves). "
              f"Columns: {repeats} seeded 70/30 splits by run; leave-one-model-out over {len(folds[_COLUMNS[1]])} "
-             f"models; a stream per model in which it first appears halfway ({len(folds[_COLUMNS[2]])} streams, "
+             f"models, prequential and frozen; a stream per model in which it first appears halfway "
+             f"({len(folds[_COLUMNS[3]])} streams, "
              "scored on the second half). Spread = standard deviation over the repeats. Every method learns the "
-             "target of its table, the baselines included (their mean is a mean of that target).")
+             "target of its table, the baselines included (their mean is a mean of that target). The first row is what "
+             "`interfpred fit` chooses with no flags, chosen afresh inside each fold's training runs (predictor, "
+             "map, share features, target; the same row in both tables, as it picks its own target).")
     markdown = "\n".join([intro, "", *md]).rstrip() + "\n"
     return Section(title="E4: real co-location measurements (Gavel V100 pairs)", markdown=markdown,
                    terminal="\n".join(term), data=data)

@@ -36,6 +36,7 @@ from interfpred._core.atomic import atomic_write_text, read_json
 from interfpred._core.schema import check_model_file, check_schema_version
 from interfpred._version import __version__
 from interfpred.constants import (
+    CROSS_FIT_FOLDS,
     MODEL_DEFAULT_PREDICTOR,
     MODEL_FILE_KIND,
     SCHEMA_VERSION,
@@ -51,14 +52,17 @@ from interfpred.evaluation import (
     AccuracySummary,
     accuracy_summary,
     call,
+    check_quantile,
     fit_baselines,
     latency_bounds,
     prequential,
     prequential_runs,
+    target_level,
 )
 from interfpred.features import Extractor, FeatureMatrix, default_extractor, make_extractor
 from interfpred.features.entity_features import parent_entities
 from interfpred.features.measurement_features import concat_features, measurement_features
+from interfpred.model.crossfit import FrozenBounds, cross_fit_bounds, model_entities, row_groups
 from interfpred.predictors import BasePredictor, make_predictor, predictor_from_state, registered
 
 __all__ = ["Evaluation", "InterferenceModel", "load_model"]
@@ -175,6 +179,8 @@ class InterferenceModel:
         #: Whether :meth:`fit` may switch to a feature map the profiles' counters support (True when
         #: no map was given).
         self.auto_map = extractor is None or (isinstance(extractor, Mapping) and "feature_map" not in extractor)
+        #: Thresholds of the frozen latency bounds (a Calibrated predictor's, cross-fitted at :meth:`fit`), or None.
+        self.frozen_bounds: FrozenBounds | None = None
 
     def __repr__(self) -> str:
         return f"InterferenceModel({self.extractor!r}, {self.predictor!r})"
@@ -229,7 +235,8 @@ class InterferenceModel:
             return
         chosen = "gpulets" if "gpulets" in works else "shares"
         spec = {**self.extractor.get_spec(), "feature_map": chosen}
-        spec.pop("shares", None)
+        if chosen == "shares":
+            spec.pop("shares", None)     # the shares map holds them already; any other map keeps them
         self.extractor = make_extractor({k: v for k, v in spec.items() if v is not None})
         self.predictor.target_ = self.extractor.target
         self.note = (f"feature map {chosen!r} chosen: the default {current!r} needs {', '.join(missing)}, "
@@ -275,6 +282,13 @@ class InterferenceModel:
         self.baselines = fit_baselines(fm.X, fm.y, entities=self._baseline_entities(fm), sample_weight=weights)
         for b in self.baselines.values():
             b.target_ = self.extractor.target
+        self.frozen_bounds = None
+        levels = getattr(self.predictor, "levels_", None)
+        if levels is not None and weights is None and len(fm) >= 2 * CROSS_FIT_FOLDS:
+            groups = row_groups(0 if trace is None else len(trace), measurements)
+            if len(np.unique(groups)) >= 2:
+                inner = getattr(self.predictor, "predictor_", self.predictor)   # Calibrated: the wrapped one
+                self.frozen_bounds = cross_fit_bounds(inner, fm, groups, levels)
         return self
 
     def update(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,
@@ -324,13 +338,37 @@ class InterferenceModel:
                  predictor: BasePredictor | None = None, quantile: float | None = None) -> np.ndarray:
         self._check_width(fm)
         if quantile is not None and pred is None and len(fm):
-            return latency_bounds(self.predictor, fm.X, fm.solo_ms, self.extractor.target, [quantile],
-                                  entities=fm.entities)[float(quantile)][1]
+            return self.bounds_from_features(fm, [quantile])[float(quantile)][1]
         if pred is None:
             p = self.predictor if predictor is None else predictor
             pred = (np.asarray(call(p, "predict", fm.X, entities=self._entities_for(p, fm)), dtype=np.float64) if len(fm)
                     else np.empty(0))
         return np.asarray(self.extractor.latency_from_target(pred, fm.solo_ms), dtype=np.float64).reshape(-1)
+
+    def bounds_from_features(self, fm: FeatureMatrix, quantiles: Any) -> dict[float, tuple[np.ndarray, np.ndarray]]:
+        """``{q: (L, U)}`` latency bounds (ms) of the rows of ``fm`` for frozen use (no learning).
+
+        From the cross-fitted thresholds of :attr:`frozen_bounds` when the model has them (a
+        Calibrated predictor fitted by :meth:`fit`), else from the predictor's own bounds.
+        """
+        self._check_width(fm)
+        if self.frozen_bounds is None:
+            return latency_bounds(self.predictor, fm.X, fm.solo_ms, self.extractor.target, quantiles,
+                                  entities=fm.entities)
+        mean = np.asarray(call(self.predictor, "predict", fm.X, entities=fm.entities), dtype=np.float64)
+        cold = self.frozen_bounds.cold_rows(model_entities(fm, self.predictor))
+        out = {}
+        for q in quantiles:
+            q = check_quantile(q)
+            ends = []
+            for lv in (target_level(q, self.extractor.target), target_level(1.0 - q, self.extractor.target)):
+                try:
+                    b = self.frozen_bounds.bound(mean, lv, cold)
+                except InterfpredError as exc:
+                    raise InterfpredError(f"latency quantile {q:g} needs target quantile {lv:g}: {exc}") from None
+                ends.append(np.asarray(self.extractor.latency_from_target(b, fm.solo_ms), dtype=np.float64).reshape(-1))
+            out[q] = (np.minimum(*ends), np.maximum(*ends))
+        return out
 
     def evaluate(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,
                  measurements: Measurements | None = None, online: bool = False,
@@ -386,7 +424,8 @@ class InterferenceModel:
         return {"schema_version": SCHEMA_VERSION, "kind": MODEL_FILE_KIND, "interfpred_version": __version__,
                 "extractor": self.extractor.get_spec(), "feature_names": list(self.extractor.names),
                 "predictor": self.predictor.to_state(),
-                "baselines": {k: p.to_state() for k, p in self.baselines.items()}}
+                "baselines": {k: p.to_state() for k, p in self.baselines.items()},
+                **({} if self.frozen_bounds is None else {"frozen_bounds": self.frozen_bounds.to_state()})}
 
     @classmethod
     def from_state(cls, state: Any, *, source: str = "state", trusted: bool = False) -> InterferenceModel:
@@ -419,6 +458,8 @@ class InterferenceModel:
             raise InterfpredError(f"{source}: 'baselines' must be an object, got {type(baselines).__name__}")
         for kind, st in baselines.items():
             model.baselines[str(kind)] = predictor_from_state(st, source=f"{source}: baselines: {kind}")
+        if state.get("frozen_bounds") is not None:
+            model.frozen_bounds = FrozenBounds.from_state(state["frozen_bounds"], source=source)
         return model
 
     def save(self, path: str | os.PathLike[str]) -> None:

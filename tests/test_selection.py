@@ -1,0 +1,180 @@
+"""What ``fit`` chooses when nothing is named (validation inside the training rows, beside the baselines),
+``--shares`` kept whatever the map, ``--require-beat-baselines``, and the frozen bounds calibrated on
+cross-fitted residuals (coverage on Gavel's real pairs, split by run, frozen and online)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from interfpred import InterferenceModel, Measurements, ProfileTable, load_model
+from interfpred.cli import main
+from interfpred.data.datasets import gavel_v100
+from interfpred.evaluation import run_folds
+from interfpred.experiments.model_coverage import evaluate_coverage
+from interfpred.model.crossfit import FrozenBounds, cross_fit_bounds, grouped_fold_ids, row_groups
+from interfpred.model.selection import Candidate, candidates, select_configuration
+from interfpred.predictors import Calibrated, make_predictor
+
+
+@pytest.fixture(scope="module")
+def gavel():
+    return gavel_v100()
+
+
+def _varying_shares(tmp_path):
+    """Pairs of three models at shares 50 and 100, and profiles with l2 and dram but no sm at both shares."""
+    rng = np.random.default_rng(1)
+    rows = ["run,gpu,model,batch_size,share,solo_ms,observed_ms"]
+    solo = {("a", 50): 6.0, ("a", 100): 4.0, ("b", 50): 10.0, ("b", 100): 8.0, ("c", 50): 3.0, ("c", 100): 2.0}
+    for r in range(60):
+        x, y = [("a", "b"), ("a", "c"), ("b", "c")][r % 3]
+        sx = 50 if r % 2 else 100
+        for own, share, other_share in ((x, sx, 150 - sx), (y, 150 - sx, sx)):
+            obs = solo[(own, share)] * (1 + other_share / 200) * (1 + 0.01 * rng.standard_normal())
+            rows.append(f"r{r},v100,{own},8,{share},{solo[(own, share)]},{obs!r}")
+    meas = tmp_path / "pairs.csv"
+    meas.write_text("\n".join(rows) + "\n")
+    prof = tmp_path / "profiles.csv"
+    counters = {"a": (0.3, 0.2), "b": (0.5, 0.6), "c": (0.1, 0.1)}
+    prof.write_text("gpu,model,batch_size,solo_ms,l2,dram,share\n" + "".join(
+        f"v100,{m},8,{solo[(m, s)]},{counters[m][0]},{counters[m][1]},{s}\n" for m in "abc" for s in (50, 100)))
+    return meas, prof
+
+
+def test_selection_prefers_entity_rls_on_gavel_and_scores_the_baselines_on_the_same_folds(gavel):
+    sel = select_configuration(None, None, gavel)
+    assert sel.chosen.predictor == "entity_rls" and sel.chosen.feature_map == "shares"
+    assert {k.split(", ")[0] for k in sel.scores} == {"entity_rls", "rls"}
+    assert Candidate("rls", "shares", False, "rate").label in sel.scores
+    assert len(sel.scores) == 4                      # 2 predictors x 1 map the data support x 2 targets
+    assert sorted(sel.baselines) == ["global mean", "no interference", "pair mean"]
+    assert sel.warm_folds == 3 and sel.cold_folds == 3
+    best = sel.scores[sel.chosen.label][-1]
+    assert all(best <= v[-1] for v in sel.scores.values())
+    # the RLS shares map the README's command used to save scores far worse than the choice
+    assert sel.scores["rls, shares map, target slowdown"][-1] > 3 * best
+    assert sel.beaten_by == [] and sel.warning() is None
+    text = "\n".join(sel.report())
+    assert "<- chosen" in text and "baseline: pair mean" in text
+
+
+def test_a_named_configuration_that_loses_to_a_baseline_is_flagged(gavel):
+    sel = select_configuration(None, None, gavel, fixed={"target": "slowdown"}, predictor=make_predictor("rls"))
+    assert sel.chosen.label == "rls, shares map, target slowdown" and len(sel.scores) == 1
+    assert "no interference" in sel.beaten_by and "pair mean" in sel.beaten_by
+    assert sel.warning().startswith("WARNING: the chosen model LOSES to")
+
+
+def test_cli_fit_prints_the_choice_and_require_beat_baselines_exits_2(tmp_path, capsys):
+    out = tmp_path / "m.json"
+    assert main(["fit", "--measurements", "dataset:gavel_v100", "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert "chose entity_rls, shares map" in printed.out and "baseline: no interference" in printed.out
+    assert "WARNING" not in printed.err
+    assert json.loads(out.read_text())["predictor"]["kind"] == "entity_rls"
+    bad = tmp_path / "bad.json"
+    assert main(["fit", "--measurements", "dataset:gavel_v100", "--predictor", "rls", "--target", "slowdown",
+                 "--out", str(bad)]) == 0
+    assert "WARNING: the chosen model LOSES to" in capsys.readouterr().err and bad.exists()
+    bad.unlink()
+    assert main(["fit", "--measurements", "dataset:gavel_v100", "--predictor", "rls", "--target", "slowdown",
+                 "--require-beat-baselines", "--out", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "LOSES to" in err and "not written" in err and not bad.exists()
+
+
+def test_shares_are_kept_whatever_the_map_and_tried_when_they_vary(tmp_path, capsys):
+    meas, prof = _varying_shares(tmp_path)
+    profiles, m = ProfileTable.from_csv(prof), Measurements.read(meas)
+    # a map chosen for the profiles (no sm: gpulets) keeps the share features asked for
+    model = InterferenceModel({"shares": True}, "rls")
+    model.choose_map(profiles)
+    assert model.extractor.feature_map == "gpulets" and any(n.startswith("share") for n in model.extractor.names)
+    # shares vary: every map that lacks them is tried with and without
+    cands = candidates(None, profiles, m, fixed={}, predictors=("rls",), targets=("rate",))
+    assert {(c.feature_map, c.shares) for c in cands} == {("gpulets", False), ("gpulets", True), ("shares", False)}
+    # --shares is honoured: every candidate has them, and the saved model names them
+    assert all(c.shares or c.feature_map == "shares"
+               for c in candidates(None, profiles, m, fixed={"shares": True}, predictors=("rls",)))
+    out = tmp_path / "m.json"
+    assert main(["fit", "--profiles", str(prof), "--measurements", str(meas), "--shares", "--predictor", "rls",
+                 "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert any(n.startswith("share") for n in json.loads(out.read_text())["feature_names"])
+
+
+def test_grouped_folds_keep_runs_whole():
+    groups = row_groups(5, None, block=2)
+    assert groups.tolist() == [0, 0, 1, 1, 2]
+    ids = grouped_fold_ids(np.repeat(np.arange(10), 3), 4, seed=3)
+    assert all(len(set(ids[3 * g:3 * g + 3].tolist())) == 1 for g in range(10))
+    assert sorted(set(ids.tolist())) == [0, 1, 2, 3]
+    with pytest.raises(Exception, match="need at least 4 groups"):
+        grouped_fold_ids(np.array([0, 1, 1]), 4)
+
+
+def test_frozen_bounds_round_trip_and_refuse_bad_state(tmp_path, gavel):
+    model = InterferenceModel({"feature_map": "shares", "target": "rate"}, Calibrated("rls", quantiles=(0.9,)))
+    model.fit(measurements=gavel)
+    fb = model.frozen_bounds
+    assert fb is not None and fb.levels == (0.1, 0.9) and fb.n_scores == len(gavel) and len(fb.cold_thresholds) == 2
+    assert set(fb.seen) == set(gavel.models)
+    model.save(tmp_path / "m.json")
+    again = load_model(tmp_path / "m.json")
+    assert again.frozen_bounds == fb
+    assert np.array_equal(again.predict_latency(measurements=gavel, quantile=0.9),
+                          model.predict_latency(measurements=gavel, quantile=0.9))
+    with pytest.raises(Exception, match="ascending levels"):
+        FrozenBounds.from_state({**fb.to_state(), "levels": [0.9, 0.1]})
+
+
+def test_cross_fitted_scores_are_out_of_sample():
+    rng = np.random.default_rng(0)
+    X = rng.random((400, 2))
+    y = 1.0 + X @ [1.0, 0.5] + 0.05 * rng.standard_normal(400)
+    from interfpred.features import FeatureMatrix
+
+    fm = FeatureMatrix(X, ("a", "b"), y, "slowdown", np.ones(400), y)
+    fb = cross_fit_bounds(make_predictor("rls"), fm, np.arange(400) // 8, (0.1, 0.5, 0.9))
+    # relative noise about 0.05 / 2: the 0.9 threshold sits near 1.28 sd, the median near zero
+    assert 0.01 < fb.threshold(0.9) < 0.06 and abs(fb.threshold(0.5)) < 0.01 and fb.threshold(0.1) < 0
+    cold = np.array([False, True])
+    b = FrozenBounds((0.9,), (0.1,), 5, 10, (0.5,), ("x",)).bound(np.array([2.0, 2.0]), 0.9, cold)
+    assert b.tolist() == [2.2, 3.0]
+
+
+@pytest.mark.parametrize("online", [False, True])
+def test_bounds_cover_on_gavel_split_by_run_in_both_modes(gavel, online):
+    hits = {0.9: [], 0.99: []}
+    for f in run_folds(gavel, "pair", repeats=3):
+        train, test = gavel.take(np.flatnonzero(f.train)), gavel.take(np.flatnonzero(f.test))
+        model = InterferenceModel({"feature_map": "shares", "target": "slowdown"},
+                                  Calibrated("rls", method="aci", scale="relative")).fit(measurements=train)
+        ev = evaluate_coverage(model, None, None, [0.9, 0.99], measurements=test, online=online)
+        for r in ev.rows:
+            if r["group"] == "all" and r["method"] == "model":
+                hits[r["quantile"]].append((r["coverage"] * r["n"], r["n"]))
+    for q, v in hits.items():
+        cov = sum(a for a, _ in v) / sum(n for _, n in v)
+        assert abs(cov - q) <= 0.03, (q, online, cov)
+
+
+def test_selection_on_a_trace_validates_on_a_bounded_sample_of_blocks(monkeypatch):
+    from interfpred.model import selection
+    from interfpred.sim.workload import mix_scenario
+
+    sc = mix_scenario(["resnet50", "vgg19", "roberta_base"], rho=0.9, executions=900, seed=1)
+    trace = sc.traces["trace"]
+    full = selection.select_configuration(trace, sc.profiles, None, predictors=("rls",), targets=("slowdown",),
+                                          fixed={"feature_map": "rich"})
+    monkeypatch.setattr(selection, "SELECTION_MAX_ROWS", 300)
+    small = selection.select_configuration(trace, sc.profiles, None, predictors=("rls",), targets=("slowdown",),
+                                           fixed={"feature_map": "rich"})
+    assert full.chosen == small.chosen == selection.Candidate("rls", "rich", False, "slowdown")
+    assert full.scores != small.scores                  # fewer rows validated, another estimate
+    assert full.warm_folds == small.warm_folds == 3 and small.cold_folds == 3
+    # the rich map's features beat every baseline on the simulator
+    assert full.beaten_by == [] and small.beaten_by == []
