@@ -127,7 +127,7 @@ def run_fit(args: argparse.Namespace) -> int:
         model.auto_map = args.feature_map is None
         model.fit(trace, profiles, measurements=meas, weights=weights, progress=progress)
     else:
-        model = _fit_validated(args, spec, predictor if named else None, profiles, trace, meas)
+        model = _fit_validated(args, spec, predictor if named else None, profiles, trace, meas, progress)
         if model is None:
             return 2
     if model.note:
@@ -151,13 +151,14 @@ def run_fit(args: argparse.Namespace) -> int:
 
 
 def _fit_validated(args: argparse.Namespace, spec: dict[str, Any], predictor: Any, profiles: Any, trace: Any,
-                   meas: Any) -> Any:
+                   meas: Any, progress: Any) -> Any:
     """Choose what was not named by validation, print the choice beside the baselines, fit it (None: refused)."""
     from interfpred.model.selection import fit_selected, select_configuration
 
     fixed = {"aggregation": spec["aggregation"], "combine": spec["combine"], "alpha": spec.get("alpha"),
              "feature_map": args.feature_map, "target": args.target, "shares": True if args.shares else None}
     inner = predictor.predictor_ if predictor is not None and hasattr(predictor, "levels_") else predictor
+    progress("choosing the configuration by validation inside the training rows")
     sel = select_configuration(trace, profiles, meas, fixed=fixed, predictor=inner)
     print("\n".join(sel.report()), file=sys.stderr if args.json else sys.stdout)  # --json: stdout holds JSON only
     warning = sel.warning()
@@ -176,7 +177,7 @@ def _fit_validated(args: argparse.Namespace, spec: dict[str, Any], predictor: An
 
             kw: dict[str, Any] = {} if args.quantiles is None else {"quantiles": tuple(args.quantiles)}
             final = Calibrated(final, method=args.calibrate, **kw)
-    return fit_selected(sel, trace, profiles, meas, predictor=final)
+    return fit_selected(sel, trace, profiles, meas, predictor=final, progress=progress)
 
 
 def _dask_inputs(args: argparse.Namespace) -> tuple[Any, list[str]]:

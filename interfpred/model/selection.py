@@ -278,7 +278,7 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
     feats: dict[tuple[str, str], tuple[FeatureMatrix, Any]] = {}
     def run(c: Candidate) -> None:
         nonlocal folds
-        proto = predictor if predictor is not None and c.predictor == predictor.kind else make_predictor(c.predictor)
+        proto = predictor.clone() if predictor is not None and c.predictor == predictor.kind else make_predictor(c.predictor)
         model = InterferenceModel(c.extractor_spec(fixed), proto)
         fm = model.features(trace, profiles, measurements=measurements)
         if len(fm) != n_rows:
@@ -330,10 +330,11 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
 
 def fit_selected(selection: Selection, trace: Trace | None, profiles: ProfileTable | None,
                  measurements: Measurements | None, *, predictor: BasePredictor | None = None,
-                 weights: Any = None) -> InterferenceModel:
-    """The chosen configuration fitted on every row (``predictor``: the object to fit, e.g. a Calibrated wrap)."""
+                 weights: Any = None, progress: Any = None) -> InterferenceModel:
+    """The chosen configuration fitted on every row (``predictor``: the object to fit, e.g. a Calibrated wrap;
+    ``progress``: as for :meth:`InterferenceModel.fit`)."""
     c = selection.chosen
     model = InterferenceModel(make_extractor(c.extractor_spec(selection.fixed)).get_spec(),
                               predictor if predictor is not None else make_predictor(c.predictor))
     model.auto_map = False
-    return model.fit(trace, profiles, measurements=measurements, weights=weights)
+    return model.fit(trace, profiles, measurements=measurements, weights=weights, progress=progress)
