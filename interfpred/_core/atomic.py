@@ -25,10 +25,12 @@ import tempfile
 from collections.abc import Iterator
 from typing import IO
 
+from interfpred._core.limits import check_limit, limit, limit_error
 from interfpred.constants import MODEL_FILE_MAX_BYTES, MODEL_FILE_MAX_DEPTH
 from interfpred.errors import InputError, InterfpredError
 
-__all__ = ["atomic_open", "atomic_write_text", "check_regular_file", "csv_rows", "read_json", "read_text", "staged_folder",
+__all__ = ["atomic_open", "atomic_write_text", "check_regular_file", "csv_rows", "read_json", "read_text", "scan_text_file",
+           "staged_folder",
            "recover", "replace_folder", "temp_folder"]
 
 
@@ -259,15 +261,52 @@ def read_text(path: str | os.PathLike[str], what: str = "a CSV") -> str:
     ...
     interfpred.errors.InputError: ...bin.csv: contains NUL bytes: a binary file, not a CSV
     """
-    check_regular_file(path, what)
+    size = check_regular_file(path, what)
+    check_limit("INPUT_MAX_BYTES", size, f"{what} of", path=path)
+    cap = limit("INPUT_MAX_BYTES")
+    parts: list[str] = []
+    total = 0
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:  # a UTF-8 byte-order mark is dropped
-            text = fh.read()
+            while True:  # in blocks: a NUL (a binary file) is refused at its block, not after reading it all
+                block = fh.read(_READ_BLOCK)
+                if not block:
+                    break
+                if "\x00" in block:
+                    raise InputError(f"contains NUL bytes: a binary file, not {what}", path=path)
+                total += len(block)
+                if total > cap:  # the file grew while being read
+                    raise InputError(f"larger than INPUT_MAX_BYTES={cap} (raise it with the environment "
+                                     "variable INTERFPRED_INPUT_MAX_BYTES)", path=path)
+                parts.append(block)
     except UnicodeDecodeError:
         raise InputError("not a UTF-8 text file (is it a binary file?)", path=path) from None
-    if "\x00" in text:
-        raise InputError(f"contains NUL bytes: a binary file, not {what}", path=path)
+    text = "".join(parts)
     return text
+
+
+#: Characters read per block by :func:`read_text`.
+_READ_BLOCK = 1 << 20
+
+
+def scan_text_file(path: str | os.PathLike[str], what: str = "a CSV") -> bool:
+    """Check a text input without decoding it: a regular file within ``INPUT_MAX_BYTES``, with no NUL byte.
+
+    Refuses exactly what :func:`read_text` refuses for size and NUL bytes (so a fast reader that
+    calls this first rejects the same files) and returns whether the file holds a carriage
+    return (old Mac or mixed line endings), which some fast parsers count differently.
+    """
+    size = check_regular_file(path, what)
+    check_limit("INPUT_MAX_BYTES", size, f"{what} of", path=path)
+    has_cr = False
+    with open(path, "rb") as fh:
+        while True:
+            block = fh.read(_READ_BLOCK)
+            if not block:
+                return has_cr
+            if b"\x00" in block:
+                raise InputError(f"contains NUL bytes: a binary file, not {what}", path=path)
+            has_cr = has_cr or b"\r" in block
 
 
 def _json_depth(obj: object) -> int:
@@ -381,8 +420,16 @@ def read_json(path: str | os.PathLike[str], *, max_bytes: int | None = None, max
             raise InterfpredError(f"{os.fspath(path)}: not a UTF-8 JSON file (is it a binary file?)") from None
     if len(text) > max_bytes:  # the file grew while being read
         raise InterfpredError(f"{os.fspath(path)}: larger than the {max_bytes} bytes accepted")
+    max_digits = limit("JSON_INT_MAX_DIGITS")
+
+    def parse_int(literal: str) -> int:
+        if len(literal.lstrip("-")) > max_digits:
+            raise limit_error("JSON_INT_MAX_DIGITS", f"of {len(literal.lstrip('-'))} digits", "an integer",
+                              path=path)
+        return int(literal)
+
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_int=parse_int)
     except json.JSONDecodeError as exc:
         raise InterfpredError(f"{os.fspath(path)} line {exc.lineno}: not valid JSON: {exc.msg}") from None
     except RecursionError:

@@ -332,6 +332,9 @@ class Trace:
         if header is None:
             raise InputError("empty file: expected a header " + ",".join(TRACE_COLUMNS), path=path)
         header = [h.strip() for h in header]
+        dupes = sorted({h for h in header if header.count(h) > 1})
+        if dupes:
+            raise InputError(f"duplicate column(s) {', '.join(dupes)}", path=path, line=reader.line_num)
         missing = [c for c in TRACE_COLUMNS if c not in header]
         if missing:
             raise InputError(f"missing column(s) {', '.join(missing)}; header is {','.join(header)}",

@@ -91,6 +91,12 @@ def _entry_path(file: str, base: Path, path: str, line: int) -> str:
     if os.path.commonpath([full, str(base)]) != str(base):
         raise InputError(f"file {file!r} leaves the manifest's folder {str(base)!r}; entries must lie inside it",
                          path=path, line=line)
+    # Through every symbolic link (of the entry or of a folder on its way): the file actually
+    # opened must lie inside the manifest's folder too.
+    real = os.path.realpath(full)
+    if os.path.commonpath([real, str(base)]) != str(base):
+        raise InputError(f"file {file!r} is a symbolic link to {real!r}, outside the manifest's folder "
+                         f"{str(base)!r}; entries must lie inside it", path=path, line=line)
     try:
         st = os.stat(full)
     except OSError as exc:
@@ -119,6 +125,9 @@ def read_manifest(path: str | os.PathLike[str]) -> list[ManifestEntry]:
     header = [h.strip() for h in header]
     if not header:
         raise InputError("empty manifest: expected a header " + ",".join(_REQUIRED), path=path_s)
+    dupes = sorted({h for h in header if header.count(h) > 1})
+    if dupes:
+        raise InputError(f"duplicate column(s) {', '.join(dupes)}", path=path_s, line=reader.line_num)
     missing = [c for c in _REQUIRED if c not in header]
     if missing:
         raise InputError(f"manifest lacks column(s) {', '.join(missing)}; header is {','.join(header)}",
