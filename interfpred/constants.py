@@ -78,6 +78,9 @@ SIM_EPSILON = 0.03
 SIM_SIGMA = 0.02
 #: Default number of executions a simulated GPU runs at once (later arrivals wait, FIFO).
 SIM_MAX_CONCURRENCY = 4
+#: Lowest offered load the simulator accepts: sparser arrivals put times so far out (1e302 ms at rho 1e-300)
+#: that adding a latency to a start time rounds back to the start.
+SIM_MIN_RHO = 1e-3
 #: Relative tolerance under which two executions' finishing times count as one event.
 SIM_FINISH_RTOL = 1e-12
 #: Relative tolerance under which a resource counts as saturated in progressive filling.

@@ -37,6 +37,7 @@ from interfpred.constants import (
 from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.predictors.base import BasePredictor
+from interfpred._core.limits import check_limit
 from interfpred.predictors.calibrated import _score_windows as K
 from interfpred.predictors.calibrated.state import CalibratedStateMixin
 from interfpred.predictors.inputs import as_rows, as_targets, check_entities, is_integer
@@ -149,6 +150,7 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
                 raise InterfpredError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
         if not is_integer(self.window) or self.window < 2:
             raise InterfpredError(f"window must be an integer >= 2, got {self.window!r}")
+        check_limit("WINDOW_MAX", int(self.window), "window")  # before the ring buffer is allocated
         if not is_integer(self.min_group) or self.min_group < 1:
             raise InterfpredError(f"min_group must be a positive integer, got {self.min_group!r}")
         for name in ("gamma", "calibration_share"):
