@@ -25,6 +25,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from interfpred._core.atomic import csv_rows, read_text
+from interfpred._core.patterns import compile_pattern
 from interfpred.constants import DEFAULT_SHARE, MAX_BATCH_SIZE, NCU_EXAMPLE_FILE, PROFILE_DUPLICATE_RTOL
 from interfpred.data.profiles import Profile, ProfileTable
 from interfpred.errors import InputError, InterfpredError
@@ -150,6 +151,12 @@ def read_manifest(path: str | os.PathLike[str]) -> list[ManifestEntry]:
         batch_size = _positive_int(cells["batch_size"], "batch_size", path_s, line)
         iterations = _positive_int(cells.get("iterations") or "1", "iterations", path_s, line)
         file = _entry_path(cells["file"], base, path_s, line)
+        for name in ("kernel_filter", "nvtx_filter"):
+            if cells.get(name):
+                try:
+                    compile_pattern(cells[name], name)  # refused here, naming the line, not at match time
+                except InterfpredError as exc:
+                    raise InputError(str(exc), path=path_s, line=line) from None
         entries.append(ManifestEntry(
             file=file, gpu=cells["gpu"], model=cells["model"], batch_size=batch_size, iterations=iterations,
             kernel_filter=cells.get("kernel_filter") or None,
