@@ -43,6 +43,7 @@ from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
 
 __all__ = [
+    "check_finite_columns",
     "format_of",
     "have_pyarrow",
     "profiles_from_frame",
@@ -365,6 +366,24 @@ def write_measurements(measurements: Measurements, path: str | os.PathLike[str])
 
 
 # ---------------------------------------------------------------------------- predictions
+def check_finite_columns(columns: dict[str, Any], path: str | os.PathLike[str]) -> None:
+    """Refuse to write ``path`` when a float column holds inf or NaN (naming the column and the 1-based row).
+
+    Examples
+    --------
+    >>> check_finite_columns({"predicted_latency_ms": [1.0, float("inf")]}, "p.csv")
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: predicted_latency_ms is inf in row 2: not a finite number; p.csv was not written
+    """
+    for k, v in columns.items():
+        arr = np.asarray(v)
+        if arr.dtype.kind == "f" and arr.size and not np.isfinite(arr).all():
+            row = int(np.flatnonzero(~np.isfinite(arr))[0])
+            raise InterfpredError(f"{k} is {float(arr[row])!r} in row {row + 1}: not a finite number; "
+                                  f"{os.fspath(path)} was not written")
+
+
 def write_predictions_table(columns: dict[str, Any], path: str | os.PathLike[str]) -> int:
     """Write named prediction columns (equal lengths) as CSV, Parquet or Arrow (by suffix); returns rows.
 
@@ -379,6 +398,7 @@ def write_predictions_table(columns: dict[str, Any], path: str | os.PathLike[str
     [3.5, 4.25]
     """
     pa = _pa(f"writing {os.fspath(path)}")
+    check_finite_columns(columns, path)
     table = pa.table({k: pa.array(np.asarray(v)) for k, v in columns.items()})
     _write_table(table, path, format_of(path))
     return table.num_rows

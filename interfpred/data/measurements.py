@@ -131,7 +131,11 @@ class Measurements:
         cols: dict[str, np.ndarray] = {}
         for name in ("run", "gpu", "model", "member"):
             if name in raw:
-                arr = np.array([str(v).strip() if v is not None else "" for v in raw[name]], dtype=str)
+                texts = [str(v).strip() if v is not None else "" for v in raw[name]]
+                for i, v in enumerate(texts):  # numpy would drop a trailing NUL without a word
+                    if "\x00" in v:
+                        _fail(f"{name} {v!r} holds a NUL byte", path, lines, i)
+                arr = np.array(texts, dtype=str)
                 if n:
                     bad = np.flatnonzero(np.char.str_len(arr) == 0)
                     if bad.size:
@@ -166,14 +170,14 @@ class Measurements:
         if first is not None:
             _fail(first[1], path, lines, first[0])
         if rate_form:
-            with np.errstate(over="ignore", divide="ignore"):
-                nums["solo_ms"] = MS_PER_S / nums.pop("solo_throughput")
-                nums["observed_ms"] = MS_PER_S / nums.pop("observed_throughput")
             for name, rate in (("solo_ms", "solo_throughput"), ("observed_ms", "observed_throughput")):
+                given = nums.pop(rate)
+                with np.errstate(over="ignore", divide="ignore"):
+                    nums[name] = MS_PER_S / given
                 bad = np.flatnonzero(~np.isfinite(nums[name]) | (nums[name] <= 0))
                 if bad.size:
-                    _fail(f"{rate} {float(MS_PER_S / nums[name][bad[0]])!r} gives latency {float(nums[name][bad[0]])!r} "
-                          "ms, not a positive finite number", path, lines, int(bad[0]))
+                    _fail(f"{rate} {float(given[bad[0]])!r} gives latency {float(nums[name][bad[0]])!r} ms, not a "
+                          "positive finite number", path, lines, int(bad[0]))
         with np.errstate(over="ignore", divide="ignore", under="ignore"):
             slowdown = nums["observed_ms"] / nums["solo_ms"]
         bad = np.flatnonzero(~np.isfinite(slowdown) | (slowdown <= 0))

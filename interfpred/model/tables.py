@@ -12,7 +12,7 @@ import os
 from typing import TYPE_CHECKING
 
 from interfpred._core.atomic import atomic_open
-from interfpred.data.columnar import format_of, write_predictions_table
+from interfpred.data.columnar import check_finite_columns, format_of, write_predictions_table
 from interfpred.data.measurements import Measurements
 from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
@@ -56,6 +56,8 @@ def write_predictions(model: InterferenceModel, trace: Trace, profiles: ProfileT
     lat = model.latency_from_features(fm)
     bounds = [model.latency_from_features(fm, quantile=q) for q in quantiles]
     qcols = tuple(f"latency_q{float(q):g}_ms" for q in quantiles)
+    check_finite_columns(dict(zip(PREDICTION_COLUMNS[1:] + qcols, (lat, lat / fm.solo_ms, fm.latency_ms, *bounds))),
+                         path)
     if format_of(path) != "csv":      # Parquet or Arrow by suffix (needs pyarrow)
         return write_predictions_table(dict(zip(PREDICTION_COLUMNS + qcols, (trace.id, lat, lat / fm.solo_ms,
                                                                                fm.latency_ms, *bounds))), path)
@@ -93,6 +95,8 @@ def write_measurement_predictions(model: InterferenceModel, measurements: Measur
     lat = model.latency_from_features(fm)
     bounds = [model.latency_from_features(fm, quantile=q) for q in quantiles]
     qcols = tuple(f"latency_q{float(q):g}_ms" for q in quantiles)
+    check_finite_columns(dict(zip(MEASUREMENT_PREDICTION_COLUMNS[4:] + qcols, (lat, lat / fm.solo_ms, fm.latency_ms,
+                                                                               *bounds))), path)
     if format_of(path) != "csv":      # Parquet or Arrow by suffix (needs pyarrow)
         cols = (measurements.run, measurements.model, measurements.batch_size, measurements.share, lat,
                 lat / fm.solo_ms, fm.latency_ms, *bounds)
