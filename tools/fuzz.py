@@ -313,6 +313,21 @@ def craft_parquet(table, rng: random.Random):  # noqa: ANN001, ANN201 - pyarrow 
     return table.set_column(table.column_names.index(name), name, kinds[kind]()), f"{name}={kind}"
 
 
+#: Columns each Parquet reader reads (others are kept as extra columns or ignored).
+_READ_COLUMNS = {"trace_parquet": ("id", "device", "model", "batch_size", "start_ms", "end_ms", "solo_ms", "share"),
+                 "profiles_parquet": ("gpu", "model", "batch_size", "solo_ms", "sm", "l2", "dram", "share"),
+                 "measurements_parquet": ("run", "gpu", "model", "batch_size", "solo_ms", "observed_ms", "share")}
+
+
+def _must_refuse(kind: str, column: str, change: str) -> bool:
+    """Whether replacing ``column`` of a valid ``kind`` file by ``change`` makes the file invalid."""
+    if column not in _READ_COLUMNS[kind]:
+        return False
+    if change in ("list", "struct", "map", "nul"):
+        return True
+    return change == "huge" and column == "batch_size"
+
+
 def fuzz_parquet(n: int, seed: int = 0, time_limit: float = 20.0) -> list[str]:
     """Parquet traces, profiles and measurements with a column of the wrong kind: read or refused cleanly."""
     import pyarrow.parquet as pq
@@ -331,9 +346,7 @@ def fuzz_parquet(n: int, seed: int = 0, time_limit: float = 20.0) -> list[str]:
             outcome, detail = _call_with_limit(lambda: read[kind](path), time_limit)
             if outcome in ("crash", "hang"):
                 failures.append(f"{kind} {what} ({outcome}): {detail}")
-            elif outcome == "ok" and what.split("=")[1] in ("list", "struct", "map", "nul", "huge") and not (
-                    kind == "trace_parquet" and what.split("=")[0] not in ("id", "device", "model", "batch_size",
-                                                                           "start_ms", "end_ms", "solo_ms", "share")):
+            elif outcome == "ok" and _must_refuse(kind, *what.split("=")):
                 failures.append(f"{kind} {what} (silent): a column of the wrong kind was accepted")
             path.unlink()
     return failures
@@ -446,10 +459,10 @@ def fuzz_fleet(n: int, seed: int = 0) -> list[str]:
         tt = rng.choice([t, t, num])
         calls = {
             "start": lambda: fleet.start(dev, rng.choice(ids), model, rng.choice([1, 8, num]), tt,
-                                         deadline=t + rng.choice([10.0, num])),
+                                         deadline=rng.choice([t + 10.0, num])),
             "finish": lambda: fleet.finish(rng.choice(ids), tt),
             "choose": lambda: fleet.choose_device((rng.choice(ids), model, rng.choice([1, 8, num])), t + 50.0, tt),
-            "assess": lambda: fleet.assess(dev, (rng.choice(ids), model, 4), t + rng.choice([50.0, num]), tt),
+            "assess": lambda: fleet.assess(dev, (rng.choice(ids), model, 4), rng.choice([t + 50.0, num]), tt),
             "where": lambda: fleet.where(rng.choice(ids)),
             "deadline": lambda: fleet.deadline(rng.choice(ids)),
         }
@@ -530,8 +543,13 @@ def _cli_cases(folder: Path, rng: random.Random, n: int) -> list[tuple[str, list
 
 
 def cli_campaign(n: int, seed: int = 0, time_limit: float = 120.0, jobs: int = 2,
-                 progress: bool = False) -> dict[str, list[str]]:
-    """Run ``n`` crafted cases through ``python -m interfpred``; classify every outcome.
+                 progress: bool = False, subprocesses: int | None = None) -> dict[str, list[str]]:
+    """Run ``n`` crafted cases through the console script; classify every outcome.
+
+    The first ``subprocesses`` cases (default all) each run ``python -m interfpred`` in a child
+    process; the rest call the console script's entry point, :func:`interfpred.cli.main`, in this
+    process (the same code, without an interpreter start per case; a traceback is an exception
+    escaping ``main``).
 
     Returns {"ok": [...], "refused": [...], "traceback": [...], "hang": [...], "silent": [...],
     "not_one_line": [...]}: a refusal must be exit status 2 with one line on stderr; a case built to
@@ -540,6 +558,7 @@ def cli_campaign(n: int, seed: int = 0, time_limit: float = 120.0, jobs: int = 2
     from concurrent.futures import ThreadPoolExecutor
 
     rng = random.Random(seed)
+    subprocesses = n if subprocesses is None else subprocesses
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
     results: dict[str, list[str]] = {k: [] for k in ("ok", "refused", "traceback", "hang", "silent", "not_one_line")}
@@ -549,23 +568,13 @@ def cli_campaign(n: int, seed: int = 0, time_limit: float = 120.0, jobs: int = 2
         subprocess.run([sys.executable, "-m", "interfpred", "fit", "--measurements", str(folder / "meas.csv"),
                         "--out", str(folder / "mm.json")], env=env, capture_output=True, cwd=root, check=True)
 
-        def run(case: tuple[str, list[str], bool]) -> tuple[str, str]:
-            name, argv, must_refuse = case
-            work = folder / f"run_{name}"
-            work.mkdir()
-            argv = [a.replace("@", str(folder) + "/", 1) if a.startswith("@") and name != "out-dot" else a
-                    for a in argv]
-            argv = [str(work / Path(a).name) if a.startswith(str(folder) + "/") and Path(a).suffix in (".csv",)
-                    and a.endswith(("o.csv", "p.csv")) else a for a in argv]
-            try:
-                proc = subprocess.run([sys.executable, "-m", "interfpred", *argv], env=env, capture_output=True,
-                                      text=True, timeout=time_limit, cwd=work)
-            except subprocess.TimeoutExpired:
+        def classify(name: str, argv: list[str], must_refuse: bool, work: Path, rc: int | None,
+                     err: str) -> tuple[str, str]:
+            if rc is None:
                 return "hang", f"{name}: {argv}"
-            err = proc.stderr.strip()
             if "Traceback" in err:
                 return "traceback", f"{name}: {argv}\n{err[-800:]}"
-            if proc.returncode == 0:
+            if rc == 0:
                 if must_refuse:
                     return "silent", f"{name}: exit 0 on {argv}"
                 pred = work / "p.csv"
@@ -575,12 +584,69 @@ def cli_campaign(n: int, seed: int = 0, time_limit: float = 120.0, jobs: int = 2
                     return "silent", f"{name}: the current folder was replaced"
                 return "ok", name
             lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith(("example:", "wrote"))]
-            if proc.returncode != 2 or len(lines) != 1:
-                return "not_one_line", f"{name}: rc {proc.returncode}: {err[-600:]}"
+            if rc != 2 or len(lines) != 1:
+                return "not_one_line", f"{name}: rc {rc}: {err[-600:]}"
             return "refused", f"{name}: {lines[0][:200]}"
 
-        with ThreadPoolExecutor(jobs) as pool:
-            for i, (outcome, detail) in enumerate(pool.map(run, cases)):
+        def prepare(case: tuple[str, list[str], bool]) -> tuple[str, list[str], bool, Path]:
+            name, argv, must_refuse = case
+            work = folder / f"run_{name}"
+            work.mkdir()
+            argv = [a.replace("@", str(folder) + "/", 1) if a.startswith("@") else a for a in argv]
+            argv = [str(work / Path(a).name) if a.endswith(("/o.csv", "/p.csv")) else a for a in argv]
+            return name, argv, must_refuse, work
+
+        def run(case: tuple[str, list[str], bool]) -> tuple[str, str]:
+            name, argv, must_refuse, work = prepare(case)
+            try:
+                proc = subprocess.run([sys.executable, "-m", "interfpred", *argv], env=env, capture_output=True,
+                                      text=True, timeout=time_limit, cwd=work)
+            except subprocess.TimeoutExpired:
+                return classify(name, argv, must_refuse, work, None, "")
+            return classify(name, argv, must_refuse, work, proc.returncode, proc.stderr.strip())
+
+        def run_in_process(case: tuple[str, list[str], bool]) -> tuple[str, str]:
+            # the console script's entry point, called in this process (no interpreter start per case)
+            import io
+
+            from interfpred.cli import main as cli_main
+
+            name, argv, must_refuse, work = prepare(case)
+            err = io.StringIO()
+            box: dict[str, int] = {}
+            here = os.getcwd()
+
+            def call() -> None:
+                try:
+                    box["rc"] = int(cli_main(argv) or 0)
+                except SystemExit as exc:
+                    box["rc"] = int(exc.code or 0) if not isinstance(exc.code, str) else 2
+                except BaseException:  # noqa: BLE001 - what the console script would print
+                    err.write(traceback.format_exc(limit=6))
+                    box["rc"] = 1
+
+            os.chdir(work)
+            try:
+                with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                    th = threading.Thread(target=call, daemon=True)
+                    th.start()
+                    th.join(time_limit)
+            finally:
+                os.chdir(here)
+            return classify(name, argv, must_refuse, work, box.get("rc"), err.getvalue().strip())
+
+        def outcomes():  # noqa: ANN202
+            if subprocesses >= len(cases):
+                with ThreadPoolExecutor(jobs) as pool:
+                    yield from pool.map(run, cases)
+                return
+            with ThreadPoolExecutor(jobs) as pool:
+                yield from pool.map(run, cases[:subprocesses])
+            for case in cases[subprocesses:]:
+                yield run_in_process(case)
+
+        if True:
+            for i, (outcome, detail) in enumerate(outcomes()):
                 results[outcome].append(detail)
                 if progress:
                     print(f"{i + 1} {outcome} {detail.splitlines()[0][:160]}", flush=True)
@@ -599,13 +665,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", type=int, default=500, help="semantically mutated model files (default 500)")
     ap.add_argument("--fleet", type=int, default=2000, help="random Fleet calls (default 2000)")
     ap.add_argument("--cli", type=int, default=0, help="crafted cases run through python -m interfpred (default 0)")
+    ap.add_argument("--subprocesses", type=int, default=None,
+                    help="of the --cli cases, how many run as child processes (default all; the rest call "
+                         "interfpred.cli.main in this process)")
     ap.add_argument("--jobs", type=int, default=2, help="console-script runs at once (default 2)")
     ap.add_argument("--only-cli", action="store_true", help="run only the console-script campaign")
     args = ap.parse_args(argv)
     failures: list[str] = []
     if args.cli:
         t = time.perf_counter()
-        res = cli_campaign(args.cli, args.seed, jobs=args.jobs, progress=True)
+        res = cli_campaign(args.cli, args.seed, jobs=args.jobs, progress=True, subprocesses=args.subprocesses)
         print(f"cli: {args.cli} cases in {time.perf_counter() - t:.0f} s: "
               + ", ".join(f"{k} {len(v)}" for k, v in res.items()))
         failures += res["traceback"] + res["hang"] + res["silent"] + res["not_one_line"]

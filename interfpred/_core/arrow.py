@@ -120,18 +120,24 @@ def read_table_checked(path: str | os.PathLike[str], fmt: str, what: str, *,
 
 
 def check_column_types(table: Any, *, path: str | os.PathLike[str] | None, strings: tuple[str, ...] = (),
-                       numbers: tuple[str, ...] = (), nullable: tuple[str, ...] = ()) -> None:
+                       numbers: tuple[str, ...] = (), nullable: tuple[str, ...] = (), flat: bool = False) -> None:
     """Refuse a column of the wrong kind or with nulls, naming the file and the column.
 
     ``strings`` must be text (string, or a dictionary of strings) without NUL bytes, ``numbers``
     integers or floats (booleans are not numbers); nulls are refused except in ``nullable``
     columns (where a null means "not given"; such a column may be null throughout).  Absent
-    columns are skipped.
+    columns are skipped.  With ``flat``, every other column (kept as an extra text column) must
+    hold scalars too: lists, structs and maps are refused.
     """
     from interfpred.errors import InputError
 
     pa = require_pyarrow("checking a table")
     t = pa.types
+    if flat:
+        for name in table.column_names:
+            typ = table.column(name).type
+            if t.is_nested(typ) or (t.is_dictionary(typ) and t.is_nested(typ.value_type)):
+                raise InputError(f"column {name} has type {typ}; every column must hold scalars", path=path)
     for name in (*strings, *numbers):
         if name not in table.column_names:
             continue

@@ -330,7 +330,7 @@ def read_profiles(path: str | os.PathLike[str]) -> ProfileTable:
     table = _read_table(path, fmt, "profiles")
     check_column_types(table, path=path, strings=("gpu", "model"),
                        numbers=("batch_size", "solo_ms", "sm", "l2", "dram", "share"),
-                       nullable=("sm", "l2", "dram", "share"))
+                       nullable=("sm", "l2", "dram", "share"), flat=True)
     return profiles_from_frame(table.to_pandas(), path=path)
 
 

@@ -441,7 +441,7 @@ def check_measurement_columns(table: Any, path: str | os.PathLike[str] | None) -
     check_column_types(table, path=path, strings=("gpu", "model", "member", *(("run",) if run_text else ())),
                        numbers=("batch_size", "solo_ms", "observed_ms", "share", *MEASUREMENT_THROUGHPUT_COLUMNS,
                                 *(() if run_text else ("run",))),
-                       nullable=("share", "member"))
+                       nullable=("share", "member"), flat=True)
 
 
 def _check_runs(cols: dict[str, np.ndarray], path: Any, lines: Sequence[int] | None) -> None:

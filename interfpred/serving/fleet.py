@@ -42,6 +42,14 @@ from interfpred.serving.tracker import ColocationTracker
 __all__ = ["Fleet"]
 
 
+
+def _check_hashable(id: Any) -> None:
+    """An execution id must be hashable (it keys the running set)."""
+    try:
+        hash(id)
+    except TypeError:
+        raise InterfpredError(f"id {id!r} is not hashable; ids are numbers or strings") from None
+
 class Fleet:
     """Several devices (GPU instances), one tracker each, with deadline-aware placement.
 
@@ -129,11 +137,13 @@ class Fleet:
 
     def where(self, id: Any) -> str | None:
         """The device running ``id``, or None."""
+        _check_hashable(id)
         entry = self._where.get(id)
         return None if entry is None else entry[0]
 
     def deadline(self, id: Any) -> float:
         """The deadline recorded for running ``id``."""
+        _check_hashable(id)
         if id not in self._where:
             raise InterfpredError(f"id {id!r} is not running on this fleet")
         return self._where[id][1]
