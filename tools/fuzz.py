@@ -410,7 +410,7 @@ def fuzz_models(n: int, seed: int = 0) -> list[str]:
         seeds = seed_files(folder)
         states = {k: json.loads(seeds[k].read_text()) for k in ("model", "calibrated")}
         path = folder / "m.json"
-        for i in range(n):
+        for _i in range(n):
             kind = rng.choice(sorted(states))
             state = json.loads(json.dumps(states[kind]))
             cross = rng.random() < 0.5

@@ -132,9 +132,9 @@ class Measurements:
         for name in ("run", "gpu", "model", "member"):
             if name in raw:
                 texts = [str(v).strip() if v is not None else "" for v in raw[name]]
-                for i, v in enumerate(texts):  # numpy would drop a trailing NUL without a word
-                    if "\x00" in v:
-                        _fail(f"{name} {v!r} holds a NUL byte", path, lines, i)
+                for i, text in enumerate(texts):  # numpy would drop a trailing NUL without a word
+                    if "\x00" in text:
+                        _fail(f"{name} {text!r} holds a NUL byte", path, lines, i)
                 arr = np.array(texts, dtype=str)
                 if n:
                     bad = np.flatnonzero(np.char.str_len(arr) == 0)

@@ -105,11 +105,11 @@ class Trace:
         for name, col in (("id", id), ("device", device), ("model", model)):
             # numpy drops a trailing NUL without a word: look at the text before converting
             if not (isinstance(col, np.ndarray) and col.dtype.kind in "iuU"):
-                bad = next((i for i, v in enumerate(col) if isinstance(v, str) and "\x00" in v), None)
-                if bad is not None:
-                    where = f"line {_lines[bad]}" if _lines is not None else f"row {bad}"
-                    raise InterfpredError(f"{os.fspath(_path) + ': ' if _path is not None else ''}{where}: {name} "
-                                          f"{col[bad]!r} holds a NUL byte")
+                nul_at = next((i for i, v in enumerate(col) if isinstance(v, str) and "\x00" in v), None)
+                if nul_at is not None:
+                    at = f"line {_lines[nul_at]}" if _lines is not None else f"row {nul_at}"
+                    raise InterfpredError(f"{os.fspath(_path) + ': ' if _path is not None else ''}{at}: {name} "
+                                          f"{col[nul_at]!r} holds a NUL byte")
         device_a = np.asarray(device).astype(str)
         model_a = np.asarray(model).astype(str)
         try:

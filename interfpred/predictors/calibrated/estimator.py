@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from interfpred._core.limits import check_limit
 from interfpred.constants import (
     CALIBRATED_CALIBRATION_SHARE,
     CALIBRATED_GAMMA,
@@ -37,7 +38,6 @@ from interfpred.constants import (
 from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.predictors.base import BasePredictor
-from interfpred._core.limits import check_limit
 from interfpred.predictors.calibrated import _score_windows as K
 from interfpred.predictors.calibrated.state import CalibratedStateMixin
 from interfpred.predictors.inputs import as_rows, as_targets, check_entities, is_integer
