@@ -483,8 +483,8 @@ def _cli_cases(folder: Path, rng: random.Random, n: int) -> list[tuple[str, list
     (outside / "secret.csv").write_text("root:x:0:0\n")
     fixed: list[tuple[str, list[str], bool]] = [
         ("symlink-manifest", ["ingest", "--manifest", "@mf/runs.csv", "--out", "@o.csv"], True),
-        ("kernel-filter-redos", ["ingest", "--manifest", "@mf/runs.csv", "--kernel-filter", "(x+x+)+y",
-                                 "--out", "@o.csv"], True),
+        ("kernel-filter-redos", ["ingest", "--example", "--gpu", "b200", "--model", "m", "--batch-size", "1",
+                                 "--kernel-filter", "(x+x+)+y", "--out", "@o.csv"], True),
         ("window-huge", ["predict", "--model-file", "@bigwindow.json", "--trace", str(seeds["trace"]),
                          "--profiles", str(seeds["profiles"]), "--out", "@p.csv"], True),
         ("executions-huge", ["simulate", "--out", "@s", "--executions", str(10**12)], True),
