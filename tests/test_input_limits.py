@@ -374,3 +374,12 @@ def test_ragged_ncu_raw_row_is_refused(tmp_path):
     path.write_text("\n".join([header, units, '"0","k","1000","50"']) + "\n")
     with pytest.raises(InterfpredError, match="line 3: row has 4 fields"):
         read_kernels(path)
+
+
+def test_model_analyzer_csv_long_field_is_one_error(tmp_path):
+    from interfpred.data.ingest.model_analyzer import read_model_analyzer_file
+
+    path = tmp_path / "metrics.csv"
+    path.write_text("Model,Batch\n" + "x" * 200_000 + ",1\n")
+    with pytest.raises(InputError, match="field larger than field limit"):
+        read_model_analyzer_file(path)
