@@ -75,6 +75,9 @@ SIM_EPSILON = 0.03
 SIM_SIGMA = 0.02
 #: Default number of executions a simulated GPU runs at once (later arrivals wait, FIFO).
 SIM_MAX_CONCURRENCY = 4
+#: Lowest offered load the simulator accepts: sparser arrivals put times so far out (1e302 ms at rho 1e-300)
+#: that adding a latency to a start time rounds back to the start.
+SIM_MIN_RHO = 1e-3
 #: Relative tolerance under which two executions' finishing times count as one event.
 SIM_FINISH_RTOL = 1e-12
 #: Relative tolerance under which a resource counts as saturated in progressive filling.
@@ -366,3 +369,29 @@ KINETO_CPU_RANGE_CATEGORIES = ("user_annotation",)
 MODEL_ANALYZER_LATENCIES = {"avg": "perf_latency_avg", "p90": "perf_latency_p90", "p95": "perf_latency_p95",
                             "p99": "perf_latency_p99"}
 MODEL_ANALYZER_DEFAULT_LATENCY = "avg"
+# ---------------------------------------------------------------- input limits (checked before allocating)
+#: Sizes and counts a reader or command accepts, by name.  Each is checked before anything is
+#: allocated for it; a refusal names the limit and how to raise it: the environment variable
+#: ``INTERFPRED_<NAME>`` (e.g. ``INTERFPRED_INPUT_MAX_BYTES=8589934592``) overrides the default here.
+#: INPUT_MAX_BYTES: largest text input file (trace, measurements, profiles, manifest, Nsight export) read.
+#: INPUT_MAX_ROWS: most rows of a Parquet or Arrow table (read from its metadata before decoding).
+#: WINDOW_MAX: largest ``window`` of a Calibrated predictor (its ring buffer holds that many rows).
+#: EXECUTIONS_MAX: most executions ``simulate --executions`` generates.
+#: CALLS_MAX: most calls ``bench --calls`` times.
+#: REPEATS_MAX: most repeats of ``evaluate --repeats``.
+#: JSON_INT_MAX_DIGITS: longest integer literal in a JSON model or predictor file.
+#: PATTERN_MAX_CHARS: longest user pattern (--kernel-filter, --nvtx-filter, manifest filter cells).
+LIMITS = {
+    "INPUT_MAX_BYTES": 2**30,
+    "INPUT_MAX_ROWS": 20_000_000,
+    "WINDOW_MAX": 10_000_000,
+    "EXECUTIONS_MAX": 10_000_000,
+    "CALLS_MAX": 100_000_000,
+    "REPEATS_MAX": 10_000,
+    "JSON_INT_MAX_DIGITS": 40,
+    "PATTERN_MAX_CHARS": 256,
+}
+#: Prefix of the environment variable that raises a limit of LIMITS.
+LIMIT_ENV_PREFIX = "INTERFPRED_"
+#: Most alternatives (``a|b``) of a kernel or NVTX filter matched without google-re2.
+PATTERN_MAX_ALTERNATIVES = 16

@@ -29,6 +29,10 @@ class FrozenPredictorError(InterfpredError):
     """
 
 
+#: Characters that break a line (``str.splitlines``), escaped in an InputError so it stays one line.
+_LINE_BREAKS = {ord(c): repr(c)[1:-1] for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"}
+
+
 class InputError(InterfpredError):
     """Bad input read from a file (or a row of a table), located by path and line.
 
@@ -45,6 +49,7 @@ class InputError(InterfpredError):
     def __init__(
         self, message: str, *, path: str | os.PathLike[str] | None = None, line: int | None = None
     ) -> None:
+        message = message.translate(_LINE_BREAKS)  # text quoted from a file may hold line breaks
         self.message = message
         self.path = None if path is None else os.fspath(path)
         self.line = line

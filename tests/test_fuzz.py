@@ -45,3 +45,55 @@ def test_tracker_hammer_short():
 
 def test_kill_trials_short():
     assert fuzz.kill_trials(2, seed=3) == []
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_the_two_trace_csv_readers_agree(seeds, tmp_path, seed):
+    """The CLI's reader (pyarrow's fast path, falling back) and Trace.from_csv refuse or read alike."""
+    from interfpred import Trace
+    from interfpred.data.columnar import read_trace
+
+    paths, originals = seeds
+    data = fuzz.mutate(originals["trace"], random.Random(seed))
+    path = tmp_path / f"t{seed}.csv"
+    path.write_bytes(data)
+    a = fuzz._call_with_limit(lambda: read_trace(path), 30.0)
+    b = fuzz._call_with_limit(lambda: Trace.from_csv(path), 30.0)
+    assert a[0] == b[0], f"read_trace {a}, Trace.from_csv {b}\ninput: {data[:300]!r}"
+    if a[0] == "ok":
+        assert read_trace(path) == Trace.from_csv(path)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kind=st.sampled_from(["measurements", "trace_cli", "calibrated"]), seed=st.integers(0, 2**32 - 1))
+def test_mutated_measurements_and_models_are_read_or_refused_cleanly(seeds, kind, seed):
+    paths, originals = seeds
+    data = fuzz.mutate(originals[kind], random.Random(seed))
+    path = paths[kind]
+    path.write_bytes(data)
+    try:
+        outcome, detail = fuzz._call_with_limit(lambda: fuzz.readers()[kind](path), 30.0)
+    finally:
+        path.write_bytes(originals[kind])
+    assert outcome in ("ok", "refused"), f"{outcome}: {detail}\ninput: {data[:300]!r}"
+
+
+def test_crafted_parquet_columns_are_refused_cleanly():
+    pytest.importorskip("pyarrow")
+    assert fuzz.fuzz_parquet(40, seed=1) == []
+
+
+def test_model_file_cross_checks_refuse_every_changed_field():
+    assert fuzz.fuzz_models(40, seed=2) == []
+
+
+def test_random_fleet_calls_are_answered_or_refused():
+    assert fuzz.fuzz_fleet(300, seed=3) == []
+
+
+def test_console_script_campaign_short():
+    res = fuzz.cli_campaign(16, seed=4, subprocesses=2)
+    bad = res["traceback"] + res["hang"] + res["silent"] + res["not_one_line"]
+    assert not bad, "\n".join(bad)
+    assert len(res["refused"]) >= 13  # the crafted cases built to be refused were

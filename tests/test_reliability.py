@@ -252,12 +252,13 @@ def test_killed_atomic_write_leaves_nothing_after_the_next_write(tmp_path):
 def test_live_writers_leftovers_are_not_touched(tmp_path):
     import os
 
-    from interfpred._core.atomic import recover
+    from interfpred._core.atomic import atomic_open, recover
 
-    mine = tmp_path / f".out.{os.getpid()}.tmp-abc"
-    mine.write_text("in progress")
-    recover(tmp_path / "out")
-    assert mine.exists()
+    with atomic_open(tmp_path / "out") as fh:
+        fh.write("in progress")
+        [mine] = [p for p in tmp_path.iterdir() if p.name != "out"]
+        recover(tmp_path / "out")           # this process is alive: its temporary file stays
+        assert mine.exists() and str(os.getpid()) in mine.name
 
 
 def test_unwritable_out_names_the_target(tmp_path, capsys):

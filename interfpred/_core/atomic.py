@@ -5,30 +5,38 @@ target, so a reader never sees a half-written file and a crash leaves the old on
 Folders (``reproduce``, ``simulate``) are written into a temporary sibling which replaces
 the target only once complete (:func:`temp_folder`, :func:`replace_folder`).
 
-Temporary names carry the writer's process id, ``.<name>.<pid>.tmp-<random>`` and, while a
-folder is being swapped, ``.<name>.<pid>.old``.  A writer killed at any point (even with
-``kill -9``) leaves them behind; the next write to the same target removes the leftovers of
-dead processes and, if the kill fell between the two renames of a folder swap, first puts
-the old folder back at the target's path (:func:`recover`).
+Temporary names carry the writer's process id, a random nonce and a token,
+``.<name>.<pid>.<nonce>-<token>.tmp`` and, while a folder is being swapped, ``...old``; the
+token is a keyed hash of the target's name, the pid, the nonce and the kind, so the library
+recognises exactly the names it made.  A writer killed at any point (even with ``kill -9``)
+leaves them behind; the next write to the same target removes the leftovers of dead processes
+and, if the kill fell between the two renames of a folder swap, first puts the old folder back
+at the target's path (:func:`recover`).  A user's file that only looks like such a name is
+never touched.  Writers refuse an output that is the current folder, one above it, or a device
+or other special file (:func:`check_replaceable`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
+import hashlib
+import hmac
 import io
 import json
 import os
+import secrets
 import shutil
 import stat
-import tempfile
 from collections.abc import Iterator
 from typing import IO
 
+from interfpred._core.limits import check_limit, limit, limit_error
 from interfpred.constants import MODEL_FILE_MAX_BYTES, MODEL_FILE_MAX_DEPTH
 from interfpred.errors import InputError, InterfpredError
 
-__all__ = ["atomic_open", "atomic_write_text", "check_regular_file", "csv_rows", "read_json", "read_text", "staged_folder",
+__all__ = ["atomic_open", "atomic_write_text", "check_regular_file", "check_replaceable", "csv_rows", "read_json", "read_text", "scan_text_file",
+           "staged_folder",
            "recover", "replace_folder", "temp_folder"]
 
 
@@ -45,8 +53,29 @@ def _alive(pid: int) -> bool:
     return True
 
 
+#: Key of the token in every temporary name (a user file of that shape lacks a valid token).
+_TOKEN_KEY = b"interfpred.atomic.v1"
+
+
+def _token(base: str, pid: int, nonce: str, kind: str) -> str:
+    """The check token of a temporary name: keyed hash of the target's name, the pid, a nonce and the kind."""
+    msg = "\x00".join((base, str(pid), nonce, kind)).encode("utf-8", "surrogateescape")
+    return hashlib.blake2s(msg, key=_TOKEN_KEY, digest_size=8).hexdigest()
+
+
+def _temp_name(base: str, kind: str) -> str:
+    """A fresh temporary name for target ``base``: ``.<base>.<pid>.<nonce>-<token>.<kind>``."""
+    pid, nonce = os.getpid(), secrets.token_hex(6)
+    return f".{base}.{pid}.{nonce}-{_token(base, pid, nonce, kind)}.{kind}"
+
+
 def _leftovers(path: str) -> list[tuple[str, int, str]]:
-    """(full path, pid, "tmp" or "old") of the temporary siblings of ``path`` left by any writer."""
+    """(full path, pid, "tmp" or "old") of the temporary siblings of ``path`` this library made.
+
+    A sibling counts only when its name carries the token :func:`_temp_name` computed for exactly
+    this target, pid, nonce and kind: a user's file or folder that merely looks like a temporary
+    name (``.out.json.999999.old``) is never touched.
+    """
     folder, base = os.path.split(os.path.abspath(path))
     prefix = f".{base}."
     out: list[tuple[str, int, str]] = []
@@ -57,13 +86,13 @@ def _leftovers(path: str) -> list[tuple[str, int, str]]:
     for name in names:
         if not name.startswith(prefix):
             continue
-        pid_s, _, rest = name[len(prefix):].partition(".")
-        if not pid_s.isdigit():
+        parts = name[len(prefix):].split(".")
+        if len(parts) != 3 or parts[2] not in ("tmp", "old") or not parts[0].isdigit():
             continue
-        if rest == "old":
-            out.append((os.path.join(folder, name), int(pid_s), "old"))
-        elif rest.startswith("tmp-"):
-            out.append((os.path.join(folder, name), int(pid_s), "tmp"))
+        nonce, _, token = parts[1].partition("-")
+        pid, kind = int(parts[0]), parts[2]
+        if len(nonce) == 12 and hmac.compare_digest(token, _token(base, pid, nonce, kind)):
+            out.append((os.path.join(folder, name), pid, kind))
     return out
 
 
@@ -75,22 +104,59 @@ def _remove(path: str) -> None:
             os.unlink(path)
 
 
+def check_replaceable(path: str | os.PathLike[str], what: str = "output") -> str:
+    """Refuse an output path that replacing (``--force``) or writing over would be wrong for; return it absolute.
+
+    Refused: the current folder, any folder above it, the filesystem root (``--out .``, ``--out ''``,
+    ``--out ..``), and anything existing that is not a regular file or a folder (a device such as
+    ``/dev/full``, a FIFO, a socket).  Every writer of the library calls this first; the CLI's
+    ``--force`` handling may call it too.
+
+    Examples
+    --------
+    >>> check_replaceable(".")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: output ... is the current folder or one above it; refusing to replace it
+    """
+    raw = os.fspath(path)
+    full = os.path.abspath(raw) if raw else os.getcwd()
+    real = os.path.realpath(full)
+    cwd = os.path.realpath(os.getcwd())
+    if real == os.path.dirname(real) or os.path.commonpath([real, cwd]) == real:
+        raise InterfpredError(f"{what} {raw or repr(raw)} ({real}) is the current folder or one above it; refusing "
+                              "to replace it")
+    try:
+        st = os.lstat(full)
+    except OSError:
+        return full  # absent (or its folder is not one): the write itself reports it
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            st = os.stat(full)
+        except OSError:
+            return full  # a dangling link: replaced like a file
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        raise InterfpredError(f"{what} {raw} is a device, FIFO or socket, not a regular file or folder; refusing "
+                              "to write over it")
+    return full
+
+
 def recover(path: str | os.PathLike[str]) -> None:
     """Clean up after writers of ``path`` that were killed: restore or remove their leftovers.
 
-    If ``path`` is missing and a dead writer's ``.<name>.<pid>.old`` exists (a kill between the
-    two renames of a folder swap), it is renamed back to ``path``; every other leftover of a
-    dead process is removed.  Leftovers of live processes are never touched.
+    If ``path`` is missing and a dead writer's ``.old`` sibling exists (a kill between the two
+    renames of a folder swap), it is renamed back to ``path``; every other leftover of a dead
+    process is removed.  Only names carrying this library's token for ``path`` count as
+    leftovers (see :func:`_leftovers`); leftovers of live processes are never touched.
 
     Examples
     --------
     >>> import pathlib, tempfile
     >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> (folder / ".out.999999999.old").mkdir()         # a swap killed half-way
-    >>> _ = (folder / ".out.999999999.tmp-x").write_text("partial")
+    >>> (folder / ".out.999999999.old").mkdir()         # a user's folder: no token, left alone
     >>> recover(folder / "out")
     >>> sorted(p.name for p in folder.iterdir())
-    ['out']
+    ['.out.999999999.old']
     """
     path = os.path.abspath(os.fspath(path))
     stale = [(p, pid, kind) for p, pid, kind in _leftovers(path) if not _alive(pid)]
@@ -102,16 +168,30 @@ def recover(path: str | os.PathLike[str]) -> None:
         _remove(p)
 
 
+def _mktemp(folder: str, base: str, *, directory: bool) -> tuple[int | None, str]:
+    """Create a fresh temporary file (opened, mode 0600) or folder (mode 0700) named for ``base``."""
+    while True:
+        tmp = os.path.join(folder, _temp_name(base, "tmp"))
+        try:
+            if directory:
+                os.mkdir(tmp, 0o700)
+                return None, tmp
+            return os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600), tmp
+        except FileExistsError:
+            continue
+
+
 def temp_folder(out: str | os.PathLike[str]) -> str:
     """A fresh temporary sibling folder of ``out`` to write into, after :func:`recover` of ``out``.
 
-    An unwritable parent raises ``PermissionError`` naming ``out``'s folder, not the temporary name.
+    ``out`` must pass :func:`check_replaceable`.  An unwritable parent raises ``PermissionError``
+    naming ``out``'s folder, not the temporary name.
     """
-    out = os.path.abspath(os.fspath(out))
+    out = check_replaceable(out)
     recover(out)
     folder, base = os.path.split(out)
     try:
-        return tempfile.mkdtemp(prefix=f".{base}.{os.getpid()}.tmp-", dir=folder)
+        return _mktemp(folder, base, directory=True)[1]
     except OSError as exc:
         raise type(exc)(exc.errno, exc.strerror, folder) from None
 
@@ -134,6 +214,7 @@ def staged_folder(out: str | os.PathLike[str], *, what: str = "output") -> Itera
     >>> sorted(p.name for p in out.iterdir())
     ['a.txt']
     """
+    check_replaceable(out, what)
     try:
         tmp = temp_folder(out)
     except OSError as exc:
@@ -165,15 +246,13 @@ def replace_folder(tmp: str | os.PathLike[str], out: str | os.PathLike[str]) -> 
     >>> sorted(p.name for p in out.parent.iterdir()), sorted(p.name for p in out.iterdir())
     (['report'], ['new.txt'])
     """
-    out = os.path.abspath(os.fspath(out))
+    out = check_replaceable(out)
     tmp = os.fspath(tmp)
     if not os.path.lexists(out):
         os.rename(tmp, out)
         return
     folder, base = os.path.split(out)
-    old = os.path.join(folder, f".{base}.{os.getpid()}.old")
-    if os.path.lexists(old):
-        _remove(old)
+    old = os.path.join(folder, _temp_name(base, "old"))
     os.rename(out, old)
     try:
         os.rename(tmp, out)
@@ -199,10 +278,15 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kwargs) -> Iter
     'hello'
     """
     path = os.fspath(path)
-    folder, base = os.path.split(os.path.abspath(path))
+    full = check_replaceable(path)
+    if os.path.isdir(full):
+        raise InterfpredError(f"output {path} is a folder, not a file; refusing to write over it")
+    folder, base = os.path.split(full)
     recover(path)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{base}.{os.getpid()}.tmp-", dir=folder)
+        fd_or_none, tmp = _mktemp(folder, base, directory=False)
+        assert fd_or_none is not None
+        fd = fd_or_none
     except OSError as exc:  # name the target, not the hidden temporary file
         raise type(exc)(exc.errno, exc.strerror, path) from None
     try:
@@ -259,15 +343,52 @@ def read_text(path: str | os.PathLike[str], what: str = "a CSV") -> str:
     ...
     interfpred.errors.InputError: ...bin.csv: contains NUL bytes: a binary file, not a CSV
     """
-    check_regular_file(path, what)
+    size = check_regular_file(path, what)
+    check_limit("INPUT_MAX_BYTES", size, f"{what} of", path=path)
+    cap = limit("INPUT_MAX_BYTES")
+    parts: list[str] = []
+    total = 0
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:  # a UTF-8 byte-order mark is dropped
-            text = fh.read()
+            while True:  # in blocks: a NUL (a binary file) is refused at its block, not after reading it all
+                block = fh.read(_READ_BLOCK)
+                if not block:
+                    break
+                if "\x00" in block:
+                    raise InputError(f"contains NUL bytes: a binary file, not {what}", path=path)
+                total += len(block)
+                if total > cap:  # the file grew while being read
+                    raise InputError(f"larger than INPUT_MAX_BYTES={cap} (raise it with the environment "
+                                     "variable INTERFPRED_INPUT_MAX_BYTES)", path=path)
+                parts.append(block)
     except UnicodeDecodeError:
         raise InputError("not a UTF-8 text file (is it a binary file?)", path=path) from None
-    if "\x00" in text:
-        raise InputError(f"contains NUL bytes: a binary file, not {what}", path=path)
+    text = "".join(parts)
     return text
+
+
+#: Characters read per block by :func:`read_text`.
+_READ_BLOCK = 1 << 20
+
+
+def scan_text_file(path: str | os.PathLike[str], what: str = "a CSV") -> bool:
+    """Check a text input without decoding it: a regular file within ``INPUT_MAX_BYTES``, with no NUL byte.
+
+    Refuses exactly what :func:`read_text` refuses for size and NUL bytes (so a fast reader that
+    calls this first rejects the same files) and returns whether the file holds a carriage
+    return (old Mac or mixed line endings), which some fast parsers count differently.
+    """
+    size = check_regular_file(path, what)
+    check_limit("INPUT_MAX_BYTES", size, f"{what} of", path=path)
+    has_cr = False
+    with open(path, "rb") as fh:
+        while True:
+            block = fh.read(_READ_BLOCK)
+            if not block:
+                return has_cr
+            if b"\x00" in block:
+                raise InputError(f"contains NUL bytes: a binary file, not {what}", path=path)
+            has_cr = has_cr or b"\r" in block
 
 
 def _json_depth(obj: object) -> int:
@@ -292,6 +413,7 @@ def check_regular_file(path: str | os.PathLike[str], what: str = "file") -> int:
 
     Examples
     --------
+    >>> import secrets
     >>> import tempfile
     >>> check_regular_file(tempfile.mkdtemp(), "a manifest")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -381,8 +503,16 @@ def read_json(path: str | os.PathLike[str], *, max_bytes: int | None = None, max
             raise InterfpredError(f"{os.fspath(path)}: not a UTF-8 JSON file (is it a binary file?)") from None
     if len(text) > max_bytes:  # the file grew while being read
         raise InterfpredError(f"{os.fspath(path)}: larger than the {max_bytes} bytes accepted")
+    max_digits = limit("JSON_INT_MAX_DIGITS")
+
+    def parse_int(literal: str) -> int:
+        if len(literal.lstrip("-")) > max_digits:
+            raise limit_error("JSON_INT_MAX_DIGITS", f"of {len(literal.lstrip('-'))} digits", "an integer",
+                              path=path)
+        return int(literal)
+
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_int=parse_int)
     except json.JSONDecodeError as exc:
         raise InterfpredError(f"{os.fspath(path)} line {exc.lineno}: not valid JSON: {exc.msg}") from None
     except RecursionError:

@@ -42,9 +42,16 @@ _PERCENT = {"mape": "mape_%", "within_10": "within_10_%", "within_20": "within_2
 
 
 def refuse_existing(path: str, force: bool) -> None:
-    """Refuse to replace an existing output ``path`` unless ``force`` (``--force``)."""
-    if os.path.exists(path) and not force:
+    """Before any work: refuse an output ``path`` that exists (unless ``force``, ``--force``), that may never
+    be replaced (:func:`~interfpred._core.atomic.check_replaceable`), or whose folder does not exist."""
+    from interfpred._core.atomic import check_replaceable
+
+    full = check_replaceable(path, what="--out")
+    if os.path.lexists(path) and not force:
         raise InterfpredError(f"{path} exists: pass --force to replace it")
+    folder = os.path.dirname(full)
+    if not os.path.isdir(folder):
+        raise InterfpredError(f"{path}: folder {folder} does not exist")
 
 
 def add_json_option(p: argparse.ArgumentParser) -> None:

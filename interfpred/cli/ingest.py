@@ -31,7 +31,7 @@ def add_ingest(sub: Any) -> None:
     p.add_argument("--iterations", action="append", type=int,
                    help="batches the profiled program executed; solo_ms = kernel time / iterations (default 1)")
     p.add_argument("--kernel-filter", action="append", metavar="REGEX",
-                   help="keep only kernels whose name matches (re.search)")
+                   help="keep only kernels whose name matches (searched; RE2 syntax with google-re2, else literals, ., .*, ^, $ and |)")
     p.add_argument("--nvtx-filter", action="append", metavar="REGEX",
                    help="keep only kernels whose NVTX range stack matches (needs ncu --nvtx)")
     p.add_argument("--share", type=float, default=None, metavar="P",

@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from interfpred._core.arrow import have_pyarrow, require_pyarrow, write_csv
-from interfpred._core.atomic import atomic_open
+from interfpred._core.arrow import check_column_types, have_pyarrow, read_table_checked, require_pyarrow, write_csv
+from interfpred._core.atomic import atomic_open, scan_text_file
 from interfpred.constants import (
     COLUMNAR_SUFFIXES,
     CSV_BLOCK_BYTES,
@@ -37,12 +37,13 @@ from interfpred.constants import (
     TRACE_COLUMNS,
     TRACE_OPTIONAL_COLUMNS,
 )
-from interfpred.data.measurements import Measurements
+from interfpred.data.measurements import Measurements, check_measurement_columns
 from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
 
 __all__ = [
+    "check_finite_columns",
     "format_of",
     "have_pyarrow",
     "profiles_from_frame",
@@ -84,19 +85,10 @@ def format_of(path: str | os.PathLike[str]) -> str:
 
 # ---------------------------------------------------------------------------- generic tables
 def _read_table(path: str | os.PathLike[str], fmt: str, what: str, columns: list[str] | None = None):
-    pa = _pa(f"reading {what} {os.fspath(path)}")
+    _pa(f"reading {what} {os.fspath(path)}")
     if not os.path.exists(path):
         raise InterfpredError(f"{os.fspath(path)}: no such file")
-    try:
-        if fmt == "parquet":
-            import pyarrow.parquet as pq
-
-            return pq.read_table(path, columns=columns)
-        from pyarrow import feather
-
-        return feather.read_table(path, columns=columns)
-    except (pa.ArrowInvalid, pa.ArrowKeyError, OSError, KeyError) as exc:
-        raise InterfpredError(f"{os.fspath(path)}: cannot read it as {fmt}: {exc}") from None
+    return read_table_checked(path, fmt, what, columns=columns)
 
 
 def _write_table(table: Any, path: str | os.PathLike[str], fmt: str) -> None:
@@ -163,14 +155,17 @@ def trace_from_arrow(table: Any, *, path: str | os.PathLike[str] | None = None,
     if missing:
         raise InterfpredError(f"{where}missing column(s) {', '.join(missing)}; columns are "
                               f"{','.join(table.column_names)}")
+    id_type = table.column("id").type
+    text_id = pa.types.is_string(id_type) or pa.types.is_large_string(id_type) or (
+        pa.types.is_dictionary(id_type) and pa.types.is_string(id_type.value_type))
+    check_column_types(table, path=path, strings=("device", "model", *(("id",) if text_id else ())),
+                       numbers=("batch_size", "start_ms", "end_ms", *TRACE_OPTIONAL_COLUMNS,
+                                *(() if text_id else ("id",))))
     cols: dict[str, Any] = {}
     for c in (*TRACE_COLUMNS, *TRACE_OPTIONAL_COLUMNS):
         if c not in table.column_names:
             continue
         col = table.column(c)
-        if col.null_count:
-            row = int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
-            raise InterfpredError(f"{where}row {row}: {c} is missing")
         if c in ("device", "model") or (c == "id" and not pa.types.is_integer(col.type)):
             cols[c] = _strings(col)
         else:
@@ -219,8 +214,9 @@ def _read_trace_csv_fast(path: str | os.PathLike[str]) -> Trace | None:
 
     with open(path, "rb") as fh:
         header = fh.readline().decode("utf-8", "replace").rstrip("\r\n").split(",")
-    if any(h != h.strip() or not h for h in header) or any(c not in header for c in TRACE_COLUMNS):
-        return None
+    if any(h != h.strip() or not h for h in header) or any(c not in header for c in TRACE_COLUMNS) or (
+            len(set(header)) != len(header)):
+        return None                           # the standard reader names the problem (or strips the blanks)
     wanted = [c for c in (*TRACE_COLUMNS, *TRACE_OPTIONAL_COLUMNS) if c in header]
     label = pa.dictionary(pa.int32(), pa.string())
     types = {c: pa.int64() if c == "id" else label if c in ("device", "model") else pa.float64() for c in wanted}
@@ -257,7 +253,10 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
     fmt = format_of(path)
     if fmt != "csv":
         return trace_from_arrow(_read_table(path, fmt, "a trace"), path=path)
-    if have_pyarrow() and os.path.isfile(path):
+    # Size, NUL bytes and carriage returns first, as Trace.from_csv would refuse or count them: the
+    # fast reader then only sees files both readers read alike (tests/test_fuzz.py checks they agree).
+    has_cr = scan_text_file(path, "a CSV")
+    if have_pyarrow() and not has_cr:
         fast = _read_trace_csv_fast(path)
         if fast is not None:
             return fast
@@ -328,7 +327,11 @@ def read_profiles(path: str | os.PathLike[str]) -> ProfileTable:
     fmt = format_of(path)
     if fmt == "csv":
         return ProfileTable.from_csv(path)
-    return profiles_from_frame(_read_table(path, fmt, "profiles").to_pandas(), path=path)
+    table = _read_table(path, fmt, "profiles")
+    check_column_types(table, path=path, strings=("gpu", "model"),
+                       numbers=("batch_size", "solo_ms", "sm", "l2", "dram", "share"),
+                       nullable=("sm", "l2", "dram", "share"), flat=True)
+    return profiles_from_frame(table.to_pandas(), path=path)
 
 
 def write_profiles(profiles: ProfileTable, path: str | os.PathLike[str]) -> None:
@@ -346,7 +349,9 @@ def read_measurements(path: str | os.PathLike[str]) -> Measurements:
     """Read measurement runs from CSV, Parquet or Arrow (by suffix)."""
     fmt = format_of(path)
     if fmt == "arrow":
-        return Measurements.from_frame(_read_table(path, fmt, "measurements").to_pandas(), path=path)
+        table = _read_table(path, fmt, "measurements")
+        check_measurement_columns(table, path)
+        return Measurements.from_frame(table.to_pandas(), path=path)
     return Measurements.read(path)
 
 
@@ -361,6 +366,24 @@ def write_measurements(measurements: Measurements, path: str | os.PathLike[str])
 
 
 # ---------------------------------------------------------------------------- predictions
+def check_finite_columns(columns: dict[str, Any], path: str | os.PathLike[str]) -> None:
+    """Refuse to write ``path`` when a float column holds inf or NaN (naming the column and the 1-based row).
+
+    Examples
+    --------
+    >>> check_finite_columns({"predicted_latency_ms": [1.0, float("inf")]}, "p.csv")
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: predicted_latency_ms is inf in row 2: not a finite number; p.csv was not written
+    """
+    for k, v in columns.items():
+        arr = np.asarray(v)
+        if arr.dtype.kind == "f" and arr.size and not np.isfinite(arr).all():
+            row = int(np.flatnonzero(~np.isfinite(arr))[0])
+            raise InterfpredError(f"{k} is {float(arr[row])!r} in row {row + 1}: not a finite number; "
+                                  f"{os.fspath(path)} was not written")
+
+
 def write_predictions_table(columns: dict[str, Any], path: str | os.PathLike[str]) -> int:
     """Write named prediction columns (equal lengths) as CSV, Parquet or Arrow (by suffix); returns rows.
 
@@ -375,6 +398,7 @@ def write_predictions_table(columns: dict[str, Any], path: str | os.PathLike[str
     [3.5, 4.25]
     """
     pa = _pa(f"writing {os.fspath(path)}")
+    check_finite_columns(columns, path)
     table = pa.table({k: pa.array(np.asarray(v)) for k, v in columns.items()})
     _write_table(table, path, format_of(path))
     return table.num_rows

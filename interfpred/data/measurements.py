@@ -25,16 +25,17 @@ Examples
 from __future__ import annotations
 
 import csv
-import io
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from interfpred._core.atomic import atomic_open, read_text
+from interfpred._core.arrow import check_column_types, read_table_checked
+from interfpred._core.atomic import atomic_open, csv_rows, read_text
 from interfpred.constants import (
     DEFAULT_SHARE,
+    MAX_BATCH_SIZE,
     MEASUREMENT_COLUMNS,
     MEASUREMENT_OPTIONAL_COLUMNS,
     MEASUREMENT_THROUGHPUT_COLUMNS,
@@ -42,7 +43,7 @@ from interfpred.constants import (
 )
 from interfpred.errors import InputError, InterfpredError
 
-__all__ = ["Measurements"]
+__all__ = ["Measurements", "check_measurement_columns"]
 
 _NAMES = ("run", "gpu", "model", "member")
 _NUMS = ("batch_size", "share", "solo_ms", "observed_ms")
@@ -130,7 +131,11 @@ class Measurements:
         cols: dict[str, np.ndarray] = {}
         for name in ("run", "gpu", "model", "member"):
             if name in raw:
-                arr = np.array([str(v).strip() if v is not None else "" for v in raw[name]], dtype=str)
+                texts = [str(v).strip() if v is not None else "" for v in raw[name]]
+                for i, text in enumerate(texts):  # numpy would drop a trailing NUL without a word
+                    if "\x00" in text:
+                        _fail(f"{name} {text!r} holds a NUL byte", path, lines, i)
+                arr = np.array(texts, dtype=str)
                 if n:
                     bad = np.flatnonzero(np.char.str_len(arr) == 0)
                     if bad.size:
@@ -148,7 +153,8 @@ class Measurements:
                     _fail(f"{name} {v!r} is not a number", path, lines, i)
             nums[name] = out
         checks = [
-            ("batch_size", lambda v: ~np.isfinite(v) | (v <= 0) | (v != np.round(v)), "must be a positive integer"),
+            ("batch_size", lambda v: ~np.isfinite(v) | (v <= 0) | (v != np.round(v)) | (v > MAX_BATCH_SIZE),
+             f"must be a positive integer at most MAX_BATCH_SIZE={MAX_BATCH_SIZE}"),
             ("share", lambda v: ~np.isfinite(v) | (v <= 0) | (v > 100),
              "must be an MPS active thread percentage in (0, 100]"),
         ]
@@ -164,8 +170,20 @@ class Measurements:
         if first is not None:
             _fail(first[1], path, lines, first[0])
         if rate_form:
-            nums["solo_ms"] = MS_PER_S / nums.pop("solo_throughput")
-            nums["observed_ms"] = MS_PER_S / nums.pop("observed_throughput")
+            for name, rate in (("solo_ms", "solo_throughput"), ("observed_ms", "observed_throughput")):
+                given = nums.pop(rate)
+                with np.errstate(over="ignore", divide="ignore"):
+                    nums[name] = MS_PER_S / given
+                bad = np.flatnonzero(~np.isfinite(nums[name]) | (nums[name] <= 0))
+                if bad.size:
+                    _fail(f"{rate} {float(given[bad[0]])!r} gives latency {float(nums[name][bad[0]])!r} ms, not a "
+                          "positive finite number", path, lines, int(bad[0]))
+        with np.errstate(over="ignore", divide="ignore", under="ignore"):
+            slowdown = nums["observed_ms"] / nums["solo_ms"]
+        bad = np.flatnonzero(~np.isfinite(slowdown) | (slowdown <= 0))
+        if bad.size:
+            _fail(f"observed_ms / solo_ms = {float(slowdown[bad[0]])!r} is not a positive finite slowdown",
+                  path, lines, int(bad[0]))
         cols.update(nums)
         cols["batch_size"] = nums["batch_size"].astype(np.int64)
         _check_runs(cols, path, lines)
@@ -190,7 +208,7 @@ class Measurements:
         ...
         interfpred.errors.InputError: ...m.csv line 3: observed_ms -1.0 must be a positive finite latency in ms
         """
-        reader = csv.reader(io.StringIO(read_text(path)))
+        reader = csv_rows(read_text(path), path=path)
         header = next((row for row in reader if row and any(c.strip() for c in row)), None)
         if header is None:
             raise InputError("empty file: expected a header " + ",".join(MEASUREMENT_COLUMNS), path=path)
@@ -248,16 +266,8 @@ class Measurements:
     @classmethod
     def from_parquet(cls, path: str | os.PathLike[str]) -> Measurements:
         """Read a Parquet file with the CSV's columns (needs pyarrow); errors name the row."""
-        try:
-            import pyarrow.parquet as pq
-        except ImportError:  # pragma: no cover - pyarrow is an optional extra
-            raise InterfpredError("reading Parquet needs pyarrow: pip install 'interfpred[parquet]'") from None
-        try:
-            table = pq.read_table(os.fspath(path))
-        except (OSError, ValueError) as exc:
-            if isinstance(exc, FileNotFoundError):
-                raise
-            raise InputError(f"not a readable Parquet file: {exc}", path=path) from None
+        table = read_table_checked(path, "parquet", "measurements")
+        check_measurement_columns(table, path)
         return cls.from_frame(table.to_pandas(), path=path)
 
     @classmethod
@@ -417,6 +427,21 @@ class Measurements:
                  for k in extras}
         _check_runs(cols, None, None)
         return Measurements(cols, extra)
+
+
+def check_measurement_columns(table: Any, path: str | os.PathLike[str] | None) -> None:
+    """Refuse a ``pyarrow.Table`` of measurements whose columns have the wrong kind or hold nulls.
+
+    ``run`` may be text or integers; ``gpu``, ``model`` and ``member`` must be text; the numeric
+    columns numbers; only ``share`` and ``member`` may be null (not given).
+    """
+    import pyarrow as pa
+
+    run_text = "run" in table.column_names and not pa.types.is_integer(table.column("run").type)
+    check_column_types(table, path=path, strings=("gpu", "model", "member", *(("run",) if run_text else ())),
+                       numbers=("batch_size", "solo_ms", "observed_ms", "share", *MEASUREMENT_THROUGHPUT_COLUMNS,
+                                *(() if run_text else ("run",))),
+                       nullable=("share", "member"), flat=True)
 
 
 def _check_runs(cols: dict[str, np.ndarray], path: Any, lines: Sequence[int] | None) -> None:

@@ -147,6 +147,14 @@ class Trace:
                                       "strings")
             ids = ids.astype(np.int64)
         n = len(ids)
+        for name, col in (("id", id), ("device", device), ("model", model)):
+            # numpy drops a trailing NUL without a word: look at the text before converting
+            if not (isinstance(col, np.ndarray) and col.dtype.kind in "iuU"):
+                nul_at = next((i for i, v in enumerate(col) if isinstance(v, str) and "\x00" in v), None)
+                if nul_at is not None:
+                    at = f"line {_lines[nul_at]}" if _lines is not None else f"row {nul_at}"
+                    raise InterfpredError(f"{os.fspath(_path) + ': ' if _path is not None else ''}{at}: {name} "
+                                          f"{col[nul_at]!r} holds a NUL byte")
         device_a = np.asarray(device).astype(str)
         model_a = np.asarray(model).astype(str)
         try:
@@ -374,6 +382,9 @@ class Trace:
         if header is None:
             raise InputError("empty file: expected a header " + ",".join(TRACE_COLUMNS), path=path)
         header = [h.strip() for h in header]
+        dupes = sorted({h for h in header if header.count(h) > 1})
+        if dupes:
+            raise InputError(f"duplicate column(s) {', '.join(dupes)}", path=path, line=reader.line_num)
         missing = [c for c in TRACE_COLUMNS if c not in header]
         if missing:
             raise InputError(f"missing column(s) {', '.join(missing)}; header is {','.join(header)}",

@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from interfpred._core.limits import check_limit
 from interfpred.constants import E4_TRAIN_SHARE
 from interfpred.data.measurements import Measurements
 from interfpred.errors import InterfpredError
@@ -89,6 +90,9 @@ def run_folds(measurements: Measurements, split: str, *, repeats: int, seed: int
     if split == "pair":
         if not isinstance(repeats, int) or repeats < 1:
             raise InterfpredError(f"repeats {repeats!r} must be a positive integer")
+        check_limit("REPEATS_MAX", repeats, "repeats")  # every fold is built before the first runs
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise InterfpredError(f"seed {seed!r} must be a non-negative integer")
         return [split_by_run(measurements, train_share=train_share, seed=seed + i) for i in range(repeats)]
     if split == "model":
         folds = leave_one_model_out(measurements)

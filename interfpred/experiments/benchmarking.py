@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from interfpred._core.limits import check_limit
 from interfpred._core.params import parse_param
 from interfpred.constants import BENCH_MAX_WIDTH
 from interfpred.data.entities import Entities
@@ -210,6 +211,7 @@ def run_bench(
     """
     if n < 1:
         raise InterfpredError(f"n must be >= 1, got {n}")
+    check_limit("CALLS_MAX", int(n), "calls (n)")  # before the n-row input is allocated
     for d in ds:
         if int(d) < 1:
             raise InterfpredError(f"d must be >= 1, got {d}")

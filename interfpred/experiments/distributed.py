@@ -396,7 +396,7 @@ def connect(address: str | None = None, *, n_workers: int | None = None) -> Iter
         return
     n = n_workers or os.cpu_count() or 1
     with distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  silence_logs=logging.ERROR) as cluster, distributed.Client(cluster) as client:
+                                  silence_logs=logging.CRITICAL) as cluster, distributed.Client(cluster) as client:
         yield client
 
 

@@ -452,6 +452,20 @@ class InterferenceModel:
         d = pred.n_features_in_
         if d is not None and d != ex.n_features:
             raise InterfpredError(f"{source}: the predictor takes {d} features but the extractor makes {ex.n_features}")
+        names = state.get("feature_names")
+        if names is not None:
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                raise InterfpredError(f"{source}: 'feature_names' must be a list of names")
+            if d is not None and len(names) != d:
+                raise InterfpredError(f"{source}: 'feature_names' lists {len(names)} features but the predictor "
+                                      f"takes {d}")
+            if names != list(ex.names):
+                diff = next(i for i in range(max(len(names), len(ex.names)))
+                            if i >= len(names) or i >= len(ex.names) or names[i] != ex.names[i])
+                got = names[diff] if diff < len(names) else None
+                want = ex.names[diff] if diff < len(ex.names) else None
+                raise InterfpredError(f"{source}: 'feature_names' disagrees with the extractor at feature {diff}: "
+                                      f"{got!r} in the file, {want!r} from the extractor")
         model = cls(ex, pred)
         baselines = state.get("baselines", {})
         if not isinstance(baselines, dict):

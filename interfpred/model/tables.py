@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from interfpred._core.atomic import atomic_open
-from interfpred.data.columnar import format_of, write_predictions_table
+from interfpred.data.columnar import check_finite_columns, format_of, write_predictions_table
 from interfpred.data.measurements import Measurements
 from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
@@ -58,6 +58,8 @@ def write_predictions(model: InterferenceModel, trace: Trace, profiles: ProfileT
     lat = model.latency_from_features(fm)
     bounds = [model.latency_from_features(fm, quantile=q) for q in quantiles]
     qcols = tuple(f"latency_q{float(q):g}_ms" for q in quantiles)
+    check_finite_columns(dict(zip(PREDICTION_COLUMNS[1:] + qcols, (lat, lat / fm.solo_ms, fm.latency_ms, *bounds))),
+                         path)
     if format_of(path) != "csv":      # Parquet or Arrow by suffix (needs pyarrow)
         return write_predictions_table(dict(zip(PREDICTION_COLUMNS + qcols, (trace.id, lat, lat / fm.solo_ms,
                                                                                fm.latency_ms, *bounds))), path)
@@ -103,6 +105,8 @@ def write_measurement_predictions(model: InterferenceModel, measurements: Measur
     bounds = [model.latency_from_features(fm, quantile=q) for q in quantiles]
     qcols = tuple(f"latency_q{float(q):g}_ms" for q in quantiles)
     member = measurements.member if measurements.member is not None else _positions_in_run(measurements.run_code)
+    check_finite_columns(dict(zip(MEASUREMENT_PREDICTION_COLUMNS[5:] + qcols, (lat, lat / fm.solo_ms, fm.latency_ms,
+                                                                               *bounds))), path)
     if format_of(path) != "csv":      # Parquet or Arrow by suffix (needs pyarrow)
         cols = (measurements.run, member, measurements.model, measurements.batch_size, measurements.share, lat,
                 lat / fm.solo_ms, fm.latency_ms, *bounds)

@@ -416,7 +416,9 @@ class BasePredictor(abc.ABC):
                 raise InterfpredError(f"{source}: 'state' must be an object for a fitted predictor")
             try:
                 obj._set_state(inner, d)
-            except (KeyError, TypeError, ValueError) as exc:
+            except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as exc:
+                # any shape the state's reader did not expect (a string where a list of entries
+                # belongs, a short entry) is a bad file, not a crash
                 if isinstance(exc, InterfpredError):
                     raise InterfpredError(f"{source}: {exc}") from None
                 raise InterfpredError(f"{source}: state does not match width {d}: {exc!r}") from None

@@ -49,6 +49,15 @@ from interfpred.serving.tracker import ColocationTracker
 __all__ = ["Fleet"]
 
 
+
+def _check_hashable(id: Any, method: str) -> None:
+    """An execution id must be hashable (it keys the running set)."""
+    try:
+        hash(id)
+    except TypeError:
+        raise InterfpredError(f"Fleet.{method}: id {id!r} is not hashable; ids are numbers or strings") from None
+
+
 class Fleet:
     """Several devices (GPU instances), one tracker each, with deadline-aware placement.
 
@@ -151,18 +160,16 @@ class Fleet:
 
     def where(self, id: Any) -> str | None:
         """The device running ``id``, or None."""
-        try:
-            entry = self._where.get(id)
-        except TypeError:
-            return None
+        _check_hashable(id, "where")
+        entry = self._where.get(id)
         return None if entry is None else entry[0]
 
     def deadline(self, id: Any) -> float:
         """The deadline recorded for running ``id``."""
-        entry = self._where.get(id) if self.where(id) is not None else None
-        if entry is None:
+        _check_hashable(id, "deadline")
+        if id not in self._where:
             raise InterfpredError(f"Fleet.deadline: id {id!r} is not running on this fleet")
-        return entry[1]
+        return self._where[id][1]
 
     def _deadline_or_none(self, id: Any) -> float | None:
         entry = self._where.get(id)

@@ -22,7 +22,8 @@ from typing import cast
 
 import numpy as np
 
-from interfpred.constants import SIM_DEFAULT_GPU
+from interfpred._core.limits import check_limit
+from interfpred.constants import SIM_DEFAULT_GPU, SIM_MIN_RHO
 from interfpred.data.profiles import ProfileTable
 from interfpred.errors import InterfpredError
 from interfpred.sim._executions import check_seed
@@ -175,8 +176,12 @@ def poisson_arrivals(
     if not (np.isfinite(rho) and 0.0 < rho <= spec.max_concurrency):
         raise InterfpredError(f"rho {rho!r} must be in (0, {spec.max_concurrency}] (offered utilisation per GPU; "
                               f"above max_concurrency {spec.max_concurrency} no GPU can keep up)")
+    if rho < SIM_MIN_RHO:  # gaps so long that start + latency rounds back to start
+        raise InterfpredError(f"rho {rho!r} is below SIM_MIN_RHO={SIM_MIN_RHO:g}: arrivals that sparse put the "
+                              "times where a latency is lost to rounding")
     if not isinstance(executions, int | np.integer) or executions < 0:
         raise InterfpredError(f"executions {executions!r} must be a non-negative integer")
+    check_limit("EXECUTIONS_MAX", int(executions), "executions")
     if not isinstance(n_devices, int | np.integer) or n_devices < 1:
         raise InterfpredError(f"n_devices {n_devices!r} must be a positive integer")
     if not np.isfinite(start_ms) or start_ms < 0:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from interfpred._core.atomic import recover, staged_folder
+from interfpred._core.limits import check_limit
 from interfpred.constants import (
     SCHEMA_VERSION,
     SIM_DEFAULT_EXECUTIONS,
@@ -183,6 +184,7 @@ def paper_scenario(spec: GpuSpec | str = SIM_DEFAULT_GPU, *, seed: int = 0, exec
     profiles, pz, family = scenario_family(spec, truth, zoo, profiles)
     if not isinstance(executions, int | np.integer) or executions < 4:
         raise InterfpredError(f"executions {executions!r} must be an integer >= 4 (executions per set)")
+    check_limit("EXECUTIONS_MAX", int(executions), "executions")
     train, new, every, hetero_b, hetero_w = paper_sets(family)
     half = _split(executions, 2)
     quarter = _split(executions, 4)

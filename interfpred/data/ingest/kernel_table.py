@@ -10,11 +10,11 @@ Compute files; see docs/profiling.md.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from interfpred._core.patterns import compile_pattern
 from interfpred.constants import PROFILE_SIGNIFICANT_DIGITS
 from interfpred.data.profiles import Profile
 from interfpred.errors import InputError, InterfpredError
@@ -160,27 +160,21 @@ class KernelTable:
     def filter(self, *, kernel: str | None = None, nvtx: str | None = None) -> KernelTable:
         """Launches whose name matches regex ``kernel`` and whose NVTX stack matches ``nvtx``.
 
-        Both are searched (:func:`re.search`), so a plain substring works.
+        Both are searched, so a plain substring works, at bounded cost whatever the pattern
+        (:func:`~interfpred._core.patterns.compile_pattern`: RE2 syntax with google-re2, else
+        its safe subset of literals, ``.``, ``.*``, anchors and ``|``).
         """
         mask = np.ones(len(self), dtype=bool)
         if kernel is not None:
-            rx = _compile(kernel, "kernel_filter")
-            mask &= np.fromiter((rx.search(s) is not None for s in self._name), bool, len(self))
+            rx = compile_pattern(kernel, "kernel_filter")
+            mask &= np.fromiter((rx.search(s) for s in self._name), bool, len(self))
         if nvtx is not None:
             if "nvtx" not in self._identity:
                 raise InterfpredError(
                     "nvtx filter given but the file has no NVTX column (profile with ncu --nvtx)")
-            rx = _compile(nvtx, "nvtx_filter")
-            mask &= np.fromiter((rx.search(s) is not None for s in self._identity["nvtx"]), bool,
-                                len(self))
+            rx = compile_pattern(nvtx, "nvtx_filter")
+            mask &= np.fromiter((rx.search(s) for s in self._identity["nvtx"]), bool, len(self))
         return self.take(mask)
-
-
-def _compile(pattern: str, what: str) -> re.Pattern[str]:
-    try:
-        return re.compile(pattern)
-    except re.error as exc:
-        raise InterfpredError(f"{what} {pattern!r} is not a valid regular expression: {exc}") from None
 
 
 # ---------------------------------------------------------------------------------- profile

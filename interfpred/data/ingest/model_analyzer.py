@@ -39,8 +39,6 @@ Examples
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import pathlib
@@ -49,7 +47,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from interfpred._core.atomic import check_regular_file, read_text
+from interfpred._core.atomic import check_regular_file, csv_rows, read_text
 from interfpred.constants import MODEL_ANALYZER_DEFAULT_LATENCY, MODEL_ANALYZER_LATENCIES
 from interfpred.data.ingest.gpu_ranges import CaptureFormatError
 from interfpred.data.measurements import Measurements
@@ -158,7 +156,7 @@ def _cells(text: str, n: int, what: str, path: str, line: int) -> list[str]:
 
 
 def _from_csv(path: str, latency: str, gpu: str | None) -> list[MeasuredModel]:
-    rows = list(csv.reader(io.StringIO(read_text(path, "a Model Analyzer metrics CSV"))))
+    rows = list(csv_rows(read_text(path, "a Model Analyzer metrics CSV"), path=path))
     if not rows:
         raise CaptureFormatError("is empty", path=path)
     header = [h.strip() for h in rows[0]]

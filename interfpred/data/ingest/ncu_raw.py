@@ -57,8 +57,11 @@ def read_raw_page(reader, header: list[str], offset: int, path: str) -> KernelTa
         for row in reader:
             n = len(row)
             line = offset + reader.line_num
-            if n < lo or n > hi or not is_kernel_id(row[0]):
-                skip_or_refuse_row(row, lo, len(header), path, line)
+            # every field of the header, or one more that is empty (a trailing comma): a ragged row
+            # is refused even when the columns read happen to be present
+            ragged = n != len(header) and not (n == hi and not row[-1].strip())
+            if n < lo or n > hi or ragged or not is_kernel_id(row[0]):
+                skip_or_refuse_row(row, len(header) if n >= lo else lo, len(header), path, line)
                 continue
             vals = [nan, nan, nan, nan]
             for q in range(4):

@@ -25,6 +25,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from interfpred._core.atomic import csv_rows, read_text
+from interfpred._core.patterns import compile_pattern
 from interfpred.constants import DEFAULT_SHARE, MAX_BATCH_SIZE, NCU_EXAMPLE_FILE, PROFILE_DUPLICATE_RTOL
 from interfpred.data.profiles import Profile, ProfileTable
 from interfpred.errors import InputError, InterfpredError
@@ -91,6 +92,12 @@ def _entry_path(file: str, base: Path, path: str, line: int) -> str:
     if os.path.commonpath([full, str(base)]) != str(base):
         raise InputError(f"file {file!r} leaves the manifest's folder {str(base)!r}; entries must lie inside it",
                          path=path, line=line)
+    # Through every symbolic link (of the entry or of a folder on its way): the file actually
+    # opened must lie inside the manifest's folder too.
+    real = os.path.realpath(full)
+    if os.path.commonpath([real, str(base)]) != str(base):
+        raise InputError(f"file {file!r} is a symbolic link to {real!r}, outside the manifest's folder "
+                         f"{str(base)!r}; entries must lie inside it", path=path, line=line)
     try:
         st = os.stat(full)
     except OSError as exc:
@@ -119,6 +126,9 @@ def read_manifest(path: str | os.PathLike[str]) -> list[ManifestEntry]:
     header = [h.strip() for h in header]
     if not header:
         raise InputError("empty manifest: expected a header " + ",".join(_REQUIRED), path=path_s)
+    dupes = sorted({h for h in header if header.count(h) > 1})
+    if dupes:
+        raise InputError(f"duplicate column(s) {', '.join(dupes)}", path=path_s, line=reader.line_num)
     missing = [c for c in _REQUIRED if c not in header]
     if missing:
         raise InputError(f"manifest lacks column(s) {', '.join(missing)}; header is {','.join(header)}",
@@ -141,6 +151,12 @@ def read_manifest(path: str | os.PathLike[str]) -> list[ManifestEntry]:
         batch_size = _positive_int(cells["batch_size"], "batch_size", path_s, line)
         iterations = _positive_int(cells.get("iterations") or "1", "iterations", path_s, line)
         file = _entry_path(cells["file"], base, path_s, line)
+        for name in ("kernel_filter", "nvtx_filter"):
+            if cells.get(name):
+                try:
+                    compile_pattern(cells[name], name)  # refused here, naming the line, not at match time
+                except InterfpredError as exc:
+                    raise InputError(str(exc), path=path_s, line=line) from None
         entries.append(ManifestEntry(
             file=file, gpu=cells["gpu"], model=cells["model"], batch_size=batch_size, iterations=iterations,
             kernel_filter=cells.get("kernel_filter") or None,

@@ -74,9 +74,13 @@ def read_profile_columns(text: str, *, path: str | os.PathLike[str] | None = Non
                 values.append(DEFAULT_SHARE if name == "share" else math.nan)
                 continue
             try:
-                values.append(float(cell))
+                value = float(cell)
             except ValueError:
                 raise InputError(f"{name} {cell!r} is not a number", path=path, line=line) from None
+            if name in RESOURCES and not math.isfinite(value):  # "not measured" is an empty cell, not "nan"
+                raise InputError(f"{name} {cell!r} is not a finite number (leave the cell empty if not "
+                                 "measured)", path=path, line=line)
+            values.append(value)
         numeric[name] = values
     return {"gpu": cols["gpu"], "model": cols["model"], **numeric,
             "extra": {h: cols[h] for h in header if h not in (*PROFILE_COLUMNS, "share")},

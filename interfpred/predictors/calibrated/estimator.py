@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from interfpred._core.limits import check_limit
 from interfpred.constants import (
     CALIBRATED_CALIBRATION_SHARE,
     CALIBRATED_GAMMA,
@@ -166,6 +167,7 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
                 raise InterfpredError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
         if not is_integer(self.window) or self.window < 2:
             raise InterfpredError(f"window must be an integer >= 2, got {self.window!r}")
+        check_limit("WINDOW_MAX", int(self.window), "window")  # before the ring buffer is allocated
         if not is_integer(self.min_group) or self.min_group < 1:
             raise InterfpredError(f"min_group must be a positive integer, got {self.min_group!r}")
         for name in ("gamma", "calibration_share"):

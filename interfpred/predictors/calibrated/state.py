@@ -155,6 +155,10 @@ class CalibratedStateMixin:
 
     def _restore(self, state: dict[str, Any], d: int, trusted: bool) -> None:
         inner = predictor_from_state(state["inner"], trusted=trusted)
+        declared = self._build(self.predictor)  # params.predictor must describe the predictor the state holds
+        if declared.kind != inner.kind or declared.get_params() != inner.get_params():
+            raise InterfpredError(f"params.predictor {declared!r} disagrees with the wrapped predictor in the state "
+                                  f"{inner!r}")
         if inner.n_features_in_ not in (None, d):
             raise InterfpredError(f"the wrapped predictor takes {inner.n_features_in_} features, the file says {d}")
         levels = np.asarray(state["levels"], dtype=np.float64)
@@ -171,6 +175,10 @@ class CalibratedStateMixin:
         if state["scale"] not in ("relative", "std"):
             raise InterfpredError(f"scale {state['scale']!r} must be 'relative' or 'std'")
         yq = state.get("train_quantiles")
+        if yq is not None:
+            yq_a = np.asarray(yq, dtype=np.float64)
+            if yq_a.size != levels.shape[0] or not np.isfinite(yq_a).all():
+                raise InterfpredError(f"train_quantiles {yq!r} must be {levels.shape[0]} finite numbers")
         self._inner, self._state, self._d = inner, np.ascontiguousarray(cal), d
         self._group_names = names
         self._group_index = {s: i + 1 for i, s in enumerate(names)}

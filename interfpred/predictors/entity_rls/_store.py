@@ -381,6 +381,9 @@ class EntityStore:
         if etab.size and (etab.max() >= n_params or etab.min() < -1):
             raise InterfpredError("state etab refers to a parameter that does not exist")
         keep = self._g.copy()
+        if int(g[EK.ENT_RANK]) != int(keep[EK.ENT_RANK]):  # the rank lays out every entity's parameters
+            raise InterfpredError(f"params rank {int(keep[EK.ENT_RANK])} disagrees with the state, which was "
+                                  f"learned with rank {int(g[EK.ENT_RANK])}")
         self._g = g
         for slot in EK.ENT_HYPER_SLOTS:   # hyperparameters follow the file's params
             self._g[slot] = keep[slot]
