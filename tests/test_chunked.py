@@ -88,7 +88,7 @@ def test_refusals():
         list(iter_features(tr, PROF, [TimeWeighted(feature_map=custom)]))
     with pytest.raises(InterfpredError, match="zero latency"):
         list(iter_features(tr, PROF, [TimeWeighted(target="rate")]))
-    with pytest.raises(InterfpredError, match="expects a Trace"):
+    with pytest.raises(InterfpredError, match="expected a Trace"):
         list(iter_timeline([1, 2]))
 
 

@@ -114,7 +114,8 @@ def test_cli_fit_and_evaluate_on_dask(data, cluster, tmp_path, capsys):
     out = tmp_path / "m.json"
     assert main(["fit", "--trace", str(folder), "--profiles", str(tmp_path / "p.parquet"), "--predictor",
                  "offline_linear", "--feature-map", "default", "--out", str(out), "--dask", cluster]) == 0
-    local = InterferenceModel({"feature_map": "default"}, "offline_linear").fit(trace, prof)
+    # the CLI's default target (rate); an extractor spec without a target means the extractor's own default
+    local = InterferenceModel({"feature_map": "default", "target": "rate"}, "offline_linear").fit(trace, prof)
     np.testing.assert_allclose(load_model(out).predictor.coef_, local.predictor.coef_, rtol=1e-9, atol=1e-9)
     assert "merged per device" in capsys.readouterr().err
     assert main(["fit", "--trace", str(folder), "--profiles", str(tmp_path / "p.parquet"), "--predictor",

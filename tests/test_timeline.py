@@ -60,7 +60,7 @@ def test_empty_trace_and_bad_arguments():
     empty = Trace(id=[], device=[], model=[], batch_size=[], start_ms=[], end_ms=[])
     tl = build_timeline(empty)
     assert tl.n_segments == 0 and tl.n_executions == 0 and tl.exec_ptr.tolist() == [0]
-    with pytest.raises(InterfpredError, match="expects a Trace"):
+    with pytest.raises(InterfpredError, match="expected a Trace"):
         build_timeline({"start_ms": [0.0]})
     with pytest.raises(InterfpredError, match="segment 0 does not exist"):
         tl.running_set(0)

@@ -90,6 +90,11 @@ def cache_dir() -> Path:
     return base / "interfpred" / "numba"
 
 
+def _numba_setting() -> str:
+    """numba's cache folder setting (``NUMBA_CACHE_DIR``; empty when unset)."""
+    return str(getattr(numba.core.config, "CACHE_DIR", "") or "")
+
+
 def _writable_folder(path: Path) -> str | None:
     """``path`` as a string when it can be created and written, else None."""
     try:
@@ -104,8 +109,8 @@ def _choose_cache_folder() -> str | None:
     """Where this process caches interfpred's kernels (None: nowhere), chosen once."""
     with _lock:
         if not _chosen:
-            if numba.core.config.CACHE_DIR:
-                _chosen.append(_writable_folder(Path(numba.core.config.CACHE_DIR)))
+            if _numba_setting():
+                _chosen.append(_writable_folder(Path(_numba_setting())))
             else:
                 try:
                     folder = _writable_folder(cache_dir())
@@ -119,12 +124,12 @@ def _choose_cache_folder() -> str | None:
 def _numba_cache_folder(folder: str) -> Iterator[None]:
     """numba's cache folder set to ``folder`` while one kernel is decorated, then restored."""
     with _lock:
-        before = numba.core.config.CACHE_DIR
-        numba.core.config.CACHE_DIR = folder
+        before = _numba_setting()
+        setattr(numba.core.config, "CACHE_DIR", folder)  # noqa: B010 - numba's config module is untyped
         try:
             yield
         finally:
-            numba.core.config.CACHE_DIR = before
+            setattr(numba.core.config, "CACHE_DIR", before)  # noqa: B010
 
 
 def _warn_once(reason: object) -> None:
@@ -149,7 +154,7 @@ def _decorate(func: Callable[..., Any], sig: tuple[Any, ...], options: dict[str,
                     raise
                 _warn_once(exc)
         else:
-            _warn_once(f"no writable cache folder: {numba.core.config.CACHE_DIR or cache_dir()}")
+            _warn_once(f"no writable cache folder: {_numba_setting() or cache_dir()}")
         options = {**options, "cache": False}
     return numba.njit(*sig, **options)(func)
 

@@ -18,7 +18,8 @@ Traceback (most recent call last):
 ...
 interfpred.errors.InterfpredError: p.json: schema_version: Input should be a valid integer
 >>> sorted(model_file_json_schema()["properties"])
-['baselines', 'extractor', 'feature_names', 'interfpred_version', 'kind', 'predictor', 'schema_version']
+['baselines', 'extractor', 'feature_names', 'frozen_bounds', 'interfpred_version', 'kind', 'predictor',
+ 'schema_version']
 """
 
 from __future__ import annotations
