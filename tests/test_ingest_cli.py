@@ -112,7 +112,7 @@ def test_manifest_relative_paths(tmp_path, capsys, monkeypatch):
       "--batch-size", "3"], "given 3 times for 2 files"),
     (["ingest", "nothere.csv", "--gpu", "g", "--model", "m", "--batch-size", "1"], "No such file"),
     (["ingest", str(NCU / "details_2022_15col.csv"), "--gpu", "g", "--model", "m", "--batch-size", "1",
-      "--kernel-filter", "["], "not a valid regular expression"),
+      "--kernel-filter", "["], "kernel_filter '['"),
     (["ingest", str(REAL), "--gpu", "g", "--model", "m", "--batch-size", "0"], "batch_size"),
     (["ingest", str(ROOT / "README.md"), "--gpu", "g", "--model", "m", "--batch-size", "1"], "unknown layout"),
     (["ingest", "--manifest", str(REAL)], "manifest lacks column"),
