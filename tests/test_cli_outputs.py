@@ -151,6 +151,23 @@ def test_evaluate_split_takes_a_predictor_and_prints_percent(tmp_path, capsys):
     assert f"{first['mean']:.2f} ± {first['std']:.2f}" in table
 
 
+def test_evaluate_split_with_no_flags_scores_the_default_fit_chosen_inside_each_fold(tmp_path, capsys):
+    from interfpred.data.measurements import Measurements
+    from interfpred.evaluation import run_folds
+    from interfpred.experiments.real import DEFAULT_FIT_LABEL, default_fit_mape
+
+    pairs = _pairs(tmp_path)
+    assert main(["evaluate", "--measurements", str(pairs), "--split", "pair", "--repeats", "2", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert [m["method"] for m in got["methods"]] == [DEFAULT_FIT_LABEL, "baseline: no interference",
+                                                     "baseline: global mean", "baseline: pair mean"]
+    # the same figures as fitting what `fit` chooses on each fold's training runs
+    m = Measurements.from_csv(pairs)
+    folds = run_folds(m, "pair", repeats=2, seed=0, train_share=0.7)
+    want = [100 * default_fit_mape(m, None, f, online=False) for f in folds]
+    np.testing.assert_allclose(got["methods"][0]["mape_%"], want, rtol=1e-9)
+
+
 def test_evaluate_refuses_predictor_without_split(tmp_path, capsys):
     pairs = _pairs(tmp_path)
     assert main(["evaluate", "--model-file", "m.json", "--measurements", str(pairs), "--predictor", "rls"]) == 2
@@ -232,8 +249,9 @@ def test_progress_defaults_come_from_constants(monkeypatch):
 def test_long_commands_print_progress_on_stderr(tmp_path, capsys, monkeypatch, command):
     prof, tr = _trace_inputs(tmp_path)
     model = tmp_path / "model.json"
+    monkeypatch.setattr(constants, "PROGRESS_AFTER_S", 1e9)   # before the threshold: quiet, whatever the load
     assert main(["fit", "--profiles", str(prof), "--trace", str(tr), "--out", str(model)]) == 0
-    assert not [line for line in _err(capsys) if line.startswith("fit: ")]    # quick: quiet
+    assert not [line for line in _err(capsys) if line.startswith("fit: ")]
     monkeypatch.setattr(constants, "PROGRESS_AFTER_S", 0.0)
     monkeypatch.setattr(constants, "PROGRESS_EVERY_S", 0.0)
     argv = {"fit": ["--out", str(model), "--force"], "evaluate": ["--model-file", str(model), "--online"],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from interfpred import EntityRLS, InterferenceModel, load_model
+from interfpred import EntityRLS, InterferenceModel, InterfpredError, load_model
 from interfpred.cli import main
 from interfpred.evaluation import prequential
 from interfpred.sim.workload import mix_scenario, write_scenario
@@ -63,3 +63,21 @@ def test_cli_fit_evaluate_predict_with_entity_rls(scenario, tmp_path, capsys):
                  "entity=gpu", "--out", str(model)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "entity must be 'model' or 'model_batch'" in err
+
+
+def test_a_model_declares_its_target_so_entity_rls_scales_its_backoff_and_a_calibrated_wrap_agrees():
+    from interfpred import Calibrated
+    from interfpred.data.datasets import gavel_v100
+
+    m = gavel_v100()
+    spec = {"feature_map": "shares", "target": "rate"}
+    model = InterferenceModel(spec, EntityRLS()).fit(measurements=m)
+    assert model.predictor.target_ == "rate" and model.predictor.backoff_scale_ != 1.0
+    wrapped = InterferenceModel(spec, Calibrated(EntityRLS())).fit(measurements=m)
+    assert wrapped.predictor.predictor_.backoff_scale_ == model.predictor.backoff_scale_
+    # an unfitted predictor declared for one target may join a model of another; a fitted one may not
+    p = EntityRLS()
+    p.target_ = "slowdown"
+    assert InterferenceModel(spec, p).predictor.target_ == "rate"
+    with pytest.raises(InterfpredError, match="fitted for target 'rate'"):
+        InterferenceModel({**spec, "target": "slowdown"}, model.predictor)

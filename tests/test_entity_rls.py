@@ -168,6 +168,65 @@ def test_backoff_state_round_trips_and_old_states_are_refused(tmp_path):
         EntityRLS.from_state(state)
 
 
+def _mape_of_latency(rate_true, rate_pred):
+    return float(np.mean(np.abs(rate_true / np.clip(rate_pred, 0.01, 1.0) - 1.0)))
+
+
+@pytest.mark.parametrize("target", ["rate", "slowdown"])
+def test_a_declared_target_scales_the_backoff_to_the_least_latency_error_on_the_fitted_rows(target):
+    # rates of models unlike each other: the mean across them errs high in percent of latency
+    rng = np.random.default_rng(4)
+    names = [f"m{i}" for i in range(6)]
+    own = rng.choice(names, 400)
+    ent = Entities.from_lists(own, [{names[(names.index(o) + 1) % 6]: 1.0} for o in own])
+    X = rng.random((400, 2))
+    rate = np.clip(np.array([0.15, 0.5, 0.8, 0.85, 0.9, 0.95])[[names.index(o) for o in own]]
+                   + 0.02 * rng.standard_normal(400), 0.05, 1.0)
+    y = rate if target == "rate" else 1.0 / rate
+    plain = EntityRLS(backoff_scale=False)
+    plain.target_ = target
+    plain.fit(X, y, entities=ent)
+    scaled = EntityRLS()
+    scaled.target_ = target
+    scaled.fit(X, y, entities=ent)
+    assert plain.backoff_scale_ == 1.0 and scaled.backoff_scale_ != 1.0
+    unseen = Entities.from_lists(["never"] * 400, [{"m0": 1.0}] * 400)
+    to_rate = (lambda v: v) if target == "rate" else (lambda v: 1.0 / v)
+    before = _mape_of_latency(rate, to_rate(plain.predict(X, entities=unseen)))
+    after = _mape_of_latency(rate, to_rate(scaled.predict(X, entities=unseen)))
+    assert after < before
+    # the chosen factor is the best of the grid on those rows, to the grid's resolution
+    from interfpred.constants import ENTITY_BACKOFF_SCALES
+    base = plain.predict(X, entities=unseen)
+    losses = [_mape_of_latency(rate, to_rate(k * base)) for k in ENTITY_BACKOFF_SCALES]
+    assert after == pytest.approx(min(losses), rel=1e-9)
+    # the seen models keep the entity model's predictions; every path applies the same factor
+    seen = ent.take(np.arange(5))
+    np.testing.assert_array_equal(scaled.predict(X[:5], entities=seen), plain.predict(X[:5], entities=seen))
+    A, w, b = scaled.backoff_terms(["never"])
+    assert A[0] == 0.0
+    np.testing.assert_allclose(b + X[:5] @ w, scaled.predict(X[:5], entities=unseen.take(np.arange(5))), rtol=1e-12)
+    assert scaled.predict(X[0], entities=unseen.take([0])) == pytest.approx(float(b + X[0] @ w), rel=1e-12)
+    # kept through the state; a state without it (or a bad one) is refused
+    q = EntityRLS.from_state(scaled.to_state())
+    assert q.backoff_scale_ == scaled.backoff_scale_
+    np.testing.assert_array_equal(q.predict(X[:5], entities=unseen.take(np.arange(5))),
+                                  scaled.predict(X[:5], entities=unseen.take(np.arange(5))))
+    for bad in (None, 0.0, float("nan"), True):
+        state = scaled.to_state()
+        state["state"]["backoff_scale"] = bad
+        with pytest.raises(InterfpredError, match="backoff_scale"):
+            EntityRLS.from_state(state)
+
+
+def test_without_a_declared_target_the_backoff_is_unscaled_and_clones_keep_the_declaration():
+    X, y, ent = _stream(200, seed=3)
+    assert EntityRLS().fit(X, y, entities=ent).backoff_scale_ == 1.0     # bare arrays: no target known
+    p = EntityRLS()
+    p.target_ = "rate"
+    assert p.clone().target_ == "rate"
+
+
 def test_shrinkage_one_observation_moves_less_than_a_hundred():
     X, y, ent = _stream(400, seed=6)
     p = EntityRLS(log_target=False, tune_priors=False).fit(X, y, entities=ent)

@@ -229,7 +229,8 @@ def add_evaluate(sub: Any) -> None:
                     "is not changed). With --split, hold out part of --measurements instead: fit the model's "
                     "configuration afresh on the rest, --repeats times (pair: by run; model: leave-one-model-out).")
     add_model_file_options(p, help_text=f"{_MODEL_FILE_HELP} (with --split: only its configuration is used; "
-                                        "default configuration when omitted)")
+                                        "when omitted, what fit chooses with no flags, chosen inside each "
+                                        "fold's training rows)")
     add_data_options(p, profiles_help="needed with --trace")
     p.add_argument("--online", action="store_true", help="prequential evaluation (predict, then learn)")
     _add_quantiles(p, "also print coverage, width and interval score of the latency bounds at these quantiles, "
@@ -240,7 +241,7 @@ def add_evaluate(sub: Any) -> None:
     p.add_argument("--repeats", type=int, default=None, help="seeded repeats of --split pair (default 20)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the --split pair splits (default 0)")
     p.add_argument("--predictor", default=None,
-                   help=f"with --split: fit this {PREDICTOR_HELP} instead of the model file's (or default rls)")
+                   help=f"with --split: fit this {PREDICTOR_HELP} instead of the model file's (or the default fit's)")
     add_param_option(p, help_text="with --split --predictor: a hyperparameter of it, e.g. forgetting=0.99; repeatable")
     add_json_option(p)
     add_dask_options(p)
@@ -325,11 +326,12 @@ def _run_split(args: argparse.Namespace) -> int:
         model = InterferenceModel(model.extractor, predictor)
         model.auto_map = args.model_file is None
     model.choose_map(profiles)
-    if model.note:
+    if model.note and (predictor is not None or args.model_file is not None):
         print(f"interfpred: {model.note}", file=sys.stderr)
     repeats = E4_REPEATS if args.repeats is None else args.repeats
-    scores = split_scores(model.extractor, model.predictor, meas, profiles, split=args.split, repeats=repeats,
-                          seed=args.seed, online=args.online)
+    default_fit = predictor is None and args.model_file is None   # what fit with no flags would choose, per fold
+    scores = split_scores(model.extractor, None if default_fit else model.predictor, meas, profiles,
+                          split=args.split, repeats=repeats, seed=args.seed, online=args.online)
     if args.json:
         print_json({"command": "evaluate", "split": args.split, "online": args.online, **scores})
     else:

@@ -123,6 +123,7 @@ def held_out_mape(fm: FeatureMatrix, extractor: Extractor, run_code: np.ndarray,
     True
     """
     p = predictor.clone()
+    p.target_ = fm.target       # what the rows' targets are (a predictor may fit to suit its target)
     train, test = (np.flatnonzero(r) if np.asarray(r).dtype == bool else np.asarray(r) for r in fold[1:])
     ent = fm.entities
     ent_train = None if ent is None else ent.take(train)

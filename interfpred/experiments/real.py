@@ -185,27 +185,37 @@ def _winners(columns: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
-def split_scores(extractor: Extractor, predictor: BasePredictor, measurements: Measurements,
+def split_scores(extractor: Extractor, predictor: BasePredictor | None, measurements: Measurements,
                  profiles: ProfileTable | None, *, split: str, repeats: int, seed: int = 0,
                  online: bool = False) -> dict[str, Any]:
     """What ``interfpred evaluate --split`` reports: held-out MAPE (%) of the predictor beside the baselines.
 
+    ``predictor`` None scores what ``interfpred fit`` chooses with no flags, chosen afresh inside each
+    fold's training rows (:func:`default_fit_mape`); ``extractor`` then only serves the baselines.
     Returns ``{"rows", "folds", "title", "methods": [{"method", "mape_%": [one per fold], "mean", "std",
     "min", "max"}, ...]}``, the predictor first, every figure in percent.
     """
     folds = run_folds(measurements, split, repeats=repeats, seed=seed, train_share=E4_TRAIN_SHARE)
-    key = getattr(predictor, "entity", "model") if predictor.tags.uses_entities else "model"
     fm_model = measurement_features(extractor, measurements, profiles)
-    fm_pred = measurement_features(extractor, measurements, profiles, entity_key=key) if key != "model" else fm_model
-    methods = [(f"model ({predictor.kind})", predictor)] + [(BASELINE_LABELS[k], make_predictor(k))
-                                                             for k in BASELINE_KINDS]
     out = []
-    for i, (label, p) in enumerate(methods):
-        fm = fm_pred if i == 0 else fm_model
-        pct = 100.0 * np.array([held_out_mape(fm, extractor, measurements.run_code, p, f, online=online)
-                                for f in folds])
+
+    def add(label: str, pct: np.ndarray) -> None:
         out.append({"method": label, "mape_%": pct.tolist(), "mean": float(pct.mean()), "std": float(pct.std()),
                     "min": float(pct.min()), "max": float(pct.max())})
+
+    if predictor is None:
+        cache: dict[bytes, InterferenceModel] = {}
+        add(DEFAULT_FIT_LABEL, 100.0 * np.array([default_fit_mape(measurements, profiles, f, online=online,
+                                                                  cache=cache) for f in folds]))
+        methods = [(BASELINE_LABELS[k], make_predictor(k)) for k in BASELINE_KINDS]
+    else:
+        methods = [(f"model ({predictor.kind})", predictor)] + [(BASELINE_LABELS[k], make_predictor(k))
+                                                                 for k in BASELINE_KINDS]
+    for label, p in methods:
+        key = getattr(p, "entity", "model") if p.tags.uses_entities else "model"
+        fm = fm_model if key == "model" else measurement_features(extractor, measurements, profiles, entity_key=key)
+        add(label, 100.0 * np.array([held_out_mape(fm, extractor, measurements.run_code, p, f, online=online)
+                                     for f in folds]))
     what = (f"{len(folds)} seeded 70/30 splits by run" if split == "pair"
             else f"leave-one-model-out over {len(folds)} models")
     mode = "fitted on the training runs, then prequential on the test runs" if online else "fitted on the training runs"

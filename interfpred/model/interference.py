@@ -166,7 +166,7 @@ class InterferenceModel:
         if width is not None and width != ex.n_features:
             raise InterfpredError(f"predictor {pred.kind!r} takes {width} features but the extractor's map "
                                   f"{ex.feature_map!r} makes {ex.n_features}")
-        if pred.target_ is not None and pred.target_ != ex.target:
+        if pred.is_fitted_ and pred.target_ is not None and pred.target_ != ex.target:
             raise InterfpredError(f"predictor {pred.kind!r} was fitted for target {pred.target_!r} but the extractor's "
                                   f"target is {ex.target!r}")
         self.extractor = ex

@@ -163,8 +163,10 @@ class BasePredictor(abc.ABC):
         return f"{type(self).__name__}({', '.join(parts)})"
 
     def clone(self) -> BasePredictor:
-        """An untrained copy with the same hyperparameters."""
-        return type(self)(**copy.deepcopy(self.get_params()))
+        """An untrained copy with the same hyperparameters, declared for the same target (``target_``)."""
+        out = type(self)(**copy.deepcopy(self.get_params()))
+        out.target_ = self.target_
+        return out
 
     def _check_params(self) -> None:
         """Refuse bad hyperparameters (predictors with any override this)."""

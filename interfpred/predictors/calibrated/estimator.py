@@ -189,7 +189,9 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
         """An untrained copy: the same hyperparameters around an untrained clone of the predictor."""
         p = self.predictor
         params = {k: v for k, v in self.get_params().items() if k != "predictor"}
-        return type(self)(p.clone() if isinstance(p, BasePredictor) else copy.deepcopy(p), **params)
+        out = type(self)(p.clone() if isinstance(p, BasePredictor) else copy.deepcopy(p), **params)
+        out.target_ = self.target_
+        return out
 
     # ------------------------------------------------------------------ state
     def _reset(self) -> None:
@@ -265,14 +267,19 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
         if n_cal >= 1 and m >= 1:
             head = None if ent is None else ent.take(np.arange(m))
             tail = None if ent is None else ent.take(np.arange(m, n))
-            aux = self._template.clone().fit(X[:m], y[:m], **self._kw(head))
+            aux = self._declared(self._template.clone()).fit(X[:m], y[:m], **self._kw(head))
             groups = self._row_groups(tail, n_cal, create=True)
             scores = self._prequential_scores(aux, X[m:], y[m:], tail)
             self._push(groups, scores, "split" if self.method == "fixed" else None)
             if self.method == "fixed":
                 self._state[:, K.FROZEN] = 1.0
-        self._inner = self._template.clone().fit(X, y, **self._kw(ent))
+        self._inner = self._declared(self._template.clone()).fit(X, y, **self._kw(ent))
         self._yq = np.quantile(y, self._levels)
+
+    def _declared(self, p: Any) -> Any:
+        """``p`` declared for this predictor's target (the wrapped predictor learns the same target)."""
+        p.target_ = self.target_
+        return p
 
     def _prequential_scores(self, p: Any, X: np.ndarray, y: np.ndarray, ent: Entities | None) -> np.ndarray:
         """Scores of each row before ``p`` learns from it (``p`` is updated)."""

@@ -53,6 +53,7 @@ class EntityStore:
     _var: dict[str, float]
     _evidence: np.ndarray
     _backoff: Any
+    _scale: float
 
     if TYPE_CHECKING:
         def _allocate(self, d: int, full: bool | None = None) -> None: ...
@@ -345,7 +346,8 @@ class EntityStore:
         state = {"prior_variances": dict(self._var), "header": self._g.tolist(), "names": list(self._names), "etab": self._etab[:n].tolist(),
                  "pairs": self._pairs().tolist(),
                  "n_params": self._np, "mu": self._est[EK.EST_MEAN, :N].tolist(), "r0": self._est[EK.EST_PRIOR_INFO, :N].tolist(),
-                 "evidence": self._evidence[:n].tolist(), "backoff": self._backoff.to_state()}
+                 "evidence": self._evidence[:n].tolist(), "backoff": self._backoff.to_state(),
+                 "backoff_scale": self._scale}
         if full:
             state["t0"] = self._est[EK.EST_PRIOR_MEAN, :N].tolist()
             state["P"] = self._P[:N, :N].tolist()
@@ -427,5 +429,9 @@ class EntityStore:
         if backoff.n_features_in_ not in (None, d) or backoff.get_params() != self._backoff.get_params():
             raise InterfpredError("state backoff does not match the predictor's width or parameters")
         self._backoff = backoff
+        scale = state.get("backoff_scale")
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not (math.isfinite(scale) and scale > 0):
+            raise InterfpredError(f"state backoff_scale must be a finite number > 0, got {scale!r}")
+        self._scale = float(scale)
         if not all(np.isfinite(a).all() for a in (self._est, self._P)):
             raise InterfpredError("state contains non-finite values")

@@ -14,7 +14,12 @@ Fitted jointly with the entity terms, ``g`` no longer carries alone what general
 models, so a row whose own model has little evidence backs off to a features-only :class:`RLS`
 (on the target itself) learned beside it from the same rows: with ``n`` observations of the
 row's own model (of its parent model, if more), the prediction is ``a * entity model + (1 - a) *
-backoff`` with ``a = min(1, n / backoff_evidence)``; as the model's data accrue its terms take over. The model, the update modes, forgetting and the accuracy on real
+backoff`` with ``a = min(1, n / backoff_evidence)``; as the model's data accrue its terms take over.
+Across models the spread is wide and a latency's percentage error is asymmetric in the rate
+(predicting half the true rate errs by 100 %, twice it by 50 %), so ``fit`` scales the backoff by
+the factor that minimises the mean absolute percentage error of latency of its own predictions
+on the fitted rows (``backoff_scale``), for the target the predictor is declared for
+(``target_``, which the :class:`~interfpred.InterferenceModel` holding it sets). The model, the update modes, forgetting and the accuracy on real
 pairs are described in docs/predictors.md ("Per-model terms: entities and EntityRLS").
 """
 
@@ -29,11 +34,14 @@ import numpy as np
 from interfpred.constants import (
     ENTITY_AGGRESSIVENESS_VAR,
     ENTITY_BACKOFF_EVIDENCE,
+    ENTITY_BACKOFF_SCALES,
     ENTITY_FACTOR_VAR,
     ENTITY_FORGETTING,
     ENTITY_MAX_RANK,
     ENTITY_PAIR_VAR,
     ENTITY_SENSITIVITY_VAR,
+    PREDICTED_RATE_MAX,
+    PREDICTED_RATE_MIN,
     PRIOR_SLOWDOWN,
     RLS_DELTA,
     RLS_FORGETTING,
@@ -61,6 +69,36 @@ _NO_I2 = np.full((1, 4), -1, dtype=np.int64)
 _NO_F2 = np.zeros((1, 1))
 _PTR0 = np.zeros(2, dtype=np.int64)
 _OWN0 = np.zeros(1, dtype=np.int64)
+
+
+def _latency_scale(y: np.ndarray, pred: np.ndarray, is_rate: bool) -> float:
+    """The factor of ``ENTITY_BACKOFF_SCALES`` that minimises the mean absolute percentage error of latency
+    of ``factor * pred`` against ``y`` (rates with ``is_rate``, else slowdowns; both clamped as predictions are).
+
+    Latency is proportional to 1 / rate, so a row's error is ``|rate / predicted rate - 1|``; ties keep
+    the factor nearest 1.
+
+    Examples
+    --------
+    >>> y = np.array([0.2, 0.9, 0.9, 0.9])        # rates: one model far slower than the rest
+    >>> float(_latency_scale(y, np.full(4, y.mean()), True)) > 1.0    # the mean (0.725) errs high in percent
+    True
+    """
+    scales = np.asarray(ENTITY_BACKOFF_SCALES, dtype=np.float64)
+    ok = np.isfinite(y) & np.isfinite(pred)
+    if not ok.any():
+        return 1.0
+    y, pred = y[ok], pred[ok]
+    with np.errstate(divide="ignore"):
+        true = y if is_rate else 1.0 / y
+        cand = scales[:, None] * pred[None, :]
+        rate = cand if is_rate else 1.0 / cand
+    true = np.clip(np.where(np.isfinite(true), true, PREDICTED_RATE_MIN), PREDICTED_RATE_MIN, PREDICTED_RATE_MAX)
+    rate = np.clip(np.where(np.isfinite(rate) & (cand > 0), rate, PREDICTED_RATE_MIN if is_rate else PREDICTED_RATE_MAX),
+                   PREDICTED_RATE_MIN, PREDICTED_RATE_MAX)
+    loss = np.abs(true[None, :] / rate - 1.0).mean(axis=1)
+    best = np.flatnonzero(loss <= loss.min() * (1.0 + 1e-12))
+    return float(scales[best[np.argmin(np.abs(np.log(scales[best])))]])
 
 
 def _error(status: int, row: int | None, d: Any, n_features: int | None = None) -> InterfpredError:
@@ -114,6 +152,13 @@ class EntityRLS(EntityStore, BasePredictor):
         Observations of a row's own model after which the entity model alone predicts it (before:
         blended with the features-only backoff, weight ``1 - n / backoff_evidence``); 0 turns the
         backoff off. Rows predicted without entities use the entity model's ``g`` alone.
+    backoff_scale
+        ``fit`` multiplies the backoff's predictions by the factor (from ``ENTITY_BACKOFF_SCALES``)
+        that minimises the mean absolute percentage error of latency of the backoff on the fitted
+        rows, when the predictor is declared for a target (``target_``: ``"rate"`` or
+        ``"slowdown"``); the factor is kept in ``backoff_scale_`` (1 otherwise, and with ``update``
+        alone). A point prediction for a model never seen is then the value least wrong in
+        percent, not the mean across models. False keeps the factor at 1.
     tune_priors
         ``fit`` (with entities, at least 8 rows) first chooses the prior variances by validation on
         its own rows (the last quarter, prequentially; see :mod:`interfpred.predictors.entity_rls.tuning`),
@@ -165,6 +210,7 @@ class EntityRLS(EntityStore, BasePredictor):
         hierarchy: bool = True,
         tune_priors: bool = True,
         backoff_evidence: float = ENTITY_BACKOFF_EVIDENCE,
+        backoff_scale: bool = True,
     ) -> None:
         self.forgetting = forgetting
         self.delta = delta
@@ -185,6 +231,7 @@ class EntityRLS(EntityStore, BasePredictor):
         self.hierarchy = hierarchy
         self.tune_priors = tune_priors
         self.backoff_evidence = backoff_evidence
+        self.backoff_scale = backoff_scale
         self._check_params()
         self._g: np.ndarray | None = None
         self._d = None
@@ -198,7 +245,8 @@ class EntityRLS(EntityStore, BasePredictor):
         check_positive("backoff_evidence", self.backoff_evidence, allow_zero=True)
         for name in ("sensitivity_var", "aggressiveness_var", "pair_var", "factor_var"):
             check_positive(name, getattr(self, name), allow_zero=True)
-        check_flag(self, "log_target", "alone_is_solo", "entity_terms", "stabilize", "hierarchy", "tune_priors")
+        check_flag(self, "log_target", "alone_is_solo", "entity_terms", "stabilize", "hierarchy", "tune_priors",
+                   "backoff_scale")
         for name, hi in (("rank", ENTITY_MAX_RANK), ("seed", 2**63 - 1)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= v <= hi:
@@ -261,6 +309,7 @@ class EntityRLS(EntityStore, BasePredictor):
         self._create = (1 + int(self.pair_var > 0)) if self.entity_terms else 0
         self._evidence = np.zeros(8)
         self._backoff = RLS(forgetting=self.forgetting, delta=self.delta, stabilize=self.stabilize)
+        self._scale = 1.0
         self._reset_cache()
 
     # ------------------------------------------------------------------ the API
@@ -275,6 +324,10 @@ class EntityRLS(EntityStore, BasePredictor):
             self._var = {k: float(v) for k, v in best.items()}
             self._create = (1 + int(self._var["pair_var"] > 0)) if self.entity_terms else 0
         self._learn(X, y, ent)
+        if self.backoff_scale and self._backs_off and self.target_ in ("rate", "slowdown"):
+            keep = self._learned_rows(ent) if ent is not None else np.ones(X.shape[0], dtype=bool)
+            if keep.any():
+                self._scale = _latency_scale(y[keep], self._backoff.predict(X[keep]), self.target_ == "rate")
 
     # -- the compiled single-row paths (BasePredictor.predict/update dispatch to them) -----------
     def _update_one(self, x: np.ndarray, y: float, entities: Any) -> int:
@@ -316,13 +369,18 @@ class EntityRLS(EntityStore, BasePredictor):
         if self.backoff_evidence > 0 and self.entity_terms:
             a = self._weight_of(vmap[own])
             if a < 1.0 and v == v and not (self.alone_is_solo and not entities.weight.sum() > 0.0):
-                v = a * v + (1.0 - a) * self._backoff.predict(x)
+                v = a * v + (1.0 - a) * self._scale * self._backoff.predict(x)
         return v
 
     # -- the backoff: a features-only RLS beside the entity model, for rows of little evidence ---
     @property
     def _backs_off(self) -> bool:
         return bool(self.entity_terms) and self.backoff_evidence > 0
+
+    @property
+    def backoff_scale_(self) -> float:
+        """The factor ``fit`` chose for the backoff's predictions (1 before, or without a declared target)."""
+        return float(getattr(self, "_scale", 1.0))
 
     def _weight_of(self, ids: np.ndarray) -> float:
         """Weight of the entity model for a row whose own (entity, parent) ids are ``ids``."""
@@ -375,7 +433,8 @@ class EntityRLS(EntityStore, BasePredictor):
         entity model for each member, and the backoff's weights ``w`` (d,) and intercept ``b``.
 
         Member ``a`` of a running set predicts ``A[a] * entity model + (1 - A[a]) * (b + w . phi_a)``
-        (1.0 for a member alone with ``alone_is_solo``), as :meth:`predict` does.
+        (1.0 for a member alone with ``alone_is_solo``), as :meth:`predict` does; ``w`` and ``b``
+        include ``backoff_scale_``.
 
         Examples
         --------
@@ -395,7 +454,7 @@ class EntityRLS(EntityStore, BasePredictor):
             A[i] = self._weight_of(ids[i])
         if self._backoff.n_features_in_ is None:
             return A, np.zeros(d), PRIOR_SLOWDOWN
-        return A, self._backoff.coef_, self._backoff.intercept_
+        return A, self._scale * self._backoff.coef_, self._scale * self._backoff.intercept_
 
     def _run_update(self, X: np.ndarray, y: np.ndarray, ent: Entities | None) -> int:
         if ent is None:
@@ -440,7 +499,7 @@ class EntityRLS(EntityStore, BasePredictor):
             a = self._weights(entities)
             low = np.flatnonzero((a < 1.0) & self._learned_rows(entities))
             if low.size:
-                out[low] = a[low] * out[low] + (1.0 - a[low]) * self._backoff.predict(X[low])
+                out[low] = a[low] * out[low] + (1.0 - a[low]) * self._scale * self._backoff.predict(X[low])
         return out
 
     def _run_predict(self, X: np.ndarray, ent: Entities | None, out: np.ndarray) -> int:
