@@ -168,6 +168,33 @@ def test_evaluate_split_with_no_flags_scores_the_default_fit_chosen_inside_each_
     np.testing.assert_allclose(got["methods"][0]["mape_%"], want, rtol=1e-9)
 
 
+def test_evaluate_split_quantiles_scores_bounds_calibrated_inside_every_fold(tmp_path, capsys):
+    from interfpred.data.measurements import Measurements
+    from interfpred.evaluation import run_folds
+    from interfpred.experiments.model_coverage import split_coverage
+
+    pairs = _pairs(tmp_path)
+    argv = ["evaluate", "--measurements", str(pairs), "--split", "pair", "--repeats", "2", "--quantiles", "0.9"]
+    assert main([*argv, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)["coverage"]
+    assert [(r["quantile"], r["method"]) for r in got] == [(0.9, "model"), (0.9, "quantile baseline")]
+    m = Measurements.from_csv(pairs)
+    want = split_coverage(m, None, run_folds(m, "pair", repeats=2, seed=0, train_share=0.7), [0.9])
+    assert got == want
+    assert got[0]["fold_min"] <= got[0]["fold_mean"] <= got[0]["fold_max"] and got[0]["rows"] > 0
+    assert main(argv) == 0
+    assert "coverage (pooled)" in capsys.readouterr().out
+    # a named predictor is calibrated in every fold; a model file must hold a calibrated model
+    assert main([*argv, "--predictor", "rls"]) == 0
+    capsys.readouterr()
+    model = tmp_path / "plain.json"
+    assert main(["fit", "--measurements", str(pairs), "--predictor", "rls", "--out", str(model)]) == 0
+    capsys.readouterr()
+    assert main([*argv, "--model-file", str(model)]) == 2
+    err = _err(capsys)
+    assert len(err) == 1 and "needs a calibrated --model-file" in err[0]
+
+
 def test_evaluate_refuses_predictor_without_split(tmp_path, capsys):
     pairs = _pairs(tmp_path)
     assert main(["evaluate", "--model-file", "m.json", "--measurements", str(pairs), "--predictor", "rls"]) == 2

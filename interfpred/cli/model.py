@@ -234,7 +234,8 @@ def add_evaluate(sub: Any) -> None:
     add_data_options(p, profiles_help="needed with --trace")
     p.add_argument("--online", action="store_true", help="prequential evaluation (predict, then learn)")
     _add_quantiles(p, "also print coverage, width and interval score of the latency bounds at these quantiles, "
-                      "overall and per model, beside the quantile baseline (a model fitted with --calibrate)")
+                      "overall and per model, beside the quantile baseline (a model fitted with --calibrate); "
+                      "with --split, the coverage on the held-out rows of a model calibrated in every fold")
     p.add_argument("--warmup", type=int, default=0, help="leading executions left out of the coverage (default 0)")
     p.add_argument("--split", choices=("pair", "model"), default=None,
                    help="held-out evaluation inside --measurements: pair = 70/30 by run, model = leave-one-model-out")
@@ -307,7 +308,7 @@ def _run_evaluate_dask(args: argparse.Namespace, model: Any) -> int:
 
 def _run_split(args: argparse.Namespace) -> int:
     from interfpred._core.params import parse_params
-    from interfpred.constants import E4_REPEATS
+    from interfpred.constants import E4_REPEATS, E4_TRAIN_SHARE
     from interfpred.experiments.real import split_scores, split_table
     from interfpred.model.interference import InterferenceModel, load_model
     from interfpred.predictors import make_predictor
@@ -323,6 +324,10 @@ def _run_split(args: argparse.Namespace) -> int:
     model = (load_model(args.model_file, trusted=args.trust_model_file) if args.model_file is not None
              else InterferenceModel())
     if predictor is not None:
+        if args.quantiles:
+            from interfpred.predictors import Calibrated
+
+            predictor = Calibrated(predictor, quantiles=tuple(args.quantiles))
         model = InterferenceModel(model.extractor, predictor)
         model.auto_map = args.model_file is None
     model.choose_map(profiles)
@@ -330,12 +335,30 @@ def _run_split(args: argparse.Namespace) -> int:
         print(f"interfpred: {model.note}", file=sys.stderr)
     repeats = E4_REPEATS if args.repeats is None else args.repeats
     default_fit = predictor is None and args.model_file is None   # what fit with no flags would choose, per fold
+    if args.quantiles and not default_fit and getattr(model.predictor, "levels_", None) is None:
+        raise InterfpredError("--quantiles with --split needs a calibrated --model-file (fit it with --calibrate), "
+                              "or no --model-file")
     scores = split_scores(model.extractor, None if default_fit else model.predictor, meas, profiles,
                           split=args.split, repeats=repeats, seed=args.seed, online=args.online)
+    cov = None
+    if args.quantiles:
+        from interfpred.evaluation import run_folds
+        from interfpred.experiments.model_coverage import split_coverage
+
+        folds = run_folds(meas, args.split, repeats=repeats, seed=args.seed, train_share=E4_TRAIN_SHARE)
+        cov = split_coverage(meas, profiles, folds, args.quantiles, online=args.online,
+                             model=None if default_fit else model)
     if args.json:
-        print_json({"command": "evaluate", "split": args.split, "online": args.online, **scores})
-    else:
-        print(split_table(scores))
+        print_json({"command": "evaluate", "split": args.split, "online": args.online, **scores,
+                    **({"coverage": cov} if cov is not None else {})})
+        return 0
+    print(split_table(scores))
+    if cov is not None:
+        from interfpred.experiments.model_coverage import split_coverage_table
+
+        how = "prequential" if args.online else "frozen (as predict serves them)"
+        print(f"latency bounds on the held-out rows, {how}: share of rows at or below the bound")
+        print(split_coverage_table(cov))
     return 0
 
 

@@ -36,6 +36,7 @@ from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
 from interfpred.evaluation import (
+    Fold,
     baseline_bounds,
     coverage_rows,
     prequential_bounds,
@@ -45,7 +46,7 @@ from interfpred.evaluation import (
 from interfpred.model.interference import InterferenceModel
 from interfpred.predictors import predictor_from_state
 
-__all__ = ["CoverageEvaluation", "evaluate_coverage", "format_coverage"]
+__all__ = ["CoverageEvaluation", "evaluate_coverage", "format_coverage", "split_coverage", "split_coverage_table"]
 
 
 @dataclass(frozen=True)
@@ -128,3 +129,58 @@ def format_coverage(ev: CoverageEvaluation) -> str:
     body = [[f"{r['quantile']:g}", r["group"], r["method"], r["n"], r["coverage"], r["width"], r["interval_score"]]
             for r in ev.rows]
     return text_table(header, body)
+
+
+def _fold_model(measurements: Measurements, profiles: ProfileTable | None, quantiles: Sequence[float],
+                model: InterferenceModel | None) -> InterferenceModel:
+    """A calibrated model fitted on ``measurements``: ``model``'s configuration, or what ``fit`` chooses."""
+    from interfpred.model.selection import fit_selected, select_configuration
+    from interfpred.predictors import Calibrated, make_predictor
+
+    if model is not None:
+        fresh = InterferenceModel(model.extractor.get_spec(), model.predictor.clone())
+        fresh.auto_map = False
+        return fresh.fit(None, profiles, measurements=measurements)
+    sel = select_configuration(None, profiles, measurements)
+    wrap = Calibrated(make_predictor(sel.chosen.predictor), quantiles=tuple(float(q) for q in quantiles))
+    return fit_selected(sel, None, profiles, measurements, predictor=wrap)
+
+
+def split_coverage(measurements: Measurements, profiles: ProfileTable | None, folds: Sequence[Fold],
+                   quantiles: Sequence[float], *, online: bool = False,
+                   model: InterferenceModel | None = None) -> list[dict[str, Any]]:
+    """Coverage of latency bounds on held-out runs: each fold's model fitted on its training runs only.
+
+    ``model`` (a calibrated one, e.g. loaded from a file) gives the configuration refitted in every
+    fold; None: what ``interfpred fit`` chooses with no flags, chosen inside each fold's training
+    runs and wrapped in a :class:`~interfpred.Calibrated` of ``quantiles``. The test runs are bounded
+    frozen (the cross-fitted thresholds ``predict`` serves), or prequentially with ``online``.
+    Returns one dict per quantile and method (``"model"``, ``"quantile baseline"``): the pooled
+    coverage (covered test rows / all test rows), the per-fold mean, min and max, and the rows.
+    """
+    if model is not None and getattr(model.predictor, "levels_", None) is None:
+        raise InterfpredError("bounds need a calibrated model (fit it with --calibrate) or no --model-file")
+    covered: dict[tuple[float, str], list[tuple[float, int]]] = {}
+    for fold in folds:
+        train, test = (np.flatnonzero(r) if np.asarray(r).dtype == bool else np.asarray(r) for r in fold[1:])
+        m_test = measurements.take(test)
+        fitted = _fold_model(measurements.take(train), profiles, quantiles, model)
+        ev = evaluate_coverage(fitted, None, profiles, quantiles, measurements=m_test, online=online)
+        for r in ev.rows:
+            if r["group"] == "all":
+                covered.setdefault((float(r["quantile"]), r["method"]), []).append((float(r["coverage"]), r["n"]))
+    out = []
+    for (q, method), parts in sorted(covered.items()):
+        cov = np.array([c for c, _ in parts])
+        n = np.array([k for _, k in parts])
+        out.append({"quantile": q, "method": method, "rows": int(n.sum()),
+                    "coverage": float(np.round((cov * n).sum() / n.sum(), 4)), "fold_mean": float(cov.mean()),
+                    "fold_min": float(cov.min()), "fold_max": float(cov.max())})
+    return out
+
+
+def split_coverage_table(rows: Sequence[dict[str, Any]]) -> str:
+    """:func:`split_coverage`'s rows as the table ``interfpred evaluate --split --quantiles`` prints."""
+    body = [[f"{r['quantile']:g}", r["method"], r["rows"], f"{r['coverage']:.4f}",
+             f"{r['fold_mean']:.4f} [{r['fold_min']:.4f}, {r['fold_max']:.4f}]"] for r in rows]
+    return text_table(["quantile", "method", "rows", "coverage (pooled)", "per fold: mean [min, max]"], body)
