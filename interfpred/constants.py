@@ -299,9 +299,10 @@ ENTITY_FACTOR_VAR = 0.05
 #: EntityRLS: observations of a row's own model after which its entity model alone predicts the row; before,
 #: the prediction blends in the features-only backoff model with weight 1 - n / ENTITY_BACKOFF_EVIDENCE.
 ENTITY_BACKOFF_EVIDENCE = 1.0
-#: EntityRLS: the factors ``fit`` may scale its backoff by (``backoff_scale``): 1/4 to 4, 5 % steps. The
-#: one of least latency MAPE of the backoff on the fitted rows is kept.
-ENTITY_BACKOFF_SCALES = tuple(1.05 ** k for k in range(-28, 29))
+#: EntityRLS: the range of the factor ``fit`` scales its backoff by (``backoff_scale``: the factor of least
+#: latency MAPE of the backoff on the fitted rows), and the most rows (evenly spaced) that choose it.
+ENTITY_BACKOFF_SCALE_RANGE = (0.25, 4.0)
+ENTITY_BACKOFF_SCALE_ROWS = 1 << 20
 #: EntityRLS: a new entity's latent factors start at N(0, (ENTITY_FACTOR_INIT * sqrt(factor_var))^2), seeded:
 #: non-zero to break the symmetry of the bilinear term, small so that a new entity stays near g(phi).
 ENTITY_FACTOR_INIT = 0.1

@@ -34,7 +34,8 @@ import numpy as np
 from interfpred.constants import (
     ENTITY_AGGRESSIVENESS_VAR,
     ENTITY_BACKOFF_EVIDENCE,
-    ENTITY_BACKOFF_SCALES,
+    ENTITY_BACKOFF_SCALE_RANGE,
+    ENTITY_BACKOFF_SCALE_ROWS,
     ENTITY_FACTOR_VAR,
     ENTITY_FORGETTING,
     ENTITY_MAX_RANK,
@@ -71,34 +72,50 @@ _PTR0 = np.zeros(2, dtype=np.int64)
 _OWN0 = np.zeros(1, dtype=np.int64)
 
 
+def _weighted_median(v: np.ndarray, w: np.ndarray) -> float:
+    order = np.argsort(v, kind="stable")
+    c = np.cumsum(w[order])
+    return float(v[order][min(int(np.searchsorted(c, 0.5 * c[-1])), v.size - 1)])
+
+
 def _latency_scale(y: np.ndarray, pred: np.ndarray, is_rate: bool) -> float:
-    """The factor of ``ENTITY_BACKOFF_SCALES`` that minimises the mean absolute percentage error of latency
+    """The factor in ``ENTITY_BACKOFF_SCALE_RANGE`` that minimises the mean absolute percentage error of latency
     of ``factor * pred`` against ``y`` (rates with ``is_rate``, else slowdowns; both clamped as predictions are).
 
-    Latency is proportional to 1 / rate, so a row's error is ``|rate / predicted rate - 1|``; ties keep
-    the factor nearest 1.
+    Latency is proportional to 1 / rate, so a row's error is ``|rate / predicted rate - 1|``, which is
+    ``w |u - v|`` in ``u = 1 / factor`` (rates) or ``u = factor`` (slowdowns): unclamped, the optimum is a
+    weighted median, exact. The clamp is then honoured by comparing the clamped error at that optimum, at
+    1 % steps around it and at 1 (ties keep the factor nearest 1). At most ``ENTITY_BACKOFF_SCALE_ROWS``
+    rows, evenly spaced, are used.
 
     Examples
     --------
     >>> y = np.array([0.2, 0.9, 0.9, 0.9])        # rates: one model far slower than the rest
-    >>> float(_latency_scale(y, np.full(4, y.mean()), True)) > 1.0    # the mean (0.725) errs high in percent
-    True
+    >>> round(_latency_scale(y, np.full(4, y.mean()), True), 3)    # the mean (0.725) errs high in percent
+    1.241
     """
-    scales = np.asarray(ENTITY_BACKOFF_SCALES, dtype=np.float64)
-    ok = np.isfinite(y) & np.isfinite(pred)
+    ok = np.isfinite(y) & np.isfinite(pred) & (y > 0) & (pred > 0)
     if not ok.any():
         return 1.0
     y, pred = y[ok], pred[ok]
-    with np.errstate(divide="ignore"):
-        true = y if is_rate else 1.0 / y
-        cand = scales[:, None] * pred[None, :]
-        rate = cand if is_rate else 1.0 / cand
-    true = np.clip(np.where(np.isfinite(true), true, PREDICTED_RATE_MIN), PREDICTED_RATE_MIN, PREDICTED_RATE_MAX)
-    rate = np.clip(np.where(np.isfinite(rate) & (cand > 0), rate, PREDICTED_RATE_MIN if is_rate else PREDICTED_RATE_MAX),
-                   PREDICTED_RATE_MIN, PREDICTED_RATE_MAX)
-    loss = np.abs(true[None, :] / rate - 1.0).mean(axis=1)
-    best = np.flatnonzero(loss <= loss.min() * (1.0 + 1e-12))
-    return float(scales[best[np.argmin(np.abs(np.log(scales[best])))]])
+    if y.size > ENTITY_BACKOFF_SCALE_ROWS:
+        keep = np.linspace(0, y.size - 1, ENTITY_BACKOFF_SCALE_ROWS).astype(np.int64)
+        y, pred = y[keep], pred[keep]
+    true = np.clip(y if is_rate else 1.0 / y, PREDICTED_RATE_MIN, PREDICTED_RATE_MAX)
+    if is_rate:        # |true / (k pred) - 1| = (true / pred) |1/k - pred / true|
+        k0 = 1.0 / _weighted_median(pred / true, true / pred)
+    else:              # |true k pred - 1| = (true pred) |k - 1 / (true pred)|
+        k0 = _weighted_median(1.0 / (true * pred), true * pred)
+    lo, hi = ENTITY_BACKOFF_SCALE_RANGE
+    cands = np.unique(np.clip(np.concatenate([k0 * 1.01 ** np.arange(-10, 11), [1.0]]), lo, hi))
+
+    def loss(k: float) -> float:
+        rate = np.clip(k * pred if is_rate else 1.0 / (k * pred), PREDICTED_RATE_MIN, PREDICTED_RATE_MAX)
+        return float(np.abs(true / rate - 1.0).mean())
+
+    losses = np.array([loss(float(k)) for k in cands])
+    best = np.flatnonzero(losses <= losses.min() * (1.0 + 1e-12))
+    return float(cands[best[np.argmin(np.abs(np.log(cands[best])))]])
 
 
 def _error(status: int, row: int | None, d: Any, n_features: int | None = None) -> InterfpredError:
@@ -153,7 +170,7 @@ class EntityRLS(EntityStore, BasePredictor):
         blended with the features-only backoff, weight ``1 - n / backoff_evidence``); 0 turns the
         backoff off. Rows predicted without entities use the entity model's ``g`` alone.
     backoff_scale
-        ``fit`` multiplies the backoff's predictions by the factor (from ``ENTITY_BACKOFF_SCALES``)
+        ``fit`` multiplies the backoff's predictions by the factor (in ``ENTITY_BACKOFF_SCALE_RANGE``)
         that minimises the mean absolute percentage error of latency of the backoff on the fitted
         rows, when the predictor is declared for a target (``target_``: ``"rate"`` or
         ``"slowdown"``); the factor is kept in ``backoff_scale_`` (1 otherwise, and with ``update``
