@@ -172,6 +172,9 @@ SELECTION_SEED = 0
 SELECTION_MAX_ROWS = 3000
 #: Grouped folds of the cross-fitting behind frozen latency bounds (interfpred.model.crossfit).
 CROSS_FIT_FOLDS = 5
+#: Fewest cross-fitted scores a novelty category of frozen bounds needs for its own thresholds
+#: (fewer: the category uses the pooled thresholds).
+CROSS_FIT_MIN_CATEGORY_SCORES = 50
 #: How far (coverage points) E4's frozen cross-fitted bounds may sit from nominal.
 FROZEN_COVERAGE_SLACK = 0.03
 #: Executions per simulated set of the full reproduction and of ``--quick``.

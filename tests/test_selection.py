@@ -120,7 +120,8 @@ def test_frozen_bounds_round_trip_and_refuse_bad_state(tmp_path, gavel):
     model = InterferenceModel({"feature_map": "shares", "target": "rate"}, Calibrated("rls", quantiles=(0.9,)))
     model.fit(measurements=gavel)
     fb = model.frozen_bounds
-    assert fb is not None and fb.levels == (0.1, 0.9) and fb.n_scores == len(gavel) and len(fb.cold_thresholds) == 2
+    assert fb is not None and fb.levels == (0.1, 0.9) and fb.n_scores == len(gavel)
+    assert [len(th) for th in fb.category_thresholds] == [2, 2]
     assert set(fb.seen) == set(gavel.models)
     model.save(tmp_path / "m.json")
     again = load_model(tmp_path / "m.json")
@@ -141,8 +142,8 @@ def test_cross_fitted_scores_are_out_of_sample():
     fb = cross_fit_bounds(make_predictor("rls"), fm, np.arange(400) // 8, (0.1, 0.5, 0.9))
     # relative noise about 0.05 / 2: the 0.9 threshold sits near 1.28 sd, the median near zero
     assert 0.01 < fb.threshold(0.9) < 0.06 and abs(fb.threshold(0.5)) < 0.01 and fb.threshold(0.1) < 0
-    cold = np.array([False, True])
-    b = FrozenBounds((0.9,), (0.1,), 5, 10, (0.5,), ("x",)).bound(np.array([2.0, 2.0]), 0.9, cold)
+    cats = np.array([0, 1], dtype=np.int8)
+    b = FrozenBounds((0.9,), (0.1,), 5, 10, ("x",), (10, 60), ((), (0.5,))).bound(np.array([2.0, 2.0]), 0.9, cats)
     assert b.tolist() == [2.2, 3.0]
 
 

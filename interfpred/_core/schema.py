@@ -70,8 +70,21 @@ class ExtractorSpec(BaseModel):
     shares: StrictBool = Field(default=False, description="the MPS share features appended to the map")
 
 
+class NoveltyCategoryFile(BaseModel):
+    """One novelty category of frozen bounds: its cross-fitted scores and thresholds (empty: too few)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    n_scores: StrictInt = Field(ge=0)
+    thresholds: list[StrictFloat]
+
+
 class FrozenBoundsFile(BaseModel):
-    """Thresholds of a model's frozen latency bounds (cross-fitted residual scores), one per level."""
+    """Thresholds of a model's frozen latency bounds (cross-fitted residual scores), one per level.
+
+    ``thresholds`` are pooled; ``categories`` (``warm``, ``cold``) hold a threshold per level for
+    rows whose models were all ``seen`` at fit, and for the others (see ``interfpred.model.crossfit``).
+    """
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -79,8 +92,9 @@ class FrozenBoundsFile(BaseModel):
     thresholds: list[StrictFloat] = Field(min_length=1)
     folds: StrictInt = Field(ge=2)
     n_scores: StrictInt = Field(ge=1)
-    cold_thresholds: list[StrictFloat] = Field(default_factory=list)
     seen: list[StrictStr] = Field(default_factory=list)
+    min_scores: StrictInt = Field(ge=1)
+    categories: dict[StrictStr, NoveltyCategoryFile]
 
 
 class ModelFile(BaseModel):

@@ -349,21 +349,23 @@ class InterferenceModel:
         """``{q: (L, U)}`` latency bounds (ms) of the rows of ``fm`` for frozen use (no learning).
 
         From the cross-fitted thresholds of :attr:`frozen_bounds` when the model has them (a
-        Calibrated predictor fitted by :meth:`fit`), else from the predictor's own bounds.
+        Calibrated predictor fitted by :meth:`fit`; a row involving a model the training rows did
+        not, as its own or as a co-runner, gets the cold thresholds), else from the predictor's own
+        bounds.
         """
         self._check_width(fm)
         if self.frozen_bounds is None:
             return latency_bounds(self.predictor, fm.X, fm.solo_ms, self.extractor.target, quantiles,
                                   entities=fm.entities)
         mean = np.asarray(call(self.predictor, "predict", fm.X, entities=fm.entities), dtype=np.float64)
-        cold = self.frozen_bounds.cold_rows(model_entities(fm, self.predictor))
+        cats = self.frozen_bounds.categories(model_entities(fm, self.predictor))
         out = {}
         for q in quantiles:
             q = check_quantile(q)
             ends = []
             for lv in (target_level(q, self.extractor.target), target_level(1.0 - q, self.extractor.target)):
                 try:
-                    b = self.frozen_bounds.bound(mean, lv, cold)
+                    b = self.frozen_bounds.bound(mean, lv, cats)
                 except InterfpredError as exc:
                     raise InterfpredError(f"latency quantile {q:g} needs target quantile {lv:g}: {exc}") from None
                 ends.append(np.asarray(self.extractor.latency_from_target(b, fm.solo_ms), dtype=np.float64).reshape(-1))
