@@ -77,6 +77,7 @@ def _fold_bounds(fm: Any, codes: np.ndarray, models: np.ndarray, kind: str, wrap
     if wrap["method"] == "cross-fit":
         return rows, _frozen_bounds(fm, codes, kind, train, test, quantiles), {}
     cal = Calibrated(kind, quantiles=tuple(quantiles), scale="relative", **wrap)
+    cal.target_ = fm.target      # declared, as the model that would hold it does
     cal.fit(fm.X[train], fm.y[train], entities=None if ent is None else ent.take(train))
     start, end = run_stamps(codes[test])
     _, bounds = prequential_bounds(cal, fm.X[test], fm.y[test], fm.solo_ms[test], "slowdown", quantiles,
@@ -99,6 +100,7 @@ def _frozen_bounds(fm: FeatureMatrix, codes: np.ndarray, kind: str, train: np.nd
     """Frozen bounds of the test rows: thresholds cross-fitted on the training runs, as ``fit`` makes them."""
     tr, te = take_rows(fm, train), take_rows(fm, test)
     p = make_predictor(kind)
+    p.target_ = fm.target
     levels = sorted({float(q) for q in quantiles} | {1.0 - float(q) for q in quantiles})
     fb = cross_fit_bounds(p, tr, codes[train], levels)
     fitted = p.clone()
