@@ -83,3 +83,11 @@ def test_the_default_target_differs_from_the_paper_slowdown_so_the_check_above_c
 
 def test_feature_names_default_to_the_default_map():
     assert feature_names() == feature_names(DEFAULTS["feature_map"]) == TimeWeighted().names
+
+
+def test_the_model_file_schema_documents_the_same_defaults():
+    from interfpred._core.schema import ExtractorSpec
+
+    filled = ExtractorSpec().model_dump()
+    assert {k: filled[k] for k in DEFAULTS} == DEFAULTS
+    assert make_extractor({k: v for k, v in filled.items() if v is not None}) == default_extractor()
