@@ -45,7 +45,7 @@ def _stream(path: str) -> dict:
 
     rng = np.random.default_rng(0)
     prof = make_profiles(rng)
-    exs = [Static(), EWMA(alpha=0.5), TimeWeighted()]
+    exs = [Static(feature_map="default"), EWMA(alpha=0.5, feature_map="default"), TimeWeighted(feature_map="default")]
     warm = path + ".warm.parquet"      # first use of pyarrow and of the compiled kernels, off the clock
     write_trace(make_trace(5000, rng), warm)
     for _ in iter_features_parquet(warm, prof, exs, batch_rows=1000):
@@ -73,7 +73,7 @@ def _child(n: int, one_shot: bool, parquet: str | None = None) -> dict:
 
     rng = np.random.default_rng(0)
     prof = make_profiles(rng)
-    exs = [Static(), EWMA(alpha=0.5), TimeWeighted()]
+    exs = [Static(feature_map="default"), EWMA(alpha=0.5, feature_map="default"), TimeWeighted(feature_map="default")]
     warm = make_trace(5000, rng)
     for _ in iter_features(warm, prof, exs, chunk_rows=500):
         pass

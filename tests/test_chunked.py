@@ -40,8 +40,8 @@ def _trace(n, seed, gpus=2, grid=0.5):
        feature_map=st.sampled_from(["default", "rich", "gpulets"]), combine=st.sampled_from(["sum", "max"]))
 def test_features_equal_the_one_shot_computation_to_the_bit(n, seed, chunk, gpus, feature_map, combine):
     tr = _trace(n, seed, gpus)
-    exs = [Static(feature_map=feature_map, combine=combine), EWMA(alpha=0.3, feature_map=feature_map, combine=combine),
-           TimeWeighted(feature_map=feature_map, combine=combine)]
+    kw = {"feature_map": feature_map, "combine": combine, "target": "slowdown"}   # zero-length rows too
+    exs = [Static(**kw), EWMA(alpha=0.3, **kw), TimeWeighted(**kw)]
     want = transform_many(tr, PROF, exs)
     got = transform_chunked(tr, PROF, exs, chunk_rows=chunk)
     for g, w in zip(got, want):
@@ -82,7 +82,7 @@ def test_refusals():
     with pytest.raises(InterfpredError, match="chunk_rows"):
         list(iter_features(tr, PROF, [TimeWeighted()], chunk_rows=0))
     with pytest.raises(InterfpredError, match="one map and combine"):
-        list(iter_features(tr, PROF, [TimeWeighted(), Static(feature_map="rich")]))
+        list(iter_features(tr, PROF, [TimeWeighted(feature_map="default"), Static(feature_map="rich")]))
     custom = CustomMap(lambda me, others: np.array([me[0]]), ["sm"])
     with pytest.raises(InterfpredError, match="built-in maps"):
         list(iter_features(tr, PROF, [TimeWeighted(feature_map=custom)]))
@@ -103,7 +103,8 @@ def test_parquet_batches_equal_the_one_shot_computation_to_the_bit(tmp_path_fact
     tr = tr.take(np.argsort(tr.start_ms, kind="stable"))          # a trace file is in launch order
     path = tmp_path_factory.mktemp("pq") / "t.parquet"
     write_trace(tr, path)
-    exs = [Static(combine=combine), EWMA(alpha=0.6, combine=combine), TimeWeighted(combine=combine)]
+    kw = {"combine": combine, "target": "slowdown"}   # zero-length rows too
+    exs = [Static(**kw), EWMA(alpha=0.6, **kw), TimeWeighted(**kw)]
     want = transform_many(tr, PROF, exs)
     got = [np.full_like(w.X, np.nan) for w in want]
     seen = np.zeros(n, dtype=int)

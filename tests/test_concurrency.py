@@ -57,9 +57,8 @@ combines = st.sampled_from(["sum", "max"])
 
 
 def _extractors(feature_map: str, combine: str, alpha: float) -> list:
-    return [Static(feature_map=feature_map, combine=combine),
-            EWMA(alpha=alpha, feature_map=feature_map, combine=combine),
-            TimeWeighted(feature_map=feature_map, combine=combine)]
+    kw = {"feature_map": feature_map, "combine": combine, "target": "slowdown"}   # the crowds hold zero-length rows
+    return [Static(**kw), EWMA(alpha=alpha, **kw), TimeWeighted(**kw)]
 
 
 @settings(max_examples=8, deadline=None)

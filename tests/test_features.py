@@ -34,8 +34,8 @@ def _extractors():
     out = []
     for m in MAPS:
         for c in COMBINES:
-            out += [Static(feature_map=m, combine=c), EWMA(alpha=0.3, feature_map=m, combine=c),
-                    EWMA(alpha=1.0, feature_map=m, combine=c), TimeWeighted(feature_map=m, combine=c)]
+            kw = {"feature_map": m, "combine": c, "target": "slowdown"}   # y checked as latency / solo
+            out += [Static(**kw), EWMA(alpha=0.3, **kw), EWMA(alpha=1.0, **kw), TimeWeighted(**kw)]
     return out
 
 
@@ -58,9 +58,10 @@ def test_every_extractor_matches_naive(trace, prof):
 @given(traces(), profile_tables(gpus=("g0", "g1")), st.floats(0.0, 1.0))
 def test_ewma_limits(trace, prof, alpha):
     for m in MAPS:
-        static = Static(feature_map=m).transform(trace, prof).X
-        np.testing.assert_array_equal(EWMA(alpha=0.0, feature_map=m).transform(trace, prof).X, static)
-        got = EWMA(alpha=alpha, feature_map=m).transform(trace, prof).X
+        kw = {"feature_map": m, "target": "slowdown"}    # the rate of a zero-length row is refused
+        static = Static(**kw).transform(trace, prof).X
+        np.testing.assert_array_equal(EWMA(alpha=0.0, **kw).transform(trace, prof).X, static)
+        got = EWMA(alpha=alpha, **kw).transform(trace, prof).X
         assert np.all(np.isfinite(got))
 
 
@@ -71,15 +72,16 @@ def test_ewma_one_is_the_last_running_set_and_time_weighting_is_exact():
     # a runs 0..10; b joins 2..4; c joins 6..10.
     tr = Trace(id=[1, 2, 3], device=["g"] * 3, model=["a", "b", "c"], batch_size=[1] * 3,
                start_ms=[0.0, 2.0, 6.0], end_ms=[10.0, 4.0, 10.0])
-    last = EWMA(alpha=1.0).transform(tr, prof).X[0]
+    dm = "default"
+    last = EWMA(alpha=1.0, feature_map=dm).transform(tr, prof).X[0]
     np.testing.assert_allclose(last, [0.5, 0.1, 0.2, 0.4, 0.6, 0.1])
-    tw = TimeWeighted().transform(tr, prof).X[0]
+    tw = TimeWeighted(feature_map=dm).transform(tr, prof).X[0]
     np.testing.assert_allclose(tw, [0.5, 0.1, 0.2, (2 * 0.2 + 4 * 0.4) / 10, (2 * 0.3 + 4 * 0.6) / 10,
                                     (2 * 0.8 + 4 * 0.1) / 10])
-    e = EWMA(alpha=0.5).transform(tr, prof).X[0, 3]
+    e = EWMA(alpha=0.5, feature_map=dm).transform(tr, prof).X[0, 3]
     # launch 0 -> b arrives (0.2) -> b leaves (0) -> c arrives (0.4)
     assert e == pytest.approx(0.5 * 0.4 + 0.5 * (0.5 * 0.0 + 0.5 * (0.5 * 0.2 + 0.5 * 0.0)))
-    np.testing.assert_array_equal(Static().transform(tr, prof).X[0, 3:], [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(Static(feature_map=dm).transform(tr, prof).X[0, 3:], [0.0, 0.0, 0.0])
 
 
 @settings(max_examples=150, deadline=None)
@@ -116,14 +118,15 @@ def test_custom_map_matches_builtin_and_naive():
     cm = CustomMap(fn, names=feature_names("default"))
     dem, _ = profile_arrays(tr, prof)
     for agg in (Static, TimeWeighted, lambda **kw: EWMA(alpha=0.4, **kw)):
-        got = agg(feature_map=cm).transform(tr, prof).X
-        np.testing.assert_allclose(got, agg().transform(tr, prof).X, rtol=1e-12, atol=1e-14)
-        ex = agg(feature_map=cm)
+        got = agg(feature_map=cm, target="slowdown").transform(tr, prof).X     # zero-length rows too
+        np.testing.assert_allclose(got, agg(feature_map="default", target="slowdown").transform(tr, prof).X,
+                                   rtol=1e-12, atol=1e-14)
+        ex = agg(feature_map=cm, target="slowdown")
         ref = naive_features(tr.device, tr.start_ms, tr.end_ms, dem, aggregation=ex.aggregation, alpha=ex.compiled_spec.alpha,
                              map_fn=lambda me, o: fn(np.array(me), np.array(o).reshape(-1, 3)))
         np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-14)
     with pytest.raises(InterfpredError, match="returned 1 values"):
-        TimeWeighted(feature_map=CustomMap(lambda me, o: [1.0], names=["x", "y"])).transform(tr, prof)
+        TimeWeighted(feature_map=CustomMap(lambda me, o: [1.0], names=["x", "y"]), target="slowdown").transform(tr, prof)
     with pytest.raises(InterfpredError, match="cannot be described"):
         Static(feature_map=cm).get_spec()
 
@@ -133,7 +136,7 @@ def test_profiles_interpolate_and_gpu_choice():
                                      sm=[0.2, 0.4], l2=[0.1, 0.3], dram=[0.5, 0.7])
     tr = Trace(id=["x", "y"], device=["dev0", "dev1"], model=["a", "a"], batch_size=[3, 2],
                start_ms=[0.0, 0.0], end_ms=[6.0, 4.0])
-    fm = Static(target="rate").transform(tr, prof)   # one-gpu table serves every device
+    fm = Static(feature_map="default", target="rate").transform(tr, prof)   # one-gpu table serves every device
     np.testing.assert_allclose(fm.solo_ms, [3.0, 2.0])
     np.testing.assert_allclose(fm.X[0, :3], [0.3, 0.2, 0.6])
     np.testing.assert_allclose(fm.y, [0.5, 0.5])
@@ -153,19 +156,19 @@ def test_bad_input_names_the_row():
     tr = Trace(id=[5, 6, 7], device=["g"] * 3, model=["a", "a", "zz"], batch_size=[1, 1, 1],
                start_ms=[0.0, 1.0, 2.0], end_ms=[1.0, 1.0, 3.0])
     with pytest.raises(InterfpredError, match=r"row 2 \(id 7\): no profile for model 'zz'"):
-        Static().transform(tr, prof)
+        Static(feature_map="default", target="slowdown").transform(tr, prof)
     ok = tr.take([0, 1])
     with pytest.raises(InterfpredError, match=r"row 1 \(id 6\) has zero latency"):
         Static(target="rate").transform(ok, prof)
-    assert Static().transform(ok, prof).y.tolist() == [1.0, 0.0]
+    assert Static(feature_map="default", target="slowdown").transform(ok, prof).y.tolist() == [1.0, 0.0]
     big = Trace(id=[1], device=["g"], model=["a"], batch_size=[3], start_ms=[0.0], end_ms=[1.0])
     with pytest.raises(InterfpredError, match=r"row 0 \(id 1\): batch size 3 .* outside"):
-        Static().transform(big, prof)
-    assert Static().transform(big, prof, extrapolate=True).X.shape == (1, 6)
+        Static(feature_map="default", target="slowdown").transform(big, prof)
+    assert Static(feature_map="default", target="slowdown").transform(big, prof, extrapolate=True).X.shape == (1, 6)
     with pytest.raises(InterfpredError, match="timeline was not built from this trace"):
-        Static().transform(ok, prof, timeline=build_timeline(tr))
+        Static(feature_map="default", target="slowdown").transform(ok, prof, timeline=build_timeline(tr))
     with pytest.raises(InterfpredError, match="expected a ProfileTable"):
-        Static().transform(ok, {"a": 1})
+        Static(feature_map="default", target="slowdown").transform(ok, {"a": 1})
 
 
 def test_spec_round_trip_and_errors():
@@ -190,7 +193,7 @@ def test_spec_writes_feature_map_and_time_weighted():
     spec = TimeWeighted(feature_map="gpulets", combine="max").get_spec()
     assert spec["feature_map"] == "gpulets" and "map" not in spec
     assert spec["aggregation"] == "time_weighted" == TimeWeighted.aggregation
-    assert repr(EWMA(alpha=0.3)) == "EWMA(alpha=0.3, feature_map='default', combine='sum', target='slowdown')"
+    assert repr(EWMA(alpha=0.3)) == "EWMA(alpha=0.3, feature_map='rich', combine='sum', target='rate')"
 
 
 def test_spec_refuses_spellings_that_are_not_its_own():
@@ -211,7 +214,7 @@ def test_extractor_hyperparameters_are_keyword_only():
 def test_compiled_spec_is_public_and_consistent():
     from interfpred.features import _segment_maps as k
 
-    spec = EWMA(alpha=0.25, combine="max").compiled_spec
+    spec = EWMA(alpha=0.25, feature_map="default", combine="max").compiled_spec
     assert spec[:3] == (k.MAP_DEFAULT, k.COMBINE_MAX, k.AGG_EWMA) and spec.alpha == pytest.approx(0.25)
     assert TimeWeighted(feature_map="rich").compiled_spec[:3] == (k.MAP_RICH, k.COMBINE_SUM, k.AGG_TIME_WEIGHTED)
     assert Static(feature_map=CustomMap(lambda me, o: [0.0], names=["z"])).compiled_spec.map_id == -1
@@ -284,7 +287,7 @@ def test_latency_round_trip():
 
 
 def test_instant_map_input_checks():
-    ex = Static()
+    ex = Static(feature_map="default")
     with pytest.raises(InterfpredError, match=r"me has shape \(2,\)"):
         ex.map_instant([0.1, 0.2], [])
     with pytest.raises(InterfpredError, match=r"others has shape \(3,\)"):
@@ -305,7 +308,7 @@ def test_transform_many_equals_each_transform(trace, prof):
     from interfpred.features import transform_many
 
     cm = CustomMap(lambda me, o: [me[0] + o[:, 0].sum()], names=["sm_sum"])
-    exs = _extractors() + [TimeWeighted(feature_map=cm), Static(target="slowdown")]
+    exs = _extractors() + [TimeWeighted(feature_map=cm, target="slowdown"), Static(target="slowdown")]
     many = transform_many(trace, prof, exs)
     for ex, fm in zip(exs, many):
         one = ex.transform(trace, prof)

@@ -112,7 +112,8 @@ def test_run_features_equal_a_brute_force_timeline(extractor):
     brute = extractor.transform(tr, _profiles())
     for k, row in pick.items():
         np.testing.assert_allclose(fm.X[k], brute.X[row], rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(fm.y, m.slowdown)
+    assert extractor.target == "rate"                  # the default target: solo / observed
+    np.testing.assert_allclose(fm.y, 1.0 / m.slowdown)
     assert fm.entities.row(0) == ("a", {"b": 1.0, "c": 1.0})
 
 
@@ -136,8 +137,8 @@ def test_concat_mixes_traces_and_measurements():
     tr = Trace(id=[1, 2], device=["g"] * 2, model=["a", "b"], batch_size=[1, 1], start_ms=[0.0, 1.0], end_ms=[4.0, 6.0])
     ex = TimeWeighted()
     both = concat_features([ex.transform(tr, _profiles()), measurement_features(ex, m, _profiles())])
-    assert both.X.shape == (4, 6) and both.entities is None
-    np.testing.assert_allclose(both.y[2:], [1.5, 1.25])
+    assert both.X.shape == (4, 16) and both.entities is None
+    np.testing.assert_allclose(both.y[2:], [2.0 / 3.0, 4.0 / 5.0])     # the rate solo / observed
 
 
 def test_gavel_conversion_skips_missing_pairs_and_regenerates(tmp_path):

@@ -668,7 +668,7 @@ def test_frozen_predictors_refuse_update():
 def test_tracker_with_frozen_predictor_reports_not_learned():
     from interfpred import GpuletsModel, TimeWeighted
 
-    tr = ColocationTracker(_profiles(), GpuletsModel(), TimeWeighted(feature_map="gpulets"))
+    tr = ColocationTracker(_profiles(), GpuletsModel(), TimeWeighted(feature_map="gpulets", target="slowdown"))   # gpulets predicts slowdown
     tr.start("x", "a", 1, 0.0)
     assert tr.finish("x", 3.0).learned is False
 

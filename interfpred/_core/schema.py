@@ -38,7 +38,7 @@ from pydantic import (
     ValidationError,
 )
 
-from interfpred.constants import AGGREGATIONS, COMBINES, FEATURE_MAPS, SCHEMA_VERSION, TARGETS
+from interfpred.constants import AGGREGATIONS, COMBINES, FEATURE_MAPS, MODEL_DEFAULT_EXTRACTOR, SCHEMA_VERSION, TARGETS
 from interfpred.errors import InterfpredError
 
 __all__ = ["ExtractorSpec", "PredictorFile", "ModelFile", "check_predictor_file", "check_model_file", "check_schema_version",
@@ -57,16 +57,24 @@ class PredictorFile(BaseModel):
     state: dict[StrictStr, JsonValue] | None = None
 
 
+_DEFAULT_EXTRACTOR = dict(MODEL_DEFAULT_EXTRACTOR)
+
+
 class ExtractorSpec(BaseModel):
-    """An extractor's spec, as ``Extractor.get_spec`` writes it; ``make_extractor`` checks the values."""
+    """An extractor's spec, as ``Extractor.get_spec`` writes it; ``make_extractor`` checks the values.
+
+    A key left out takes ``MODEL_DEFAULT_EXTRACTOR``'s value, as ``make_extractor`` fills it.
+    """
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    aggregation: StrictStr = Field(default="time_weighted", description=f"one of {', '.join(AGGREGATIONS)}")
+    aggregation: StrictStr = Field(default=_DEFAULT_EXTRACTOR["aggregation"],
+                                   description=f"one of {', '.join(AGGREGATIONS)}")
     alpha: StrictFloat | StrictInt | None = Field(default=None, description="EWMA weight of the newest value, ewma only")
-    feature_map: StrictStr | None = Field(default=None, description=f"one of {', '.join(FEATURE_MAPS)}")
-    combine: StrictStr = Field(default="sum", description=f"one of {', '.join(COMBINES)}")
-    target: StrictStr = Field(default="slowdown", description=f"one of {', '.join(TARGETS)}")
+    feature_map: StrictStr | None = Field(default=_DEFAULT_EXTRACTOR["feature_map"],
+                                          description=f"one of {', '.join(FEATURE_MAPS)}")
+    combine: StrictStr = Field(default=_DEFAULT_EXTRACTOR["combine"], description=f"one of {', '.join(COMBINES)}")
+    target: StrictStr = Field(default=_DEFAULT_EXTRACTOR["target"], description=f"one of {', '.join(TARGETS)}")
     shares: StrictBool = Field(default=False, description="the MPS share features appended to the map")
 
 

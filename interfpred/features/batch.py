@@ -15,7 +15,8 @@ Examples
 ...     sm=[0.5], l2=[0.25], dram=[0.5])
 >>> tr = Trace(id=[7, 8], device=["v100"] * 2, model=["m"] * 2, batch_size=[4, 4], start_ms=[0.0, 2.0],
 ...            end_ms=[4.0, 3.0])
->>> [m.X[0, 3:].tolist() for m in batch_features(tr, prof, [Static(), TimeWeighted()])]
+>>> [m.X[0, 3:].tolist() for m in batch_features(tr, prof, [Static(feature_map="default"),
+...                                                     TimeWeighted(feature_map="default")])]
 [[0.0, 0.0, 0.0], [0.125, 0.0625, 0.125]]
 """
 

@@ -26,6 +26,7 @@ from interfpred.constants import (
     DEFAULT_EWMA_ALPHA,
     FEATURE_MAPS,
     MAP_COUNTERS,
+    MODEL_DEFAULT_EXTRACTOR,
     RESOURCES,
     TARGETS,
 )
@@ -40,6 +41,9 @@ from interfpred.features.targets import latency_from_prediction
 from interfpred.features.timeline import Timeline
 
 __all__ = ["EWMA", "Extractor", "CompiledSpec", "Static", "TimeWeighted"]
+
+#: The map, combine and target every extractor takes when none is named: ``MODEL_DEFAULT_EXTRACTOR``'s.
+_DEFAULT: dict[str, str] = dict(MODEL_DEFAULT_EXTRACTOR)
 
 
 class CompiledSpec(NamedTuple):
@@ -77,12 +81,21 @@ class Extractor:
         ``"slowdown"`` or ``"rate"``.
     shares
         Append the MPS share features ``share_me, share_other`` to a built-in counter map.
+
+    What is not named is ``MODEL_DEFAULT_EXTRACTOR``'s (rich map, combine sum, target rate, no
+    share features), the defaults of :func:`~interfpred.features.make_extractor` and of
+    ``InterferenceModel()`` too, so an extractor built by hand learns what the model learns.
+
+    Examples
+    --------
+    >>> Static()
+    Static(feature_map='rich', combine='sum', target='rate')
     """
 
     aggregation: str = ""
 
-    def __init__(self, *, feature_map: str | CustomMap = "default", combine: str = "sum",
-                 target: str = "slowdown", shares: bool = False) -> None:
+    def __init__(self, *, feature_map: str | CustomMap = _DEFAULT["feature_map"], combine: str = _DEFAULT["combine"],
+                 target: str = _DEFAULT["target"], shares: bool = False) -> None:
         if not isinstance(shares, (bool, np.bool_)):
             raise InterfpredError(f"shares must be True or False, got {shares!r}")
         if shares and (isinstance(feature_map, CustomMap) or feature_map == "shares"):
@@ -191,7 +204,7 @@ class Extractor:
 
         Examples
         --------
-        >>> Static().map_instant([0.5, 0.2, 0.1], [[0.1, 0.1, 0.1], [0.2, 0.3, 0.4]])
+        >>> Static(feature_map="default").map_instant([0.5, 0.2, 0.1], [[0.1, 0.1, 0.1], [0.2, 0.3, 0.4]])
         array([0.5, 0.2, 0.1, 0.3, 0.4, 0.5])
         """
         self._refuse_shares("map_instant")
@@ -212,7 +225,7 @@ class Extractor:
 
         Examples
         --------
-        >>> Static(combine="max").map_running_set([[0.5, 0.2, 0.1], [0.1, 0.6, 0.3]])
+        >>> Static(feature_map="default", combine="max").map_running_set([[0.5, 0.2, 0.1], [0.1, 0.6, 0.3]])
         array([[0.5, 0.2, 0.1, 0.1, 0.6, 0.3],
                [0.1, 0.6, 0.3, 0.5, 0.2, 0.1]])
         """
@@ -285,8 +298,8 @@ class Extractor:
         ('l2_me', 'dram_me', 'l2_other', 'dram_other')
         >>> fm.X[0]          # row 0 was alone for 1 ms, beside b for 3 ms
         array([0.5  , 0.25 , 0.375, 0.375])
-        >>> fm.y             # slowdowns: 4 / 2 and 5 / 4
-        array([2.  , 1.25])
+        >>> fm.y             # rates (the default target): 2 / 4 and 4 / 5
+        array([0.5, 0.8])
 
         Raises
         ------
@@ -315,9 +328,9 @@ class Extractor:
         --------
         >>> TimeWeighted(target="rate").latency_from_target([0.5, 1.0], [4.0, 4.0])
         array([8., 4.])
-        >>> Static().latency_from_target(1.5, 2.0)
+        >>> Static(target="slowdown").latency_from_target(1.5, 2.0)
         3.0
-        >>> Static().latency_from_target(0.5, 2.0)   # a slowdown below 1 is clamped to 1
+        >>> Static(target="slowdown").latency_from_target(0.5, 2.0)   # a slowdown below 1 is clamped to 1
         2.0
         """
         out = latency_from_prediction(pred, solo_ms, self.target)
@@ -350,8 +363,8 @@ class EWMA(Extractor):
 
     aggregation = "ewma"
 
-    def __init__(self, *, alpha: float = DEFAULT_EWMA_ALPHA, feature_map: str | CustomMap = "default",
-                 combine: str = "sum", target: str = "slowdown", shares: bool = False) -> None:
+    def __init__(self, *, alpha: float = DEFAULT_EWMA_ALPHA, feature_map: str | CustomMap = _DEFAULT["feature_map"],
+                 combine: str = _DEFAULT["combine"], target: str = _DEFAULT["target"], shares: bool = False) -> None:
         try:
             a = float(alpha)
         except (TypeError, ValueError):
@@ -374,7 +387,7 @@ class TimeWeighted(Extractor):
 
     Examples
     --------
-    >>> TimeWeighted(target="rate").target
+    >>> TimeWeighted().target     # the default target
     'rate'
     """
 

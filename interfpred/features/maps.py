@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from interfpred.constants import AGGREGATIONS, FEATURE_MAPS, MAX_RUNNING_SET, RESOURCES
+from interfpred.constants import AGGREGATIONS, FEATURE_MAPS, MAX_RUNNING_SET, MODEL_DEFAULT_EXTRACTOR, RESOURCES
 from interfpred.errors import InterfpredError
 from interfpred.features import _segment_maps as _k
 
@@ -54,8 +54,8 @@ def aggregation_name(name: Any) -> str:
     return str(name)
 
 
-def feature_names(feature_map: str = "default") -> tuple[str, ...]:
-    """Names of the columns a built-in feature map produces.
+def feature_names(feature_map: str = dict(MODEL_DEFAULT_EXTRACTOR)["feature_map"]) -> tuple[str, ...]:
+    """Names of the columns a built-in feature map produces (default: ``MODEL_DEFAULT_EXTRACTOR``'s map).
 
     Examples
     --------

@@ -16,8 +16,8 @@ Examples
 >>> prof = ProfileTable.from_columns(gpu=["v100"] * 2, model=["a", "b"], batch_size=[1, 1],
 ...     solo_ms=[2.0, 4.0], sm=[0.5, 0.25], l2=[0.5, 0.5], dram=[0.25, 0.5])
 >>> fm = measurement_features(TimeWeighted(feature_map="gpulets"), m, prof)
->>> fm.X[0], fm.y
-(array([0.5 , 0.25, 0.5 , 0.5 ]), array([1.5 , 1.25]))
+>>> fm.X[0], fm.y          # y: the rate solo / observed (the default target)
+(array([0.5 , 0.25, 0.5 , 0.5 ]), array([0.66666667, 0.8       ]))
 >>> fm.entities.row(0)
 ('a', {'b': 1.0})
 >>> measurement_features(TimeWeighted(feature_map="shares"), m).X[1]   # no profiles needed

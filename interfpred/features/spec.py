@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from interfpred.constants import DEFAULT_EWMA_ALPHA, MODEL_DEFAULT_EXTRACTOR
+from interfpred.constants import MODEL_DEFAULT_EXTRACTOR
 from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
@@ -32,15 +32,19 @@ _CLASSES: dict[str, type[Extractor]] = {"static": Static, "ewma": EWMA, "time_we
 def make_extractor(spec: Mapping[str, Any] | None = None, /, **kwargs: Any) -> Extractor:
     """Build an extractor from a spec dict (as :meth:`Extractor.get_spec` writes) and/or keywords.
 
-    Keys: ``aggregation`` in {static, ewma, time_weighted} (default time_weighted), ``alpha``
-    (EWMA only; default ``DEFAULT_EWMA_ALPHA``), ``feature_map`` in {default, gpulets, rich,
-    shares} or a :class:`~interfpred.features.maps.CustomMap`, ``combine`` in {sum, max}, ``target`` in {slowdown, rate}, ``shares``. Keywords
-    override the dict.
+    Keys: ``aggregation`` in {static, ewma, time_weighted}, ``alpha`` (EWMA only; default
+    ``DEFAULT_EWMA_ALPHA``), ``feature_map`` in {default, gpulets, rich, shares} or a
+    :class:`~interfpred.features.maps.CustomMap`, ``combine`` in {sum, max}, ``target`` in
+    {slowdown, rate}, ``shares`` (default False). Keywords override the dict. A key not named
+    takes its value from ``MODEL_DEFAULT_EXTRACTOR`` (time_weighted, rich, sum, rate), as the
+    extractor classes do, so ``make_extractor({})`` is :func:`default_extractor`.
 
     Examples
     --------
     >>> make_extractor({"aggregation": "ewma", "alpha": 0.2, "feature_map": "gpulets"})
-    EWMA(alpha=0.2, feature_map='gpulets', combine='sum', target='slowdown')
+    EWMA(alpha=0.2, feature_map='gpulets', combine='sum', target='rate')
+    >>> make_extractor({}) == default_extractor()
+    True
     >>> e = TimeWeighted(feature_map="rich", target="rate")
     >>> make_extractor(e.get_spec()) == e
     True
@@ -50,12 +54,12 @@ def make_extractor(spec: Mapping[str, Any] | None = None, /, **kwargs: Any) -> E
     unknown = sorted(set(merged) - set(SPEC_KEYS))
     if unknown:
         raise InterfpredError(f"unknown extractor key(s) {', '.join(unknown)}; expected {', '.join(SPEC_KEYS)}")
-    agg = aggregation_name(merged.get("aggregation", "time_weighted"))
-    common = {"feature_map": merged.get("feature_map", "default"), "combine": merged.get("combine", "sum"),
-              "target": merged.get("target", "slowdown"), "shares": merged.get("shares", False)}
+    agg = aggregation_name(merged.get("aggregation", dict(MODEL_DEFAULT_EXTRACTOR)["aggregation"]))
+    # what is not named is left to the class, whose defaults are MODEL_DEFAULT_EXTRACTOR's
+    common = {k: merged[k] for k in ("feature_map", "combine", "target", "shares") if k in merged}
     alpha = merged.get("alpha")
     if agg == "ewma":
-        return EWMA(alpha=DEFAULT_EWMA_ALPHA if alpha is None else alpha, **common)
+        return EWMA(**common) if alpha is None else EWMA(alpha=alpha, **common)
     if alpha is not None:
         raise InterfpredError(f"alpha {alpha!r} is only meaningful for aggregation 'ewma', not {agg!r}")
     return _CLASSES[agg](**common)

@@ -143,7 +143,8 @@ class InterferenceModel:
         An :class:`~interfpred.features.Extractor` or its spec dict (see
         :func:`~interfpred.features.make_extractor`); default ``MODEL_DEFAULT_EXTRACTOR``
         (time-weighted, rich map, rate target: the best configuration of the reproduction, and
-        the extractor ``ColocationTracker`` uses when given none).
+        the extractor ``ColocationTracker`` uses when given none). A partial spec is completed
+        from the same defaults (the extractor classes' own).
     predictor
         A predictor, a registered kind (``"rls"``) or a spec dict ``{"kind": ..., "params": ...}``;
         default RLS.
@@ -153,7 +154,7 @@ class InterferenceModel:
     >>> InterferenceModel()
     InterferenceModel(TimeWeighted(feature_map='rich', combine='sum', target='rate'), RLS())
     >>> InterferenceModel({"aggregation": "static", "feature_map": "gpulets"}, {"kind": "online_sgd"}).extractor
-    Static(feature_map='gpulets', combine='sum', target='slowdown')
+    Static(feature_map='gpulets', combine='sum', target='rate')
     """
 
     def __init__(self, extractor: Extractor | Mapping[str, Any] | None = None,

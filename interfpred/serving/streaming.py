@@ -17,8 +17,8 @@ Examples
 >>> st.start(1, "a", 1, 0.0)
 >>> st.start(2, "b", 1, 1.0)
 >>> done = st.finish(1, 4.0)
->>> done.x, done.y
-(array([0.5  , 0.25 , 0.375, 0.375]), 2.0)
+>>> done.x, done.y          # y: the rate 2 / 4 (the default target)
+(array([0.5  , 0.25 , 0.375, 0.375]), 0.5)
 >>> st.running
 [2]
 """
