@@ -83,9 +83,13 @@ class GpuletsModel(FrozenPredictor):
     coefficients
         c0..c4 (weights of L2_me, L2_other, DRAM_me, DRAM_other, and the constant); ``None``
         leaves the model unfitted (it predicts the prior until ``fit``).  gpulets' published
-        RTX 2080 Ti values are :data:`interfpred.constants.GPULETS_RTX2080TI`.
+        RTX 2080 Ti values are :data:`interfpred.constants.GPULETS_RTX2080TI`; they predict a
+        slowdown, so a model holding them must learn ``target="slowdown"`` (one declared for the
+        rate is refused at predict).
     clip
-        Report ``max(a, 1)`` (gpulets' slowdown) instead of the raw linear value ``a``.
+        Report ``max(a, 1)`` (gpulets' slowdown) instead of the raw linear value ``a``. Declared
+        for the rate (``target_ == "rate"``, as the model holding it sets), ``fit`` learns the
+        rate and the clip is the library's one clamp (a rate at most 1), not ``max(a, 1)``.
 
     Examples
     --------
@@ -157,10 +161,10 @@ class GpuletsModel(FrozenPredictor):
         return self._n
 
     def linear_form(self) -> LinearForm | None:
-        """``max(c4 + c . x, 1)`` (lower 1 only with ``clip``) in the column order of the gpulets map."""
+        """``max(c4 + c . x, 1)`` (lower 1 only with ``clip``, for a slowdown) in the column order of the gpulets map."""
         if self._c is None:
             return None
-        return LinearForm(self._c[_ORDER].copy(), float(self._c[4]), 1.0 if self.clip else -np.inf)
+        return LinearForm(self._c[_ORDER].copy(), float(self._c[4]), 1.0 if self._clips_at_one else -np.inf)
 
     def _allocate(self, d: int) -> None:
         self._c = np.zeros(5)
@@ -180,8 +184,15 @@ class GpuletsModel(FrozenPredictor):
 
     def _predict_rows(self, X: np.ndarray, entities: Any = None) -> np.ndarray:
         assert self._c is not None  # only called on a fitted predictor
+        if self._n == 0 and self.coefficients is not None and self.target_ == "rate":
+            raise InterfpredError("GpuletsModel: the coefficients given predict a slowdown, but the model holding it "
+                                  "learns the rate; use target='slowdown' (or fit the coefficients on the rate)")
         a = X @ self._c[_ORDER] + self._c[4]
-        return np.maximum(a, 1.0) if self.clip else a
+        return np.maximum(a, 1.0) if self._clips_at_one else a
+
+    @property
+    def _clips_at_one(self) -> bool:
+        return bool(self.clip) and self.target_ != "rate"
 
     def _get_state(self) -> dict[str, Any]:
         assert self._c is not None  # only called on a fitted predictor
