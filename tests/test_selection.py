@@ -11,8 +11,8 @@ import pytest
 
 from interfpred import InterferenceModel, Measurements, ProfileTable, load_model
 from interfpred.cli import main
-from interfpred.errors import InterfpredError
 from interfpred.data.datasets import gavel_v100
+from interfpred.errors import InterfpredError
 from interfpred.evaluation import run_folds
 from interfpred.experiments.model_coverage import evaluate_coverage
 from interfpred.model.crossfit import FrozenBounds, cross_fit_bounds, grouped_fold_ids, row_groups

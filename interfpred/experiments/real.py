@@ -252,8 +252,9 @@ def run_e4(ctx: ReproduceContext) -> Section:
     small = ctx.quick or ctx.executions is not None
     n_folds, n_cold = ((E4_QUICK_SELECTION_FOLDS, E4_QUICK_SELECTION_COLD_MODELS) if small
                        else (SELECTION_FOLDS, SELECTION_COLD_MODELS))
-    ctx.progress(f"E4: the default fit, chosen inside every fold's training runs ({n_folds} folds by run, "
-                 f"{n_cold} models held out)")
+    held = f"{n_cold} held-out model{'' if n_cold == 1 else 's'}"
+    ctx.progress(f"E4: the default fit, chosen inside every fold's training runs (validated on {n_folds} folds "
+                 f"by run and {held})")
     cache: dict[bytes, InterferenceModel] = {}      # the two leave-one-model-out columns share their fits
     default = {col: [default_fit_mape(m, None, f, online=col not in _FROZEN, cache=cache, n_folds=n_folds,
                                       n_cold=n_cold) for f in fl]
@@ -286,7 +287,7 @@ def run_e4(ctx: ReproduceContext) -> Section:
              "target of its table, the baselines included (their mean is a mean of that target). The first row is what "
              "`interfpred fit` chooses with no flags, chosen afresh inside each fold's training runs (predictor, "
              "map, share features, target; the same row in both tables, as it picks its own target), validated "
-             f"on {n_folds} folds by run and {n_cold} models held out"
+             f"on {n_folds} folds by run and {held}"
              + (" (a quick run; `fit` and the full run use "
                 f"{SELECTION_FOLDS} and {SELECTION_COLD_MODELS})." if small else ", as `fit` does."))
     markdown = "\n".join([intro, "", *md]).rstrip() + "\n"
