@@ -206,6 +206,10 @@ MAP_COUNTERS = (("default", ("sm", "l2", "dram")), ("rich", ("sm", "l2", "dram")
 E4_TRAIN_SHARE = 0.7
 E4_REPEATS = 20
 E4_QUICK_REPEATS = 5
+#: E4's default-fit row in quick runs (and the tests' small sizes): warm folds and held-out models each
+#: fold's choice validates on (full runs: SELECTION_FOLDS and SELECTION_COLD_MODELS, as ``fit``).
+E4_QUICK_SELECTION_FOLDS = 2
+E4_QUICK_SELECTION_COLD_MODELS = 1
 #: E4 tables, one per learning target: the rate first (bounded; Gavel's slowdowns reach 119), then the slowdown.
 E4_TARGETS = ("rate", "slowdown")
 # ---------------------------------------------------------------- reliability and security

@@ -9,7 +9,6 @@ from interfpred import TimeWeighted
 from interfpred.data.datasets import gavel_v100
 from interfpred.evaluation import held_out_mape, leave_one_model_out, run_folds, split_by_run
 from interfpred.experiments import real
-from interfpred.experiments.report import ReproduceContext
 from interfpred.features.measurement_features import measurement_features
 from interfpred.predictors import make_predictor, registered
 
@@ -56,9 +55,9 @@ def test_held_out_mape_passes_entities_only_to_entity_predictors(gavel):
     assert no_ent == pytest.approx(glob, rel=1e-12)      # without entities the pair mean is the global mean
 
 
-def test_e4_lists_every_registered_predictor_and_names_the_winners(monkeypatch, tmp_path):
-    monkeypatch.setattr(real, "E4_QUICK_REPEATS", 3)
-    section = real.run_e4(ReproduceContext(out_dir=tmp_path, quick=True))
+def test_e4_lists_every_registered_predictor_and_names_the_winners(small_report):
+    # the E4 section of the session's small reproduce (tests/conftest.py): the tests' size, 3 splits by run
+    section = next(s for s in small_report[1] if s.title.startswith("E4: real"))
     cols = section.data["columns"]
     assert list(cols) == ["rate", "slowdown"]
     for target, by_col in cols.items():

@@ -472,33 +472,41 @@ class Block(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, Block())
-from interfpred.experiments import selection
-from interfpred.experiments.scheduling import experiment as scheduling
-selection.REPRODUCE_QUICK_EXECUTIONS = 400
-scheduling.E3_QUICK_LOADS = (1.0, 3.0)
-scheduling.E3_QUICK_REQUESTS = 150
-scheduling.E3_PAIR_BATCHES = (1, 8)
-from interfpred.experiments import bounds_real, real
-real.E4_QUICK_REPEATS = bounds_real.E4_QUICK_REPEATS = 2
-from interfpred.cli import main
-sys.exit(main(["reproduce", "--quick", "--out", sys.argv[1]]))
+from interfpred.experiments.reproduce import reproduce
+reproduce(sys.argv[1], executions=400, seed=2)      # as tests/conftest.py's small_report
 """
 
 
-def test_reproduce_without_matplotlib_skips_every_figure(tmp_path):
+def _small_reproduce(out, **extra_env):
+    """``reproduce(out, executions=400, seed=2)`` without matplotlib, in a fresh interpreter."""
     import os
     import pathlib
     import subprocess
     import sys
 
-    root = pathlib.Path(__file__).parents[1]
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    proc = subprocess.run([sys.executable, "-c", _NO_MATPLOTLIB, str(tmp_path / "r")], env=env, capture_output=True,
+    env = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).parents[1]), **extra_env}
+    return subprocess.run([sys.executable, "-c", _NO_MATPLOTLIB, str(out)], env=env, capture_output=True,
                           text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def small_reproduce(tmp_path_factory):
+    """``(proc, out, narrow)``: the session's small report (tests/conftest.py) again in a fresh interpreter,
+    without matplotlib and on narrower SIMD and BLAS kernels where numpy allows (``narrow``), for two tests:
+    the figures it skips, and its numbers against the in-process run (each reproduce takes minutes)."""
+    out = tmp_path_factory.mktemp("small") / "r"
+    proc = _small_reproduce(out, NPY_DISABLE_CPU_FEATURES=_NO_AVX512, OPENBLAS_CORETYPE="Haswell")
+    if proc.returncode != 0 and "NPY_DISABLE_CPU_FEATURES" in proc.stderr:   # this numpy cannot: default kernels
+        return _small_reproduce(out), out, False
+    return proc, out, True
+
+
+def test_reproduce_without_matplotlib_skips_every_figure(small_reproduce):
+    proc, out, _ = small_reproduce
     assert proc.returncode == 0, proc.stderr[-3000:]
-    report = (tmp_path / "r" / "report.md").read_text()
+    report = (out / "report.md").read_text()
     assert report.count("figure skipped: matplotlib is not installed") == 3  # E1, E2 and E3
-    assert not list((tmp_path / "r").glob("*.png"))
+    assert not list(out.glob("*.png"))
 
 
 # ---------------------------------------------------------------------------- messages
@@ -556,17 +564,6 @@ def test_e3_names_the_simulated_gpu(tmp_path, monkeypatch):
 
 
 # ---------------------------------------------------------------------------- across CPUs
-_SMALL_REPRODUCE = r"""
-import sys
-from interfpred.experiments import selection
-from interfpred.experiments.scheduling import experiment as scheduling
-selection.REPRODUCE_QUICK_EXECUTIONS = 600
-scheduling.E3_QUICK_LOADS = (1.0, 3.0)
-scheduling.E3_QUICK_REQUESTS = 200
-scheduling.E3_PAIR_BATCHES = (1, 8)
-from interfpred.experiments.reproduce import reproduce
-reproduce(sys.argv[1], quick=True, seed=4, executions=600)   # executions given: E4 runs a few splits
-"""
 _NO_AVX512 = " ".join(["AVX512F", "AVX512CD", "AVX512VL", "AVX512BW", "AVX512DQ", "AVX512_SKX", "AVX512_CLX",
                        "AVX512_CNL", "AVX512_ICL", "AVX512_SPR", "AVX512VNNI", "AVX512IFMA", "AVX512VBMI",
                        "AVX512VBMI2", "AVX512BITALG", "AVX512BF16", "AVX512VPOPCNTDQ", "AVX512FP16"])
@@ -584,25 +581,14 @@ def _numbers(obj, path=""):
         yield path, obj
 
 
-def test_reproduce_agrees_across_simd_widths_and_blas_kernels(tmp_path):
+def test_reproduce_agrees_across_simd_widths_and_blas_kernels(small_report, small_reproduce):
     import json
-    import os
-    import pathlib
-    import subprocess
-    import sys
 
-    root = pathlib.Path(__file__).parents[1]
-    runs = {"default": {}, "narrow": {"NPY_DISABLE_CPU_FEATURES": _NO_AVX512, "OPENBLAS_CORETYPE": "Haswell"}}
-    results = {}
-    for name, extra in runs.items():
-        env = {**os.environ, "PYTHONPATH": str(root), **extra}
-        proc = subprocess.run([sys.executable, "-c", _SMALL_REPRODUCE, str(tmp_path / name)], env=env,
-                              capture_output=True, text=True, timeout=900)
-        if proc.returncode != 0 and "NPY_DISABLE_CPU_FEATURES" in proc.stderr:
-            pytest.skip("this numpy cannot disable AVX-512 dispatch")
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        results[name] = dict(_numbers(json.loads((tmp_path / name / "results.json").read_text())))
-    a, b = results["default"], results["narrow"]
+    narrow, out, narrowed = small_reproduce
+    if not narrowed:
+        pytest.skip("this numpy cannot disable AVX-512 dispatch")
+    assert narrow.returncode == 0, narrow.stderr[-2000:]
+    a, b = (dict(_numbers(json.loads((d / "results.json").read_text()))) for d in (small_report[0], out))
     assert a.keys() == b.keys()
     for key in a:
         if isinstance(a[key], float):

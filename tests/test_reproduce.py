@@ -24,9 +24,8 @@ def _tiny_section(ctx):
                    data={"value": 1.5, "seed": ctx.seed})
 
 
-def test_reproduce_writes_report(tmp_path):
-    out = tmp_path / "rep"
-    sections = reproduce(out, executions=N, seed=2, command="interfpred reproduce --test")
+def test_reproduce_writes_report(small_report):
+    out, sections = small_report          # reproduce(out, executions=400, seed=2, command=...), tests/conftest.py
     titles = [s.title for s in sections]
     assert titles[:4] == ["E1: co-location dynamics", "E2: workload change",
                           "E3: SLO-aware scheduling with co-location",
@@ -43,7 +42,7 @@ def test_reproduce_writes_report(tmp_path):
     for s in sections:
         for f in s.figures:
             assert (out / f).exists() and f"]({f})" in report
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp")]
+    assert not [p for p in out.parent.iterdir() if p.name.startswith(".tmp")]
 
 
 def test_refuses_existing_report_unless_force(tmp_path):

@@ -12,6 +12,7 @@ import pytest
 from interfpred import InterferenceModel, Measurements, ProfileTable, load_model
 from interfpred.cli import main
 from interfpred.data.datasets import gavel_v100
+from interfpred.errors import InterfpredError
 from interfpred.evaluation import run_folds
 from interfpred.experiments.model_coverage import evaluate_coverage
 from interfpred.model.crossfit import FrozenBounds, cross_fit_bounds, grouped_fold_ids, row_groups
@@ -59,6 +60,19 @@ def test_selection_prefers_entity_rls_on_gavel_and_scores_the_baselines_on_the_s
     assert sel.beaten_by == [] and sel.warning() is None
     text = "\n".join(sel.report())
     assert "<- chosen" in text and "baseline: pair mean" in text
+
+
+def test_fewer_validation_folds_score_fewer_and_the_sizes_are_checked(gavel):
+    kw = dict(predictor=make_predictor("rls"), fixed={"target": "rate"})
+    small = select_configuration(None, None, gavel, n_folds=2, n_cold=1, **kw)
+    full = select_configuration(None, None, gavel, **kw)
+    assert (small.warm_folds, small.cold_folds) == (2, 1) and (full.warm_folds, full.cold_folds) == (3, 3)
+    label = "rls, shares map, target rate"
+    assert small.scores[label] != full.scores[label]          # other folds, so other numbers
+    assert all(np.isfinite(small.scores[label])) and sorted(small.baselines) == sorted(full.baselines)
+    for bad in (dict(n_folds=1), dict(n_cold=-1)):
+        with pytest.raises(InterfpredError, match="n_folds .* and n_cold .*: expected n_folds >= 2"):
+            select_configuration(None, None, gavel, **kw, **bad)
 
 
 def test_a_named_configuration_that_loses_to_a_baseline_is_flagged(gavel):

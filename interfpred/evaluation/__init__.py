@@ -29,7 +29,14 @@ from interfpred.evaluation.coverage import (
     run_stamps,
     target_level,
 )
-from interfpred.evaluation.folds import Fold, held_out_mape, leave_one_model_out, run_folds, split_by_run
+from interfpred.evaluation.folds import (
+    Fold,
+    held_out_mape,
+    held_out_mapes,
+    leave_one_model_out,
+    run_folds,
+    split_by_run,
+)
 from interfpred.evaluation.metrics import (
     AccuracySummary,
     accuracy_summary,
@@ -60,6 +67,7 @@ __all__ = [
     "fit_baselines",
     "format_cell",
     "held_out_mape",
+    "held_out_mapes",
     "latency_bounds",
     "leave_one_model_out",
     "make_baselines",

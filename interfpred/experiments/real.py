@@ -26,7 +26,17 @@ from typing import Any
 
 import numpy as np
 
-from interfpred.constants import BASELINE_KINDS, E4_QUICK_REPEATS, E4_REPEATS, E4_TARGETS, E4_TRAIN_SHARE
+from interfpred.constants import (
+    BASELINE_KINDS,
+    E4_QUICK_REPEATS,
+    E4_QUICK_SELECTION_COLD_MODELS,
+    E4_QUICK_SELECTION_FOLDS,
+    E4_REPEATS,
+    E4_TARGETS,
+    E4_TRAIN_SHARE,
+    SELECTION_COLD_MODELS,
+    SELECTION_FOLDS,
+)
 from interfpred.data.datasets import gavel_v100
 from interfpred.data.measurements import Measurements
 from interfpred.data.profiles import ProfileTable
@@ -117,19 +127,22 @@ def e4_methods(seed: int = 0) -> list[tuple[str, BasePredictor | str]]:
 
 
 def default_fit_mape(measurements: Measurements, profiles: ProfileTable | None, fold: Fold, *,
-                     online: bool = True, cache: dict[bytes, InterferenceModel] | None = None) -> float:
+                     online: bool = True, cache: dict[bytes, InterferenceModel] | None = None,
+                     n_folds: int = SELECTION_FOLDS, n_cold: int = SELECTION_COLD_MODELS) -> float:
     """MAPE of latency on ``fold.test`` of the configuration ``interfpred fit`` chooses on ``fold.train`` alone.
 
     The choice (:func:`~interfpred.model.selection.select_configuration`) sees the training runs
     only; the chosen model then predicts the test runs in order, prequentially (``online``) or frozen.
-    ``cache`` keeps the fitted model per training set, for folds that share one.
+    ``cache`` keeps the fitted model per training set, for folds that share one (with the same
+    ``n_folds`` and ``n_cold``: the validation's size, as for ``select_configuration``).
     """
     train, test = (np.flatnonzero(r) if np.asarray(r).dtype == bool else np.asarray(r) for r in fold[1:])
     m_train, m_test = measurements.take(train), measurements.take(test)
     key = np.asarray(train, dtype=np.int64).tobytes()
     model = None if cache is None else cache.get(key)
     if model is None:
-        model = fit_selected(select_configuration(None, profiles, m_train), None, profiles, m_train)
+        selection = select_configuration(None, profiles, m_train, n_folds=n_folds, n_cold=n_cold)
+        model = fit_selected(selection, None, profiles, m_train)
         if cache is not None:
             cache[key] = model
     fm = model.features(measurements=m_test, profiles=profiles)
@@ -245,9 +258,16 @@ def run_e4(ctx: ReproduceContext) -> Section:
     md: list[str] = []
     term: list[str] = []
     data: dict[str, Any] = {"rows": len(m), "runs": m.n_runs, "columns": {}, "winners": {}}
-    ctx.progress("E4: the default fit, chosen inside every fold's training runs")
+    # quick runs and the tests' sizes validate each fold's choice on fewer folds (said in the intro)
+    small = ctx.quick or ctx.executions is not None
+    n_folds, n_cold = ((E4_QUICK_SELECTION_FOLDS, E4_QUICK_SELECTION_COLD_MODELS) if small
+                       else (SELECTION_FOLDS, SELECTION_COLD_MODELS))
+    held = f"{n_cold} held-out model{'' if n_cold == 1 else 's'}"
+    ctx.progress(f"E4: the default fit, chosen inside every fold's training runs (validated on {n_folds} folds "
+                 f"by run and {held})")
     cache: dict[bytes, InterferenceModel] = {}      # the two leave-one-model-out columns share their fits
-    default = {col: [default_fit_mape(m, None, f, online=col not in _FROZEN, cache=cache) for f in fl]
+    default = {col: [default_fit_mape(m, None, f, online=col not in _FROZEN, cache=cache, n_folds=n_folds,
+                                      n_cold=n_cold) for f in fl]
                for col, fl in folds.items()}
     for target in E4_TARGETS:
         extractor = TimeWeighted(feature_map="shares", target=target)
@@ -276,7 +296,10 @@ def run_e4(ctx: ReproduceContext) -> Section:
              "scored on the second half). Spread = standard deviation over the repeats. Every method learns the "
              "target of its table, the baselines included (their mean is a mean of that target). The first row is what "
              "`interfpred fit` chooses with no flags, chosen afresh inside each fold's training runs (predictor, "
-             "map, share features, target; the same row in both tables, as it picks its own target).")
+             "map, share features, target; the same row in both tables, as it picks its own target), validated "
+             f"on {n_folds} folds by run and {held}"
+             + (" (a quick run; `fit` and the full run use "
+                f"{SELECTION_FOLDS} and {SELECTION_COLD_MODELS})." if small else ", as `fit` does."))
     markdown = "\n".join([intro, "", *md]).rstrip() + "\n"
     return Section(title="E4: real co-location measurements (Gavel V100 pairs)", markdown=markdown,
                    terminal="\n".join(term), data=data)

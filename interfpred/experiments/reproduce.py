@@ -12,14 +12,14 @@ Examples
 --------
 >>> import pathlib, tempfile
 >>> out = pathlib.Path(tempfile.mkdtemp()) / "report"
->>> sections = reproduce(out, executions=400)
+>>> sections = reproduce(out, executions=400, sections=["e1", "e2"])     # every section: minutes
 >>> [s.title for s in sections]
-['E1: co-location dynamics', 'E2: workload change', 'E3: SLO-aware scheduling with co-location',
- 'E4: real co-location measurements (Gavel V100 pairs)', 'Coverage of calibrated latency bounds (E2 sets)',
- 'E4 coverage: calibrated latency bounds on real pairs (Gavel V100)']
+['E1: co-location dynamics', 'E2: workload change']
 >>> sorted(p.name for p in out.iterdir() if p.suffix != ".png")
 ['report.md', 'results.json']
->>> reproduce(out, executions=400)
+>>> [f.__name__ for f in DEFAULT_SECTIONS]
+['run_e1', 'run_e2', 'run_e3', 'run_e4', 'run_coverage', 'run_e4_coverage']
+>>> reproduce(out, executions=400, sections=["e1"])
 Traceback (most recent call last):
 ...
 interfpred.errors.InterfpredError: ... already holds a report (report.md); pass --force (force=True) to replace it

@@ -56,7 +56,7 @@ from interfpred.data.measurements import Measurements
 from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
-from interfpred.evaluation import BASELINE_LABELS, Fold, held_out_mape
+from interfpred.evaluation import BASELINE_LABELS, Fold, held_out_mape, held_out_mapes
 from interfpred.features import FeatureMatrix, make_extractor
 from interfpred.model.crossfit import grouped_fold_ids, involvement, model_entities, row_groups, take_rows
 from interfpred.model.interference import InterferenceModel
@@ -205,10 +205,11 @@ def _frozen_priors(p: BasePredictor, fm: FeatureMatrix) -> BasePredictor:
     return make_predictor(p.kind, **{**p.get_params(), "tune_priors": False, **tuned.prior_variances_})
 
 
-def _folds(fm_model: FeatureMatrix, groups: np.ndarray, seed: int) -> tuple[list[Fold], list[Fold]]:
+def _folds(fm_model: FeatureMatrix, groups: np.ndarray, seed: int, n_folds: int,
+           n_cold: int) -> tuple[list[Fold], list[Fold]]:
     """Warm folds (grouped, test rows in group order) and cold folds (a model held out entirely)."""
     n_groups = len(np.unique(groups))
-    k = min(SELECTION_FOLDS, n_groups)
+    k = min(n_folds, n_groups)
     warm = []
     if k >= 2:
         ids = grouped_fold_ids(groups, k, seed=seed)
@@ -220,7 +221,7 @@ def _folds(fm_model: FeatureMatrix, groups: np.ndarray, seed: int) -> tuple[list
     if ent is not None and len(ent.names) >= 3:
         involves = involvement(ent)
         rng = np.random.default_rng(seed)
-        for j in rng.permutation(len(ent.names))[:SELECTION_COLD_MODELS]:
+        for j in rng.permutation(len(ent.names))[:n_cold]:
             test = involves[:, j]
             if test.any() and (~test).sum() >= 2:
                 cold.append(Fold(ent.names[j], ~test, np.flatnonzero(test)))
@@ -230,15 +231,16 @@ def _folds(fm_model: FeatureMatrix, groups: np.ndarray, seed: int) -> tuple[list
 def _score(fm: FeatureMatrix, ex: Any, groups: np.ndarray, p: BasePredictor, warm: list[Fold],
            cold: list[Fold]) -> tuple[float, float, float, float]:
     w = float(np.mean([held_out_mape(fm, ex, groups, p, f, online=True) for f in warm])) if warm else np.nan
-    co = float(np.mean([held_out_mape(fm, ex, groups, p, f, online=True) for f in cold])) if cold else np.nan
-    cf = float(np.mean([held_out_mape(fm, ex, groups, p, f, online=False) for f in cold])) if cold else np.nan
+    both = np.array([held_out_mapes(fm, ex, groups, p, f) for f in cold]).reshape(-1, 2)   # one fit per fold
+    co, cf = (float(v) for v in both.mean(axis=0)) if cold else (np.nan, np.nan)
     return w, co, cf, float(np.nanmean([w, co, cf]))
 
 
 def select_configuration(trace: Trace | None, profiles: ProfileTable | None, measurements: Measurements | None, *,
                          fixed: Mapping[str, Any] | None = None, predictor: BasePredictor | None = None,
                          predictors: Sequence[str] = SELECTION_PREDICTORS,
-                         targets: Sequence[str] = SELECTION_TARGETS, seed: int = SELECTION_SEED) -> Selection:
+                         targets: Sequence[str] = SELECTION_TARGETS, seed: int = SELECTION_SEED,
+                         n_folds: int = SELECTION_FOLDS, n_cold: int = SELECTION_COLD_MODELS) -> Selection:
     """Score every candidate on the training rows and choose the best (module docstring).
 
     Parameters
@@ -250,7 +252,12 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
         ``combine``, ``alpha``); None values count as not named.
     predictor
         A predictor the caller named (only the extractor is then chosen); else ``predictors``.
+    n_folds, n_cold
+        How many warm folds and held-out models validate (``SELECTION_FOLDS``,
+        ``SELECTION_COLD_MODELS``); fewer make a cheaper, noisier choice (quick experiment runs).
     """
+    if n_folds < 2 or n_cold < 0:
+        raise InterfpredError(f"n_folds {n_folds} and n_cold {n_cold}: expected n_folds >= 2 and n_cold >= 0")
     fixed = {k: v for k, v in (fixed or {}).items() if v is not None}
     kinds = [predictor.kind] if predictor is not None else list(predictors)
     cands = candidates(trace, profiles, measurements, fixed=fixed, predictors=kinds, targets=targets)
@@ -263,7 +270,7 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
     n_trace = 0 if trace is None else len(trace)
     # trace blocks small enough that a short trace still makes a few per fold
     groups = row_groups(n_trace, measurements,
-                        block=min(SELECTION_TRACE_BLOCK, n_trace // (4 * SELECTION_FOLDS)))
+                        block=min(SELECTION_TRACE_BLOCK, n_trace // (4 * n_folds)))
     # at most SELECTION_MAX_ROWS rows validate (whole groups, seeded); features still see every row
     n_rows = len(groups)
     keep = np.arange(n_rows)
@@ -288,7 +295,7 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
         if folds is None:
             fm_model = FeatureMatrix(fm.X, fm.names, fm.y, fm.target, fm.solo_ms, fm.latency_ms,
                                      model_entities(fm, proto))
-            folds = _folds(fm_model, groups, seed)
+            folds = _folds(fm_model, groups, seed, n_folds, n_cold)
         feats.setdefault((c.target, "model"), (FeatureMatrix(fm.X, fm.names, fm.y, fm.target, fm.solo_ms,
                                                              fm.latency_ms, model_entities(fm, proto)),
                                                model.extractor))
