@@ -483,19 +483,19 @@ class EntityRLS(EntityStore, BasePredictor):
         return int(_FAST.update_rows(self._g, self._est, self._P, self._etab,
                                      self._ptab, vmap, X, y, own, ptr, co, w, has))
 
-    def _learn(self, X: np.ndarray, y: np.ndarray, ent: Entities | None = None) -> None:
-        saved = self._snapshot()
+    def _learn(self, X: np.ndarray, y: np.ndarray, ent: Entities | None = None,
+               saved: dict[str, Any] | None = None) -> None:
+        """Learn the rows; any refusal restores ``saved`` (taken here when not given: the state before)."""
+        if saved is None:
+            saved = self._snapshot()
         if ent is not None and self.entity_terms and self._is_full() and X.shape[0] > 1:
-            # the joint covariance forgets per observation: create each entity at its first row
+            # the joint covariance forgets per observation: create each entity at its first row (one
+            # snapshot for all the rows: a refusal anywhere restores the state before the first)
             bad = int(ER.check_rows(self._g, X, y))
             if bad != OK:
                 raise _error(*split_code(bad), self._d)
             for i in range(X.shape[0]):
-                try:
-                    self._learn(X[i:i + 1], y[i:i + 1], ent.take([i]))
-                except InterfpredError:
-                    self._restore(saved)
-                    raise
+                self._learn(X[i:i + 1], y[i:i + 1], ent.take([i]), saved)
             return
         if ent is not None and self.entity_terms:
             self._create_missing(ent)
