@@ -157,6 +157,19 @@ def split_coverage(measurements: Measurements, profiles: ProfileTable | None, fo
     frozen (the cross-fitted thresholds ``predict`` serves), or prequentially with ``online``.
     Returns one dict per quantile and method (``"model"``, ``"quantile baseline"``): the pooled
     coverage (covered test rows / all test rows), the per-fold mean, min and max, and the rows.
+
+    Examples
+    --------
+    >>> from interfpred import Calibrated
+    >>> from interfpred.data.datasets import gavel_v100
+    >>> from interfpred.evaluation import run_folds
+    >>> m = gavel_v100()
+    >>> model = InterferenceModel({"feature_map": "shares"}, Calibrated("pair_mean", quantiles=(0.9,)))
+    >>> rows = split_coverage(m, None, run_folds(m, "pair", repeats=2), [0.9], model=model)
+    >>> [(r["quantile"], r["method"], r["rows"]) for r in rows]
+    [(0.9, 'model', 396), (0.9, 'quantile baseline', 396)]
+    >>> print(split_coverage_table(rows).splitlines()[0])
+    quantile  method             rows  coverage (pooled)  per fold: mean [min, max]
     """
     if model is not None and getattr(model.predictor, "levels_", None) is None:
         raise InterfpredError("bounds need a calibrated model (fit it with --calibrate) or no --model-file")
