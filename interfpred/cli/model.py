@@ -338,8 +338,9 @@ def _run_split(args: argparse.Namespace) -> int:
     if args.quantiles and not default_fit and getattr(model.predictor, "levels_", None) is None:
         raise InterfpredError("--quantiles with --split needs a calibrated --model-file (fit it with --calibrate), "
                               "or no --model-file")
+    chosen: dict[bytes, Any] = {}     # the default fit's model per split, chosen once for both tables
     scores = split_scores(model.extractor, None if default_fit else model.predictor, meas, profiles,
-                          split=args.split, repeats=repeats, seed=args.seed, online=args.online)
+                          split=args.split, repeats=repeats, seed=args.seed, online=args.online, cache=chosen)
     cov = None
     if args.quantiles:
         from interfpred.evaluation import run_folds
@@ -347,7 +348,7 @@ def _run_split(args: argparse.Namespace) -> int:
 
         folds = run_folds(meas, args.split, repeats=repeats, seed=args.seed, train_share=E4_TRAIN_SHARE)
         cov = split_coverage(meas, profiles, folds, args.quantiles, online=args.online,
-                             model=None if default_fit else model)
+                             model=None if default_fit else model, chosen=chosen)
     if args.json:
         print_json({"command": "evaluate", "split": args.split, "online": args.online, **scores,
                     **({"coverage": cov} if cov is not None else {})})

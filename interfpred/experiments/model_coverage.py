@@ -25,7 +25,7 @@ quantile  group  method  n  coverage  width  interval score
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,23 +132,31 @@ def format_coverage(ev: CoverageEvaluation) -> str:
 
 
 def _fold_model(measurements: Measurements, profiles: ProfileTable | None, quantiles: Sequence[float],
-                model: InterferenceModel | None) -> InterferenceModel:
-    """A calibrated model fitted on ``measurements``: ``model``'s configuration, or what ``fit`` chooses."""
+                model: InterferenceModel | None, chosen: InterferenceModel | None) -> InterferenceModel:
+    """A calibrated model fitted on ``measurements``: ``model``'s configuration, or what ``fit`` chooses
+    (``chosen``: a model ``fit`` already chose on these rows, whose configuration is reused)."""
     from interfpred.model.selection import fit_selected, select_configuration
     from interfpred.predictors import Calibrated, make_predictor
 
+    if model is None and chosen is None:
+        sel = select_configuration(None, profiles, measurements)
+        wrap = Calibrated(make_predictor(sel.chosen.predictor), quantiles=tuple(float(q) for q in quantiles))
+        return fit_selected(sel, None, profiles, measurements, predictor=wrap)
     if model is not None:
-        fresh = InterferenceModel(model.extractor.get_spec(), model.predictor.clone())
-        fresh.auto_map = False
-        return fresh.fit(None, profiles, measurements=measurements)
-    sel = select_configuration(None, profiles, measurements)
-    wrap = Calibrated(make_predictor(sel.chosen.predictor), quantiles=tuple(float(q) for q in quantiles))
-    return fit_selected(sel, None, profiles, measurements, predictor=wrap)
+        spec, inner = model.extractor.get_spec(), model.predictor.clone()
+    else:
+        assert chosen is not None
+        spec = chosen.extractor.get_spec()
+        inner = Calibrated(chosen.predictor.clone(), quantiles=tuple(float(q) for q in quantiles))
+    fresh = InterferenceModel(spec, inner)
+    fresh.auto_map = False
+    return fresh.fit(None, profiles, measurements=measurements)
 
 
 def split_coverage(measurements: Measurements, profiles: ProfileTable | None, folds: Sequence[Fold],
                    quantiles: Sequence[float], *, online: bool = False,
-                   model: InterferenceModel | None = None) -> list[dict[str, Any]]:
+                   model: InterferenceModel | None = None,
+                   chosen: Mapping[bytes, InterferenceModel] | None = None) -> list[dict[str, Any]]:
     """Coverage of latency bounds on held-out runs: each fold's model fitted on its training runs only.
 
     ``model`` (a calibrated one, e.g. loaded from a file) gives the configuration refitted in every
@@ -157,6 +165,8 @@ def split_coverage(measurements: Measurements, profiles: ProfileTable | None, fo
     frozen (the cross-fitted thresholds ``predict`` serves), or prequentially with ``online``.
     Returns one dict per quantile and method (``"model"``, ``"quantile baseline"``): the pooled
     coverage (covered test rows / all test rows), the per-fold mean, min and max, and the rows.
+    ``chosen`` (the ``cache`` of :func:`~interfpred.experiments.real.default_fit_mape`: training rows'
+    int64 bytes -> the model ``fit`` chose on them) spares choosing again on a fold it holds.
 
     Examples
     --------
@@ -177,7 +187,8 @@ def split_coverage(measurements: Measurements, profiles: ProfileTable | None, fo
     for fold in folds:
         train, test = (np.flatnonzero(r) if np.asarray(r).dtype == bool else np.asarray(r) for r in fold[1:])
         m_test = measurements.take(test)
-        fitted = _fold_model(measurements.take(train), profiles, quantiles, model)
+        known = None if chosen is None else chosen.get(np.asarray(train, dtype=np.int64).tobytes())
+        fitted = _fold_model(measurements.take(train), profiles, quantiles, model, known)
         ev = evaluate_coverage(fitted, None, profiles, quantiles, measurements=m_test, online=online)
         for r in ev.rows:
             if r["group"] == "all":

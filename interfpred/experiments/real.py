@@ -200,11 +200,12 @@ def _winners(columns: dict[str, dict[str, Any]]) -> list[str]:
 
 def split_scores(extractor: Extractor, predictor: BasePredictor | None, measurements: Measurements,
                  profiles: ProfileTable | None, *, split: str, repeats: int, seed: int = 0,
-                 online: bool = False) -> dict[str, Any]:
+                 online: bool = False, cache: dict[bytes, InterferenceModel] | None = None) -> dict[str, Any]:
     """What ``interfpred evaluate --split`` reports: held-out MAPE (%) of the predictor beside the baselines.
 
     ``predictor`` None scores what ``interfpred fit`` chooses with no flags, chosen afresh inside each
-    fold's training rows (:func:`default_fit_mape`); ``extractor`` then only serves the baselines.
+    fold's training rows (:func:`default_fit_mape`, its models kept in ``cache`` when given);
+    ``extractor`` then only serves the baselines.
     Returns ``{"rows", "folds", "title", "methods": [{"method", "mape_%": [one per fold], "mean", "std",
     "min", "max"}, ...]}``, the predictor first, every figure in percent.
     """
@@ -217,7 +218,7 @@ def split_scores(extractor: Extractor, predictor: BasePredictor | None, measurem
                     "min": float(pct.min()), "max": float(pct.max())})
 
     if predictor is None:
-        cache: dict[bytes, InterferenceModel] = {}
+        cache = {} if cache is None else cache
         add(DEFAULT_FIT_LABEL, 100.0 * np.array([default_fit_mape(measurements, profiles, f, online=online,
                                                                   cache=cache) for f in folds]))
         methods = [(BASELINE_LABELS[k], make_predictor(k)) for k in BASELINE_KINDS]
