@@ -252,6 +252,7 @@ class EntityRLS(EntityStore, BasePredictor):
         self._check_params()
         self._g: np.ndarray | None = None
         self._d = None
+        self._scale = 1.0
 
     def _check_params(self) -> None:
         for name in ("forgetting", "entity_forgetting"):
@@ -397,7 +398,7 @@ class EntityRLS(EntityStore, BasePredictor):
     @property
     def backoff_scale_(self) -> float:
         """The factor ``fit`` chose for the backoff's predictions (1 before, or without a declared target)."""
-        return float(getattr(self, "_scale", 1.0))
+        return self._scale
 
     def _weight_of(self, ids: np.ndarray) -> float:
         """Weight of the entity model for a row whose own (entity, parent) ids are ``ids``."""
