@@ -15,6 +15,7 @@ from interfpred import (
     OfflineLinear,
     load_predictor,
 )
+from interfpred.predictors import make_predictor, registered
 from interfpred.predictors.calibrated import _score_windows as K
 
 
@@ -337,3 +338,23 @@ def test_rls_single_row_std_equals_batch():
         r.predict(np.array([1.0, np.nan, 0.0, 0.0]), return_std=True)
     with pytest.raises(InterfpredError):
         r.predict(np.zeros(5), return_std=True)
+
+
+@pytest.mark.parametrize("kind", sorted(k for k in registered() if k != "calibrated"))
+def test_calibrate_keeps_the_mean_through_the_model(kind):
+    """A model holding Calibrated(p) predicts the latencies a model holding p does (to 1e-12), on real pairs
+    and on a simulated trace: entities are built with the wrapped predictor's entity key, and the wrapped
+    predictor is declared for the model's target."""
+    from interfpred.data.datasets import gavel_v100
+    from interfpred.model.interference import InterferenceModel
+    from interfpred.sim.workload import mix_scenario
+
+    gpulets = registered()[kind].tags.fixed_width == 4
+    sc = mix_scenario(["resnet50", "vgg19", "yolov8n"], rho=1.0, executions=300, seed=3)
+    data = [({"trace": sc.traces["trace"], "profiles": sc.profiles}, {"feature_map": "gpulets"} if gpulets else None)]
+    if not gpulets:     # Gavel's pairs have no counters: the gpulets map cannot be built on them
+        data.append(({"measurements": gavel_v100()}, None))
+    for kw, spec in data:
+        plain = InterferenceModel(spec, make_predictor(kind)).fit(**kw)
+        cal = InterferenceModel(spec, Calibrated(make_predictor(kind), method="aci")).fit(**kw)
+        np.testing.assert_allclose(cal.predict_latency(**kw), plain.predict_latency(**kw), rtol=1e-12, atol=1e-12)

@@ -401,6 +401,30 @@ def check_entities_are_learned(p: Any) -> None:
                                         f"running mean's {err_mean:.4g}")
 
 
+def check_calibration_keeps_mean(p: Any) -> None:
+    """Wrapped in :class:`~interfpred.predictors.Calibrated`, the point predictions are the predictor's own
+    (to 1e-12): after ``fit`` and after updates, with entities where the predictor uses them."""
+    from interfpred.predictors import Calibrated
+
+    if p.kind == Calibrated.kind:
+        return
+    X, y, ent = _entity_stream(p)
+    n0 = 40
+    kw = (lambda idx: {"entities": ent.take(idx)}) if p.tags.uses_entities else (lambda idx: {})
+    plain = p.clone().fit(X[:n0], y[:n0], **kw(np.arange(n0)))
+    cal = Calibrated(p.clone(), quantiles=(0.9,)).fit(X[:n0], y[:n0], **kw(np.arange(n0)))
+    Xt, _, et = _entity_stream(p, 30, seed=9)
+    kt = {"entities": et} if p.tags.uses_entities else {}
+    np.testing.assert_allclose(cal.predict(Xt, **kt), plain.predict(Xt, **kt), rtol=1e-12, atol=1e-12,
+                               err_msg=f"Calibrated({p!r}) changed the mean after fit")
+    if p.tags.learns_online:
+        rest = np.arange(n0, len(y))
+        plain.update(X[rest], y[rest], **kw(rest))
+        cal.update(X[rest], y[rest], **kw(rest))
+        np.testing.assert_allclose(cal.predict(Xt, **kt), plain.predict(Xt, **kt), rtol=1e-12, atol=1e-12,
+                                   err_msg=f"Calibrated({p!r}) changed the mean after updates")
+
+
 _CHECKS = [
     check_params_and_repr,
     check_prior,
@@ -417,6 +441,7 @@ _CHECKS = [
     check_entities,
     check_entities_contract,
     check_entities_are_learned,
+    check_calibration_keeps_mean,
 ]
 
 

@@ -163,7 +163,7 @@ def score_methods(methods: list[tuple[str, BasePredictor | str]], extractor: Ext
 
     def features_for(p: BasePredictor) -> Any:
         # entities named as the predictor asks (EntityRLS: model and batch size), else by model
-        key = getattr(p, "entity", "model") if p.tags.uses_entities else "model"
+        key = p.tags.entity_key if p.tags.uses_entities else "model"
         if key not in by_key:
             by_key[key] = measurement_features(extractor, measurements, profiles, entity_key=key)
         return by_key[key]
@@ -226,7 +226,7 @@ def split_scores(extractor: Extractor, predictor: BasePredictor | None, measurem
         methods = [(f"model ({predictor.kind})", predictor)] + [(BASELINE_LABELS[k], make_predictor(k))
                                                                  for k in BASELINE_KINDS]
     for label, p in methods:
-        key = getattr(p, "entity", "model") if p.tags.uses_entities else "model"
+        key = p.tags.entity_key if p.tags.uses_entities else "model"
         fm = fm_model if key == "model" else measurement_features(extractor, measurements, profiles, entity_key=key)
         add(label, 100.0 * np.array([held_out_mape(fm, extractor, measurements.run_code, p, f, online=online)
                                      for f in folds]))

@@ -82,7 +82,7 @@ def take_rows(fm: FeatureMatrix, rows: np.ndarray) -> FeatureMatrix:
 def model_entities(fm: FeatureMatrix, predictor: BasePredictor) -> Entities | None:
     """The rows' entities by model, whatever key the predictor asked for (model and batch size: their models)."""
     ent = fm.entities
-    if ent is not None and getattr(predictor, "entity", "model") == "model_batch":
+    if ent is not None and predictor.tags.entity_key == "model_batch":
         return parent_entities(ent)
     return ent
 

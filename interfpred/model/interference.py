@@ -195,7 +195,7 @@ class InterferenceModel:
         ``"model_batch"``), else by model (what the per-pair baseline groups by).
         """
         trace, profiles, measurements = _as_inputs(trace, profiles, measurements)
-        key = getattr(self.predictor, "entity", "model") if self.predictor.tags.uses_entities \
+        key = self.predictor.tags.entity_key if self.predictor.tags.uses_entities \
             else "model"
         parts = []
         if trace is not None:
@@ -210,7 +210,7 @@ class InterferenceModel:
 
     def _baseline_entities(self, fm: FeatureMatrix) -> Entities | None:
         """The rows' entities by model (the per-pair baseline's groups), whatever key the predictor asked."""
-        if fm.entities is None or getattr(self.predictor, "entity", "model") != "model_batch":
+        if fm.entities is None or self.predictor.tags.entity_key != "model_batch":
             return fm.entities
         return parent_entities(fm.entities)
 

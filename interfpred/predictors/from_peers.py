@@ -141,7 +141,7 @@ class FromRiver(_FromPeer):
 class FromSklearn(_FromPeer):
     """Any scikit-learn regressor as an interfpred predictor.
 
-    ``fit`` fits a clone of ``estimator`` (default: ``SGDRegressor()``); ``update`` calls
+    ``fit`` fits a clone of ``estimator`` (default: ``SGDRegressor(random_state=0)``, so two fits of the same rows agree); ``update`` calls
     ``partial_fit`` when the estimator has it (``tags.learns_online`` is then true) and otherwise
     raises :class:`~interfpred.errors.FrozenPredictorError`, like :class:`~interfpred.OfflineLinear`.
 
@@ -192,7 +192,7 @@ class FromSklearn(_FromPeer):
         from sklearn.linear_model import SGDRegressor
         from sklearn.preprocessing import StandardScaler
 
-        self._est = SGDRegressor() if self.estimator is None else clone(self.estimator)
+        self._est = SGDRegressor(random_state=0) if self.estimator is None else clone(self.estimator)
         self._scaler = StandardScaler() if self.standardize else None
         self._d = d
         self._fitted = False

@@ -47,6 +47,10 @@ class PredictorTags:
     #: Whether ``predict(X, return_std=True)`` also gives a predictive standard deviation per row
     #: (RLS); the others refuse ``return_std=True``.
     predicts_std: bool = False
+    #: What an entity is for this predictor (with ``uses_entities``): ``"model"`` or
+    #: ``"model_batch"`` (a model at one batch size). The model builds its rows' entities with
+    #: this key; a wrapper (:class:`~interfpred.predictors.Calibrated`) carries its predictor's.
+    entity_key: str = "model"
 
 
 #: The tags of an object that declares none.

@@ -162,7 +162,7 @@ class ColocationTracker:
         self.max_rate = self._proj.max_rate
         self._is_rate = extractor.target == "rate"
         self._ents = (RunningEntities(extractor.aggregation, alpha=getattr(extractor, "alpha", 0.5),
-                                      key=getattr(predictor, "entity", "model"))
+                                      key=get_tags(predictor).entity_key)
                       if uses_entities else None)
         self._lock = threading.RLock()
         self._set = RunningSet({"rem": ()})     # demand, solo latency and remaining solo work per running id

@@ -143,7 +143,8 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
         inner = self._template.tags
         # the calibration's capabilities are the wrapped predictor's, plus entities for per-entity groups
         self.tags = replace(type(self).tags, learns_online=inner.learns_online, fixed_width=inner.fixed_width,
-                            uses_entities=self.groups == "entity" or inner.uses_entities)
+                            uses_entities=self.groups == "entity" or inner.uses_entities,
+                            entity_key=inner.entity_key)
         self._online = bool(inner.learns_online)
         self._levels = _levels(self.quantiles)
         self._level_pos = {float(v): i for i, v in enumerate(self._levels.tolist())}

@@ -271,6 +271,7 @@ class EntityRLS(EntityStore, BasePredictor):
                 raise InterfpredError(f"{name} must be an integer in [0, {hi}], got {v!r}")
         if self.entity not in ("model", "model_batch"):
             raise InterfpredError(f"entity must be 'model' or 'model_batch', got {self.entity!r}")
+        self.tags = replace(type(self).tags, entity_key=self.entity)   # what an entity is, for every caller
         if self.population not in ("marginal", "joint"):
             raise InterfpredError(f"population must be 'marginal' or 'joint', got {self.population!r}")
         if self.covariance not in ("auto", "blocks", "full"):
