@@ -16,7 +16,7 @@ from interfpred.errors import InterfpredError
 from interfpred.evaluation import run_folds
 from interfpred.experiments.model_coverage import evaluate_coverage
 from interfpred.model.crossfit import FrozenBounds, cross_fit_bounds, grouped_fold_ids, row_groups
-from interfpred.model.selection import Candidate, candidates, select_configuration
+from interfpred.model.selection import Candidate, candidates, fit_selected, select_configuration
 from interfpred.predictors import Calibrated, make_predictor
 
 
@@ -48,18 +48,46 @@ def _varying_shares(tmp_path):
 def test_selection_prefers_entity_rls_on_gavel_and_scores_the_baselines_on_the_same_folds(gavel):
     sel = select_configuration(None, None, gavel)
     assert sel.chosen.predictor == "entity_rls" and sel.chosen.feature_map == "shares"
-    assert {k.split(", ")[0] for k in sel.scores} == {"entity_rls", "rls"}
+    models = {k for k in sel.scores if not k.startswith("baseline")}
+    assert {k.split(", ")[0].split(" ")[0] for k in models} == {"entity_rls", "rls"}
     assert Candidate("rls", "shares", False, "rate").label in sel.scores
-    assert len(sel.scores) == 4                      # 2 predictors x 1 map the data support x 2 targets
+    # 2 predictors x 1 map the data support x 2 targets, the chosen EntityRLS with its other backoff,
+    # and the 3 baselines on both targets
+    assert len(models) == 5 and len(sel.scores) == 5 + 6
     assert sorted(sel.baselines) == ["global mean", "no interference", "pair mean"]
     assert sel.warm_folds == 3 and sel.cold_folds == 3
-    best = sel.scores[sel.chosen.label][-1]
-    assert all(best <= v[-1] for v in sel.scores.values())
+    # chosen by the warm score, against the models and the baselines alike
+    best = sel.scores[sel.chosen.label][0]
+    assert all(best <= v[0] for v in sel.scores.values())
     # the RLS shares map the README's command used to save scores far worse than the choice
-    assert sel.scores["rls, shares map, target slowdown"][-1] > 3 * best
-    assert sel.beaten_by == [] and sel.warning() is None
+    assert sel.scores["rls, shares map, target slowdown"][0] > 3 * best
+    assert not sel.baseline_chosen and sel.beaten_by == [] and sel.warnings() == []
     text = "\n".join(sel.report())
-    assert "<- chosen" in text and "baseline: pair mean" in text
+    assert "<- chosen" in text and "baseline: pair mean, target rate" in text
+
+
+def test_a_baseline_that_wins_validation_is_the_choice_and_said_so(gavel):
+    # RLS on the slowdown of the share features alone (what the README once saved) loses to the per-pair mean
+    sel = select_configuration(None, None, gavel, predictors=("rls",), targets=("slowdown",))
+    assert sel.baseline_chosen and sel.chosen.predictor == "pair_mean"
+    assert sel.scores[sel.chosen.label][0] == min(v[0] for v in sel.scores.values())
+    (line,) = sel.warnings()
+    assert line.startswith("no model beats the baselines on validation: fit chose the baseline: pair mean")
+    model = fit_selected(sel, None, None, gavel)
+    assert model.predictor.kind == "pair_mean"
+
+
+def test_entity_rls_backs_off_to_what_does_best_on_held_out_models():
+    from interfpred.sim.workload import mix_scenario
+
+    sc = mix_scenario(["resnet50", "vgg19", "roberta_base", "yolov8n"], rho=0.9, executions=600, seed=2)
+    sel = select_configuration(sc.traces["trace"], sc.profiles, None, predictors=("entity_rls",),
+                               targets=("rate",), fixed={"feature_map": "rich"})
+    variants = {k: v for k, v in sel.scores.items() if k.startswith("entity_rls")}
+    assert len(variants) == 2 and sel.chosen.predictor == "entity_rls"
+    # the backoff kept is the one of the lowest frozen error on the held-out models
+    assert sel.scores[sel.chosen.label][2] == min(v[2] for v in variants.values())
+    assert fit_selected(sel, sc.traces["trace"], sc.profiles, None).predictor.backoff == (sel.chosen.backoff or "rls")
 
 
 def test_fewer_validation_folds_score_fewer_and_the_sizes_are_checked(gavel):
@@ -77,9 +105,10 @@ def test_fewer_validation_folds_score_fewer_and_the_sizes_are_checked(gavel):
 
 def test_a_named_configuration_that_loses_to_a_baseline_is_flagged(gavel):
     sel = select_configuration(None, None, gavel, fixed={"target": "slowdown"}, predictor=make_predictor("rls"))
-    assert sel.chosen.label == "rls, shares map, target slowdown" and len(sel.scores) == 1
-    assert "no interference" in sel.beaten_by and "pair mean" in sel.beaten_by
-    assert sel.warning().startswith("WARNING: the chosen model LOSES to")
+    assert sel.chosen.label == "rls, shares map, target slowdown"
+    assert [k for k in sel.scores if not k.startswith("baseline")] == [sel.chosen.label]
+    assert "no interference" in sel.beaten_by and "pair mean" in sel.beaten_by and not sel.baseline_chosen
+    assert any(w.startswith("the chosen model LOSES to") for w in sel.warnings())
 
 
 def test_cli_fit_prints_the_choice_and_require_beat_baselines_exits_2(tmp_path, capsys):

@@ -161,17 +161,16 @@ def _fit_validated(args: argparse.Namespace, spec: dict[str, Any], predictor: An
     progress("choosing the configuration by validation inside the training rows")
     sel = select_configuration(trace, profiles, meas, fixed=fixed, predictor=inner)
     print("\n".join(sel.report()), file=sys.stderr if args.json else sys.stdout)  # --json: stdout holds JSON only
-    warning = sel.warning()
-    if warning is not None:
-        print(f"interfpred: {warning}", file=sys.stderr)
-        if args.require_beat_baselines:
-            print(f"interfpred: --require-beat-baselines: {args.out} not written", file=sys.stderr)
-            return None
+    for line in sel.warnings():
+        print(f"interfpred: WARNING: {line}", file=sys.stderr)
+    if args.require_beat_baselines and (sel.baseline_chosen or sel.beaten_by or not sel.colocated):
+        why = ("no training row ran beside another batch" if not sel.colocated
+               else "only a baseline predicts these rows best")
+        print(f"interfpred: --require-beat-baselines: {why}; {args.out} not written", file=sys.stderr)
+        return None
     final = predictor
     if final is None:
-        from interfpred.predictors import make_predictor
-
-        final = make_predictor(sel.chosen.predictor)
+        final = sel.chosen.build()
         if args.calibrate is not None:
             from interfpred.predictors import Calibrated
 

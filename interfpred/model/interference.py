@@ -146,13 +146,20 @@ class InterferenceModel:
         the extractor ``ColocationTracker`` uses when given none). A partial spec is completed
         from the same defaults (the extractor classes' own).
     predictor
-        A predictor, a registered kind (``"rls"``) or a spec dict ``{"kind": ..., "params": ...}``;
-        default RLS.
+        A predictor, a registered kind (``"rls"``) or a spec dict ``{"kind": ..., "params": ...}``.
+        None (default): :meth:`fit` chooses the predictor, and what the extractor spec leaves
+        open (feature map, share features, target), by validation inside the training rows, as
+        ``interfpred fit`` does with no flags (:func:`~interfpred.model.selection.select_configuration`;
+        the baselines are candidates, and :attr:`selection` keeps what was measured). RLS until then.
 
     Examples
     --------
     >>> InterferenceModel()
     InterferenceModel(TimeWeighted(feature_map='rich', combine='sum', target='rate'), RLS())
+    >>> from interfpred.data.datasets import gavel_v100
+    >>> chosen = InterferenceModel().fit(measurements=gavel_v100())      # chooses by validation
+    >>> chosen.selection.chosen.label, chosen.predictor.kind
+    ('entity_rls, shares map, target rate', 'entity_rls')
     >>> InterferenceModel({"aggregation": "static", "feature_map": "gpulets"}, {"kind": "online_sgd"}).extractor
     Static(feature_map='gpulets', combine='sum', target='rate')
     """
@@ -182,6 +189,14 @@ class InterferenceModel:
         self.auto_map = extractor is None or (isinstance(extractor, Mapping) and "feature_map" not in extractor)
         #: Thresholds of the frozen latency bounds (a Calibrated predictor's, cross-fitted at :meth:`fit`), or None.
         self.frozen_bounds: FrozenBounds | None = None
+        #: Whether :meth:`fit` chooses the configuration by validation (no predictor was given), and the
+        #: extractor keys the caller fixed (the rest are searched).
+        self.auto_config = predictor is None
+        self._fixed: dict[str, Any] = (dict(ex.get_spec()) if isinstance(extractor, Extractor)
+                                       else dict(extractor or {}))
+        #: What the last validated :meth:`fit` measured and chose (a
+        #: :class:`~interfpred.model.selection.Selection`), or None.
+        self.selection: Any = None
 
     def __repr__(self) -> str:
         return f"InterferenceModel({self.extractor!r}, {self.predictor!r})"
@@ -257,6 +272,8 @@ class InterferenceModel:
         predictor, the baselines).
         """
         trace, profiles, measurements = _as_inputs(trace, profiles, measurements)
+        if self.auto_config and weights is None:
+            return self._fit_validated(trace, profiles, measurements, progress)
         saved = (self.extractor, self.note)
         try:
             self.choose_map(profiles)
@@ -290,6 +307,19 @@ class InterferenceModel:
             if len(np.unique(groups)) >= 2:
                 inner = getattr(self.predictor, "predictor_", self.predictor)   # Calibrated: the wrapped one
                 self.frozen_bounds = cross_fit_bounds(inner, fm, groups, levels)
+        return self
+
+    def _fit_validated(self, trace: Trace | None, profiles: ProfileTable | None, measurements: Measurements | None,
+                       progress: Callable[[str], None] | None) -> InterferenceModel:
+        """Choose the configuration by validation (what ``interfpred fit`` with no flags does), then fit it."""
+        from interfpred.model.selection import fit_selected, select_configuration
+
+        if progress is not None:
+            progress("choosing the configuration by validation inside the training rows")
+        sel = select_configuration(trace, profiles, measurements, fixed=self._fixed)
+        chosen = fit_selected(sel, trace, profiles, measurements, progress=progress)
+        self.extractor, self.predictor, self.baselines = chosen.extractor, chosen.predictor, chosen.baselines
+        self.frozen_bounds, self.note, self.selection = chosen.frozen_bounds, chosen.note, sel
         return self
 
     def update(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,

@@ -1,18 +1,21 @@
 """The configuration ``fit`` chooses when none is named: validated inside the training rows only.
 
 :func:`select_configuration` scores every candidate the data support (predictor, feature map,
-MPS share features, target; whatever the caller fixed stays fixed) on the training rows alone,
-three ways, and keeps the one with the lowest mean of the three MAPEs of latency:
+MPS share features, target; whatever the caller fixed stays fixed) and the three baselines (no
+interference, global mean, per-pair mean) on the training rows alone, by use:
 
-- *warm*: ``SELECTION_FOLDS`` grouped folds (whole measurement runs, or blocks of
+- *warm* (rows of models the model has seen, as a deployed model mostly meets them):
+  ``SELECTION_FOLDS`` grouped folds (whole measurement runs, or blocks of
   ``SELECTION_TRACE_BLOCK`` consecutive trace rows); each is predicted prequentially (every run
-  predicted with what the runs before it taught, then learned) by a clone fitted on the others;
-- *cold*: up to ``SELECTION_COLD_MODELS`` models held out entirely (as the batch measured and as a
-  co-runner), their rows predicted by a clone fitted on the rest (a model never seen), once
-  prequentially (as a learner updated online meets it) and once frozen (as ``predict`` serves it).
+  predicted with what the runs before it taught, then learned) by a clone fitted on the others.
+  The lowest warm MAPE of latency chooses the model; a baseline that wins is the choice, and
+  :attr:`Selection.baseline_chosen` says so.
+- *cold* (models never seen): up to ``SELECTION_COLD_MODELS`` models held out entirely (as the
+  batch measured and as a co-runner), their rows predicted by a clone fitted on the rest, once
+  prequentially and once frozen (as ``predict`` serves them). The frozen score chooses what an
+  EntityRLS choice backs off to for such rows (``backoff``: features-only RLS or the scaled global
+  mean); without warm folds (too few runs) it chooses the model too.
 
-The three baselines (no interference, global mean, per-pair mean) are scored on the same folds
-and target, so :attr:`Selection.beaten_by` says which of them the choice fails to beat.
 :func:`fit_selected` fits the chosen configuration on every row. EntityRLS tunes its prior
 variances once on all the rows (its own validation) and keeps them fixed inside the folds, which
 keeps the search to a few seconds on a few hundred runs; with the predictor searched too, the
@@ -24,10 +27,10 @@ Examples
 >>> from interfpred.data.datasets import gavel_v100
 >>> sel = select_configuration(None, None, gavel_v100(), fixed={"feature_map": "shares"},
 ...                            predictors=("rls",), targets=("rate",))
->>> sel.chosen.label
-'rls, shares map, target rate'
->>> sorted(sel.baselines)
-['global mean', 'no interference', 'pair mean']
+>>> sel.chosen.label           # RLS on the share features alone loses to the per-pair mean, so fit returns it
+'baseline: pair mean, target rate'
+>>> sel.baseline_chosen, sorted(sel.baselines)
+(True, ['global mean', 'no interference', 'pair mean'])
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ import numpy as np
 
 from interfpred.constants import (
     BASELINE_KINDS,
+    ENTITY_BACKOFFS,
     MODEL_DEFAULT_EXTRACTOR,
     MODEL_DEFAULT_PREDICTOR,
     SELECTION_COLD_MODELS,
@@ -73,12 +77,27 @@ class Candidate:
     feature_map: str
     shares: bool
     target: str
+    #: What an EntityRLS candidate backs off to for models never seen (None: its default).
+    backoff: str | None = None
+
+    @property
+    def is_baseline(self) -> bool:
+        """Whether this candidate is one of the three baselines (features unused)."""
+        return self.predictor in BASELINE_KINDS
 
     @property
     def label(self) -> str:
-        """``"entity_rls, gpulets map + shares, target rate"``."""
-        return (f"{self.predictor}, {self.feature_map} map{' + shares' if self.shares else ''}, "
-                f"target {self.target}")
+        """``"entity_rls, gpulets map + shares, target rate"``; ``"baseline: pair mean, target rate"``."""
+        if self.is_baseline:
+            return f"{BASELINE_LABELS[self.predictor]}, target {self.target}"
+        kind = self.predictor + ("" if self.backoff is None else f" (backoff {self.backoff})")
+        return f"{kind}, {self.feature_map} map{' + shares' if self.shares else ''}, target {self.target}"
+
+    def build(self, predictor: BasePredictor | None = None) -> BasePredictor:
+        """A fresh predictor of this candidate (``predictor``: the caller's object of the same kind, cloned)."""
+        if predictor is not None and predictor.kind == self.predictor:
+            return predictor.clone()
+        return make_predictor(self.predictor, **({} if self.backoff is None else {"backoff": self.backoff}))
 
     def extractor_spec(self, fixed: Mapping[str, Any]) -> dict[str, Any]:
         """The extractor spec: the defaults, what the caller fixed, then this candidate."""
@@ -98,14 +117,18 @@ class Selection:
     Attributes
     ----------
     chosen
-        The candidate with the lowest validation score.
+        The candidate with the lowest warm validation MAPE (cold frozen without warm folds); an
+        EntityRLS choice carries the backoff of the lowest cold frozen MAPE. It may be a baseline.
     scores
-        Candidate label -> (warm MAPE, cold prequential MAPE, cold frozen MAPE, score), fractions; nan
-        where a kind of fold could not be made.
+        Candidate label -> (warm MAPE, cold prequential MAPE, cold frozen MAPE), fractions; nan
+        where a kind of fold could not be made. Baselines are candidates too (their labels start
+        with ``"baseline: "``).
     baselines
-        Baseline label -> the same triple, on the chosen target.
+        Baseline name (``"pair mean"``) -> the same triple, on the chosen target.
     warm_folds, cold_folds
         How many folds of each kind were scored.
+    colocated
+        Whether any training row ran beside another batch (without, there is no interference to learn).
     """
 
     chosen: Candidate
@@ -114,43 +137,76 @@ class Selection:
     warm_folds: int
     cold_folds: int
     fixed: dict[str, Any] = field(default_factory=dict)
+    colocated: bool = True
+
+    def _use(self, v: tuple[float, ...]) -> float:
+        return v[0] if self.warm_folds else v[2]
+
+    @property
+    def baseline_chosen(self) -> bool:
+        """Whether a baseline won validation (no model predicts these rows better)."""
+        return self.chosen.is_baseline
 
     @property
     def beaten_by(self) -> list[str]:
-        """Baselines whose validation score is lower than the chosen configuration's."""
-        mine = self.scores[self.chosen.label][-1]
-        return [k for k, v in self.baselines.items() if v[-1] < mine]
+        """Baselines (on the chosen target) whose validation score, as the choice was made, beats the choice's."""
+        mine = self._use(self.scores[self.chosen.label])
+        return [k for k, v in self.baselines.items() if self._use(v) < mine]
 
     def report(self) -> list[str]:
         """Lines for the terminal: what was chosen and why, the candidates and the baselines."""
         if not self.warm_folds and not self.cold_folds:
             return [f"chose {self.chosen.label}: too few runs (or trace blocks) to validate on, so the "
                     "default among the candidates, unvalidated"]
-        how = (f"{self.warm_folds} folds by run, prequential"
-               + (f"; {self.cold_folds} models held out, prequential and frozen" if self.cold_folds else ""))
-        lines = [f"chose {self.chosen.label}: lowest validation MAPE inside the training rows ({how}; "
-                 "score = their mean)"]
-        rows = sorted(self.scores.items(), key=lambda kv: kv[1][-1])
-        width = max(len(k) for k in [*self.scores, *self.baselines])
+        if self.warm_folds:
+            how = f"lowest warm MAPE ({self.warm_folds} folds by run, prequential: models seen)"
+        else:
+            how = "lowest cold frozen MAPE (too few runs for folds by run)"
+        if self.cold_folds:
+            how += (f"; {self.cold_folds} model(s) held out, prequential and frozen"
+                    + (f", the frozen MAPE chose the backoff for models never seen ({self.chosen.backoff})"
+                       if self.chosen.backoff is not None else ""))
+        lines = [f"chose {self.chosen.label}: {how}"]
+        rows = sorted(self.scores.items(), key=lambda kv: (self._use(kv[1]), kv[0].startswith("baseline")))
+        width = max(len(k) for k in self.scores)
 
         def fmt(v: float) -> str:
             return "   n/a" if np.isnan(v) else f"{100 * v:6.2f}"
 
-        lines.append(f"  {'validation MAPE (%)':<{width}}    warm  cold online  cold frozen   score")
-        for k, v in [*rows, *((f"baseline: {b}", bv) for b, bv in self.baselines.items())]:
+        lines.append(f"  {'validation MAPE (%)':<{width}}    warm  cold online  cold frozen")
+        for k, v in rows:
             mark = "  <- chosen" if k == self.chosen.label else ""
-            lines.append(f"  {k:<{width}}  {fmt(v[0])}       {fmt(v[1])}       {fmt(v[2])}  {fmt(v[3])}{mark}")
+            lines.append(f"  {k:<{width}}  {fmt(v[0])}       {fmt(v[1])}       {fmt(v[2])}{mark}")
         return lines
 
-    def warning(self) -> str | None:
-        """One line when a baseline beats the chosen configuration on validation, else None."""
-        beaten = self.beaten_by
-        if not beaten:
-            return None
-        mine = self.scores[self.chosen.label][-1]
-        return (f"WARNING: the chosen model LOSES to {', '.join(beaten)} on validation "
-                f"({100 * mine:.2f} % against {', '.join(f'{100 * self.baselines[b][-1]:.2f} %' for b in beaten)}): "
-                "a baseline predicts these data better")
+    def warnings(self) -> list[str]:
+        """One line per thing the user should know: no co-location in the rows, a baseline chosen, a loss
+        to a baseline on models never seen. Empty when none applies."""
+        out = []
+        if not self.colocated:
+            out.append("no training row ran beside another batch: there is no interference to learn from "
+                       "(every candidate predicts solo speed)")
+        if not self.warm_folds and not self.cold_folds:
+            return out
+        col = 0 if self.warm_folds else 2
+        models = {k: v for k, v in self.scores.items() if not k.startswith("baseline")}
+        if self.baseline_chosen and models:
+            best = min(models, key=lambda k: (np.nan_to_num(models[k][col], nan=np.inf), k))
+            out.append(f"no model beats the baselines on validation: fit chose the {self.chosen.label} "
+                       f"({100 * self.scores[self.chosen.label][col]:.2f} % against {100 * models[best][col]:.2f} % "
+                       f"for the best model, {best})")
+        elif self.beaten_by:       # a named predictor, scored beside the baselines but not against them
+            mine = self.scores[self.chosen.label][col]
+            out.append(f"the chosen model LOSES to {', '.join(self.beaten_by)} on validation ({100 * mine:.2f} % "
+                       f"against {', '.join(f'{100 * self.baselines[b][col]:.2f} %' for b in self.beaten_by)}): "
+                       "a baseline predicts these data better")
+        if self.cold_folds and not self.baseline_chosen:
+            mine = self.scores[self.chosen.label][2]
+            worse = [(k, v[2]) for k, v in self.baselines.items() if v[2] < mine]
+            if worse:
+                out.append(f"for models never seen (held out, frozen) the choice loses to "
+                           + ", ".join(f"the {k} ({100 * v:.2f} % against {100 * mine:.2f} %)" for k, v in worse))
+        return out
 
 
 def _missing_counters(profiles: ProfileTable | None) -> list[str]:
@@ -229,11 +285,21 @@ def _folds(fm_model: FeatureMatrix, groups: np.ndarray, seed: int, n_folds: int,
 
 
 def _score(fm: FeatureMatrix, ex: Any, groups: np.ndarray, p: BasePredictor, warm: list[Fold],
-           cold: list[Fold]) -> tuple[float, float, float, float]:
+           cold: list[Fold]) -> tuple[float, float, float]:
     w = float(np.mean([held_out_mape(fm, ex, groups, p, f, online=True) for f in warm])) if warm else np.nan
     both = np.array([held_out_mapes(fm, ex, groups, p, f) for f in cold]).reshape(-1, 2)   # one fit per fold
     co, cf = (float(v) for v in both.mean(axis=0)) if cold else (np.nan, np.nan)
-    return w, co, cf, float(np.nanmean([w, co, cf]))
+    return w, co, cf
+
+
+def _colocated(fm: FeatureMatrix) -> bool:
+    """Whether any row ran beside another batch (a co-runner weight above zero, or a co-runner count)."""
+    ent = fm.entities
+    if ent is not None:
+        return bool(np.any(np.asarray(ent.weight) > 0.0))
+    if "n_co" in fm.names:
+        return bool(np.any(fm.X[:, fm.names.index("n_co")] > 0.0))
+    return True     # nothing says otherwise
 
 
 def select_configuration(trace: Trace | None, profiles: ProfileTable | None, measurements: Measurements | None, *,
@@ -241,7 +307,7 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
                          predictors: Sequence[str] = SELECTION_PREDICTORS,
                          targets: Sequence[str] = SELECTION_TARGETS, seed: int = SELECTION_SEED,
                          n_folds: int = SELECTION_FOLDS, n_cold: int = SELECTION_COLD_MODELS) -> Selection:
-    """Score every candidate on the training rows and choose the best (module docstring).
+    """Score every candidate and the baselines on the training rows and choose by use (module docstring).
 
     Parameters
     ----------
@@ -251,7 +317,8 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
         Extractor keys the caller named (``feature_map``, ``shares``, ``target``, ``aggregation``,
         ``combine``, ``alpha``); None values count as not named.
     predictor
-        A predictor the caller named (only the extractor is then chosen); else ``predictors``.
+        A predictor the caller named (only the extractor is then chosen, and the baselines are
+        scored beside it but not chosen); else ``predictors`` and the baselines compete.
     n_folds, n_cold
         How many warm folds and held-out models validate (``SELECTION_FOLDS``,
         ``SELECTION_COLD_MODELS``); fewer make a cheaper, noisier choice (quick experiment runs).
@@ -282,23 +349,23 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
     groups = groups[keep]
     scores: dict[str, tuple[float, ...]] = {}
     folds: tuple[list[Fold], list[Fold]] | None = None
-    feats: dict[tuple[str, str], tuple[FeatureMatrix, Any]] = {}
+    feats: dict[str, tuple[FeatureMatrix, Any]] = {}
+    colocated = [True]
+
     def run(c: Candidate) -> None:
         nonlocal folds
-        proto = predictor.clone() if predictor is not None and c.predictor == predictor.kind else make_predictor(c.predictor)
+        proto = c.build(predictor)
         model = InterferenceModel(c.extractor_spec(fixed), proto)
         fm = model.features(trace, profiles, measurements=measurements)
         if len(fm) != n_rows:
             raise InterfpredError(f"{len(fm)} feature rows for {n_rows} rows of data")
         if len(keep) < n_rows:
             fm = take_rows(fm, keep)
+        by_model = FeatureMatrix(fm.X, fm.names, fm.y, fm.target, fm.solo_ms, fm.latency_ms, model_entities(fm, proto))
         if folds is None:
-            fm_model = FeatureMatrix(fm.X, fm.names, fm.y, fm.target, fm.solo_ms, fm.latency_ms,
-                                     model_entities(fm, proto))
-            folds = _folds(fm_model, groups, seed, n_folds, n_cold)
-        feats.setdefault((c.target, "model"), (FeatureMatrix(fm.X, fm.names, fm.y, fm.target, fm.solo_ms,
-                                                             fm.latency_ms, model_entities(fm, proto)),
-                                               model.extractor))
+            folds = _folds(by_model, groups, seed, n_folds, n_cold)
+            colocated[0] = _colocated(by_model)
+        feats.setdefault(c.target, (by_model, model.extractor))
         scores[c.label] = _score(fm, model.extractor, groups, _frozen_priors(proto, fm), *folds)
 
     # Two stages when several extractors are open for a predictor other than the proxy: the extractor
@@ -312,27 +379,46 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
     for c in first:
         run(c)
     assert folds is not None
+    warm, cold = folds
+
+    def use(c: Candidate) -> float:
+        v = scores[c.label]
+        return float(np.nan_to_num(v[0] if warm else v[2], nan=np.inf))
+
     scored = list(first)
-    if staged and (folds[0] or folds[1]):
-        best: dict[str, tuple[str, bool]] = {}
-        for c in sorted(first, key=lambda c: scores[c.label][-1]):
-            best.setdefault(c.target, (c.feature_map, c.shares))
+    best: dict[str, tuple[str, bool]] = {}
+    for c in sorted(first, key=use):
+        best.setdefault(c.target, (c.feature_map, c.shares))
+    if staged and (warm or cold):
         second = [c for c in cands if c.predictor != SELECTION_PROXY and best.get(c.target) == (c.feature_map, c.shares)]
         for c in second:
             run(c)
         scored += second
     cands = [c for c in cands if c in scored] or cands
-    if not folds[0] and not folds[1]:     # nothing to validate on: the defaults, said so in the report
-        nan = (np.nan,) * 4
+    if not warm and not cold:     # nothing to validate on: the defaults, said so in the report
+        nan = (np.nan,) * 3
         d = dict(MODEL_DEFAULT_EXTRACTOR)
         pick = min(cands, key=lambda c: (c.predictor != MODEL_DEFAULT_PREDICTOR, c.feature_map != d["feature_map"],
                                          c.target != d["target"], cands.index(c)))
-        return Selection(pick, {c.label: nan for c in cands}, {}, 0, 0, dict(fixed))
-    chosen = min(cands, key=lambda c: (scores[c.label][-1], cands.index(c)))
-    fm_b, ex_b = feats[(chosen.target, "model")]
-    baselines: dict[str, tuple[float, ...]] = {BASELINE_LABELS[k].removeprefix("baseline: "): _score(fm_b, ex_b, groups, make_predictor(k), *folds)
-                 for k in BASELINE_KINDS}
-    return Selection(chosen, scores, baselines, len(folds[0]), len(folds[1]), dict(fixed))
+        return Selection(pick, {c.label: nan for c in cands}, {}, 0, 0, dict(fixed), colocated[0])
+    # the baselines, on every target scored (their features are unused; the best map's rows carry the entities)
+    base = [Candidate(k, *best.get(t, (cands[0].feature_map, cands[0].shares)), t)
+            for t in dict.fromkeys(c.target for c in cands) for k in BASELINE_KINDS]
+    for b in base:
+        fm_b, ex_b = feats[b.target]
+        scores[b.label] = _score(fm_b, ex_b, groups, make_predictor(b.predictor), warm, cold)
+    pool = cands + (base if predictor is None else [])
+    chosen = min(pool, key=lambda c: (use(c), pool.index(c)))
+    # what serves models never seen: an EntityRLS choice backs off to whichever does best on held-out models
+    if chosen.predictor == "entity_rls" and predictor is None and cold:
+        variants = [chosen]
+        for bo in ENTITY_BACKOFFS[1:]:     # the first is EntityRLS's default, scored above
+            variants.append(Candidate(chosen.predictor, chosen.feature_map, chosen.shares, chosen.target, bo))
+            run(variants[-1])
+        chosen = min(variants, key=lambda c: (float(np.nan_to_num(scores[c.label][2], nan=np.inf)), variants.index(c)))
+    baselines = {BASELINE_LABELS[b.predictor].removeprefix("baseline: "): scores[b.label]
+                 for b in base if b.target == chosen.target}
+    return Selection(chosen, scores, baselines, len(warm), len(cold), dict(fixed), colocated[0])
 
 
 def fit_selected(selection: Selection, trace: Trace | None, profiles: ProfileTable | None,
@@ -342,6 +428,6 @@ def fit_selected(selection: Selection, trace: Trace | None, profiles: ProfileTab
     ``progress``: as for :meth:`InterferenceModel.fit`)."""
     c = selection.chosen
     model = InterferenceModel(make_extractor(c.extractor_spec(selection.fixed)).get_spec(),
-                              predictor if predictor is not None else make_predictor(c.predictor))
+                              predictor if predictor is not None else c.build())
     model.auto_map = False
     return model.fit(trace, profiles, measurements=measurements, weights=weights, progress=progress)

@@ -92,8 +92,8 @@ def write_measurement_predictions(model: InterferenceModel, measurements: Measur
     >>> from interfpred.model.interference import InterferenceModel
     >>> m = gavel_v100()
     >>> model = InterferenceModel().fit(measurements=m)
-    >>> model.note
-    "feature map 'shares' chosen: the default 'rich' needs sm, l2, dram, which no profiles were given for"
+    >>> model.extractor.feature_map       # chosen by validation among the maps these counters allow
+    'shares'
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "p.csv"
     >>> write_measurement_predictions(model, m, None, path)
     660

@@ -36,6 +36,7 @@ from interfpred.constants import (
     ENTITY_BACKOFF_EVIDENCE,
     ENTITY_BACKOFF_SCALE_RANGE,
     ENTITY_BACKOFF_SCALE_ROWS,
+    ENTITY_BACKOFFS,
     ENTITY_FACTOR_VAR,
     ENTITY_FORGETTING,
     ENTITY_MAX_RANK,
@@ -51,6 +52,7 @@ from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.predictors._status import MISSING, OK, split_code, status_error
 from interfpred.predictors.base import BasePredictor
+from interfpred.predictors.baselines import GlobalMean
 from interfpred.predictors.entity_rls import _entity_steps as EK
 from interfpred.predictors.entity_rls import _rows as ER
 from interfpred.predictors.entity_rls._store import EntityStore
@@ -227,6 +229,7 @@ class EntityRLS(EntityStore, BasePredictor):
         hierarchy: bool = True,
         tune_priors: bool = True,
         backoff_evidence: float = ENTITY_BACKOFF_EVIDENCE,
+        backoff: str = "rls",
         backoff_scale: bool = True,
     ) -> None:
         self.forgetting = forgetting
@@ -248,6 +251,7 @@ class EntityRLS(EntityStore, BasePredictor):
         self.hierarchy = hierarchy
         self.tune_priors = tune_priors
         self.backoff_evidence = backoff_evidence
+        self.backoff = backoff
         self.backoff_scale = backoff_scale
         self._check_params()
         self._g: np.ndarray | None = None
@@ -272,6 +276,8 @@ class EntityRLS(EntityStore, BasePredictor):
         if self.entity not in ("model", "model_batch"):
             raise InterfpredError(f"entity must be 'model' or 'model_batch', got {self.entity!r}")
         self.tags = replace(type(self).tags, entity_key=self.entity)   # what an entity is, for every caller
+        if self.backoff not in ENTITY_BACKOFFS:
+            raise InterfpredError(f"backoff must be one of {', '.join(map(repr, ENTITY_BACKOFFS))}, got {self.backoff!r}")
         if self.population not in ("marginal", "joint"):
             raise InterfpredError(f"population must be 'marginal' or 'joint', got {self.population!r}")
         if self.covariance not in ("auto", "blocks", "full"):
@@ -327,7 +333,8 @@ class EntityRLS(EntityStore, BasePredictor):
         self._var = {k: float(getattr(self, k)) for k in _VARS}
         self._create = (1 + int(self.pair_var > 0)) if self.entity_terms else 0
         self._evidence = np.zeros(8)
-        self._backoff = RLS(forgetting=self.forgetting, delta=self.delta, stabilize=self.stabilize)
+        self._backoff: RLS | GlobalMean = (RLS(forgetting=self.forgetting, delta=self.delta, stabilize=self.stabilize)
+                                           if self.backoff == "rls" else GlobalMean())
         self._scale = 1.0
         self._reset_cache()
 
