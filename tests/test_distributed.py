@@ -113,13 +113,19 @@ def test_cli_fit_and_evaluate_on_dask(data, cluster, tmp_path, capsys):
     write_profiles(prof, tmp_path / "p.parquet")
     out = tmp_path / "m.json"
     assert main(["fit", "--trace", str(folder), "--profiles", str(tmp_path / "p.parquet"), "--predictor",
-                 "offline_linear", "--feature-map", "default", "--out", str(out), "--dask", cluster]) == 0
+                 "offline_linear", "--feature-map", "default", "--out", str(out), "--dask", cluster]) == 2
+    err = capsys.readouterr().err
+    assert "--dask fits a named configuration" in err and "name --target" in err and len(err.splitlines()) == 1
+    assert main(["fit", "--trace", str(folder), "--profiles", str(tmp_path / "p.parquet"), "--predictor",
+                 "offline_linear", "--feature-map", "default", "--target", "rate", "--out", str(out), "--dask",
+                 cluster]) == 0
     # the CLI's default target (rate); an extractor spec without a target means the extractor's own default
     local = InterferenceModel({"feature_map": "default", "target": "rate"}, "offline_linear").fit(trace, prof)
     np.testing.assert_allclose(load_model(out).predictor.coef_, local.predictor.coef_, rtol=1e-9, atol=1e-9)
     assert "merged per device" in capsys.readouterr().err
     assert main(["fit", "--trace", str(folder), "--profiles", str(tmp_path / "p.parquet"), "--predictor",
-                 "online_sgd", "--out", str(out), "--force", "--dask"]) == 2
+                 "online_sgd", "--feature-map", "default", "--target", "rate", "--out", str(out), "--force",
+                 "--dask"]) == 2
     assert "sufficient statistics" in capsys.readouterr().err
     assert main(["evaluate", "--model-file", str(out), "--trace", str(tmp_path / "nothing"), "--profiles",
                  str(tmp_path / "p.parquet"), "--dask"]) == 2

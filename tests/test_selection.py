@@ -222,3 +222,39 @@ def test_selection_on_a_trace_validates_on_a_bounded_sample_of_blocks(monkeypatc
     assert full.warm_folds == small.warm_folds == 3 and small.cold_folds == 3
     # the rich map's features beat every baseline on the simulator
     assert full.beaten_by == [] and small.beaten_by == []
+
+
+def test_one_choice_through_python_the_cli_and_e4_on_gavel(gavel, tmp_path, capsys):
+    from interfpred.evaluation import Fold
+    from interfpred.experiments.real import default_fit_mape
+
+    py = InterferenceModel().fit(measurements=gavel)
+    out = tmp_path / "m.json"
+    assert main(["fit", "--measurements", "dataset:gavel_v100", "--out", str(out)]) == 0
+    capsys.readouterr()
+    cli = load_model(out)
+    cache: dict = {}
+    everything = np.ones(len(gavel), dtype=bool)
+    default_fit_mape(gavel, None, Fold("all", everything, np.arange(4)), cache=cache)
+    (e4,) = cache.values()
+    want = py.predict_latency(measurements=gavel)
+    for other in (cli, e4):
+        assert repr(other) == repr(py)
+        np.testing.assert_allclose(other.predict_latency(measurements=gavel), want, rtol=1e-9, atol=1e-9)
+
+
+def test_one_choice_through_python_and_the_cli_on_a_simulated_trace(tmp_path, capsys):
+    from interfpred.sim.workload import mix_scenario, write_scenario
+
+    sc = mix_scenario(["resnet50", "vgg19", "yolov8n"], rho=1.0, executions=500, seed=4)
+    folder = tmp_path / "sim"
+    write_scenario(sc, folder)
+    py = InterferenceModel().fit(sc.traces["trace"], sc.profiles)
+    out = tmp_path / "m.json"
+    assert main(["fit", "--trace", str(folder / "trace.csv"), "--profiles", str(folder / "profiles.csv"),
+                 "--out", str(out)]) == 0
+    assert f"chose {py.selection.chosen.label}" in capsys.readouterr().out
+    cli = load_model(out)
+    assert repr(cli) == repr(py)
+    np.testing.assert_allclose(cli.predict_latency(sc.traces["trace"], sc.profiles),
+                               py.predict_latency(sc.traces["trace"], sc.profiles), rtol=1e-9, atol=1e-9)

@@ -113,6 +113,11 @@ def run_fit(args: argparse.Namespace) -> int:
             predictor = Calibrated(predictor, method=args.calibrate, quantiles=tuple(args.quantiles))
     refuse_existing(args.out, args.force)  # before any work: a model that took hours is not lost to a typo
     if args.dask is not None:
+        unnamed = [flag for flag, v in (("--predictor", args.predictor), ("--feature-map", args.feature_map),
+                                         ("--target", args.target)) if v is None]
+        if unnamed:    # the choice by validation reads every row in one process; Dask merges a named fit
+            raise InterfpredError(f"--dask fits a named configuration (fit without --dask chooses one by validation "
+                                  f"in one process): name {', '.join(unnamed)}")
         if args.require_beat_baselines:
             raise InterfpredError("--require-beat-baselines validates inside the training rows; not with --dask")
         return _run_fit_dask(args, spec, predictor)
