@@ -230,7 +230,9 @@ def _plot_e1(ctx: ReproduceContext, curves: dict[str, tuple[np.ndarray, np.ndarr
 def _e2_configs(ctx: ReproduceContext) -> list[tuple[str, Config, list[tuple[Config, float]]]]:
     ex = EWMA(alpha=_E2_ALPHA, feature_map=_PAPER_MAP, target=_PAPER_TARGET)
     offline = Config(ex, "offline_linear")
-    sgd, sgd_scores = select(ctx, "sgd", [Config(ex, "online_sgd", (("learning_rate", lr),)) for lr in SGD_GRID])
+    # the paper's SGD: plain normalised steps on the raw features (the library's default standardises them)
+    sgd, sgd_scores = select(ctx, "sgd", [Config(ex, "online_sgd", (("learning_rate", lr), ("standardize", False)))
+                                          for lr in SGD_GRID])
     rls, rls_scores = select(ctx, "rls", [Config(ex, "rls", (("forgetting", f),)) for f in RLS_GRID])
     best, best_scores = best_config(ctx)
     ent_cfg, ent_abl, ent_scores = entity_configs(ctx)

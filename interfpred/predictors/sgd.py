@@ -37,6 +37,7 @@ from interfpred.constants import (
     SGD_MAX_LEARNING_RATE,
     SGD_POWER_T,
     SGD_SCHEDULE,
+    SGD_STANDARDIZE,
 )
 from interfpred.errors import InterfpredError
 from interfpred.predictors import _sgd_steps as K
@@ -101,7 +102,7 @@ class OnlineSGD(FlatStatePredictor):
         {},
         {"schedule": "constant", "learning_rate": 0.05},
         {"schedule": "adagrad", "learning_rate": 0.5, "standardize": True},
-        {"schedule": "invscaling", "learning_rate": 0.1, "fit_intercept": False},
+        {"schedule": "invscaling", "learning_rate": 0.1, "fit_intercept": False, "standardize": False},
     ]
 
     def __init__(
@@ -109,7 +110,7 @@ class OnlineSGD(FlatStatePredictor):
         *,
         learning_rate: float = SGD_LEARNING_RATE,
         schedule: str = SGD_SCHEDULE,
-        standardize: bool = False,
+        standardize: bool = SGD_STANDARDIZE,
         fit_intercept: bool = True,
         power_t: float = SGD_POWER_T,
     ) -> None:
