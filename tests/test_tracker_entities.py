@@ -13,11 +13,9 @@ from interfpred.sim.zoo import zoo_profiles
 class _Opaque:
     """An EntityRLS the tracker cannot see through: the generic path, with entity tables."""
 
-    tags = PredictorTags(uses_entities=True)
-
     def __init__(self, inner):
         self.inner = inner
-        self.entity = inner.entity
+        self.tags = PredictorTags(uses_entities=True, entity_key=inner.tags.entity_key)   # what an entity is
         self.seen = []
 
     def predict(self, X, entities=None):
