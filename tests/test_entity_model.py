@@ -72,12 +72,13 @@ def test_a_model_declares_its_target_so_entity_rls_scales_its_backoff_and_a_cali
     m = gavel_v100()
     spec = {"feature_map": "shares", "target": "rate"}
     model = InterferenceModel(spec, EntityRLS()).fit(measurements=m)
-    assert model.predictor.target_ == "rate" and model.predictor.backoff_scale_ != 1.0
+    assert model.predictor.target == "rate" and model.predictor.backoff_scale_ != 1.0
     wrapped = InterferenceModel(spec, Calibrated(EntityRLS())).fit(measurements=m)
     assert wrapped.predictor.predictor_.backoff_scale_ == model.predictor.backoff_scale_
-    # an unfitted predictor declared for one target may join a model of another; a fitted one may not
+    # the model holds a copy declared for its target; a predictor declared for another is refused, fitted or not
     p = EntityRLS()
-    p.target_ = "slowdown"
-    assert InterferenceModel(spec, p).predictor.target_ == "rate"
-    with pytest.raises(InterfpredError, match="fitted for target 'rate'"):
-        InterferenceModel({**spec, "target": "slowdown"}, model.predictor)
+    held = InterferenceModel(spec, p).predictor
+    assert held.target == "rate" and p.target is None and held.get_params() == {**p.get_params(), "target": "rate"}
+    for other in (EntityRLS(target="slowdown"), model.predictor):
+        with pytest.raises(InterfpredError, match="declared for target '(slowdown|rate)'"):
+            InterferenceModel({**spec, "target": "rate" if other.target == "slowdown" else "slowdown"}, other)

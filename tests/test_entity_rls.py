@@ -183,11 +183,9 @@ def test_a_declared_target_scales_the_backoff_to_the_least_latency_error_on_the_
     rate = np.clip(np.array([0.15, 0.5, 0.8, 0.85, 0.9, 0.95])[[names.index(o) for o in own]]
                    + 0.02 * rng.standard_normal(400), 0.05, 1.0)
     y = rate if target == "rate" else 1.0 / rate
-    plain = EntityRLS(backoff_scale=False)
-    plain.target_ = target
+    plain = EntityRLS(backoff_scale=False, target=target)
     plain.fit(X, y, entities=ent)
-    scaled = EntityRLS()
-    scaled.target_ = target
+    scaled = EntityRLS(target=target)
     scaled.fit(X, y, entities=ent)
     assert plain.backoff_scale_ == 1.0 and scaled.backoff_scale_ != 1.0
     unseen = Entities.from_lists(["never"] * 400, [{"m0": 1.0}] * 400)
@@ -221,9 +219,11 @@ def test_a_declared_target_scales_the_backoff_to_the_least_latency_error_on_the_
 def test_without_a_declared_target_the_backoff_is_unscaled_and_clones_keep_the_declaration():
     X, y, ent = _stream(200, seed=3)
     assert EntityRLS().fit(X, y, entities=ent).backoff_scale_ == 1.0     # bare arrays: no target known
-    p = EntityRLS()
-    p.target_ = "rate"
-    assert p.clone().target_ == "rate"
+    p = EntityRLS(target="rate")
+    assert p.clone().target == "rate" and p.get_params()["target"] == "rate"
+    fitted = EntityRLS().fit(X, y, entities=ent)
+    declared = fitted.with_target("rate")      # a copy keeps what it learned
+    assert fitted.target is None and declared.target == "rate" and declared.n_seen_ == fitted.n_seen_
 
 
 def test_shrinkage_one_observation_moves_less_than_a_hundred():

@@ -291,16 +291,13 @@ def test_gpulets_declared_for_the_rate_learns_the_rate_and_refuses_published_slo
     rng = np.random.default_rng(11)
     X = rng.random((60, 4))
     rate = 0.9 - 0.3 * X[:, 1] - 0.2 * X[:, 3]
-    g = GpuletsModel()
-    g.target_ = "rate"
+    g = GpuletsModel(target="rate")
     g.fit(X, rate)
     np.testing.assert_allclose(g.predict(X), rate, rtol=1e-9)      # not clipped up to 1
     assert g.linear_form().lower == -np.inf
-    slow = GpuletsModel()
-    slow.target_ = "slowdown"
+    slow = GpuletsModel(target="slowdown")
     assert slow.fit(X, 1.0 / rate).linear_form().lower == 1.0
-    published = GpuletsModel(coefficients=GPULETS_RTX2080TI)
-    published.target_ = "rate"
+    published = GpuletsModel(coefficients=GPULETS_RTX2080TI, target="rate")
     with pytest.raises(InterfpredError, match="predict a slowdown"):
         published.predict(X[0])
 

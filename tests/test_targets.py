@@ -62,15 +62,15 @@ def test_frozen_tracker_replay_gives_what_predict_writes(scenario, target):
 def test_tracker_refuses_a_predictor_fitted_for_another_target(scenario):
     train, _, prof = scenario
     model = InterferenceModel(TimeWeighted(feature_map="rich", target="slowdown"), "rls").fit(train, prof)
-    assert model.predictor.target_ == "slowdown"
-    with pytest.raises(InterfpredError, match="fitted for target 'slowdown'.*predicts 'rate'.*from_model"):
+    assert model.predictor.target == model.predictor.get_params()["target"] == "slowdown"
+    with pytest.raises(InterfpredError, match="declared for target 'slowdown'.*predicts 'rate'.*from_model"):
         ColocationTracker(prof, model.predictor)            # the default extractor's target is rate
     assert ColocationTracker.from_model(model, prof).extractor.target == "slowdown"
     again = InterferenceModel.from_state(model.to_state())  # a loaded model records it too
-    assert again.predictor.target_ == "slowdown"
-    with pytest.raises(InterfpredError, match="fitted for target 'slowdown'"):
+    assert again.predictor.target == "slowdown"
+    with pytest.raises(InterfpredError, match="declared for target 'slowdown'"):
         ColocationTracker(prof, again.predictor, TimeWeighted(feature_map="rich", target="rate"))
-    with pytest.raises(InterfpredError, match="fitted for target 'slowdown' but the extractor's target is 'rate'"):
+    with pytest.raises(InterfpredError, match="declared for target 'slowdown' but the extractor's target is 'rate'"):
         InterferenceModel(TimeWeighted(feature_map="rich", target="rate"), model.predictor)
 
 
@@ -96,7 +96,7 @@ def test_the_clamp_is_identical_on_every_path(scenario):
     fm = ex.transform(fake, prof)
     model = InterferenceModel(ex, "global_mean")
     model.predictor.fit(fm.X, np.full(len(fm), 0.5))
-    model.predictor.target_ = "slowdown"
+    assert model.predictor.target == "slowdown"      # declared by the model holding it
     raw = model.predictor.predict(ex.transform(test, prof).X)
     assert np.allclose(raw, 0.5)
     np.testing.assert_array_equal(slowdown_from_prediction(raw, "slowdown"), 1.0)

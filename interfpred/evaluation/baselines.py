@@ -40,16 +40,16 @@ def call(predictor: BasePredictor, method: str, *args: Any, entities: Entities |
     return getattr(predictor, method)(*args, **kwargs)
 
 
-def make_baselines() -> dict[str, BasePredictor]:
-    """Fresh ``no_interference``, ``global_mean`` and ``pair_mean`` predictors, in that order."""
-    return {kind: make_predictor(kind) for kind in BASELINE_KINDS}
+def make_baselines(target: str | None = None) -> dict[str, BasePredictor]:
+    """Fresh ``no_interference``, ``global_mean`` and ``pair_mean`` predictors (declared for ``target``), in that order."""
+    return {kind: make_predictor(kind, target=target) for kind in BASELINE_KINDS}
 
 
 def fit_baselines(X: np.ndarray, y: np.ndarray, *, entities: Entities | None = None,
-                  sample_weight: Any = None) -> dict[str, BasePredictor]:
+                  sample_weight: Any = None, target: str | None = None) -> dict[str, BasePredictor]:
     """The three baselines fitted on the rows ``X``, ``y`` (pair mean keyed by ``entities``; weighted
-    means with ``sample_weight``)."""
-    out = make_baselines()
+    means with ``sample_weight``), declared for ``target``."""
+    out = make_baselines(target)
     extra = {} if sample_weight is None else {"sample_weight": sample_weight}
     for p in out.values():
         call(p, "fit", X, y, entities=entities, **extra)

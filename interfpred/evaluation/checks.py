@@ -401,6 +401,24 @@ def check_entities_are_learned(p: Any) -> None:
                                         f"running mean's {err_mean:.4g}")
 
 
+def check_target_hyperparameter(p: Any) -> None:
+    """``target`` is a constructor hyperparameter (in ``get_params``, kept by ``clone`` and state files);
+    ``with_target`` declares a copy (learned state kept) and refuses another target than the declared one."""
+    assert "target" in p.get_params(), f"{type(p).__name__}: no 'target' hyperparameter in get_params()"
+    for target in ("rate", "slowdown"):
+        q = p.clone().with_target(target)
+        assert q.get_params()["target"] == target and q.clone().target == target
+        assert type(q).from_state(q.to_state(), trusted=True).target == target   # our own state
+        trained = _trained(p)
+        declared = trained.with_target(target)
+        assert declared is not trained and trained.target == p.target and declared.target == target
+        X, _ = _stream(trained, 10, seed=11)
+        np.testing.assert_allclose(declared.predict(X), trained.predict(X), rtol=1e-12, atol=1e-12)
+        assert declared.with_target(target) is declared
+        other = "slowdown" if target == "rate" else "rate"
+        _expect_refusal(lambda: declared.with_target(other), f"with_target({other!r}) on a predictor for {target!r}")
+
+
 def check_calibration_keeps_mean(p: Any) -> None:
     """Wrapped in :class:`~interfpred.predictors.Calibrated`, the point predictions are the predictor's own
     (to 1e-12): after ``fit`` and after updates, with entities where the predictor uses them."""
@@ -442,6 +460,7 @@ _CHECKS = [
     check_entities_contract,
     check_entities_are_learned,
     check_calibration_keeps_mean,
+    check_target_hyperparameter,
 ]
 
 

@@ -152,8 +152,7 @@ def held_out_mapes(fm: FeatureMatrix, extractor: Extractor, run_code: np.ndarray
 
 
 def _fitted(fm: FeatureMatrix, predictor: BasePredictor, fold: Fold) -> tuple[BasePredictor, np.ndarray]:
-    p = predictor.clone()
-    p.target_ = fm.target       # what the rows' targets are (a predictor may fit to suit its target)
+    p = predictor.with_target(fm.target).clone()   # declared for the rows' target (a predictor may fit to suit it)
     train, test = (np.flatnonzero(r) if np.asarray(r).dtype == bool else np.asarray(r) for r in fold[1:])
     ent = fm.entities
     call(p, "fit", fm.X[train], fm.y[train], entities=None if ent is None else ent.take(train))

@@ -76,8 +76,8 @@ def _fold_bounds(fm: Any, codes: np.ndarray, models: np.ndarray, kind: str, wrap
             "novelty": _novelty(fm, train, test)}
     if wrap["method"] == "cross-fit":
         return rows, _frozen_bounds(fm, codes, kind, train, test, quantiles), {}
-    cal = Calibrated(kind, quantiles=tuple(quantiles), scale="relative", **wrap)
-    cal.target_ = fm.target      # declared, as the model that would hold it does
+    # declared for the rows' target, as the model that would hold it is
+    cal = Calibrated(kind, quantiles=tuple(quantiles), scale="relative", target=fm.target, **wrap)
     cal.fit(fm.X[train], fm.y[train], entities=None if ent is None else ent.take(train))
     start, end = run_stamps(codes[test])
     _, bounds = prequential_bounds(cal, fm.X[test], fm.y[test], fm.solo_ms[test], "slowdown", quantiles,
@@ -99,8 +99,7 @@ def _frozen_bounds(fm: FeatureMatrix, codes: np.ndarray, kind: str, train: np.nd
                    quantiles: Sequence[float]) -> dict[float, tuple[np.ndarray, np.ndarray]]:
     """Frozen bounds of the test rows: thresholds cross-fitted on the training runs, as ``fit`` makes them."""
     tr, te = take_rows(fm, train), take_rows(fm, test)
-    p = make_predictor(kind)
-    p.target_ = fm.target
+    p = make_predictor(kind, target=fm.target)
     levels = sorted({float(q) for q in quantiles} | {1.0 - float(q) for q in quantiles})
     fb = cross_fit_bounds(p, tr, codes[train], levels)
     fitted = p.clone()

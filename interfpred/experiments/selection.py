@@ -103,8 +103,7 @@ def run_config(cfg: Config, fit: FeatureMatrix, rows_fit: slice, test: FeatureMa
 
     A predictor with ``tags.uses_entities`` also gets the rows' entities, when the features carry them.
     """
-    p = cfg.predictor()
-    p.target_ = fit.target     # declared as a model holding it would (EntityRLS scales its backoff for it)
+    p = cfg.predictor().with_target(fit.target)   # declared as a model holding it is (EntityRLS scales its backoff)
     ent_fit = None if fit.entities is None else fit.entities.take(np.arange(len(fit))[rows_fit])
     ent_test = None if test.entities is None else test.entities.take(np.arange(len(test))[rows_test])
     call(p, "fit", fit.X[rows_fit], fit.y[rows_fit], entities=ent_fit)

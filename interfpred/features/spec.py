@@ -86,9 +86,9 @@ def training_rows(trace: Trace, profiles: ProfileTable, extractor: Extractor | N
     ``fm.X`` are the features and ``fm.y`` the target of every finished execution of ``trace``,
     in the convention of ``extractor`` (default :func:`default_extractor`, the tracker's own), so
     ``predictor.fit(fm.X, fm.y)`` and ``ColocationTracker(profiles, predictor, extractor)`` agree.
-    A bare predictor does not record the target it was fitted for (only one an
-    :class:`~interfpred.InterferenceModel` fits does, ``predictor.target_``), so pass the same
-    ``extractor`` to both.
+    A predictor built without ``target=`` does not know which target it learns (one an
+    :class:`~interfpred.InterferenceModel` holds is declared for its extractor's), so pass the
+    same ``extractor`` to both, or declare it: ``RLS(target=extractor.target)``.
     ``entities`` (``"model"`` or ``"model_batch"``) adds the rows' entities for predictors that
     learn per-model terms; ``extrapolate`` is passed to the profile lookup.
 

@@ -174,12 +174,12 @@ class InterferenceModel:
         if width is not None and width != ex.n_features:
             raise InterfpredError(f"predictor {pred.kind!r} takes {width} features but the extractor's map "
                                   f"{ex.feature_map!r} makes {ex.n_features}")
-        if pred.is_fitted_ and pred.target_ is not None and pred.target_ != ex.target:
-            raise InterfpredError(f"predictor {pred.kind!r} was fitted for target {pred.target_!r} but the extractor's "
+        if pred.target is not None and pred.target != ex.target:
+            raise InterfpredError(f"predictor {pred.kind!r} is declared for target {pred.target!r} but the extractor's "
                                   f"target is {ex.target!r}")
         self.extractor = ex
-        self.predictor = pred
-        pred.target_ = ex.target   # the predictor-level paths (a tracker) know what it predicts
+        # declared for the extractor's target (a copy when it was not), so every path that holds it knows
+        self.predictor = pred.with_target(ex.target)
         #: The three baselines, fitted on the same rows as the predictor (kind -> predictor).
         self.baselines: dict[str, BasePredictor] = {}
         #: What :meth:`fit` chose on its own (a feature map the data supports), or None.
@@ -254,7 +254,6 @@ class InterferenceModel:
         if chosen == "shares":
             spec.pop("shares", None)     # the shares map holds them already; any other map keeps them
         self.extractor = make_extractor({k: v for k, v in spec.items() if v is not None})
-        self.predictor.target_ = self.extractor.target
         self.note = (f"feature map {chosen!r} chosen: the default {current!r} needs {', '.join(missing)}, "
                      f"which {'no profiles were given for' if profiles is None else 'the profiles lack'}")
 
@@ -294,12 +293,10 @@ class InterferenceModel:
         if progress is not None:
             progress(f"features of {len(fm)} rows computed, fitting {self.predictor.kind}")
         call(self.predictor, "fit", fm.X, fm.y, entities=fm.entities, **extra)
-        self.predictor.target_ = self.extractor.target
         if progress is not None:
             progress(f"{self.predictor.kind} fitted on {len(fm)} rows, fitting the baselines")
-        self.baselines = fit_baselines(fm.X, fm.y, entities=self._baseline_entities(fm), sample_weight=weights)
-        for b in self.baselines.values():
-            b.target_ = self.extractor.target
+        self.baselines = fit_baselines(fm.X, fm.y, entities=self._baseline_entities(fm), sample_weight=weights,
+                                       target=self.extractor.target)
         self.frozen_bounds = None
         levels = getattr(self.predictor, "levels_", None)
         if levels is not None and weights is None and len(fm) >= 2 * CROSS_FIT_FOLDS:

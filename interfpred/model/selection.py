@@ -204,7 +204,7 @@ class Selection:
             mine = self.scores[self.chosen.label][2]
             worse = [(k, v[2]) for k, v in self.baselines.items() if v[2] < mine]
             if worse:
-                out.append(f"for models never seen (held out, frozen) the choice loses to "
+                out.append("for models never seen (held out, frozen) the choice loses to "
                            + ", ".join(f"the {k} ({100 * v:.2f} % against {100 * mine:.2f} %)" for k, v in worse))
         return out
 

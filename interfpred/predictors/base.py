@@ -48,6 +48,7 @@ from interfpred.predictors.inputs import (
     check_entities,
     check_learnable,
     check_state_header,
+    check_target,
 )
 from interfpred.predictors.registry import predictor_from_state
 from interfpred.predictors.tags import PredictorTags
@@ -120,11 +121,12 @@ class BasePredictor(abc.ABC):
     tags: PredictorTags = PredictorTags()
     #: Parameter sets the shared contract suite runs this predictor with (:meth:`contract_params`).
     _contract_params: ClassVar[list[dict[str, Any]]] = [{}]
-    #: The target its rows were built for (``"slowdown"`` or ``"rate"``), recorded by the
-    #: :class:`~interfpred.InterferenceModel` that fits or loads it (whose file records it in its
-    #: extractor spec); None for a predictor fitted on bare arrays. ``ColocationTracker`` refuses a
-    #: predictor recorded for another target than its extractor's.
-    target_: str | None = None
+    #: The ``target`` hyperparameter every predictor takes: what its rows' targets are
+    #: (``"slowdown"`` or ``"rate"``), or None for bare arrays. Set in the constructor (or by
+    #: :meth:`with_target`, which returns a copy); an :class:`~interfpred.InterferenceModel` holds
+    #: its predictor declared for the extractor's target, and ``ColocationTracker`` refuses a
+    #: predictor declared for another target than its extractor's.
+    target: str | None = None
 
     _d: int | None = None
     #: The state buffer of predictors whose single-row path is a compiled entry point over it
@@ -163,10 +165,41 @@ class BasePredictor(abc.ABC):
         return f"{type(self).__name__}({', '.join(parts)})"
 
     def clone(self) -> BasePredictor:
-        """An untrained copy with the same hyperparameters, declared for the same target (``target_``)."""
-        out = type(self)(**copy.deepcopy(self.get_params()))
-        out.target_ = self.target_
+        """An untrained copy with the same hyperparameters (the ``target`` among them)."""
+        return type(self)(**copy.deepcopy(self.get_params()))
+
+    def with_target(self: _P, target: str) -> _P:
+        """This predictor declared for ``target``: itself when it already is, else a copy with the
+        ``target`` hyperparameter set (and what it learned kept); refused when declared for another.
+
+        Examples
+        --------
+        >>> from interfpred.predictors import RLS
+        >>> p = RLS()
+        >>> p.with_target("rate").get_params()["target"], p.target
+        ('rate', None)
+        >>> RLS(target="slowdown").with_target("rate")
+        Traceback (most recent call last):
+        ...
+        interfpred.errors.InterfpredError: RLS is declared for target 'slowdown', not 'rate'
+        """
+        check_target(target)
+        if self.target == target:
+            return self
+        if self.target is not None:
+            raise InterfpredError(f"{type(self).__name__} is declared for target {self.target!r}, not {target!r}")
+        if "target" not in self.param_names():
+            raise InterfpredError(f"{type(self).__name__} takes no target hyperparameter: every predictor declares "
+                                  "'target: str | None = None' in its constructor")
+        if not self.is_fitted_:
+            return type(self)(**{**copy.deepcopy(self.get_params()), "target": target})
+        out = copy.deepcopy(self)
+        out._declare(target)
         return out
+
+    def _declare(self, target: str) -> None:
+        """Set the target of a copy made by :meth:`with_target` (wrappers declare what they wrap too)."""
+        self.target = target
 
     def _check_params(self) -> None:
         """Refuse bad hyperparameters (predictors with any override this)."""

@@ -33,6 +33,7 @@ from interfpred.constants import PRIOR_SLOWDOWN
 from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.predictors.base import BasePredictor
+from interfpred.predictors.inputs import check_target
 
 __all__ = ["GlobalMean", "NoInterference", "PairMean"]
 
@@ -85,7 +86,8 @@ class NoInterference(_Constant):
     #: ``fit`` takes ``sample_weight`` (and learns nothing from it either).
     tags = replace(BasePredictor.tags, learns_online=False, supports_weights=True)
 
-    def __init__(self) -> None:
+    def __init__(self, *, target: str | None = None) -> None:
+        self.target = check_target(target)
         self._d = None
 
     def _allocate(self, d: int) -> None:
@@ -128,7 +130,8 @@ class GlobalMean(_Constant):
     #: ``fit`` takes ``sample_weight`` (a weighted mean).
     tags = replace(BasePredictor.tags, supports_weights=True)
 
-    def __init__(self) -> None:
+    def __init__(self, *, target: str | None = None) -> None:
+        self.target = check_target(target)
         self._d = None
         self._mean = PRIOR_SLOWDOWN
         self._n = 0
@@ -198,7 +201,8 @@ class PairMean(BasePredictor):
     #: ``fit`` takes ``sample_weight`` (weighted means).
     tags = replace(BasePredictor.tags, uses_entities=True, supports_weights=True)
 
-    def __init__(self) -> None:
+    def __init__(self, *, target: str | None = None) -> None:
+        self.target = check_target(target)
         self._d = None
         self._global = [PRIOR_SLOWDOWN, 0, 0.0]
         self._models: dict[str, list] = {}

@@ -20,7 +20,7 @@ import numpy as np
 from interfpred.constants import PRIOR_SLOWDOWN, SCHEMA_VERSION
 from interfpred.errors import FrozenPredictorError, InterfpredError
 from interfpred.predictors.base import BasePredictor
-from interfpred.predictors.inputs import as_rows, as_targets, check_flag, check_state_header
+from interfpred.predictors.inputs import as_rows, as_targets, check_flag, check_state_header, check_target
 
 __all__ = ["FromRiver", "FromSklearn"]
 
@@ -99,8 +99,9 @@ class FromRiver(_FromPeer):
 
         return [{"model": linear_model.LinearRegression(optimizer=optim.SGD(0.05), intercept_lr=0.05)}]
 
-    def __init__(self, *, model: Any = None) -> None:
+    def __init__(self, *, model: Any = None, target: str | None = None) -> None:
         self.model = model
+        self.target = check_target(target)
         self._check_params()
         self._est: Any = None
         self._d = None
@@ -172,9 +173,10 @@ class FromSklearn(_FromPeer):
         return [{"estimator": SGDRegressor(random_state=0, learning_rate="constant", eta0=0.05, shuffle=False)},
                 {"estimator": Ridge(alpha=1e-3), "standardize": False}]
 
-    def __init__(self, *, estimator: Any = None, standardize: bool = True) -> None:
+    def __init__(self, *, estimator: Any = None, standardize: bool = True, target: str | None = None) -> None:
         self.estimator = estimator
         self.standardize = standardize
+        self.target = check_target(target)
         self._check_params()
         # online exactly when the estimator has partial_fit
         self.tags = replace(type(self).tags, learns_online=estimator is None or hasattr(estimator, "partial_fit"))

@@ -25,7 +25,7 @@ import numpy as np
 from interfpred.constants import GPULETS_MAX_BATCH, GPULETS_RTX2080TI
 from interfpred.errors import InterfpredError
 from interfpred.predictors.base import FrozenPredictor, LinearForm
-from interfpred.predictors.inputs import check_flag, state_array, state_count
+from interfpred.predictors.inputs import check_flag, check_target, state_array, state_count
 
 __all__ = ["GpuletsModel", "gpulets_utilisation"]
 
@@ -88,7 +88,7 @@ class GpuletsModel(FrozenPredictor):
         rate is refused at predict).
     clip
         Report ``max(a, 1)`` (gpulets' slowdown) instead of the raw linear value ``a``. Declared
-        for the rate (``target_ == "rate"``, as the model holding it sets), ``fit`` learns the
+        for the rate (``target="rate"``, as the model holding it declares), ``fit`` learns the
         rate and the clip is the library's one clamp (a rate at most 1), not ``max(a, 1)``.
 
     Examples
@@ -105,9 +105,11 @@ class GpuletsModel(FrozenPredictor):
     tags = replace(FrozenPredictor.tags, is_linear=True, fixed_width=4)
     _contract_params = [{}, {"clip": False}, {"coefficients": GPULETS_RTX2080TI, "clip": False}]
 
-    def __init__(self, *, coefficients: tuple[float, ...] | None = None, clip: bool = True) -> None:
+    def __init__(self, *, coefficients: tuple[float, ...] | None = None, clip: bool = True,
+                 target: str | None = None) -> None:
         self.coefficients = coefficients
         self.clip = clip
+        self.target = check_target(target)
         self._check_params()
         if coefficients is not None:  # one canonical form, so repr and files round-trip
             self.coefficients = tuple(float(c) for c in coefficients)
@@ -184,7 +186,7 @@ class GpuletsModel(FrozenPredictor):
 
     def _predict_rows(self, X: np.ndarray, entities: Any = None) -> np.ndarray:
         assert self._c is not None  # only called on a fitted predictor
-        if self._n == 0 and self.coefficients is not None and self.target_ == "rate":
+        if self._n == 0 and self.coefficients is not None and self.target == "rate":
             raise InterfpredError("GpuletsModel: the coefficients given predict a slowdown, but the model holding it "
                                   "learns the rate; use target='slowdown' (or fit the coefficients on the rate)")
         a = X @ self._c[_ORDER] + self._c[4]
@@ -192,7 +194,7 @@ class GpuletsModel(FrozenPredictor):
 
     @property
     def _clips_at_one(self) -> bool:
-        return bool(self.clip) and self.target_ != "rate"
+        return bool(self.clip) and self.target != "rate"
 
     def _get_state(self) -> dict[str, Any]:
         assert self._c is not None  # only called on a fitted predictor

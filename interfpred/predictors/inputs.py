@@ -130,6 +130,21 @@ def check_positive(name: str, value: Any, *, allow_zero: bool = False) -> float:
     return v
 
 
+def check_target(value: Any) -> str | None:
+    """Validate the ``target`` hyperparameter: None (rows of bare arrays) or one of ``TARGETS``.
+
+    Examples
+    --------
+    >>> check_target("rate"), check_target(None)
+    ('rate', None)
+    """
+    from interfpred.constants import TARGETS
+
+    if value is not None and (not isinstance(value, str) or value not in TARGETS):
+        raise InterfpredError(f"target must be None or one of {', '.join(map(repr, TARGETS))}, got {value!r}")
+    return value
+
+
 def check_flag(owner: Any, *names: str) -> None:
     """Refuse a hyperparameter of ``owner`` among ``names`` that is not True or False."""
     for name in names:

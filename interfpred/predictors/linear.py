@@ -10,7 +10,7 @@ import numpy as np
 from interfpred.errors import InterfpredError
 from interfpred.predictors import _linear_buffers as K
 from interfpred.predictors.base import FrozenPredictor
-from interfpred.predictors.inputs import check_flag, check_positive, state_array, state_count
+from interfpred.predictors.inputs import check_flag, check_positive, check_target, state_array, state_count
 
 _FAST = K.FAST
 _H = K.LINEAR_HEADER
@@ -55,9 +55,10 @@ class OfflineLinear(FrozenPredictor):
     tags = replace(FrozenPredictor.tags, is_linear=True, supports_weights=True)
     _contract_params = [{}, {"ridge": 1.0}, {"fit_intercept": False}]
 
-    def __init__(self, *, ridge: float = 0.0, fit_intercept: bool = True) -> None:
+    def __init__(self, *, ridge: float = 0.0, fit_intercept: bool = True, target: str | None = None) -> None:
         self.ridge = ridge
         self.fit_intercept = fit_intercept
+        self.target = check_target(target)
         self._check_params()
         self._coef: np.ndarray | None = None
         self._intercept = 0.0

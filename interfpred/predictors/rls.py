@@ -23,7 +23,7 @@ from interfpred.constants import PRIOR_SLOWDOWN, RLS_DELTA, RLS_FORGETTING, RLS_
 from interfpred.errors import InterfpredError
 from interfpred.predictors import _linear_buffers as K
 from interfpred.predictors.flat_state import FlatStatePredictor
-from interfpred.predictors.inputs import check_flag, check_positive
+from interfpred.predictors.inputs import check_flag, check_positive, check_target
 
 __all__ = ["RLS"]
 
@@ -78,11 +78,13 @@ class RLS(FlatStatePredictor):
         delta: float = RLS_DELTA,
         fit_intercept: bool = True,
         stabilize: bool = True,
+        target: str | None = None,
     ) -> None:
         self.forgetting = forgetting
         self.delta = delta
         self.fit_intercept = fit_intercept
         self.stabilize = stabilize
+        self.target = check_target(target)
         self._check_params()
         self._buf = None
         self._d = None

@@ -42,7 +42,7 @@ from interfpred.constants import (
 from interfpred.errors import InterfpredError
 from interfpred.predictors import _sgd_steps as K
 from interfpred.predictors.flat_state import FlatStatePredictor
-from interfpred.predictors.inputs import check_flag, check_positive
+from interfpred.predictors.inputs import check_flag, check_positive, check_target
 
 __all__ = ["OnlineSGD", "SCHEDULES"]
 
@@ -113,12 +113,14 @@ class OnlineSGD(FlatStatePredictor):
         standardize: bool = SGD_STANDARDIZE,
         fit_intercept: bool = True,
         power_t: float = SGD_POWER_T,
+        target: str | None = None,
     ) -> None:
         self.learning_rate = learning_rate
         self.schedule = schedule
         self.standardize = standardize
         self.fit_intercept = fit_intercept
         self.power_t = power_t
+        self.target = check_target(target)
         self._check_params()
         self._buf = None
         self._d = None

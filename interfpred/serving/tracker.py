@@ -90,7 +90,7 @@ class ColocationTracker:
         :func:`~interfpred.features.default_extractor`, ``TimeWeighted(feature_map="rich",
         target="rate")``, the default of ``InterferenceModel`` and ``interfpred fit`` too: training
         and projection then use the same per-segment map (docs/embedding.md). A predictor that
-        records another target (``predictor.target_``, set by the model that fitted it) is refused;
+        is declared for another target (its ``target`` hyperparameter) is refused;
         :func:`~interfpred.features.training_rows` builds rows in this extractor's convention.
     gpu
         The GPU type in ``profiles`` of this tracker's device; may be omitted when the table holds
@@ -139,10 +139,10 @@ class ColocationTracker:
                  late_window_ms: float = TRACKER_LATE_WINDOW_MS) -> None:
         if extractor is None:
             extractor = default_extractor()
-        declared = getattr(predictor, "target_", None)
-        if declared is not None and declared != extractor.target:
+        declared = getattr(predictor, "target", None)     # the hyperparameter every interfpred predictor has
+        if isinstance(declared, str) and declared != extractor.target:
             raise InterfpredError(
-                f"predictor {type(predictor).__name__} was fitted for target {declared!r} but the tracker's extractor "
+                f"predictor {type(predictor).__name__} is declared for target {declared!r} but the tracker's extractor "
                 f"predicts {extractor.target!r}: pass the extractor it was fitted with, or use "
                 "ColocationTracker.from_model(model, profiles)")
         self._state = TimelineState(extractor, profiles, gpu=gpu, extrapolate=extrapolate)

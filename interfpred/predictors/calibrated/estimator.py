@@ -40,7 +40,7 @@ from interfpred.errors import InterfpredError
 from interfpred.predictors.base import BasePredictor
 from interfpred.predictors.calibrated import _score_windows as K
 from interfpred.predictors.calibrated.state import CalibratedStateMixin
-from interfpred.predictors.inputs import as_rows, as_targets, check_entities, is_integer
+from interfpred.predictors.inputs import as_rows, as_targets, check_entities, check_target, is_integer
 from interfpred.predictors.registry import PredictorSpec, make_predictor
 
 __all__ = ["BoundForm", "Calibrated"]
@@ -125,8 +125,9 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
     def __init__(self, predictor: Any = None, *, quantiles: tuple[float, ...] = CALIBRATED_QUANTILES,
                  method: str = CALIBRATED_METHOD, window: int = CALIBRATED_WINDOW, gamma: float = CALIBRATED_GAMMA,
                  scale: str = "auto", groups: str = "global", min_group: int = CALIBRATED_MIN_GROUP,
-                 calibration_share: float = CALIBRATED_CALIBRATION_SHARE) -> None:
+                 calibration_share: float = CALIBRATED_CALIBRATION_SHARE, target: str | None = None) -> None:
         self.predictor = predictor
+        self.target = check_target(target)
         try:
             self.quantiles = tuple(float(q) for q in quantiles)
         except (TypeError, ValueError):
@@ -140,6 +141,8 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
         self.calibration_share = calibration_share
         self._check_params()
         self._template = self._build(predictor)
+        if self.target is not None:    # the wrapped predictor learns the same target
+            self._template = self._template.with_target(self.target)
         inner = self._template.tags
         # the calibration's capabilities are the wrapped predictor's, plus entities for per-entity groups
         self.tags = replace(type(self).tags, learns_online=inner.learns_online, fixed_width=inner.fixed_width,
@@ -190,9 +193,14 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
         """An untrained copy: the same hyperparameters around an untrained clone of the predictor."""
         p = self.predictor
         params = {k: v for k, v in self.get_params().items() if k != "predictor"}
-        out = type(self)(p.clone() if isinstance(p, BasePredictor) else copy.deepcopy(p), **params)
-        out.target_ = self.target_
-        return out
+        return type(self)(p.clone() if isinstance(p, BasePredictor) else copy.deepcopy(p), **params)
+
+    def _declare(self, target: str) -> None:
+        """A copy declared for ``target`` declares the predictor it wraps, template and trained one alike."""
+        self.target = target
+        self._template = self._template.with_target(target)
+        if self._inner is not None:
+            self._inner = self._inner.with_target(target)
 
     # ------------------------------------------------------------------ state
     def _reset(self) -> None:
@@ -268,19 +276,14 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
         if n_cal >= 1 and m >= 1:
             head = None if ent is None else ent.take(np.arange(m))
             tail = None if ent is None else ent.take(np.arange(m, n))
-            aux = self._declared(self._template.clone()).fit(X[:m], y[:m], **self._kw(head))
+            aux = self._template.clone().fit(X[:m], y[:m], **self._kw(head))
             groups = self._row_groups(tail, n_cal, create=True)
             scores = self._prequential_scores(aux, X[m:], y[m:], tail)
             self._push(groups, scores, "split" if self.method == "fixed" else None)
             if self.method == "fixed":
                 self._state[:, K.FROZEN] = 1.0
-        self._inner = self._declared(self._template.clone()).fit(X, y, **self._kw(ent))
+        self._inner = self._template.clone().fit(X, y, **self._kw(ent))
         self._yq = np.quantile(y, self._levels)
-
-    def _declared(self, p: Any) -> Any:
-        """``p`` declared for this predictor's target (the wrapped predictor learns the same target)."""
-        p.target_ = self.target_
-        return p
 
     def _prequential_scores(self, p: Any, X: np.ndarray, y: np.ndarray, ent: Entities | None) -> np.ndarray:
         """Scores of each row before ``p`` learns from it (``p`` is updated)."""

@@ -155,7 +155,7 @@ class CalibratedStateMixin:
 
     def _restore(self, state: dict[str, Any], d: int, trusted: bool) -> None:
         inner = predictor_from_state(state["inner"], trusted=trusted)
-        declared = self._build(self.predictor)  # params.predictor must describe the predictor the state holds
+        declared = self._template   # params.predictor (declared for this target) must describe the state's predictor
         if declared.kind != inner.kind or declared.get_params() != inner.get_params():
             raise InterfpredError(f"params.predictor {declared!r} disagrees with the wrapped predictor in the state "
                                   f"{inner!r}")

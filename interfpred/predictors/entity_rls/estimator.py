@@ -19,7 +19,7 @@ Across models the spread is wide and a latency's percentage error is asymmetric 
 (predicting half the true rate errs by 100 %, twice it by 50 %), so ``fit`` scales the backoff by
 the factor that minimises the mean absolute percentage error of latency of its own predictions
 on the fitted rows (``backoff_scale``), for the target the predictor is declared for
-(``target_``, which the :class:`~interfpred.InterferenceModel` holding it sets). The model, the update modes, forgetting and the accuracy on real
+(``target``, which the :class:`~interfpred.InterferenceModel` holding it declares). The model, the update modes, forgetting and the accuracy on real
 pairs are described in docs/predictors.md ("Per-model terms: entities and EntityRLS").
 """
 
@@ -57,7 +57,7 @@ from interfpred.predictors.entity_rls import _entity_steps as EK
 from interfpred.predictors.entity_rls import _rows as ER
 from interfpred.predictors.entity_rls._store import EntityStore
 from interfpred.predictors.entity_rls.tuning import select_prior_variances
-from interfpred.predictors.inputs import check_flag, check_positive
+from interfpred.predictors.inputs import check_flag, check_positive, check_target
 from interfpred.predictors.rls import RLS
 
 __all__ = ["EntityRLS"]
@@ -174,7 +174,7 @@ class EntityRLS(EntityStore, BasePredictor):
     backoff_scale
         ``fit`` multiplies the backoff's predictions by the factor (in ``ENTITY_BACKOFF_SCALE_RANGE``)
         that minimises the mean absolute percentage error of latency of the backoff on the fitted
-        rows, when the predictor is declared for a target (``target_``: ``"rate"`` or
+        rows, when the predictor is declared for a target (``target``: ``"rate"`` or
         ``"slowdown"``); the factor is kept in ``backoff_scale_`` (1 otherwise, and with ``update``
         alone). A point prediction for a model never seen is then the value least wrong in
         percent, not the mean across models. False keeps the factor at 1.
@@ -231,6 +231,7 @@ class EntityRLS(EntityStore, BasePredictor):
         backoff_evidence: float = ENTITY_BACKOFF_EVIDENCE,
         backoff: str = "rls",
         backoff_scale: bool = True,
+        target: str | None = None,
     ) -> None:
         self.forgetting = forgetting
         self.delta = delta
@@ -253,6 +254,7 @@ class EntityRLS(EntityStore, BasePredictor):
         self.backoff_evidence = backoff_evidence
         self.backoff = backoff
         self.backoff_scale = backoff_scale
+        self.target = check_target(target)
         self._check_params()
         self._g: np.ndarray | None = None
         self._d = None
@@ -350,10 +352,10 @@ class EntityRLS(EntityStore, BasePredictor):
             self._var = {k: float(v) for k, v in best.items()}
             self._create = (1 + int(self._var["pair_var"] > 0)) if self.entity_terms else 0
         self._learn(X, y, ent)
-        if self.backoff_scale and self._backs_off and self.target_ in ("rate", "slowdown"):
+        if self.backoff_scale and self._backs_off and self.target is not None:
             keep = self._learned_rows(ent) if ent is not None else np.ones(X.shape[0], dtype=bool)
             if keep.any():
-                self._scale = _latency_scale(y[keep], self._backoff.predict(X[keep]), self.target_ == "rate")
+                self._scale = _latency_scale(y[keep], self._backoff.predict(X[keep]), self.target == "rate")
 
     # -- the compiled single-row paths (BasePredictor.predict/update dispatch to them) -----------
     def _update_one(self, x: np.ndarray, y: float, entities: Any) -> int:
