@@ -111,7 +111,7 @@ SIM_RHO_STRESS = 1.4
 #: Every path that turns a prediction into a slowdown or a latency (InterferenceModel.predict_* and
 #: evaluate, the folds and experiments, the tracker's finish and what-if projections, the fleet) clamps
 #: its rate (fraction of solo speed; 1 / slowdown) to [PREDICTED_RATE_MIN, PREDICTED_RATE_MAX], through
-#: interfpred.features.targets.to_rate: a predicted slowdown is never below 1 (no co-runner makes a batch
+#: interfpred._core.targets.to_rate: a predicted slowdown is never below 1 (no co-runner makes a batch
 #: faster than alone) nor above 100, and a predictor's nonsense output (<= 0) gives a slow-but-finite or
 #: solo-speed execution instead of a negative or infinite time.
 PREDICTED_RATE_MIN = 0.01

@@ -41,7 +41,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
 # What each layer is for, one line each, shown beside the table in docs/architecture.md.
 LAYER_JOBS = {
     "foundation": "the lazy public namespace, errors, constants; in `_core/` the numba switch and its cache, "
-                  "atomic file output, pyarrow access, the JSON file schemas, hyperparameters given as text",
+                  "atomic file output, pyarrow access, the JSON file schemas, hyperparameters given as text, "
+                  "the one conversion of a prediction into a rate, slowdown or latency",
     "data": "traces, profiles, measurement runs, entities, counters, columnar I/O, Nsight ingestion, shipped "
             "datasets",
     "features": "co-location timelines, feature maps and their temporal aggregation, specs, measurement-run and "

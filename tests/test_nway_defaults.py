@@ -74,7 +74,7 @@ def test_defaults_stay_near_the_global_mean(kind: str, seed: int, max_corunners:
        units=st.lists(st.floats(1.0, 1000.0), min_size=3, max_size=3))
 def test_online_sgd_learns_the_rate_near_the_global_mean(seed: int, max_corunners: int, units: list[float]) -> None:
     """On the rate target (1 / slowdown), scored on latency through the one clamped conversion."""
-    from interfpred.features.targets import latency_from_prediction
+    from interfpred._core.targets import latency_from_prediction
 
     X, y = nway_rows(seed, max_corunners, np.asarray(units))
     half = X.shape[0] // 2

@@ -19,8 +19,8 @@ from interfpred import (
     load_model,
     training_rows,
 )
+from interfpred._core.targets import latency_from_prediction, rate_from_prediction, slowdown_from_prediction
 from interfpred.constants import MODEL_DEFAULT_EXTRACTOR, PREDICTED_RATE_MAX, PREDICTED_RATE_MIN
-from interfpred.features.targets import latency_from_prediction, rate_from_prediction, slowdown_from_prediction
 from interfpred.sim.workload import mix_scenario
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

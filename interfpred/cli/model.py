@@ -158,7 +158,8 @@ def run_fit(args: argparse.Namespace) -> int:
 def _fit_validated(args: argparse.Namespace, spec: dict[str, Any], predictor: Any, profiles: Any, trace: Any,
                    meas: Any, progress: Any) -> Any:
     """Choose what was not named by validation, print the choice beside the baselines, fit it (None: refused)."""
-    from interfpred.model.selection import fit_selected, select_configuration
+    from interfpred.model.interference import fit_selected
+    from interfpred.model.selection import select_configuration
 
     fixed = {"aggregation": spec["aggregation"], "combine": spec["combine"], "alpha": spec.get("alpha"),
              "feature_map": args.feature_map, "target": args.target, "shares": True if args.shares else None}

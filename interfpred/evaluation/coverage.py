@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
+from interfpred._core.targets import latency_from_prediction
 from interfpred.constants import BOUNDARY_RTOL
 from interfpred.errors import InterfpredError
 from interfpred.evaluation.prequential import feedback_schedule
-from interfpred.features.targets import latency_from_prediction
 from interfpred.predictors import get_tags
 
 __all__ = ["baseline_bounds", "check_quantile", "coverage_rows", "latency_bounds", "prequential_bounds", "run_stamps",

@@ -135,7 +135,8 @@ def _fold_model(measurements: Measurements, profiles: ProfileTable | None, quant
                 model: InterferenceModel | None, chosen: InterferenceModel | None) -> InterferenceModel:
     """A calibrated model fitted on ``measurements``: ``model``'s configuration, or what ``fit`` chooses
     (``chosen``: a model ``fit`` already chose on these rows, whose configuration is reused)."""
-    from interfpred.model.selection import fit_selected, select_configuration
+    from interfpred.model.interference import fit_selected
+    from interfpred.model.selection import select_configuration
     from interfpred.predictors import Calibrated, make_predictor
 
     if model is None and chosen is None:

@@ -45,8 +45,8 @@ from interfpred.evaluation.tables import markdown_table, text_table
 from interfpred.experiments.report import ReproduceContext, Section
 from interfpred.features import Extractor, TimeWeighted
 from interfpred.features.measurement_features import measurement_features
-from interfpred.model.interference import InterferenceModel
-from interfpred.model.selection import fit_selected, select_configuration
+from interfpred.model.interference import InterferenceModel, fit_selected
+from interfpred.model.selection import select_configuration
 from interfpred.predictors import BasePredictor, make_predictor, predictor_from_state, registered
 
 __all__ = ["DEFAULT_FIT_LABEL", "default_fit_mape", "e4_methods", "new_model_streams", "run_e4", "score_methods",

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from interfpred._core.targets import latency_from_prediction
 from interfpred.constants import (
     COMBINES,
     DEFAULT_EWMA_ALPHA,
@@ -37,7 +38,6 @@ from interfpred.features import _segment_maps as _k
 from interfpred.features.batch import batch_features
 from interfpred.features.maps import AGG_IDS, COMBINE_IDS, MAP_IDS, SHARE_NAMES, CustomMap, as_demand, feature_names
 from interfpred.features.matrix import FeatureMatrix
-from interfpred.features.targets import latency_from_prediction
 from interfpred.features.timeline import Timeline
 
 __all__ = ["EWMA", "Extractor", "CompiledSpec", "Static", "TimeWeighted"]
@@ -320,7 +320,7 @@ class Extractor:
         """Turn a predicted target back into latency (ms), clamped as on every prediction path.
 
         ``solo_ms / rate``, the rate clamped to ``[PREDICTED_RATE_MIN, PREDICTED_RATE_MAX]`` by
-        :func:`interfpred.features.targets.latency_from_prediction` (for a slowdown target the
+        :func:`interfpred._core.targets.latency_from_prediction` (for a slowdown target the
         rate is ``1 / pred``): a prediction never gives a latency below solo, and a rate at or
         below zero means "very slow", not a negative latency.
 

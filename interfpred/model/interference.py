@@ -4,7 +4,7 @@
 predictor's learned state together; :meth:`InterferenceModel.save` writes both into one JSON file
 that :func:`load_model` reads back. Predictions are reported as latency (ms) and slowdown whatever
 the target learned, through the one clamped conversion of
-:mod:`interfpred.features.targets` (slowdown in [1, 100]) that the tracker also uses. The writers of its prediction tables live in :mod:`interfpred.model.tables`.
+:mod:`interfpred._core.targets` (slowdown in [1, 100]) that the tracker also uses. The writers of its prediction tables live in :mod:`interfpred.model.tables`.
 
 Examples
 --------
@@ -43,7 +43,6 @@ from interfpred.constants import (
 )
 from interfpred.data.counters import supported_maps
 from interfpred.data.entities import Entities
-from interfpred.data.frames import as_measurements, as_profiles, as_trace
 from interfpred.data.measurements import Measurements
 from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
@@ -61,11 +60,12 @@ from interfpred.evaluation import (
 )
 from interfpred.features import Extractor, FeatureMatrix, default_extractor, make_extractor
 from interfpred.features.entity_features import parent_entities
-from interfpred.features.measurement_features import concat_features, measurement_features
 from interfpred.model.crossfit import FrozenBounds, cross_fit_bounds, model_entities, row_groups
+from interfpred.model.rows import as_inputs, model_features
+from interfpred.model.selection import Selection, select_configuration
 from interfpred.predictors import BasePredictor, make_predictor, predictor_from_state, registered
 
-__all__ = ["Evaluation", "InterferenceModel", "load_model"]
+__all__ = ["Evaluation", "InterferenceModel", "fit_selected", "load_model"]
 
 @dataclass(frozen=True)
 class Evaluation:
@@ -105,13 +105,6 @@ class Evaluation:
 
         return pd.DataFrame({"predicted_latency_ms": self.predicted_latency_ms,
                              "observed_latency_ms": self.observed_latency_ms})
-
-
-def _as_inputs(trace: Any, profiles: Any, measurements: Any) -> tuple[Trace | None, ProfileTable | None,
-                                                                   Measurements | None]:
-    """The inputs as interfpred's own objects (pandas DataFrames converted); None stays None."""
-    return (None if trace is None else as_trace(trace), None if profiles is None else as_profiles(profiles),
-            None if measurements is None else as_measurements(measurements))
 
 
 def _as_extractor(extractor: Extractor | Mapping[str, Any] | None) -> Extractor:
@@ -204,24 +197,9 @@ class InterferenceModel:
     # ------------------------------------------------------------------ data
     def features(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,
                  measurements: Measurements | None = None) -> FeatureMatrix:
-        """Features, target and entities of every execution of ``trace``, then every row of ``measurements``.
-
-        Entities are keyed by the predictor's ``entity`` parameter when it has one (``"model"`` or
-        ``"model_batch"``), else by model (what the per-pair baseline groups by).
-        """
-        trace, profiles, measurements = _as_inputs(trace, profiles, measurements)
-        key = self.predictor.tags.entity_key if self.predictor.tags.uses_entities \
-            else "model"
-        parts = []
-        if trace is not None:
-            if profiles is None:
-                raise InterfpredError("a trace needs profiles (solo latency and counters per model)")
-            parts.append(self.extractor.transform(trace, profiles, entities=key))
-        if measurements is not None:
-            parts.append(measurement_features(self.extractor, measurements, profiles, entity_key=key))
-        if not parts:
-            raise InterfpredError("give a trace (with profiles) or measurements")
-        return parts[0] if len(parts) == 1 else concat_features(parts)
+        """Features, target and entities of every execution of ``trace``, then every row of ``measurements``
+        (:func:`~interfpred.model.rows.model_features` with this model's extractor and predictor)."""
+        return model_features(self.extractor, self.predictor, trace, profiles, measurements=measurements)
 
     def _baseline_entities(self, fm: FeatureMatrix) -> Entities | None:
         """The rows' entities by model (the per-pair baseline's groups), whatever key the predictor asked."""
@@ -270,7 +248,7 @@ class InterferenceModel:
         ``progress``, when given, is called with a short message after each step (features, the
         predictor, the baselines).
         """
-        trace, profiles, measurements = _as_inputs(trace, profiles, measurements)
+        trace, profiles, measurements = as_inputs(trace, profiles, measurements)
         if self.auto_config and weights is None:
             return self._fit_validated(trace, profiles, measurements, progress)
         saved = (self.extractor, self.note)
@@ -309,7 +287,6 @@ class InterferenceModel:
     def _fit_validated(self, trace: Trace | None, profiles: ProfileTable | None, measurements: Measurements | None,
                        progress: Callable[[str], None] | None) -> InterferenceModel:
         """Choose the configuration by validation (what ``interfpred fit`` with no flags does), then fit it."""
-        from interfpred.model.selection import fit_selected, select_configuration
 
         if progress is not None:
             progress("choosing the configuration by validation inside the training rows")
@@ -412,7 +389,7 @@ class InterferenceModel:
         """
         if trace is not None and measurements is not None:
             raise InterfpredError("evaluate one data set at a time: a trace or measurements")
-        trace, profiles, measurements = _as_inputs(trace, profiles, measurements)
+        trace, profiles, measurements = as_inputs(trace, profiles, measurements)
         fm = self.features(trace, profiles, measurements=measurements)
         self._check_width(fm)
         if len(fm) == 0:
@@ -539,3 +516,15 @@ def load_model(path: str | os.PathLike[str], *, trusted: bool = False) -> Interf
     interfpred.errors.InterfpredError: ...m.json: kind 'rls' is not an interference model ('interfpred.model.interference') (a bare predictor state: fit a model with 'interfpred fit')
     """
     return InterferenceModel.from_state(read_json(path), source=os.fspath(path), trusted=trusted)
+
+
+def fit_selected(selection: Selection, trace: Trace | None, profiles: ProfileTable | None,
+                 measurements: Measurements | None, *, predictor: BasePredictor | None = None,
+                 weights: Any = None, progress: Any = None) -> InterferenceModel:
+    """The chosen configuration fitted on every row (``predictor``: the object to fit, e.g. a Calibrated wrap;
+    ``progress``: as for :meth:`InterferenceModel.fit`)."""
+    c = selection.chosen
+    model = InterferenceModel(make_extractor(c.extractor_spec(selection.fixed)).get_spec(),
+                              predictor if predictor is not None else c.build())
+    model.auto_map = False
+    return model.fit(trace, profiles, measurements=measurements, weights=weights, progress=progress)

@@ -16,7 +16,7 @@ interference, global mean, per-pair mean) on the training rows alone, by use:
   EntityRLS choice backs off to for such rows (``backoff``: features-only RLS or the scaled global
   mean); without warm folds (too few runs) it chooses the model too.
 
-:func:`fit_selected` fits the chosen configuration on every row. EntityRLS tunes its prior
+:func:`~interfpred.model.interference.fit_selected` fits the chosen configuration on every row. EntityRLS tunes its prior
 variances once on all the rows (its own validation) and keeps them fixed inside the folds, which
 keeps the search to a few seconds on a few hundred runs; with the predictor searched too, the
 extractor is searched first with RLS (``SELECTION_PROXY``, fast), and every other predictor is then
@@ -63,10 +63,10 @@ from interfpred.errors import InterfpredError
 from interfpred.evaluation import BASELINE_LABELS, Fold, held_out_mape, held_out_mapes
 from interfpred.features import FeatureMatrix, make_extractor
 from interfpred.model.crossfit import grouped_fold_ids, involvement, model_entities, row_groups, take_rows
-from interfpred.model.interference import InterferenceModel
+from interfpred.model.rows import model_features
 from interfpred.predictors import BasePredictor, make_predictor
 
-__all__ = ["Candidate", "Selection", "candidates", "fit_selected", "select_configuration"]
+__all__ = ["Candidate", "Selection", "candidates", "select_configuration"]
 
 
 @dataclass(frozen=True)
@@ -355,8 +355,8 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
     def run(c: Candidate) -> None:
         nonlocal folds
         proto = c.build(predictor)
-        model = InterferenceModel(c.extractor_spec(fixed), proto)
-        fm = model.features(trace, profiles, measurements=measurements)
+        extractor = make_extractor(c.extractor_spec(fixed))
+        fm = model_features(extractor, proto, trace, profiles, measurements=measurements)
         if len(fm) != n_rows:
             raise InterfpredError(f"{len(fm)} feature rows for {n_rows} rows of data")
         if len(keep) < n_rows:
@@ -365,8 +365,8 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
         if folds is None:
             folds = _folds(by_model, groups, seed, n_folds, n_cold)
             colocated[0] = _colocated(by_model)
-        feats.setdefault(c.target, (by_model, model.extractor))
-        scores[c.label] = _score(fm, model.extractor, groups, _frozen_priors(proto, fm), *folds)
+        feats.setdefault(c.target, (by_model, extractor))
+        scores[c.label] = _score(fm, extractor, groups, _frozen_priors(proto, fm), *folds)
 
     # Two stages when several extractors are open for a predictor other than the proxy: the extractor
     # (map, shares, target) searched with the fast proxy, then the other predictors on the proxy's
@@ -419,15 +419,3 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
     baselines = {BASELINE_LABELS[b.predictor].removeprefix("baseline: "): scores[b.label]
                  for b in base if b.target == chosen.target}
     return Selection(chosen, scores, baselines, len(warm), len(cold), dict(fixed), colocated[0])
-
-
-def fit_selected(selection: Selection, trace: Trace | None, profiles: ProfileTable | None,
-                 measurements: Measurements | None, *, predictor: BasePredictor | None = None,
-                 weights: Any = None, progress: Any = None) -> InterferenceModel:
-    """The chosen configuration fitted on every row (``predictor``: the object to fit, e.g. a Calibrated wrap;
-    ``progress``: as for :meth:`InterferenceModel.fit`)."""
-    c = selection.chosen
-    model = InterferenceModel(make_extractor(c.extractor_spec(selection.fixed)).get_spec(),
-                              predictor if predictor is not None else c.build())
-    model.auto_map = False
-    return model.fit(trace, profiles, measurements=measurements, weights=weights, progress=progress)

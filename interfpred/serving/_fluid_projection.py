@@ -2,8 +2,8 @@
 
 Package-internal. Every projection in interfpred (the tracker's compiled and Python paths, the
 affine projection of :mod:`interfpred.serving.projection`, the E3 oracle's ground-truth projection) turns
-predictions into rates with :func:`interfpred.features.targets.to_rate` (the one clamp of every
-prediction path, :func:`~interfpred.features.targets.clamp_rates` on an array) and advances the
+predictions into rates with :func:`interfpred._core.targets.to_rate` (the one clamp of every
+prediction path, :func:`~interfpred._core.targets.clamp_rates` on an array) and advances the
 running set one segment at a time with :func:`advance`. The affine projection evaluates the model
 through the map's affine form (:mod:`interfpred.features._segment_maps`) and keeps the running
 set's sums up to date as members finish. Nothing here validates its input:
@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from interfpred._core.jit import njit
+from interfpred._core.targets import to_rate
 from interfpred.constants import TRACKER_FINISH_RTOL
 from interfpred.errors import InterfpredError
 from interfpred.features._segment_maps import (
@@ -46,7 +47,6 @@ from interfpred.features._segment_maps import (
     set_total,
     worst_other,
 )
-from interfpred.features.targets import to_rate
 
 __all__ = ["BOUND_MEAN", "BOUND_RELATIVE", "BOUND_STD", "NONFINITE", "NONFINITE_MESSAGE", "advance",
            "affine_rates", "all_finite", "bounded", "project_affine_into", "project_bound_into",

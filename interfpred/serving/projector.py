@@ -37,6 +37,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from interfpred._core.targets import clamp_rates
 from interfpred.constants import (
     PREDICTED_RATE_MAX,
     PREDICTED_RATE_MIN,
@@ -49,7 +50,6 @@ from interfpred.errors import InterfpredError
 from interfpred.evaluation.coverage import check_quantile as check_level
 from interfpred.features import Extractor
 from interfpred.features._segment_maps import COMBINE_SUM
-from interfpred.features.targets import clamp_rates
 from interfpred.predictors import RLS, Calibrated, get_tags
 from interfpred.serving._entity_projection import entity_project, entity_rates
 from interfpred.serving._fluid_projection import (
@@ -146,7 +146,7 @@ class RunningSetProjector:
         Its feature map and target.
     min_rate, max_rate
         Clamp of predicted rates, ``0 < min_rate <= max_rate <= PREDICTED_RATE_MAX`` (default the
-        clamp of every prediction path, :func:`interfpred.features.targets.to_rate`).
+        clamp of every prediction path, :func:`interfpred._core.targets.to_rate`).
     entities
         Whether the predictor takes the entities of its rows (then :meth:`rates` and
         :meth:`project` need the members' entity names).

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from interfpred._core.targets import observed_target
 from interfpred.constants import DEFAULT_SHARE, MAX_RUNNING_SET, PROFILE_CACHE_SIZE
 from interfpred.data.frames import as_profiles
 from interfpred.data.profiles import ProfileTable
@@ -368,10 +369,7 @@ class TimelineState:
             acc = acc / wsum
         latency = tf - float(cols["start"][a])
         solo = float(cols["solo"][a])
-        if self.extractor.target == "slowdown":
-            y = latency / solo
-        else:
-            y = solo / latency if latency > 0 else math.inf
+        y = observed_target(latency, solo, self.extractor.target)
         del self._info[rs.tag(a)]
         rs.remove(id)
         return FinishedExecution(id, acc, y, solo, latency)

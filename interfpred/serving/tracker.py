@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from interfpred._core.targets import observed_slowdown
 from interfpred.constants import (
     DEFAULT_SHARE,
     MAX_RUNNING_SET,
@@ -458,7 +459,7 @@ class ColocationTracker:
         lat = done.latency_ms
         err = (predicted - lat) / lat if lat > 0 else math.nan
         learned = False
-        slowdown = 1.0 / done.y if self._is_rate and done.y > 0 else done.y
+        slowdown = observed_slowdown(done.y, self.extractor.target)
         physical = SLOWDOWN_MIN <= slowdown <= SLOWDOWN_MAX   # else a glitched timer: not learned
         online = get_tags(self.predictor).learns_online   # a frozen predictor refuses update
         if self.learn and online and lat > 0 and math.isfinite(done.y) and physical:

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from interfpred._core.targets import latency_from_prediction
 from interfpred.experiments.scheduling.event_loop import Batch, project_truth
 from interfpred.features import Static
-from interfpred.features.targets import latency_from_prediction
 from interfpred.predictors import GpuletsModel
 from interfpred.serving.fleet import Fleet
 from interfpred.serving.placement import added_latency, least_added_latency, meets_deadlines

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from interfpred._core.targets import rate_from_prediction
 from interfpred.constants import (
     ENTITY_AGGRESSIVENESS_VAR,
     ENTITY_BACKOFF_EVIDENCE,
@@ -42,8 +43,6 @@ from interfpred.constants import (
     ENTITY_MAX_RANK,
     ENTITY_PAIR_VAR,
     ENTITY_SENSITIVITY_VAR,
-    PREDICTED_RATE_MAX,
-    PREDICTED_RATE_MIN,
     PRIOR_SLOWDOWN,
     RLS_DELTA,
     RLS_FORGETTING,
@@ -103,7 +102,8 @@ def _latency_scale(y: np.ndarray, pred: np.ndarray, is_rate: bool) -> float:
     if y.size > ENTITY_BACKOFF_SCALE_ROWS:
         keep = np.linspace(0, y.size - 1, ENTITY_BACKOFF_SCALE_ROWS).astype(np.int64)
         y, pred = y[keep], pred[keep]
-    true = np.clip(y if is_rate else 1.0 / y, PREDICTED_RATE_MIN, PREDICTED_RATE_MAX)
+    target = "rate" if is_rate else "slowdown"
+    true = rate_from_prediction(y, target)     # observations clamped as predictions are
     if is_rate:        # |true / (k pred) - 1| = (true / pred) |1/k - pred / true|
         k0 = 1.0 / _weighted_median(pred / true, true / pred)
     else:              # |true k pred - 1| = (true pred) |k - 1 / (true pred)|
@@ -112,7 +112,7 @@ def _latency_scale(y: np.ndarray, pred: np.ndarray, is_rate: bool) -> float:
     cands = np.unique(np.clip(np.concatenate([k0 * 1.01 ** np.arange(-10, 11), [1.0]]), lo, hi))
 
     def loss(k: float) -> float:
-        rate = np.clip(k * pred if is_rate else 1.0 / (k * pred), PREDICTED_RATE_MIN, PREDICTED_RATE_MAX)
+        rate = rate_from_prediction(k * pred, target)
         return float(np.abs(true / rate - 1.0).mean())
 
     losses = np.array([loss(float(k)) for k in cands])

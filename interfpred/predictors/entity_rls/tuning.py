@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from interfpred._core.targets import observed_slowdown, slowdown_from_prediction
 from interfpred.constants import ENTITY_VAR_SCALES
 from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
@@ -55,10 +56,8 @@ def validation_error(params: Mapping[str, Any], X: np.ndarray, y: np.ndarray, en
     for j, i in enumerate(range(cut, n)):
         pred[j] = p.predict(X[i], entities=rows[j])
         p.update(X[i], float(y[i]), entities=rows[j])
-    obs = y[cut:]
-    if target == "rate":  # latency is solo / rate
-        return float(np.mean(np.abs(obs / np.maximum(pred, 1e-12) - 1.0)))
-    return float(np.mean(np.abs(pred / obs - 1.0)))
+    # latency error through the one clamped conversion of a prediction (solo latency cancels)
+    return float(np.mean(np.abs(slowdown_from_prediction(pred, target) / observed_slowdown(y[cut:], target) - 1.0)))
 
 
 def select_prior_variances(X: Any, y: Any, entities: Entities, *, params: Mapping[str, Any] | None = None,

@@ -30,8 +30,8 @@ from interfpred._core.jit import njit
 from interfpred.constants import PREDICTED_RATE_MAX, PREDICTED_RATE_MIN, TARGETS
 from interfpred.errors import InterfpredError
 
-__all__ = ["clamp_rates", "latency_from_prediction", "rate_from_prediction", "slowdown_from_prediction",
-           "to_rate"]
+__all__ = ["clamp_rates", "latency_from_prediction", "observed_slowdown", "observed_target", "rate_from_prediction",
+           "slowdown_from_prediction", "to_rate"]
 
 
 @njit(cache=True, inline="always")
@@ -80,3 +80,37 @@ def slowdown_from_prediction(pred: Any, target: str) -> np.ndarray:
 def latency_from_prediction(pred: Any, solo_ms: Any, target: str) -> np.ndarray:
     """Predictions of ``target`` as latencies (ms): ``solo_ms / rate_from_prediction``."""
     return np.asarray(solo_ms, dtype=np.float64) / rate_from_prediction(pred, target)
+
+
+def observed_target(latency_ms: Any, solo_ms: Any, target: str) -> Any:
+    """What a finished execution teaches, in ``target``: ``latency / solo`` (slowdown) or ``solo / latency``
+    (rate; inf for a latency of 0). Observations are not clamped: they are what happened.
+
+    Examples
+    --------
+    >>> observed_target(8.0, 4.0, "slowdown"), observed_target(8.0, 4.0, "rate")
+    (2.0, 0.5)
+    """
+    if target not in TARGETS:
+        raise InterfpredError(f"target {target!r} is not one of {', '.join(TARGETS)}")
+    lat, solo = np.asarray(latency_ms, dtype=np.float64), np.asarray(solo_ms, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = lat / solo if target == "slowdown" else np.where(lat > 0, solo / np.where(lat > 0, lat, 1.0), np.inf)
+    return float(out) if out.ndim == 0 else out
+
+
+def observed_slowdown(y: Any, target: str) -> Any:
+    """An observed value of ``target`` as a slowdown (``1 / y`` for a rate; 0 stays 0), not clamped.
+
+    Examples
+    --------
+    >>> observed_slowdown(0.5, "rate"), observed_slowdown(2.0, "slowdown")
+    (2.0, 2.0)
+    """
+    if target not in TARGETS:
+        raise InterfpredError(f"target {target!r} is not one of {', '.join(TARGETS)}")
+    v = np.asarray(y, dtype=np.float64)
+    if target == "rate":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v = np.where(v > 0, 1.0 / np.where(v > 0, v, 1.0), v)
+    return float(v) if v.ndim == 0 else v
