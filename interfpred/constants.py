@@ -310,8 +310,9 @@ ENTITY_FACTOR_VAR = 0.05
 #: EntityRLS: observations of a row's own model after which its entity model alone predicts the row; before,
 #: the prediction blends in the features-only backoff model with weight 1 - n / ENTITY_BACKOFF_EVIDENCE.
 ENTITY_BACKOFF_EVIDENCE = 1.0
-#: What EntityRLS backs off to for rows of little evidence: a features-only RLS, or the (scaled) global mean.
-ENTITY_BACKOFFS = ("rls", "global_mean")
+#: What EntityRLS backs off to for rows of little evidence: a features-only RLS, the (scaled) global mean, or
+#: no interference (solo speed, never scaled).
+ENTITY_BACKOFFS = ("rls", "global_mean", "no_interference")
 #: EntityRLS: the range of the factor ``fit`` scales its backoff by (``backoff_scale``: the factor of least
 #: latency MAPE of the backoff on the fitted rows), and the most rows (evenly spaced) that choose it.
 ENTITY_BACKOFF_SCALE_RANGE = (0.25, 4.0)

@@ -148,7 +148,7 @@ class InterferenceModel:
     Examples
     --------
     >>> InterferenceModel()
-    InterferenceModel(TimeWeighted(feature_map='rich', combine='sum', target='rate'), RLS())
+    InterferenceModel(TimeWeighted(feature_map='rich', combine='sum', target='rate'), RLS(target='rate'))
     >>> from interfpred.data.datasets import gavel_v100
     >>> chosen = InterferenceModel().fit(measurements=gavel_v100())      # chooses by validation
     >>> chosen.selection.chosen.label, chosen.predictor.kind

@@ -8,13 +8,17 @@ interference, global mean, per-pair mean) on the training rows alone, by use:
   ``SELECTION_FOLDS`` grouped folds (whole measurement runs, or blocks of
   ``SELECTION_TRACE_BLOCK`` consecutive trace rows); each is predicted prequentially (every run
   predicted with what the runs before it taught, then learned) by a clone fitted on the others.
-  The lowest warm MAPE of latency chooses the model; a baseline that wins is the choice, and
-  :attr:`Selection.baseline_chosen` says so.
 - *cold* (models never seen): up to ``SELECTION_COLD_MODELS`` models held out entirely (as the
   batch measured and as a co-runner), their rows predicted by a clone fitted on the rest, once
-  prequentially and once frozen (as ``predict`` serves them). The frozen score chooses what an
-  EntityRLS choice backs off to for such rows (``backoff``: features-only RLS or the scaled global
-  mean); without warm folds (too few runs) it chooses the model too.
+  prequentially and once frozen (as ``predict`` serves them).
+
+The warm MAPE of latency decides first: the candidates within one standard error of the lowest
+(the mean of their paired per-fold differences from it at most its standard error: the
+one-standard-error rule) predict models seen equally well, so the frozen MAPE on the held-out
+models chooses among them, and chooses what an EntityRLS among them serves models never seen
+with (``backoff``: features-only RLS, the scaled global mean, or no interference). A baseline
+that wins is the choice, and :attr:`Selection.baseline_chosen` says so. Without warm folds (too
+few runs) the frozen MAPE alone chooses.
 
 :func:`~interfpred.model.interference.fit_selected` fits the chosen configuration on every row. EntityRLS tunes its prior
 variances once on all the rows (its own validation) and keeps them fixed inside the folds, which
@@ -158,14 +162,14 @@ class Selection:
         if not self.warm_folds and not self.cold_folds:
             return [f"chose {self.chosen.label}: too few runs (or trace blocks) to validate on, so the "
                     "default among the candidates, unvalidated"]
-        if self.warm_folds:
+        if self.warm_folds and self.cold_folds:
+            how = (f"of the candidates within one standard error of the lowest warm MAPE ({self.warm_folds} folds "
+                   f"by run, prequential: models seen), the lowest frozen MAPE on {self.cold_folds} held-out "
+                   "model(s) (models never seen)")
+        elif self.warm_folds:
             how = f"lowest warm MAPE ({self.warm_folds} folds by run, prequential: models seen)"
         else:
-            how = "lowest cold frozen MAPE (too few runs for folds by run)"
-        if self.cold_folds:
-            how += (f"; {self.cold_folds} model(s) held out, prequential and frozen"
-                    + (f", the frozen MAPE chose the backoff for models never seen ({self.chosen.backoff})"
-                       if self.chosen.backoff is not None else ""))
+            how = f"lowest frozen MAPE on {self.cold_folds} held-out model(s) (too few runs for folds by run)"
         lines = [f"chose {self.chosen.label}: {how}"]
         rows = sorted(self.scores.items(), key=lambda kv: (self._use(kv[1]), kv[0].startswith("baseline")))
         width = max(len(k) for k in self.scores)
@@ -285,11 +289,22 @@ def _folds(fm_model: FeatureMatrix, groups: np.ndarray, seed: int, n_folds: int,
 
 
 def _score(fm: FeatureMatrix, ex: Any, groups: np.ndarray, p: BasePredictor, warm: list[Fold],
-           cold: list[Fold]) -> tuple[float, float, float]:
-    w = float(np.mean([held_out_mape(fm, ex, groups, p, f, online=True) for f in warm])) if warm else np.nan
+           cold: list[Fold]) -> tuple[tuple[float, float, float], np.ndarray]:
+    """(warm, cold prequential, cold frozen) MAPEs, and the warm MAPE of each fold by run."""
+    per_fold = np.array([held_out_mape(fm, ex, groups, p, f, online=True) for f in warm])
+    w = float(per_fold.mean()) if warm else np.nan
     both = np.array([held_out_mapes(fm, ex, groups, p, f) for f in cold]).reshape(-1, 2)   # one fit per fold
     co, cf = (float(v) for v in both.mean(axis=0)) if cold else (np.nan, np.nan)
-    return w, co, cf
+    return (w, co, cf), per_fold
+
+
+def _within_one_se(per_fold: np.ndarray, best: np.ndarray) -> bool:
+    """Whether a warm score is within one standard error of the best one: the mean of the paired
+    per-fold differences at most their standard error (the one-standard-error rule)."""
+    d = np.asarray(per_fold) - np.asarray(best)
+    if d.size < 2 or not np.isfinite(d).all():
+        return bool(d.size and np.isfinite(d).all() and d.mean() <= 0.0)
+    return bool(d.mean() <= d.std(ddof=1) / np.sqrt(d.size))
 
 
 def _colocated(fm: FeatureMatrix) -> bool:
@@ -350,6 +365,7 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
     scores: dict[str, tuple[float, ...]] = {}
     folds: tuple[list[Fold], list[Fold]] | None = None
     feats: dict[str, tuple[FeatureMatrix, Any]] = {}
+    warm_folds: dict[str, np.ndarray] = {}
     colocated = [True]
 
     def run(c: Candidate) -> None:
@@ -366,7 +382,7 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
             folds = _folds(by_model, groups, seed, n_folds, n_cold)
             colocated[0] = _colocated(by_model)
         feats.setdefault(c.target, (by_model, extractor))
-        scores[c.label] = _score(fm, extractor, groups, _frozen_priors(proto, fm), *folds)
+        scores[c.label], warm_folds[c.label] = _score(fm, extractor, groups, _frozen_priors(proto, fm), *folds)
 
     # Two stages when several extractors are open for a predictor other than the proxy: the extractor
     # (map, shares, target) searched with the fast proxy, then the other predictors on the proxy's
@@ -406,13 +422,23 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
             for t in dict.fromkeys(c.target for c in cands) for k in BASELINE_KINDS]
     for b in base:
         fm_b, ex_b = feats[b.target]
-        scores[b.label] = _score(fm_b, ex_b, groups, make_predictor(b.predictor), warm, cold)
+        scores[b.label], warm_folds[b.label] = _score(fm_b, ex_b, groups, make_predictor(b.predictor), warm, cold)
     pool = cands + (base if predictor is None else [])
     chosen = min(pool, key=lambda c: (use(c), pool.index(c)))
-    # what serves models never seen: an EntityRLS choice backs off to whichever does best on held-out models
-    if chosen.predictor == "entity_rls" and predictor is None and cold:
+    if warm and cold:
+        # The warm score chooses; candidates within one standard error of it are as good on models seen,
+        # so the frozen score on held-out models chooses among them, and what an EntityRLS among them
+        # serves models never seen with (its backoff: features-only RLS, the scaled global mean, or none).
+        near = [c for c in pool if _within_one_se(warm_folds[c.label], warm_folds[chosen.label])]
+        for c in list(near):
+            if c.predictor == "entity_rls" and predictor is None:
+                for bo in ENTITY_BACKOFFS[1:]:     # the first is EntityRLS's default, scored above
+                    near.append(Candidate(c.predictor, c.feature_map, c.shares, c.target, bo))
+                    run(near[-1])
+        chosen = min(near, key=lambda c: (float(np.nan_to_num(scores[c.label][2], nan=np.inf)), use(c), near.index(c)))
+    elif cold and chosen.predictor == "entity_rls" and predictor is None:   # no folds by run: cold chose already
         variants = [chosen]
-        for bo in ENTITY_BACKOFFS[1:]:     # the first is EntityRLS's default, scored above
+        for bo in ENTITY_BACKOFFS[1:]:
             variants.append(Candidate(chosen.predictor, chosen.feature_map, chosen.shares, chosen.target, bo))
             run(variants[-1])
         chosen = min(variants, key=lambda c: (float(np.nan_to_num(scores[c.label][2], nan=np.inf)), variants.index(c)))

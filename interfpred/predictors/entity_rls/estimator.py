@@ -51,7 +51,7 @@ from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.predictors._status import MISSING, OK, split_code, status_error
 from interfpred.predictors.base import BasePredictor
-from interfpred.predictors.baselines import GlobalMean
+from interfpred.predictors.baselines import GlobalMean, NoInterference
 from interfpred.predictors.entity_rls import _entity_steps as EK
 from interfpred.predictors.entity_rls import _rows as ER
 from interfpred.predictors.entity_rls._store import EntityStore
@@ -171,6 +171,12 @@ class EntityRLS(EntityStore, BasePredictor):
         Observations of a row's own model after which the entity model alone predicts it (before:
         blended with the features-only backoff, weight ``1 - n / backoff_evidence``); 0 turns the
         backoff off. Rows predicted without entities use the entity model's ``g`` alone.
+    backoff
+        What serves rows of little evidence (models never seen): ``"rls"``, a features-only
+        :class:`~interfpred.RLS` learned beside the entity model from the same rows;
+        ``"global_mean"``, the running mean of the target (with ``backoff_scale``, the constant
+        least wrong in percent); or ``"no_interference"`` (solo speed, never scaled). ``fit`` with
+        no configuration named chooses it by the error on held-out models.
     backoff_scale
         ``fit`` multiplies the backoff's predictions by the factor (in ``ENTITY_BACKOFF_SCALE_RANGE``)
         that minimises the mean absolute percentage error of latency of the backoff on the fitted
@@ -335,8 +341,9 @@ class EntityRLS(EntityStore, BasePredictor):
         self._var = {k: float(getattr(self, k)) for k in _VARS}
         self._create = (1 + int(self.pair_var > 0)) if self.entity_terms else 0
         self._evidence = np.zeros(8)
-        self._backoff: RLS | GlobalMean = (RLS(forgetting=self.forgetting, delta=self.delta, stabilize=self.stabilize)
-                                           if self.backoff == "rls" else GlobalMean())
+        self._backoff: RLS | GlobalMean | NoInterference = (
+            RLS(forgetting=self.forgetting, delta=self.delta, stabilize=self.stabilize) if self.backoff == "rls"
+            else GlobalMean() if self.backoff == "global_mean" else NoInterference())
         self._scale = 1.0
         self._reset_cache()
 
@@ -348,11 +355,11 @@ class EntityRLS(EntityStore, BasePredictor):
             # variances with the configured one
             params = {**self.get_params(), "tune_priors": False,
                       "covariance": "blocks" if self.covariance == "auto" else self.covariance}
-            best, _ = select_prior_variances(X, y, ent, params=params)
+            best, _ = select_prior_variances(X, y, ent, params=params, target=self.target)   # its latency error
             self._var = {k: float(v) for k, v in best.items()}
             self._create = (1 + int(self._var["pair_var"] > 0)) if self.entity_terms else 0
         self._learn(X, y, ent)
-        if self.backoff_scale and self._backs_off and self.target is not None:
+        if self.backoff_scale and self._backs_off and self.target is not None and self.backoff != "no_interference":
             keep = self._learned_rows(ent) if ent is not None else np.ones(X.shape[0], dtype=bool)
             if keep.any():
                 self._scale = _latency_scale(y[keep], self._backoff.predict(X[keep]), self.target == "rate")

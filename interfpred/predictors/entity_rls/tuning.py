@@ -44,7 +44,7 @@ _MODEL_LEVEL = ("sensitivity_var", "aggressiveness_var")   # scaled together; th
 
 
 def validation_error(params: Mapping[str, Any], X: np.ndarray, y: np.ndarray, entities: Entities, *,
-                     validation_share: float = 0.25, target: str = "slowdown") -> float:
+                     validation_share: float = 0.25, target: str | None = None) -> float:
     """Mean relative latency error of ``EntityRLS(**params)`` fitted on the first rows and run
     prequentially over the last ``validation_share`` of ``X, y, entities`` (in their order)."""
     n = X.shape[0]
@@ -56,13 +56,15 @@ def validation_error(params: Mapping[str, Any], X: np.ndarray, y: np.ndarray, en
     for j, i in enumerate(range(cut, n)):
         pred[j] = p.predict(X[i], entities=rows[j])
         p.update(X[i], float(y[i]), entities=rows[j])
+    if target is None:     # bare arrays: the relative error of the value itself
+        return float(np.mean(np.abs(pred / y[cut:] - 1.0)))
     # latency error through the one clamped conversion of a prediction (solo latency cancels)
     return float(np.mean(np.abs(slowdown_from_prediction(pred, target) / observed_slowdown(y[cut:], target) - 1.0)))
 
 
 def select_prior_variances(X: Any, y: Any, entities: Entities, *, params: Mapping[str, Any] | None = None,
                            scales: Sequence[float] = ENTITY_VAR_SCALES, validation_share: float = 0.25,
-                           target: str = "slowdown") -> tuple[dict[str, Any], list[tuple[dict[str, Any], float]]]:
+                           target: str | None = None) -> tuple[dict[str, Any], list[tuple[dict[str, Any], float]]]:
     """The prior variances of EntityRLS with the lowest validation error on training rows.
 
     Parameters
@@ -76,7 +78,8 @@ def select_prior_variances(X: Any, y: Any, entities: Entities, *, params: Mappin
     validation_share
         Share of the rows held out for validation, in (0, 1).
     target
-        ``"slowdown"`` or ``"rate"``: how the error is turned into a latency error.
+        ``"slowdown"`` or ``"rate"``: how the error is turned into a latency error (through the one
+        clamped conversion); None (bare arrays): the relative error of the values themselves.
 
     Returns
     -------
@@ -93,8 +96,8 @@ def select_prior_variances(X: Any, y: Any, entities: Entities, *, params: Mappin
         raise InterfpredError(f"select_prior_variances needs at least 8 training rows, got {X.shape[0]}")
     if not 0.0 < float(validation_share) < 1.0:
         raise InterfpredError(f"validation_share must be in (0, 1), got {validation_share!r}")
-    if target not in ("slowdown", "rate"):
-        raise InterfpredError(f"target must be 'slowdown' or 'rate', got {target!r}")
+    if target not in (None, "slowdown", "rate"):
+        raise InterfpredError(f"target must be None, 'slowdown' or 'rate', got {target!r}")
     base_p = dict(params or {})
     base = make_predictor("entity_rls", **base_p)
     scores: list[tuple[dict[str, Any], float]] = []
