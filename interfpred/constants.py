@@ -406,3 +406,10 @@ LIMITS = {
 LIMIT_ENV_PREFIX = "INTERFPRED_"
 #: Most alternatives (``a|b``) of a kernel or NVTX filter matched without google-re2.
 PATTERN_MAX_ALTERNATIVES = 16
+
+# ---------------------------------------------------------------- provisioning (interfpred plan)
+#: Relative shortfall of a model's served rate below its SLO rate that still counts as served
+#: (floating-point sums of per-instance throughputs; nothing a request would notice).
+PLAN_RATE_RTOL = 1e-9
+#: Seconds the integer-program solver may take for one plan before it gives up.
+PLAN_TIME_LIMIT_S = 60.0
