@@ -44,11 +44,13 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from interfpred._core.atomic import atomic_write_text, read_text
 from interfpred.constants import PLAN_RATE_RTOL, PLAN_TIME_LIMIT_S
+from interfpred.data.measurements import Measurements
 from interfpred.errors import InputError, InterfpredError
 from interfpred.provisioning.mig import check_layout, layout_sizes, mig_profile, place
 
@@ -86,27 +88,29 @@ class ConfigTable:
         return cls(out)
 
     @classmethod
-    def from_measurements(cls, m: object) -> ConfigTable:
+    def from_measurements(cls, m: Measurements) -> ConfigTable:
         """From measurement runs with a ``partition`` column (GPCs): one configuration per run.
 
         A run's processes are its members (or its ``processes`` column, when present); its latency
         is the mean ``observed_ms`` of its members.
         """
-        cols = m.columns()  # type: ignore[attr-defined]
+        cols = m.columns()
         if "partition" not in cols:
             raise InterfpredError("the profiles have no 'partition' column (MIG GPCs per run): planning needs "
                                   "measurements such as dataset:parvagpu_a100")
+        procs_col = cols.get("processes")
         rows = []
-        for run in range(m.n_runs):  # type: ignore[attr-defined]
-            idx = m.run_members(run)  # type: ignore[attr-defined]
+        for run in range(m.n_runs):
+            idx = m.run_members(run)
             first = int(idx[0])
-            part = str(cols["partition"][first])
-            if not part.strip().isdigit():
-                raise InputError(f"run {m.run_names[run]!r}: partition {part!r} must be a GPC count",  # type: ignore[attr-defined]
-                                 line=first + 1)
-            procs = int(cols["processes"][first]) if "processes" in cols and str(cols["processes"][first]) else len(idx)
-            rows.append((str(cols["model"][first]), int(part), int(cols["batch_size"][first]), procs,
-                         float(np.mean(cols["observed_ms"][idx]))))
+            part = str(cols["partition"][first]).strip()
+            if not part.isdigit():
+                raise InputError(f"run {m.run_names[run]!r}: partition {part!r} must be a GPC count", line=first + 1)
+            procs = str(procs_col[first]).strip() if procs_col is not None else ""
+            if procs and not procs.isdigit():
+                raise InputError(f"run {m.run_names[run]!r}: processes {procs!r} must be a count", line=first + 1)
+            rows.append((str(cols["model"][first]), int(part), int(cols["batch_size"][first]),
+                         int(procs) if procs else len(idx), float(np.mean(cols["observed_ms"][idx]))))
         return cls.from_rows(rows)
 
     @property
@@ -163,20 +167,20 @@ def read_slo(path: str | os.PathLike[str]) -> dict[str, tuple[float, float]]:
     return out
 
 
-def _positive(text: str, what: str, path: object, line: int) -> float:
+def _positive(text: str, what: str, path: str | os.PathLike[str], line: int) -> float:
     try:
         v = float(text)
     except ValueError:
-        raise InputError(f"{what} {text.strip()!r} is not a number", path=path, line=line) from None  # type: ignore[arg-type]
+        raise InputError(f"{what} {text.strip()!r} is not a number", path=path, line=line) from None
     if not (math.isfinite(v) and v > 0):
-        raise InputError(f"{what} {text.strip()!r} must be a positive finite number", path=path, line=line)  # type: ignore[arg-type]
+        raise InputError(f"{what} {text.strip()!r} must be a positive finite number", path=path, line=line)
     return v
 
 
-def _index(text: str, what: str, path: object, line: int, *, least: int) -> int:
+def _index(text: str, what: str, path: str | os.PathLike[str], line: int, *, least: int) -> int:
     t = text.strip()
     if not (t.isdigit() and int(t) >= least):
-        raise InputError(f"{what} {t!r} must be an integer >= {least}", path=path, line=line)  # type: ignore[arg-type]
+        raise InputError(f"{what} {t!r} must be an integer >= {least}", path=path, line=line)
     return int(t)
 
 
@@ -223,10 +227,10 @@ class Deployment:
         atomic_write_text(path, self.to_csv_text())
 
     @classmethod
-    def from_rows(cls, rows: Iterable[Mapping[str, object]]) -> Deployment:
+    def from_rows(cls, rows: Iterable[Mapping[str, Any]]) -> Deployment:
         """From mappings with the deployment columns."""
-        segs = [Segment(int(r["gpu"]), str(r["model"]), int(r["partition"]), int(r["placement"]),  # type: ignore[call-overload]
-                        int(r["batch_size"]), int(r["processes"])) for r in rows]  # type: ignore[call-overload]
+        segs = [Segment(int(r["gpu"]), str(r["model"]), int(r["partition"]), int(r["placement"]),
+                        int(r["batch_size"]), int(r["processes"])) for r in rows]
         return cls(tuple(segs))
 
     @classmethod
@@ -266,7 +270,7 @@ class Validation:
         return not self.problems
 
 
-def validate_plan(deployment: Deployment, table: object, slo: Slo | str | os.PathLike[str], *, gpu: str,
+def validate_plan(deployment: Deployment, table: ConfigTable | Measurements, slo: Slo | str | os.PathLike[str], *, gpu: str,
              replace: bool = False) -> Validation:
     """Check a deployment: configurations measured, latencies within SLO, rates served, MIG layouts valid.
 
@@ -340,13 +344,13 @@ def _choices(table: ConfigTable, slo: Slo, sizes: Sequence[int]) -> dict[str, di
     return out
 
 
-def as_inputs(table: object, slo: Slo | str | os.PathLike[str]) -> tuple[ConfigTable, Slo]:
+def as_inputs(table: ConfigTable | Measurements, slo: Slo | str | os.PathLike[str]) -> tuple[ConfigTable, Slo]:
     """A :class:`ConfigTable` (given one, or measurement runs with a ``partition`` column) and SLOs (or a CSV)."""
     cfg = table if isinstance(table, ConfigTable) else ConfigTable.from_measurements(table)
     return cfg, (read_slo(slo) if isinstance(slo, (str, os.PathLike)) else slo)
 
 
-def plan(table: object, slo: Slo | str | os.PathLike[str], *, gpu: str,
+def plan(table: ConfigTable | Measurements, slo: Slo | str | os.PathLike[str], *, gpu: str,
          time_limit: float = PLAN_TIME_LIMIT_S) -> Plan:
     """The deployment on the fewest GPUs that serves every model's rate within its latency SLO.
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 import csv
 import math
 from pathlib import Path
+from typing import Any
 
 from interfpred.data.measurements import Measurements
 from interfpred.errors import InputError, InterfpredError
@@ -117,7 +118,7 @@ def parvagpu_measurements(folder: Path = PARVAGPU_DIR) -> Measurements:
     their instance through MPS), ``partition`` (GPCs of the instance) and ``processes``.
     """
     folder = Path(folder)
-    cols: dict[str, list] = {k: [] for k in ("run", "gpu", "model", "batch_size", "member", "solo_ms",
+    cols: dict[str, Any] = {k: [] for k in ("run", "gpu", "model", "batch_size", "member", "solo_ms",
                                              "observed_ms", "mechanism", "partition", "processes")}
     for model in parvagpu_models(folder):
         path = folder / "prof_data" / f"{model}.csv"
