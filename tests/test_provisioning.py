@@ -270,6 +270,19 @@ def test_read_slo_errors_are_located(tmp_path):
             read_slo(f)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("0123456789,-.ab\n xe")), max_size=60))
+def test_slo_parser_refuses_garbage_with_a_line(tmp_path_factory, body):
+    f = tmp_path_factory.mktemp("s") / "slo.csv"
+    f.write_text("model,rate_rps,latency_ms\n" + body)
+    try:
+        slo = read_slo(f)
+    except InputError as exc:
+        assert exc.path is not None
+    else:
+        assert all(r > 0 and lat > 0 for r, lat in slo.values())
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 20), st.sampled_from(["a", "b", "r-50"]), st.integers(1, 7),
                           st.integers(0, 7), st.integers(1, 256), st.integers(1, 5)), max_size=8))
@@ -322,6 +335,16 @@ def test_cli_plans_checks_and_refuses(tmp_path, capsys):
     assert main(["plan", "--profiles", "dataset:parvagpu_a100", "--slo", str(slo), "--gpu", "v100",
                  "--out", str(tmp_path / "y.csv")]) == 2
     assert "gpu 'v100' has no MIG profile table" in capsys.readouterr().err
+
+
+def test_cli_plans_from_a_measurements_file(tmp_path, capsys):
+    prof = tmp_path / "parva.csv"
+    assert main(["datasets", "parvagpu_a100", "--out", str(prof)]) == 0
+    slo = tmp_path / "slo.csv"
+    slo.write_text("model,rate_rps,latency_ms\n" + "".join(f"{m},{r},{lat}\n" for m, (r, lat) in parvagpu_slo(4).items()))
+    assert main(["plan", "--profiles", str(prof), "--slo", str(slo), "--gpu", GPU, "--out", str(tmp_path / "d.csv")]) == 0
+    assert capsys.readouterr().out.startswith("6 GPUs (optimal)")
+    assert Deployment.read(tmp_path / "d.csv").n_gpus == 6
 
 
 def test_top_level_names():
