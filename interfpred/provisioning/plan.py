@@ -416,8 +416,11 @@ def _lay_out(gpu: str, counts: Sequence[tuple[tuple[str, int, int, int], int]],
         slots = place(gpu, lay)
         assert slots is not None  # every layout of layout_sizes is placeable
         for _ in range(n):
-            mine = [Segment(index, key[0], key[1], start, key[2], key[3])
-                    for g, start in slots if wanted[g] and (key := wanted[g].pop(0))]
+            mine = []
+            for g, start in slots:
+                if wanted[g]:  # a slot no instance needs stays unconfigured
+                    model, gpcs, batch, procs = wanted[g].pop(0)
+                    mine.append(Segment(index, model, gpcs, start, batch, procs))
             if mine:
                 segs.extend(sorted(mine, key=lambda s: s.placement))
                 index += 1
