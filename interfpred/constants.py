@@ -413,3 +413,20 @@ LIMITS = {
 LIMIT_ENV_PREFIX = "INTERFPRED_"
 #: Most alternatives (``a|b``) of a kernel or NVTX filter matched without google-re2.
 PATTERN_MAX_ALTERNATIVES = 16
+
+# ---------------------------------------------------------------- provisioning (interfpred plan)
+#: Relative shortfall of a model's served rate below its SLO rate that still counts as served
+#: (floating-point sums of per-instance throughputs; nothing a request would notice).
+PLAN_RATE_RTOL = 1e-9
+#: Seconds the integer-program solver may take for one plan before it gives up.
+PLAN_TIME_LIMIT_S = 60.0
+
+# ---------------------------------------------------------------- sharing mechanisms (profile keys)
+#: Optional key columns of a profile beside ``share``: how the GPU was shared (``mechanism``), the MIG
+#: partition the batch ran in (``partition``: GPCs such as ``3`` or a profile name such as ``3g.40gb``) and
+#: how many processes shared it (``processes``). Empty (or absent) means unspecified: today's behaviour.
+PROFILE_KEY_COLUMNS = ("mechanism", "partition", "processes")
+#: The sharing mechanisms a profile or measurement may name.
+MECHANISMS = ("time_slicing", "mps", "mig")
+#: Processes of a profile that does not say (one: the batch's own process alone).
+DEFAULT_PROCESSES = 1

@@ -32,10 +32,12 @@ LAYERS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("model", ("model/",), ("foundation", "data", "features", "predictors", "evaluation")),
     ("serving", ("serving/",), ("foundation", "data", "features", "predictors", "evaluation", "model")),
     ("sim", ("sim/",), ("foundation", "data")),
+    ("provisioning", ("provisioning/",), ("foundation", "data")),
     ("experiments", ("experiments/",),
-     ("foundation", "data", "features", "predictors", "evaluation", "model", "serving", "sim")),
+     ("foundation", "data", "features", "predictors", "evaluation", "model", "serving", "sim", "provisioning")),
     ("cli", ("cli/", "__main__"),
-     ("foundation", "data", "features", "predictors", "evaluation", "model", "serving", "sim", "experiments")),
+     ("foundation", "data", "features", "predictors", "evaluation", "model", "serving", "sim", "provisioning",
+      "experiments")),
 )
 
 # What each layer is for, one line each, shown beside the table in docs/architecture.md.
@@ -55,6 +57,8 @@ LAYER_JOBS = {
     "serving": "the live running set, the what-if projection (compiled and generic), the tracker, placement over a "
                "fleet",
     "sim": "the ground-truth GPU simulator and its workloads (knows nothing of predictors)",
+    "provisioning": "MIG profile tables and placements; plans that pack models onto the fewest GPUs under SLOs "
+                    "from a measured table, and their validator",
     "experiments": "the paper's experiments, scheduling (E3), reproduction, Dask, benchmarks, coverage of a "
                    "model's bounds",
     "cli": "argument parsing and wiring only",

@@ -32,6 +32,7 @@ def test_reproduce_writes_report(small_report):
                           "E4: real co-location measurements (Gavel V100 pairs)"]
     assert "Coverage of calibrated latency bounds (E2 sets)" in titles
     assert "E4 coverage: calibrated latency bounds on real pairs (Gavel V100)" in titles
+    assert "E5: N processes of one model in one MIG instance (ParvaGPU A100-80GB)" in titles
     report = (out / "report.md").read_text()
     assert "`interfpred reproduce --test`" in report and "seed 2" in report and "runtime:" in report
     assert "## E1: co-location dynamics" in report and "## E2: workload change" in report

@@ -20,6 +20,7 @@ from interfpred.cli.capture import add_ingest_measurements, add_ingest_trace
 from interfpred.cli.datasets import add_datasets
 from interfpred.cli.ingest import add_ingest
 from interfpred.cli.model import add_evaluate, add_fit, add_predict
+from interfpred.cli.plan import add_plan
 from interfpred.cli.simulate import add_reproduce, add_simulate
 from interfpred.errors import InterfpredError
 
@@ -30,6 +31,7 @@ EXIT_USAGE = 2
 #: The subcommands' ``add_`` functions, in the order ``interfpred --help`` lists them.
 COMMANDS: list[Callable[[Any], None]] = [
     add_ingest, add_ingest_trace, add_ingest_measurements, add_bench, add_simulate, add_reproduce, add_fit, add_evaluate, add_predict, add_datasets,
+    add_plan,
 ]
 
 

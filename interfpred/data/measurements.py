@@ -41,6 +41,7 @@ from interfpred.constants import (
     MEASUREMENT_THROUGHPUT_COLUMNS,
     MS_PER_S,
 )
+from interfpred.data.sharing import sharing_key_problem
 from interfpred.errors import InputError, InterfpredError
 
 __all__ = ["Measurements", "check_measurement_columns"]
@@ -192,6 +193,9 @@ class Measurements:
             if k in (*MEASUREMENT_COLUMNS, *MEASUREMENT_OPTIONAL_COLUMNS, *MEASUREMENT_THROUGHPUT_COLUMNS):
                 raise InputError(f"extra column {k!r} clashes with a measurement column", path=path)
             extra_a[str(k)] = np.array(["" if x is None else str(x) for x in v], dtype=str) if n else np.empty(0, str)
+        problem = sharing_key_problem(extra_a)
+        if problem is not None:
+            _fail(problem[1], path, lines, problem[0])
         return cls(cols, extra_a)
 
     @classmethod

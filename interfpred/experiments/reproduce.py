@@ -2,8 +2,9 @@
 
 The sections run are :data:`DEFAULT_SECTIONS`, a list of functions ``f(ctx) -> Section``: E1 and
 E2 (the paper's experiments), E3 (SLO-aware scheduling), E4 (accuracy on real measured pairs,
-beside the baselines) and the coverage of calibrated latency bounds (on the simulated E2 sets
-and on the real E4 pairs); another experiment joins the report
+beside the baselines), the coverage of calibrated latency bounds (on the simulated E2 sets
+and on the real E4 pairs) and E5 (N processes of one model in one MIG instance, on real A100
+profiles); another experiment joins the report
 by appending its function there. Everything is written into a
 temporary folder beside ``out_dir`` which is renamed at the end, so ``out_dir`` never holds a
 half-written report.
@@ -18,7 +19,7 @@ Examples
 >>> sorted(p.name for p in out.iterdir() if p.suffix != ".png")
 ['report.md', 'results.json']
 >>> [f.__name__ for f in DEFAULT_SECTIONS]
-['run_e1', 'run_e2', 'run_e3', 'run_e4', 'run_coverage', 'run_e4_coverage']
+['run_e1', 'run_e2', 'run_e3', 'run_e4', 'run_coverage', 'run_e4_coverage', 'run_e5']
 >>> reproduce(out, executions=400, sections=["e1"])
 Traceback (most recent call last):
 ...
@@ -42,6 +43,7 @@ from interfpred.constants import SIM_DEFAULT_TRUTH, SIM_PHASED_DEFAULT_GPU, SIM_
 from interfpred.errors import InterfpredError
 from interfpred.experiments.bounds import run_coverage
 from interfpred.experiments.bounds_real import run_e4_coverage
+from interfpred.experiments.mig_processes import run_e5
 from interfpred.experiments.paper import run_e1, run_e2
 from interfpred.experiments.real import run_e4
 from interfpred.experiments.report import ReproduceContext, Section
@@ -54,7 +56,7 @@ __all__ = ["DEFAULT_SECTIONS", "REPORT_FILES", "reproduce"]
 #: The experiments of the report, in order; each is ``f(ctx: ReproduceContext) -> Section``.
 #: Append to add one.
 DEFAULT_SECTIONS: list[Callable[[ReproduceContext], Section]] = [run_e1, run_e2, run_e3, run_e4, run_coverage,
-                                                                    run_e4_coverage]
+                                                                    run_e4_coverage, run_e5]
 #: Files every report holds (figures come beside them).
 REPORT_FILES = ("report.md", "results.json")
 
@@ -194,7 +196,8 @@ def _report_markdown(sections: Sequence[Section], meta: dict) -> str:
         "simulator (no GPU was used, none of their numbers was measured on hardware), with interfpred's own best",
         f"configuration measured beside them on the same data. Ground truth of E1 and E2: {_truth_words(meta)}.",
         "E4 uses real measurements shipped with interfpred (Gavel's V100 pairs). Of the two coverage sections,",
-        "the first runs on the simulated E2 sets, the second on the real E4 pairs.",
+        "the first runs on the simulated E2 sets, the second on the real E4 pairs. E5 uses real A100-80GB",
+        "profiles shipped with interfpred (ParvaGPU's MIG x MPS runs).",
         "",
         f"- command: `{meta['command']}`",
         f"- interfpred {meta['interfpred_version']}, Python {meta['python']}, seed {meta['seed']}, "

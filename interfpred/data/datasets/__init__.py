@@ -5,6 +5,11 @@ real V100 by Gavel (Narayanan et al., OSDI 2020; MIT licence, notice in ``LICENS
 this module). It holds no hardware counters, so it exercises the measurement format, per-model
 and per-pair effects and new-model generalisation, not the throughput features.
 
+:func:`parvagpu_a100` is the second: 11 inference models profiled on a real A100-80GB by ParvaGPU
+(Lee et al., SC 2024; MIT licence, notice in ``parvagpu_a100/LICENSE``) in every MIG instance
+size, at batch sizes 1-256, with 1-5 MPS processes of one model inside the instance; its six SLO
+sets and ParvaGPU's own plans for them ship beside it (:mod:`interfpred.data.datasets.parvagpu`).
+
 Examples
 --------
 >>> m = gavel_v100()
@@ -12,16 +17,20 @@ Examples
 ('v100', 330, 7)
 >>> bool((m.slowdown > 0.9).all())
 True
+>>> p = parvagpu_a100()
+>>> p.n_runs, len(p), p.extra_columns
+(1747, 4937, ('mechanism', 'partition', 'processes'))
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from interfpred.data.datasets.parvagpu import parvagpu_measurements
 from interfpred.data.measurements import Measurements
 from interfpred.errors import InterfpredError
 
-__all__ = ["DATASETS", "gavel_v100", "load_dataset"]
+__all__ = ["DATASETS", "gavel_v100", "load_dataset", "parvagpu_a100"]
 
 
 def gavel_v100() -> Measurements:
@@ -34,8 +43,19 @@ def gavel_v100() -> Measurements:
     return Measurements.from_csv(Path(__file__).with_name("gavel_v100.csv"))
 
 
+def parvagpu_a100() -> Measurements:
+    """ParvaGPU's A100-80GB profiles: N MPS processes of one model in one MIG instance.
+
+    One run per (model, instance size in GPCs, batch size 1-256, processes 1-5), one row per
+    process: ``solo_ms`` is one process alone in an instance of that size, ``observed_ms`` one of
+    the ``processes`` running together; extra columns ``mechanism`` (``mig``), ``partition`` (GPCs)
+    and ``processes``. Latency is ``1000 * batch / throughput`` from ParvaGPU's throughput column.
+    """
+    return parvagpu_measurements()
+
+
 #: The shipped datasets by name (what ``dataset:NAME`` on the command line refers to).
-DATASETS = {"gavel_v100": gavel_v100}
+DATASETS = {"gavel_v100": gavel_v100, "parvagpu_a100": parvagpu_a100}
 
 
 def load_dataset(name: str) -> Measurements:
@@ -48,7 +68,7 @@ def load_dataset(name: str) -> Measurements:
     >>> load_dataset("nope")
     Traceback (most recent call last):
     ...
-    interfpred.errors.InterfpredError: no dataset named 'nope'; shipped: gavel_v100
+    interfpred.errors.InterfpredError: no dataset named 'nope'; shipped: gavel_v100, parvagpu_a100
     """
     if name not in DATASETS:
         raise InterfpredError(f"no dataset named {name!r}; shipped: {', '.join(sorted(DATASETS))}")

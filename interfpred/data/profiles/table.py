@@ -14,10 +14,18 @@ from typing import Any, cast
 import numpy as np
 
 from interfpred._core.atomic import atomic_open, read_text
-from interfpred.constants import DEFAULT_SHARE, MAX_BATCH_SIZE, PROFILE_COLUMNS, PROFILE_DUPLICATE_RTOL, RESOURCES
+from interfpred.constants import (
+    DEFAULT_PROCESSES,
+    DEFAULT_SHARE,
+    MAX_BATCH_SIZE,
+    PROFILE_COLUMNS,
+    PROFILE_DUPLICATE_RTOL,
+    RESOURCES,
+)
 from interfpred.data.profiles.csv_format import read_profile_columns, write_profile_csv
 from interfpred.data.profiles.interpolate import NUMERIC, interpolate_group
 from interfpred.data.profiles.record import Profile
+from interfpred.data.sharing import sharing_key_problem
 from interfpred.errors import InputError, InterfpredError
 
 __all__ = ["ProfileTable"]
@@ -27,8 +35,14 @@ class ProfileTable:
     """Columnar table of profiles with fast (model, batch size) lookup.
 
     Build it with :meth:`from_profiles`, :meth:`from_csv` or :meth:`from_columns`.
-    Rows are kept sorted by (gpu, model, batch_size); identical duplicate rows collapse to
-    one, duplicates that disagree are an error.
+    Rows are kept sorted by (gpu, model, mechanism, partition, processes, share, batch_size);
+    identical duplicate rows collapse to one, duplicates that disagree are an error.
+
+    Optional text columns ``mechanism`` (``time_slicing``, ``mps``, ``mig``), ``partition`` (MIG
+    GPCs such as ``3`` or a profile name such as ``3g.40gb``) and ``processes`` (a positive
+    integer) are part of a profile's key beside ``share``: a lookup names them (empty, the
+    default, means unspecified, today's behaviour), matches ``mechanism`` and ``partition``
+    exactly and interpolates linearly in ``processes`` between the two profiled counts around it.
 
     Lookups between two profiled batch sizes interpolate every numeric column linearly
     between the two neighbours; outside the profiled range they raise unless
@@ -80,6 +94,20 @@ class ProfileTable:
                 self._groups[(str(gpu[start]), str(model[start]))] = (start, i)
                 start = i
         self._gpus = tuple(sorted({g for g, _ in self._groups}))
+        # (gpu, model, mechanism, partition) -> (start, stop): rows sorted by processes, share, batch inside.
+        self._mech = self._extra.get("mechanism", np.full(n, "", dtype=str))
+        self._part = self._extra.get("partition", np.full(n, "", dtype=str))
+        procs = self._extra.get("processes")
+        self._procs = (np.full(n, DEFAULT_PROCESSES, dtype=np.int64) if procs is None else
+                       np.array([int(v) if v else DEFAULT_PROCESSES for v in procs.tolist()], dtype=np.int64))
+        self._keys: dict[tuple[str, str, str, str], tuple[int, int]] = {}
+        start = 0
+        for i in range(1, n + 1):
+            if i == n or (gpu[i], model[i], self._mech[i], self._part[i]) != (
+                    gpu[start], model[start], self._mech[start], self._part[start]):
+                self._keys[(str(gpu[start]), str(model[start]), str(self._mech[start]), str(self._part[start]))] = \
+                    (start, i)
+                start = i
 
     # ------------------------------------------------------------------ builders
     @classmethod
@@ -132,6 +160,13 @@ class ProfileTable:
         for name in extra_a:
             if name in PROFILE_COLUMNS:
                 raise InterfpredError(f"extra column {name!r} clashes with a profile column")
+        problem = sharing_key_problem(extra_a)
+        if problem is not None:
+            raise InputError(problem[1], path=path, line=lines[problem[0]])
+        mech_a = extra_a.get("mechanism", np.full(n, "", dtype=str))
+        part_a = extra_a.get("partition", np.full(n, "", dtype=str))
+        procs_a = (np.array([int(v) if v else DEFAULT_PROCESSES for v in extra_a["processes"].tolist()])
+                   if "processes" in extra_a else np.full(n, DEFAULT_PROCESSES))
         # Row validation, vectorised; the first bad row is reported.
         checks = [
             ("gpu", np.char.str_len(gpu_a) == 0, "must not be empty"),
@@ -158,8 +193,9 @@ class ProfileTable:
         if first_bad is not None:
             raise InputError(first_bad[1], path=path, line=lines[first_bad[0]])
         batch_i = batch_a.astype(np.int64)
-        order = np.lexsort((batch_i, nums["share"], model_a, gpu_a))
+        order = np.lexsort((batch_i, nums["share"], procs_a, part_a, mech_a, model_a, gpu_a))
         gpu_a, model_a, batch_i = gpu_a[order], model_a[order], batch_i[order]
+        mech_a, part_a, procs_a = mech_a[order], part_a[order], procs_a[order]
         nums = {k: v[order] for k, v in nums.items()}
         extra_a = {k: v[order] for k, v in extra_a.items()}
         lines_sorted = [lines[i] for i in order]
@@ -167,12 +203,14 @@ class ProfileTable:
         same = np.zeros(n, dtype=bool)
         if n > 1:
             same[1:] = ((gpu_a[1:] == gpu_a[:-1]) & (model_a[1:] == model_a[:-1]) & (batch_i[1:] == batch_i[:-1])
-                        & (nums["share"][1:] == nums["share"][:-1]))
+                        & (nums["share"][1:] == nums["share"][:-1]) & (mech_a[1:] == mech_a[:-1])
+                        & (part_a[1:] == part_a[:-1]) & (procs_a[1:] == procs_a[:-1]))
         for i in np.flatnonzero(same):
             for k, v in nums.items():
                 both_missing = math.isnan(v[i]) and math.isnan(v[i - 1])
                 if not both_missing and not math.isclose(v[i], v[i - 1], rel_tol=PROFILE_DUPLICATE_RTOL, abs_tol=0.0):
                     at = "" if nums["share"][i] == DEFAULT_SHARE else f", share={float(nums['share'][i]):g}"
+                    at += _key_words(str(mech_a[i]), str(part_a[i]), int(procs_a[i]), sep=", ")
                     raise InputError(
                         f"duplicate profile for (gpu={str(gpu_a[i])!r}, model={str(model_a[i])!r}, "
                         f"batch_size={batch_i[i]}{at}) disagrees with line {lines_sorted[i - 1]}: "
@@ -327,9 +365,37 @@ class ProfileTable:
                 f"no profile for model {model!r} on gpu {gpu!r}; known models: {', '.join(known)}")
         return self._groups[key]
 
-    def _interp(self, model: str, batch: np.ndarray, gpu: str | None, extrapolate: bool,
-                share: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    def keys(self, model: str, gpu: str | None = None) -> tuple[tuple[str, str, int], ...]:
+        """The profiled (mechanism, partition, processes) of ``model`` on ``gpu`` (empty text: unspecified).
+
+        Examples
+        --------
+        >>> t = ProfileTable.from_columns(gpu=["a100"] * 3, model=["m"] * 3, batch_size=[8] * 3,
+        ...     solo_ms=[4.0, 6.0, 10.0], extra={"mechanism": ["", "mig", "mig"], "partition": ["", "3", "3"],
+        ...                                      "processes": ["", "1", "3"]})
+        >>> t.keys("m")
+        (('', '', 1), ('mig', '3', 1), ('mig', '3', 3))
+        >>> t.lookup("m", 8).solo_ms, t.lookup("m", 8, mechanism="mig", partition="3", processes=2).solo_ms
+        (4.0, 8.0)
+        """
         lo, hi = self._group(model, gpu)
+        return tuple(sorted({(str(self._mech[i]), str(self._part[i]), int(self._procs[i])) for i in range(lo, hi)}))
+
+    def _subgroup(self, model: str, gpu: str | None, mechanism: str, partition: str) -> tuple[int, int]:
+        lo, hi = self._group(model, gpu)
+        key = (str(self._gpu[lo]), model, mechanism, partition)
+        if key not in self._keys:
+            have = sorted({_key_words(str(self._mech[i]), str(self._part[i]), None) or "unspecified"
+                           for i in range(lo, hi)})
+            raise InterfpredError(
+                f"no profile for model {model!r} on gpu {key[0]!r} with{_key_words(mechanism, partition, None) or ' no mechanism or partition'}; "
+                f"profiled: {'; '.join(h.strip() for h in have)}")
+        return self._keys[key]
+
+    def _interp(self, model: str, batch: np.ndarray, gpu: str | None, extrapolate: bool,
+                share: np.ndarray | None = None, mechanism: str = "", partition: str = "",
+                processes: float = DEFAULT_PROCESSES) -> dict[str, np.ndarray]:
+        lo, hi = self._subgroup(model, gpu, mechanism, partition)
         b = np.asarray(batch, dtype=np.float64)
         if not np.all(np.isfinite(b)) or np.any(b <= 0):
             bad = b[~np.isfinite(b) | (b <= 0)][0]
@@ -339,30 +405,55 @@ class ProfileTable:
             bad_s = s[~np.isfinite(s) | (s <= 0) | (s > 100)] if s.shape == b.shape else s
             raise InterfpredError(f"share {np.ravel(bad_s)[:1].tolist()} of model {model!r} must be an MPS "
                                   "active thread percentage in (0, 100], one per batch size")
-        return interpolate_group(self._batch[lo:hi], self._share[lo:hi],
-                                 {k: v[lo:hi] for k, v in self._num.items()}, b, s,
-                                 extrapolate=extrapolate, model=model, gpu=str(self._gpu[lo]))
+        if not (math.isfinite(processes) and processes >= 1):
+            raise InterfpredError(f"processes {processes!r} of model {model!r} must be a number >= 1")
+        levels = np.unique(self._procs[lo:hi])
+        below, above = levels[levels <= processes], levels[levels >= processes]
+        if not below.size or not above.size:
+            raise InterfpredError(f"processes {processes:g} of model {model!r} is outside the profiled process "
+                                  f"counts {levels[0]}..{levels[-1]}{_key_words(mechanism, partition, None)}")
+
+        def at(level: int) -> dict[str, np.ndarray]:
+            rows = np.flatnonzero(self._procs[lo:hi] == level) + lo
+            a, z = int(rows[0]), int(rows[-1]) + 1
+            return interpolate_group(self._batch[a:z], self._share[a:z], {k: v[a:z] for k, v in self._num.items()},
+                                     b, s, extrapolate=extrapolate, model=model, gpu=str(self._gpu[lo]))
+
+        p0, p1 = int(below[-1]), int(above[0])
+        if p0 == p1:
+            return at(p0)
+        w = (processes - p0) / (p1 - p0)
+        v0, v1 = at(p0), at(p1)
+        return {k: (1 - w) * v0[k] + w * v1[k] for k in v0}
 
     def lookup(self, model: str, batch_size: float, *, gpu: str | None = None, share: float = DEFAULT_SHARE,
-               extrapolate: bool = False) -> Profile:
+               extrapolate: bool = False, mechanism: str = "", partition: str = "",
+               processes: float = DEFAULT_PROCESSES) -> Profile:
         """The profile of ``model`` at ``batch_size`` and MPS ``share``, interpolated between profiled points.
 
         ``gpu`` may be omitted when the table holds one GPU. Interpolation is linear in batch
-        size at each profiled share, then linear in share between the two around it.
+        size at each profiled share, then linear in share between the two around it, then
+        linear in ``processes`` between the two profiled counts around it; ``mechanism`` and
+        ``partition`` select rows exactly (empty: rows that name neither, today's behaviour).
         """
         lo, _ = self._group(model, gpu)
-        exact = self._exact_row(model, batch_size, gpu, share)
+        exact = self._exact_row(model, batch_size, gpu, share, mechanism, partition, processes)
         if exact is not None:
             return self._row(exact)
-        vals = self._interp(model, np.array([batch_size]), gpu, extrapolate, np.array([share], dtype=np.float64))
+        vals = self._interp(model, np.array([batch_size]), gpu, extrapolate, np.array([share], dtype=np.float64),
+                            mechanism, partition, processes)
+        keys = {k: v for k, v in (("mechanism", mechanism), ("partition", partition),
+                                  ("processes", "" if processes == DEFAULT_PROCESSES else f"{processes:g}")) if v}
         return Profile(
             gpu=str(self._gpu[lo]), model=model, batch_size=max(1, int(round(float(batch_size)))),
-            **{k: _none_if_nan(vals[k][0]) for k in NUMERIC}, share=float(share),
+            **{k: _none_if_nan(vals[k][0]) for k in NUMERIC}, share=float(share), extra=keys,
         )
 
-    def _exact_row(self, model: str, batch_size: float, gpu: str | None, share: float = DEFAULT_SHARE) -> int | None:
-        lo, hi = self._group(model, gpu)
-        hit = np.flatnonzero((self._batch[lo:hi] == batch_size) & (self._share[lo:hi] == share))
+    def _exact_row(self, model: str, batch_size: float, gpu: str | None, share: float = DEFAULT_SHARE,
+                   mechanism: str = "", partition: str = "", processes: float = DEFAULT_PROCESSES) -> int | None:
+        lo, hi = self._subgroup(model, gpu, mechanism, partition)
+        hit = np.flatnonzero((self._batch[lo:hi] == batch_size) & (self._share[lo:hi] == share)
+                             & (self._procs[lo:hi] == processes))
         return lo + int(hit[0]) if hit.size else None
 
     def lookup_arrays(
@@ -373,6 +464,9 @@ class ProfileTable:
         gpus: Sequence[str] | np.ndarray | str | None = None,
         shares: Sequence[float] | np.ndarray | None = None,
         extrapolate: bool = False,
+        mechanism: str = "",
+        partition: str = "",
+        processes: float = DEFAULT_PROCESSES,
     ) -> dict[str, np.ndarray]:
         """Vectorised lookup: ``{"solo_ms", "sm", "l2", "dram"}`` arrays aligned with the inputs.
 
@@ -412,10 +506,19 @@ class ProfileTable:
                 gpu, model = (gpus if isinstance(gpus, str) else None), str(key)
             else:
                 gpu, model = str(key).split("\x1f", 1)
-            vals = self._interp(model, batch_a[idx], gpu, extrapolate, None if share_a is None else share_a[idx])
+            vals = self._interp(model, batch_a[idx], gpu, extrapolate, None if share_a is None else share_a[idx],
+                                mechanism, partition, processes)
             for k in NUMERIC:
                 out[k][idx] = vals[k]
         return out
+
+def _key_words(mechanism: str, partition: str, processes: int | None, sep: str = " ") -> str:
+    """``mechanism 'mig', partition '3'`` style words for the non-empty keys (empty when none is set)."""
+    words = [f"{k} {v!r}" for k, v in (("mechanism", mechanism), ("partition", partition)) if v]
+    if processes is not None and processes != DEFAULT_PROCESSES:
+        words.append(f"processes {processes}")
+    return (sep + ", ".join(words)) if words else ""
+
 
 def _none_if_nan(v: float) -> float | None:
     return None if math.isnan(float(v)) else float(v)

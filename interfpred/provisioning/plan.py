@@ -1,0 +1,430 @@
+"""Pack models onto the fewest MIG GPUs under latency SLOs and request rates, and check any such plan.
+
+The inputs are a measured table of configurations and an SLO per model. A *configuration* is one
+model in one MIG instance of ``partition`` GPCs, at ``batch_size``, with ``processes`` MPS
+processes of that model sharing the instance; the table gives the latency of one process's batch
+there, so the instance serves ``processes * batch_size * 1000 / latency_ms`` requests/s. A
+*segment* of a deployment is one such instance placed on one GPU (``placement``: its first MIG
+memory slice). A deployment serves its SLOs when
+
+1. every segment's configuration is in the table and its latency is at most its model's SLO;
+2. each model's segments together serve at least its rate;
+3. every GPU's instances form a valid MIG layout (:mod:`interfpred.provisioning.mig`).
+
+:func:`plan` finds such a deployment on the fewest GPUs. Within one instance size only the
+fastest configuration that meets the SLO matters (every segment of that size costs the same
+slot), so the problem is an integer program over *how many instances of each size each model
+gets* and *how many GPUs of each maximal layout* provide the slots; ``scipy.optimize.milp``
+(HiGHS) solves it to proven optimality, and its LP relaxation, rounded up, is the lower bound
+printed beside the plan. A second solve with the GPU count fixed uses the fewest GPCs.
+:func:`validate_plan` checks any deployment (also one written by another tool) against the same rules.
+
+Examples
+--------
+>>> table = ConfigTable.from_rows([("a", 1, 8, 1, 10.0), ("a", 2, 8, 1, 6.0), ("a", 7, 32, 2, 12.0),
+...                                ("b", 1, 4, 1, 20.0), ("b", 3, 16, 2, 25.0)])
+>>> p = plan(table, {"a": (3000.0, 15.0), "b": (500.0, 30.0)}, gpu="a100-80gb")
+>>> p.deployment.n_gpus, p.lower_bound
+(1, 1)
+>>> validate_plan(p.deployment, table, {"a": (3000.0, 15.0), "b": (500.0, 30.0)}, gpu="a100-80gb").ok
+True
+>>> plan(table, {"a": (10.0, 5.0)}, gpu="a100-80gb")
+Traceback (most recent call last):
+...
+interfpred.errors.InterfpredError: model a: no configuration meets its latency SLO of 5 ms (fastest: 6 ms, 2 GPCs, batch 8, 1 process)
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from interfpred._core.atomic import atomic_write_text, read_text
+from interfpred.constants import PLAN_RATE_RTOL, PLAN_TIME_LIMIT_S
+from interfpred.data.measurements import Measurements
+from interfpred.errors import InputError, InterfpredError
+from interfpred.provisioning.mig import check_layout, layout_sizes, mig_profile, place
+
+__all__ = ["DEPLOYMENT_COLUMNS", "SLO_COLUMNS", "ConfigTable", "Deployment", "Plan", "Segment", "Validation",
+           "as_inputs", "plan", "read_slo", "validate_plan"]
+
+#: Columns of a deployment CSV, in order.
+DEPLOYMENT_COLUMNS = ("gpu", "model", "partition", "placement", "batch_size", "processes")
+#: Columns of an SLO CSV, in order.
+SLO_COLUMNS = ("model", "rate_rps", "latency_ms")
+
+Slo = Mapping[str, tuple[float, float]]
+
+
+# ------------------------------------------------------------------------------------------------ the measured table
+@dataclass(frozen=True)
+class ConfigTable:
+    """Measured latency of one process per (model, GPCs, batch size, processes), in ms."""
+
+    latency_ms: Mapping[tuple[str, int, int, int], float]
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[tuple[str, int, int, int, float]]) -> ConfigTable:
+        """From (model, GPCs, batch size, processes, latency ms) tuples; a key given twice is refused."""
+        out: dict[tuple[str, int, int, int], float] = {}
+        for i, (model, gpcs, batch, procs, ms) in enumerate(rows, start=1):
+            key = (str(model), int(gpcs), int(batch), int(procs))
+            if key in out and out[key] != float(ms):
+                raise InputError(f"{key[0]} at {key[1]} GPCs, batch {key[2]}, {key[3]} processes given twice "
+                                 f"({out[key]:g} and {float(ms):g} ms)", line=i)
+            if not (math.isfinite(ms) and ms > 0) or min(key[1:]) < 1:
+                raise InputError(f"configuration {key} with latency {ms!r} ms: need positive sizes and latency",
+                                 line=i)
+            out[key] = float(ms)
+        return cls(out)
+
+    @classmethod
+    def from_measurements(cls, m: Measurements) -> ConfigTable:
+        """From measurement runs with a ``partition`` column (GPCs): one configuration per run.
+
+        A run's processes are its members (or its ``processes`` column, when present); its latency
+        is the mean ``observed_ms`` of its members.
+        """
+        cols = m.columns()
+        if "partition" not in cols:
+            raise InterfpredError("the profiles have no 'partition' column (MIG GPCs per run): planning needs "
+                                  "measurements such as dataset:parvagpu_a100")
+        procs_col = cols.get("processes")
+        rows = []
+        for run in range(m.n_runs):
+            idx = m.run_members(run)
+            first = int(idx[0])
+            part = str(cols["partition"][first]).strip()
+            if not part.isdigit():
+                raise InputError(f"run {m.run_names[run]!r}: partition {part!r} must be a GPC count", line=first + 1)
+            procs = str(procs_col[first]).strip() if procs_col is not None else ""
+            if procs and not procs.isdigit():
+                raise InputError(f"run {m.run_names[run]!r}: processes {procs!r} must be a count", line=first + 1)
+            rows.append((str(cols["model"][first]), int(part), int(cols["batch_size"][first]),
+                         int(procs) if procs else len(idx), float(np.mean(cols["observed_ms"][idx]))))
+        return cls.from_rows(rows)
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The models in the table, sorted."""
+        return tuple(sorted({k[0] for k in self.latency_ms}))
+
+    def throughput(self, key: tuple[str, int, int, int]) -> float:
+        """Requests/s one instance of this configuration serves (all its processes together)."""
+        return key[3] * key[2] * 1000.0 / self.latency_ms[key]
+
+    def best(self, model: str, gpcs: int, slo_ms: float) -> tuple[str, int, int, int] | None:
+        """The configuration of most throughput at this size whose latency meets ``slo_ms`` (ties: smaller batch)."""
+        keys = [k for k, ms in self.latency_ms.items() if k[0] == model and k[1] == gpcs and ms <= slo_ms]
+        return max(keys, key=lambda k: (self.throughput(k), -k[2], -k[3])) if keys else None
+
+
+# ------------------------------------------------------------------------------------------------ SLOs
+def read_slo(path: str | os.PathLike[str]) -> dict[str, tuple[float, float]]:
+    """An SLO CSV ``model,rate_rps,latency_ms``: model -> (requests/s, latency SLO in ms).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "slo.csv"
+    >>> _ = f.write_text("model,rate_rps,latency_ms\\nresnet50,200,50\\n")
+    >>> read_slo(f)
+    {'resnet50': (200.0, 50.0)}
+    >>> _ = f.write_text("model,rate_rps,latency_ms\\nresnet50,200,-5\\n")
+    >>> read_slo(f)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InputError: ...slo.csv line 2: latency_ms '-5' must be a positive finite number
+    """
+    rows = list(csv.reader(io.StringIO(read_text(path))))
+    if not rows or tuple(h.strip() for h in rows[0]) != SLO_COLUMNS:
+        raise InputError(f"header {rows[0] if rows else []} is not {','.join(SLO_COLUMNS)}", path=path, line=1)
+    out: dict[str, tuple[float, float]] = {}
+    for line, f in enumerate(rows[1:], start=2):
+        if not f:
+            continue
+        if len(f) != len(SLO_COLUMNS):
+            raise InputError(f"{len(f)} fields, expected {len(SLO_COLUMNS)} ({','.join(SLO_COLUMNS)})",
+                             path=path, line=line)
+        model = f[0].strip()
+        if not model:
+            raise InputError("empty model name", path=path, line=line)
+        if model in out:
+            raise InputError(f"model {model!r} given twice", path=path, line=line)
+        rate, lat = (_positive(f[i], SLO_COLUMNS[i], path, line) for i in (1, 2))
+        out[model] = (rate, lat)
+    if not out:
+        raise InputError("has a header but no SLO rows", path=path)
+    return out
+
+
+def _positive(text: str, what: str, path: str | os.PathLike[str], line: int) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise InputError(f"{what} {text.strip()!r} is not a number", path=path, line=line) from None
+    if not (math.isfinite(v) and v > 0):
+        raise InputError(f"{what} {text.strip()!r} must be a positive finite number", path=path, line=line)
+    return v
+
+
+def _index(text: str, what: str, path: str | os.PathLike[str], line: int, *, least: int) -> int:
+    t = text.strip()
+    if not (t.isdigit() and int(t) >= least):
+        raise InputError(f"{what} {t!r} must be an integer >= {least}", path=path, line=line)
+    return int(t)
+
+
+# ------------------------------------------------------------------------------------------------ deployments
+@dataclass(frozen=True)
+class Segment:
+    """One MIG instance of a deployment: which GPU, model, GPCs, first slice, batch size, MPS processes."""
+
+    gpu: int
+    model: str
+    partition: int
+    placement: int
+    batch_size: int
+    processes: int
+
+    @property
+    def key(self) -> tuple[str, int, int, int]:
+        """Its configuration's key in a :class:`ConfigTable`."""
+        return (self.model, self.partition, self.batch_size, self.processes)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A deployment: segments, ordered by GPU then placement."""
+
+    segments: tuple[Segment, ...]
+
+    @property
+    def n_gpus(self) -> int:
+        """GPUs with at least one segment."""
+        return len({s.gpu for s in self.segments})
+
+    def to_csv_text(self) -> str:
+        """The deployment as CSV text (``gpu,model,partition,placement,batch_size,processes``)."""
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(DEPLOYMENT_COLUMNS)
+        for s in self.segments:
+            w.writerow([getattr(s, c) for c in DEPLOYMENT_COLUMNS])
+        return buf.getvalue()
+
+    def to_csv(self, path: str | os.PathLike[str]) -> None:
+        """Write the deployment CSV atomically."""
+        atomic_write_text(path, self.to_csv_text())
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[Mapping[str, Any]]) -> Deployment:
+        """From mappings with the deployment columns."""
+        segs = [Segment(int(r["gpu"]), str(r["model"]), int(r["partition"]), int(r["placement"]),
+                        int(r["batch_size"]), int(r["processes"])) for r in rows]
+        return cls(tuple(segs))
+
+    @classmethod
+    def read(cls, path: str | os.PathLike[str]) -> Deployment:
+        """Read a deployment CSV, refusing a bad row by path and line."""
+        rows = list(csv.reader(io.StringIO(read_text(path))))
+        if not rows or tuple(h.strip() for h in rows[0]) != DEPLOYMENT_COLUMNS:
+            raise InputError(f"header {rows[0] if rows else []} is not {','.join(DEPLOYMENT_COLUMNS)}",
+                             path=path, line=1)
+        segs = []
+        for line, f in enumerate(rows[1:], start=2):
+            if not f:
+                continue
+            if len(f) != len(DEPLOYMENT_COLUMNS):
+                raise InputError(f"{len(f)} fields, expected {len(DEPLOYMENT_COLUMNS)}", path=path, line=line)
+            if not f[1].strip():
+                raise InputError("empty model name", path=path, line=line)
+            segs.append(Segment(_index(f[0], "gpu", path, line, least=0), f[1].strip(),
+                                _index(f[2], "partition", path, line, least=1),
+                                _index(f[3], "placement", path, line, least=0),
+                                _index(f[4], "batch_size", path, line, least=1),
+                                _index(f[5], "processes", path, line, least=1)))
+        return cls(tuple(segs))
+
+
+@dataclass(frozen=True)
+class Validation:
+    """What a check of a deployment found: its problems (none when it serves every SLO) and figures."""
+
+    problems: tuple[str, ...]
+    n_gpus: int
+    served_rps: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True when the deployment meets every rule."""
+        return not self.problems
+
+
+def validate_plan(deployment: Deployment, table: ConfigTable | Measurements, slo: Slo | str | os.PathLike[str], *, gpu: str,
+             replace: bool = False) -> Validation:
+    """Check a deployment: configurations measured, latencies within SLO, rates served, MIG layouts valid.
+
+    With ``replace=True`` a GPU's layout counts as valid when its instance sizes fit *some* valid
+    placement (the placements written are ignored); by default they are checked as written.
+    ``table`` and ``slo`` as for :func:`plan`.
+    """
+    table, slo = as_inputs(table, slo)
+    problems: list[str] = []
+    served: dict[str, float] = defaultdict(float)
+    by_gpu: dict[int, list[Segment]] = defaultdict(list)
+    for s in deployment.segments:
+        by_gpu[s.gpu].append(s)
+        where = f"gpu {s.gpu} slice {s.placement} ({s.model}, {s.partition} GPCs, batch {s.batch_size}, " \
+                f"{s.processes} processes)"
+        if s.model not in slo:
+            problems.append(f"{where}: model {s.model} has no SLO")
+            continue
+        ms = table.latency_ms.get(s.key)
+        if ms is None:
+            problems.append(f"{where}: configuration not in the measured table")
+            continue
+        if ms > slo[s.model][1]:
+            problems.append(f"{where}: latency {ms:.4g} ms exceeds the SLO of {slo[s.model][1]:g} ms")
+            continue
+        served[s.model] += table.throughput(s.key)
+    for model, (rate, _) in slo.items():
+        if served.get(model, 0.0) < rate * (1 - PLAN_RATE_RTOL):
+            problems.append(f"model {model}: serves {served.get(model, 0.0):.4g} requests/s of {rate:g} needed")
+    for g, segs in sorted(by_gpu.items()):
+        try:
+            if replace:
+                if place(gpu, [mig_profile(gpu, s.partition).gpcs for s in segs]) is None:
+                    problems.append(f"gpu {g}: instances of {sorted((s.partition for s in segs), reverse=True)} "
+                                    "GPCs fit no valid MIG layout")
+            else:
+                problems.extend(f"gpu {g}: {p}" for p in check_layout(gpu, [(s.partition, s.placement)
+                                                                            for s in segs]))
+        except InterfpredError as exc:
+            problems.append(f"gpu {g}: {exc}")
+    return Validation(tuple(problems), deployment.n_gpus, dict(served))
+
+
+# ------------------------------------------------------------------------------------------------ planning
+@dataclass(frozen=True)
+class Plan:
+    """A plan: the deployment, the LP lower bound on GPUs (rounded up), the relaxation's value, time taken."""
+
+    deployment: Deployment
+    lower_bound: int
+    lp_value: float
+    optimal: bool
+    seconds: float
+
+
+def _choices(table: ConfigTable, slo: Slo, sizes: Sequence[int]) -> dict[str, dict[int, tuple[str, int, int, int]]]:
+    known = set(table.models)
+    out: dict[str, dict[int, tuple[str, int, int, int]]] = {}
+    for model, (_rate, slo_ms) in slo.items():
+        if model not in known:
+            raise InterfpredError(f"model {model}: not in the profiles (profiled: {', '.join(sorted(known))})")
+        best = {g: k for g in sizes if (k := table.best(model, g, slo_ms)) is not None}
+        if not best:
+            keys = [k for k in table.latency_ms if k[0] == model]
+            fastest = min(keys, key=lambda k: table.latency_ms[k])
+            raise InterfpredError(
+                f"model {model}: no configuration meets its latency SLO of {slo_ms:g} ms (fastest: "
+                f"{table.latency_ms[fastest]:.4g} ms, {fastest[1]} GPCs, batch {fastest[2]}, {fastest[3]} process"
+                f"{'es' if fastest[3] > 1 else ''})")
+        out[model] = best
+    return out
+
+
+def as_inputs(table: ConfigTable | Measurements, slo: Slo | str | os.PathLike[str]) -> tuple[ConfigTable, Slo]:
+    """A :class:`ConfigTable` (given one, or measurement runs with a ``partition`` column) and SLOs (or a CSV)."""
+    cfg = table if isinstance(table, ConfigTable) else ConfigTable.from_measurements(table)
+    return cfg, (read_slo(slo) if isinstance(slo, (str, os.PathLike)) else slo)
+
+
+def plan(table: ConfigTable | Measurements, slo: Slo | str | os.PathLike[str], *, gpu: str,
+         time_limit: float = PLAN_TIME_LIMIT_S) -> Plan:
+    """The deployment on the fewest GPUs that serves every model's rate within its latency SLO.
+
+    ``table`` is a :class:`ConfigTable` or measurement runs with a ``partition`` column (such as
+    ``interfpred.data.datasets.parvagpu_a100()``); ``slo`` maps model -> (requests/s, latency ms)
+    or names an SLO CSV (:func:`read_slo`). Raises :class:`InterfpredError` naming the model when
+    a model is not in the table or no configuration meets its SLO, and when the solver stops
+    without a plan within ``time_limit`` seconds.
+    """
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    t0 = time.perf_counter()
+    table, slo = as_inputs(table, slo)
+    layouts = layout_sizes(gpu)
+    sizes = sorted({g for lay in layouts for g in lay})
+    choice = _choices(table, slo, sizes)
+    pairs = [(m, g) for m in slo for g in sorted(choice[m])]
+    n_x, n_y = len(pairs), len(layouts)
+    a = np.zeros((len(slo) + len(sizes), n_x + n_y))
+    lo = np.zeros(a.shape[0])
+    hi = np.zeros(a.shape[0])
+    models = list(slo)
+    for j, (m, g) in enumerate(pairs):
+        a[models.index(m), j] = table.throughput(choice[m][g])
+        a[len(slo) + sizes.index(g), j] = 1.0
+    for t, lay in enumerate(layouts):
+        for g in lay:
+            a[len(slo) + sizes.index(g), n_x + t] -= 1.0
+    for i, m in enumerate(models):
+        lo[i], hi[i] = slo[m][0], np.inf
+    lo[len(slo):], hi[len(slo):] = -np.inf, 0.0
+    cons = LinearConstraint(a, lo, hi)
+    gpus = np.r_[np.zeros(n_x), np.ones(n_y)]
+    ints = np.ones(n_x + n_y)
+    opts = {"time_limit": time_limit}
+    relax = milp(gpus, constraints=cons, integrality=np.zeros_like(ints), bounds=Bounds(0, np.inf), options=opts)
+    first = milp(gpus, constraints=cons, integrality=ints, bounds=Bounds(0, np.inf), options=opts)
+    if first.x is None:
+        raise InterfpredError(f"the solver found no plan within {time_limit:g} s ({first.message})")
+    n_gpus = round(float(first.fun))
+    # Second pass: the same number of GPUs, the fewest GPCs in use (instances left unconfigured).
+    gpcs = np.r_[[g for _, g in pairs], np.zeros(n_y)]
+    fixed = LinearConstraint(gpus[None, :], n_gpus, n_gpus)
+    second = milp(gpcs, constraints=[cons, fixed], integrality=ints, bounds=Bounds(0, np.inf), options=opts)
+    best = second if second.x is not None else first
+    x = np.round(best.x).astype(int)
+    deployment = _lay_out(gpu, [(choice[m][g], int(x[j])) for j, (m, g) in enumerate(pairs)],
+                          [(lay, int(x[n_x + t])) for t, lay in enumerate(layouts)])
+    lp = float(relax.fun) if relax.x is not None else 0.0
+    return Plan(deployment, int(math.ceil(lp - 1e-9)), lp, bool(first.status == 0 and best.status == 0),
+                time.perf_counter() - t0)
+
+
+def _lay_out(gpu: str, counts: Sequence[tuple[tuple[str, int, int, int], int]],
+             gpus: Sequence[tuple[tuple[int, ...], int]]) -> Deployment:
+    """Concrete segments: each GPU of a layout takes its valid placements; slots are filled by size."""
+    wanted: dict[int, list[tuple[str, int, int, int]]] = defaultdict(list)
+    for key, n in counts:
+        wanted[key[1]].extend([key] * n)
+    segs: list[Segment] = []
+    index = 0
+    for lay, n in gpus:
+        slots = place(gpu, lay)
+        assert slots is not None  # every layout of layout_sizes is placeable
+        for _ in range(n):
+            mine = []
+            for g, start in slots:
+                if wanted[g]:  # a slot no instance needs stays unconfigured
+                    model, gpcs, batch, procs = wanted[g].pop(0)
+                    mine.append(Segment(index, model, gpcs, start, batch, procs))
+            if mine:
+                segs.extend(sorted(mine, key=lambda s: s.placement))
+                index += 1
+    left = [k for v in wanted.values() for k in v]
+    if left:  # the slot constraint makes this impossible; a wrong table would land here
+        raise InterfpredError(f"internal: {len(left)} instances found no slot")
+    return Deployment(tuple(segs))
