@@ -25,11 +25,11 @@ from typing import Any
 
 import numpy as np
 
+from interfpred._core.targets import latency_from_prediction
 from interfpred.data.datasets import parvagpu_a100
 from interfpred.evaluation.tables import markdown_table, text_table
 from interfpred.experiments.report import ReproduceContext, Section
 from interfpred.features.processes import ProcessFeatures, process_features
-from interfpred.features.targets import latency_from_prediction
 from interfpred.predictors import OfflineLinear
 
 __all__ = ["E5_METHODS", "e5_errors", "e5_predictions", "run_e5"]
@@ -73,7 +73,7 @@ def e5_errors(f: ProcessFeatures | None = None) -> dict[str, np.ndarray]:
     """Relative latency errors of every method on the multi-process rows, each predicted with its model held out.
 
     Slowdowns become latencies through the one clamp every prediction path uses
-    (:func:`~interfpred.features.targets.latency_from_prediction`).
+    (:func:`~interfpred._core.targets.latency_from_prediction`).
     """
     f = process_features(parvagpu_a100()) if f is None else f
     multi = f.processes >= 2
