@@ -263,3 +263,24 @@ def test_one_choice_through_python_and_the_cli_on_a_simulated_trace(tmp_path, ca
     assert repr(cli) == repr(py)
     np.testing.assert_allclose(cli.predict_latency(sc.traces["trace"], sc.profiles),
                                py.predict_latency(sc.traces["trace"], sc.profiles), rtol=1e-9, atol=1e-9)
+
+
+def test_fit_warns_when_no_row_ran_beside_another_and_require_beat_baselines_exits_2(tmp_path, capsys):
+    from interfpred.sim.zoo import zoo_profiles
+
+    prof = zoo_profiles("l4")
+    prof.to_csv(tmp_path / "p.csv")
+    rows, t = [], 0.0
+    for i in range(120):                      # back to back on one GPU: nothing ever ran beside anything
+        model, bs = ("resnet50", 8) if i % 2 else ("vgg19", 4)
+        solo = prof.lookup(model, bs).solo_ms
+        rows.append(f"{i},gpu0,{model},{bs},{t},{t + solo * (1.0 + 0.01 * (i % 5))}")
+        t += 2.0 * solo
+    (tmp_path / "t.csv").write_text("id,device,model,batch_size,start_ms,end_ms\n" + "\n".join(rows) + "\n")
+    args = ["fit", "--trace", str(tmp_path / "t.csv"), "--profiles", str(tmp_path / "p.csv")]
+    assert main([*args, "--out", str(tmp_path / "m.json")]) == 0
+    err = capsys.readouterr().err
+    assert "WARNING: no training row ran beside another batch" in err
+    assert main([*args, "--require-beat-baselines", "--out", str(tmp_path / "n.json")]) == 2
+    err = capsys.readouterr().err
+    assert "no training row ran beside another batch; " in err and not (tmp_path / "n.json").exists()
