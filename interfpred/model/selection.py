@@ -257,12 +257,18 @@ def candidates(trace: Trace | None, profiles: ProfileTable | None, measurements:
     return out
 
 
-def _frozen_priors(p: BasePredictor, fm: FeatureMatrix) -> BasePredictor:
-    """EntityRLS with the prior variances it tunes on all rows, fixed (no nested tuning in every fold)."""
+def _frozen_priors(p: BasePredictor, fm: FeatureMatrix, cache: dict[Any, dict[str, float]] | None = None,
+                   key: Any = None) -> BasePredictor:
+    """EntityRLS with the prior variances it tunes on all rows, fixed (no nested tuning in every fold);
+    ``cache[key]`` keeps them for candidates that differ only in what tuning does not see (the backoff)."""
     if not getattr(p, "tune_priors", False):
         return p
-    tuned: Any = p.clone().fit(fm.X, fm.y, entities=fm.entities)
-    return make_predictor(p.kind, **{**p.get_params(), "tune_priors": False, **tuned.prior_variances_})
+    tuned = None if cache is None else cache.get(key)
+    if tuned is None:
+        tuned = dict(p.clone().fit(fm.X, fm.y, entities=fm.entities).prior_variances_)   # type: ignore[attr-defined]
+        if cache is not None:
+            cache[key] = tuned
+    return make_predictor(p.kind, **{**p.get_params(), "tune_priors": False, **tuned})
 
 
 def _folds(fm_model: FeatureMatrix, groups: np.ndarray, seed: int, n_folds: int,
@@ -366,6 +372,7 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
     folds: tuple[list[Fold], list[Fold]] | None = None
     feats: dict[str, tuple[FeatureMatrix, Any]] = {}
     warm_folds: dict[str, np.ndarray] = {}
+    priors: dict[Any, dict[str, float]] = {}     # tuned prior variances per extractor (the backoff aside)
     colocated = [True]
 
     def run(c: Candidate) -> None:
@@ -382,7 +389,8 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
             folds = _folds(by_model, groups, seed, n_folds, n_cold)
             colocated[0] = _colocated(by_model)
         feats.setdefault(c.target, (by_model, extractor))
-        scores[c.label], warm_folds[c.label] = _score(fm, extractor, groups, _frozen_priors(proto, fm), *folds)
+        tuned = _frozen_priors(proto, fm, priors, (c.predictor, c.feature_map, c.shares, c.target))
+        scores[c.label], warm_folds[c.label] = _score(fm, extractor, groups, tuned, *folds)
 
     # Two stages when several extractors are open for a predictor other than the proxy: the extractor
     # (map, shares, target) searched with the fast proxy, then the other predictors on the proxy's
@@ -430,11 +438,12 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
         # so the frozen score on held-out models chooses among them, and what an EntityRLS among them
         # serves models never seen with (its backoff: features-only RLS, the scaled global mean, or none).
         near = [c for c in pool if _within_one_se(warm_folds[c.label], warm_folds[chosen.label])]
-        for c in list(near):
-            if c.predictor == "entity_rls" and predictor is None:
-                for bo in ENTITY_BACKOFFS[1:]:     # the first is EntityRLS's default, scored above
-                    near.append(Candidate(c.predictor, c.feature_map, c.shares, c.target, bo))
-                    run(near[-1])
+        ent = [c for c in near if c.predictor == "entity_rls" and predictor is None]
+        if ent:    # the other backoffs of the EntityRLS of least frozen MAPE among them (they change only that)
+            c = min(ent, key=lambda c: (float(np.nan_to_num(scores[c.label][2], nan=np.inf)), ent.index(c)))
+            for bo in ENTITY_BACKOFFS[1:]:     # the first is EntityRLS's default, scored above
+                near.append(Candidate(c.predictor, c.feature_map, c.shares, c.target, bo))
+                run(near[-1])
         chosen = min(near, key=lambda c: (float(np.nan_to_num(scores[c.label][2], nan=np.inf)), use(c), near.index(c)))
     elif cold and chosen.predictor == "entity_rls" and predictor is None:   # no folds by run: cold chose already
         variants = [chosen]
