@@ -12,13 +12,13 @@ from interfpred.data.datasets import gavel_v100
 from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.evaluation import run_folds
+from interfpred.evaluation.validation import involvement
 from interfpred.experiments.model_coverage import evaluate_coverage
 from interfpred.features import FeatureMatrix
 from interfpred.model.crossfit import (
     NOVELTY_CATEGORIES,
     FrozenBounds,
     cross_fit_bounds,
-    involvement,
     novelty,
     take_rows,
 )

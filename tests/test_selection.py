@@ -14,8 +14,9 @@ from interfpred.cli import main
 from interfpred.data.datasets import gavel_v100
 from interfpred.errors import InterfpredError
 from interfpred.evaluation import run_folds
+from interfpred.evaluation.validation import grouped_fold_ids, row_groups
 from interfpred.experiments.model_coverage import evaluate_coverage
-from interfpred.model.crossfit import FrozenBounds, cross_fit_bounds, grouped_fold_ids, row_groups
+from interfpred.model.crossfit import FrozenBounds, cross_fit_bounds
 from interfpred.model.interference import fit_selected
 from interfpred.model.selection import Candidate, candidates, select_configuration
 from interfpred.predictors import Calibrated, make_predictor

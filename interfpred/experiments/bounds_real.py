@@ -40,6 +40,7 @@ from interfpred.evaluation.coverage import (
     run_stamps,
 )
 from interfpred.evaluation.tables import markdown_table, text_table
+from interfpred.evaluation.validation import involvement
 from interfpred.experiments.bounds import COVERAGE_QUANTILES, COVERAGE_TOLERANCE
 from interfpred.experiments.real import new_model_streams
 from interfpred.experiments.report import ReproduceContext, Section
@@ -48,7 +49,6 @@ from interfpred.features.measurement_features import measurement_features
 from interfpred.model.crossfit import (
     NOVELTY_CATEGORIES,
     cross_fit_bounds,
-    involvement,
     model_entities,
     novelty,
     take_rows,

@@ -23,6 +23,7 @@ import numpy as np
 
 from interfpred.constants import REPRODUCE_EXECUTIONS, REPRODUCE_QUICK_EXECUTIONS, REPRODUCE_TRAIN_SHARE
 from interfpred.evaluation import call, mape, prequential
+from interfpred.evaluation.validation import tail_fold
 from interfpred.experiments.launch_keys import launch_entities
 from interfpred.experiments.report import ReproduceContext
 from interfpred.features import Extractor, FeatureMatrix, TimeWeighted, transform_many
@@ -117,7 +118,7 @@ def validation_mape(ctx: ReproduceContext, cfg: Config) -> float:
     sc = scenario_for(ctx)
     tr = sc.traces["train"]
     cut = train_cut(len(tr))
-    inner = max(1, int(round(cut * 2 / 3)))
+    inner = len(tail_fold(cut, 1.0 / 3.0).train)      # the validation's held-out tail rule
     (fm,) = scenario_features(ctx, "train", [cfg.extractor])
     lat = run_config(cfg, fm, slice(0, inner), fm, slice(inner, cut), tr.start_ms, tr.end_ms)
     return mape(lat, fm.latency_ms[inner:cut])

@@ -55,18 +55,16 @@ from interfpred.constants import (
     CROSS_FIT_FOLDS,
     CROSS_FIT_MIN_CATEGORY_SCORES,
     SELECTION_SEED,
-    SELECTION_TRACE_BLOCK,
 )
 from interfpred.data.entities import Entities
-from interfpred.data.measurements import Measurements
 from interfpred.errors import InterfpredError
 from interfpred.evaluation import call
+from interfpred.evaluation.validation import grouped_fold_ids, involvement
 from interfpred.features import FeatureMatrix
 from interfpred.features.entity_features import parent_entities
 from interfpred.predictors import BasePredictor
 
-__all__ = ["NOVELTY_CATEGORIES", "FrozenBounds", "cross_fit_bounds", "grouped_fold_ids", "involvement",
-           "model_entities", "novelty", "row_groups", "take_rows"]
+__all__ = ["NOVELTY_CATEGORIES", "FrozenBounds", "cross_fit_bounds", "model_entities", "novelty", "take_rows"]
 
 #: Novelty categories of frozen bounds, in code order: every model of the row seen at fit, or not.
 NOVELTY_CATEGORIES = ("warm", "cold")
@@ -85,52 +83,6 @@ def model_entities(fm: FeatureMatrix, predictor: BasePredictor) -> Entities | No
     if ent is not None and predictor.tags.entity_key == "model_batch":
         return parent_entities(ent)
     return ent
-
-
-def involvement(ent: Entities) -> np.ndarray:
-    """(n, names) bool: row i involves entity j, as its own or as a co-runner."""
-    n = len(ent)
-    out = np.zeros((n, len(ent.names)), dtype=bool)
-    out[np.arange(n), ent.own] = True
-    out[np.repeat(np.arange(n), np.diff(ent.indptr)), ent.co] = True
-    return out
-
-
-def row_groups(n_trace_rows: int, measurements: Measurements | None, *,
-               block: int = SELECTION_TRACE_BLOCK) -> np.ndarray:
-    """A group id per feature row (trace rows first, then measurement rows), kept whole by every fold.
-
-    Trace rows in blocks of ``block`` consecutive executions; measurement rows by run.
-
-    Examples
-    --------
-    >>> row_groups(5, None, block=2).tolist()
-    [0, 0, 1, 1, 2]
-    """
-    parts = [np.arange(n_trace_rows, dtype=np.int64) // max(1, block)]
-    if measurements is not None:
-        offset = int(parts[0][-1]) + 1 if n_trace_rows else 0
-        parts.append(np.asarray(measurements.run_code, dtype=np.int64) + offset)
-    return np.concatenate(parts)
-
-
-def grouped_fold_ids(groups: np.ndarray, folds: int, *, seed: int = SELECTION_SEED) -> np.ndarray:
-    """Fold id (0 to ``folds - 1``) per row: the distinct groups shuffled (seeded), dealt round the folds.
-
-    Examples
-    --------
-    >>> ids = grouped_fold_ids(np.array([0, 0, 1, 1, 2, 2]), 3)
-    >>> sorted(set(ids.tolist())), bool((ids[0::2] == ids[1::2]).all())
-    ([0, 1, 2], True)
-    """
-    uniq, inverse = np.unique(np.asarray(groups), return_inverse=True)
-    if folds < 2 or len(uniq) < folds:
-        raise InterfpredError(f"{folds} grouped folds need at least {max(folds, 2)} groups (runs or trace blocks), "
-                              f"got {len(uniq)}")
-    order = np.random.default_rng(seed).permutation(len(uniq))
-    fold_of_group = np.empty(len(uniq), dtype=np.int64)
-    fold_of_group[order] = np.arange(len(uniq)) % folds
-    return fold_of_group[inverse.reshape(-1)]
 
 
 def _scale(mean: np.ndarray) -> np.ndarray:

@@ -58,9 +58,10 @@ from interfpred.evaluation import (
     prequential_runs,
     target_level,
 )
+from interfpred.evaluation.validation import row_groups
 from interfpred.features import Extractor, FeatureMatrix, default_extractor, make_extractor
 from interfpred.features.entity_features import parent_entities
-from interfpred.model.crossfit import FrozenBounds, cross_fit_bounds, model_entities, row_groups
+from interfpred.model.crossfit import FrozenBounds, cross_fit_bounds, model_entities
 from interfpred.model.rows import as_inputs, model_features
 from interfpred.model.selection import Selection, select_configuration
 from interfpred.predictors import BasePredictor, make_predictor, predictor_from_state, registered

@@ -64,9 +64,16 @@ from interfpred.data.measurements import Measurements
 from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
-from interfpred.evaluation import BASELINE_LABELS, Fold, held_out_mape, held_out_mapes
+from interfpred.evaluation import BASELINE_LABELS, Fold
+from interfpred.evaluation.validation import (
+    held_out_model_folds,
+    row_groups,
+    validation_scores,
+    warm_folds,
+    within_one_se,
+)
 from interfpred.features import FeatureMatrix, make_extractor
-from interfpred.model.crossfit import grouped_fold_ids, involvement, model_entities, row_groups, take_rows
+from interfpred.model.crossfit import model_entities, take_rows
 from interfpred.model.rows import model_features
 from interfpred.predictors import BasePredictor, make_predictor
 
@@ -273,44 +280,8 @@ def _frozen_priors(p: BasePredictor, fm: FeatureMatrix, cache: dict[Any, dict[st
 
 def _folds(fm_model: FeatureMatrix, groups: np.ndarray, seed: int, n_folds: int,
            n_cold: int) -> tuple[list[Fold], list[Fold]]:
-    """Warm folds (grouped, test rows in group order) and cold folds (a model held out entirely)."""
-    n_groups = len(np.unique(groups))
-    k = min(n_folds, n_groups)
-    warm = []
-    if k >= 2:
-        ids = grouped_fold_ids(groups, k, seed=seed)
-        for f in range(k):
-            test = np.flatnonzero(ids == f)
-            warm.append(Fold(f"fold {f}", ids != f, test[np.argsort(groups[test], kind="stable")]))
-    cold: list[Fold] = []
-    ent = fm_model.entities
-    if ent is not None and len(ent.names) >= 3:
-        involves = involvement(ent)
-        rng = np.random.default_rng(seed)
-        for j in rng.permutation(len(ent.names))[:n_cold]:
-            test = involves[:, j]
-            if test.any() and (~test).sum() >= 2:
-                cold.append(Fold(ent.names[j], ~test, np.flatnonzero(test)))
-    return warm, cold
-
-
-def _score(fm: FeatureMatrix, ex: Any, groups: np.ndarray, p: BasePredictor, warm: list[Fold],
-           cold: list[Fold]) -> tuple[tuple[float, float, float], np.ndarray]:
-    """(warm, cold prequential, cold frozen) MAPEs, and the warm MAPE of each fold by run."""
-    per_fold = np.array([held_out_mape(fm, ex, groups, p, f, online=True) for f in warm])
-    w = float(per_fold.mean()) if warm else np.nan
-    both = np.array([held_out_mapes(fm, ex, groups, p, f) for f in cold]).reshape(-1, 2)   # one fit per fold
-    co, cf = (float(v) for v in both.mean(axis=0)) if cold else (np.nan, np.nan)
-    return (w, co, cf), per_fold
-
-
-def _within_one_se(per_fold: np.ndarray, best: np.ndarray) -> bool:
-    """Whether a warm score is within one standard error of the best one: the mean of the paired
-    per-fold differences at most their standard error (the one-standard-error rule)."""
-    d = np.asarray(per_fold) - np.asarray(best)
-    if d.size < 2 or not np.isfinite(d).all():
-        return bool(d.size and np.isfinite(d).all() and d.mean() <= 0.0)
-    return bool(d.mean() <= d.std(ddof=1) / np.sqrt(d.size))
+    """Warm folds (by run) and cold folds (a model held out entirely), from the one validation module."""
+    return warm_folds(groups, n_folds, seed), held_out_model_folds(fm_model.entities, n_cold, seed)
 
 
 def _colocated(fm: FeatureMatrix) -> bool:
@@ -390,7 +361,7 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
             colocated[0] = _colocated(by_model)
         feats.setdefault(c.target, (by_model, extractor))
         tuned = _frozen_priors(proto, fm, priors, (c.predictor, c.feature_map, c.shares, c.target))
-        scores[c.label], warm_folds[c.label] = _score(fm, extractor, groups, tuned, *folds)
+        scores[c.label], warm_folds[c.label] = validation_scores(fm, extractor, groups, tuned, *folds)
 
     # Two stages when several extractors are open for a predictor other than the proxy: the extractor
     # (map, shares, target) searched with the fast proxy, then the other predictors on the proxy's
@@ -430,14 +401,14 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
             for t in dict.fromkeys(c.target for c in cands) for k in BASELINE_KINDS]
     for b in base:
         fm_b, ex_b = feats[b.target]
-        scores[b.label], warm_folds[b.label] = _score(fm_b, ex_b, groups, make_predictor(b.predictor), warm, cold)
+        scores[b.label], warm_folds[b.label] = validation_scores(fm_b, ex_b, groups, make_predictor(b.predictor), warm, cold)
     pool = cands + (base if predictor is None else [])
     chosen = min(pool, key=lambda c: (use(c), pool.index(c)))
     if warm and cold:
         # The warm score chooses; candidates within one standard error of it are as good on models seen,
         # so the frozen score on held-out models chooses among them, and what an EntityRLS among them
         # serves models never seen with (its backoff: features-only RLS, the scaled global mean, or none).
-        near = [c for c in pool if _within_one_se(warm_folds[c.label], warm_folds[chosen.label])]
+        near = [c for c in pool if within_one_se(warm_folds[c.label], warm_folds[chosen.label])]
         ent = [c for c in near if c.predictor == "entity_rls" and predictor is None]
         if ent:    # the other backoffs of the EntityRLS of least frozen MAPE among them (they change only that)
             c = min(ent, key=lambda c: (float(np.nan_to_num(scores[c.label][2], nan=np.inf)), ent.index(c)))

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from interfpred._core.splits import tail_cut
 from interfpred._core.targets import observed_slowdown, slowdown_from_prediction
 from interfpred.constants import ENTITY_VAR_SCALES
 from interfpred.data.entities import Entities
@@ -48,7 +49,7 @@ def validation_error(params: Mapping[str, Any], X: np.ndarray, y: np.ndarray, en
     """Mean relative latency error of ``EntityRLS(**params)`` fitted on the first rows and run
     prequentially over the last ``validation_share`` of ``X, y, entities`` (in their order)."""
     n = X.shape[0]
-    cut = min(n - 1, max(1, round(n * (1.0 - validation_share))))
+    cut = tail_cut(n, validation_share)   # the held-out tail rule every validation uses
     p: Any = make_predictor("entity_rls", **params)   # an EntityRLS
     p.fit(X[:cut], y[:cut], entities=entities.take(np.arange(cut)))
     rows = entities.take(np.arange(cut, n)).split_rows()
