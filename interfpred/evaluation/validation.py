@@ -124,13 +124,14 @@ def tail_fold(n: int, share: float) -> Fold:
 
 
 def validation_scores(fm: FeatureMatrix, ex: Any, groups: np.ndarray, p: BasePredictor, warm: list[Fold],
-           cold: list[Fold]) -> tuple[tuple[float, float, float], np.ndarray]:
-    """(warm, cold prequential, cold frozen) MAPEs, and the warm MAPE of each fold by run."""
+           cold: list[Fold]) -> tuple[tuple[float, float, float], np.ndarray, np.ndarray]:
+    """(warm, cold prequential, cold frozen) MAPEs, the warm MAPE of each fold by run and the frozen MAPE of
+    each held-out model."""
     per_fold = np.array([held_out_mape(fm, ex, groups, p, f, online=True) for f in warm])
     w = float(per_fold.mean()) if warm else np.nan
     both = np.array([held_out_mapes(fm, ex, groups, p, f) for f in cold]).reshape(-1, 2)   # one fit per fold
     co, cf = (float(v) for v in both.mean(axis=0)) if cold else (np.nan, np.nan)
-    return (w, co, cf), per_fold
+    return (w, co, cf), per_fold, both[:, 1]
 
 
 def within_one_se(per_fold: np.ndarray, best: np.ndarray) -> bool:

@@ -343,6 +343,7 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
     folds: tuple[list[Fold], list[Fold]] | None = None
     feats: dict[str, tuple[FeatureMatrix, Any]] = {}
     warm_folds: dict[str, np.ndarray] = {}
+    cold_folds: dict[str, np.ndarray] = {}
     priors: dict[Any, dict[str, float]] = {}     # tuned prior variances per extractor (the backoff aside)
     colocated = [True]
 
@@ -361,7 +362,8 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
             colocated[0] = _colocated(by_model)
         feats.setdefault(c.target, (by_model, extractor))
         tuned = _frozen_priors(proto, fm, priors, (c.predictor, c.feature_map, c.shares, c.target))
-        scores[c.label], warm_folds[c.label] = validation_scores(fm, extractor, groups, tuned, *folds)
+        scores[c.label], warm_folds[c.label], cold_folds[c.label] = validation_scores(fm, extractor, groups, tuned,
+                                                                                     *folds)
 
     # Two stages when several extractors are open for a predictor other than the proxy: the extractor
     # (map, shares, target) searched with the fast proxy, then the other predictors on the proxy's
@@ -401,13 +403,14 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
             for t in dict.fromkeys(c.target for c in cands) for k in BASELINE_KINDS]
     for b in base:
         fm_b, ex_b = feats[b.target]
-        scores[b.label], warm_folds[b.label] = validation_scores(fm_b, ex_b, groups, make_predictor(b.predictor), warm, cold)
+        scores[b.label], warm_folds[b.label], cold_folds[b.label] = validation_scores(
+            fm_b, ex_b, groups, make_predictor(b.predictor), warm, cold)
     pool = cands + (base if predictor is None else [])
     chosen = min(pool, key=lambda c: (use(c), pool.index(c)))
     if warm and cold:
         # The warm score chooses; candidates within one standard error of it are as good on models seen,
-        # so the frozen score on held-out models chooses among them, and what an EntityRLS among them
-        # serves models never seen with (its backoff: features-only RLS, the scaled global mean, or none).
+        # so the frozen score on held-out models chooses among them, and what an EntityRLS among them serves
+        # models never seen with (its backoff: features-only RLS, the scaled global mean, or none).
         near = [c for c in pool if within_one_se(warm_folds[c.label], warm_folds[chosen.label])]
         ent = [c for c in near if c.predictor == "entity_rls" and predictor is None]
         if ent:    # the other backoffs of the EntityRLS of least frozen MAPE among them (they change only that)
