@@ -190,6 +190,8 @@ def _ops(con: sqlite3.Connection, path: Any, tables: set[str]) -> GpuOps:
             checks.append(("correlationId", _NULL_OR_INTEGER, "an integer id"))
         if "globalPid" in have:
             checks.append(("globalPid", _INTEGER, "an integer id"))
+        if table == _KERNEL:
+            checks.append((str(col), "{c} IS NULL", "a kernel name (an id into StringIds)"))
         if _check(con, path, table, checks) == 0:
             continue
         count, longest = con.execute(f'SELECT count(*), max(length({name})) FROM "{table}" t {join}').fetchone()
