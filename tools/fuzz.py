@@ -731,13 +731,19 @@ def _sqlite_case(folder: Path, name: str, sql: list[str]) -> Path:
     return path
 
 
-def _sqlite_cases(folder: Path) -> list[tuple[str, str, list[str], str]]:
-    """(name, kind, argv, oracle) of the SQLite mutations."""
+def _keep_all(name: str) -> bool:
+    return True
+
+
+def _sqlite_cases(folder: Path, keep: Callable[[str], bool] = _keep_all) -> list[tuple[str, str, list[str], str]]:
+    """(name, kind, argv, oracle) of the SQLite mutations (those whose name ``keep`` accepts)."""
     cases: list[tuple[str, str, list[str], str]] = []
     for (table, col), oracles in _SQL_COLUMNS.items():
         for k, (value, plain) in enumerate(_SQL_VALUES):
             oracle = oracles[0] if value == "NULL" else oracles[2] if plain else oracles[1]
             name = f"sql-{table[-7:].lower()}-{col}-{k}"
+            if not keep(name):
+                continue
             path = _sqlite_case(folder, name, [f'UPDATE "{table}" SET "{col}" = {value} WHERE rowid = {_SQL_ROW[table]}'])
             cases.append((name, "trace", [str(path), *_RANGES], oracle))
             if table.endswith("KERNEL") and k % 3 == 0:  # the kernels mode reads the kernel table alone
@@ -772,6 +778,8 @@ def _sqlite_cases(folder: Path) -> list[tuple[str, str, list[str], str]]:
         "column-missing": (["ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN deviceId"], "refuse"),
     }
     for name, (sql, oracle) in structural.items():
+        if not keep(name):
+            continue
         try:
             path = _sqlite_case(folder, name, sql)
         except Exception as exc:  # noqa: BLE001 - this SQLite lacks the feature: the case is left out
@@ -799,8 +807,8 @@ _JSON_LITERALS = ["NaN", "Infinity", "-Infinity", "1180591620717411303424", "1" 
                   "1.5", "-1", "1e300", "9.2e15", "[]", "{}"]
 
 
-def _json_cases(folder: Path) -> list[tuple[str, str, list[str], str]]:
-    """(name, kind, argv, oracle) of the Kineto JSON mutations."""
+def _json_cases(folder: Path, keep: Callable[[str], bool] = _keep_all) -> list[tuple[str, str, list[str], str]]:
+    """(name, kind, argv, oracle) of the Kineto JSON mutations (the field ones and the large ones as ``keep`` says)."""
     import gzip
     import zlib
 
@@ -825,6 +833,8 @@ def _json_cases(folder: Path) -> list[tuple[str, str, list[str], str]]:
     for cats, names in fields.items():
         for field in names:
             for k, literal in enumerate(_JSON_LITERALS):
+                if not keep(f"json-{cats[0]}-{field}-{k}"):
+                    continue
                 doc = _kineto_doc()
                 ev = _first(doc, cats)
                 marker = "__FUZZ_VALUE__"
@@ -842,6 +852,8 @@ def _json_cases(folder: Path) -> list[tuple[str, str, list[str], str]]:
                 if field == "pid" and want == "same":
                     want = "ok"
                 cases.append((name, "trace", [str(path), *_RANGES], want))
+    if not keep("json-large"):
+        return cases
     # nesting, size and encoding
     deep = '{"traceEvents": [' + "[" * 200_000 + "]" * 200_000 + "]}"
     (folder / "deep.json").write_text(deep)
@@ -901,7 +913,7 @@ def _json_cases(folder: Path) -> list[tuple[str, str, list[str], str]]:
     return cases
 
 
-def _ckpt_cases(folder: Path) -> list[tuple[str, str, list[str], str]]:
+def _ckpt_cases(folder: Path, keep: Callable[[str], bool] = _keep_all) -> list[tuple[str, str, list[str], str]]:
     """(name, kind, argv, oracle) of the Model Analyzer checkpoint mutations."""
     import shutil
 
@@ -997,7 +1009,7 @@ def _ckpt_cases(folder: Path) -> list[tuple[str, str, list[str], str]]:
     return cases
 
 
-def _cli_arg_cases(folder: Path) -> list[tuple[str, str, list[str], str]]:
+def _cli_arg_cases(folder: Path, keep: Callable[[str], bool] = _keep_all) -> list[tuple[str, str, list[str], str]]:
     """(name, kind, argv, oracle) of hostile command-line arguments on the real captures."""
     nsys, kineto = str(_CAPTURE / _NSYS_BASE), str(_CAPTURE / _KINETO_BASE)
     conc, solo = str(_CAPTURE / _CKPT_CONC), str(_CAPTURE / _CKPT_SOLO)
@@ -1138,7 +1150,7 @@ def capture_campaign(n: int = 500, seed: int = 0, time_limit: float = 60.0, jobs
     """Run the hostile capture cases (at least ``n``: random mutations fill up to it) through the CLI.
 
     Returns the counts by outcome, the failures (with their reasons) and the peak memory.
-    ``only`` keeps the cases whose name starts with one of its prefixes (for the test suite).
+    ``only`` keeps the cases of those names (for the test suite).
     """
     from concurrent.futures import ThreadPoolExecutor
 
@@ -1152,9 +1164,13 @@ def capture_campaign(n: int = 500, seed: int = 0, time_limit: float = 60.0, jobs
     peak = [0, ""]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        cases = _sqlite_cases(folder) + _json_cases(folder) + _ckpt_cases(folder) + _cli_arg_cases(folder)
+        def keep(name: str) -> bool:
+            return not only or name in only
+
+        cases = [c for build in (_sqlite_cases, _json_cases, _ckpt_cases, _cli_arg_cases) for c in build(folder, keep)
+                 if keep(c[0])]
         if only:
-            cases = [c for c in cases if c[0].startswith(only)]
+            pass
         else:
             cases += _random_capture_cases(folder, rng, max(0, n - len(cases)))
         base_out: dict[str, bytes] = {}
