@@ -664,7 +664,8 @@ def cli_campaign(n: int, seed: int = 0, time_limit: float = 120.0, jobs: int = 2
 # The output check ("silent wrong" when it fails): the written file reads back through interfpred's
 # own reader, every time is finite and within TIME_HORIZON_MS, devices are gpu<0..4095>, batch
 # sizes and counts are positive integers, latencies positive and finite, and a trace has no more
-# executions than the unmutated capture gave (a mutation can remove a batch, not invent one).
+# executions than the unmutated capture gave (a crafted mutation can remove a batch, not invent one;
+# a random byte may move a range's end over other launches, so random cases are not held to it).
 # A traceback is "Traceback" or "internal error" on stderr or an exit status other than 0 and 2;
 # a hang is a case past its time limit. Peak memory is the child's ru_maxrss (os.wait4).
 
@@ -1233,7 +1234,8 @@ def capture_campaign(n: int = 500, seed: int = 0, time_limit: float = 60.0, jobs
             elif kind in ("fit", "ingest"):
                 outcome = "ok"
             else:
-                ranges = kind == "trace" and "--kernels" not in argv
+                # a random byte can move a range's end over more launches: the row cap is for crafted cases
+                ranges = kind == "trace" and "--kernels" not in argv and not name.startswith("rand-")
                 why = _check_output(kind, out, base_rows.get(base_kind) if ranges else None)
                 if why is None and oracle == "same" and out.read_bytes() != base_out[base_kind]:
                     why = "the output differs from the unmutated capture's"
