@@ -339,14 +339,14 @@ def read_model_analyzer(paths: Sequence[str | os.PathLike[str]], *, latency: str
                                                    "concurrency", "instances", "max_batch_size")}
     for run, members in runs.items():
         for m in members:
-            ref = solo.get(m.solo_key)
-            if ref is None:
+            found = solo.get(m.solo_key)
+            if found is None:
                 raise InputError(f"no solo measurement of {m.model} at batch size {m.batch_size}, client concurrency "
                                  f"{m.concurrency}, {m.instances} instance(s), max batch size {m.max_batch_size} on "
                                  f"{m.gpu} (member of run {run!r}): pass the checkpoint or CSV that measured it alone",
                                  path=m.path)
             for k, v in (("run", run), ("gpu", m.gpu), ("model", m.model), ("batch_size", m.batch_size),
-                         ("solo_ms", ref.latency_ms), ("observed_ms", m.latency_ms), ("concurrency", m.concurrency),
+                         ("solo_ms", found.latency_ms), ("observed_ms", m.latency_ms), ("concurrency", m.concurrency),
                          ("instances", m.instances), ("max_batch_size", m.max_batch_size)):
                 cols[k].append(v)
     extra = {k: cols[k] for k in ("concurrency", "instances", "max_batch_size")}
