@@ -61,7 +61,7 @@ import numpy as np
 
 from interfpred._core.atomic import check_regular_file
 from interfpred._core.limits import check_limit
-from interfpred.constants import CAPTURE_DEVICE_ID_MAX, NSYS_RANGE_EVENT_TYPES, NSYS_REPORT_MAGIC
+from interfpred.constants import CAPTURE_DEVICE_ID_MAX, NSYS_RANGE_EVENT_TYPES, NSYS_REPORT_MAGIC, TIME_HORIZON_MS
 from interfpred.data.ingest.batch_names import NamePattern
 from interfpred.data.ingest.capture_checks import check_names, check_spans
 from interfpred.data.ingest.gpu_ranges import (
@@ -108,7 +108,11 @@ def _require(path: Any, table: str, have: set[str], *names: str) -> None:
 
 
 _INTEGER = "typeof({c}) != 'integer'"
-_NOT_NULL_INTEGER = _INTEGER
+_HORIZON_NS = int(TIME_HORIZON_MS * _NS_PER_MS)
+#: A time (ns): an integer within the tracker's horizon, an end not before its start.
+_TIME = f"typeof({{c}}) != 'integer' OR {{c}} NOT BETWEEN -{_HORIZON_NS} AND {_HORIZON_NS}"
+_END = f"{_TIME} OR {{c}} < start"
+_TIME_TEXT = f"an integer time (ns) within +-{_HORIZON_NS:.4g}"
 _DEVICE = f"typeof({{c}}) != 'integer' OR {{c}} NOT BETWEEN 0 AND {CAPTURE_DEVICE_ID_MAX}"
 _NULL_OR_INTEGER = "{c} IS NOT NULL AND typeof({c}) != 'integer'"
 
@@ -184,7 +188,7 @@ def _ops(con: sqlite3.Connection, path: Any, tables: set[str]) -> GpuOps:
                 name = f"CAST(t.{col} AS TEXT)"
         else:
             name = "'memcpy'" if table.endswith("MEMCPY") else "'memset'"
-        checks = [("start", _INTEGER, "an integer time (ns)"), ("end", _INTEGER, "an integer time (ns)"),
+        checks = [("start", _TIME, _TIME_TEXT), ("end", _END, f"{_TIME_TEXT}, not before its start"),
                   ("deviceId", _DEVICE, f"a device ordinal in [0, {CAPTURE_DEVICE_ID_MAX}]")]
         if "correlationId" in have:
             checks.append(("correlationId", _NULL_OR_INTEGER, "an integer id"))
@@ -223,7 +227,7 @@ def _launches(con: sqlite3.Connection, path: Any, tables: set[str]) -> Launches:
     have = _columns(con, _RUNTIME)
     _require(path, _RUNTIME, have, "start", "end", "globalTid", "correlationId")
     valid = "correlationId IS NOT NULL AND globalTid IS NOT NULL"
-    _check(con, path, _RUNTIME, [("start", _INTEGER, "an integer time (ns)"), ("end", _INTEGER, "an integer time (ns)"),
+    _check(con, path, _RUNTIME, [("start", _TIME, _TIME_TEXT), ("end", _END, f"{_TIME_TEXT}, not before its start"),
                                  ("globalTid", _INTEGER, "an integer id"),
                                  ("correlationId", _INTEGER, "an integer id")], where=valid)
     rows = con.execute(f'SELECT start, end, globalTid, {_PID.format(col="globalTid")}, correlationId FROM "{_RUNTIME}" '
@@ -250,7 +254,7 @@ def _ranges(con: sqlite3.Connection, path: Any, tables: set[str]) -> Ranges:
         text, join = f"COALESCE({text}, s.value)", "LEFT JOIN StringIds s ON s.id = n.textId"
     types = ", ".join(str(t) for t in NSYS_RANGE_EVENT_TYPES)
     valid = f"end IS NOT NULL AND eventType IN ({types}) AND globalTid IS NOT NULL"
-    _check(con, path, _NVTX, [("start", _INTEGER, "an integer time (ns)"), ("end", _INTEGER, "an integer time (ns)"),
+    _check(con, path, _NVTX, [("start", _TIME, _TIME_TEXT), ("end", _END, f"{_TIME_TEXT}, not before its start"),
                               ("globalTid", _INTEGER, "an integer id")], where=valid)
     count, longest = con.execute(f"SELECT count(*), max(length(COALESCE({text}, ''))) FROM \"{_NVTX}\" n {join} "
                                  f"WHERE n.end IS NOT NULL AND n.eventType IN ({types}) AND n.globalTid IS NOT NULL"
