@@ -17,6 +17,16 @@ Three campaigns, each checking one promise:
     predict_finish at random, while the predictor sometimes returns NaN; no call may hang or
     raise anything but InterfpredError, and the running set must stay consistent.
 
+``captures``
+    Hostile capture files (Nsight Systems SQLite exports with mutated columns, views, triggers and
+    virtual tables; Kineto JSON with bad literals, deep nesting, gzip bombs and huge sizes; Model
+    Analyzer checkpoints with bad fields, conflicts and duplicates; hostile CLI arguments; random
+    byte mutations) run through ``ingest-trace`` / ``ingest-measurements``, each case with its
+    oracle (see :func:`capture_campaign`): counts tracebacks, hangs, silent wrong results, exits 0
+    on garbage, multi-line errors, false refusals and each child's peak memory::
+
+        PYTHONPATH=$PWD python tools/fuzz.py --captures 560 --only-captures
+
 Run from the repository root (minutes; the test suite runs a short version of each)::
 
     PYTHONPATH=$PWD python tools/fuzz.py --files 20000 --kills 50 --hammer-seconds 30
