@@ -209,3 +209,9 @@ def test_long_output_names_are_written(tmp_path, n):
     atomic_write_text(path, "x")
     assert path.read_text() == "x"
     assert [p.name for p in tmp_path.iterdir()] == [path.name]
+
+
+def test_nsys_text_that_is_not_utf8_is_refused(tmp_path):
+    path = mutated(tmp_path, "UPDATE NVTX_EVENTS SET text = CAST(X'f58b' AS TEXT) WHERE text LIKE 'saxpy%'")
+    with pytest.raises(CaptureFormatError, match="UTF-8"):
+        read_capture_trace(path, **RANGES)

@@ -322,6 +322,9 @@ def read_nsys_tables(path: str | os.PathLike[str], *, kernels: bool = False
         return ops, _launches(con, path, tables), _ranges(con, path, tables), version
     except sqlite3.Error as exc:
         raise CaptureFormatError(f"cannot be read as an SQLite export: {exc}", path=path) from None
+    except UnicodeDecodeError as exc:  # a damaged schema or text cell
+        raise CaptureFormatError(f"holds text that is not UTF-8 (byte {exc.object[exc.start:exc.start + 1]!r}): a "
+                                 "damaged export", path=path) from None
     finally:
         con.close()
 
