@@ -386,6 +386,13 @@ KINETO_GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset
 KINETO_LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver", "runtime", "driver")
 KINETO_GPU_RANGE_CATEGORY = "gpu_user_annotation"
 KINETO_CPU_RANGE_CATEGORIES = ("user_annotation",)
+#: Largest CUDA device ordinal a capture may name (``deviceId``, Kineto's ``device``): a machine has a
+#: few GPUs (MIG instances included), so a larger one is a damaged field, not a device.
+CAPTURE_DEVICE_ID_MAX = 4095
+#: How much earlier than the CUDA call that launched it a GPU operation may start (ms): CPU and GPU
+#: timestamps come from clocks synchronised to microseconds; a kernel starting before its launch by
+#: more is a damaged capture.
+CAPTURE_CLOCK_SKEW_MS = 1.0
 #: Model Analyzer latency metrics --latency chooses from (client-side, ms); the default one becomes observed_ms.
 MODEL_ANALYZER_LATENCIES = {"avg": "perf_latency_avg", "p90": "perf_latency_p90", "p95": "perf_latency_p95",
                             "p99": "perf_latency_p99"}
@@ -402,6 +409,13 @@ MODEL_ANALYZER_DEFAULT_LATENCY = "avg"
 #: REPEATS_MAX: most repeats of ``evaluate --repeats``.
 #: JSON_INT_MAX_DIGITS: longest integer literal in a JSON model or predictor file.
 #: PATTERN_MAX_CHARS: longest user pattern (--kernel-filter, --nvtx-filter, manifest filter cells).
+#: INFLATED_MAX_BYTES: most bytes a gzip capture (``.json.gz``) may inflate to (a small file can inflate to GBs).
+#: JSON_MAX_DEPTH: deepest nesting of lists and objects in a capture's JSON (Kineto trace, Model Analyzer
+#: checkpoint); real ones nest under ten levels.
+#: JSON_MAX_CONTAINERS: most ``{`` and ``[`` in a capture's JSON text, counted before parsing (each
+#: becomes a Python object: tens of millions of empty ``{}`` would take gigabytes).
+#: NAME_MAX_CHARS: longest name (kernel, NVTX range, model) read from a capture.
+#: NAME_CELLS_MAX: most characters of one capture's name column, rows x longest name (a fixed-width array).
 LIMITS = {
     "INPUT_MAX_BYTES": 2**30,
     "INPUT_MAX_ROWS": 20_000_000,
@@ -411,6 +425,11 @@ LIMITS = {
     "REPEATS_MAX": 10_000,
     "JSON_INT_MAX_DIGITS": 40,
     "PATTERN_MAX_CHARS": 256,
+    "INFLATED_MAX_BYTES": 2**27,
+    "JSON_MAX_DEPTH": 64,
+    "JSON_MAX_CONTAINERS": 2**21,
+    "NAME_MAX_CHARS": 65_536,
+    "NAME_CELLS_MAX": 2**26,
 }
 #: Prefix of the environment variable that raises a limit of LIMITS.
 LIMIT_ENV_PREFIX = "INTERFPRED_"

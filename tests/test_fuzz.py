@@ -97,3 +97,16 @@ def test_console_script_campaign_short():
     bad = res["traceback"] + res["hang"] + res["silent"] + res["not_one_line"]
     assert not bad, "\n".join(bad)
     assert len(res["refused"]) >= 13  # the crafted cases built to be refused were
+
+
+#: One case of each hostile capture class (the full campaign: python tools/fuzz.py --captures 560).
+CAPTURE_CASES = ("sql-_kernel-deviceId-0", "view-nvtx-1e10", "trigger-insert", "json-kernel-args.device-3",
+                 "ckpt-latency-1", "ckpt-solo-100x", "ckpt-same-file-twice", "arg-gpu-newline")
+
+
+def test_hostile_captures_are_refused_in_one_line_or_read_right():
+    res = fuzz.capture_campaign(0, only=CAPTURE_CASES, time_limit=60.0)
+    counts = res["counts"]
+    assert counts["cases"] == len(CAPTURE_CASES), res
+    assert counts["refused"] == 6 and counts["ok"] == 2, res  # the view bomb refused, the trigger harmless
+    assert res["failures"] == [], res["failures"]

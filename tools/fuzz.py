@@ -17,6 +17,16 @@ Three campaigns, each checking one promise:
     predict_finish at random, while the predictor sometimes returns NaN; no call may hang or
     raise anything but InterfpredError, and the running set must stay consistent.
 
+``captures``
+    Hostile capture files (Nsight Systems SQLite exports with mutated columns, views, triggers and
+    virtual tables; Kineto JSON with bad literals, deep nesting, gzip bombs and huge sizes; Model
+    Analyzer checkpoints with bad fields, conflicts and duplicates; hostile CLI arguments; random
+    byte mutations) run through ``ingest-trace`` / ``ingest-measurements``, each case with its
+    oracle (see :func:`capture_campaign`): counts tracebacks, hangs, silent wrong results, exits 0
+    on garbage, multi-line errors, false refusals and each child's peak memory::
+
+        PYTHONPATH=$PWD python tools/fuzz.py --captures 560 --only-captures
+
 Run from the repository root (minutes; the test suite runs a short version of each)::
 
     PYTHONPATH=$PWD python tools/fuzz.py --files 20000 --kills 50 --hammer-seconds 30
@@ -572,7 +582,7 @@ def cli_campaign(n: int, seed: int = 0, time_limit: float = 120.0, jobs: int = 2
                      err: str) -> tuple[str, str]:
             if rc is None:
                 return "hang", f"{name}: {argv}"
-            if "Traceback" in err:
+            if "Traceback" in err or "internal error" in err:
                 return "traceback", f"{name}: {argv}\n{err[-800:]}"
             if rc == 0:
                 if must_refuse:
@@ -653,6 +663,616 @@ def cli_campaign(n: int, seed: int = 0, time_limit: float = 120.0, jobs: int = 2
     return results
 
 
+# ------------------------------------------------------------------ hostile capture files
+#
+# Every case is a capture (Nsight Systems SQLite export, Kineto JSON, Model Analyzer checkpoint) or
+# a command line built from the bundled real captures, with an oracle saying what must happen:
+#   "refuse": exit 2 with one line on stderr (exit 0 is "exit 0 on garbage");
+#   "same":   exit 0 with exactly the output of the unmutated capture (anything else is "silent wrong");
+#   "ok":     exit 0 (a refusal is a "false refusal"), output that passes the output check;
+#   "any":    a clean refusal or an output that passes the output check (random byte mutations).
+# The output check ("silent wrong" when it fails): the written file reads back through interfpred's
+# own reader, every time is finite and within TIME_HORIZON_MS, devices are gpu<0..4095>, batch
+# sizes and counts are positive integers, latencies positive and finite, and a trace has no more
+# executions than the unmutated capture gave (a crafted mutation can remove a batch, not invent one;
+# a random byte may move a range's end over other launches, so random cases are not held to it).
+# A traceback is "Traceback" or "internal error" on stderr or an exit status other than 0 and 2;
+# a hang is a case past its time limit. Peak memory is the child's ru_maxrss (os.wait4).
+
+_CAPTURE = Path(__file__).resolve().parents[1] / "tests" / "data" / "capture"
+_NSYS_BASE = "nsys_saxpy_mpi_a100.sqlite"
+_KINETO_BASE = "kineto_sampled_rank0.json.gz"
+_CKPT_CONC = "model_analyzer_concurrent_resnet50_vgg19.ckpt"
+_CKPT_SOLO = "model_analyzer_solo_resnet50_trimmed.ckpt"
+_RANGES = ["--name-pattern", "{model}", "--batch-size", "1"]
+#: (SQL literal, whether it is a plain in-range integer id) for the column mutations.
+_SQL_VALUES = [("NULL", False), ("'abc'", False), ("X'00ff'", False), ("1.5", False), ("1e300", False),
+               ("-1e300", False), ("9223372036854775807", True), ("-9223372036854775808", True),
+               ("4611686018427387904", True), ("1180591620717411303424", False)]
+#: Per (table, column): the oracle of a NULL, of a non-integer and of a plain integer out of range
+#: (for a time: beyond the horizon; for an id: a valid but unmatched id).
+_SQL_COLUMNS = {
+    ("CUPTI_ACTIVITY_KIND_KERNEL", "start"): ("refuse", "refuse", "refuse"),
+    ("CUPTI_ACTIVITY_KIND_KERNEL", "end"): ("refuse", "refuse", "refuse"),
+    ("CUPTI_ACTIVITY_KIND_KERNEL", "deviceId"): ("refuse", "refuse", "refuse"),
+    ("CUPTI_ACTIVITY_KIND_KERNEL", "globalPid"): ("refuse", "refuse", "ok"),
+    ("CUPTI_ACTIVITY_KIND_KERNEL", "correlationId"): ("ok", "refuse", "ok"),
+    ("CUPTI_ACTIVITY_KIND_KERNEL", "shortName"): ("refuse", "any", "any"),
+    ("CUPTI_ACTIVITY_KIND_RUNTIME", "start"): ("refuse", "refuse", "refuse"),
+    ("CUPTI_ACTIVITY_KIND_RUNTIME", "end"): ("refuse", "refuse", "refuse"),
+    ("CUPTI_ACTIVITY_KIND_RUNTIME", "globalTid"): ("ok", "refuse", "ok"),
+    ("CUPTI_ACTIVITY_KIND_RUNTIME", "correlationId"): ("ok", "refuse", "ok"),
+    ("NVTX_EVENTS", "start"): ("refuse", "refuse", "refuse"),
+    ("NVTX_EVENTS", "end"): ("ok", "refuse", "refuse"),
+    ("NVTX_EVENTS", "globalTid"): ("ok", "refuse", "ok"),
+    ("NVTX_EVENTS", "text"): ("any", "any", "any"),
+    ("NVTX_EVENTS", "eventType"): ("ok", "ok", "ok"),
+}
+#: The mutated row of each table: one that the unmutated capture turns into (part of) an execution.
+_SQL_ROW = {"CUPTI_ACTIVITY_KIND_KERNEL": "(SELECT min(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)",
+            "CUPTI_ACTIVITY_KIND_RUNTIME": "(SELECT r.rowid FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN "
+                                           "CUPTI_ACTIVITY_KIND_KERNEL k ON k.correlationId = r.correlationId "
+                                           "ORDER BY r.rowid LIMIT 1)",
+            "NVTX_EVENTS": "(SELECT min(rowid) FROM NVTX_EVENTS WHERE text LIKE 'saxpy%' AND end IS NOT NULL)"}
+_BOMB_VIEW = ("WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 10000000000) "
+              "SELECT x AS start, x + 1 AS end, 59 AS eventType, 'saxpy' AS text, 0 AS globalTid, x AS textId, "
+              "0 AS domainId, 0 AS category FROM n")
+
+
+def _sqlite_case(folder: Path, name: str, sql: list[str]) -> Path:
+    import shutil
+    import sqlite3
+
+    path = folder / f"{name}.sqlite"
+    shutil.copyfile(_CAPTURE / _NSYS_BASE, path)
+    con = sqlite3.connect(path)
+    try:  # a hostile file need not keep the exporter's NOT NULL constraints
+        con.execute("PRAGMA writable_schema = ON")
+        con.execute("UPDATE sqlite_master SET sql = replace(sql, 'NOT NULL', '') WHERE type = 'table'")
+        con.commit()
+    finally:
+        con.close()
+    con = sqlite3.connect(path)
+    try:
+        for stmt in sql:
+            con.execute(stmt)
+        con.commit()
+    finally:
+        con.close()
+    return path
+
+
+def _keep_all(name: str) -> bool:
+    return True
+
+
+def _sqlite_cases(folder: Path, keep: Callable[[str], bool] = _keep_all) -> list[tuple[str, str, list[str], str]]:
+    """(name, kind, argv, oracle) of the SQLite mutations (those whose name ``keep`` accepts)."""
+    cases: list[tuple[str, str, list[str], str]] = []
+    for (table, col), oracles in _SQL_COLUMNS.items():
+        for k, (value, plain) in enumerate(_SQL_VALUES):
+            oracle = oracles[0] if value == "NULL" else oracles[2] if plain else oracles[1]
+            name = f"sql-{table[-7:].lower()}-{col}-{k}"
+            if not keep(name):
+                continue
+            path = _sqlite_case(folder, name, [f'UPDATE "{table}" SET "{col}" = {value} WHERE rowid = {_SQL_ROW[table]}'])
+            cases.append((name, "trace", [str(path), *_RANGES], oracle))
+            if table.endswith("KERNEL") and k % 3 == 0:  # the kernels mode reads the kernel table alone
+                kernel_oracle = oracle if col != "correlationId" and col != "globalPid" else (
+                    "refuse" if oracle == "refuse" else "ok")
+                cases.append((name + "-kernels", "trace", [str(path), "--kernels"], kernel_oracle))
+    structural = {
+        "view-nvtx-1e10": (["ALTER TABLE NVTX_EVENTS RENAME TO nvtx_real", f"CREATE VIEW NVTX_EVENTS AS {_BOMB_VIEW}"],
+                           "refuse"),
+        "view-kernel": (["ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL RENAME TO k_real",
+                         "CREATE VIEW CUPTI_ACTIVITY_KIND_KERNEL AS SELECT * FROM k_real"], "refuse"),
+        "view-unrelated-1e10": ([f"CREATE VIEW other_rows AS {_BOMB_VIEW}"], "same"),
+        "trigger-insert": (["CREATE TRIGGER t AFTER INSERT ON NVTX_EVENTS BEGIN DELETE FROM NVTX_EVENTS; END"],
+                           "same"),
+        "trigger-update": (["CREATE TRIGGER t2 AFTER UPDATE ON StringIds BEGIN DELETE FROM StringIds; END"], "same"),
+        "virtual-strings": (["ALTER TABLE StringIds RENAME TO s_real",
+                             "CREATE VIRTUAL TABLE StringIds USING fts4(id, value)",
+                             "INSERT INTO StringIds SELECT id, value FROM s_real"], "refuse"),
+        "drop-runtime": (["DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME"], "refuse"),
+        "drop-nvtx": (["DROP TABLE NVTX_EVENTS"], "refuse"),
+        "drop-kernel": (["DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL"], "refuse"),
+        "empty-kernel": (["DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL"], "refuse"),
+        "kernel-5s-early": ([f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = start - 5000000000 WHERE rowid = "
+                             f"{_SQL_ROW['CUPTI_ACTIVITY_KIND_KERNEL']}"], "refuse"),
+        "kernel-ends-first": ([f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = start - 1 WHERE rowid = "
+                               f"{_SQL_ROW['CUPTI_ACTIVITY_KIND_KERNEL']}"], "refuse"),
+        "name-20mb-x-all": (["INSERT INTO StringIds VALUES (999999, printf('%.*c', 20000000, 'k'))",
+                             "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET shortName = 999999"], "refuse"),
+        "nvtx-text-20mb": ([f"UPDATE NVTX_EVENTS SET text = printf('%.*c', 20000000, 's') WHERE rowid = "
+                            f"{_SQL_ROW['NVTX_EVENTS']}"], "refuse"),
+        "device-1e4": (["UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = 10000"], "refuse"),
+        "column-missing": (["ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN deviceId"], "refuse"),
+    }
+    for name, (sql, oracle) in structural.items():
+        if not keep(name):
+            continue
+        try:
+            path = _sqlite_case(folder, name, sql)
+        except Exception as exc:  # noqa: BLE001 - this SQLite lacks the feature: the case is left out
+            print(f"capture campaign: case {name} left out ({exc})", file=sys.stderr)
+            continue
+        cases.append((name, "trace", [str(path), *_RANGES], oracle))
+        if name in ("view-kernel", "name-20mb-x-all", "device-1e4", "kernel-ends-first"):
+            cases.append((name + "-kernels", "trace", [str(path), "--kernels"], oracle))
+    return cases
+
+
+def _kineto_doc() -> dict:
+    import gzip
+
+    return json.loads(gzip.decompress((_CAPTURE / _KINETO_BASE).read_bytes()))
+
+
+def _first(doc: dict, cats: tuple[str, ...]) -> dict:
+    return next(ev for ev in doc["traceEvents"] if isinstance(ev, dict) and ev.get("ph") == "X"
+                and str(ev.get("cat", "")).lower() in cats)
+
+
+#: JSON literals for the field mutations, with whether each is a plain integer and a finite number.
+_JSON_LITERALS = ["NaN", "Infinity", "-Infinity", "1180591620717411303424", "1" * 5000, "true", "null", '"7"',
+                  "1.5", "-1", "1e300", "9.2e15", "[]", "{}"]
+
+
+def _json_cases(folder: Path, keep: Callable[[str], bool] = _keep_all) -> list[tuple[str, str, list[str], str]]:
+    """(name, kind, argv, oracle) of the Kineto JSON mutations (the field ones and the large ones as ``keep`` says)."""
+    import gzip
+    import zlib
+
+    cases: list[tuple[str, str, list[str], str]] = []
+    fields = {("kernel",): ["ts", "dur", "args.correlation", "args.device", "pid"],
+              ("cuda_runtime", "cuda_driver", "runtime"): ["ts", "dur", "args.correlation"],
+              ("user_annotation",): ["ts", "dur"]}
+
+    def oracle(cat: str, field: str, literal: str, has_device: bool) -> str:
+        if literal == "1" * 5000:
+            return "refuse"  # refused as it is parsed, whatever the field
+        if field == "pid" and has_device:
+            return "ok"  # args.device names the device; the pid is not read
+        if literal == "null":  # an absent value: the field's default (device 0, no correlation)
+            return "refuse" if field in ("ts", "dur") else "ok"
+        if field == "args.correlation":
+            return "ok" if literal in ("-1", "9.2e15") else "refuse"  # an integral id, matching no launch
+        if field in ("args.device", "pid"):
+            return "refuse"
+        if field == "ts" and literal in ("-1", "1.5"):
+            # times count from the trace's first event; a kernel then starts long before its launch
+            return "refuse" if cat == "kernel" else "ok"
+        if field == "dur" and literal == "1.5":
+            return "ok"  # 1.5 us is a duration
+        return "refuse"
+
+    for cats, names in fields.items():
+        for field in names:
+            for k, literal in enumerate(_JSON_LITERALS):
+                if not keep(f"json-{cats[0]}-{field}-{k}"):
+                    continue
+                doc = _kineto_doc()
+                ev = _first(doc, cats)
+                marker = "__FUZZ_VALUE__"
+                if field.startswith("args."):
+                    ev.setdefault("args", {})[field[5:]] = marker
+                else:
+                    ev[field] = marker
+                text = json.dumps(doc).replace(f'"{marker}"', literal)
+                name = f"json-{cats[0]}-{field}-{k}"
+                path = folder / f"{name}.json"
+                path.write_text(text)
+                want = oracle(cats[0], field, literal, "device" in (ev.get("args") or {}))
+                cases.append((name, "trace", [str(path), *_RANGES], want))
+    if not keep("json-large"):
+        return cases
+    # nesting, size and encoding
+    deep = '{"traceEvents": [' + "[" * 200_000 + "]" * 200_000 + "]}"
+    (folder / "deep.json").write_text(deep)
+    cases.append(("json-deep-200k", "trace", [str(folder / "deep.json"), *_RANGES], "refuse"))
+    (folder / "deep.json.gz").write_bytes(gzip.compress(deep.encode()))
+    cases.append(("json-deep-gz", "trace", [str(folder / "deep.json.gz"), *_RANGES], "refuse"))
+    for depth in (60, 70):
+        doc = _kineto_doc()
+        nest: object = 1
+        for _ in range(depth):
+            nest = [nest]
+        _first(doc, ("kernel",))["args"]["nested"] = nest
+        (folder / f"nest{depth}.json").write_text(json.dumps(doc))
+        cases.append((f"json-nest-{depth}", "trace", [str(folder / f"nest{depth}.json"), *_RANGES],
+                      "same" if depth + 4 <= 64 else "refuse"))
+    bomb = folder / "bomb.json.gz"
+    comp = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    with open(bomb, "wb") as fh:
+        fh.write(comp.compress(b'{"traceEvents": ['))
+        block = b" " * (1 << 20)
+        for _ in range(4096):  # 4 GiB of spaces inflated, about 4 MB on disk
+            fh.write(comp.compress(block))
+        fh.write(comp.compress(b"]}") + comp.flush())
+    cases.append(("json-gzip-bomb-4g", "trace", [str(bomb), *_RANGES], "refuse"))
+    (folder / "dicts.json").write_text('{"traceEvents": [' + "{}," * 16_000_000 + "{}]}")
+    cases.append(("json-16m-empty-objects", "trace", [str(folder / "dicts.json"), *_RANGES], "refuse"))
+    doc = _kineto_doc()
+    for ev in doc["traceEvents"]:
+        if isinstance(ev, dict) and str(ev.get("cat", "")).lower() == "kernel":
+            ev["name"] = "k" * 20_000_000
+            break
+    (folder / "longname.json").write_text(json.dumps(doc))
+    cases.append(("json-name-20mb", "trace", [str(folder / "longname.json"), "--kernels"], "refuse"))
+    doc = _kineto_doc()
+    _first(doc, ("user_annotation",))["name"] = "__SURROGATE__"
+    (folder / "surrogate.json").write_text(json.dumps(doc).replace('"__SURROGATE__"', '"a\\ud800b"'))
+    cases.append(("json-lone-surrogate", "trace", [str(folder / "surrogate.json"), *_RANGES], "refuse"))
+    doc = _kineto_doc()
+    launch = _first(doc, ("cuda_runtime", "cuda_driver", "runtime"))
+    corr = launch["args"]["correlation"]
+    for ev in doc["traceEvents"]:
+        if isinstance(ev, dict) and str(ev.get("cat", "")).lower() == "kernel" and \
+                (ev.get("args") or {}).get("correlation") == corr:
+            ev["ts"] = launch["ts"] - 5_000_000  # 5 s before its launch
+    (folder / "early.json").write_text(json.dumps(doc))
+    cases.append(("json-kernel-5s-early", "trace", [str(folder / "early.json"), *_RANGES], "refuse"))
+    (folder / "bad-utf8.json").write_bytes(b'{"traceEvents": [{"name": "\xff\xfe"}]}')
+    cases.append(("json-bad-utf8", "trace", [str(folder / "bad-utf8.json"), *_RANGES], "refuse"))
+    (folder / "plain.json").write_text(json.dumps(_kineto_doc()))
+    cases.append(("json-plain-same", "trace", [str(folder / "plain.json"), *_RANGES], "same"))
+    cases.append(("json-plain-kernels", "trace", [str(folder / "plain.json"), "--kernels"], "ok"))
+    sparse = folder / "sparse-2g.json"
+    with open(sparse, "wb") as fh:
+        fh.write(b'{"traceEvents": [')
+        fh.truncate(2**31 + 10)  # a 2 GiB file of NUL bytes, sparse on disk: refused by its size
+    cases.append(("json-over-input-cap", "trace", [str(sparse), *_RANGES], "refuse"))
+    return cases
+
+
+def _ckpt_cases(folder: Path, keep: Callable[[str], bool] = _keep_all) -> list[tuple[str, str, list[str], str]]:
+    """(name, kind, argv, oracle) of the Model Analyzer checkpoint mutations."""
+    import shutil
+
+    conc, solo = _CAPTURE / _CKPT_CONC, _CAPTURE / _CKPT_SOLO
+    cases: list[tuple[str, str, list[str], str]] = []
+    base = json.loads(conc.read_text())
+
+    def members(doc: dict) -> list[tuple[dict, dict]]:
+        out = []
+        for variants in doc["ResultManager.results"]["_results"].values():
+            for pair in variants.values():
+                run_config, measurements = pair
+                for meas in measurements.values():
+                    for cfg, mem in zip(run_config["_model_run_configs"], meas["_model_config_measurements"]):
+                        out.append((cfg, mem))
+        return out
+
+    def write(name: str, doc: dict, marker_value: str | None = None) -> Path:
+        path = folder / f"{name}.ckpt"
+        text = json.dumps(doc)
+        if marker_value is not None:
+            text = text.replace('"__FUZZ_VALUE__"', marker_value)
+        path.write_text(text)
+        return path
+
+    literals = ["Infinity", "NaN", "1.5", "true", '"8"', "-1", "0", "1180591620717411303424", "null", "1e308",
+                "[]"]
+    # which member: the first one of a concurrent run (it is matched with a solo measurement)
+    for field in ("batch-size", "concurrency-range", "count", "maxBatchSize", "latency"):
+        for k, literal in enumerate(literals):
+            doc = json.loads(json.dumps(base))
+            pairs = members(doc)
+            cfg, mem = pairs[-1]
+            if field in ("batch-size", "concurrency-range"):
+                mem["_model_specific_pa_params"][field] = "__FUZZ_VALUE__"
+            elif field in ("count", "maxBatchSize"):  # where the reader looks: the variant's config first
+                mc = (cfg.get("_model_config_variant") or {}).get("model_config") or cfg.get("_model_config")
+                if field == "count":
+                    mc["instanceGroup"] = [{"count": "__FUZZ_VALUE__", "kind": "KIND_GPU"}]
+                else:
+                    mc["maxBatchSize"] = "__FUZZ_VALUE__"
+            else:
+                for item in mem["_non_gpu_data"]:
+                    if item[0] == "perf_latency_avg":
+                        item[1]["_value"] = "__FUZZ_VALUE__"
+            name = f"ckpt-{field}-{k}"
+            path = write(name, doc, literal)
+            oracle = "refuse"
+            if field == "maxBatchSize" and literal == "0":
+                oracle = "any"  # maxBatchSize 0 is Triton's "no batching": legal, but then no solo matches
+            if field == "latency" and literal == "1.5":
+                oracle = "ok"  # 1.5 ms is a latency
+            cases.append((name, "measurements", [str(path), str(solo)], oracle))
+    for name, value in (("gpus-list", ["GPU-1"]), ("gpus-string", "NVIDIA L4"), ("gpus-number", 7)):
+        doc = json.loads(json.dumps(base))
+        doc["MetricsManager.gpus"] = value
+        cases.append((f"ckpt-{name}", "measurements", [str(write(name, doc)), str(solo)], "refuse"))
+    doc = json.loads(json.dumps(base))
+    doc["MetricsManager.gpus"] = {}
+    cases.append(("ckpt-gpus-empty", "measurements", [str(write("gpus-empty", doc)), str(solo)], "any"))
+    # duplicates and conflicts
+    cases.append(("ckpt-same-file-twice", "measurements", [str(conc), str(solo), str(solo)], "same"))
+    cases.append(("ckpt-conc-twice", "measurements", [str(conc), str(conc), str(solo)], "same"))
+    copy = folder / "solo-copy.ckpt"
+    shutil.copyfile(solo, copy)
+    cases.append(("ckpt-identical-copy", "measurements", [str(conc), str(solo), str(copy)], "same"))
+    conflict = json.loads(solo.read_text())
+    for _cfg, mem in members(conflict):
+        for item in mem["_non_gpu_data"]:
+            if item[0] == "perf_latency_avg":
+                item[1]["_value"] = item[1]["_value"] * 100
+    cases.append(("ckpt-solo-100x", "measurements", [str(conc), str(solo), str(write("solo100", conflict))],
+                  "refuse"))
+    other = json.loads(json.dumps(base))
+    for _cfg, mem in members(other):
+        for item in mem["_non_gpu_data"]:
+            if item[0] == "perf_latency_avg":
+                item[1]["_value"] = item[1]["_value"] * 2
+    cases.append(("ckpt-run-repeated", "measurements", [str(conc), str(write("conc2x", other)), str(solo)],
+                  "refuse"))
+    deep = '{"ResultManager.results": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    (folder / "deep.ckpt").write_text(deep)
+    cases.append(("ckpt-deep", "measurements", [str(folder / "deep.ckpt"), str(solo)], "refuse"))
+    sparse = folder / "sparse.ckpt"
+    with open(sparse, "wb") as fh:
+        fh.write(b"{")
+        fh.truncate(2**31 + 10)
+    cases.append(("ckpt-over-input-cap", "measurements", [str(sparse), str(solo)], "refuse"))
+    digits = json.loads(json.dumps(base))
+    members(digits)[0][1]["_model_specific_pa_params"]["batch-size"] = "__FUZZ_VALUE__"
+    cases.append(("ckpt-5000-digits", "measurements", [str(write("digits", digits, "9" * 5000)), str(solo)],
+                  "refuse"))
+    return cases
+
+
+def _cli_arg_cases(folder: Path, keep: Callable[[str], bool] = _keep_all) -> list[tuple[str, str, list[str], str]]:
+    """(name, kind, argv, oracle) of hostile command-line arguments on the real captures."""
+    nsys, kineto = str(_CAPTURE / _NSYS_BASE), str(_CAPTURE / _KINETO_BASE)
+    conc, solo = str(_CAPTURE / _CKPT_CONC), str(_CAPTURE / _CKPT_SOLO)
+    import sqlite3
+
+    sup = folder / "superscript.sqlite"
+    import shutil
+
+    shutil.copyfile(nsys, sup)
+    con = sqlite3.connect(sup)
+    con.execute("UPDATE NVTX_EVENTS SET text = 'resnet50:' || char(178) WHERE text LIKE 'saxpy%'")
+    con.commit()
+    con.close()
+    cases = [
+        ("arg-gpu-newline", "measurements", [conc, solo, "--gpu", "L4\nx"], "refuse"),
+        ("arg-gpu-empty", "measurements", [conc, solo, "--gpu", ""], "refuse"),
+        ("arg-gpu-ok", "measurements", [conc, solo, "--gpu", "NVIDIA L4"], "ok"),
+        ("arg-latency-bad", "measurements", [conc, solo, "--latency", "p50"], "refuse"),
+        ("arg-pattern-superscript", "trace", [str(sup), "--name-pattern", "{model}:{batch}"], "refuse"),
+        ("arg-pattern-default-superscript", "trace", [str(sup)], "refuse"),
+        ("arg-pattern-empty", "trace", [nsys, "--name-pattern", ""], "refuse"),
+        ("arg-pattern-long", "trace", [nsys, "--name-pattern", "{model}" + "*" * 5000], "refuse"),
+        ("arg-batch-negative", "trace", [nsys, "--name-pattern", "{model}", "--batch-size", "-3"], "refuse"),
+        ("arg-batch-huge", "trace", [nsys, "--kernels", "--batch-size", str(2**70)], "refuse"),
+        ("arg-kernels-ok", "trace", [kineto, "--kernels"], "ok"),
+        ("arg-missing-file", "trace", [str(folder / "nope.sqlite"), *_RANGES], "refuse"),
+        ("arg-folder-as-file", "trace", [str(folder), *_RANGES], "refuse"),
+        ("arg-fifo", "trace", ["/dev/zero", *_RANGES], "refuse"),
+    ]
+    for n in (240, 250, 255):
+        cases.append((f"arg-out-name-{n}", "trace", [nsys, *_RANGES, "--out-name", "o" * (n - 4) + ".csv"], "same"))
+    cases.append(("arg-out-name-256", "trace", [nsys, *_RANGES, "--out-name", "o" * 252 + ".csv"], "refuse"))
+    cases.append(("arg-out-exists-bomb", "trace", [str(folder / "view-nvtx-1e10.sqlite"), *_RANGES,
+                                                    "--out-exists"], "refuse"))
+    cases.append(("arg-out-missing-folder", "trace", [nsys, *_RANGES, "--out-name", "no/such/dir.csv"], "refuse"))
+    cases.append(("arg-fit-predictor-empty", "fit", ["--predictor", ""], "refuse"))
+    cases.append(("arg-fit-predictor-newline", "fit", ["--predictor", "rls\n"], "refuse"))
+    cases.append(("arg-ingest-filter-bytes", "ingest", ["--example", "--kernel-filter", "\udcff\udcfe"], "refuse"))
+    return cases
+
+
+def _random_capture_cases(folder: Path, rng: random.Random, n: int) -> list[tuple[str, str, list[str], str]]:
+    """``n`` random byte mutations of the three kinds of capture (oracle "any")."""
+    cases: list[tuple[str, str, list[str], str]] = []
+    nsys = (_CAPTURE / _NSYS_BASE).read_bytes()
+    kineto = json.dumps(_kineto_doc()).encode()
+    ckpt = (_CAPTURE / _CKPT_CONC).read_bytes()
+    for i in range(n):
+        kind = i % 3
+        if kind == 0:  # overwrite a few bytes past the header (the page contents, the schema)
+            buf = bytearray(nsys)
+            for _ in range(rng.randint(1, 6)):
+                at = rng.randrange(100, len(buf))
+                blob = rng.choice(TOKENS)[:64] if rng.random() < 0.5 else bytes(rng.randrange(256)
+                                                                                for _ in range(rng.randint(1, 8)))
+                buf[at:at + len(blob)] = blob
+            path = folder / f"rand{i}.sqlite"
+            path.write_bytes(bytes(buf[:len(nsys)]))
+            cases.append((f"rand-sqlite-{i}", "trace", [str(path), *_RANGES], "any"))
+        elif kind == 1:
+            path = folder / f"rand{i}.json"
+            path.write_bytes(mutate(kineto, rng))
+            cases.append((f"rand-json-{i}", "trace", [str(path), *_RANGES], "any"))
+        else:
+            path = folder / f"rand{i}.ckpt"
+            path.write_bytes(mutate(ckpt, rng))
+            cases.append((f"rand-ckpt-{i}", "measurements", [str(path), str(_CAPTURE / _CKPT_SOLO)], "any"))
+    return cases
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:  # a name too long to exist
+        return False
+
+
+def _check_output(kind: str, out: Path, base_rows: int | None) -> str | None:
+    """Why the written ``out`` is wrong (None when it passes the output check)."""
+    import re
+
+    from interfpred.constants import CAPTURE_DEVICE_ID_MAX, TIME_HORIZON_MS
+    from interfpred.data.columnar import read_measurements, read_trace
+    from interfpred.errors import InterfpredError
+
+    if not _exists(out):
+        return "exit 0 but no output written"
+    try:
+        table = read_trace(out) if kind == "trace" else read_measurements(out)
+    except InterfpredError as exc:
+        return f"the output does not read back: {exc}"
+    if kind == "trace":
+        for d in set(table.device.tolist()):
+            m = re.fullmatch(r"gpu(\d{1,4})", str(d))
+            if m is None or int(m.group(1)) > CAPTURE_DEVICE_ID_MAX:
+                return f"device {d!r}"
+        if len(table) and not (np.abs(table.start_ms).max() <= TIME_HORIZON_MS
+                               and np.abs(table.end_ms).max() <= TIME_HORIZON_MS):
+            return "a time beyond the horizon"
+        if np.any(table.end_ms < table.start_ms):
+            return "an execution ending before its start"
+        if base_rows is not None and len(table) > base_rows:
+            return f"{len(table)} executions, more than the unmutated capture's {base_rows}"
+    else:
+        for col in ("solo_ms", "observed_ms"):
+            v = np.asarray(getattr(table, col), dtype=float)
+            if not np.all(np.isfinite(v) & (v > 0) & (v <= TIME_HORIZON_MS)):
+                return f"{col} out of range"
+    if np.any(np.asarray(table.batch_size) < 1):
+        return "a batch size below 1"
+    return None
+
+
+_MEMORY_CAP_KB = 2**20  # 1 GiB, the promise for inputs under 64 MB
+_INPUT_SMALL = 64 * 2**20
+
+
+def _run_child(argv: list[str], cwd: Path, env: dict, seconds: float) -> tuple[int | None, str, int]:
+    """(exit status or None on a hang, stderr, peak resident KB) of ``python -m interfpred argv``."""
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen([sys.executable, "-m", "interfpred", *argv], cwd=cwd, env=env,
+                                stdout=subprocess.DEVNULL, stderr=err)
+        timer = threading.Timer(seconds, proc.kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        hung = not timer.is_alive() and proc.returncode == -signal.SIGKILL
+        err.seek(0)
+        text = err.read().decode("utf-8", "replace")
+    return (None if hung else proc.returncode), text, int(usage.ru_maxrss)
+
+
+def capture_campaign(n: int = 500, seed: int = 0, time_limit: float = 60.0, jobs: int = 2, progress: bool = False,
+                     only: tuple[str, ...] = ()) -> dict[str, object]:
+    """Run the hostile capture cases (at least ``n``: random mutations fill up to it) through the CLI.
+
+    Returns the counts by outcome, the failures (with their reasons) and the peak memory.
+    ``only`` keeps the cases of those names (for the test suite).
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = random.Random(seed)
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    env.pop("INTERFPRED_INPUT_MAX_BYTES", None)
+    counts = {k: 0 for k in ("cases", "refused", "ok", "traceback", "hang", "silent_wrong", "exit0_garbage",
+                             "not_one_line", "false_refusal", "over_memory")}
+    failures: list[str] = []
+    peak = [0, ""]
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        def keep(name: str) -> bool:
+            return not only or name in only
+
+        cases = [c for build in (_sqlite_cases, _json_cases, _ckpt_cases, _cli_arg_cases) for c in build(folder, keep)
+                 if keep(c[0])]
+        if only:
+            pass
+        else:
+            cases += _random_capture_cases(folder, rng, max(0, n - len(cases)))
+        base_out: dict[str, bytes] = {}
+        for kind, argv in (("trace", [str(_CAPTURE / _NSYS_BASE), *_RANGES]),
+                           ("trace-json", [str(_CAPTURE / _KINETO_BASE), *_RANGES]),
+                           ("measurements", [str(_CAPTURE / _CKPT_CONC), str(_CAPTURE / _CKPT_SOLO)])):
+            out = folder / f"base-{kind}.csv"
+            cmd = "ingest-measurements" if kind == "measurements" else "ingest-trace"
+            subprocess.run([sys.executable, "-m", "interfpred", cmd, *argv, "--out", str(out)], env=env, cwd=folder,
+                           check=True, capture_output=True)
+            base_out[kind] = out.read_bytes()
+        base_rows = {k: v.count(b"\n") - 1 for k, v in base_out.items()}
+
+        def run(case: tuple[str, str, list[str], str]) -> tuple[str, str, str, int]:
+            name, kind, argv, oracle = case
+            work = folder / f"run-{name}"
+            work.mkdir()
+            argv = list(argv)
+            out = work / "out.csv"
+            if "--out-name" in argv:
+                i = argv.index("--out-name")
+                out = work / argv[i + 1]
+                del argv[i:i + 2]
+            if "--out-exists" in argv:
+                argv.remove("--out-exists")
+                out.write_text("keep me\n")
+            if kind == "fit":  # on the measurements the real checkpoints give
+                full = ["fit", *argv, "--measurements", str(folder / "base-measurements.csv"), "--out",
+                        str(work / "m.json")]
+            elif kind == "ingest":
+                full = ["ingest", *argv]
+            else:
+                full = ["ingest-trace" if kind == "trace" else "ingest-measurements", *argv, "--out", str(out)]
+            size = max((Path(a).stat().st_size for a in argv if os.path.isfile(a)), default=0)
+            rc, err, rss = _run_child(full, work, env, time_limit)
+            base_kind = "measurements" if kind == "measurements" else \
+                ("trace-json" if any(a.endswith((".json", ".json.gz")) for a in argv) else "trace")
+            reason = ""
+            lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith(("example:", "wrote"))
+                     and ": Nsight Systems export" not in ln and ": PyTorch profiler trace" not in ln
+                     and ": NVIDIA" not in ln and not ln.startswith("interfpred: warning:")]
+            if rc is None:
+                outcome, reason = "hang", f"no exit within {time_limit} s"
+            elif "Traceback" in err or "internal error" in err or rc not in (0, 2):
+                outcome, reason = "traceback", f"rc {rc}: {err.strip()[-400:]}"
+            elif rc == 2:
+                if len(lines) != 1:
+                    outcome, reason = "not_one_line", err.strip()[-400:]
+                elif oracle in ("same", "ok"):
+                    outcome, reason = "false_refusal", lines[0][:300]
+                else:
+                    outcome, reason = "refused", lines[0][:300]
+                if _exists(out) and "--out-exists" not in case[2] and outcome == "refused" and kind != "fit":
+                    outcome, reason = "silent_wrong", "refused but wrote --out"
+                if "--out-exists" in case[2] and out.read_text() != "keep me\n":
+                    outcome, reason = "silent_wrong", "replaced the existing --out"
+            elif oracle == "refuse":
+                outcome, reason = "exit0_garbage", "exit 0"
+            elif kind in ("fit", "ingest"):
+                outcome = "ok"
+            else:
+                # a random byte can move a range's end over more launches: the row cap is for crafted cases
+                ranges = kind == "trace" and "--kernels" not in argv and not name.startswith("rand-")
+                why = _check_output(kind, out, base_rows.get(base_kind) if ranges else None)
+                if why is None and oracle == "same" and out.read_bytes() != base_out[base_kind]:
+                    why = "the output differs from the unmutated capture's"
+                outcome, reason = ("silent_wrong", why) if why else ("ok", "")
+            if size < _INPUT_SMALL and rss > _MEMORY_CAP_KB:
+                counts["over_memory"] += 1
+                failures.append(f"over_memory {name}: {rss / 1024:.0f} MB")
+            return name, outcome, reason, rss
+
+        with ThreadPoolExecutor(jobs) as pool:
+            for i, (name, outcome, reason, rss) in enumerate(pool.map(run, cases)):
+                counts["cases"] += 1
+                counts[outcome] += 1
+                if rss > peak[0]:
+                    peak[:] = [rss, name]
+                if outcome not in ("ok", "refused"):
+                    failures.append(f"{outcome} {name}: {reason}")
+                if progress:
+                    print(f"{i + 1}/{len(cases)} {outcome} {name} {rss // 1024} MB {reason[:140]}", flush=True)
+    classes: dict[str, int] = {}
+    for c in cases:
+        cls = c[0].split("-")[0]
+        classes[cls] = classes.get(cls, 0) + 1
+    return {"counts": counts, "failures": failures, "peak_mb": peak[0] / 1024, "peak_case": peak[1],
+            "classes": classes}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--files", type=int, default=20_000, help="mutated files to read (default 20000)")
@@ -670,8 +1290,24 @@ def main(argv: list[str] | None = None) -> int:
                          "interfpred.cli.main in this process)")
     ap.add_argument("--jobs", type=int, default=2, help="console-script runs at once (default 2)")
     ap.add_argument("--only-cli", action="store_true", help="run only the console-script campaign")
+    ap.add_argument("--captures", type=int, default=0,
+                    help="hostile capture cases run through ingest-trace / ingest-measurements (at least the "
+                         "crafted ones, about 330; random mutations fill up to this; default 0)")
+    ap.add_argument("--only-captures", action="store_true", help="run only the capture campaign")
     args = ap.parse_args(argv)
     failures: list[str] = []
+    if args.captures:
+        t = time.perf_counter()
+        res = capture_campaign(args.captures, args.seed, jobs=args.jobs, progress=True)
+        counts = res["counts"]
+        print(f"captures: {counts['cases']} cases in {time.perf_counter() - t:.0f} s by class {res['classes']}: "
+              + ", ".join(f"{k} {v}" for k, v in counts.items() if k != "cases")
+              + f"; peak memory {res['peak_mb']:.0f} MB ({res['peak_case']})")
+        failures += list(res["failures"])
+        if args.only_captures:
+            for f in failures[:40]:
+                print("FAIL", f, file=sys.stderr)
+            return 1 if failures else 0
     if args.cli:
         t = time.perf_counter()
         res = cli_campaign(args.cli, args.seed, jobs=args.jobs, progress=True, subprocesses=args.subprocesses)

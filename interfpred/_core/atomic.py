@@ -63,10 +63,27 @@ def _token(base: str, pid: int, nonce: str, kind: str) -> str:
     return hashlib.blake2s(msg, key=_TOKEN_KEY, digest_size=8).hexdigest()
 
 
+#: Longest file name (bytes) on the file systems written to, and the most a temporary name adds to
+#: its stem: two dots, a pid (up to 20 digits), a 12-digit nonce, a 16-digit token and the kind.
+_NAME_MAX = 255
+_TEMP_OVERHEAD = 60
+
+
+def _stem(base: str) -> str:
+    """The target's name as its temporary names start: ``base`` itself, or when that would make a name
+    longer than any file system allows, its first characters and a hash of the whole name."""
+    raw = base.encode("utf-8", "surrogateescape")
+    if len(raw) + _TEMP_OVERHEAD <= _NAME_MAX:
+        return base
+    digest = hashlib.blake2s(raw, key=_TOKEN_KEY, digest_size=8).hexdigest()
+    head = raw[:_NAME_MAX - _TEMP_OVERHEAD - len(digest) - 1].decode("utf-8", "ignore")
+    return f"{head}~{digest}"
+
+
 def _temp_name(base: str, kind: str) -> str:
-    """A fresh temporary name for target ``base``: ``.<base>.<pid>.<nonce>-<token>.<kind>``."""
+    """A fresh temporary name for target ``base``: ``.<stem>.<pid>.<nonce>-<token>.<kind>`` (:func:`_stem`)."""
     pid, nonce = os.getpid(), secrets.token_hex(6)
-    return f".{base}.{pid}.{nonce}-{_token(base, pid, nonce, kind)}.{kind}"
+    return f".{_stem(base)}.{pid}.{nonce}-{_token(base, pid, nonce, kind)}.{kind}"
 
 
 def _leftovers(path: str) -> list[tuple[str, int, str]]:
@@ -77,7 +94,7 @@ def _leftovers(path: str) -> list[tuple[str, int, str]]:
     name (``.out.json.999999.old``) is never touched.
     """
     folder, base = os.path.split(os.path.abspath(path))
-    prefix = f".{base}."
+    prefix = f".{_stem(base)}."
     out: list[tuple[str, int, str]] = []
     try:
         names = os.listdir(folder)

@@ -178,6 +178,10 @@ def compile_pattern(pattern: str, what: str, *, engine: str = "auto") -> Pattern
     check_limit("PATTERN_MAX_CHARS", len(pattern), f"{what} of length")
     if "\x00" in pattern:
         raise InterfpredError(f"{what} {pattern!r} holds a NUL character")
+    try:
+        pattern.encode("utf-8")
+    except UnicodeEncodeError as exc:  # undecodable bytes in argv arrive as lone surrogates
+        raise InterfpredError(f"{what} {pattern!r} is not UTF-8 text (character {exc.start})") from None
     if engine not in ("auto", "re2", "subset"):
         raise InterfpredError(f"engine {engine!r} must be auto, re2 or subset")
     if engine == "re2" or (engine == "auto" and have_re2()):

@@ -1,7 +1,10 @@
 """The ``interfpred`` command line: argument parsing and wiring only.
 
 Every subcommand calls library functions; any feature here is usable from Python first.
-Errors on bad input print one line, ``interfpred: error: ...``, and exit with status 2.
+Errors on bad input print one line, ``interfpred: error: ...``, and exit with status 2; warnings
+raised while a command runs are held back and printed (one line each) only when it succeeds, so an
+error is the only line a failed command prints. An exception that is not an input error is a bug:
+it prints one line, ``interfpred: internal error: ...``, and exits with status 1.
 Each subcommand lives in a module of this package as ``add_<name>(subparsers)``, which declares
 its arguments, and ``run_<name>(args) -> int``; :data:`COMMANDS` lists the ``add_`` functions
 in the order ``--help`` shows them. Reference: docs/cli.md.
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
@@ -27,6 +31,7 @@ from interfpred.errors import InterfpredError
 __all__ = ["COMMANDS", "EXIT_USAGE", "build_parser", "main"]
 
 EXIT_USAGE = 2
+EXIT_INTERNAL = 1
 
 #: The subcommands' ``add_`` functions, in the order ``interfpred --help`` lists them.
 COMMANDS: list[Callable[[Any], None]] = [
@@ -66,7 +71,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     try:
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings(record=True) as held:
+            warnings.simplefilter("always")
+            status = int(args.func(args) or 0)
+        for w in {(w.category.__name__, str(w.message)): w for w in held}.values():
+            print(f"interfpred: warning: {w.category.__name__}: {w.message}".replace("\n", " "), file=sys.stderr)
+        return status
     except (InterfpredError, OSError) as exc:
         if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
             msg = f"{exc.filename}: {exc.strerror}"  # not "[Errno 2] ..."
@@ -77,5 +87,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interfpred: interrupted", file=sys.stderr)
         return 130
+    except (RecursionError, MemoryError) as exc:  # bounded inputs should never get here; still one line
+        print(f"interfpred: error: input too large or nested too deeply ({type(exc).__name__})", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as exc:  # a bug, not bad input: one line, and a status apart from bad input's
+        print(f"interfpred: internal error: {type(exc).__name__}: {exc}".replace("\n", " ")[:1000],
+              file=sys.stderr)
+        return EXIT_INTERNAL
 
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from interfpred.cli.common import refuse_existing
+from interfpred.cli.common import check_label, refuse_existing
 
 __all__ = ["add_ingest_measurements", "add_ingest_trace", "run_ingest_measurements", "run_ingest_trace"]
 
@@ -43,11 +43,11 @@ def run_ingest_trace(args: argparse.Namespace) -> int:
     from interfpred.data.ingest.capture import capture_kind, read_capture_trace
     from interfpred.data.ingest.gpu_ranges import CaptureReport
 
+    refuse_existing(args.out, args.force)  # before reading: a refused --out costs no time
     kind = capture_kind(args.file)
     report = CaptureReport(source="Nsight Systems export" if kind == "nsys" else "PyTorch profiler trace")
     trace = read_capture_trace(args.file, kernels=args.kernels, name_pattern=args.name_pattern,
                                batch_size=args.batch_size, strict=args.strict, report=report)
-    refuse_existing(args.out, args.force)
     trace.to_csv(args.out)
     print(f"{args.file}: {report.summary()}", file=sys.stderr)
     print(f"wrote {len(trace)} executions on {len(trace.devices)} device(s) to {args.out}", file=sys.stderr)
@@ -80,8 +80,10 @@ def run_ingest_measurements(args: argparse.Namespace) -> int:
     """Run ``ingest-measurements``: pool the files, match members with their solo runs, write the table."""
     from interfpred.data.ingest.model_analyzer import read_model_analyzer
 
+    refuse_existing(args.out, args.force)  # before reading
+    if args.gpu is not None:
+        check_label(args.gpu, "--gpu")
     meas = read_model_analyzer(args.files, latency=args.latency, gpu=args.gpu)
-    refuse_existing(args.out, args.force)
     meas.write(args.out)
     print(f"wrote {meas.n_runs} runs ({len(meas)} members, {len(meas.models)} models, latency {args.latency}) to "
           f"{args.out}", file=sys.stderr)

@@ -27,6 +27,7 @@ __all__ = [
     "add_model_file_options",
     "add_param_option",
     "add_truth_options",
+    "check_label",
     "load_inputs",
     "per_file",
     "print_json",
@@ -39,6 +40,16 @@ __all__ = [
 #: Accuracy figures the CLI shows in percent (relative errors and shares of rows), with their labels.
 _PERCENT = {"mape": "mape_%", "within_10": "within_10_%", "within_20": "within_20_%", "median": "median_%",
             "p90": "p90_%", "p99": "p99_%", "beyond_60": "beyond_60_%"}
+
+
+def check_label(value: str, option: str) -> str:
+    """``value`` of a name option (``--gpu``, ``--predictor``): refused when empty, with a control
+    character (a newline would split a CSV row) or with a lone surrogate (undecodable bytes)."""
+    bad = next((c for c in value if not c.isprintable() or "\ud800" <= c <= "\udfff"), None)
+    if not value.strip() or bad is not None:
+        what = "is empty" if not value.strip() else f"holds the character {bad!r}"
+        raise InterfpredError(f"{option} {value!r} {what}; give a name of printable characters")
+    return value
 
 
 def refuse_existing(path: str, force: bool) -> None:

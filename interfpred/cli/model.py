@@ -14,6 +14,7 @@ from interfpred.cli.common import (
     add_json_option,
     add_model_file_options,
     add_param_option,
+    check_label,
     load_inputs,
     print_json,
     print_summary,
@@ -100,6 +101,8 @@ def run_fit(args: argparse.Namespace) -> int:
     if args.alpha is not None:
         spec["alpha"] = args.alpha
     make_extractor(spec)  # a bad combination fails before any file is read
+    if args.predictor is not None:
+        check_label(args.predictor, "--predictor")
     named = args.predictor is not None or bool(args.param)
     predictor = make_predictor(args.predictor or "rls", **parse_params(args.param))
     if args.quantiles is not None and args.calibrate is None:
@@ -324,7 +327,7 @@ def _run_split(args: argparse.Namespace) -> int:
         raise InterfpredError("--repeats applies to --split pair (leave-one-model-out holds each model out once)")
     if args.param and args.predictor is None:
         raise InterfpredError("--param sets a hyperparameter of --predictor: name it")
-    predictor = None if args.predictor is None else make_predictor(args.predictor, **parse_params(args.param))
+    predictor = None if args.predictor is None else make_predictor(check_label(args.predictor, "--predictor"), **parse_params(args.param))
     profiles, _, meas = load_inputs(args)
     model = (load_model(args.model_file, trusted=args.trust_model_file) if args.model_file is not None
              else InterferenceModel())

@@ -40,7 +40,7 @@ from interfpred.constants import (
 from interfpred.data.measurements import Measurements, check_measurement_columns
 from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
-from interfpred.errors import InterfpredError
+from interfpred.errors import InputError, InterfpredError
 
 __all__ = [
     "check_finite_columns",
@@ -62,6 +62,23 @@ __all__ = [
     "write_trace_csv",
 ]
 
+
+
+def _text_column(values: Any, column: str, path: Any) -> np.ndarray:
+    """An extra column as text; binary cells must be UTF-8 (refused with the column and row, not a traceback)."""
+    arr = np.asarray(values)
+    if arr.dtype.kind != "S" and not (arr.dtype == object and any(isinstance(v, bytes) for v in arr.tolist())):
+        return arr.astype(str)
+    out = []
+    for i, v in enumerate(arr.tolist()):
+        if isinstance(v, bytes):
+            try:
+                v = v.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InputError(f"column {column} holds bytes that are not UTF-8 text ({v[:20]!r})", path=path,
+                                 line=i + 1) from None
+        out.append(str(v))
+    return np.array(out, dtype=str)
 
 
 def _pa(what: str):
@@ -312,7 +329,7 @@ def profiles_from_frame(frame: Any, *, path: str | os.PathLike[str] | None = Non
     def num(c: str):
         return None if c not in names else np.asarray(frame[c], dtype=np.float64)
 
-    extra: dict[str, Any] = {c: np.asarray(frame[c]).astype(str) for c in names
+    extra: dict[str, Any] = {c: _text_column(frame[c], c, path) for c in names
                              if c not in (*PROFILE_COLUMNS, "share")}
     gpu: Any = np.asarray(frame["gpu"])
     model: Any = np.asarray(frame["model"])

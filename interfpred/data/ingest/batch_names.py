@@ -53,8 +53,8 @@ _KEYWORD = re.compile(r"(?P<model>[^\s:=,;]+)[\s,;]+(?:bs|batch|batch_size|batch
 
 def _batch(text: str) -> int | None:
     """A batch size from its digits, or None when it is 0 or larger than MAX_BATCH_SIZE."""
-    if len(text) > len(str(MAX_BATCH_SIZE)):
-        return None
+    if len(text) > len(str(MAX_BATCH_SIZE)) or not (text.isascii() and text.isdigit()):
+        return None  # decimal ASCII digits only: '²' and other Unicode digits are not a batch size
     value = int(text)
     return value if 0 < value <= MAX_BATCH_SIZE else None
 
@@ -161,7 +161,7 @@ def _match(tokens: tuple[str | tuple[str], ...], name: str) -> dict[str, str] | 
                 last = n
                 if kind == _BATCH:
                     last = pos
-                    while last < n and name[last].isdigit():
+                    while last < n and "0" <= name[last] <= "9":
                         last += 1
                 lo = pos if kind == _ANY else pos + 1
                 nxt = tokens[ti + 1] if ti + 1 < len(tokens) else None

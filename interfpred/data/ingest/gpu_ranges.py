@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from interfpred.constants import CAPTURE_CLOCK_SKEW_MS
 from interfpred.data.ingest.batch_names import NamePattern, parse_batch_name
 from interfpred.data.trace import Trace
 from interfpred.errors import InputError
@@ -195,6 +196,14 @@ def executions_from_ranges(path: str | os.PathLike[str], ranges: Ranges, launche
     np.minimum.at(w_first, pos_c[has], ops.start_ms[has])
     np.maximum.at(w_last, pos_c[has], ops.end_ms[has])
     np.add.at(w_count, pos_c[has], 1)
+    early = np.flatnonzero((w_count > 0) & (w_first < l_start - CAPTURE_CLOCK_SKEW_MS))
+    if early.size:  # GPU work cannot start before the call that launched it
+        j = int(early[0])
+        raise CaptureFormatError(f"a GPU operation starts at {float(w_first[j]):.6f} ms, "
+                                 f"{float(l_start[j] - w_first[j]):.6g} ms before the CUDA call that launched it "
+                                 f"(correlation id {int(uniq[j]) & 0xFFFFFFFF}, at {float(l_start[j]):.6f} ms); "
+                                 f"more than CAPTURE_CLOCK_SKEW_MS={CAPTURE_CLOCK_SKEW_MS:g} is a damaged capture",
+                                 path=path)
     first_op = np.full(m, -1, dtype=np.int64)
     idx = np.flatnonzero(has)
     by_start = idx[np.lexsort((ops.start_ms[idx], pos_c[idx]))]  # by launch, then start

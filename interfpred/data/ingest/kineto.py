@@ -36,17 +36,15 @@ Examples
 
 from __future__ import annotations
 
-import gzip
-import json
 import math
 import os
-import zlib
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from interfpred._core.atomic import check_regular_file
+from interfpred._core.limits import parse_capture_json, read_capture_bytes
 from interfpred.constants import (
     KINETO_CPU_RANGE_CATEGORIES,
     KINETO_GPU_CATEGORIES,
@@ -54,6 +52,7 @@ from interfpred.constants import (
     KINETO_LAUNCH_CATEGORIES,
 )
 from interfpred.data.ingest.batch_names import NamePattern
+from interfpred.data.ingest.capture_checks import check_int, check_name, check_names, check_spans, device_name
 from interfpred.data.ingest.gpu_ranges import (
     CaptureFormatError,
     CaptureReport,
@@ -64,6 +63,7 @@ from interfpred.data.ingest.gpu_ranges import (
     executions_from_ranges,
 )
 from interfpred.data.trace import Trace
+from interfpred.errors import InputError
 
 __all__ = ["GZIP_MAGIC", "kernel_short_name", "load_kineto_events", "read_kineto"]
 
@@ -95,22 +95,15 @@ def load_kineto_events(path: str | os.PathLike[str]) -> list[Any]:
     """The ``traceEvents`` list of a Kineto trace (plain or gzip JSON).
 
     Raises :class:`CaptureFormatError` naming the file for truncated or invalid JSON, a damaged
-    gzip stream, or JSON that is not a Chrome trace.
+    gzip stream, or JSON that is not a Chrome trace; the file's size, its inflated size and its
+    JSON's nesting, containers and integer digits are bounded (:mod:`interfpred._core.limits`).
     """
     check_regular_file(path, "a PyTorch profiler trace")
-    with open(path, "rb") as fh:
-        raw = fh.read()
     try:
-        if raw.startswith(GZIP_MAGIC):
-            raw = gzip.decompress(raw)
-        doc = json.loads(raw)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise CaptureFormatError(f"is a damaged or truncated gzip file: {exc}", path=path) from None
-    except UnicodeDecodeError:
-        raise CaptureFormatError("is not a JSON trace (not UTF-8 text)", path=path) from None
-    except json.JSONDecodeError as exc:
-        raise CaptureFormatError(f"is not valid JSON (truncated?): {exc.msg} at line {exc.lineno} column "
-                                 f"{exc.colno}", path=path) from None
+        doc = parse_capture_json(read_capture_bytes(path, "a PyTorch profiler trace"), path,
+                                 "a PyTorch profiler trace")
+    except InputError as exc:  # a capture's own error type, for callers that catch it
+        raise CaptureFormatError(exc.message, path=exc.path, line=exc.line) from None
     events = doc.get("traceEvents") if isinstance(doc, dict) else doc
     if not isinstance(events, list):
         raise CaptureFormatError("is JSON but not a PyTorch profiler trace (no traceEvents list)", path=path)
@@ -125,10 +118,34 @@ def _num(ev: dict, key: str, path: Any) -> float:
     return float(v)
 
 
-def _int_arg(ev: dict, key: str, default: int) -> int:
+def _where(ev: dict) -> str:
+    return f"event {str(ev.get('name'))[:60]!r} ({str(ev.get('cat'))[:20]})"
+
+
+def _int_arg(ev: dict, key: str, default: int, path: Any = None) -> int:
+    """Integer argument ``key`` of ``ev`` (``default`` when absent or null); any other value is refused."""
     args = ev.get("args")
     v = args.get(key) if isinstance(args, dict) else None
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else default
+    return default if v is None else check_int(v, f"args.{key}", path, _where(ev))
+
+
+def _device(ev: dict, path: Any) -> str:
+    """The device of a GPU event: ``args.device``, else its ``pid`` (Kineto's GPU rows), else 0."""
+    args = ev.get("args")
+    v = args.get("device") if isinstance(args, dict) else None
+    if v is None:
+        v = ev.get("pid") or 0
+    return device_name(v, path, _where(ev))
+
+
+def _name(ev: dict, path: Any) -> str:
+    return check_name(str(ev.get("name", "")), path, _where(ev))
+
+
+def _names(events: list[dict], path: Any, what: str) -> np.ndarray:
+    names = [_name(ev, path) for ev in events]
+    check_names(len(names), max(map(len, names), default=0), path, what)
+    return np.array(names)
 
 
 def _split(events: Sequence[Any], path: Any) -> tuple[list[dict], list[dict], list[dict], list[dict], float]:
@@ -162,11 +179,15 @@ def _span(ev: dict, t0: float, path: Any) -> tuple[float, float]:
 def _ops(gpu: list[dict], t0: float, path: Any) -> GpuOps:
     spans = [_span(ev, t0, path) for ev in gpu]
     kernel = np.array([str(ev.get("cat", "")).lower() == "kernel" for ev in gpu], dtype=bool)
-    return GpuOps(start_ms=np.array([s for s, _ in spans]), end_ms=np.array([e for _, e in spans]),
-                  device=np.array([f"gpu{_int_arg(ev, 'device', int(ev.get('pid', 0) or 0))}" for ev in gpu]),
-                  process=np.zeros(len(gpu), dtype=np.int64),  # one process per trace: ids are unique in it
-                  correlation=np.array([_int_arg(ev, "correlation", -1) for ev in gpu], dtype=np.int64),
-                  name=np.array([kernel_short_name(str(ev.get("name", ""))) for ev in gpu]), kernel=kernel)
+    names = [kernel_short_name(_name(ev, path)) for ev in gpu]
+    check_names(len(names), max(map(len, names), default=0), path, "its GPU events")
+    ops = GpuOps(start_ms=np.array([s for s, _ in spans]), end_ms=np.array([e for _, e in spans]),
+                 device=np.array([_device(ev, path) for ev in gpu]),
+                 process=np.zeros(len(gpu), dtype=np.int64),  # one process per trace: ids are unique in it
+                 correlation=np.array([_int_arg(ev, "correlation", -1, path) for ev in gpu], dtype=np.int64),
+                 name=np.array(names), kernel=kernel)
+    check_spans(ops.start_ms, ops.end_ms, path, "a GPU event", lambda i: _where(gpu[i]))
+    return ops
 
 
 def _threads(events: list[dict]) -> np.ndarray:
@@ -197,18 +218,20 @@ def read_kineto(path: str | os.PathLike[str], *, kernels: bool = False, pattern:
         # projection keeps it as it is; parts on several streams (one External id) merge into one.
         groups: dict[Any, list[dict]] = {}
         for k, ev in enumerate(gpu_ranges):
-            eid = _int_arg(ev, "External id", -1)
+            eid = _int_arg(ev, "External id", -1, path)
             groups.setdefault(("id", eid) if eid >= 0 else ("event", k), []).append(ev)
         spans, names, devices = [], [], []
         for parts in groups.values():
             ss = [_span(ev, t0, path) for ev in parts]
             spans.append((min(s for s, _ in ss), max(e for _, e in ss)))
-            names.append(str(parts[0].get("name", "")))
-            devices.append(f"gpu{_int_arg(parts[0], 'device', int(parts[0].get('pid', 0) or 0))}")
+            names.append(_name(parts[0], path))
+            devices.append(_device(parts[0], path))
         n = len(spans)
         start = np.array([s for s, _ in spans])
         end = np.array([e for _, e in spans])
+        check_spans(start, end, path, "a GPU user annotation", lambda i: f"(annotation {i + 1})")
         ident = np.arange(n, dtype=np.int64)
+        check_names(len(names), max(map(len, names), default=0), path, "its GPU user annotations")
         ranges = Ranges(start_ms=start, end_ms=end, thread=ident, name=np.array(names))
         launches = Launches(start_ms=start, end_ms=end, thread=ident, process=np.zeros(n, dtype=np.int64),
                             correlation=ident)
@@ -223,10 +246,13 @@ def read_kineto(path: str | os.PathLike[str], *, kernels: bool = False, pattern:
     spans = [_span(ev, t0, path) for ev in launch]
     launches = Launches(start_ms=np.array([s for s, _ in spans]), end_ms=np.array([e for _, e in spans]),
                         thread=np.empty(0, dtype=np.int64), process=np.zeros(len(launch), dtype=np.int64),
-                        correlation=np.array([_int_arg(ev, "correlation", -1) for ev in launch], dtype=np.int64))
+                        correlation=np.array([_int_arg(ev, "correlation", -1, path) for ev in launch],
+                                             dtype=np.int64))
+    check_spans(launches.start_ms, launches.end_ms, path, "a CUDA launch", lambda i: _where(launch[i]))
     rspans = [_span(ev, t0, path) for ev in cpu_ranges]
     threads = _threads(launch + cpu_ranges)
     launches.thread = threads[:len(launch)]
     ranges = Ranges(start_ms=np.array([s for s, _ in rspans]), end_ms=np.array([e for _, e in rspans]),
-                    thread=threads[len(launch):], name=np.array([str(ev.get("name", "")) for ev in cpu_ranges]))
+                    thread=threads[len(launch):], name=_names(cpu_ranges, path, "its user annotations"))
+    check_spans(ranges.start_ms, ranges.end_ms, path, "a user annotation", lambda i: _where(cpu_ranges[i]))
     return executions_from_ranges(path, ranges, launches, ops, pattern=pattern, strict=strict, report=report)

@@ -9,7 +9,12 @@ concurrency, with the same instance count and maximum batch size, on a GPU of th
 card of the same model counts: cards are matched by name, not by UUID). A member without such a
 solo measurement raises an error naming it. Results may come from several files (a concurrent
 checkpoint and a solo one, as Model Analyzer writes them in separate runs): all given files are
-pooled, and where two give the same solo key or the same run, the first file given wins.
+pooled. A file given twice is read once; two solo measurements of the same key, or two runs of
+the same name, that disagree (another latency, other members) are refused with both values named,
+and identical ones count once. Every field is checked: batch sizes, concurrencies, instance counts
+and maximum batch sizes are integers (``1.5`` or ``Infinity`` is refused, not truncated), and a
+latency is a positive finite number of milliseconds within
+:data:`~interfpred.constants.TIME_HORIZON_MS` (``true`` is not a latency).
 
 The latency is the client-side one perf_analyzer reports, by default its average
 (``perf_latency_avg``, ``latency="avg"``): a slowdown compares the mean time a batch takes, the
@@ -39,16 +44,17 @@ Examples
 
 from __future__ import annotations
 
-import json
+import math
 import os
-import pathlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from interfpred._core.atomic import check_regular_file, csv_rows, read_text
-from interfpred.constants import MODEL_ANALYZER_DEFAULT_LATENCY, MODEL_ANALYZER_LATENCIES
+from interfpred._core.limits import parse_capture_json, read_capture_bytes
+from interfpred.constants import MODEL_ANALYZER_DEFAULT_LATENCY, MODEL_ANALYZER_LATENCIES, TIME_HORIZON_MS
+from interfpred.data.ingest.capture_checks import check_int, check_name
 from interfpred.data.ingest.gpu_ranges import CaptureFormatError
 from interfpred.data.measurements import Measurements
 from interfpred.errors import InputError, InterfpredError
@@ -86,17 +92,38 @@ class MeasuredModel:
         return self.gpu, self.model, self.batch_size, self.concurrency, self.instances, self.max_batch_size
 
 
-def _instances(config: dict) -> int:
+#: Largest batch size, concurrency, instance count or maximum batch size accepted (an int32).
+_COUNT_MAX = 2**31 - 1
+
+
+def _count(value: Any, what: str, path: str, where: str, *, lo: int = 1) -> int:
+    return check_int(value, what, path, where, lo=lo, hi=_COUNT_MAX)
+
+
+def _latency(value: Any, path: str, where: str, line: int | None = None) -> float:
+    """A latency in ms: a positive finite number within TIME_HORIZON_MS (never a bool or text)."""
+    ok = not isinstance(value, bool) and isinstance(value, (int, float))
+    if ok:
+        value = float(value)
+        ok = math.isfinite(value) and 0.0 < value <= TIME_HORIZON_MS
+    if not ok:
+        raise InputError(f"{where} has latency {value!r}, not a positive finite number of ms (at most "
+                         f"{TIME_HORIZON_MS:.4g})", path=path, line=line)
+    return float(value)
+
+
+def _instances(config: dict, path: str, where: str) -> int:
     groups = config.get("instanceGroup") or config.get("instance_group") or []
-    total = sum(int(g.get("count", 1)) for g in groups if isinstance(g, dict))
+    if not isinstance(groups, list):
+        raise CaptureFormatError(f"{where} has instanceGroup {str(groups)[:40]!r}, not a list", path=path)
+    total = sum(_count(g.get("count", 1), "instance count", path, where) for g in groups if isinstance(g, dict))
     return total or 1  # Triton's default: one instance (per GPU)
 
 
-def _value(items: Any, tag: str) -> float | None:
+def _value(items: Any, tag: str, path: str, where: str) -> float | None:
     for item in items or []:
         if isinstance(item, list) and len(item) == 2 and item[0] == tag and isinstance(item[1], dict):
-            v = item[1].get("_value")
-            return float(v) if isinstance(v, (int, float)) else None
+            return _latency(item[1].get("_value"), path, where)
     return None
 
 
@@ -105,10 +132,15 @@ def _from_ckpt(path: str, doc: Any, latency: str) -> list[MeasuredModel]:
     try:
         results = doc["ResultManager.results"]["_results"]
         gpus = doc.get("MetricsManager.gpus") or {}
-    except (KeyError, TypeError):
+    except (KeyError, TypeError, AttributeError):
         raise CaptureFormatError("is JSON but not a Model Analyzer checkpoint (no ResultManager.results)",
                                  path=path) from None
-    names = {str(u): str(g.get("name", u)) for u, g in gpus.items() if isinstance(g, dict)}
+    if not isinstance(gpus, dict):
+        raise CaptureFormatError(f"has MetricsManager.gpus of type {type(gpus).__name__}, not an object of GPUs by "
+                                 "UUID", path=path)
+    names = {check_name(str(u), path, "MetricsManager.gpus"): check_name(str(g.get("name", u)), path,
+                                                                         f"GPU {str(u)[:40]!r}")
+             for u, g in gpus.items() if isinstance(g, dict)}
     out: list[MeasuredModel] = []
     try:
         for variants in results.values():
@@ -122,20 +154,25 @@ def _from_ckpt(path: str, doc: Any, latency: str) -> list[MeasuredModel]:
                                                  f"configuration {len(configs)}", path=path)
                     uuids = list(meas.get("_gpu_data") or names)
                     gpu = names.get(uuids[0], uuids[0]) if uuids else ""
-                    concs = [int(m["_model_specific_pa_params"]["concurrency-range"]) for m in members]
+                    concs = [_count(m["_model_specific_pa_params"]["concurrency-range"], "concurrency-range", path,
+                                    f"measurement of {variant_key}") for m in members]
                     run = f"{variant_key} c={','.join(map(str, concs))}"
                     for cfg, mem, conc in zip(configs, members, concs):
                         model_cfg = (cfg.get("_model_config_variant") or {}).get("model_config") \
                             or cfg.get("_model_config") or {}
-                        value = _value(mem.get("_non_gpu_data"), tag)
+                        where = f"measurement of {str(cfg['_model_name'])[:60]!r} in {variant_key}"
+                        value = _value(mem.get("_non_gpu_data"), tag, path, where)
                         if value is None:
-                            raise CaptureFormatError(f"measurement of {cfg['_model_name']} in {variant_key} has no "
-                                                     f"{tag}", path=path)
-                        out.append(MeasuredModel(run=run, members=len(members), gpu=gpu, model=str(cfg["_model_name"]),
-                                                 batch_size=int(mem["_model_specific_pa_params"]["batch-size"]),
-                                                 concurrency=conc, instances=_instances(model_cfg),
-                                                 max_batch_size=int(model_cfg.get("maxBatchSize", 0)),
-                                                 latency_ms=value, path=path))
+                            raise CaptureFormatError(f"{where} has no {tag}", path=path)
+                        out.append(MeasuredModel(
+                            run=check_name(run, path, where), members=len(members), gpu=check_name(gpu, path, where),
+                            model=check_name(str(cfg["_model_name"]), path, where),
+                            batch_size=_count(mem["_model_specific_pa_params"]["batch-size"], "batch-size", path,
+                                              where),
+                            concurrency=conc, instances=_instances(model_cfg, path, where),
+                            max_batch_size=_count(model_cfg.get("maxBatchSize", 0), "maxBatchSize", path, where,
+                                                  lo=0),
+                            latency_ms=value, path=path))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         if isinstance(exc, InterfpredError):
             raise
@@ -153,6 +190,16 @@ def _cells(text: str, n: int, what: str, path: str, line: int) -> list[str]:
     if len(parts) != n:
         raise InputError(f"column {what} has {len(parts)} values for {n} models ({text!r})", path=path, line=line)
     return parts
+
+
+def _csv_int(text: str, what: str, path: str, line: int, *, lo: int = 1) -> int:
+    """An integer cell in [lo, 2**31 - 1]: decimal digits only (``1.5``, ``1e3`` and ``²`` are refused)."""
+    t = text.strip()
+    body = t[1:] if t[:1] in "+-" else t
+    if not (body.isascii() and body.isdigit()) or len(body) > 10 or not lo <= int(t) <= _COUNT_MAX:
+        raise InputError(f"column {what} has {text[:40]!r}, not an integer in [{lo}, {_COUNT_MAX}]", path=path,
+                         line=line)
+    return int(t)
 
 
 def _from_csv(path: str, latency: str, gpu: str | None) -> list[MeasuredModel]:
@@ -190,11 +237,15 @@ def _from_csv(path: str, latency: str, gpu: str | None) -> list[MeasuredModel]:
         try:
             run = f"{','.join(get['Model Config Path'])} c={','.join(get['Concurrency'])}"
             for k in range(n):
-                count = sum(int(part.split(":")[0]) for part in inst[k].split("/") if part.strip())
+                count = sum(_csv_int(part.split(":")[0], "Instance Group", path, line)
+                            for part in inst[k].split("/") if part.strip())
                 out.append(MeasuredModel(run=run, members=n, gpu=gpu, model=models[k],
-                                         batch_size=int(get["Batch"][k]), concurrency=int(get["Concurrency"][k]),
-                                         instances=count or 1, max_batch_size=int(mbs[k]),
-                                         latency_ms=float(get[col][k]), path=path))
+                                         batch_size=_csv_int(get["Batch"][k], "Batch", path, line),
+                                         concurrency=_csv_int(get["Concurrency"][k], "Concurrency", path, line),
+                                         instances=count or 1,
+                                         max_batch_size=_csv_int(mbs[k], "Max Batch Size", path, line, lo=0),
+                                         latency_ms=_latency(float(get[col][k]), path, f"column {col!r}", line),
+                                         path=path))
         except ValueError as exc:
             raise InputError(f"a value is not a number: {exc}", path=path, line=line) from None
     return out
@@ -210,15 +261,25 @@ def read_model_analyzer_file(path: str | os.PathLike[str], *, latency: str = MOD
     with open(p, "rb") as fh:
         head = fh.read(64).lstrip()
     if head[:1] == b"{":
+        what = "a Model Analyzer checkpoint"
         try:
-            doc = json.loads(pathlib.Path(p).read_bytes())
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise CaptureFormatError(f"is not valid JSON (truncated checkpoint?): {exc}", path=p) from None
+            doc = parse_capture_json(read_capture_bytes(p, what), p, what)
+        except InputError as exc:
+            raise CaptureFormatError(exc.message, path=exc.path, line=exc.line) from None
         got = _from_ckpt(p, doc, latency)
         if gpu is not None:
             got = [MeasuredModel(**{**m.__dict__, "gpu": gpu}) for m in got]
         return got
     return _from_csv(p, latency, gpu)
+
+
+def _same(m: MeasuredModel) -> tuple:
+    """What two copies of one member must share (everything but the file)."""
+    return m.gpu, m.model, m.batch_size, m.concurrency, m.instances, m.max_batch_size, m.latency_ms
+
+
+def _shown(members: list[MeasuredModel]) -> str:
+    return ", ".join(f"{m.model} {m.latency_ms!r} ms" for m in members[:4])
 
 
 def read_model_analyzer(paths: Sequence[str | os.PathLike[str]], *, latency: str = MODEL_ANALYZER_DEFAULT_LATENCY,
@@ -246,12 +307,30 @@ def read_model_analyzer(paths: Sequence[str | os.PathLike[str]], *, latency: str
         raise InterfpredError("give at least one Model Analyzer checkpoint or metrics CSV")
     solo: dict[tuple, MeasuredModel] = {}
     runs: dict[str, list[MeasuredModel]] = {}
+    seen: set[str] = set()
     for path in paths:
+        real = os.path.realpath(path)
+        if real in seen:  # the same file given twice holds nothing new
+            continue
+        seen.add(real)
+        here: dict[str, list[MeasuredModel]] = {}
         for m in read_model_analyzer_file(path, latency=latency, gpu=gpu):
             if m.members == 1:
-                solo.setdefault(m.solo_key, m)
-            elif m.run not in runs or runs[m.run][0].path == m.path:
-                runs.setdefault(m.run, []).append(m)
+                ref = solo.setdefault(m.solo_key, m)
+                if ref.latency_ms != m.latency_ms:
+                    raise InputError(f"two solo measurements of {m.model} at batch size {m.batch_size}, client "
+                                     f"concurrency {m.concurrency}, {m.instances} instance(s), max batch size "
+                                     f"{m.max_batch_size} on {m.gpu} disagree: {ref.latency_ms!r} ms (in "
+                                     f"{ref.path}) and {m.latency_ms!r} ms; pass only the one to use", path=m.path)
+            else:
+                here.setdefault(m.run, []).append(m)
+        for run, members in here.items():
+            if run not in runs:
+                runs[run] = members
+            elif [_same(a) for a in runs[run]] != [_same(b) for b in members]:
+                raise InputError(f"run {run!r} is also in {runs[run][0].path} with other members or latencies "
+                                 f"({_shown(runs[run])} there, {_shown(members)} here); pass only one of them",
+                                 path=members[0].path)
     if not runs:
         raise CaptureFormatError("holds no concurrent measurement (profile with "
                                  "--run-config-profile-models-concurrently-enable)",
@@ -260,14 +339,14 @@ def read_model_analyzer(paths: Sequence[str | os.PathLike[str]], *, latency: str
                                                    "concurrency", "instances", "max_batch_size")}
     for run, members in runs.items():
         for m in members:
-            ref = solo.get(m.solo_key)
-            if ref is None:
+            found = solo.get(m.solo_key)
+            if found is None:
                 raise InputError(f"no solo measurement of {m.model} at batch size {m.batch_size}, client concurrency "
                                  f"{m.concurrency}, {m.instances} instance(s), max batch size {m.max_batch_size} on "
                                  f"{m.gpu} (member of run {run!r}): pass the checkpoint or CSV that measured it alone",
                                  path=m.path)
             for k, v in (("run", run), ("gpu", m.gpu), ("model", m.model), ("batch_size", m.batch_size),
-                         ("solo_ms", ref.latency_ms), ("observed_ms", m.latency_ms), ("concurrency", m.concurrency),
+                         ("solo_ms", found.latency_ms), ("observed_ms", m.latency_ms), ("concurrency", m.concurrency),
                          ("instances", m.instances), ("max_batch_size", m.max_batch_size)):
                 cols[k].append(v)
     extra = {k: cols[k] for k in ("concurrency", "instances", "max_batch_size")}

@@ -20,6 +20,13 @@ correlation ids are unique within one process, so a report with several processe
 a merged export) joins each kernel to its own process's launch. A device is named ``gpu<deviceId>``.
 A binary report (``.nsys-rep``, ``.qdrep``) is refused with the export command to run.
 
+A hostile file is refused before it costs time or memory: the database is opened read-only, a
+table the reader needs that is a view or a virtual table (SQL the file would run) is refused,
+each table's row count is checked against ``INPUT_MAX_ROWS`` and its names against
+``NAME_MAX_CHARS`` / ``NAME_CELLS_MAX`` before its rows are fetched, and every column read is
+typed: integer ids, times and devices (``deviceId`` in [0, CAPTURE_DEVICE_ID_MAX]), times within
+the horizon; the message names the table and row.
+
 Examples
 --------
 >>> import sqlite3, tempfile, pathlib
@@ -53,8 +60,10 @@ from typing import Any
 import numpy as np
 
 from interfpred._core.atomic import check_regular_file
-from interfpred.constants import NSYS_RANGE_EVENT_TYPES, NSYS_REPORT_MAGIC
+from interfpred._core.limits import check_limit
+from interfpred.constants import CAPTURE_DEVICE_ID_MAX, NSYS_RANGE_EVENT_TYPES, NSYS_REPORT_MAGIC, TIME_HORIZON_MS
 from interfpred.data.ingest.batch_names import NamePattern
+from interfpred.data.ingest.capture_checks import check_names, check_spans
 from interfpred.data.ingest.gpu_ranges import (
     CaptureFormatError,
     CaptureReport,
@@ -98,10 +107,59 @@ def _require(path: Any, table: str, have: set[str], *names: str) -> None:
                                  "this reader knows)", path=path)
 
 
+_INTEGER = "typeof({c}) != 'integer'"
+_HORIZON_NS = int(TIME_HORIZON_MS * _NS_PER_MS)
+#: A time (ns): an integer within the tracker's horizon, an end not before its start.
+_TIME = f"typeof({{c}}) != 'integer' OR {{c}} NOT BETWEEN -{_HORIZON_NS} AND {_HORIZON_NS}"
+_END = f"{_TIME} OR {{c}} < start"
+_TIME_TEXT = f"an integer time (ns) within +-{_HORIZON_NS:.4g}"
+_DEVICE = f"typeof({{c}}) != 'integer' OR {{c}} NOT BETWEEN 0 AND {CAPTURE_DEVICE_ID_MAX}"
+_NULL_OR_INTEGER = "{c} IS NOT NULL AND typeof({c}) != 'integer'"
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, (str, bytes)):
+        return f"{type(value).__name__} {value[:40]!r}"
+    return "NULL" if value is None else repr(value)
+
+
+def _check(con: sqlite3.Connection, path: Any, table: str, checks: list[tuple[str, str, str]],
+           where: str = "1") -> int:
+    """Rows of ``table`` (within INPUT_MAX_ROWS); refuse the first row whose column is bad.
+
+    ``checks`` holds (column, SQL condition true for a bad value with ``{c}`` for the column,
+    what was expected).
+    """
+    rows = con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
+    check_limit("INPUT_MAX_ROWS", int(rows), f"table {table} with rows", path=path)
+    for col, bad, expected in checks:
+        cond = bad.format(c=f'"{col}"')
+        row = con.execute(f'SELECT rowid, "{col}" FROM "{table}" WHERE ({where}) AND ({cond}) LIMIT 1').fetchone()
+        if row is not None:
+            raise CaptureFormatError(f"table {table} row {row[0]} has {col} {_shown(row[1])}, not {expected}",
+                                     path=path)
+    return int(rows)
+
+
+def _real_tables(con: sqlite3.Connection, path: Any, known: set[str]) -> set[str]:
+    """The ordinary tables; a known name that is a view or a virtual table is refused (its SQL would run)."""
+    tables = set()
+    for name, kind, sql in con.execute("SELECT name, type, sql FROM sqlite_master WHERE type IN ('table', 'view')"):
+        virtual = kind == "table" and str(sql or "").lstrip().upper().startswith("CREATE VIRTUAL")
+        if name in known and (kind == "view" or virtual):
+            raise CaptureFormatError(f"has {name} as a {'view' if kind == 'view' else 'virtual table'}, not a table: "
+                                     "an Nsight Systems export holds plain tables (a view or virtual table runs SQL "
+                                     "from the file)", path=path)
+        if kind == "table" and not virtual:
+            tables.add(str(name))
+    return tables
+
+
 def _version(con: sqlite3.Connection, tables: set[str]) -> str | None:
     for meta in _META:
         if meta in tables and {"name", "value"} <= _columns(con, meta):
-            rows = dict(con.execute(f'SELECT name, value FROM "{meta}"').fetchall())
+            rows = dict(con.execute(f'SELECT name, value FROM "{meta}" WHERE name IN '
+                                    "('EXPORT_PRODUCT_VERSION', 'EXPORT_SCHEMA_VERSION') LIMIT 2").fetchall())
             product, schema = rows.get("EXPORT_PRODUCT_VERSION"), rows.get("EXPORT_SCHEMA_VERSION")
             if product or schema:
                 return f"{product or '?'} (schema {schema or '?'})"
@@ -130,20 +188,36 @@ def _ops(con: sqlite3.Connection, path: Any, tables: set[str]) -> GpuOps:
                 name = f"CAST(t.{col} AS TEXT)"
         else:
             name = "'memcpy'" if table.endswith("MEMCPY") else "'memset'"
+        checks = [("start", _TIME, _TIME_TEXT), ("end", _END, f"{_TIME_TEXT}, not before its start"),
+                  ("deviceId", _DEVICE, f"a device ordinal in [0, {CAPTURE_DEVICE_ID_MAX}]")]
+        if "correlationId" in have:
+            checks.append(("correlationId", _NULL_OR_INTEGER, "an integer id"))
+        if "globalPid" in have:
+            checks.append(("globalPid", _INTEGER, "an integer id"))
+        if table == _KERNEL:
+            checks.append((str(col), "{c} IS NULL", "a kernel name (an id into StringIds)"))
+        if _check(con, path, table, checks) == 0:
+            continue
+        count, longest = con.execute(f'SELECT count(*), max(length({name})) FROM "{table}" t {join}').fetchone()
+        check_names(int(count), int(longest or 0), path, f"table {table}")
         rows = con.execute(f'SELECT t.start, t.end, t.deviceId, {pid}, COALESCE({corr}, -1), {name} '
                            f'FROM "{table}" t {join}').fetchall()
         if not rows:
             continue
         start, end, dev, proc, cor, nm = zip(*rows)
+        n_rows = len(rows)
+        del rows
         parts.append((np.asarray(start, dtype=np.float64) / _NS_PER_MS, np.asarray(end, dtype=np.float64) / _NS_PER_MS,
                       np.array([f"gpu{d}" for d in dev]), np.asarray(proc, dtype=np.int64),
                       np.asarray(cor, dtype=np.int64), np.array([str(n) for n in nm]),
-                      np.full(len(rows), table == _KERNEL)))
+                      np.full(n_rows, table == _KERNEL)))
     if not parts:
         return GpuOps(np.empty(0), np.empty(0), np.empty(0, dtype=str), np.empty(0, dtype=np.int64),
                       np.empty(0, dtype=np.int64), np.empty(0, dtype=str), np.empty(0, dtype=bool))
     cols = [np.concatenate(c) for c in zip(*parts)]
-    return GpuOps(*cols)
+    ops = GpuOps(*cols)
+    check_spans(ops.start_ms, ops.end_ms, path, "a GPU operation", lambda i: f"(row {i + 1} of the GPU tables)")
+    return ops
 
 
 def _launches(con: sqlite3.Connection, path: Any, tables: set[str]) -> Launches:
@@ -152,11 +226,18 @@ def _launches(con: sqlite3.Connection, path: Any, tables: set[str]) -> Launches:
                                  "it (profile with --trace=cuda,nvtx, or pass --kernels)", path=path)
     have = _columns(con, _RUNTIME)
     _require(path, _RUNTIME, have, "start", "end", "globalTid", "correlationId")
+    valid = "correlationId IS NOT NULL AND globalTid IS NOT NULL"
+    _check(con, path, _RUNTIME, [("start", _TIME, _TIME_TEXT), ("end", _END, f"{_TIME_TEXT}, not before its start"),
+                                 ("globalTid", _INTEGER, "an integer id"),
+                                 ("correlationId", _INTEGER, "an integer id")], where=valid)
     rows = con.execute(f'SELECT start, end, globalTid, {_PID.format(col="globalTid")}, correlationId FROM "{_RUNTIME}" '
                        "WHERE correlationId IS NOT NULL AND globalTid IS NOT NULL").fetchall()
     arr = np.array(rows, dtype=np.int64).reshape(-1, 5)
-    return Launches(start_ms=arr[:, 0] / _NS_PER_MS, end_ms=arr[:, 1] / _NS_PER_MS, thread=arr[:, 2],
-                    process=arr[:, 3], correlation=arr[:, 4])
+    del rows
+    launches = Launches(start_ms=arr[:, 0] / _NS_PER_MS, end_ms=arr[:, 1] / _NS_PER_MS, thread=arr[:, 2],
+                        process=arr[:, 3], correlation=arr[:, 4])
+    check_spans(launches.start_ms, launches.end_ms, path, f"table {_RUNTIME}", lambda i: f"(call {i + 1})")
+    return launches
 
 
 def _ranges(con: sqlite3.Connection, path: Any, tables: set[str]) -> Ranges:
@@ -172,15 +253,25 @@ def _ranges(con: sqlite3.Connection, path: Any, tables: set[str]) -> Ranges:
     if "textId" in have and "StringIds" in tables:
         text, join = f"COALESCE({text}, s.value)", "LEFT JOIN StringIds s ON s.id = n.textId"
     types = ", ".join(str(t) for t in NSYS_RANGE_EVENT_TYPES)
+    valid = f"end IS NOT NULL AND eventType IN ({types}) AND globalTid IS NOT NULL"
+    _check(con, path, _NVTX, [("start", _TIME, _TIME_TEXT), ("end", _END, f"{_TIME_TEXT}, not before its start"),
+                              ("globalTid", _INTEGER, "an integer id")], where=valid)
+    count, longest = con.execute(f"SELECT count(*), max(length(COALESCE({text}, ''))) FROM \"{_NVTX}\" n {join} "
+                                 f"WHERE n.end IS NOT NULL AND n.eventType IN ({types}) AND n.globalTid IS NOT NULL"
+                                 ).fetchone()
+    check_names(int(count), int(longest or 0), path, f"table {_NVTX}")
     rows = con.execute(f"SELECT n.start, n.end, n.globalTid, COALESCE({text}, '') FROM \"{_NVTX}\" n {join} "
                        f"WHERE n.end IS NOT NULL AND n.eventType IN ({types}) AND n.globalTid IS NOT NULL "
                        "ORDER BY n.start").fetchall()
     if not rows:
         return Ranges(np.empty(0), np.empty(0), np.empty(0, dtype=np.int64), np.empty(0, dtype=str))
     start, end, tid, name = zip(*rows)
-    return Ranges(start_ms=np.asarray(start, dtype=np.float64) / _NS_PER_MS,
-                  end_ms=np.asarray(end, dtype=np.float64) / _NS_PER_MS,
-                  thread=np.asarray(tid, dtype=np.int64), name=np.array([str(n) for n in name]))
+    del rows
+    ranges = Ranges(start_ms=np.asarray(start, dtype=np.float64) / _NS_PER_MS,
+                    end_ms=np.asarray(end, dtype=np.float64) / _NS_PER_MS,
+                    thread=np.asarray(tid, dtype=np.int64), name=np.array([str(n) for n in name]))
+    check_spans(ranges.start_ms, ranges.end_ms, path, f"table {_NVTX}", lambda i: f"(range {i + 1} by start)")
+    return ranges
 
 
 def _open(path: str | os.PathLike[str]) -> sqlite3.Connection:
@@ -194,7 +285,10 @@ def _open(path: str | os.PathLike[str]) -> sqlite3.Connection:
                                  "'SQLite format 3')", path=path)
     uri = pathlib.Path(path).resolve().as_uri() + "?mode=ro"
     try:
-        return sqlite3.connect(uri, uri=True)
+        con = sqlite3.connect(uri, uri=True)
+        con.execute("PRAGMA query_only = ON")
+        con.execute("PRAGMA trusted_schema = OFF")  # no SQL function from the file's schema runs
+        return con
     except sqlite3.Error as exc:
         raise CaptureFormatError(f"cannot be opened as an SQLite export: {exc}", path=path) from None
 
@@ -213,8 +307,8 @@ def read_nsys_tables(path: str | os.PathLike[str], *, kernels: bool = False
     """
     con = _open(path)
     try:
-        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
         known = {_KERNEL, _RUNTIME, _NVTX, "StringIds", *_MEMORY, *_META}
+        tables = _real_tables(con, path, known)
         if not tables & known:
             raise CaptureFormatError("is an SQLite database but not an Nsight Systems export (none of its tables "
                                      f"is {_KERNEL}, {_NVTX} or StringIds)", path=path)
@@ -228,6 +322,9 @@ def read_nsys_tables(path: str | os.PathLike[str], *, kernels: bool = False
         return ops, _launches(con, path, tables), _ranges(con, path, tables), version
     except sqlite3.Error as exc:
         raise CaptureFormatError(f"cannot be read as an SQLite export: {exc}", path=path) from None
+    except UnicodeDecodeError as exc:  # a damaged schema or text cell
+        raise CaptureFormatError(f"holds text that is not UTF-8 (byte {exc.object[exc.start:exc.start + 1]!r}): a "
+                                 "damaged export", path=path) from None
     finally:
         con.close()
 
