@@ -1,0 +1,89 @@
+"""Solo profiles from a capture: executions that ran alone, GPU types from the export, ingest-trace to fit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from interfpred import Trace
+from interfpred.cli import main
+from interfpred.data.ingest.solo import capture_gpu_types, ran_alone, solo_profiles
+from interfpred.errors import InterfpredError
+
+CAPTURES = "tests/data/capture"
+
+
+def _naive_alone(start, end, device):
+    n = len(start)
+    return [all(device[j] != device[i] or not (start[j] < end[i] and start[i] < end[j])
+                for j in range(n) if j != i) for i in range(n)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(1, 8), st.sampled_from(["g0", "g1"])), min_size=1,
+                max_size=12))
+def test_ran_alone_matches_the_pairwise_definition(rows):
+    start = np.array([float(s) for s, _, _ in rows])
+    end = start + np.array([float(d) for _, d, _ in rows])
+    device = [g for _, _, g in rows]
+    t = Trace(id=list(range(len(rows))), device=device, model=["m"] * len(rows), batch_size=[1] * len(rows),
+              start_ms=start, end_ms=end)
+    assert ran_alone(t).tolist() == _naive_alone(start, end, device)
+
+
+def test_solo_latency_is_the_median_of_lone_runs_per_gpu_type_with_the_count():
+    t = Trace(id=[1, 2, 3, 4, 5], device=["gpu0", "gpu0", "gpu1", "gpu1", "gpu1"], model=["a"] * 5,
+              batch_size=[2] * 5, start_ms=[0.0, 5.0, 0.0, 10.0, 20.0], end_ms=[2.0, 9.0, 3.0, 11.0, 25.0])
+    p = solo_profiles(t, {"gpu0": "A100", "gpu1": "H200"})
+    assert p.lookup("a", 2, gpu="A100").solo_ms == 3.0      # median of 2 and 4
+    assert p.lookup("a", 2, gpu="H200").solo_ms == 3.0      # median of 3, 1, 5
+    assert p.lookup("a", 2, gpu="A100").sm is None           # counters stay missing
+    assert list(p.column("n_alone")) == ["2", "3"]
+
+
+def test_a_model_that_never_ran_alone_is_refused_in_one_line():
+    t = Trace(id=[1, 2], device=["gpu0"] * 2, model=["a", "b"], batch_size=[1, 4], start_ms=[0.0, 1.0],
+              end_ms=[5.0, 6.0])
+    with pytest.raises(InterfpredError, match=r"^model a batch size 1 on gpu0 never ran alone in the capture "
+                                              r"\(1 execution\(s\), all overlapped by others\)") as err:
+        solo_profiles(t, {})
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("name,types", [
+    ("nsys_saxpy_mpi_a100.sqlite", {"gpu0": "NVIDIA A100-SXM4-40GB"}),
+    ("nsys_nvfuser_h200.sqlite", {"gpu0": "NVIDIA H200"}),
+    ("kineto_nccl_data.json.gz", {f"gpu{i}": "NVIDIA A100-PG509-200" for i in range(8)}),
+    ("kineto_sampled_rank0.json.gz", {}),  # an older trace without deviceProperties: none known
+])
+def test_gpu_types_come_from_the_export(name, types):
+    assert capture_gpu_types(f"{CAPTURES}/{name}") == types
+
+
+def test_ingest_trace_then_fit_needs_no_other_file(tmp_path, capsys):
+    trace, prof, model = tmp_path / "trace.parquet", tmp_path / "profiles.csv", tmp_path / "model.json"
+    pytest.importorskip("pyarrow")
+    assert main(["ingest-trace", f"{CAPTURES}/nsys_saxpy_mpi_a100.sqlite", "--name-pattern", "{model}",
+                 "--batch-size", "1", "--out", str(trace), "--profiles-out", str(prof)]) == 0
+    err = capsys.readouterr().err
+    assert "wrote 1 solo profile(s) on NVIDIA A100-SXM4-40GB" in err
+    lines = prof.read_text().splitlines()
+    assert lines[0] == "gpu,model,batch_size,solo_ms,sm,l2,dram,n_alone"
+    assert lines[1].startswith("NVIDIA A100-SXM4-40GB,saxpy,1,17.71") and lines[1].endswith(",,,,5")
+    assert main(["fit", "--trace", str(trace), "--profiles", str(prof), "--out", str(model)]) == 0
+    assert model.exists()
+
+
+def test_profiles_out_refuses_a_capture_where_a_model_never_ran_alone(tmp_path, capsys):
+    # Kineto's NCCL trace: its kernels overlap on every GPU's streams.
+    out, prof = tmp_path / "t.csv", tmp_path / "p.csv"
+    code = main(["ingest-trace", f"{CAPTURES}/kineto_nccl_data.json.gz", "--kernels", "--out", str(out),
+                 "--profiles-out", str(prof)])
+    err = capsys.readouterr().err.strip().splitlines()
+    if code == 0:  # every kernel ran alone at least once: then the table names the export's GPU type
+        assert "NVIDIA A100-PG509-200" in prof.read_text()
+    else:
+        assert code == 2 and len(err) == 1 and "never ran alone in the capture" in err[0]
+        assert not out.exists() and not prof.exists()
