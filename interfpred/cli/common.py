@@ -37,11 +37,6 @@ __all__ = [
     "write_output",
 ]
 
-#: Accuracy figures the CLI shows in percent (relative errors and shares of rows), with their labels.
-_PERCENT = {"mape": "mape_%", "within_10": "within_10_%", "within_20": "within_20_%", "median": "median_%",
-            "p90": "p90_%", "p99": "p99_%", "beyond_60": "beyond_60_%"}
-
-
 def refuse_existing(path: str, force: bool, *, option: str = "--out") -> None:
     """Before any work: refuse an output file ``path`` that exists (unless ``force``, ``--force``), that is a
     folder (even with ``force``: a file output never replaces a folder), that may never be replaced
@@ -89,8 +84,9 @@ def add_json_option(p: argparse.ArgumentParser) -> None:
 
 
 def summary_row(summary: Any) -> dict[str, float]:
-    """An accuracy summary's figures as the CLI shows them: n, mse, then relative errors and shares in percent."""
-    return {_PERCENT.get(k, k): (100.0 * v if k in _PERCENT else v) for k, v in summary.as_dict().items()}
+    """An accuracy summary's figures as the CLI shows them: n, mse, then relative errors and shares in percent
+    (:meth:`~interfpred.evaluation.metrics.AccuracySummary.as_percent_dict`)."""
+    return dict(summary.as_percent_dict())
 
 
 def summary_json(summary: Any, baselines: dict[str, Any] | None = None) -> dict[str, Any]:
