@@ -87,3 +87,43 @@ def test_profiles_out_refuses_a_capture_where_a_model_never_ran_alone(tmp_path, 
     else:
         assert code == 2 and len(err) == 1 and "never ran alone in the capture" in err[0]
         assert not out.exists() and not prof.exists()
+
+
+def test_the_simulated_colocated_export_needs_no_other_file_and_beats_no_interference(tmp_path, capsys):
+    import json
+
+    trace, prof, model = tmp_path / "t.csv", tmp_path / "p.csv", tmp_path / "m.json"
+    assert main(["ingest-trace", f"{CAPTURES}/nsys_sim_colocated_v100.sqlite", "--out", str(trace),
+                 "--profiles-out", str(prof)]) == 0
+    assert "800 executions from 800 ranges" in capsys.readouterr().err
+    t = Trace.from_csv(trace)
+    assert not ran_alone(t).all()  # batches ran together
+    assert main(["fit", "--trace", str(trace), "--profiles", str(prof), "--out", str(model)]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", "--model-file", str(model), "--trace", str(trace), "--profiles", str(prof),
+                 "--online", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["model"]["mape_%"] < got["baselines"]["no_interference"]["mape_%"]
+
+
+def test_the_simulated_export_is_what_its_script_writes(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("sim_nsys_export", root / "tools" / "sim_nsys_export.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = tmp_path / "again.sqlite"
+    assert mod.write_export(str(out)) == 800
+
+    def rows(path):  # every table's rows (the file's header bytes name the SQLite library that wrote it)
+        import sqlite3
+
+        con = sqlite3.connect(path)
+        names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        got = {n: con.execute(f'SELECT * FROM "{n}"').fetchall() for n in names}
+        con.close()
+        return got
+
+    assert rows(out) == rows(root / CAPTURES / "nsys_sim_colocated_v100.sqlite")
