@@ -36,11 +36,24 @@ def test_ran_alone_matches_the_pairwise_definition(rows):
 def test_solo_latency_is_the_median_of_lone_runs_per_gpu_type_with_the_count():
     t = Trace(id=[1, 2, 3, 4, 5], device=["gpu0", "gpu0", "gpu1", "gpu1", "gpu1"], model=["a"] * 5,
               batch_size=[2] * 5, start_ms=[0.0, 5.0, 0.0, 10.0, 20.0], end_ms=[2.0, 9.0, 3.0, 11.0, 25.0])
+    p = solo_profiles(t, {"gpu0": "A100", "gpu1": "A100"})   # one type: keyed by it, lone runs pooled
+    assert p.gpus == ("A100",) and p.lookup("a", 2).solo_ms == 3.0   # median of 2, 4, 3, 1, 5
+    assert p.lookup("a", 2).sm is None                                # counters stay missing
+    assert list(p.column("n_alone")) == ["5"]
+
+
+def test_devices_of_several_types_are_keyed_by_device_so_a_trace_finds_its_rows():
+    from interfpred.data.profiles import profile_arrays
+
+    t = Trace(id=[1, 2, 3, 4, 5], device=["gpu0", "gpu0", "gpu1", "gpu1", "gpu1"], model=["a"] * 5,
+              batch_size=[2] * 5, start_ms=[0.0, 5.0, 0.0, 10.0, 20.0], end_ms=[2.0, 9.0, 3.0, 11.0, 25.0])
     p = solo_profiles(t, {"gpu0": "A100", "gpu1": "H200"})
-    assert p.lookup("a", 2, gpu="A100").solo_ms == 3.0      # median of 2 and 4
-    assert p.lookup("a", 2, gpu="H200").solo_ms == 3.0      # median of 3, 1, 5
-    assert p.lookup("a", 2, gpu="A100").sm is None           # counters stay missing
+    assert p.gpus == ("gpu0", "gpu1") and list(p.column("gpu_type")) == ["A100", "H200"]
+    assert p.lookup("a", 2, gpu="gpu0").solo_ms == 3.0       # median of 2 and 4
+    assert p.lookup("a", 2, gpu="gpu1").solo_ms == 3.0       # median of 3, 1, 5
     assert list(p.column("n_alone")) == ["2", "3"]
+    _, solo = profile_arrays(t, p)                            # each row by its device: no refusal
+    assert solo.tolist() == [3.0] * 5
 
 
 def test_a_model_that_never_ran_alone_is_refused_in_one_line():

@@ -48,7 +48,7 @@ def run_ingest_trace(args: argparse.Namespace) -> int:
     """Run ``ingest-trace``: read the capture, write the trace, print what was read and skipped."""
     from interfpred.data.ingest.capture import capture_kind, read_capture_trace
     from interfpred.data.ingest.gpu_ranges import CaptureReport
-    from interfpred.data.ingest.solo import capture_gpu_types, solo_profiles
+    from interfpred.data.ingest.solo import GPU_TYPE_COLUMN, capture_gpu_types, solo_profiles
 
     outs = [args.out] if args.profiles_out is None else [args.out, args.profiles_out]
     if len(outs) == 2 and os.path.abspath(outs[0]) == os.path.abspath(outs[1]):
@@ -69,6 +69,8 @@ def run_ingest_trace(args: argparse.Namespace) -> int:
     if profiles is not None:
         write_output(profiles, args.profiles_out)
         named = ", ".join(profiles.gpus)
+        if GPU_TYPE_COLUMN in profiles.extra_columns:  # several GPU types: keyed by device
+            named += " (by device: the GPUs are of several types, see its gpu_type column)"
         print(f"wrote {len(profiles)} solo profile(s) on {named} to {args.profiles_out} (median of the executions "
               "that ran alone; no counters)", file=sys.stderr)
     return 0

@@ -10,7 +10,10 @@ measured on the very GPU the trace ran on, so a capture can give the ``solo_ms``
   ``TARGET_INFO_GPU`` table, the PyTorch profiler's ``deviceProperties``), so ``gpu0`` of an
   A100 export becomes ``NVIDIA A100-SXM4-40GB``;
 * :func:`solo_profiles` takes the median latency of the lone executions per (GPU type, model,
-  batch size) and keeps their count (column ``n_alone``).
+  batch size) and keeps their count (column ``n_alone``). A capture whose devices are of several
+  types is keyed by device instead (``gpu`` is ``gpu0``, ``gpu1``, ..., with the type in column
+  ``gpu_type``), which is how a trace's rows find their profile: a trace names devices, and a
+  profile table of one type serves every device, of several types only devices named in it.
 
 The counters (``sm``, ``l2``, ``dram``) stay missing: a trace records when kernels ran, not how
 much of the GPU they used. A (model, batch size) that never ran alone has no solo latency, and
@@ -52,6 +55,8 @@ __all__ = ["capture_gpu_types", "ran_alone", "solo_profiles"]
 
 #: Column of :func:`solo_profiles` counting the lone executions each median comes from.
 N_ALONE_COLUMN = "n_alone"
+#: Column of :func:`solo_profiles` holding the GPU type when the profiles are keyed by device.
+GPU_TYPE_COLUMN = "gpu_type"
 
 
 def ran_alone(trace: Trace) -> np.ndarray:
@@ -128,8 +133,19 @@ def solo_profiles(trace: Trace, gpu_types: Mapping[str, str], *,
 
     ``solo_ms`` is the median latency of the lone executions of each (GPU type, model, batch
     size); ``n_alone`` (an extra column) counts them. ``gpu_types`` maps a device to its GPU
-    type; a device it does not name is its own type. ``models`` limits the table to those
-    models (default: every model of the trace). Counters stay missing.
+    type; a device it does not name is its own type. When the trace's devices are of more than
+    one type, each device is its own key (``gpu`` = the device, ``gpu_type`` = its type), so the
+    table looks up a trace's rows by device. ``models`` limits the table to those models
+    (default: every model of the trace). Counters stay missing.
+
+    Examples
+    --------
+    >>> from interfpred import Trace
+    >>> t = Trace(id=[1, 2], device=["gpu0", "gpu1"], model=["a", "a"], batch_size=[1, 1],
+    ...           start_ms=[0.0, 0.0], end_ms=[2.0, 1.0])
+    >>> p = solo_profiles(t, {"gpu0": "A100", "gpu1": "H100"})
+    >>> p.gpus, p.column("gpu_type").tolist(), p.lookup("a", 1, gpu="gpu1").solo_ms
+    (('gpu0', 'gpu1'), ['A100', 'H100'], 1.0)
 
     Raises
     ------
@@ -138,7 +154,9 @@ def solo_profiles(trace: Trace, gpu_types: Mapping[str, str], *,
     """
     keep = None if models is None else set(models)
     alone = ran_alone(trace)
-    gpu = np.array([gpu_types.get(str(d), str(d)) for d in trace.device], dtype=object)
+    type_of = {str(d): gpu_types.get(str(d), str(d)) for d in trace.devices}
+    by_device = len(set(type_of.values())) > 1
+    gpu = np.array([str(d) if by_device else type_of[str(d)] for d in trace.device], dtype=object)
     keys: dict[tuple[str, str, int], list[int]] = {}
     for i in range(len(trace)):
         if keep is None or trace.model[i] in keep:
@@ -156,5 +174,8 @@ def solo_profiles(trace: Trace, gpu_types: Mapping[str, str], *,
                 f"(interfpred ingest) or capture a stretch where it runs by itself")
         rows.append((g, m, b, float(np.median(latency[lone])), len(lone)))
     g_, m_, b_, s_, n_ = zip(*rows)
+    extra = {N_ALONE_COLUMN: [str(n) for n in n_]}
+    if by_device:
+        extra[GPU_TYPE_COLUMN] = [type_of[g] for g in g_]
     return ProfileTable.from_columns(gpu=list(g_), model=list(m_), batch_size=list(b_), solo_ms=list(s_),
-                                     extra={N_ALONE_COLUMN: [str(n) for n in n_]})
+                                     extra=extra)
