@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -140,3 +142,44 @@ def test_the_simulated_export_is_what_its_script_writes(tmp_path):
         return got
 
     assert rows(out) == rows(root / CAPTURES / "nsys_sim_colocated_v100.sqlite")
+
+
+def _two_gpu_types(src, dst):
+    """The A100 export plus a copy of its CUDA and NVTX rows as another process on device 1, which
+    TARGET_INFO_GPU names an H100: one capture, two GPU types."""
+    import shutil
+    import sqlite3
+
+    shutil.copyfile(src, dst)
+    os.chmod(dst, 0o644)
+    con = sqlite3.connect(dst)
+    for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_RUNTIME",
+                  "NVTX_EVENTS"):
+        cols = [r[1] for r in con.execute(f'PRAGMA table_info("{table}")')]
+        expr = ["1" if c == "deviceId" else f'"{c}" + {1 << 24}' if c in ("globalPid", "globalTid", "endGlobalTid")
+                else f'"{c}"' for c in cols]
+        con.execute(f'INSERT INTO "{table}" ({", ".join(f"{c!r}" for c in cols)}) SELECT {", ".join(expr)} '
+                    f'FROM "{table}"')
+    cols = [r[1] for r in con.execute('PRAGMA table_info("TARGET_INFO_GPU")')]
+    expr = ["'NVIDIA H100 80GB HBM3'" if c == "name" else f'"{c}" + 1' if c in ("id", "cuDevice") else f'"{c}"'
+            for c in cols]
+    con.execute(f'INSERT INTO TARGET_INFO_GPU ({", ".join(f"{c!r}" for c in cols)}) SELECT {", ".join(expr)} '
+                'FROM TARGET_INFO_GPU')
+    con.commit()
+    con.close()
+    return dst
+
+
+def test_a_capture_with_two_gpu_types_fits_with_no_other_file(tmp_path, capsys):
+    cap = _two_gpu_types(f"{CAPTURES}/nsys_saxpy_mpi_a100.sqlite", tmp_path / "two.sqlite")
+    assert capture_gpu_types(cap) == {"gpu0": "NVIDIA A100-SXM4-40GB", "gpu1": "NVIDIA H100 80GB HBM3"}
+    trace, prof, model = tmp_path / "t.csv", tmp_path / "p.csv", tmp_path / "m.json"
+    assert main(["ingest-trace", str(cap), "--name-pattern", "{model}", "--batch-size", "1", "--out", str(trace),
+                 "--profiles-out", str(prof)]) == 0
+    assert "by device: the GPUs are of several types" in capsys.readouterr().err
+    lines = prof.read_text().splitlines()
+    assert lines[0] == "gpu,model,batch_size,solo_ms,sm,l2,dram,n_alone,gpu_type"
+    assert [ln.split(",")[0] + "," + ln.split(",")[-1] for ln in lines[1:]] == [
+        "gpu0,NVIDIA A100-SXM4-40GB", "gpu1,NVIDIA H100 80GB HBM3"]
+    assert main(["fit", "--trace", str(trace), "--profiles", str(prof), "--predictor", "rls",
+                 "--out", str(model)]) == 0
