@@ -414,3 +414,20 @@ def test_every_writer_writes_the_format_its_suffix_names(tmp_path, capsys, suffi
     # ingest merges into the file it wrote, in its format
     assert main(["ingest", "--example", "--out", str(tmp_path / f"ncu{suffix}")]) == 0
     assert _format(tmp_path / f"ncu{suffix}") == fmt
+
+
+@pytest.mark.parametrize("command", sorted(_FOLDER_WRITERS))
+def test_every_folder_out_is_refused_before_any_work(tmp_path, capsys, command):
+    argv = {"simulate": ["simulate", "--scenario", "paper"], "reproduce": ["reproduce", "--quick"]}[command]
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "notes.txt").write_text("the user's")
+    assert main([*argv, "--out", str(kept)]) == 2
+    err = _err(capsys)
+    assert len(err) == 1 and "exists and is not empty; pass --force to replace it" in err[0]
+    afile = tmp_path / "afile"
+    afile.write_text("keep")
+    assert main([*argv, "--out", str(afile), "--force"]) == 2
+    err = _err(capsys)
+    assert len(err) == 1 and "exists and is not a folder" in err[0]
+    assert (kept / "notes.txt").read_text() == "the user's" and afile.read_text() == "keep"
