@@ -42,7 +42,7 @@ import json
 import os
 import pathlib
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -174,7 +174,7 @@ def solo_profiles(trace: Trace, gpu_types: Mapping[str, str], *,
                 f"(interfpred ingest) or capture a stretch where it runs by itself")
         rows.append((g, m, b, float(np.median(latency[lone])), len(lone)))
     g_, m_, b_, s_, n_ = zip(*rows)
-    extra = {N_ALONE_COLUMN: [str(n) for n in n_]}
+    extra: dict[str, Sequence[str]] = {N_ALONE_COLUMN: [str(n) for n in n_]}
     if by_device:
         extra[GPU_TYPE_COLUMN] = [type_of[g] for g in g_]
     return ProfileTable.from_columns(gpu=list(g_), model=list(m_), batch_size=list(b_), solo_ms=list(s_),
