@@ -106,6 +106,7 @@ def test_profiles_out_refuses_a_capture_where_a_model_never_ran_alone(tmp_path, 
 
 def test_the_simulated_colocated_export_needs_no_other_file_and_beats_no_interference(tmp_path, capsys):
     import json
+    from pathlib import Path
 
     trace, prof, model = tmp_path / "t.csv", tmp_path / "p.csv", tmp_path / "m.json"
     assert main(["ingest-trace", f"{CAPTURES}/nsys_sim_colocated_v100.sqlite", "--out", str(trace),
@@ -119,6 +120,13 @@ def test_the_simulated_colocated_export_needs_no_other_file_and_beats_no_interfe
                  "--online", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["model"]["mape_%"] < got["baselines"]["no_interference"]["mape_%"]
+    # the figures docs/capture.md quotes for this walkthrough
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "capture.md").read_text()
+    figures = (got["model"]["mape_%"], *(got["baselines"][k]["mape_%"]
+                                        for k in ("no_interference", "global_mean", "pair_mean")))
+    quoted = "`evaluate --online` on the same 800 executions gives {:.2f} % (no interference {:.2f} %, global mean\n" \
+             "{:.2f} %, pair mean {:.2f} %)".format(*figures)
+    assert quoted in doc
 
 
 def test_the_simulated_export_is_what_its_script_writes(tmp_path):
