@@ -328,3 +328,106 @@ def test_json_and_force_are_declared_where_documented():
                         (["predict", "--out", "p", "--json", "--force"], True)):
         ns = parser.parse_args(argv)
         assert ns.json is True and getattr(ns, "force", None) is force
+
+
+# ---------------------------------------------------------------------------- every --out, one rule
+#: A run of every subcommand that writes a file, with inputs that do not exist: a refusal of --out
+#: must come before any input is read. Subcommands writing folders (simulate, reproduce) keep their
+#: own rule (an existing non-empty folder needs --force).
+_FILE_WRITERS = {
+    "fit": ["fit", "--measurements", "absent.csv"],
+    "predict": ["predict", "--model-file", "absent.json", "--measurements", "absent.csv"],
+    "ingest-trace": ["ingest-trace", "absent.sqlite"],
+    "ingest-measurements": ["ingest-measurements", "absent.ckpt"],
+    "datasets": ["datasets", "gavel_v100"],
+}
+_FOLDER_WRITERS = {"simulate", "reproduce"}
+_MERGING_WRITERS = {"ingest"}  # --out merges into an existing file; --force replaces it
+
+
+def _writers():
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    return {name for name, p in sub.choices.items() if any("--out" in a.option_strings for a in p._actions)}
+
+
+def test_the_output_tests_cover_every_subcommand_with_an_out():
+    assert _writers() == set(_FILE_WRITERS) | _FOLDER_WRITERS | _MERGING_WRITERS
+
+
+@pytest.mark.parametrize("command", sorted(_FILE_WRITERS))
+def test_every_file_out_is_refused_before_any_work(tmp_path, capsys, monkeypatch, command):
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "kept.csv"
+    out.write_text("the user's file")
+    assert main([*_FILE_WRITERS[command], "--out", str(out)]) == 2
+    assert _err(capsys) == [f"interfpred: error: {out} exists: pass --force to replace it"]
+    assert out.read_text() == "the user's file"
+    folder = tmp_path / "adir"
+    folder.mkdir()
+    assert main([*_FILE_WRITERS[command], "--out", str(folder), "--force"]) == 2
+    assert _err(capsys) == [f"interfpred: error: --out {folder} is a folder: name a file to write"]
+
+
+def test_ingest_refuses_a_folder_out_before_reading(tmp_path, capsys):
+    assert main(["ingest", "absent.csv", "--gpu", "a100", "--model", "m", "--batch-size", "1",
+                 "--out", str(tmp_path)]) == 2
+    assert _err(capsys) == [f"interfpred: error: --out {tmp_path} is a folder: name a file to write"]
+
+
+def test_ingest_trace_profiles_out_is_refused_too(tmp_path, capsys):
+    kept = tmp_path / "profiles.csv"
+    kept.write_text("keep")
+    assert main(["ingest-trace", "absent.sqlite", "--out", str(tmp_path / "t.csv"), "--profiles-out",
+                 str(kept)]) == 2
+    assert _err(capsys) == [f"interfpred: error: {kept} exists: pass --force to replace it"]
+    assert not (tmp_path / "t.csv").exists()
+
+
+def _format(path):
+    head = path.read_bytes()[:8]
+    return "parquet" if head.startswith(b"PAR1") else "arrow" if head.startswith(b"ARROW1") else "csv"
+
+
+@pytest.mark.parametrize("suffix,fmt", [(".csv", "csv"), (".parquet", "parquet"), (".feather", "arrow")])
+def test_every_writer_writes_the_format_its_suffix_names(tmp_path, capsys, suffix, fmt):
+    pytest.importorskip("pyarrow")
+    from interfpred.data.columnar import read_measurements, read_profiles, read_trace
+
+    capture = "tests/data/capture/nsys_saxpy_mpi_a100.sqlite"
+    ckpts = ["tests/data/capture/model_analyzer_concurrent_resnet50_vgg19.ckpt",
+             "tests/data/capture/model_analyzer_solo_resnet50_trimmed.ckpt"]
+    trace, prof = tmp_path / f"trace{suffix}", tmp_path / f"profiles{suffix}"
+    meas, data = tmp_path / f"meas{suffix}", tmp_path / f"gavel{suffix}"
+    assert main(["ingest-trace", capture, "--name-pattern", "{model}", "--batch-size", "1", "--out", str(trace),
+                 "--profiles-out", str(prof)]) == 0
+    assert main(["ingest-measurements", *ckpts, "--out", str(meas)]) == 0
+    assert main(["datasets", "gavel_v100", "--out", str(data)]) == 0
+    assert main(["ingest", "--example", "--out", str(tmp_path / f"ncu{suffix}")]) == 0
+    capsys.readouterr()
+    for path in (trace, prof, meas, data, tmp_path / f"ncu{suffix}"):
+        assert _format(path) == fmt, path
+    assert len(read_trace(trace)) == 5
+    assert read_profiles(prof).gpus == ("NVIDIA A100-SXM4-40GB",)
+    assert read_measurements(meas).n_runs == 12
+    assert len(read_measurements(data)) == 660
+    # ingest merges into the file it wrote, in its format
+    assert main(["ingest", "--example", "--out", str(tmp_path / f"ncu{suffix}")]) == 0
+    assert _format(tmp_path / f"ncu{suffix}") == fmt
+
+
+@pytest.mark.parametrize("command", sorted(_FOLDER_WRITERS))
+def test_every_folder_out_is_refused_before_any_work(tmp_path, capsys, command):
+    argv = {"simulate": ["simulate", "--scenario", "paper"], "reproduce": ["reproduce", "--quick"]}[command]
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "notes.txt").write_text("the user's")
+    assert main([*argv, "--out", str(kept)]) == 2
+    err = _err(capsys)
+    assert len(err) == 1 and "exists and is not empty; pass --force to replace it" in err[0]
+    afile = tmp_path / "afile"
+    afile.write_text("keep")
+    assert main([*argv, "--out", str(afile), "--force"]) == 2
+    err = _err(capsys)
+    assert len(err) == 1 and "exists and is not a folder" in err[0]
+    assert (kept / "notes.txt").read_text() == "the user's" and afile.read_text() == "keep"

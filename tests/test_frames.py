@@ -40,7 +40,10 @@ def test_model_fit_predict_evaluate_on_frames_equal_the_objects(data):
     assert ev.summary == a.evaluate(trace, profiles, online=True).summary
     frame = ev.to_frame()
     assert frame.index.tolist()[0] == "model" and set(ev.baselines) <= set(frame.index)
-    assert frame.loc["model", "mape"] == pytest.approx(ev.summary.mape)
+    # percent, as a person reads it, under names that say so; mse and n as they are
+    assert frame.loc["model", "mape_%"] == pytest.approx(100 * ev.summary.mape)
+    assert frame.loc["model", "within_10_%"] == pytest.approx(100 * ev.summary.within_10)
+    assert frame.loc["model", "mse"] == pytest.approx(ev.summary.mse) and "mape" not in frame.columns
     rows = ev.predictions_frame()
     assert len(rows) == len(trace)
     np.testing.assert_array_equal(rows["predicted_latency_ms"], ev.predicted_latency_ms)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
-from interfpred.cli.common import check_label, refuse_existing
+from interfpred.cli.common import check_label, refuse_existing, write_output
+from interfpred.errors import InterfpredError
 
 __all__ = ["add_ingest_measurements", "add_ingest_trace", "run_ingest_measurements", "run_ingest_trace"]
 
@@ -23,8 +25,12 @@ def add_ingest_trace(sub: Any) -> None:
             "parse, or that launched no GPU work, are skipped and counted (--strict: an error). --kernels "
             "makes each CUDA kernel an execution instead."))
     p.add_argument("file", metavar="FILE", help="Nsight Systems .sqlite export or PyTorch profiler .json/.json.gz")
-    p.add_argument("--out", required=True, help="trace CSV to write (atomically)")
-    p.add_argument("--force", action="store_true", help="replace --out if it exists")
+    p.add_argument("--out", required=True, help="trace to write, atomically: CSV, or .parquet / .arrow by suffix")
+    p.add_argument("--profiles-out", dest="profiles_out", metavar="FILE",
+                   help="also write solo profiles (gpu,model,batch_size,solo_ms,...,n_alone): the median latency of "
+                        "the executions that ran alone in the capture, per GPU type (as the export names it), "
+                        "model and batch size; counters stay empty. CSV, or .parquet / .arrow by suffix")
+    p.add_argument("--force", action="store_true", help="replace --out and --profiles-out if they exist")
     p.add_argument("--kernels", action="store_true",
                    help="one execution per CUDA kernel (model = kernel name), for traces without batch ranges")
     p.add_argument("--name-pattern", metavar="PATTERN",
@@ -42,15 +48,31 @@ def run_ingest_trace(args: argparse.Namespace) -> int:
     """Run ``ingest-trace``: read the capture, write the trace, print what was read and skipped."""
     from interfpred.data.ingest.capture import capture_kind, read_capture_trace
     from interfpred.data.ingest.gpu_ranges import CaptureReport
+    from interfpred.data.ingest.solo import GPU_TYPE_COLUMN, capture_gpu_types, solo_profiles
 
-    refuse_existing(args.out, args.force)  # before reading: a refused --out costs no time
+    outs = [args.out] if args.profiles_out is None else [args.out, args.profiles_out]
+    if len(outs) == 2 and os.path.abspath(outs[0]) == os.path.abspath(outs[1]):
+        raise InterfpredError(f"--out and --profiles-out both name {args.out}: give two files")
+    for out in outs:
+        refuse_existing(out, args.force)  # before reading: a refused --out costs no time
     kind = capture_kind(args.file)
     report = CaptureReport(source="Nsight Systems export" if kind == "nsys" else "PyTorch profiler trace")
     trace = read_capture_trace(args.file, kernels=args.kernels, name_pattern=args.name_pattern,
                                batch_size=args.batch_size, strict=args.strict, report=report)
-    trace.to_csv(args.out)
+    profiles = None
+    if args.profiles_out is not None:
+        types = capture_gpu_types(args.file)
+        profiles = solo_profiles(trace, types)
     print(f"{args.file}: {report.summary()}", file=sys.stderr)
+    write_output(trace, args.out)
     print(f"wrote {len(trace)} executions on {len(trace.devices)} device(s) to {args.out}", file=sys.stderr)
+    if profiles is not None:
+        write_output(profiles, args.profiles_out)
+        named = ", ".join(profiles.gpus)
+        if GPU_TYPE_COLUMN in profiles.extra_columns:  # several GPU types: keyed by device
+            named += " (by device: the GPUs are of several types, see its gpu_type column)"
+        print(f"wrote {len(profiles)} solo profile(s) on {named} to {args.profiles_out} (median of the executions "
+              "that ran alone; no counters)", file=sys.stderr)
     return 0
 
 
@@ -67,7 +89,7 @@ def add_ingest_measurements(sub: Any) -> None:
             "concurrency, instance count and max batch size on a GPU of the same name, in any FILE)."))
     p.add_argument("files", nargs="+", metavar="FILE",
                    help="Model Analyzer checkpoint or metrics-model-inference.csv (concurrent and solo ones)")
-    p.add_argument("--out", required=True, help="measurements CSV to write (atomically)")
+    p.add_argument("--out", required=True, help="measurements to write, atomically: CSV, or .parquet / .arrow by suffix")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.add_argument("--latency", choices=tuple(MODEL_ANALYZER_LATENCIES), default=MODEL_ANALYZER_DEFAULT_LATENCY,
                    help=f"perf_analyzer latency that becomes solo_ms and observed_ms (default "
@@ -84,7 +106,7 @@ def run_ingest_measurements(args: argparse.Namespace) -> int:
     if args.gpu is not None:
         check_label(args.gpu, "--gpu")
     meas = read_model_analyzer(args.files, latency=args.latency, gpu=args.gpu)
-    meas.write(args.out)
+    write_output(meas, args.out)
     print(f"wrote {meas.n_runs} runs ({len(meas)} members, {len(meas.models)} models, latency {args.latency}) to "
           f"{args.out}", file=sys.stderr)
     return 0

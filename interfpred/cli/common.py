@@ -35,11 +35,8 @@ __all__ = [
     "refuse_existing",
     "summary_json",
     "summary_row",
+    "write_output",
 ]
-
-#: Accuracy figures the CLI shows in percent (relative errors and shares of rows), with their labels.
-_PERCENT = {"mape": "mape_%", "within_10": "within_10_%", "within_20": "within_20_%", "median": "median_%",
-            "p90": "p90_%", "p99": "p99_%", "beyond_60": "beyond_60_%"}
 
 
 def check_label(value: str, option: str) -> str:
@@ -52,17 +49,44 @@ def check_label(value: str, option: str) -> str:
     return value
 
 
-def refuse_existing(path: str, force: bool) -> None:
-    """Before any work: refuse an output ``path`` that exists (unless ``force``, ``--force``), that may never
-    be replaced (:func:`~interfpred._core.atomic.check_replaceable`), or whose folder does not exist."""
+def refuse_existing(path: str, force: bool, *, option: str = "--out") -> None:
+    """Before any work: refuse an output file ``path`` that exists (unless ``force``, ``--force``), that is a
+    folder (even with ``force``: a file output never replaces a folder), that may never be replaced
+    (:func:`~interfpred._core.atomic.check_replaceable`), or whose folder does not exist.
+
+    Every subcommand that writes a file calls this on each of its outputs before reading its inputs, and
+    then writes with :func:`write_output`."""
     from interfpred._core.atomic import check_replaceable
 
-    full = check_replaceable(path, what="--out")
+    full = check_replaceable(path, what=option)
+    if os.path.isdir(path):
+        raise InterfpredError(f"{option} {path} is a folder: name a file to write")
     if os.path.lexists(path) and not force:
         raise InterfpredError(f"{path} exists: pass --force to replace it")
     folder = os.path.dirname(full)
     if not os.path.isdir(folder):
         raise InterfpredError(f"{path}: folder {folder} does not exist")
+
+
+def write_output(value: Any, path: str) -> None:
+    """Write a trace, profile table or measurement runs in the format ``path``'s suffix names, atomically.
+
+    ``.parquet``/``.pq`` is Parquet, ``.arrow``/``.feather``/``.ipc`` Arrow IPC (Feather), anything else
+    CSV (:func:`~interfpred.data.columnar.format_of`): one rule for every subcommand's ``--out``.
+    """
+    from interfpred.data import columnar
+    from interfpred.data.measurements import Measurements
+    from interfpred.data.profiles import ProfileTable
+    from interfpred.data.trace import Trace
+
+    if isinstance(value, Trace):
+        columnar.write_trace(value, path)
+    elif isinstance(value, ProfileTable):
+        columnar.write_profiles(value, path)
+    elif isinstance(value, Measurements):
+        columnar.write_measurements(value, path)
+    else:
+        raise TypeError(f"write_output writes a Trace, ProfileTable or Measurements, not {type(value).__name__}")
 
 
 def add_json_option(p: argparse.ArgumentParser) -> None:
@@ -72,8 +96,9 @@ def add_json_option(p: argparse.ArgumentParser) -> None:
 
 
 def summary_row(summary: Any) -> dict[str, float]:
-    """An accuracy summary's figures as the CLI shows them: n, mse, then relative errors and shares in percent."""
-    return {_PERCENT.get(k, k): (100.0 * v if k in _PERCENT else v) for k, v in summary.as_dict().items()}
+    """An accuracy summary's figures as the CLI shows them: n, mse, then relative errors and shares in percent
+    (:meth:`~interfpred.evaluation.metrics.AccuracySummary.as_percent_dict`)."""
+    return dict(summary.as_percent_dict())
 
 
 def summary_json(summary: Any, baselines: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from interfpred.cli.common import refuse_existing, write_output
 from interfpred.errors import InterfpredError
 
 __all__ = ["add_datasets", "run_datasets"]
@@ -15,10 +16,12 @@ def add_datasets(sub: Any) -> None:
     """Declare the ``datasets`` subcommand."""
     p = sub.add_parser("datasets", help="list the shipped real datasets, or write one out",
                        description="Without NAME, list the shipped datasets. With NAME and --out, write it as "
-                                   "measurements (CSV, or Parquet for a .parquet path). Any command that takes "
+                                   "measurements (CSV, or Parquet / Arrow by the suffix). Any command that takes "
                                    "--measurements also accepts dataset:NAME.")
     p.add_argument("name", nargs="?", help="dataset name (gavel_v100)")
-    p.add_argument("--out", help="file to write (CSV or .parquet)")
+    p.add_argument("--out", help="file to write, atomically: CSV, or .parquet / .arrow by suffix (not replaced "
+                                 "without --force)")
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.set_defaults(func=run_datasets)
 
 
@@ -32,10 +35,11 @@ def run_datasets(args: argparse.Namespace) -> int:
             print(f"{name}: {len(m)} rows, {m.n_runs} runs, models {', '.join(m.models)} "
                   f"({(fn.__doc__ or '').strip().splitlines()[0]})")
         return 0
-    m = load_dataset(args.name)
     if args.out is None:
         raise InterfpredError("give --out FILE to write the dataset")
-    m.write(args.out)
+    refuse_existing(args.out, args.force)  # before any work
+    m = load_dataset(args.name)
+    write_output(m, args.out)
     print(f"wrote {args.out}: {len(m)} rows, {m.n_runs} runs", file=sys.stderr)
     return 0
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from interfpred.cli.common import per_file
+from interfpred.cli.common import per_file, refuse_existing
 from interfpred.errors import InterfpredError
 
 __all__ = ["add_ingest", "run_ingest"]
@@ -37,7 +37,8 @@ def add_ingest(sub: Any) -> None:
     p.add_argument("--share", type=float, default=None, metavar="P",
                    help="MPS active thread percentage the profiled programs ran under, in (0, 100] (default 100)")
     p.add_argument("--manifest", help="CSV listing the reports: file,gpu,model,batch_size[,iterations][,share]")
-    p.add_argument("--out", help="tidy profile CSV to write, or merge into if it exists")
+    p.add_argument("--out", help="tidy profiles to write, or merge into if the file exists: CSV, or .parquet / "
+                                 ".arrow by suffix")
     p.add_argument("--force", action="store_true", help="replace --out instead of merging into it")
     p.add_argument("--example", action="store_true",
                    help="ingest the bundled example (B200 cuBLASLt GEMM, details page)")
@@ -58,6 +59,8 @@ def run_ingest(args: argparse.Namespace) -> int:
     )
     from interfpred.data.profiles import ProfileTable
 
+    if args.out is not None:
+        refuse_existing(args.out, True)  # before any work: a folder, a device, a missing folder (a file merges)
     sources = int(bool(args.files)) + int(args.manifest is not None) + int(args.example)
     if sources != 1:
         raise InterfpredError("give ncu files, or --manifest reports.csv, or --example (exactly one of them)")

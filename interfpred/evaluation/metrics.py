@@ -25,6 +25,7 @@ from interfpred.constants import BOUNDARY_RTOL
 from interfpred.errors import InterfpredError
 
 __all__ = [
+    "PERCENT_NAMES",
     "AccuracySummary",
     "accuracy_summary",
     "mape",
@@ -118,8 +119,25 @@ class AccuracySummary:
     beyond_60: float
 
     def as_dict(self) -> dict[str, float]:
-        """Plain dict, for JSON and tables."""
+        """Plain dict, for JSON and tables (relative errors and shares as fractions)."""
         return asdict(self)
+
+    def as_percent_dict(self) -> dict[str, float]:
+        """The figures as a person reads them: ``n``, ``mse`` (of slowdown), then relative errors and
+        shares of rows in percent, under names ending in ``_%`` (:data:`PERCENT_NAMES`).
+
+        >>> s = AccuracySummary(n=2, mse=0.01, mape=0.05, within_10=1.0, within_20=1.0, median=0.05,
+        ...                     p90=0.08, p99=0.09, beyond_60=0.0)
+        >>> s.as_percent_dict()["mape_%"], s.as_percent_dict()["within_10_%"]
+        (5.0, 100.0)
+        """
+        return {PERCENT_NAMES.get(k, k): (100.0 * v if k in PERCENT_NAMES else v) for k, v in asdict(self).items()}
+
+
+#: The figures of :class:`AccuracySummary` that are fractions of rows or relative errors, with the names
+#: they carry in percent (:meth:`AccuracySummary.as_percent_dict`: the CLI, ``--json``, data frames).
+PERCENT_NAMES = {"mape": "mape_%", "within_10": "within_10_%", "within_20": "within_20_%", "median": "median_%",
+                 "p90": "p90_%", "p99": "p99_%", "beyond_60": "beyond_60_%"}
 
 
 def accuracy_summary(predicted, observed) -> AccuracySummary:

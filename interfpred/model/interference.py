@@ -94,10 +94,14 @@ class Evaluation:
 
     def to_frame(self) -> Any:
         """The accuracy as a pandas DataFrame: one row per predictor (``model`` first, then each
-        baseline), one column per figure of :class:`~interfpred.evaluation.metrics.AccuracySummary`."""
+        baseline), one column per figure of :class:`~interfpred.evaluation.metrics.AccuracySummary` in
+        the units a person reads: ``n``, ``mse`` (of slowdown), then relative errors and shares of rows in
+        percent (``mape_%``, ``within_10_%``, ...), as the CLI's tables and ``--json``. The fractions
+        are ``summary.as_dict()``."""
         import pandas as pd
 
-        rows = {"model": self.summary.as_dict(), **{k: v.as_dict() for k, v in self.baselines.items()}}
+        rows = {"model": self.summary.as_percent_dict(),
+                **{k: v.as_percent_dict() for k, v in self.baselines.items()}}
         return pd.DataFrame.from_dict(rows, orient="index").rename_axis("predictor")
 
     def predictions_frame(self) -> Any:

@@ -247,7 +247,8 @@ def _line_of(path: str | os.PathLike[str], key: ProfileKey) -> int | None:
 
 
 def write_profiles(table: ProfileTable, path: str | os.PathLike[str], *, append: bool = False) -> ProfileTable:
-    """Write ``table`` as a tidy profile CSV, atomically; with ``append`` merge into the file first.
+    """Write ``table`` as tidy profiles, atomically, in the format the suffix names (CSV, Parquet, Arrow);
+    with ``append`` merge into the file first.
 
     Appending reads the existing file, merges (identical rows collapse, rows for the same
     (gpu, model, batch_size) with different numbers are an error) and only then replaces the
@@ -264,15 +265,17 @@ def write_profiles(table: ProfileTable, path: str | os.PathLike[str], *, append:
     >>> len(write_profiles(b, out, append=True))
     2
     """
+    from interfpred.data import columnar
+
     if append and os.path.exists(path):
-        existing = ProfileTable.from_csv(path)
+        existing = columnar.read_profiles(path)
         _check_no_conflict(existing, table, path)
         try:
             table = existing.merge(table)
         except InterfpredError as exc:
             raise InputError(f"cannot append: a new profile conflicts with one already in the file "
                              f"({exc}); the file is unchanged", path=path) from None
-    table.to_csv(path)
+    columnar.write_profiles(table, path)
     return table
 
 

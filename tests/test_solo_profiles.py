@@ -1,0 +1,193 @@
+"""Solo profiles from a capture: executions that ran alone, GPU types from the export, ingest-trace to fit."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from interfpred import Trace
+from interfpred.cli import main
+from interfpred.data.ingest.solo import capture_gpu_types, ran_alone, solo_profiles
+from interfpred.errors import InterfpredError
+
+CAPTURES = "tests/data/capture"
+
+
+def _naive_alone(start, end, device):
+    n = len(start)
+    return [all(device[j] != device[i] or not (start[j] < end[i] and start[i] < end[j])
+                for j in range(n) if j != i) for i in range(n)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(1, 8), st.sampled_from(["g0", "g1"])), min_size=1,
+                max_size=12))
+def test_ran_alone_matches_the_pairwise_definition(rows):
+    start = np.array([float(s) for s, _, _ in rows])
+    end = start + np.array([float(d) for _, d, _ in rows])
+    device = [g for _, _, g in rows]
+    t = Trace(id=list(range(len(rows))), device=device, model=["m"] * len(rows), batch_size=[1] * len(rows),
+              start_ms=start, end_ms=end)
+    assert ran_alone(t).tolist() == _naive_alone(start, end, device)
+
+
+def test_solo_latency_is_the_median_of_lone_runs_per_gpu_type_with_the_count():
+    t = Trace(id=[1, 2, 3, 4, 5], device=["gpu0", "gpu0", "gpu1", "gpu1", "gpu1"], model=["a"] * 5,
+              batch_size=[2] * 5, start_ms=[0.0, 5.0, 0.0, 10.0, 20.0], end_ms=[2.0, 9.0, 3.0, 11.0, 25.0])
+    p = solo_profiles(t, {"gpu0": "A100", "gpu1": "A100"})   # one type: keyed by it, lone runs pooled
+    assert p.gpus == ("A100",) and p.lookup("a", 2).solo_ms == 3.0   # median of 2, 4, 3, 1, 5
+    assert p.lookup("a", 2).sm is None                                # counters stay missing
+    assert list(p.column("n_alone")) == ["5"]
+
+
+def test_devices_of_several_types_are_keyed_by_device_so_a_trace_finds_its_rows():
+    from interfpred.data.profiles import profile_arrays
+
+    t = Trace(id=[1, 2, 3, 4, 5], device=["gpu0", "gpu0", "gpu1", "gpu1", "gpu1"], model=["a"] * 5,
+              batch_size=[2] * 5, start_ms=[0.0, 5.0, 0.0, 10.0, 20.0], end_ms=[2.0, 9.0, 3.0, 11.0, 25.0])
+    p = solo_profiles(t, {"gpu0": "A100", "gpu1": "H200"})
+    assert p.gpus == ("gpu0", "gpu1") and list(p.column("gpu_type")) == ["A100", "H200"]
+    assert p.lookup("a", 2, gpu="gpu0").solo_ms == 3.0       # median of 2 and 4
+    assert p.lookup("a", 2, gpu="gpu1").solo_ms == 3.0       # median of 3, 1, 5
+    assert list(p.column("n_alone")) == ["2", "3"]
+    _, solo = profile_arrays(t, p)                            # each row by its device: no refusal
+    assert solo.tolist() == [3.0] * 5
+
+
+def test_a_model_that_never_ran_alone_is_refused_in_one_line():
+    t = Trace(id=[1, 2], device=["gpu0"] * 2, model=["a", "b"], batch_size=[1, 4], start_ms=[0.0, 1.0],
+              end_ms=[5.0, 6.0])
+    with pytest.raises(InterfpredError, match=r"^model a batch size 1 on gpu0 never ran alone in the capture "
+                                              r"\(1 execution\(s\), all overlapped by others\)") as err:
+        solo_profiles(t, {})
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("name,types", [
+    ("nsys_saxpy_mpi_a100.sqlite", {"gpu0": "NVIDIA A100-SXM4-40GB"}),
+    ("nsys_nvfuser_h200.sqlite", {"gpu0": "NVIDIA H200"}),
+    ("kineto_nccl_data.json.gz", {f"gpu{i}": "NVIDIA A100-PG509-200" for i in range(8)}),
+    ("kineto_sampled_rank0.json.gz", {}),  # an older trace without deviceProperties: none known
+])
+def test_gpu_types_come_from_the_export(name, types):
+    assert capture_gpu_types(f"{CAPTURES}/{name}") == types
+
+
+def test_ingest_trace_then_fit_needs_no_other_file(tmp_path, capsys):
+    trace, prof, model = tmp_path / "trace.parquet", tmp_path / "profiles.csv", tmp_path / "model.json"
+    pytest.importorskip("pyarrow")
+    assert main(["ingest-trace", f"{CAPTURES}/nsys_saxpy_mpi_a100.sqlite", "--name-pattern", "{model}",
+                 "--batch-size", "1", "--out", str(trace), "--profiles-out", str(prof)]) == 0
+    err = capsys.readouterr().err
+    assert "wrote 1 solo profile(s) on NVIDIA A100-SXM4-40GB" in err
+    lines = prof.read_text().splitlines()
+    assert lines[0] == "gpu,model,batch_size,solo_ms,sm,l2,dram,n_alone"
+    assert lines[1].startswith("NVIDIA A100-SXM4-40GB,saxpy,1,17.71") and lines[1].endswith(",,,,5")
+    assert main(["fit", "--trace", str(trace), "--profiles", str(prof), "--out", str(model)]) == 0
+    assert model.exists()
+
+
+def test_profiles_out_refuses_a_capture_where_a_model_never_ran_alone(tmp_path, capsys):
+    # Kineto's NCCL trace: its kernels overlap on every GPU's streams.
+    out, prof = tmp_path / "t.csv", tmp_path / "p.csv"
+    code = main(["ingest-trace", f"{CAPTURES}/kineto_nccl_data.json.gz", "--kernels", "--out", str(out),
+                 "--profiles-out", str(prof)])
+    err = capsys.readouterr().err.strip().splitlines()
+    if code == 0:  # every kernel ran alone at least once: then the table names the export's GPU type
+        assert "NVIDIA A100-PG509-200" in prof.read_text()
+    else:
+        assert code == 2 and len(err) == 1 and "never ran alone in the capture" in err[0]
+        assert not out.exists() and not prof.exists()
+
+
+def test_the_simulated_colocated_export_needs_no_other_file_and_beats_no_interference(tmp_path, capsys):
+    import json
+    from pathlib import Path
+
+    trace, prof, model = tmp_path / "t.csv", tmp_path / "p.csv", tmp_path / "m.json"
+    assert main(["ingest-trace", f"{CAPTURES}/nsys_sim_colocated_v100.sqlite", "--out", str(trace),
+                 "--profiles-out", str(prof)]) == 0
+    assert "800 executions from 800 ranges" in capsys.readouterr().err
+    t = Trace.from_csv(trace)
+    assert not ran_alone(t).all()  # batches ran together
+    assert main(["fit", "--trace", str(trace), "--profiles", str(prof), "--out", str(model)]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", "--model-file", str(model), "--trace", str(trace), "--profiles", str(prof),
+                 "--online", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["model"]["mape_%"] < got["baselines"]["no_interference"]["mape_%"]
+    # the figures docs/capture.md quotes for this walkthrough
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "capture.md").read_text()
+    figures = (got["model"]["mape_%"], *(got["baselines"][k]["mape_%"]
+                                        for k in ("no_interference", "global_mean", "pair_mean")))
+    quoted = "`evaluate --online` on the same 800 executions gives {:.2f} % (no interference {:.2f} %, global mean\n" \
+             "{:.2f} %, pair mean {:.2f} %)".format(*figures)
+    assert quoted in doc
+
+
+def test_the_simulated_export_is_what_its_script_writes(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("sim_nsys_export", root / "tools" / "sim_nsys_export.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = tmp_path / "again.sqlite"
+    assert mod.write_export(str(out)) == 800
+
+    def rows(path):  # every table's rows (the file's header bytes name the SQLite library that wrote it)
+        import sqlite3
+
+        con = sqlite3.connect(path)
+        names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        got = {n: con.execute(f'SELECT * FROM "{n}"').fetchall() for n in names}
+        con.close()
+        return got
+
+    assert rows(out) == rows(root / CAPTURES / "nsys_sim_colocated_v100.sqlite")
+
+
+def _two_gpu_types(src, dst):
+    """The A100 export plus a copy of its CUDA and NVTX rows as another process on device 1, which
+    TARGET_INFO_GPU names an H100: one capture, two GPU types."""
+    import shutil
+    import sqlite3
+
+    shutil.copyfile(src, dst)
+    os.chmod(dst, 0o644)
+    con = sqlite3.connect(dst)
+    for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_RUNTIME",
+                  "NVTX_EVENTS"):
+        cols = [r[1] for r in con.execute(f'PRAGMA table_info("{table}")')]
+        expr = ["1" if c == "deviceId" else f'"{c}" + {1 << 24}' if c in ("globalPid", "globalTid", "endGlobalTid")
+                else f'"{c}"' for c in cols]
+        con.execute(f'INSERT INTO "{table}" ({", ".join(f"{c!r}" for c in cols)}) SELECT {", ".join(expr)} '
+                    f'FROM "{table}"')
+    cols = [r[1] for r in con.execute('PRAGMA table_info("TARGET_INFO_GPU")')]
+    expr = ["'NVIDIA H100 80GB HBM3'" if c == "name" else f'"{c}" + 1' if c in ("id", "cuDevice") else f'"{c}"'
+            for c in cols]
+    con.execute(f'INSERT INTO TARGET_INFO_GPU ({", ".join(f"{c!r}" for c in cols)}) SELECT {", ".join(expr)} '
+                'FROM TARGET_INFO_GPU')
+    con.commit()
+    con.close()
+    return dst
+
+
+def test_a_capture_with_two_gpu_types_fits_with_no_other_file(tmp_path, capsys):
+    cap = _two_gpu_types(f"{CAPTURES}/nsys_saxpy_mpi_a100.sqlite", tmp_path / "two.sqlite")
+    assert capture_gpu_types(cap) == {"gpu0": "NVIDIA A100-SXM4-40GB", "gpu1": "NVIDIA H100 80GB HBM3"}
+    trace, prof, model = tmp_path / "t.csv", tmp_path / "p.csv", tmp_path / "m.json"
+    assert main(["ingest-trace", str(cap), "--name-pattern", "{model}", "--batch-size", "1", "--out", str(trace),
+                 "--profiles-out", str(prof)]) == 0
+    assert "by device: the GPUs are of several types" in capsys.readouterr().err
+    lines = prof.read_text().splitlines()
+    assert lines[0] == "gpu,model,batch_size,solo_ms,sm,l2,dram,n_alone,gpu_type"
+    assert [ln.split(",")[0] + "," + ln.split(",")[-1] for ln in lines[1:]] == [
+        "gpu0,NVIDIA A100-SXM4-40GB", "gpu1,NVIDIA H100 80GB HBM3"]
+    assert main(["fit", "--trace", str(trace), "--profiles", str(prof), "--predictor", "rls",
+                 "--out", str(model)]) == 0
