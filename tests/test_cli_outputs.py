@@ -340,6 +340,7 @@ _FILE_WRITERS = {
     "ingest-trace": ["ingest-trace", "absent.sqlite"],
     "ingest-measurements": ["ingest-measurements", "absent.ckpt"],
     "datasets": ["datasets", "gavel_v100"],
+    "plan": ["plan", "--profiles", "absent.csv", "--slo", "absent.csv", "--gpu", "a100-80gb"],
 }
 _FOLDER_WRITERS = {"simulate", "reproduce"}
 _MERGING_WRITERS = {"ingest"}  # --out merges into an existing file; --force replaces it

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
@@ -49,6 +49,7 @@ def test_kill_trials_short():
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1))
+@example(seed=12)   # invalid UTF-8 in the header: the fast reader used to accept what Trace.from_csv refuses
 def test_the_two_trace_csv_readers_agree(seeds, tmp_path, seed):
     """The CLI's reader (pyarrow's fast path, falling back) and Trace.from_csv refuse or read alike."""
     from interfpred import Trace

@@ -18,6 +18,7 @@ or other special file (:func:`check_replaceable`).
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import csv
 import hashlib
@@ -389,18 +390,24 @@ _READ_BLOCK = 1 << 20
 
 
 def scan_text_file(path: str | os.PathLike[str], what: str = "a CSV") -> bool:
-    """Check a text input without decoding it: a regular file within ``INPUT_MAX_BYTES``, with no NUL byte.
+    """Check a text input without keeping it: a regular file within ``INPUT_MAX_BYTES``, valid UTF-8, with no
+    NUL byte.
 
-    Refuses exactly what :func:`read_text` refuses for size and NUL bytes (so a fast reader that
-    calls this first rejects the same files) and returns whether the file holds a carriage
-    return (old Mac or mixed line endings), which some fast parsers count differently.
+    Refuses exactly what :func:`read_text` refuses for size, encoding and NUL bytes (so a fast
+    reader that calls this first rejects the same files) and returns whether the file holds a
+    carriage return (old Mac or mixed line endings), which some fast parsers count differently.
     """
     size = check_regular_file(path, what)
     check_limit("INPUT_MAX_BYTES", size, f"{what} of", path=path)
     has_cr = False
+    decoder = codecs.getincrementaldecoder("utf-8")()
     with open(path, "rb") as fh:
         while True:
             block = fh.read(_READ_BLOCK)
+            try:
+                decoder.decode(block, final=not block)
+            except UnicodeDecodeError:
+                raise InputError("not a UTF-8 text file (is it a binary file?)", path=path) from None
             if not block:
                 return has_cr
             if b"\x00" in block:
