@@ -37,8 +37,6 @@ interfpred.errors.InterfpredError: model b batch size 1 on A100 never ran alone 
 
 from __future__ import annotations
 
-import gzip
-import json
 import os
 import pathlib
 import sqlite3
@@ -46,6 +44,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from interfpred._core.limits import parse_capture_json, read_capture_bytes
+from interfpred.constants import CAPTURE_DEVICE_ID_MAX
 from interfpred.data.ingest.gpu_ranges import CaptureFormatError
 from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
@@ -99,20 +99,20 @@ def _nsys_gpu_types(path: str | os.PathLike[str]) -> dict[str, str]:
 
 
 def _kineto_gpu_types(path: str | os.PathLike[str]) -> dict[str, str]:
-    with open(path, "rb") as fh:
-        raw = fh.read()
-    try:
-        doc = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
-    except (OSError, EOFError, ValueError) as exc:
-        raise CaptureFormatError(f"cannot be read as a PyTorch profiler trace: {exc}", path=path) from None
+    # within the same size, inflation, nesting and digit limits as the trace reader
+    raw = read_capture_bytes(path, "a PyTorch profiler trace")
+    doc = parse_capture_json(raw, path, "a PyTorch profiler trace")
     props = doc.get("deviceProperties") if isinstance(doc, dict) else None
     if not isinstance(props, list):
         return {}
     out = {}
     for p in props:
-        if isinstance(p, dict) and isinstance(p.get("id"), int) and isinstance(p.get("name"), str) \
-                and p["name"].strip():
-            out[f"gpu{p['id']}"] = p["name"].strip()
+        if not isinstance(p, dict):
+            continue
+        dev, name = p.get("id"), p.get("name")
+        if isinstance(dev, int) and not isinstance(dev, bool) and 0 <= dev <= CAPTURE_DEVICE_ID_MAX \
+                and isinstance(name, str) and name.strip() and name.isprintable():
+            out[f"gpu{dev}"] = name.strip()
     return out
 
 
