@@ -32,7 +32,7 @@ import stat
 from collections.abc import Iterator
 from typing import IO
 
-from interfpred._core.limits import check_limit, limit, limit_error
+from interfpred._core.limits import check_limit, json_depth, limit, limit_error
 from interfpred.constants import MODEL_FILE_MAX_BYTES, MODEL_FILE_MAX_DEPTH
 from interfpred.errors import InputError, InterfpredError
 
@@ -415,20 +415,6 @@ def scan_text_file(path: str | os.PathLike[str], what: str = "a CSV") -> bool:
             has_cr = has_cr or b"\r" in block
 
 
-def _json_depth(obj: object) -> int:
-    """Deepest nesting of lists and dicts in a parsed JSON value (iterative: no recursion limit)."""
-    deepest = 0
-    stack = [(obj, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, dict):
-            value = list(value.values())
-        if isinstance(value, list):
-            deepest = max(deepest, depth)
-            stack.extend((v, depth + 1) for v in value if isinstance(v, (list, dict)))
-    return deepest
-
-
 def check_regular_file(path: str | os.PathLike[str], what: str = "file") -> int:
     """Raise :class:`InputError` unless ``path`` is a regular file (not a FIFO, device or folder).
 
@@ -542,7 +528,7 @@ def read_json(path: str | os.PathLike[str], *, max_bytes: int | None = None, max
     except RecursionError:
         raise InterfpredError(f"{os.fspath(path)}: JSON nested too deeply; at most {max_depth} levels "
                               "are accepted") from None
-    depth = _json_depth(value)
+    depth = json_depth(value)
     if depth > max_depth:
         raise InterfpredError(f"{os.fspath(path)}: JSON nested {depth} levels deep; at most {max_depth} "
                               "are accepted")

@@ -24,7 +24,7 @@ import zlib
 from interfpred.constants import LIMIT_ENV_PREFIX, LIMITS
 from interfpred.errors import InputError, InterfpredError
 
-__all__ = ["check_limit", "limit", "limit_error", "parse_capture_json", "read_capture_bytes"]
+__all__ = ["check_limit", "json_depth", "limit", "limit_error", "parse_capture_json", "read_capture_bytes"]
 
 #: First bytes of a gzip file.
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -129,7 +129,7 @@ def read_capture_bytes(path: str | os.PathLike[str], what: str) -> bytes:
     return b"".join(parts)
 
 
-def _depth(obj: object) -> int:
+def json_depth(obj: object) -> int:
     """Deepest nesting of lists and dicts in a parsed JSON value (iterative: no recursion limit)."""
     deepest = 0
     stack = [(obj, 1)]
@@ -186,6 +186,6 @@ def parse_capture_json(raw: bytes, path: str | os.PathLike[str], what: str) -> o
                          line=exc.lineno) from None
     except RecursionError:
         raise too_deep from None
-    if _depth(value) > max_depth:
+    if json_depth(value) > max_depth:
         raise too_deep
     return value
