@@ -36,7 +36,7 @@ from interfpred._core.limits import check_limit, json_depth, limit, limit_error
 from interfpred.constants import MODEL_FILE_MAX_BYTES, MODEL_FILE_MAX_DEPTH
 from interfpred.errors import InputError, InterfpredError
 
-__all__ = ["atomic_open", "atomic_write_text", "check_regular_file", "check_replaceable", "csv_rows", "read_json", "read_text", "scan_text_file",
+__all__ = ["atomic_open", "atomic_write_text", "check_regular_file", "check_replaceable", "csv_rows", "headed_csv_rows", "read_json", "read_text", "scan_text_file",
            "staged_folder",
            "recover", "replace_folder", "temp_folder"]
 
@@ -476,6 +476,41 @@ class csv_rows:  # lower case: used like csv.reader
             return next(self._reader)
         except csv.Error as exc:
             raise InputError(f"not a readable CSV: {exc}", path=self._path, line=self._reader.line_num) from None
+
+
+def headed_csv_rows(path: str | os.PathLike[str], header: tuple[str, ...]) -> list[tuple[int, list[str]]]:
+    r"""(line, stripped fields) of every non-empty row of a CSV file whose first line must be ``header``.
+
+    The file is read by :func:`read_text` (size, encoding and NUL checks) and parsed by
+    :class:`csv_rows`; a wrong header or a row of another width is an :class:`InputError` naming
+    the file and line.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
+    >>> _ = f.write_text("a,b\n 1 ,2\n\n3,4\n")
+    >>> headed_csv_rows(f, ("a", "b"))
+    [(2, ['1', '2']), (4, ['3', '4'])]
+    >>> _ = f.write_text("a,b\n1\n")
+    >>> headed_csv_rows(f, ("a", "b"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InputError: ...t.csv line 2: 1 fields, expected 2 (a, b)
+    """
+    rows = csv_rows(read_text(path), path=path)
+    first = next(rows, [])
+    if tuple(h.strip() for h in first) != tuple(header):
+        raise InputError(f"header {first} is not {','.join(header)}", path=path, line=1)
+    out = []
+    for fields in rows:
+        if not fields:
+            continue
+        if len(fields) != len(header):
+            raise InputError(f"{len(fields)} fields, expected {len(header)} ({', '.join(header)})",
+                             path=path, line=rows.line_num)
+        out.append((rows.line_num, [f.strip() for f in fields]))
+    return out
 
 
 def read_json(path: str | os.PathLike[str], *, max_bytes: int | None = None, max_depth: int | None = None) -> object:

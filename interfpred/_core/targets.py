@@ -22,6 +22,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -93,6 +94,10 @@ def observed_target(latency_ms: Any, solo_ms: Any, target: str) -> Any:
     """
     if target not in TARGETS:
         raise InterfpredError(f"target {target!r} is not one of {', '.join(TARGETS)}")
+    if isinstance(latency_ms, float) and isinstance(solo_ms, float):   # one finished execution: no array
+        if target == "slowdown":
+            return latency_ms / solo_ms if solo_ms != 0.0 else math.inf
+        return solo_ms / latency_ms if latency_ms > 0.0 else math.inf
     lat, solo = np.asarray(latency_ms, dtype=np.float64), np.asarray(solo_ms, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = lat / solo if target == "slowdown" else np.where(lat > 0, solo / np.where(lat > 0, lat, 1.0), np.inf)
@@ -109,6 +114,8 @@ def observed_slowdown(y: Any, target: str) -> Any:
     """
     if target not in TARGETS:
         raise InterfpredError(f"target {target!r} is not one of {', '.join(TARGETS)}")
+    if isinstance(y, float):                      # one observation (the tracker's finish): no array
+        return 1.0 / y if target == "rate" and y > 0.0 else y
     v = np.asarray(y, dtype=np.float64)
     if target == "rate":
         with np.errstate(divide="ignore", invalid="ignore"):

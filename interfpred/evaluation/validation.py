@@ -103,7 +103,14 @@ def warm_folds(groups: np.ndarray, n_folds: int, seed: int = SELECTION_SEED) -> 
 
 def held_out_model_folds(entities: Entities | None, n_models: int, seed: int = SELECTION_SEED) -> list[Fold]:
     """Up to ``n_models`` folds, each holding one model out entirely (seeded choice; at least 3 models,
-    and at least 2 training rows left)."""
+    and at least 2 training rows left).
+
+    Examples
+    --------
+    >>> ent = Entities.from_lists(list("abcabc"), [{"b": 1.0}, {"c": 1.0}, {"a": 1.0}, {}, {}, {}])
+    >>> sorted((f.label, f.test.tolist()) for f in held_out_model_folds(ent, 3))   # as measured or as co-runner
+    [('a', [0, 2, 3]), ('b', [0, 1, 4]), ('c', [1, 2, 5])]
+    """
     out: list[Fold] = []
     if entities is None or len(entities.names) < 3:
         return out
@@ -124,19 +131,42 @@ def tail_fold(n: int, share: float) -> Fold:
 
 
 def validation_scores(fm: FeatureMatrix, ex: Any, groups: np.ndarray, p: BasePredictor, warm: list[Fold],
-           cold: list[Fold]) -> tuple[tuple[float, float, float], np.ndarray, np.ndarray]:
-    """(warm, cold prequential, cold frozen) MAPEs, the warm MAPE of each fold by run and the frozen MAPE of
-    each held-out model."""
+                      cold: list[Fold]) -> tuple[tuple[float, float, float], np.ndarray]:
+    """(warm, cold prequential, cold frozen) MAPEs of latency of ``p``, and the warm MAPE of each fold by run
+    (nan where there are no folds of a kind).
+
+    Examples
+    --------
+    >>> from interfpred import TimeWeighted
+    >>> from interfpred.data.datasets import gavel_v100
+    >>> from interfpred.features.measurement_features import measurement_features
+    >>> from interfpred.predictors import make_predictor
+    >>> m = gavel_v100(); ex = TimeWeighted(feature_map="shares"); fm = measurement_features(ex, m)
+    >>> groups = row_groups(0, m)
+    >>> (w, co, cf), per_fold = validation_scores(fm, ex, groups, make_predictor("pair_mean"),
+    ...                                           warm_folds(groups, 3), held_out_model_folds(fm.entities, 2))
+    >>> per_fold.shape, bool(w < cf)          # models seen are easier than models held out
+    ((3,), True)
+    """
     per_fold = np.array([held_out_mape(fm, ex, groups, p, f, online=True) for f in warm])
     w = float(per_fold.mean()) if warm else np.nan
     both = np.array([held_out_mapes(fm, ex, groups, p, f) for f in cold]).reshape(-1, 2)   # one fit per fold
     co, cf = (float(v) for v in both.mean(axis=0)) if cold else (np.nan, np.nan)
-    return (w, co, cf), per_fold, both[:, 1]
+    return (w, co, cf), per_fold
 
 
 def within_one_se(per_fold: np.ndarray, best: np.ndarray) -> bool:
     """Whether a warm score is within one standard error of the best one: the mean of the paired
-    per-fold differences at most their standard error (the one-standard-error rule)."""
+    per-fold differences at most their standard error (the one-standard-error rule; with one fold,
+    whether it is no worse).
+
+    Examples
+    --------
+    >>> within_one_se(np.array([0.21, 0.19, 0.22]), np.array([0.20, 0.20, 0.20]))
+    True
+    >>> within_one_se(np.array([0.30, 0.31, 0.29]), np.array([0.20, 0.20, 0.20]))
+    False
+    """
     d = np.asarray(per_fold) - np.asarray(best)
     if d.size < 2 or not np.isfinite(d).all():
         return bool(d.size and np.isfinite(d).all() and d.mean() <= 0.0)

@@ -149,6 +149,9 @@ class InterferenceModel:
         open (feature map, share features, target), by validation inside the training rows, as
         ``interfpred fit`` does with no flags (:func:`~interfpred.model.selection.select_configuration`;
         the baselines are candidates, and :attr:`selection` keeps what was measured). RLS until then.
+        The model holds the predictor declared for the extractor's target: the object given when it
+        already is (``RLS(target="rate")``), else a declared copy (``predictor.with_target``), as
+        scikit-learn's meta-estimators hold clones; read it back as :attr:`predictor`.
 
     Examples
     --------
@@ -194,7 +197,7 @@ class InterferenceModel:
                                        else dict(extractor or {}))
         #: What the last validated :meth:`fit` measured and chose (a
         #: :class:`~interfpred.model.selection.Selection`), or None.
-        self.selection: Any = None
+        self.selection: Selection | None = None
 
     def __repr__(self) -> str:
         return f"InterferenceModel({self.extractor!r}, {self.predictor!r})"

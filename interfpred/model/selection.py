@@ -342,13 +342,12 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
     scores: dict[str, tuple[float, ...]] = {}
     folds: tuple[list[Fold], list[Fold]] | None = None
     feats: dict[str, tuple[FeatureMatrix, Any]] = {}
-    warm_folds: dict[str, np.ndarray] = {}
-    cold_folds: dict[str, np.ndarray] = {}
+    per_fold: dict[str, np.ndarray] = {}       # warm MAPE of each fold by run, per candidate
     priors: dict[Any, dict[str, float]] = {}     # tuned prior variances per extractor (the backoff aside)
-    colocated = [True]
+    colocated = True
 
     def run(c: Candidate) -> None:
-        nonlocal folds
+        nonlocal folds, colocated
         proto = c.build(predictor)
         extractor = make_extractor(c.extractor_spec(fixed))
         fm = model_features(extractor, proto, trace, profiles, measurements=measurements)
@@ -359,11 +358,10 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
         by_model = FeatureMatrix(fm.X, fm.names, fm.y, fm.target, fm.solo_ms, fm.latency_ms, model_entities(fm, proto))
         if folds is None:
             folds = _folds(by_model, groups, seed, n_folds, n_cold)
-            colocated[0] = _colocated(by_model)
+            colocated = _colocated(by_model)
         feats.setdefault(c.target, (by_model, extractor))
         tuned = _frozen_priors(proto, fm, priors, (c.predictor, c.feature_map, c.shares, c.target))
-        scores[c.label], warm_folds[c.label], cold_folds[c.label] = validation_scores(fm, extractor, groups, tuned,
-                                                                                     *folds)
+        scores[c.label], per_fold[c.label] = validation_scores(fm, extractor, groups, tuned, *folds)
 
     # Two stages when several extractors are open for a predictor other than the proxy: the extractor
     # (map, shares, target) searched with the fast proxy, then the other predictors on the proxy's
@@ -382,6 +380,9 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
         v = scores[c.label]
         return float(np.nan_to_num(v[0] if warm else v[2], nan=np.inf))
 
+    def frozen(c: Candidate) -> float:
+        return float(np.nan_to_num(scores[c.label][2], nan=np.inf))
+
     scored = list(first)
     best: dict[str, tuple[str, bool]] = {}
     for c in sorted(first, key=use):
@@ -397,34 +398,29 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
         d = dict(MODEL_DEFAULT_EXTRACTOR)
         pick = min(cands, key=lambda c: (c.predictor != MODEL_DEFAULT_PREDICTOR, c.feature_map != d["feature_map"],
                                          c.target != d["target"], cands.index(c)))
-        return Selection(pick, {c.label: nan for c in cands}, {}, 0, 0, dict(fixed), colocated[0])
+        return Selection(pick, {c.label: nan for c in cands}, {}, 0, 0, dict(fixed), colocated)
     # the baselines, on every target scored (their features are unused; the best map's rows carry the entities)
     base = [Candidate(k, *best.get(t, (cands[0].feature_map, cands[0].shares)), t)
             for t in dict.fromkeys(c.target for c in cands) for k in BASELINE_KINDS]
     for b in base:
         fm_b, ex_b = feats[b.target]
-        scores[b.label], warm_folds[b.label], cold_folds[b.label] = validation_scores(
-            fm_b, ex_b, groups, make_predictor(b.predictor), warm, cold)
+        scores[b.label], per_fold[b.label] = validation_scores(fm_b, ex_b, groups, make_predictor(b.predictor),
+                                                                   warm, cold)
     pool = cands + (base if predictor is None else [])
     chosen = min(pool, key=lambda c: (use(c), pool.index(c)))
-    if warm and cold:
-        # The warm score chooses; candidates within one standard error of it are as good on models seen,
-        # so the frozen score on held-out models chooses among them, and what an EntityRLS among them serves
-        # models never seen with (its backoff: features-only RLS, the scaled global mean, or none).
-        near = [c for c in pool if within_one_se(warm_folds[c.label], warm_folds[chosen.label])]
+    if cold:
+        # Candidates within one standard error of the warm choice are as good on models seen (without folds
+        # by run, the cold score chose already), so the frozen score on held-out models chooses among them,
+        # and what an EntityRLS among them serves models never seen with (its backoff: features-only RLS, the
+        # scaled global mean, or none; the other backoffs of the one of least frozen error are scored).
+        near = [c for c in pool if within_one_se(per_fold[c.label], per_fold[chosen.label])] if warm else [chosen]
         ent = [c for c in near if c.predictor == "entity_rls" and predictor is None]
-        if ent:    # the other backoffs of the EntityRLS of least frozen MAPE among them (they change only that)
-            c = min(ent, key=lambda c: (float(np.nan_to_num(scores[c.label][2], nan=np.inf)), ent.index(c)))
+        if ent:
+            c = min(ent, key=lambda c: (frozen(c), ent.index(c)))
             for bo in ENTITY_BACKOFFS[1:]:     # the first is EntityRLS's default, scored above
                 near.append(Candidate(c.predictor, c.feature_map, c.shares, c.target, bo))
                 run(near[-1])
-        chosen = min(near, key=lambda c: (float(np.nan_to_num(scores[c.label][2], nan=np.inf)), use(c), near.index(c)))
-    elif cold and chosen.predictor == "entity_rls" and predictor is None:   # no folds by run: cold chose already
-        variants = [chosen]
-        for bo in ENTITY_BACKOFFS[1:]:
-            variants.append(Candidate(chosen.predictor, chosen.feature_map, chosen.shares, chosen.target, bo))
-            run(variants[-1])
-        chosen = min(variants, key=lambda c: (float(np.nan_to_num(scores[c.label][2], nan=np.inf)), variants.index(c)))
+        chosen = min(near, key=lambda c: (frozen(c), use(c), near.index(c)))
     baselines = {BASELINE_LABELS[b.predictor].removeprefix("baseline: "): scores[b.label]
                  for b in base if b.target == chosen.target}
-    return Selection(chosen, scores, baselines, len(warm), len(cold), dict(fixed), colocated[0])
+    return Selection(chosen, scores, baselines, len(warm), len(cold), dict(fixed), colocated)

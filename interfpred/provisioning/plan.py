@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from interfpred._core.atomic import atomic_write_text, read_text
+from interfpred._core.atomic import atomic_write_text, headed_csv_rows
 from interfpred.constants import PLAN_RATE_RTOL, PLAN_TIME_LIMIT_S
 from interfpred.data.measurements import Measurements
 from interfpred.errors import InputError, InterfpredError
@@ -145,17 +145,9 @@ def read_slo(path: str | os.PathLike[str]) -> dict[str, tuple[float, float]]:
     ...
     interfpred.errors.InputError: ...slo.csv line 2: latency_ms '-5' must be a positive finite number
     """
-    rows = list(csv.reader(io.StringIO(read_text(path))))
-    if not rows or tuple(h.strip() for h in rows[0]) != SLO_COLUMNS:
-        raise InputError(f"header {rows[0] if rows else []} is not {','.join(SLO_COLUMNS)}", path=path, line=1)
     out: dict[str, tuple[float, float]] = {}
-    for line, f in enumerate(rows[1:], start=2):
-        if not f:
-            continue
-        if len(f) != len(SLO_COLUMNS):
-            raise InputError(f"{len(f)} fields, expected {len(SLO_COLUMNS)} ({','.join(SLO_COLUMNS)})",
-                             path=path, line=line)
-        model = f[0].strip()
+    for line, f in headed_csv_rows(path, SLO_COLUMNS):
+        model = f[0]
         if not model:
             raise InputError("empty model name", path=path, line=line)
         if model in out:
@@ -236,19 +228,11 @@ class Deployment:
     @classmethod
     def read(cls, path: str | os.PathLike[str]) -> Deployment:
         """Read a deployment CSV, refusing a bad row by path and line."""
-        rows = list(csv.reader(io.StringIO(read_text(path))))
-        if not rows or tuple(h.strip() for h in rows[0]) != DEPLOYMENT_COLUMNS:
-            raise InputError(f"header {rows[0] if rows else []} is not {','.join(DEPLOYMENT_COLUMNS)}",
-                             path=path, line=1)
         segs = []
-        for line, f in enumerate(rows[1:], start=2):
-            if not f:
-                continue
-            if len(f) != len(DEPLOYMENT_COLUMNS):
-                raise InputError(f"{len(f)} fields, expected {len(DEPLOYMENT_COLUMNS)}", path=path, line=line)
-            if not f[1].strip():
+        for line, f in headed_csv_rows(path, DEPLOYMENT_COLUMNS):
+            if not f[1]:
                 raise InputError("empty model name", path=path, line=line)
-            segs.append(Segment(_index(f[0], "gpu", path, line, least=0), f[1].strip(),
+            segs.append(Segment(_index(f[0], "gpu", path, line, least=0), f[1],
                                 _index(f[2], "partition", path, line, least=1),
                                 _index(f[3], "placement", path, line, least=0),
                                 _index(f[4], "batch_size", path, line, least=1),

@@ -36,11 +36,11 @@ Examples
 
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
 from typing import Any
 
+from interfpred._core.atomic import csv_rows, headed_csv_rows, read_text
 from interfpred.data.measurements import Measurements
 from interfpred.errors import InputError, InterfpredError
 
@@ -56,25 +56,8 @@ PARVAGPU_SLO_SETS = 6
 #: GPUs per server in ParvaGPU's plans (``Num GPU`` runs 0-7 within each ``Num instance``).
 PARVAGPU_GPUS_PER_SERVER = 8
 
-_PROFILE_HEADER = ["Mig instance", "Batch size", "Workload Number", "Throughput", "Latency"]
-_PLAN_HEADER = ["Num instance", "Num GPU", "Model", "Placement", "Instance size", "Batch size", "Num proc"]
-
-
-def _rows(path: Path, header: list[str]) -> list[tuple[int, list[str]]]:
-    """(line, fields) of a CSV whose first line must be ``header``."""
-    with open(path, encoding="utf-8", newline="") as fh:
-        rows = list(csv.reader(fh))
-    if not rows or [h.strip() for h in rows[0]] != header:
-        raise InputError(f"header {rows[0] if rows else []} is not {header}", path=path, line=1)
-    out = []
-    for line, fields in enumerate(rows[1:], start=2):
-        if not fields:
-            continue
-        if len(fields) != len(header):
-            raise InputError(f"{len(fields)} fields, expected {len(header)} ({', '.join(header)})",
-                             path=path, line=line)
-        out.append((line, [f.strip() for f in fields]))
-    return out
+_PROFILE_HEADER = ("Mig instance", "Batch size", "Workload Number", "Throughput", "Latency")
+_PLAN_HEADER = ("Num instance", "Num GPU", "Model", "Placement", "Instance size", "Batch size", "Num proc")
 
 
 def _number(text: str, what: str, path: Path, line: int, *, integer: bool = False) -> float:
@@ -124,7 +107,7 @@ def parvagpu_measurements(folder: Path = PARVAGPU_DIR) -> Measurements:
         path = folder / "prof_data" / f"{model}.csv"
         latency: dict[tuple[int, int, int], float] = {}
         skipped: set[tuple[int, int, int]] = set()
-        for line, f in _rows(path, _PROFILE_HEADER):
+        for line, f in headed_csv_rows(path, _PROFILE_HEADER):
             gpcs, batch, procs = (int(_number(f[i], _PROFILE_HEADER[i], path, line, integer=True)) for i in range(3))
             key = (gpcs, batch, procs)
             if key in latency or key in skipped:
@@ -163,8 +146,7 @@ def parvagpu_slo(k: int, folder: Path = PARVAGPU_DIR) -> dict[str, tuple[float, 
     values = []
     for name in ("SLO_req_rate.csv", "SLO_latency.csv"):
         path = folder / "SLO" / name
-        with open(path, encoding="utf-8", newline="") as fh:
-            rows = [r for r in csv.reader(fh) if r]
+        rows = list(csv_rows(read_text(path), path=path))
         if len(rows) < k:
             raise InputError(f"{len(rows)} rows, SLO set {k} needs {k}", path=path)
         row = rows[k - 1]
@@ -189,7 +171,7 @@ def parvagpu_deployment(k: int, folder: Path = PARVAGPU_DIR) -> list[dict[str, i
     _check_set(k)
     path = Path(folder) / "deployment" / f"slo{k}.csv"
     out: list[dict[str, int | str]] = []
-    for line, f in _rows(path, _PLAN_HEADER):
+    for line, f in headed_csv_rows(path, _PLAN_HEADER):
         server, gpu, placement = (_index(f[i], _PLAN_HEADER[i], path, line) for i in (0, 1, 3))
         out.append({"gpu": PARVAGPU_GPUS_PER_SERVER * server + gpu, "model": f[2],
                     "partition": int(_number(f[4], "Instance size", path, line, integer=True)),
