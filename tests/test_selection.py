@@ -285,3 +285,17 @@ def test_fit_warns_when_no_row_ran_beside_another_and_require_beat_baselines_exi
     assert main([*args, "--require-beat-baselines", "--out", str(tmp_path / "n.json")]) == 2
     err = capsys.readouterr().err
     assert "no training row ran beside another batch; " in err and not (tmp_path / "n.json").exists()
+
+
+def test_colocation_is_read_from_the_entities_or_the_co_runner_count():
+    from interfpred.data.entities import Entities
+    from interfpred.features import FeatureMatrix
+    from interfpred.model.selection import _colocated
+
+    names = ("share_me", "share_other", "n_others")
+    alone = FeatureMatrix(np.zeros((3, 3)), names, np.ones(3), "rate", np.ones(3), np.ones(3))
+    assert not _colocated(alone)
+    beside = FeatureMatrix(np.array([[0.5, 0.5, 1.0]]), names, np.ones(1), "rate", np.ones(1), np.ones(1))
+    assert _colocated(beside)
+    ent = Entities.from_lists(["a", "b"], [{}, {}])
+    assert not _colocated(FeatureMatrix(np.ones((2, 3)), names, np.ones(2), "rate", np.ones(2), np.ones(2), ent))

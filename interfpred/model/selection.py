@@ -289,8 +289,8 @@ def _colocated(fm: FeatureMatrix) -> bool:
     ent = fm.entities
     if ent is not None:
         return bool(np.any(np.asarray(ent.weight) > 0.0))
-    if "n_co" in fm.names:
-        return bool(np.any(fm.X[:, fm.names.index("n_co")] > 0.0))
+    if "n_others" in fm.names:
+        return bool(np.any(fm.X[:, fm.names.index("n_others")] > 0.0))
     return True     # nothing says otherwise
 
 
