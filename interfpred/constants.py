@@ -379,6 +379,13 @@ CAPTURE_PATTERN_HOLES = 4
 #: NVTX_EVENTS eventType values that are ranges: push/pop and start/end (ENUM_NSYS_EVENT_TYPE), with the
 #: NVTXT (text-file) variants.
 NSYS_RANGE_EVENT_TYPES = (59, 60, 70, 71)
+#: Nsight Systems GPU metrics sampling (``nsys profile --gpu-metrics-devices``) metric names, without their
+#: ``[Throughput %]`` suffix and case, and the profile counter each feeds (values are % of peak, divided by
+#: 100). The DRAM counter is the read and the write bandwidth of one sample summed; L2 is not sampled.
+NSYS_GPU_METRIC_COUNTERS = (("sms active", "sm"), ("sm active", "sm"), ("dram read bandwidth", "dram"),
+                            ("dram write bandwidth", "dram"))
+#: Mask of a GPU_METRICS ``typeId`` that holds the device ordinal its sample was taken on.
+NSYS_GPU_METRIC_DEVICE_MASK = 0xFF
 #: First bytes of an Nsight Systems binary report (.nsys-rep, .qdrep), which must be exported to SQLite first.
 NSYS_REPORT_MAGIC = b"NVIDIA Tegra Profiler Report"
 #: Kineto event categories (lower case) of GPU operations, of the CUDA calls that launch them, and of ranges.

@@ -191,3 +191,121 @@ def test_a_capture_with_two_gpu_types_fits_with_no_other_file(tmp_path, capsys):
         "gpu0,NVIDIA A100-SXM4-40GB", "gpu1,NVIDIA H100 80GB HBM3"]
     assert main(["fit", "--trace", str(trace), "--profiles", str(prof), "--predictor", "rls",
                  "--out", str(model)]) == 0
+
+
+# ----------------------------------------------------------------------------- GPU metrics sampling -> counters
+_METRICS_SCHEMA = """
+CREATE TABLE TARGET_INFO_GPU_METRICS (typeId INTEGER NOT NULL, sourceId INTEGER NOT NULL, typeName TEXT NOT NULL,
+    metricId INTEGER NOT NULL, metricName TEXT NOT NULL);
+CREATE TABLE GPU_METRICS (timestamp INTEGER NOT NULL, typeId INTEGER NOT NULL, metricId INTEGER NOT NULL,
+    value INTEGER NOT NULL);
+"""
+#: GPU_METRICS typeId of device 0 (its low byte is the device) and the metric ids of this test's GPU type.
+_TYPE = 0x10000
+_NAMES = {0: "GR Active [Throughput %]", 1: "SMs Active [Throughput %]", 2: "DRAM Read Bandwidth [Throughput %]",
+          3: "DRAM Write Bandwidth [Throughput %]"}
+
+
+def with_gpu_metrics(src, dst, samples):
+    """A copy of the export ``src`` at ``dst`` with GPU metrics sampling tables holding ``samples``:
+    (timestamp ns, metric id of :data:`_NAMES`, value %) rows on device 0, as nsys writes them."""
+    import shutil
+    import sqlite3
+
+    shutil.copyfile(src, dst)
+    con = sqlite3.connect(dst)
+    con.executescript(_METRICS_SCHEMA)
+    con.executemany("INSERT INTO TARGET_INFO_GPU_METRICS VALUES (?, 0, 'GA100 (test)', ?, ?)",
+                    [(_TYPE, i, n) for i, n in _NAMES.items()])
+    con.executemany("INSERT INTO GPU_METRICS VALUES (?, ?, ?, ?)", [(t, _TYPE, m, v) for t, m, v in samples])
+    con.commit()
+    con.close()
+    return dst
+
+
+def _saxpy_samples():
+    """Samples every 0.5 ms over the saxpy capture: SM 40 %, DRAM 20 % read + 10 % write while an execution
+    runs, 0 between them, and GR Active (no counter) at 99 % throughout."""
+    from interfpred.data.ingest.capture import read_capture_trace
+
+    tr = read_capture_trace(f"{CAPTURES}/nsys_saxpy_mpi_a100.sqlite", name_pattern="{model}", batch_size=1)
+    lo, hi = float(tr.start_ms.min()) - 5.0, float(tr.end_ms.max()) + 5.0
+    rows, inside = [], 0
+    for k in range(int((hi - lo) / 0.5)):
+        t_ms = lo + 0.5 * k
+        running = bool(np.any((tr.start_ms <= t_ms) & (t_ms <= tr.end_ms)))
+        inside += running
+        ns = int(round(t_ms * 1e6))
+        rows += [(ns, 0, 99), (ns, 1, 40 if running else 0), (ns, 2, 20 if running else 0),
+                 (ns, 3, 10 if running else 0)]
+    return rows, inside
+
+
+def test_profiles_out_takes_counters_from_gpu_metrics_sampling(tmp_path, capsys):
+    rows, inside = _saxpy_samples()
+    db = with_gpu_metrics(f"{CAPTURES}/nsys_saxpy_mpi_a100.sqlite", tmp_path / "saxpy_metrics.sqlite", rows)
+    trace, prof, model = tmp_path / "t.csv", tmp_path / "p.csv", tmp_path / "m.json"
+    assert main(["ingest-trace", str(db), "--name-pattern", "{model}", "--batch-size", "1", "--out", str(trace),
+                 "--profiles-out", str(prof)]) == 0
+    assert "counters dram, sm from GPU metrics sampling" in capsys.readouterr().err
+    from interfpred.data.profiles import ProfileTable
+
+    p = ProfileTable.from_csv(prof)
+    row = p.lookup("saxpy", 1)
+    assert row.sm == pytest.approx(0.40) and row.dram == pytest.approx(0.30)   # % of peak / 100, read + write
+    assert row.l2 is None                                                       # not sampled: missing, not 0
+    assert list(p.column("n_samples")) == [str(inside)] and inside > 0
+    assert prof.read_text().splitlines()[0] == "gpu,model,batch_size,solo_ms,sm,l2,dram,n_alone,n_samples"
+    assert main(["fit", "--trace", str(trace), "--profiles", str(prof), "--out", str(model)]) == 0
+
+
+def test_a_capture_without_metrics_tables_gives_none_and_the_same_profiles():
+    from interfpred.data.ingest.nsys import read_nsys_gpu_metrics
+
+    for name in ("nsys_saxpy_mpi_a100.sqlite", "nsys_nvfuser_h200.sqlite", "nsys_sim_colocated_v100.sqlite"):
+        assert read_nsys_gpu_metrics(f"{CAPTURES}/{name}") is None
+    t = Trace(id=[1, 2], device=["gpu0"] * 2, model=["a"] * 2, batch_size=[1] * 2, start_ms=[0.0, 5.0],
+              end_ms=[2.0, 6.0])
+    assert solo_profiles(t, {}, metrics=None) == solo_profiles(t, {})
+
+
+def test_counters_are_means_over_lone_executions_only_and_missing_stays_missing():
+    from interfpred.data.ingest.nsys import GpuMetricSamples
+
+    # a (alone 0-2 on gpu0), b and c overlap 10-14; a again alone 20-22; d alone on gpu1 with no sample at all
+    t = Trace(id=[1, 2, 3, 4, 5], device=["gpu0", "gpu0", "gpu0", "gpu0", "gpu1"], model=["a", "b", "c", "a", "d"],
+              batch_size=[1] * 5, start_ms=[0.0, 10.0, 12.0, 20.0, 0.0], end_ms=[2.0, 14.0, 16.0, 22.0, 3.0])
+    samples = GpuMetricSamples(device=np.array(["gpu0"] * 5), time_ms=np.array([1.0, 13.0, 21.0, 21.5, 30.0]),
+                               counter=np.array(["sm"] * 5), value=np.array([0.2, 0.9, 0.4, 0.6, 0.99]))
+    p = solo_profiles(t, {}, models=["a", "d"], metrics=samples)
+    a, d = p.lookup("a", 1, gpu="gpu0"), p.lookup("d", 1, gpu="gpu1")
+    assert a.sm == pytest.approx((0.2 + 0.4 + 0.6) / 3) and a.dram is None   # no DRAM sample: missing
+    assert d.sm is None and d.dram is None                                    # its device was not sampled
+    assert list(p.column("n_samples")) == ["3", "0"]
+
+
+@pytest.mark.parametrize("damage,expected", [
+    ("UPDATE GPU_METRICS SET value = 'busy' WHERE rowid = 3",
+     r"table GPU_METRICS row 3 has value str 'busy', not a number in \[0, 100\] \(% of peak\)"),
+    ("UPDATE GPU_METRICS SET value = 250 WHERE rowid = 2", r"table GPU_METRICS row 2 has value 250"),
+    ("UPDATE GPU_METRICS SET timestamp = 2.5 WHERE rowid = 1", r"table GPU_METRICS row 1 has timestamp 2.5, not an "
+                                                               r"integer time \(ns\)"),
+    ("DROP TABLE TARGET_INFO_GPU_METRICS", r"has a GPU_METRICS table but no TARGET_INFO_GPU_METRICS table"),
+    ("ALTER TABLE GPU_METRICS DROP COLUMN metricId", r"table GPU_METRICS has no column metricId"),
+])
+def test_a_malformed_metrics_table_is_one_line_naming_the_file(tmp_path, capsys, damage, expected):
+    import re
+    import sqlite3
+
+    db = with_gpu_metrics(f"{CAPTURES}/nsys_saxpy_mpi_a100.sqlite", tmp_path / "bad.sqlite",
+                          [(1_000_000 * k, k % 4, 30) for k in range(8)])
+    con = sqlite3.connect(db)
+    con.execute(damage)
+    con.commit()
+    con.close()
+    out, prof = tmp_path / "t.csv", tmp_path / "p.csv"
+    assert main(["ingest-trace", str(db), "--name-pattern", "{model}", "--batch-size", "1", "--out", str(out),
+                 "--profiles-out", str(prof)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert str(db) in line and re.search(expected, line), line
+    assert not out.exists() and not prof.exists()

@@ -29,7 +29,8 @@ def add_ingest_trace(sub: Any) -> None:
     p.add_argument("--profiles-out", dest="profiles_out", metavar="FILE",
                    help="also write solo profiles (gpu,model,batch_size,solo_ms,...,n_alone): the median latency of "
                         "the executions that ran alone in the capture, per GPU type (as the export names it), "
-                        "model and batch size; counters stay empty. CSV, or .parquet / .arrow by suffix")
+                        "model and batch size; sm and dram from the GPU metrics an Nsight Systems export holds "
+                        "(nsys profile --gpu-metrics-devices), empty without. CSV, or .parquet / .arrow by suffix")
     p.add_argument("--force", action="store_true", help="replace --out and --profiles-out if they exist")
     p.add_argument("--kernels", action="store_true",
                    help="one execution per CUDA kernel (model = kernel name), for traces without batch ranges")
@@ -48,6 +49,7 @@ def run_ingest_trace(args: argparse.Namespace) -> int:
     """Run ``ingest-trace``: read the capture, write the trace, print what was read and skipped."""
     from interfpred.data.ingest.capture import capture_kind, read_capture_trace
     from interfpred.data.ingest.gpu_ranges import CaptureReport
+    from interfpred.data.ingest.nsys import read_nsys_gpu_metrics
     from interfpred.data.ingest.solo import GPU_TYPE_COLUMN, capture_gpu_types, solo_profiles
 
     outs = [args.out] if args.profiles_out is None else [args.out, args.profiles_out]
@@ -59,10 +61,11 @@ def run_ingest_trace(args: argparse.Namespace) -> int:
     report = CaptureReport(source="Nsight Systems export" if kind == "nsys" else "PyTorch profiler trace")
     trace = read_capture_trace(args.file, kernels=args.kernels, name_pattern=args.name_pattern,
                                batch_size=args.batch_size, strict=args.strict, report=report)
-    profiles = None
+    profiles, metrics = None, None
     if args.profiles_out is not None:
         types = capture_gpu_types(args.file)
-        profiles = solo_profiles(trace, types)
+        metrics = read_nsys_gpu_metrics(args.file) if kind == "nsys" else None
+        profiles = solo_profiles(trace, types, metrics=metrics)
     print(f"{args.file}: {report.summary()}", file=sys.stderr)
     write_output(trace, args.out)
     print(f"wrote {len(trace)} executions on {len(trace.devices)} device(s) to {args.out}", file=sys.stderr)
@@ -71,8 +74,10 @@ def run_ingest_trace(args: argparse.Namespace) -> int:
         named = ", ".join(profiles.gpus)
         if GPU_TYPE_COLUMN in profiles.extra_columns:  # several GPU types: keyed by device
             named += " (by device: the GPUs are of several types, see its gpu_type column)"
+        counters = "no counters" if metrics is None else \
+            f"counters {', '.join(metrics.counters)} from GPU metrics sampling, the others empty"
         print(f"wrote {len(profiles)} solo profile(s) on {named} to {args.profiles_out} (median of the executions "
-              "that ran alone; no counters)", file=sys.stderr)
+              f"that ran alone; {counters})", file=sys.stderr)
     return 0
 
 

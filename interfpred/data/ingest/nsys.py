@@ -13,7 +13,11 @@ position, and only the ones below are read:
   ``correlationId`` can match two rows (``cudaLaunchKernel`` and its ``cudaLaunchKernel_v7000``
   twin), which count as one launch;
 * NVTX_EVENTS: push/pop and start/end ranges (``eventType`` 59, 60, 70, 71) with an ``end``,
-  ``globalTid``, ``text`` / ``textId``.
+  ``globalTid``, ``text`` / ``textId``;
+* GPU metrics sampling (``nsys profile --gpu-metrics-devices``), read only by
+  :func:`read_nsys_gpu_metrics`: GPU_METRICS (``timestamp`` in ns, ``typeId``, ``metricId``,
+  ``value`` in % of peak) and TARGET_INFO_GPU_METRICS (``metricId``, ``metricName``, and
+  ``typeId`` where the export has it, metric ids being per GPU type).
 
 A process is ``(globalPid >> 24) & 0xFFFFFF`` (of ``globalTid`` for API calls and ranges):
 correlation ids are unique within one process, so a report with several processes (MPS clients,
@@ -55,13 +59,21 @@ from __future__ import annotations
 import os
 import pathlib
 import sqlite3
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from interfpred._core.atomic import check_regular_file
 from interfpred._core.limits import check_limit
-from interfpred.constants import CAPTURE_DEVICE_ID_MAX, NSYS_RANGE_EVENT_TYPES, NSYS_REPORT_MAGIC, TIME_HORIZON_MS
+from interfpred.constants import (
+    CAPTURE_DEVICE_ID_MAX,
+    NSYS_GPU_METRIC_COUNTERS,
+    NSYS_GPU_METRIC_DEVICE_MASK,
+    NSYS_RANGE_EVENT_TYPES,
+    NSYS_REPORT_MAGIC,
+    TIME_HORIZON_MS,
+)
 from interfpred.data.ingest.batch_names import NamePattern
 from interfpred.data.ingest.capture_checks import check_names, check_spans
 from interfpred.data.ingest.gpu_ranges import (
@@ -75,7 +87,8 @@ from interfpred.data.ingest.gpu_ranges import (
 )
 from interfpred.data.trace import Trace
 
-__all__ = ["SQLITE_MAGIC", "read_nsys", "read_nsys_tables", "refuse_nsys_report"]
+__all__ = ["SQLITE_MAGIC", "GpuMetricSamples", "read_nsys", "read_nsys_gpu_metrics", "read_nsys_tables",
+           "refuse_nsys_report"]
 
 #: First bytes of every SQLite 3 database file.
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -84,6 +97,8 @@ _RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
 _MEMORY = ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
 _NVTX = "NVTX_EVENTS"
 _META = ("META_DATA_EXPORT", "EXPORT_META_DATA")
+_METRICS = "GPU_METRICS"
+_METRIC_NAMES = "TARGET_INFO_GPU_METRICS"
 _PID = "((({col}) >> 24) & 16777215)"  # the process of a serialized GlobalId
 _NS_PER_MS = 1e6
 
@@ -344,3 +359,104 @@ def read_nsys(path: str | os.PathLike[str], *, kernels: bool = False, pattern: N
         return executions_from_kernels(path, ops, batch_size=batch_size, report=report)
     assert launches is not None and ranges is not None
     return executions_from_ranges(path, ranges, launches, ops, pattern=pattern, strict=strict, report=report)
+
+
+@dataclass(frozen=True)
+class GpuMetricSamples:
+    """GPU metrics samples of an export that feed a profile counter, one row per (device, time, counter).
+
+    ``value`` is a fraction of peak in [0, 1] (the export's % divided by 100; the DRAM read and
+    write bandwidths of one sample summed, capped at 1).
+    """
+
+    device: np.ndarray   # "gpu<ordinal>", as the trace names devices
+    time_ms: np.ndarray
+    counter: np.ndarray  # "sm" or "dram"
+    value: np.ndarray
+
+    @property
+    def counters(self) -> tuple[str, ...]:
+        """The counters sampled, sorted."""
+        return tuple(sorted(set(self.counter.tolist())))
+
+
+def _counter_of(name: str) -> str | None:
+    base = name.split("[", 1)[0].strip().lower()
+    return dict(NSYS_GPU_METRIC_COUNTERS).get(base)
+
+
+def read_nsys_gpu_metrics(path: str | os.PathLike[str]) -> GpuMetricSamples | None:
+    """The GPU metrics samples of an Nsight Systems export that feed profile counters; None without any.
+
+    The export holds them when the capture ran with ``--gpu-metrics-devices``: GPU_METRICS has one
+    row per (sample time, metric), TARGET_INFO_GPU_METRICS names the metrics. SM activity
+    (``SMs Active``) feeds ``sm``, DRAM read plus write bandwidth feeds ``dram``
+    (:data:`~interfpred.constants.NSYS_GPU_METRIC_COUNTERS`); the low byte of ``typeId`` is the
+    device the sample was taken on (:data:`~interfpred.constants.NSYS_GPU_METRIC_DEVICE_MASK`).
+    A capture without the tables, or whose metrics feed no counter, gives None: the counters
+    stay missing.
+
+    Raises
+    ------
+    CaptureFormatError
+        GPU_METRICS without TARGET_INFO_GPU_METRICS, a column missing, or a row whose time,
+        ids or value (a % of peak in [0, 100]) is not what the export writes; the message names
+        the file, the table and the row.
+    """
+    con = _open(path)
+    try:
+        tables = _real_tables(con, path, {_METRICS, _METRIC_NAMES})
+        if _METRICS not in tables:
+            return None
+        if _METRIC_NAMES not in tables:
+            raise CaptureFormatError(f"has a {_METRICS} table but no {_METRIC_NAMES} table naming its metrics "
+                                     "(not an Nsight Systems export this reader knows)", path=path)
+        have = _columns(con, _METRICS)
+        _require(path, _METRICS, have, "timestamp", "typeId", "metricId", "value")
+        names_have = _columns(con, _METRIC_NAMES)
+        _require(path, _METRIC_NAMES, names_have, "metricId", "metricName")
+        typed = "typeId" in names_have
+        name_checks = [("metricId", _INTEGER, "an integer id"), ("metricName", "typeof({c}) != 'text'", "a name")]
+        if typed:
+            name_checks.append(("typeId", _INTEGER, "an integer id"))
+        n_names = _check(con, path, _METRIC_NAMES, name_checks)
+        longest = con.execute(f'SELECT max(length(metricName)) FROM "{_METRIC_NAMES}"').fetchone()[0]
+        check_names(n_names, int(longest or 0), path, f"table {_METRIC_NAMES}")
+        kind = "typeId" if typed else "NULL"
+        feeds: dict[tuple[int | None, int], str] = {}
+        for type_id, metric_id, name in con.execute(f'SELECT {kind}, metricId, metricName FROM "{_METRIC_NAMES}"'):
+            counter = _counter_of(str(name))
+            if counter is not None:
+                feeds[(type_id, int(metric_id))] = counter
+        _check(con, path, _METRICS, [
+            ("timestamp", _TIME, _TIME_TEXT), ("typeId", _INTEGER, "an integer id"),
+            ("metricId", _INTEGER, "an integer id"),
+            ("value", "typeof({c}) NOT IN ('integer', 'real') OR {c} < 0 OR {c} > 100",
+             "a number in [0, 100] (% of peak)")])
+        if not feeds:
+            return None
+        ids = ", ".join(sorted({str(m) for _, m in feeds}))
+        rows = con.execute(f'SELECT timestamp, typeId, metricId, value FROM "{_METRICS}" WHERE metricId IN ({ids})'
+                           ).fetchall()
+    except sqlite3.Error as exc:
+        raise CaptureFormatError(f"cannot be read as an SQLite export: {exc}", path=path) from None
+    except UnicodeDecodeError as exc:
+        raise CaptureFormatError(f"holds text that is not UTF-8 (byte {exc.object[exc.start:exc.start + 1]!r}): a "
+                                 "damaged export", path=path) from None
+    finally:
+        con.close()
+    keep = [(t, ty, feeds.get((ty if typed else None, m)), v) for t, ty, m, v in rows]
+    keep = [r for r in keep if r[2] is not None]
+    if not keep:
+        return None
+    t_ns, type_id, counter, value = zip(*keep)
+    device = np.array([f"gpu{int(ty) & NSYS_GPU_METRIC_DEVICE_MASK}" for ty in type_id])
+    t = np.asarray(t_ns, dtype=np.int64)
+    c = np.array(counter)
+    v = np.asarray(value, dtype=np.float64) / 100.0
+    # one value per (device, time, counter): the DRAM read and write bandwidths of a sample add up
+    keys = np.rec.fromarrays([device, t, c])
+    uniq, inverse = np.unique(keys, return_inverse=True)
+    total = np.minimum(np.bincount(inverse.reshape(-1), weights=v, minlength=len(uniq)), 1.0)
+    return GpuMetricSamples(device=np.asarray(uniq.f0).astype(str), time_ms=np.asarray(uniq.f1) / _NS_PER_MS,
+                            counter=np.asarray(uniq.f2).astype(str), value=total)

@@ -15,9 +15,13 @@ measured on the very GPU the trace ran on, so a capture can give the ``solo_ms``
   ``gpu_type``), which is how a trace's rows find their profile: a trace names devices, and a
   profile table of one type serves every device, of several types only devices named in it.
 
-The counters (``sm``, ``l2``, ``dram``) stay missing: a trace records when kernels ran, not how
-much of the GPU they used. A (model, batch size) that never ran alone has no solo latency, and
-is refused with one line naming it.
+The counters (``sm``, ``l2``, ``dram``) come from GPU metrics sampling when the capture has it
+(``nsys profile --gpu-metrics-devices``, read by
+:func:`~interfpred.data.ingest.nsys.read_nsys_gpu_metrics`): the mean of the samples taken on the
+device while the key's lone executions ran (column ``n_samples`` counts them). A counter no such
+sample measured stays missing (NaN, never zero): ``l2`` always (Nsight Systems samples no L2
+throughput), every counter of a capture without metrics. A (model, batch size) that never ran
+alone has no solo latency, and is refused with one line naming it.
 
 Examples
 --------
@@ -47,6 +51,7 @@ import numpy as np
 from interfpred._core.limits import parse_capture_json, read_capture_bytes
 from interfpred.constants import CAPTURE_DEVICE_ID_MAX
 from interfpred.data.ingest.gpu_ranges import CaptureFormatError
+from interfpred.data.ingest.nsys import GpuMetricSamples
 from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
@@ -57,6 +62,9 @@ __all__ = ["capture_gpu_types", "ran_alone", "solo_profiles"]
 N_ALONE_COLUMN = "n_alone"
 #: Column of :func:`solo_profiles` holding the GPU type when the profiles are keyed by device.
 GPU_TYPE_COLUMN = "gpu_type"
+#: Column of :func:`solo_profiles` (given GPU metrics) counting the samples its counters are means of.
+N_SAMPLES_COLUMN = "n_samples"
+_SAMPLED = ("sm", "dram")
 
 
 def ran_alone(trace: Trace) -> np.ndarray:
@@ -127,8 +135,37 @@ def capture_gpu_types(path: str | os.PathLike[str]) -> dict[str, str]:
     return _nsys_gpu_types(path) if capture_kind(path) == "nsys" else _kineto_gpu_types(path)
 
 
-def solo_profiles(trace: Trace, gpu_types: Mapping[str, str], *,
-                  models: Iterable[str] | None = None) -> ProfileTable:
+def _sample_means(trace: Trace, groups: Sequence[Sequence[int]],
+                  metrics: GpuMetricSamples) -> tuple[dict[str, list[float]], list[int]]:
+    """Per group of executions, each sampled counter's mean over the samples taken on an execution's device
+    from its start to its end (NaN where none was), and the most samples any counter had."""
+    means: dict[str, list[float]] = {c: [] for c in _SAMPLED}
+    counts = []
+    series = {}
+    for key in set(zip(metrics.device.tolist(), metrics.counter.tolist())):
+        sel = (metrics.device == key[0]) & (metrics.counter == key[1])
+        order = np.argsort(metrics.time_ms[sel], kind="stable")
+        t, v = metrics.time_ms[sel][order], metrics.value[sel][order]
+        series[key] = (t, np.concatenate([[0.0], np.cumsum(v)]))
+    for idx in groups:
+        most = 0
+        for c in _SAMPLED:
+            total, n = 0.0, 0
+            for i in idx:
+                s = series.get((str(trace.device[i]), c))
+                if s is None:
+                    continue
+                lo = int(np.searchsorted(s[0], trace.start_ms[i], side="left"))
+                hi = int(np.searchsorted(s[0], trace.end_ms[i], side="right"))
+                total, n = total + float(s[1][hi] - s[1][lo]), n + hi - lo
+            means[c].append(total / n if n else float("nan"))
+            most = max(most, n)
+        counts.append(most)
+    return means, counts
+
+
+def solo_profiles(trace: Trace, gpu_types: Mapping[str, str], *, models: Iterable[str] | None = None,
+                  metrics: GpuMetricSamples | None = None) -> ProfileTable:
     """Solo profiles from the executions of ``trace`` that ran alone (:func:`ran_alone`).
 
     ``solo_ms`` is the median latency of the lone executions of each (GPU type, model, batch
@@ -136,7 +173,10 @@ def solo_profiles(trace: Trace, gpu_types: Mapping[str, str], *,
     type; a device it does not name is its own type. When the trace's devices are of more than
     one type, each device is its own key (``gpu`` = the device, ``gpu_type`` = its type), so the
     table looks up a trace's rows by device. ``models`` limits the table to those models
-    (default: every model of the trace). Counters stay missing.
+    (default: every model of the trace). With ``metrics`` (GPU metrics samples of the capture),
+    ``sm`` and ``dram`` are the means of the samples taken on each lone execution's device while it
+    ran, pooled over the key's lone executions, and ``n_samples`` counts them; a counter with no
+    such sample, and every counter without ``metrics``, stays missing.
 
     Examples
     --------
@@ -172,10 +212,14 @@ def solo_profiles(trace: Trace, gpu_types: Mapping[str, str], *,
                 f"model {m} batch size {b} on {g} never ran alone in the capture ({len(idx)} execution(s), all "
                 f"overlapped by others): its solo latency cannot come from this capture; profile it alone "
                 f"(interfpred ingest) or capture a stretch where it runs by itself")
-        rows.append((g, m, b, float(np.median(latency[lone])), len(lone)))
-    g_, m_, b_, s_, n_ = zip(*rows)
-    extra: dict[str, Sequence[str]] = {N_ALONE_COLUMN: [str(n) for n in n_]}
+        rows.append((g, m, b, float(np.median(latency[lone])), lone))
+    g_, m_, b_, s_, lone_ = zip(*rows)
+    extra: dict[str, Sequence[str]] = {N_ALONE_COLUMN: [str(len(x)) for x in lone_]}
     if by_device:
         extra[GPU_TYPE_COLUMN] = [type_of[g] for g in g_]
+    counters: dict[str, list[float]] = {}
+    if metrics is not None:
+        counters, counts = _sample_means(trace, lone_, metrics)
+        extra[N_SAMPLES_COLUMN] = [str(n) for n in counts]
     return ProfileTable.from_columns(gpu=list(g_), model=list(m_), batch_size=list(b_), solo_ms=list(s_),
-                                     extra=extra)
+                                     sm=counters.get("sm"), dram=counters.get("dram"), extra=extra)
