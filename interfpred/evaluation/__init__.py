@@ -10,7 +10,8 @@ mean, per-pair mean) computed on the same rows in the same run.
 * :mod:`~interfpred.evaluation.prequential`: predict, then learn, over executions or measurement runs;
 * :mod:`~interfpred.evaluation.folds`: held-out splits of measurement rows;
 * :mod:`~interfpred.evaluation.coverage`: latency bounds from quantile predictors and their coverage;
-* :mod:`~interfpred.evaluation.tables`: plain-text and Markdown tables.
+* :mod:`~interfpred.evaluation.tables`: the one table formatter (plain text and Markdown, units in the
+  header, fractions shown in percent).
 
 Examples
 --------
@@ -52,12 +53,14 @@ from interfpred.evaluation.prequential import (
     prequential_entities,
     prequential_runs,
 )
-from interfpred.evaluation.tables import format_cell, markdown_table, text_table
+from interfpred.evaluation.tables import MISSING, Column, format_cell, markdown_table, percent, text_table
 
 __all__ = [
     "AccuracySummary",
     "BASELINE_LABELS",
+    "Column",
     "Fold",
+    "MISSING",
     "accuracy_summary",
     "baseline_bounds",
     "call",
@@ -74,6 +77,7 @@ __all__ = [
     "mape",
     "markdown_table",
     "mse",
+    "percent",
     "prequential",
     "prequential_bounds",
     "prequential_entities",
