@@ -48,8 +48,8 @@ def main() -> None:
         print(f"== {label} ({time.perf_counter() - t0:.0f} s)")
         for r in e1.data["rows"]:
             if r["aggregation"] in ("Static", "TimeWeighted", "interfpred best") or r["aggregation"].startswith("baseline"):
-                print(f"  E1 {r['aggregation']:<26} {r['method']:<14} within10 {r['within_10']:.3f}  "
-                      f"within20 {r['within_20']:.3f}  >60% {r['beyond_60']:.4f}  MSE {r['mse']:.4f}")
+                print(f"  E1 {r['aggregation']:<26} {r['method']:<14} within10 {r['within_10_%']:.1f} %  "
+                      f"within20 {r['within_20_%']:.1f} %  >60% {r['beyond_60_%']:.2f} %  MSE {r['mse']:.4f}")
         res = e2.data["results"]
         sets = ("held-out", "test1", "test2", "test3")
         print("  E2 MSE of slowdown " + " ".join(f"{s:>9}" for s in sets))

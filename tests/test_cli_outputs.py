@@ -146,7 +146,7 @@ def test_evaluate_split_takes_a_predictor_and_prints_percent(tmp_path, capsys):
     assert main(["evaluate", "--measurements", str(pairs), "--split", "pair", "--repeats", "2",
                  "--predictor", "offline_linear"]) == 0
     table = capsys.readouterr().out
-    assert "model (offline_linear)" in table and "mape_% mean ± std" in table
+    assert "model (offline_linear)" in table and "MAPE mean ± std (%)" in table and "min (%)" in table
     first = got["methods"][0]
     assert f"{first['mean']:.2f} ± {first['std']:.2f}" in table
 

@@ -108,7 +108,7 @@ def test_cli_quick_and_refusal(tmp_path, monkeypatch, capsys):
     out = tmp_path / "r"
     assert main(["reproduce", "--quick", "--out", str(out), "--seed", "3"]) == 0
     cap = capsys.readouterr()
-    assert "MSE of slowdown" in cap.out and "within 10%" in cap.out
+    assert "MSE of slowdown" in cap.out and "within 10 % (% of rows)" in cap.out
     assert "simulating the paper scenario" in cap.err
     report = (out / "report.md").read_text()
     assert f"interfpred reproduce --quick --out {out} --seed 3" in report and "quick run" in report

@@ -62,6 +62,7 @@ def _profiles(text: str) -> Any:
 
 def run_plan(args: argparse.Namespace) -> int:
     """Run ``plan``: plan and write the deployment, or check one."""
+    from interfpred.evaluation.tables import Column, text_table
     from interfpred.provisioning import Deployment, mig_profile, plan, validate_plan
 
     mig_profile(args.gpu, 1)  # an unknown GPU is refused before any file is read
@@ -89,7 +90,9 @@ def run_plan(args: argparse.Namespace) -> int:
     print(f"{p.deployment.n_gpus} GPUs ({'optimal' if p.optimal else 'best found, not proven optimal'}); "
           f"LP lower bound {p.lower_bound} (relaxation {p.lp_value:.3f}); {len(p.deployment.segments)} instances; "
           f"{p.seconds:.2f} s")
-    for model, (rate, lat) in slo.items():
-        print(f"  {model}: {v.served_rps.get(model, 0.0):.1f} of {rate:g} requests/s within {lat:g} ms")
+    header = ["model", Column("served", unit="requests/s", spec=".1f"), Column("needed", unit="requests/s"),
+              Column("latency SLO", unit="ms")]
+    rows = [[model, v.served_rps.get(model, 0.0), rate, lat] for model, (rate, lat) in slo.items()]
+    print("\n".join("  " + line for line in text_table(header, rows).splitlines()))
     print(f"wrote {args.out}", file=sys.stderr)
     return 0

@@ -21,7 +21,7 @@ Examples
 >>> section.title
 'E1: co-location dynamics'
 >>> sorted(section.data["rows"][0])[:3]
-['aggregation', 'beyond_60', 'map']
+['aggregation', 'beyond_60_%', 'map']
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import numpy as np
 from interfpred.constants import BASELINE_KINDS, REPRODUCE_EWMA_ALPHAS
 from interfpred.evaluation import (
     BASELINE_LABELS,
+    Column,
     accuracy_summary,
     mape,
     markdown_table,
@@ -45,6 +46,7 @@ from interfpred.experiments.plotting import NO_MPL, pyplot
 from interfpred.experiments.report import ReproduceContext, Section
 from interfpred.experiments.selection import (
     RLS_GRID,
+    SCORES_HEADER,
     SGD_GRID,
     Config,
     best_config,
@@ -71,6 +73,13 @@ _PAPER_MAP = "gpulets"
 #: The paper learns slowdown (the library's default target is the rate).
 _PAPER_TARGET = "slowdown"
 _E2_ALPHA = 0.5
+#: Keys of E1's rows shown in percent, and their columns (relative errors of latency, shares of executions).
+_E1_PERCENT_KEYS = ("within_10_%", "within_20_%", "median_%", "p90_%", "p99_%", "beyond_60_%")
+_E1_PERCENT_COLUMNS = (Column("within 10 %", unit="% of rows"), Column("within 20 %", unit="% of rows"),
+                       Column("median error", unit="%"), Column("p90 error", unit="%"),
+                       Column("p99 error", unit="%"), Column("beyond 60 %", unit="% of rows"))
+#: E1's goal: the best configuration predicts this share of executions (percent) within 10 %.
+_E1_GOAL_WITHIN_10_PCT = 90.0
 
 
 # ---------------------------------------------------------------------------- E1
@@ -123,21 +132,21 @@ def run_e1(ctx: ReproduceContext) -> Section:
         lat = run_config(cfg, fm, slice(0, cut), fm, test_rows, tr.start_ms, tr.end_ms)
         s = accuracy_summary(lat / solo, obs_sd)
         rows.append({"aggregation": label, "method": mlabel, "map": ex.feature_map, "target": ex.target,
-                     **s.as_dict()})
+                     **s.as_percent_dict()})
         curves[f"{label} / {mlabel}"] = relative_error_cdf(lat, obs_lat)
-    header = ["features", "method", "within 10%", "within 20%", "median", "p90", "p99", "> 60%", "MSE"]
-    table = [[r["aggregation"], r["method"], r["within_10"], r["within_20"], r["median"], r["p90"], r["p99"],
-              r["beyond_60"], r["mse"]] for r in rows]
+    header = ["features", "method", *_E1_PERCENT_COLUMNS, "MSE of slowdown"]
+    table = [[r["aggregation"], r["method"], *(r[k] for k in _E1_PERCENT_KEYS), r["mse"]] for r in rows]
     figures, fig_note = _plot_e1(ctx, curves)
     paper_rows = rows[:2 * len(named)]
-    w10 = {(r["aggregation"], r["method"]): r["within_10"] for r in paper_rows}
+    w10 = {(r["aggregation"], r["method"]): r["within_10_%"] for r in paper_rows}
     patterns = {}
     for kind_label, _ in _METHODS:
         by_agg = {a: w10[(a, kind_label)] for a, _ in named}
         patterns[f"static_worst_{kind_label}"] = bool(by_agg["Static"] <= min(by_agg.values()))
         patterns[f"timeweighted_best_{kind_label}"] = bool(by_agg["TimeWeighted"] >= max(by_agg.values()))
     best_row = rows[2 * len(named)]
-    goal = {"best_within_10": best_row["within_10"], "target": 0.9, "met": bool(best_row["within_10"] >= 0.9)}
+    goal = {"best_within_10_%": best_row["within_10_%"], "target_%": _E1_GOAL_WITHIN_10_PCT,
+            "met": bool(best_row["within_10_%"] >= _E1_GOAL_WITHIN_10_PCT)}
     md = [
         f"Trace: the `train` set of the paper scenario ({n} executions; models "
         f"{', '.join(sorted(set(tr.model.tolist())))}; moderate load), split in launch order: the first "
@@ -145,7 +154,7 @@ def run_e1(ctx: ReproduceContext) -> Section:
         "(`l2_me, dram_me, l2_other, dram_other`, co-runners summed), target slowdown, aggregated five ways. "
         "OfflineLinear is fitted once and frozen; RLS is fitted on the same rows, then runs prequentially "
         "over the test rows (predict at launch, learn at finish). Errors are relative errors of latency; "
-        "MSE is of slowdown. The three baselines (no interference; running global mean; running mean per "
+        "figures in percent; MSE is of slowdown. The three baselines (no interference; running global mean; running mean per "
         "model and set of co-runner models running at its launch, falling back to the model's mean, then the "
         "global mean, for a key not seen yet) "
         "run the same way on the same rows.",
@@ -155,7 +164,7 @@ def run_e1(ctx: ReproduceContext) -> Section:
         f"**interfpred best** = {best.label()}, chosen by prequential MAPE on a validation split inside the "
         "training rows (the test rows played no part):",
         "",
-        markdown_table(["candidate", "validation MAPE", ""], scores_table(best_scores, best)),
+        markdown_table(SCORES_HEADER, scores_table(best_scores, best)),
         "",
         f"**EntityRLS** = {ent_cfg.label()}: the same features plus each model's learned sensitivity, "
         "aggressiveness and per-pair terms (entities: the models each execution met, aggregated like the "
@@ -169,7 +178,7 @@ def run_e1(ctx: ReproduceContext) -> Section:
     data = {"executions": n, "train_rows": cut, "test_rows": n - cut, "rows": rows, "patterns": patterns,
             "goal": goal, "best": {"label": best.label(), "extractor": best.extractor.get_spec(),
                                    "predictor": best.kind, "params": dict(best.params)},
-            "selection": [{"candidate": c.label(), "validation_mape": s} for c, s in best_scores],
+            "selection": [{"candidate": c.label(), "validation_mape_%": 100 * s} for c, s in best_scores],
             "runtime_s": time.perf_counter() - t0}
     return Section(title="E1: co-location dynamics", markdown="\n".join(md), terminal=terminal,
                    figures=figures, data=data)
@@ -190,7 +199,8 @@ def _e1_findings(patterns: dict[str, bool], goal: dict[str, Any]) -> str:
         f"RLS {_yes(patterns['static_worst_RLS'])}",
         f"TimeWeighted best of the five: OfflineLinear {_yes(patterns['timeweighted_best_OfflineLinear'])}, "
         f"RLS {_yes(patterns['timeweighted_best_RLS'])}",
-        f"interfpred best within 10 %: {goal['best_within_10']:.3f} (goal >= 0.9: {_yes(goal['met'])})",
+        f"interfpred best within 10 %: {goal['best_within_10_%']:.1f} % of executions "
+        f"(goal >= {goal['target_%']:g} %: {_yes(goal['met'])})",
     ])
 
 
@@ -268,7 +278,7 @@ def run_e2(ctx: ReproduceContext) -> Section:
             lat = run_config(cfg, train_by[cfg.extractor], slice(0, cut), fm, rows, trace.start_ms, trace.end_ms)
             obs = fm.latency_ms[rows]
             solo = fm.solo_ms[rows]
-            results[label][set_name] = {"mse": mse(lat / solo, obs / solo), "mape": mape(lat, obs),
+            results[label][set_name] = {"mse": mse(lat / solo, obs / solo), "mape_%": 100 * mape(lat, obs),
                                         "n": int(obs.size)}
             if label not in BASELINE_LABELS.values():
                 errors[set_name][label] = np.abs(lat - obs) / obs
@@ -277,7 +287,8 @@ def run_e2(ctx: ReproduceContext) -> Section:
     mse_rows = [[label] + [results[label][s]["mse"] for s in E2_SETS] for label, _, _ in configs]
     mse_rows.append(["(variance of observed slowdown)"] + [variance[s] for s in E2_SETS])
     figures, fig_note = _plot_e2(ctx, errors, sc)
-    mape_rows = [[label] + [results[label][s]["mape"] for s in E2_SETS] for label, _, _ in configs]
+    mape_rows = [[label] + [results[label][s]["mape_%"] for s in E2_SETS] for label, _, _ in configs]
+    mape_cols = [Column(c, unit="%") for c in cols]
     off, sgd, rls = (results[k]["test2"]["mse"] for k in ("Offline linear", "Online SGD", "RLS"))
     best_t2 = results["interfpred best"]["test2"]["mse"]
     patterns = {
@@ -308,15 +319,15 @@ def run_e2(ctx: ReproduceContext) -> Section:
         "The last row is the variance of the observed slowdown in each set: the MSE of always predicting "
         "the set's mean, so MSEs of different sets compare only relative to it.",
         "",
-        "MAPE of latency:",
+        "MAPE of latency (%):",
         "",
-        markdown_table(["method"] + cols, mape_rows),
+        markdown_table(["method", *mape_cols], mape_rows),
         "",
         f"Configurations: {chosen}.",
         "",
         "Step sizes by validation MAPE (prequential, inside the training rows):",
         "",
-        markdown_table(["candidate", "validation MAPE", ""], sel_rows),
+        markdown_table(SCORES_HEADER, sel_rows),
         "",
         _e2_findings(patterns, goal),
         "",
@@ -324,7 +335,7 @@ def run_e2(ctx: ReproduceContext) -> Section:
     md += [f"![Rolling relative error along the test sets, E2]({f})" for f in figures] + (
         [fig_note] if fig_note else [])
     terminal = "\n".join(["MSE of slowdown", text_table(["method"] + cols, mse_rows), "",
-                          "MAPE of latency", text_table(["method"] + cols, mape_rows)])
+                          "MAPE of latency (%)", text_table(["method", *mape_cols], mape_rows)])
     data = {"results": results, "slowdown_variance": variance, "patterns": patterns, "goal": goal,
             "configs": {label: {"label": cfg.label(), "extractor": cfg.extractor.get_spec(), "predictor": cfg.kind,
                                 "params": dict(cfg.params)} for label, cfg, _ in configs},

@@ -41,7 +41,7 @@ from interfpred.data.datasets import gavel_v100
 from interfpred.data.measurements import Measurements
 from interfpred.data.profiles import ProfileTable
 from interfpred.evaluation import BASELINE_LABELS, Fold, call, held_out_mape, mape, prequential_runs, run_folds
-from interfpred.evaluation.tables import markdown_table, text_table
+from interfpred.evaluation.tables import Column, markdown_table, text_table
 from interfpred.experiments.report import ReproduceContext, Section
 from interfpred.features import Extractor, TimeWeighted
 from interfpred.features.measurement_features import measurement_features
@@ -241,7 +241,8 @@ def split_table(scores: dict[str, Any]) -> str:
     """:func:`split_scores`' result as the table ``interfpred evaluate --split`` prints."""
     rows = [[m["method"], f"{m['mean']:.2f} ± {m['std']:.2f}", f"{m['min']:.2f}", f"{m['max']:.2f}"]
             for m in scores["methods"]]
-    return scores["title"] + "\n" + text_table(["method", "mape_% mean ± std", "min", "max"], rows)
+    header = ["method", Column("MAPE mean ± std", unit="%"), Column("min", unit="%"), Column("max", unit="%")]
+    return scores["title"] + "\n" + text_table(header, rows)
 
 
 def run_e4(ctx: ReproduceContext) -> Section:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from interfpred.constants import REPRODUCE_EXECUTIONS, REPRODUCE_QUICK_EXECUTIONS, REPRODUCE_TRAIN_SHARE
-from interfpred.evaluation import call, mape, prequential
+from interfpred.evaluation import call, mape, percent, prequential
 from interfpred.evaluation.validation import tail_fold
 from interfpred.experiments.launch_keys import launch_entities
 from interfpred.experiments.report import ReproduceContext
@@ -30,7 +30,7 @@ from interfpred.features import Extractor, FeatureMatrix, TimeWeighted, transfor
 from interfpred.predictors import BasePredictor, make_predictor
 from interfpred.sim.workload import Scenario, paper_scenario
 
-__all__ = ["BEST_MAPS", "BEST_TARGETS", "Config", "RLS_GRID", "SGD_GRID", "best_config", "entity_configs",
+__all__ = ["BEST_MAPS", "BEST_TARGETS", "Config", "RLS_GRID", "SCORES_HEADER", "SGD_GRID", "best_config", "entity_configs",
            "run_config", "scenario_features", "scenario_for", "scores_table", "select", "train_cut",
            "validation_mape"]
 
@@ -151,6 +151,10 @@ def entity_configs(ctx: ReproduceContext) -> tuple[Config, Config, list[tuple[Co
     return chosen, ablation, scores
 
 
+#: Header of :func:`scores_table`'s rows: the MAPE (a fraction) is shown in percent.
+SCORES_HEADER = ["candidate", percent("validation MAPE"), ""]
+
+
 def scores_table(scores: Sequence[tuple[Config, float]], chosen: Config) -> list[list[object]]:
-    """Table rows ``[candidate, validation MAPE, "chosen" or ""]``."""
+    """Table rows ``[candidate, validation MAPE (a fraction), "chosen" or ""]``, under :data:`SCORES_HEADER`."""
     return [[c.label(), s, "chosen" if c == chosen else ""] for c, s in scores]

@@ -65,6 +65,7 @@ from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
 from interfpred.evaluation import BASELINE_LABELS, Fold
+from interfpred.evaluation.tables import percent, text_table
 from interfpred.evaluation.validation import (
     held_out_model_folds,
     row_groups,
@@ -121,6 +122,11 @@ class Candidate:
         return spec
 
 
+#: Columns of :meth:`Selection.report`'s table: validation MAPEs (fractions inside) shown in percent.
+REPORT_HEADER = ["candidate", percent("warm MAPE", spec=".2f"), percent("cold online MAPE", spec=".2f"),
+                 percent("cold frozen MAPE", spec=".2f"), ""]
+
+
 @dataclass(frozen=True)
 class Selection:
     """What :func:`select_configuration` measured and chose.
@@ -165,7 +171,8 @@ class Selection:
         return [k for k, v in self.baselines.items() if self._use(v) < mine]
 
     def report(self) -> list[str]:
-        """Lines for the terminal: what was chosen and why, the candidates and the baselines."""
+        """Lines for the terminal: what was chosen and why, then a table of the candidates and the baselines
+        (validation MAPE in percent, ``-`` where a kind of fold could not be made)."""
         if not self.warm_folds and not self.cold_folds:
             return [f"chose {self.chosen.label}: too few runs (or trace blocks) to validate on, so the "
                     "default among the candidates, unvalidated"]
@@ -177,18 +184,10 @@ class Selection:
             how = f"lowest warm MAPE ({self.warm_folds} folds by run, prequential: models seen)"
         else:
             how = f"lowest frozen MAPE on {self.cold_folds} held-out model(s) (too few runs for folds by run)"
-        lines = [f"chose {self.chosen.label}: {how}"]
         rows = sorted(self.scores.items(), key=lambda kv: (self._use(kv[1]), kv[0].startswith("baseline")))
-        width = max(len(k) for k in self.scores)
-
-        def fmt(v: float) -> str:
-            return "   n/a" if np.isnan(v) else f"{100 * v:6.2f}"
-
-        lines.append(f"  {'validation MAPE (%)':<{width}}    warm  cold online  cold frozen")
-        for k, v in rows:
-            mark = "  <- chosen" if k == self.chosen.label else ""
-            lines.append(f"  {k:<{width}}  {fmt(v[0])}       {fmt(v[1])}       {fmt(v[2])}{mark}")
-        return lines
+        table = text_table(REPORT_HEADER, [[k, *v[:3], "<- chosen" if k == self.chosen.label else ""]
+                                           for k, v in rows])
+        return [f"chose {self.chosen.label}: {how}", *("  " + line for line in table.splitlines())]
 
     def warnings(self) -> list[str]:
         """One line per thing the user should know: no co-location in the rows, a baseline chosen, a loss
