@@ -1,6 +1,7 @@
 """The benchmark table library and the ``interfpred bench`` subcommand (correctness, not speed)."""
 
 import math
+import re
 
 import pytest
 
@@ -14,18 +15,19 @@ COLUMNS = ("predict_one", "update_one", "predict_batch", "update_batch")
 
 
 def parse_table(text):
-    """The rows of format_bench's table: (name, d, {column: (us, ratio)}), '-' read as NaN."""
+    """The rows of format_bench's table: (name, d, {column: (us, ratio)}), '-' read as NaN; columns are
+    two or more spaces apart, each cell within its header's span."""
     lines = text.splitlines()
-    assert lines[0].split() == ["predictor", "d", *(w for c in COLUMNS for w in (c, "us", "xRLS"))]
-    assert set(lines[1]) == {"-"} and len(lines[1]) == len(lines[0])
+    split = re.compile(r"\s{2,}")
+    assert split.split(lines[0]) == ["predictor", "d", *(w for c in COLUMNS for w in (f"{c} (us)", "x RLS"))]
+    assert set(lines[1]) <= {"-", " "} and len(lines[1]) >= len(lines[0])
     rows = []
     for line in lines[2:]:
-        cells = {}
-        for k, c in enumerate(COLUMNS):
-            at = 38 + 24 * k
-            us, ratio = line[at:at + 17].strip(), line[at + 17:at + 24].strip()
-            cells[c] = (math.nan if us == "-" else float(us), math.nan if ratio == "-" else float(ratio))
-        rows.append((line[:34].strip(), int(line[34:38]), cells))
+        name, d, *values = split.split(line.strip())
+        assert len(values) == 2 * len(COLUMNS), line
+        cells = {c: tuple(math.nan if v == "-" else float(v) for v in values[2 * k:2 * k + 2])
+                 for k, c in enumerate(COLUMNS)}
+        rows.append((name, int(d), cells))
     return rows
 
 
@@ -37,7 +39,7 @@ def test_run_bench_rows_and_ratios():
     for r in rows:
         assert r.update_one > 0 and r.predict_one > 0
     table = parse_table(format_bench(rows))
-    assert [(name, d) for name, d, _ in table] == [(r.name[:33], 4) for r in rows]
+    assert [(name, d) for name, d, _ in table] == [(r.name, 4) for r in rows]
     rls = rows[0]
     for (name, _, cells), r in zip(table, rows):
         for c in COLUMNS:

@@ -21,6 +21,7 @@ from interfpred._core.params import parse_param
 from interfpred.constants import BENCH_MAX_WIDTH
 from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
+from interfpred.evaluation.tables import Column, text_table
 from interfpred.predictors.base import BasePredictor
 from interfpred.predictors.registry import make_predictor
 
@@ -256,23 +257,26 @@ def missing_peers() -> list[str]:
 
 
 def format_bench(rows: Sequence[BenchRow]) -> str:
-    """The table as text, with each time's ratio against RLS at the same width."""
+    """The table as text: each time (microseconds per call) and its ratio against RLS at the same width
+    (``-`` where a peer cannot run it)."""
     ref: dict[int, BenchRow] = {}
     for r in rows:
         if r.name.startswith("RLS(") and r.d not in ref:
             ref[r.d] = r
     cols = ("predict_one", "update_one", "predict_batch", "update_batch")
-    head = f"{'predictor':<34}{'d':>4}" + "".join(f"{c + ' us':>17}{'xRLS':>7}" for c in cols)
-    lines = [head, "-" * len(head)]
+    header: list[str | Column] = ["predictor", "d"]
+    for c in cols:
+        header += [Column(c, unit="us", spec=".3f"), Column("x RLS", spec=".1f")]
+    body: list[list[object]] = []
     for r in rows:
-        cells = []
+        cells: list[object] = [r.name, r.d]
         for c in cols:
             v = getattr(r, c)
             base = getattr(ref[r.d], c) if r.d in ref else np.nan
             ratio = v / base if base and np.isfinite(v) and np.isfinite(base) else np.nan
-            cells.append(f"{v:>17.3f}{ratio:>7.1f}" if np.isfinite(v) else f"{'-':>17}{'-':>7}")
-        lines.append(f"{r.name[:33]:<34}{r.d:>4}" + "".join(cells))
-    return "\n".join(lines)
+            cells += [v, ratio] if np.isfinite(v) else [np.nan, np.nan]
+        body.append(cells)
+    return text_table(header, body)
 
 
 def first_call_seconds(p: BasePredictor | None = None, d: int = 6) -> float:
