@@ -115,7 +115,7 @@ def test_the_simulated_colocated_export_needs_no_other_file_and_beats_no_interfe
     t = Trace.from_csv(trace)
     assert not ran_alone(t).all()  # batches ran together
     assert main(["fit", "--trace", str(trace), "--profiles", str(prof), "--out", str(model)]) == 0
-    capsys.readouterr()
+    report = capsys.readouterr().out.splitlines()
     assert main(["evaluate", "--model-file", str(model), "--trace", str(trace), "--profiles", str(prof),
                  "--online", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
@@ -127,6 +127,13 @@ def test_the_simulated_colocated_export_needs_no_other_file_and_beats_no_interfe
     quoted = "`evaluate --online` on the same 800 executions gives {:.2f} % (no interference {:.2f} %, global mean\n" \
              "{:.2f} %, pair mean {:.2f} %)".format(*figures)
     assert quoted in doc
+    # and the selection table it quotes is what fit printed (warm, cold online, cold frozen MAPE in %)
+    for label, shown in (("entity_rls, shares map, target rate", "entity_rls, shares map, target rate (chosen)"),
+                         *((f"baseline: {k}, target rate", f"baseline: {k}")
+                           for k in ("no interference", "global mean", "pair mean"))):
+        (line,) = [ln for ln in report if ln.strip().startswith(label + "  ")]
+        warm, online, frozen = line.strip()[len(label):].split()[:3]
+        assert f"| {shown} | {warm} | {online} | {frozen} |" in doc, line
 
 
 def test_the_simulated_export_is_what_its_script_writes(tmp_path):
