@@ -90,7 +90,7 @@ def run_plan(args: argparse.Namespace) -> int:
     print(f"{p.deployment.n_gpus} GPUs ({'optimal' if p.optimal else 'best found, not proven optimal'}); "
           f"LP lower bound {p.lower_bound} (relaxation {p.lp_value:.3f}); {len(p.deployment.segments)} instances; "
           f"{p.seconds:.2f} s")
-    header = ["model", Column("served", unit="requests/s", spec=".1f"), Column("needed", unit="requests/s"),
+    header: list[str | Column] = ["model", Column("served", unit="requests/s", spec=".1f"), Column("needed", unit="requests/s"),
               Column("latency SLO", unit="ms")]
     rows = [[model, v.served_rps.get(model, 0.0), rate, lat] for model, (rate, lat) in slo.items()]
     print("\n".join("  " + line for line in text_table(header, rows).splitlines()))

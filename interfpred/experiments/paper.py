@@ -134,7 +134,7 @@ def run_e1(ctx: ReproduceContext) -> Section:
         rows.append({"aggregation": label, "method": mlabel, "map": ex.feature_map, "target": ex.target,
                      **s.as_percent_dict()})
         curves[f"{label} / {mlabel}"] = relative_error_cdf(lat, obs_lat)
-    header = ["features", "method", *_E1_PERCENT_COLUMNS, "MSE of slowdown"]
+    header: list[str | Column] = ["features", "method", *_E1_PERCENT_COLUMNS, "MSE of slowdown"]
     table = [[r["aggregation"], r["method"], *(r[k] for k in _E1_PERCENT_KEYS), r["mse"]] for r in rows]
     figures, fig_note = _plot_e1(ctx, curves)
     paper_rows = rows[:2 * len(named)]

@@ -241,7 +241,7 @@ def split_table(scores: dict[str, Any]) -> str:
     """:func:`split_scores`' result as the table ``interfpred evaluate --split`` prints."""
     rows = [[m["method"], f"{m['mean']:.2f} ± {m['std']:.2f}", f"{m['min']:.2f}", f"{m['max']:.2f}"]
             for m in scores["methods"]]
-    header = ["method", Column("MAPE mean ± std", unit="%"), Column("min", unit="%"), Column("max", unit="%")]
+    header: list[str | Column] = ["method", Column("MAPE mean ± std", unit="%"), Column("min", unit="%"), Column("max", unit="%")]
     return scores["title"] + "\n" + text_table(header, rows)
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from interfpred.constants import REPRODUCE_EXECUTIONS, REPRODUCE_QUICK_EXECUTIONS, REPRODUCE_TRAIN_SHARE
-from interfpred.evaluation import call, mape, percent, prequential
+from interfpred.evaluation import Column, call, mape, percent, prequential
 from interfpred.evaluation.validation import tail_fold
 from interfpred.experiments.launch_keys import launch_entities
 from interfpred.experiments.report import ReproduceContext
@@ -152,7 +152,7 @@ def entity_configs(ctx: ReproduceContext) -> tuple[Config, Config, list[tuple[Co
 
 
 #: Header of :func:`scores_table`'s rows: the MAPE (a fraction) is shown in percent.
-SCORES_HEADER = ["candidate", percent("validation MAPE"), ""]
+SCORES_HEADER: list[str | Column] = ["candidate", percent("validation MAPE"), ""]
 
 
 def scores_table(scores: Sequence[tuple[Config, float]], chosen: Config) -> list[list[object]]:

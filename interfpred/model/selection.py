@@ -65,7 +65,7 @@ from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
 from interfpred.evaluation import BASELINE_LABELS, Fold
-from interfpred.evaluation.tables import percent, text_table
+from interfpred.evaluation.tables import Column, percent, text_table
 from interfpred.evaluation.validation import (
     held_out_model_folds,
     row_groups,
@@ -123,7 +123,7 @@ class Candidate:
 
 
 #: Columns of :meth:`Selection.report`'s table: validation MAPEs (fractions inside) shown in percent.
-REPORT_HEADER = ["candidate", percent("warm MAPE", spec=".2f"), percent("cold online MAPE", spec=".2f"),
+REPORT_HEADER: list[str | Column] = ["candidate", percent("warm MAPE", spec=".2f"), percent("cold online MAPE", spec=".2f"),
                  percent("cold frozen MAPE", spec=".2f"), ""]
 
 

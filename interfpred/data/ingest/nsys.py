@@ -449,14 +449,16 @@ def read_nsys_gpu_metrics(path: str | os.PathLike[str]) -> GpuMetricSamples | No
     keep = [r for r in keep if r[2] is not None]
     if not keep:
         return None
-    t_ns, type_id, counter, value = zip(*keep)
+    t_ns, type_id, fed, value = zip(*keep)
     device = np.array([f"gpu{int(ty) & NSYS_GPU_METRIC_DEVICE_MASK}" for ty in type_id])
     t = np.asarray(t_ns, dtype=np.int64)
-    c = np.array(counter)
+    c = np.array(fed)
     v = np.asarray(value, dtype=np.float64) / 100.0
     # one value per (device, time, counter): the DRAM read and write bandwidths of a sample add up
-    keys = np.rec.fromarrays([device, t, c])
-    uniq, inverse = np.unique(keys, return_inverse=True)
-    total = np.minimum(np.bincount(inverse.reshape(-1), weights=v, minlength=len(uniq)), 1.0)
-    return GpuMetricSamples(device=np.asarray(uniq.f0).astype(str), time_ms=np.asarray(uniq.f1) / _NS_PER_MS,
-                            counter=np.asarray(uniq.f2).astype(str), value=total)
+    order = np.lexsort((t, c, device))
+    device, t, c, v = device[order], t[order], c[order], v[order]
+    first = np.ones(len(t), dtype=bool)
+    first[1:] = (device[1:] != device[:-1]) | (c[1:] != c[:-1]) | (t[1:] != t[:-1])
+    starts = np.flatnonzero(first)
+    return GpuMetricSamples(device=device[starts], time_ms=t[starts] / _NS_PER_MS, counter=c[starts],
+                            value=np.minimum(np.add.reduceat(v, starts), 1.0))
