@@ -27,7 +27,7 @@ import numpy as np
 
 from interfpred._core.targets import latency_from_prediction
 from interfpred.data.datasets import parvagpu_a100
-from interfpred.evaluation.tables import markdown_table, text_table
+from interfpred.evaluation.tables import Column, markdown_table, text_table
 from interfpred.experiments.report import ReproduceContext, Section
 from interfpred.features.processes import ProcessFeatures, process_features
 from interfpred.predictors import OfflineLinear
@@ -94,7 +94,9 @@ def run_e5(ctx: ReproduceContext) -> Section:
     ctx.progress(f"E5: N processes in one MIG instance (ParvaGPU A100-80GB, {len(f.model)} runs, "
                  f"{n_models} models), leave-one-model-out")
     errors = e5_errors(f)
-    header = ["method", "latency MAPE %", "median %", "p90 %", "within 10 % (%)", "within 20 % (%)"]
+    header: list[str | Column] = ["method", Column("latency MAPE", unit="%"), Column("median error", unit="%"),
+                                  Column("p90 error", unit="%"), Column("within 10 %", unit="% of rows"),
+                                  Column("within 20 %", unit="% of rows")]
     rows = [_row(k, errors[k]) for k in E5_METHODS]
     n_rows = len(errors[E5_METHODS[0]])
     best_base = min(E5_METHODS[1:], key=lambda k: float(errors[k].mean()))
@@ -110,6 +112,6 @@ def run_e5(ctx: ReproduceContext) -> Section:
              f"model's pairs were never seen). E5 {verdict} the best baseline ({best_base}).")
     markdown = "\n".join([intro, "", markdown_table(header, rows, digits=3), ""])
     data = {"runs": int(len(f.model)), "models": n_models, "scored_rows": n_rows,
-            "mape_pct": {k: 100 * float(v.mean()) for k, v in errors.items()}, "features": list(f.names)}
+            "mape_%": {k: 100 * float(v.mean()) for k, v in errors.items()}, "features": list(f.names)}
     return Section(title="E5: N processes of one model in one MIG instance (ParvaGPU A100-80GB)",
                    markdown=markdown, terminal=text_table(header, rows, digits=3), data=data)
