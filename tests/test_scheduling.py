@@ -70,7 +70,9 @@ def test_run_e3_tiny(tmp_path, monkeypatch):
     assert sec.data["loads"] == [1.0, 3.5] and sec.data["requests"] == 200
     for pol in POLICIES:
         assert all(0.0 <= r["attainment"] <= 1.0 for r in sec.data["results"][pol])
-    assert "SLO attain." in sec.terminal and "| load |" in sec.markdown
+    assert "SLO attain. (%)" in sec.terminal and "| load |" in sec.markdown and "p99 (ms)" in sec.markdown
+    first = sec.data["results"]["fifo"][0]["attainment"]
+    assert f"| (a) one at a time, FIFO | {100 * first:.4g} |" in sec.markdown   # a share, shown in percent
     goals = sec.data["goals"]
     assert [r["load"] for r in goals["per_load"]] == [1.0, 3.5]
     for r, a, c, d in zip(goals["per_load"], *(sec.data["results"][p] for p in ("fifo", "tracker", "oracle"))):

@@ -198,6 +198,7 @@ def bound_verdict(goal: dict[str, Any]) -> str:
              "within 5% of (c); beyond: (e) >= (c)):"]
     for r in goal["per_load"]:
         lines.append(f"- load {r['load']:g} ({'(c) >= 99%' if r['regime'] == 'c_meets_99' else 'beyond'}): "
-                     f"(c) {r['tracker']:.4f}, (e) {r['calibrated']:.4f}, goodput (e)/(c) {r['goodput_ratio']:.3f}"
+                     f"(c) {100 * r['tracker']:.2f} %, (e) {100 * r['calibrated']:.2f} %, goodput (e)/(c) "
+                     f"{r['goodput_ratio']:.3f}"
                      f" -> {'met' if r['met'] else 'NOT met'}")
     return "\n".join(lines)

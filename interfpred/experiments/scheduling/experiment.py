@@ -47,7 +47,7 @@ from interfpred.constants import (
 )
 from interfpred.data.profiles import ProfileTable
 from interfpred.errors import InterfpredError
-from interfpred.evaluation.tables import markdown_table, text_table
+from interfpred.evaluation.tables import Column, markdown_table, percent, text_table
 from interfpred.experiments.bounds import bound_goal, bound_verdict, fit_calibrated_pair_model
 from interfpred.experiments.plotting import NO_MPL
 from interfpred.experiments.report import ReproduceContext, Section
@@ -233,8 +233,10 @@ def run_e3(ctx: ReproduceContext) -> Section:
             results[pol].append(simulate_serving(pol, load, requests=requests, seed=ctx.seed, profiles=profiles,
                                                  spec=spec, pair_models=pair, hidden=hidden, calibrated=cal))
     goals = _goals(results, loads)
-    header = ["load", "policy", "SLO attain.", "p50 ms", "p99 ms", "goodput req/s", "GPU busy", "dropped",
-              "mean batch", "mean conc."]
+    # shares of requests (attainment, dropped) and of time (busy) are fractions inside, shown in percent
+    header: list[str | Column] = ["load", "policy", percent("SLO attain."), Column("p50", unit="ms"),
+                                  Column("p99", unit="ms"), Column("goodput", unit="req/s"), percent("GPU busy"),
+                                  percent("dropped"), "mean batch", "mean conc."]
     rows = []
     for i, load in enumerate(loads):
         for pol in POLICIES:
@@ -257,7 +259,7 @@ def run_e3(ctx: ReproduceContext) -> Section:
     figure = f"![SLO attainment against load]({fig})" if fig is not None else NO_MPL
     md = "\n\n".join([setup, markdown_table(header, rows), figure,
                       "Tracker's mean absolute relative latency error per finished batch (before learning), "
-                      "per load: " + ", ".join(f"{e:.3f}" for e in err if e is not None), verdict])
+                      "per load: " + ", ".join(f"{100 * e:.1f} %" for e in err if e is not None), verdict])
     terminal = "\n".join([setup, "", text_table(header, rows), "", verdict])
     data = {"loads": loads, "requests": requests, "seed": ctx.seed, "quick": ctx.quick, "truth": ctx.truth,
             "config": {"devices": E3_DEVICES, "slo_factor": E3_SLO_FACTOR, "slo_batch": E3_SLO_BATCH,
@@ -274,6 +276,6 @@ def _verdict(goals: dict[str, Any]) -> str:
                 "attainment where (a) falls below 90%, with goodput within 10% of the oracle (d).")
     lines = ["Goal NOT met at any measured load ((c) >= 99% where (a) < 90%, goodput within 10% of (d)); per load:"]
     for r in goals["per_load"]:
-        lines.append(f"- load {r['load']:g}: (a) {r['fifo']:.3f}, (c) {r['tracker']:.3f}, "
+        lines.append(f"- load {r['load']:g}: (a) {100 * r['fifo']:.1f} %, (c) {100 * r['tracker']:.1f} %, "
                      f"goodput (c)/(d) {r['goodput_ratio']:.3f}")
     return "\n".join(lines)
