@@ -295,7 +295,7 @@ def test_counters_are_means_over_lone_executions_only_and_missing_stays_missing(
     ("UPDATE GPU_METRICS SET value = 'busy' WHERE rowid = 3",
      r"table GPU_METRICS row 3 has value str 'busy', not a number in \[0, 100\] \(% of peak\)"),
     ("UPDATE GPU_METRICS SET value = 250 WHERE rowid = 2", r"table GPU_METRICS row 2 has value 250"),
-    ("UPDATE GPU_METRICS SET timestamp = 2.5 WHERE rowid = 1", r"table GPU_METRICS row 1 has timestamp 2.5, not an "
+    ("UPDATE GPU_METRICS SET timestamp = 2.5 WHERE rowid = 2", r"table GPU_METRICS row 2 has timestamp 2.5, not an "
                                                                r"integer time \(ns\)"),
     ("DROP TABLE TARGET_INFO_GPU_METRICS", r"has a GPU_METRICS table but no TARGET_INFO_GPU_METRICS table"),
     ("ALTER TABLE GPU_METRICS DROP COLUMN metricId", r"table GPU_METRICS has no column metricId"),
@@ -316,3 +316,23 @@ def test_a_malformed_metrics_table_is_one_line_naming_the_file(tmp_path, capsys,
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert str(db) in line and re.search(expected, line), line
     assert not out.exists() and not prof.exists()
+
+
+def test_samples_of_a_metric_that_feeds_no_counter_are_not_read(tmp_path):
+    import sqlite3
+
+    from interfpred.data.ingest.nsys import read_nsys_gpu_metrics
+
+    # GR Active (metric 0) feeds no counter: its damage does not matter; DRAM read + write of one sample add up
+    # (capped at the peak), SM Active is read as is
+    db = with_gpu_metrics(f"{CAPTURES}/nsys_saxpy_mpi_a100.sqlite", tmp_path / "gr.sqlite",
+                          [(1_000_000 * k, m, v) for k in (1, 2) for m, v in ((0, 30), (1, 40), (2, 20), (3, 10 + 40 * k))])
+    con = sqlite3.connect(db)
+    con.execute("UPDATE GPU_METRICS SET value = 'n/a' WHERE metricId = 0")
+    con.commit()
+    con.close()
+    got = read_nsys_gpu_metrics(db)
+    assert got is not None and got.counters == ("dram", "sm")
+    assert list(zip(got.counter.tolist(), got.time_ms.tolist())) == [("dram", 1.0), ("dram", 2.0), ("sm", 1.0),
+                                                                      ("sm", 2.0)]
+    assert got.value.tolist() == pytest.approx([0.7, 1.0, 0.4, 0.4])   # 20 + 50 %; 20 + 90 % capped; 40 %

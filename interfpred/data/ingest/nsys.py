@@ -139,13 +139,15 @@ def _shown(value: Any) -> str:
 
 
 def _check(con: sqlite3.Connection, path: Any, table: str, checks: list[tuple[str, str, str]],
-           where: str = "1") -> int:
+           where: str = "1", *, count_where: bool = False) -> int:
     """Rows of ``table`` (within INPUT_MAX_ROWS); refuse the first row whose column is bad.
 
     ``checks`` holds (column, SQL condition true for a bad value with ``{c}`` for the column,
-    what was expected).
+    what was expected), applied to the rows ``where`` selects; with ``count_where`` only those
+    rows count against the limit (a table of which a few columns' rows are read).
     """
-    rows = con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
+    counted = f" WHERE ({where})" if count_where else ""
+    rows = con.execute(f'SELECT count(*) FROM "{table}"{counted}').fetchone()[0]
     check_limit("INPUT_MAX_ROWS", int(rows), f"table {table} with rows", path=path)
     for col, bad, expected in checks:
         cond = bad.format(c=f'"{col}"')
@@ -396,12 +398,15 @@ def read_nsys_gpu_metrics(path: str | os.PathLike[str]) -> GpuMetricSamples | No
     A capture without the tables, or whose metrics feed no counter, gives None: the counters
     stay missing.
 
+    Only the samples of those metrics are checked and read, and only they count against
+    ``INPUT_MAX_ROWS`` (a capture samples a dozen metrics or more at up to 10 kHz).
+
     Raises
     ------
     CaptureFormatError
-        GPU_METRICS without TARGET_INFO_GPU_METRICS, a column missing, or a row whose time,
-        ids or value (a % of peak in [0, 100]) is not what the export writes; the message names
-        the file, the table and the row.
+        GPU_METRICS without TARGET_INFO_GPU_METRICS, a column missing, or a row (of a metric read)
+        whose time, type id or value (a % of peak in [0, 100]) is not what the export writes; the
+        message names the file, the table and the row.
     """
     con = _open(path)
     try:
@@ -428,16 +433,15 @@ def read_nsys_gpu_metrics(path: str | os.PathLike[str]) -> GpuMetricSamples | No
             counter = _counter_of(str(name))
             if counter is not None:
                 feeds[(type_id, int(metric_id))] = counter
-        _check(con, path, _METRICS, [
-            ("timestamp", _TIME, _TIME_TEXT), ("typeId", _INTEGER, "an integer id"),
-            ("metricId", _INTEGER, "an integer id"),
-            ("value", "typeof({c}) NOT IN ('integer', 'real') OR {c} < 0 OR {c} > 100",
-             "a number in [0, 100] (% of peak)")])
         if not feeds:
             return None
-        ids = ", ".join(sorted({str(m) for _, m in feeds}))
-        rows = con.execute(f'SELECT timestamp, typeId, metricId, value FROM "{_METRICS}" WHERE metricId IN ({ids})'
-                           ).fetchall()
+        # only the samples of the metrics that feed a counter are checked, counted and read
+        fed = f"metricId IN ({', '.join(sorted({str(m) for _, m in feeds}))})"
+        _check(con, path, _METRICS, [
+            ("timestamp", _TIME, _TIME_TEXT), ("typeId", _INTEGER, "an integer id"),
+            ("value", "typeof({c}) NOT IN ('integer', 'real') OR {c} < 0 OR {c} > 100",
+             "a number in [0, 100] (% of peak)")], where=fed, count_where=True)
+        rows = con.execute(f'SELECT timestamp, typeId, metricId, value FROM "{_METRICS}" WHERE {fed}').fetchall()
     except sqlite3.Error as exc:
         raise CaptureFormatError(f"cannot be read as an SQLite export: {exc}", path=path) from None
     except UnicodeDecodeError as exc:
