@@ -215,16 +215,16 @@ def _plot_e1(ctx: ReproduceContext, curves: dict[str, tuple[np.ndarray, np.ndarr
             label, m = name.split(" / ")
             if label == "interfpred best":
                 if m == "RLS":
-                    ax.plot(x, f, color="black", lw=2.2, ls="--", label="interfpred best")
+                    ax.plot(100 * x, f, color="black", lw=2.2, ls="--", label="interfpred best")
                 elif m == "EntityRLS":
-                    ax.plot(x, f, color="tab:red", lw=1.8, ls="-.", label="EntityRLS (best extractor)")
+                    ax.plot(100 * x, f, color="tab:red", lw=1.8, ls="-.", label="EntityRLS (best extractor)")
             elif m == method:
-                ax.plot(x, f, lw=1.5, label=label)
-        ax.set_xlim(0, 0.8)
+                ax.plot(100 * x, f, lw=1.5, label=label)
+        ax.set_xlim(0, 80)
         ax.set_ylim(0, 1.0)
-        ax.axvline(0.1, color="grey", lw=0.6, ls=":")
-        ax.axvline(0.2, color="grey", lw=0.6, ls=":")
-        ax.set_xlabel("relative error of latency")
+        ax.axvline(10, color="grey", lw=0.6, ls=":")
+        ax.axvline(20, color="grey", lw=0.6, ls=":")
+        ax.set_xlabel("relative error of latency (%)")
         ax.set_title(f"gpulets features, {method}")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("share of executions (CDF)")
@@ -357,7 +357,7 @@ def _plot_e2(ctx: ReproduceContext, errors: dict[str, dict[str, np.ndarray]],
         n = len(next(iter(errors[s].values())))
         w = max(10, n // 50)
         for label, err in errors[s].items():
-            roll = np.convolve(err, np.ones(w) / w, mode="valid")
+            roll = 100 * np.convolve(err, np.ones(w) / w, mode="valid")   # percent
             top = max(top, float(roll.max()) if roll.size else 0.0)
             ax.plot(np.arange(roll.size) + w, roll, lw=1.2, label=label,
                     **({"color": "black", "ls": "--"} if label == "interfpred best" else {}))
@@ -366,8 +366,8 @@ def _plot_e2(ctx: ReproduceContext, errors: dict[str, dict[str, np.ndarray]],
         ax.set_title(_SET_LABELS[s])
         ax.set_xlabel(f"execution (launch order; mean over {w})")
         ax.grid(alpha=0.3)
-    axes[0].set_ylim(0, 1.05 * top if top > 0 else 1.0)
-    axes[0].set_ylabel("relative error of latency")
+    axes[0].set_ylim(0, 1.05 * top if top > 0 else 100.0)
+    axes[0].set_ylabel("relative error of latency (%)")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=9)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
