@@ -453,10 +453,10 @@ def read_nsys_gpu_metrics(path: str | os.PathLike[str]) -> GpuMetricSamples | No
     keep = [r for r in keep if r[2] is not None]
     if not keep:
         return None
-    t_ns, type_id, fed, value = zip(*keep)
-    device = np.array([f"gpu{int(ty) & NSYS_GPU_METRIC_DEVICE_MASK}" for ty in type_id])
+    t_ns, type_ids, counters, value = zip(*keep)
+    device = np.array([f"gpu{int(ty) & NSYS_GPU_METRIC_DEVICE_MASK}" for ty in type_ids])
     t = np.asarray(t_ns, dtype=np.int64)
-    c = np.array(fed)
+    c = np.array(counters)
     v = np.asarray(value, dtype=np.float64) / 100.0
     # one value per (device, time, counter): the DRAM read and write bandwidths of a sample add up
     order = np.lexsort((t, c, device))
