@@ -336,3 +336,70 @@ def test_samples_of_a_metric_that_feeds_no_counter_are_not_read(tmp_path):
     assert list(zip(got.counter.tolist(), got.time_ms.tolist())) == [("dram", 1.0), ("dram", 2.0), ("sm", 1.0),
                                                                       ("sm", 2.0)]
     assert got.value.tolist() == pytest.approx([0.7, 1.0, 0.4, 0.4])   # 20 + 50 %; 20 + 90 % capped; 40 %
+
+
+_SAMPLE = st.tuples(st.integers(0, 40), st.sampled_from([_TYPE, _TYPE + 1, _TYPE + 2]), st.sampled_from(sorted(_NAMES)),
+                    st.integers(0, 100))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(_SAMPLE, max_size=30, unique_by=lambda r: r[:3]))
+def test_the_metrics_reader_matches_a_plain_reading_of_the_tables(tmp_path_factory, samples):
+    import sqlite3
+
+    from interfpred.data.ingest.nsys import read_nsys_gpu_metrics
+
+    db = tmp_path_factory.mktemp("metrics") / "m.sqlite"
+    con = sqlite3.connect(db)
+    con.executescript(_METRICS_SCHEMA)
+    con.executemany("INSERT INTO TARGET_INFO_GPU_METRICS VALUES (?, 0, 'GA100 (test)', ?, ?)",
+                    [(ty, i, n) for ty in (_TYPE, _TYPE + 1, _TYPE + 2) for i, n in _NAMES.items()])
+    con.executemany("INSERT INTO GPU_METRICS VALUES (?, ?, ?, ?)", [(1000 * t, ty, m, v) for t, ty, m, v in samples])
+    con.commit()
+    con.close()
+    want: dict[tuple[str, float, str], float] = {}
+    for t, ty, m, v in samples:
+        counter = {1: "sm", 2: "dram", 3: "dram"}.get(m)
+        if counter is not None:
+            key = (f"gpu{ty & 0xFF}", t / 1000.0, counter)
+            want[key] = min(1.0, want.get(key, 0.0) + v / 100.0)
+    got = read_nsys_gpu_metrics(db)
+    if not want:
+        assert got is None
+        return
+    assert got is not None
+    have = {(d, t, c): v for d, t, c, v in zip(got.device.tolist(), got.time_ms.tolist(), got.counter.tolist(),
+                                               got.value.tolist())}
+    assert have.keys() == want.keys()
+    assert all(have[k] == pytest.approx(want[k]) for k in want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(1, 6), st.sampled_from(["gpu0", "gpu1"])), min_size=1,
+                max_size=8),
+       st.lists(st.tuples(st.sampled_from(["gpu0", "gpu1"]), st.integers(0, 40), st.sampled_from(["sm", "dram"]),
+                          st.floats(0, 1)), max_size=25, unique_by=lambda r: r[:3]))
+def test_counters_are_the_plain_mean_of_the_samples_inside_lone_executions(rows, samples):
+    from interfpred.data.ingest.nsys import GpuMetricSamples
+
+    n = len(rows)
+    t = Trace(id=list(range(n)), device=[g for _, _, g in rows], model=[f"m{i % 2}" for i in range(n)],
+              batch_size=[1] * n, start_ms=[float(s) for s, _, _ in rows],
+              end_ms=[float(s + d) for s, d, _ in rows])
+    alone = ran_alone(t)
+    keep = sorted({str(t.model[i]) for i in range(n) if alone[i]})
+    if not keep:
+        return
+    metrics = GpuMetricSamples(device=np.array([d for d, *_ in samples], dtype=str),
+                               time_ms=np.array([float(x) for _, x, _, _ in samples]),
+                               counter=np.array([c for _, _, c, _ in samples], dtype=str),
+                               value=np.array([v for *_, v in samples]))
+    p = solo_profiles(t, {"gpu0": "A", "gpu1": "A"}, models=keep, metrics=metrics)
+    for m in keep:
+        lone = [i for i in range(n) if alone[i] and t.model[i] == m]
+        row = p.lookup(m, 1)
+        for c in ("sm", "dram"):
+            inside = [v for d, x, cc, v in samples for i in lone
+                      if cc == c and d == t.device[i] and t.start_ms[i] <= x <= t.end_ms[i]]
+            got = getattr(row, c)
+            assert (got is None) if not inside else got == pytest.approx(float(np.mean(inside)))
