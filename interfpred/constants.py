@@ -452,3 +452,30 @@ PROFILE_KEY_COLUMNS = ("mechanism", "partition", "processes")
 MECHANISMS = ("time_slicing", "mps", "mig")
 #: Processes of a profile that does not say (one: the batch's own process alone).
 DEFAULT_PROCESSES = 1
+
+# ---------------------------------------------------------------- simulated sharing mechanisms (interfpred.sim.mechanisms)
+#: Time-slicing quantum (ms): under time-slicing one context holds the whole GPU for up to this long while
+#: another context has work waiting. A modelling default of the order of the time slices GPU drivers use,
+#: not a measured constant; override it per call.
+SIM_TIMESLICE_QUANTUM_MS = 2.0
+#: Context-switch cost (ms) under time-slicing: the GPU does no work while it changes from one context to
+#: another (saving and restoring state). A modelling default of the order of tens of microseconds; override it.
+SIM_CONTEXT_SWITCH_MS = 0.05
+#: The MIG profile table a simulated GPU preset is partitioned by (the ``a100`` preset is an A100-40GB);
+#: a preset not listed has no MIG.
+SIM_MIG_GPUS = {"a100": "a100-40gb"}
+
+# ---------------------------------------------------------------- interfpred advise (interfpred.provisioning.advise)
+#: Simulated seconds of requests per mechanism (Poisson arrivals at each model's rate).
+ADVISE_DURATION_S = 10.0
+#: A model's batch size is the largest profiled one whose solo latency (whole GPU under MPS and
+#: time-slicing, its instance under MIG) is at most this fraction of its latency SLO, leaving the
+#: rest for queueing and interference (batch size 1 if none is).
+ADVISE_SLO_FRACTION = 0.5
+#: MIG instances are planned to serve each model's rate divided by this utilisation (headroom
+#: against queueing at Poisson arrivals).
+ADVISE_UTILISATION = 0.8
+#: Most MPS processes of one model inside one MIG instance that the MIG planner considers.
+ADVISE_MAX_PROCESSES = 3
+#: Seed of arrivals and noise (every mechanism sees the same requests).
+ADVISE_SEED = 0
