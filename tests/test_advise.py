@@ -103,7 +103,7 @@ def test_outputs_round_trip(light):
 
 
 def test_a_fitted_model_predicts_and_a_calibrated_one_bounds():
-    from interfpred import Calibrated, InterferenceModel, RLS
+    from interfpred import RLS, Calibrated, InterferenceModel
     from interfpred.sim import mix_scenario
 
     sc = mix_scenario(["resnet50", "yolov8n", "vgg19"], rho=0.9, spec="a100", executions=600, truth="fluid", seed=1)

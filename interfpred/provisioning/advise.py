@@ -296,7 +296,8 @@ def _score(mechanism: str, res: SimResult, response: np.ndarray, slo: Slo, horiz
 def _table_for(models: Sequence[str], batch: Sequence[int], solo: np.ndarray, dem: np.ndarray,
                gpu: str) -> ProfileTable:
     return ProfileTable.from_columns(gpu=[gpu] * len(models), model=list(models), batch_size=list(batch),
-                                     solo_ms=solo, sm=dem[:, 0], l2=dem[:, 1], dram=dem[:, 2])
+                                     solo_ms=solo.tolist(), sm=dem[:, 0].tolist(), l2=dem[:, 1].tolist(),
+                                     dram=dem[:, 2].tolist())
 
 
 def _model_response(model: LatencyModel, res: SimResult, profiles: ProfileTable) -> tuple[np.ndarray, str]:
@@ -354,7 +355,7 @@ def _fill_gpu(gpu: str, table: ConfigTable, slo: Slo, capacity: dict[str, float]
     best_plan: tuple[tuple[float, float], list[tuple[str, int, int, int]]] | None = None
     for lay in layout_sizes(gpu):
         free = list(lay)
-        if any(g not in free or free.remove(g) for g in have):   # the layout must hold the forced instances
+        if not _take(free, have):   # the layout must hold the forced instances
             continue
         cap = dict(capacity)
         extra = []
@@ -380,6 +381,15 @@ def _fill_gpu(gpu: str, table: ConfigTable, slo: Slo, capacity: dict[str, float]
         pool.remove(k)
         segs.append(Segment(index, k[0], g, start, k[2], k[3]))
     return sorted(segs, key=lambda s: s.placement)
+
+
+def _take(pool: list[int], wanted: Sequence[int]) -> bool:
+    """Remove ``wanted`` from ``pool`` (a multiset); False if it does not hold them all."""
+    for g in wanted:
+        if g not in pool:
+            return False
+        pool.remove(g)
+    return True
 
 
 def _mig_segments(slo: Slo, profiles: ProfileTable, spec: GpuSpec, gpus: int) -> tuple[list[Segment], int | None,
@@ -442,7 +452,7 @@ def _mig(slo: Slo, profiles: ProfileTable, spec: GpuSpec, gpus: int, horizon_ms:
             if not rows.size:
                 continue
             stretch, d = instance_demands(dem_all[rows], ins, spec)
-            keys = {}
+            keys: dict[tuple[str, int], int] = {}
             for j, r in enumerate(rows):
                 keys.setdefault((str(res.trace.model[r]), int(res.trace.batch_size[r])), j)
             pick = np.array(list(keys.values()))

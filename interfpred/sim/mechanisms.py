@@ -43,7 +43,7 @@ Examples
 >>> [round(float(r.trace.latency_ms.max()), 2) for r in (a, b, t)]
 [10.86, 15.42, 14.47]
 >>> b.trace.device.tolist()
-['gpu0/3g@4', 'gpu0/4g@0']
+['gpu0/4g@0', 'gpu0/3g@4']
 """
 
 from __future__ import annotations
