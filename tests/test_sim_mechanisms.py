@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from interfpred.data.profiles import Profile, ProfileTable
 from interfpred.errors import InterfpredError
@@ -145,3 +147,26 @@ def test_time_slicing_is_deterministic_and_every_batch_finishes() -> None:
 def test_bad_arguments_are_refused(kwargs: dict, match: str) -> None:
     with pytest.raises(InterfpredError, match=match):
         simulate_mechanism(["vgg19"], [1], [0.0], spec="a100", **kwargs)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.floats(0.1, 20.0), min_size=1, max_size=4), st.floats(0.2, 5.0),
+       st.one_of(st.just(0.0), st.floats(0.01, 0.5)))
+def test_time_slicing_keeps_the_gpu_busy_but_for_the_switches(works, quantum, switch):
+    # one batch per context, all at 0: the GPU runs one batch at full speed at a time, so the last one ends
+    # after all the work plus one switch per change of context
+    names = ["a", "b", "c", "d"][:len(works)]
+    prof = ProfileTable.from_profiles([Profile(gpu="a100", model=m, batch_size=1, solo_ms=w, sm=0.5, l2=0.3,
+                                               dram=0.3) for m, w in zip(names, works)])
+    r = simulate_mechanism(names, [1] * len(names), [0.0] * len(names), mechanism="time_slicing", spec=QUIET,
+                           profiles=prof, quantum_ms=quantum, switch_ms=switch)
+    end = dict(zip(r.trace.model.tolist(), r.trace.end_ms.tolist()))
+    assert all(end[m] >= w - 1e-9 for m, w in zip(names, works))
+    last = max(end.values())
+    slices = sum(max(1, int(np.ceil(w / quantum - 1e-9))) for w in works)
+    if switch == 0.0:
+        assert last == pytest.approx(sum(works), rel=1e-9)
+    else:
+        switches = (last - sum(works)) / switch
+        assert switches == pytest.approx(round(switches), abs=1e-6)
+        assert len(works) - 1 <= round(switches) <= slices - 1
