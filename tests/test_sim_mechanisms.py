@@ -170,3 +170,21 @@ def test_time_slicing_keeps_the_gpu_busy_but_for_the_switches(works, quantum, sw
         switches = (last - sum(works)) / switch
         assert switches == pytest.approx(round(switches), abs=1e-6)
         assert len(works) - 1 <= round(switches) <= slices - 1
+
+
+def test_one_arrival_stream_runs_under_every_mechanism():
+    from interfpred.sim import phase_zoo, poisson_arrivals, simulate_arrivals
+
+    a = poisson_arrivals(["resnet50", "vgg19"], rho=0.8, executions=120, spec="a100", seed=2)
+    mps = simulate_arrivals(a, spec="a100", seed=2)
+    assert np.array_equal(simulate_arrivals(a, spec="a100", seed=2, mechanism="mps").trace.end_ms, mps.trace.end_ms)
+    ts = simulate_arrivals(a, spec="a100", seed=2, mechanism="time_slicing")
+    halves = [MigInstance(0, "4g@0", 56 / 98, 0.5, processes=2), MigInstance(0, "3g@4", 42 / 98, 0.5, processes=2)]
+    mig = simulate_arrivals(a, spec="a100", seed=2, mechanism="mig", layout=halves,
+                            instance=(a.model == "vgg19").astype(int))
+    for r in (ts, mig):
+        assert sorted(r.trace.id.tolist()) == sorted(a.id.tolist())
+        assert np.array_equal(np.sort(r.arrival_ms), np.sort(a.time_ms))
+    assert set(mig.trace.device[mig.trace.model == "vgg19"].tolist()) == {"gpu0/3g@4"}
+    with pytest.raises(InterfpredError, match="phase-structured truth runs under mechanism 'mps' only"):
+        simulate_arrivals(a, spec="a100", mechanism="time_slicing", zoo=phase_zoo("a100", "synthetic"))

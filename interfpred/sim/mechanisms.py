@@ -132,6 +132,7 @@ def simulate_mechanism(
     quantum_ms: float = SIM_TIMESLICE_QUANTUM_MS,
     switch_ms: float = SIM_CONTEXT_SWITCH_MS,
     seed: int | np.random.Generator | None = 0,
+    id: Sequence[int] | np.ndarray | None = None,
 ) -> SimResult:
     """Simulate arriving executions on GPUs shared by one mechanism (``mps``, ``mig`` or ``time_slicing``).
 
@@ -155,6 +156,8 @@ def simulate_mechanism(
         ``time_slicing`` only: the quantum and the context-switch cost (ms).
     seed
         Seed of the noise on solo work (the same draws under every mechanism).
+    id
+        (n,) unique execution ids; default ``0..n-1``.
 
     Returns
     -------
@@ -174,11 +177,11 @@ def simulate_mechanism(
     if mechanism != "mig" and (layout is not None or instance is not None):
         raise InterfpredError(f"layout and instance apply to mechanism 'mig' only, not {mechanism!r}")
     if mechanism == "mps":
-        return simulate(model, batch_size, time_ms, device=device, spec=spec, profiles=profiles, queue=True,
+        return simulate(model, batch_size, time_ms, device=device, id=id, spec=spec, profiles=profiles, queue=True,
                         seed=seed)
     spec = get_gpu_spec(spec)
     profiles = zoo_profiles(spec.name) if profiles is None else profiles
-    model_a, batch_a, time, ids = execution_columns(model, batch_size, time_ms, None)
+    model_a, batch_a, time, ids = execution_columns(model, batch_size, time_ms, id)
     check_times(time)
     prof = profiles.lookup_arrays(model_a, batch_a, gpus=spec.name)
     dem = np.column_stack([prof["sm"], prof["l2"], prof["dram"]])
