@@ -466,6 +466,8 @@ SIM_CONTEXT_SWITCH_MS = 0.05
 SIM_MIG_GPUS = {"a100": "a100-40gb"}
 
 # ---------------------------------------------------------------- interfpred advise (interfpred.provisioning.advise)
+#: The simulated GPU preset advise runs on unless told (the one with a MIG table).
+ADVISE_DEFAULT_GPU = "a100"
 #: Simulated seconds of requests per mechanism (Poisson arrivals at each model's rate).
 ADVISE_DURATION_S = 10.0
 #: A model's batch size is the largest profiled one whose solo latency (whole GPU under MPS and

@@ -13,6 +13,7 @@ import pytest
 
 from interfpred import advise
 from interfpred.cli import main
+from interfpred.data.profiles import ProfileTable
 from interfpred.errors import InterfpredError
 from interfpred.provisioning import Segment, check_layout, mig_instances
 from interfpred.provisioning.advise import _mig_segments, mig_gpu_of, simulated_configs
@@ -126,10 +127,17 @@ def test_a_fitted_model_predicts_and_a_calibrated_one_bounds():
     ({"vgg19": (10.0, 10.0)}, {"mechanisms": ["streams"]}, "mechanism 'streams' is not one of"),
     ({"vgg19": (10.0, 10.0)}, {"spec": "l4"}, "simulated gpu 'l4' has no MIG"),
     ({}, {}, "the SLO table is empty"),
+    ({"vgg19": (10.0, 10.0)}, {"seed": -1}, "seed -1 must be a non-negative integer"),
+    ({"vgg19": (10.0, 10.0)}, {"quantum_ms": 0.0}, "quantum_ms 0.0 must be a positive"),
+    ({"vgg19": (10.0, 10.0)}, {"duration_s": float("nan")}, "duration_s nan must be a positive"),
+    ({"vgg19": (1e9, 10.0)}, {}, "EXECUTIONS_MAX"),
+    ({"m": (10.0, 10.0)}, {"profiles": ProfileTable.from_columns(gpu=["a100"], model=["m"], batch_size=[1],
+                                                                  solo_ms=[1.0], sm=[0.5], l2=[None], dram=[0.1])},
+     "model m: its profile on gpu 'a100' lacks l2"),
 ])
 def test_refusals_are_one_line(slo, kwargs, match):
     with pytest.raises(InterfpredError, match=match) as exc:
-        advise(slo, duration_s=1.0, **kwargs)
+        advise(slo, **{"duration_s": 1.0, **kwargs})
     assert "\n" not in str(exc.value)
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from interfpred.cli.common import add_model_file_options, check_label, refuse_existing, write_output
 from interfpred.constants import (
+    ADVISE_DEFAULT_GPU,
     ADVISE_DURATION_S,
     ADVISE_SEED,
     MECHANISMS,
@@ -30,7 +31,8 @@ def add_advise(sub: Any) -> None:
     p.add_argument("--slo", required=True, help="SLO CSV model,rate_rps,latency_ms (the format plan reads)")
     p.add_argument("--profiles", help="solo profiles of the models on --gpu (CSV/.parquet; default the "
                                       "simulator's synthetic zoo)")
-    p.add_argument("--gpu", default="a100", help="simulated GPU preset (default a100; MIG needs a100)")
+    p.add_argument("--gpu", default=ADVISE_DEFAULT_GPU,
+                   help=f"simulated GPU preset (default {ADVISE_DEFAULT_GPU}; MIG needs a100)")
     p.add_argument("--gpus", type=int, default=1, help="GPUs the workload runs on, under every mechanism (default 1)")
     p.add_argument("--mechanisms", nargs="+", choices=MECHANISMS, default=list(MECHANISMS),
                    help="mechanisms to rank (default all)")

@@ -56,7 +56,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from interfpred._core.limits import check_limit
 from interfpred.constants import (
+    ADVISE_DEFAULT_GPU,
     ADVISE_DURATION_S,
     ADVISE_MAX_PROCESSES,
     ADVISE_SEED,
@@ -72,7 +74,16 @@ from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
 from interfpred.provisioning.mig import MIG_MEMORY_SLICES, check_layout, layout_sizes, mig_profile, place
 from interfpred.provisioning.plan import ConfigTable, Segment, plan, read_slo
-from interfpred.sim import GpuSpec, MigInstance, SimResult, get_gpu_spec, instance_demands, rates, simulate_mechanism
+from interfpred.sim import (
+    GpuSpec,
+    MigInstance,
+    SimResult,
+    check_time_slicing,
+    get_gpu_spec,
+    instance_demands,
+    rates,
+    simulate_mechanism,
+)
 from interfpred.sim.zoo import zoo_profiles
 
 __all__ = ["ADVICE_COLUMNS", "Advice", "MechanismScore", "advise", "mig_gpu_of", "mig_instances",
@@ -218,7 +229,7 @@ def mig_instances(gpu: str, segments: Sequence[Segment]) -> list[MigInstance]:
 
 
 # ------------------------------------------------------------------------------------------------ configurations
-def simulated_configs(profiles: ProfileTable, models: Sequence[str], *, spec: GpuSpec | str = "a100",
+def simulated_configs(profiles: ProfileTable, models: Sequence[str], *, spec: GpuSpec | str = ADVISE_DEFAULT_GPU,
                       max_processes: int = ADVISE_MAX_PROCESSES) -> ConfigTable:
     """The planner's table from the simulator: latency of one of ``p`` batches running together in an instance.
 
@@ -250,13 +261,21 @@ def simulated_configs(profiles: ProfileTable, models: Sequence[str], *, spec: Gp
 
 
 # ------------------------------------------------------------------------------------------------ the advice
-def _check_slo(slo: Slo, profiles: ProfileTable, spec: GpuSpec) -> None:
+def _check_slo(slo: Slo, profiles: ProfileTable, spec: GpuSpec, duration_s: float) -> None:
     if not slo:
         raise InterfpredError("no models: the SLO table is empty")
     for m, (rate, lat) in slo.items():
         if not (math.isfinite(rate) and rate > 0 and math.isfinite(lat) and lat > 0):
             raise InterfpredError(f"model {m}: rate {rate!r} requests/s and latency SLO {lat!r} ms must be positive")
-        profiles.batch_sizes(m, spec.name)   # an unknown model is refused here, naming the profiled ones
+        sizes = profiles.batch_sizes(m, spec.name)   # an unknown model is refused here, naming the profiled ones
+        prof = profiles.lookup_arrays([m] * len(sizes), np.asarray(sizes), gpus=spec.name)
+        missing = [k for k in ("sm", "l2", "dram") if not np.all(np.isfinite(prof[k]))]
+        if missing:
+            raise InterfpredError(f"model {m}: its profile on gpu {spec.name!r} lacks {', '.join(missing)}; the "
+                                  "simulator needs the sm, l2 and dram throughputs of every profiled batch size")
+    # the most batches one mechanism draws (batch size 1): bounded like any simulated workload
+    check_limit("EXECUTIONS_MAX", int(sum(r for r, _ in slo.values()) * duration_s),
+                "requests of the advice (rates x duration)")
 
 
 def _batch_for(profiles: ProfileTable, model: str, slo_ms: float, spec: GpuSpec) -> int:
@@ -465,7 +484,8 @@ def _mig(slo: Slo, profiles: ProfileTable, spec: GpuSpec, gpus: int, horizon_ms:
     return _score("mig", res, response, slo, horizon_ms, source, setup, unserved), planned
 
 
-def advise(slo: Slo | str | os.PathLike[str], *, profiles: ProfileTable | None = None, spec: GpuSpec | str = "a100",
+def advise(slo: Slo | str | os.PathLike[str], *, profiles: ProfileTable | None = None,
+           spec: GpuSpec | str = ADVISE_DEFAULT_GPU,
            gpus: int = 1, model: LatencyModel | None = None, mechanisms: Sequence[str] = MECHANISMS,
            duration_s: float = ADVISE_DURATION_S, seed: int = ADVISE_SEED,
            quantum_ms: float = SIM_TIMESLICE_QUANTUM_MS, switch_ms: float = SIM_CONTEXT_SWITCH_MS) -> Advice:
@@ -505,15 +525,19 @@ def advise(slo: Slo | str | os.PathLike[str], *, profiles: ProfileTable | None =
         raise InterfpredError(f"gpus {gpus!r} must be a positive integer")
     if not (math.isfinite(duration_s) and duration_s > 0):
         raise InterfpredError(f"duration_s {duration_s!r} must be a positive number of seconds")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InterfpredError(f"seed {seed!r} must be a non-negative integer")
     unknown = [m for m in mechanisms if m not in MECHANISMS]
     if unknown or not mechanisms:
         raise InterfpredError(f"mechanism {unknown[0] if unknown else None!r} is not one of {', '.join(MECHANISMS)}")
+    if "time_slicing" in mechanisms:
+        check_time_slicing(quantum_ms, switch_ms)
     if "mig" in mechanisms:
         try:
             mig_gpu_of(spec)
         except InterfpredError as exc:
             raise InterfpredError(f"{exc}; rank the others without it (mechanisms time_slicing, mps)") from None
-    _check_slo(slo, profiles, spec)
+    _check_slo(slo, profiles, spec, float(duration_s))
     horizon = float(duration_s) * 1000.0
     scores, planned = [], None
     for mech in dict.fromkeys(mechanisms):

@@ -68,7 +68,7 @@ from interfpred.sim.contention import GpuSpec, check_fits, get_gpu_spec, rates
 from interfpred.sim.engine import SimResult, noisy_work, simulate, simulate_work
 from interfpred.sim.zoo import zoo_profiles
 
-__all__ = ["MigInstance", "instance_demands", "simulate_mechanism"]
+__all__ = ["MigInstance", "check_time_slicing", "instance_demands", "simulate_mechanism"]
 
 
 @dataclass(frozen=True)
@@ -194,25 +194,36 @@ def simulate_mechanism(
         names, start, end, work = _run_mig(model_a, batch_a, time, work, dem, layout, instance, spec)
     else:
         names, codes = device_codes(device, len(model_a))
-        start, end = _time_slicing(model_a, time, work, dem, codes, spec, _positive(quantum_ms, "quantum_ms"),
-                                   _non_negative(switch_ms, "switch_ms"))
+        start, end = _time_slicing(model_a, time, work, dem, codes, spec, *check_time_slicing(quantum_ms, switch_ms))
         names = names[codes]
     trace, arrival = sorted_trace(ids, names, model_a, batch_a, start, end, work, time)
     return SimResult(trace=trace, arrival_ms=arrival, spec=spec)
 
 
-def _positive(x: float, name: str) -> float:
-    v = float(x)
-    if not (np.isfinite(v) and v > 0):
-        raise InterfpredError(f"{name} {x!r} must be a positive finite number of ms")
-    return v
+def check_time_slicing(quantum_ms: float, switch_ms: float) -> tuple[float, float]:
+    """Time-slicing's quantum (> 0) and context-switch cost (>= 0) in ms, checked.
 
+    Examples
+    --------
+    >>> check_time_slicing(2, 0.05)
+    (2.0, 0.05)
+    >>> check_time_slicing(0.0, 0.05)
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: quantum_ms 0.0 must be a positive finite number of ms
+    """
+    def number(x: float, name: str) -> float:
+        try:
+            return float(x)
+        except (TypeError, ValueError):
+            raise InterfpredError(f"{name} {x!r} is not a number") from None
 
-def _non_negative(x: float, name: str) -> float:
-    v = float(x)
-    if not (np.isfinite(v) and v >= 0):
-        raise InterfpredError(f"{name} {x!r} must be a finite number of ms >= 0")
-    return v
+    q, c = number(quantum_ms, "quantum_ms"), number(switch_ms, "switch_ms")
+    if not (np.isfinite(q) and q > 0):
+        raise InterfpredError(f"quantum_ms {quantum_ms!r} must be a positive finite number of ms")
+    if not (np.isfinite(c) and c >= 0):
+        raise InterfpredError(f"switch_ms {switch_ms!r} must be a finite number of ms >= 0")
+    return q, c
 
 
 # ---------------------------------------------------------------------------- MIG
