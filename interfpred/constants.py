@@ -470,14 +470,20 @@ SIM_MIG_GPUS = {"a100": "a100-40gb"}
 ADVISE_DEFAULT_GPU = "a100"
 #: Simulated seconds of requests per mechanism (Poisson arrivals at each model's rate).
 ADVISE_DURATION_S = 10.0
-#: A model's batch size is the largest profiled one whose solo latency (whole GPU under MPS and
-#: time-slicing, its instance under MIG) is at most this fraction of its latency SLO, leaving the
-#: rest for queueing and interference (batch size 1 if none is).
-ADVISE_SLO_FRACTION = 0.5
+#: The setups advise tries for every mechanism, best kept: under one fraction ``f`` a model's batch
+#: size is the largest profiled one whose solo latency (the whole GPU's under MPS and time-slicing,
+#: its instance's under MIG) is at most ``f`` times its latency SLO, leaving the rest for queueing and
+#: interference (the smallest batch if none is). Smaller fractions: smaller batches, lower latency,
+#: less throughput per batch.
+ADVISE_SLO_FRACTIONS = (0.5, 0.25, 0.125)
 #: MIG instances are planned to serve each model's rate divided by this utilisation (headroom
 #: against queueing at Poisson arrivals).
 ADVISE_UTILISATION = 0.8
 #: Most MPS processes of one model inside one MIG instance that the MIG planner considers.
 ADVISE_MAX_PROCESSES = 3
-#: Seed of arrivals and noise (every mechanism sees the same requests).
+#: Seed of arrivals and noise (every mechanism sees the same request rates).
 ADVISE_SEED = 0
+#: Ranking steps: attainment and the served share of the offered requests are compared in steps of
+#: this fraction (differences below it are the Poisson draws' and requests in flight at the window's
+#: end, not the mechanism's); within a step the lower p99 response time ranks first.
+ADVISE_RANK_STEP = 0.005
