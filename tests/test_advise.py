@@ -196,3 +196,19 @@ def test_cli_advises_writes_and_refuses(tmp_path, capsys):
     assert main(["advise", "--slo", str(slo), "--gpu", "l4"]) == 2
     assert "rank the others without it" in capsys.readouterr().err
     assert np.isfinite(float(rows[0]["p99_ms"]))
+
+
+def test_cli_takes_a_fitted_model_file(tmp_path, capsys):
+    from interfpred import InterferenceModel
+    from interfpred.sim import mix_scenario
+
+    sc = mix_scenario(["resnet50", "yolov8n"], rho=0.9, spec="a100", executions=300, truth="fluid", seed=2)
+    path = tmp_path / "model.json"
+    InterferenceModel(predictor="rls").fit(sc.traces["trace"], sc.profiles).save(path)
+    slo = tmp_path / "slo.csv"
+    slo.write_text("model,rate_rps,latency_ms\nresnet50,400,20\nyolov8n,300,20\n")
+    assert main(["advise", "--slo", str(slo), "--duration-s", "1", "--mechanisms", "mps", "time_slicing",
+                 "--model-file", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    sources = {ln.split()[1]: " ".join(ln.split()[7:]) for ln in lines[1:3]}
+    assert sources == {"mps": "model", "time_slicing": "simulation (no cross-context co-running to predict)"}
