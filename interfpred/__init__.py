@@ -31,6 +31,7 @@ _LAZY: dict[str, str] = {
     "Measurements": "interfpred.data.measurements",
     "datasets": "interfpred.data.datasets",
     "plan": "interfpred.provisioning",
+    "advise": "interfpred.provisioning",
     "validate_plan": "interfpred.provisioning",
     "Profile": "interfpred.data.profiles",
     "ProfileTable": "interfpred.data.profiles",
@@ -126,7 +127,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the real names
         load_predictor,
         make_predictor,
     )
-    from interfpred.provisioning import plan, validate_plan
+    from interfpred.provisioning import advise, plan, validate_plan
     from interfpred.serving.fleet import Fleet
     from interfpred.serving.streaming import FinishedExecution, FinishResult, RunningExecution, TimelineState
     from interfpred.serving.tracker import ColocationTracker

@@ -459,3 +459,38 @@ PROFILE_KEY_COLUMNS = ("mechanism", "partition", "processes")
 MECHANISMS = ("time_slicing", "mps", "mig")
 #: Processes of a profile that does not say (one: the batch's own process alone).
 DEFAULT_PROCESSES = 1
+
+# ---------------------------------------------------------------- simulated sharing mechanisms (interfpred.sim.mechanisms)
+#: Time-slicing quantum (ms): under time-slicing one context holds the whole GPU for up to this long while
+#: another context has work waiting. A modelling default of the order of the time slices GPU drivers use,
+#: not a measured constant; override it per call.
+SIM_TIMESLICE_QUANTUM_MS = 2.0
+#: Context-switch cost (ms) under time-slicing: the GPU does no work while it changes from one context to
+#: another (saving and restoring state). A modelling default of the order of tens of microseconds; override it.
+SIM_CONTEXT_SWITCH_MS = 0.05
+#: The MIG profile table a simulated GPU preset is partitioned by (the ``a100`` preset is an A100-40GB);
+#: a preset not listed has no MIG.
+SIM_MIG_GPUS = {"a100": "a100-40gb"}
+
+# ---------------------------------------------------------------- interfpred advise (interfpred.provisioning.advise)
+#: The simulated GPU preset advise runs on unless told (the one with a MIG table).
+ADVISE_DEFAULT_GPU = "a100"
+#: Simulated seconds of requests per mechanism (Poisson arrivals at each model's rate).
+ADVISE_DURATION_S = 10.0
+#: The setups advise tries for every mechanism, best kept: under one fraction ``f`` a model's batch
+#: size is the largest profiled one whose solo latency (the whole GPU's under MPS and time-slicing,
+#: its instance's under MIG) is at most ``f`` times its latency SLO, leaving the rest for queueing and
+#: interference (the smallest batch if none is). Smaller fractions: smaller batches, lower latency,
+#: less throughput per batch.
+ADVISE_SLO_FRACTIONS = (0.5, 0.25, 0.125)
+#: MIG instances are planned to serve each model's rate divided by this utilisation (headroom
+#: against queueing at Poisson arrivals).
+ADVISE_UTILISATION = 0.8
+#: Most MPS processes of one model inside one MIG instance that the MIG planner considers.
+ADVISE_MAX_PROCESSES = 3
+#: Seed of arrivals and noise (every mechanism sees the same request rates).
+ADVISE_SEED = 0
+#: Ranking steps: attainment and the served share of the offered requests are compared in steps of
+#: this fraction (differences below it are the Poisson draws' and requests in flight at the window's
+#: end, not the mechanism's); within a step the lower p99 response time ranks first.
+ADVISE_RANK_STEP = 0.005

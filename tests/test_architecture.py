@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("model", ("model/",), ("foundation", "data", "features", "predictors", "evaluation")),
     ("serving", ("serving/",), ("foundation", "data", "features", "predictors", "evaluation", "model")),
     ("sim", ("sim/",), ("foundation", "data")),
-    ("provisioning", ("provisioning/",), ("foundation", "data")),
+    ("provisioning", ("provisioning/",), ("foundation", "data", "sim")),
     ("experiments", ("experiments/",),
      ("foundation", "data", "features", "predictors", "evaluation", "model", "serving", "sim", "provisioning")),
     ("cli", ("cli/", "__main__"),
@@ -58,7 +58,8 @@ LAYER_JOBS = {
                "fleet",
     "sim": "the ground-truth GPU simulator and its workloads (knows nothing of predictors)",
     "provisioning": "MIG profile tables and placements; plans that pack models onto the fewest GPUs under SLOs "
-                    "from a measured table, and their validator",
+                    "from a measured table, and their validator; advice on which sharing mechanism to use, by "
+                    "simulating each",
     "experiments": "the paper's experiments, scheduling (E3), reproduction, Dask, benchmarks, coverage of a "
                    "model's bounds",
     "cli": "argument parsing and wiring only",

@@ -341,6 +341,7 @@ _FILE_WRITERS = {
     "ingest-measurements": ["ingest-measurements", "absent.ckpt"],
     "datasets": ["datasets", "gavel_v100"],
     "plan": ["plan", "--profiles", "absent.csv", "--slo", "absent.csv", "--gpu", "a100-80gb"],
+    "advise": ["advise", "--slo", "absent.csv"],
 }
 _FOLDER_WRITERS = {"simulate", "reproduce"}
 _MERGING_WRITERS = {"ingest"}  # --out merges into an existing file; --force replaces it

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from interfpred._version import __version__
+from interfpred.cli.advise import add_advise
 from interfpred.cli.bench import add_bench
 from interfpred.cli.capture import add_ingest_measurements, add_ingest_trace
 from interfpred.cli.datasets import add_datasets
@@ -36,7 +37,7 @@ EXIT_INTERNAL = 1
 #: The subcommands' ``add_`` functions, in the order ``interfpred --help`` lists them.
 COMMANDS: list[Callable[[Any], None]] = [
     add_ingest, add_ingest_trace, add_ingest_measurements, add_bench, add_simulate, add_reproduce, add_fit, add_evaluate, add_predict, add_datasets,
-    add_plan,
+    add_plan, add_advise,
 ]
 
 

@@ -72,8 +72,11 @@ def write_output(value: Any, path: str) -> None:
     """Write a trace, profile table or measurement runs in the format ``path``'s suffix names, atomically.
 
     ``.parquet``/``.pq`` is Parquet, ``.arrow``/``.feather``/``.ipc`` Arrow IPC (Feather), anything else
-    CSV (:func:`~interfpred.data.columnar.format_of`): one rule for every subcommand's ``--out``.
+    CSV (:func:`~interfpred.data.columnar.format_of`): one rule for every subcommand's ``--out``. A small
+    result table with ``to_csv_text()`` and ``to_json_text()`` (such as an advice) is written as JSON to a
+    ``.json`` path and as CSV otherwise (not as Parquet or Arrow).
     """
+    from interfpred._core.atomic import atomic_write_text
     from interfpred.data import columnar
     from interfpred.data.measurements import Measurements
     from interfpred.data.profiles import ProfileTable
@@ -85,6 +88,14 @@ def write_output(value: Any, path: str) -> None:
         columnar.write_profiles(value, path)
     elif isinstance(value, Measurements):
         columnar.write_measurements(value, path)
+    elif hasattr(value, "to_csv_text") and hasattr(value, "to_json_text"):
+        if os.fspath(path).lower().endswith(".json"):
+            atomic_write_text(path, value.to_json_text())
+        elif columnar.format_of(path) != "csv":
+            raise InterfpredError(f"{path}: this table is written as CSV or JSON (.json), not "
+                                  f"{columnar.format_of(path)}")
+        else:
+            atomic_write_text(path, value.to_csv_text())
     else:
         raise TypeError(f"write_output writes a Trace, ProfileTable or Measurements, not {type(value).__name__}")
 

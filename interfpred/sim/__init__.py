@@ -6,7 +6,8 @@ truth as one operator per execution), the phase-structured truth (operator progr
 per-model factors, :mod:`~interfpred.sim.operators`, its front :mod:`~interfpred.sim.phased`, the
 orion and synthetic families :mod:`~interfpred.sim.orion`), the synthetic zoo
 (:mod:`~interfpred.sim.zoo`), arrival streams (:mod:`~interfpred.sim.arrivals`) and scenarios
-(:mod:`~interfpred.sim.workload`). The simulated GPU type is the keyword ``spec`` everywhere (a
+(:mod:`~interfpred.sim.workload`), and the same executions under MPS, MIG or time-slicing
+(:mod:`~interfpred.sim.mechanisms`). The simulated GPU type is the keyword ``spec`` everywhere (a
 :class:`GpuSpec` or a preset name).
 
 Examples
@@ -29,6 +30,7 @@ from interfpred.sim.contention import (
     rates,
 )
 from interfpred.sim.engine import SimResult, noisy_work, simulate, simulate_programs, simulate_work
+from interfpred.sim.mechanisms import MigInstance, check_time_slicing, instance_demands, simulate_mechanism
 from interfpred.sim.operators import HiddenFactors, PhaseZoo, Program, draw_hidden, merge_phases
 from interfpred.sim.orion import orion_zoo, phase_zoo, synthetic_phase_zoo
 from interfpred.sim.phased import simulate_phased
@@ -47,6 +49,10 @@ __all__ = [
     "simulate_programs",
     "simulate_work",
     "noisy_work",
+    "MigInstance",
+    "check_time_slicing",
+    "instance_demands",
+    "simulate_mechanism",
     "Arrivals",
     "Scenario",
     "poisson_arrivals",

@@ -23,12 +23,13 @@ from typing import cast
 import numpy as np
 
 from interfpred._core.limits import check_limit
-from interfpred.constants import SIM_DEFAULT_GPU, SIM_MIN_RHO
+from interfpred.constants import SIM_CONTEXT_SWITCH_MS, SIM_DEFAULT_GPU, SIM_MIN_RHO, SIM_TIMESLICE_QUANTUM_MS
 from interfpred.data.profiles import ProfileTable
 from interfpred.errors import InterfpredError
 from interfpred.sim._executions import check_seed
 from interfpred.sim.contention import GpuSpec, get_gpu_spec
 from interfpred.sim.engine import SimResult, simulate
+from interfpred.sim.mechanisms import MigInstance, simulate_mechanism
 from interfpred.sim.operators import PhaseZoo
 from interfpred.sim.phased import simulate_phased
 from interfpred.sim.zoo import zoo_profiles
@@ -230,11 +231,20 @@ def offered_load(arrivals: Arrivals, profiles: ProfileTable, spec: GpuSpec | str
 
 
 def simulate_arrivals(arrivals: Arrivals, *, spec: GpuSpec | str = SIM_DEFAULT_GPU, profiles: ProfileTable | None = None,
-                      seed: int | np.random.Generator | None = 0, zoo: PhaseZoo | None = None) -> SimResult:
+                      seed: int | np.random.Generator | None = 0, zoo: PhaseZoo | None = None,
+                      mechanism: str = "mps", layout: Sequence[MigInstance] | None = None,
+                      instance: Sequence[int] | np.ndarray | None = None,
+                      quantum_ms: float = SIM_TIMESLICE_QUANTUM_MS,
+                      switch_ms: float = SIM_CONTEXT_SWITCH_MS) -> SimResult:
     """Run an arrival stream through the FIFO queue and the engine (a :class:`SimResult`).
 
     With ``zoo`` the phase-structured truth (:func:`interfpred.sim.phased.simulate_phased`)
     runs the stream on that family's programs; without, the fluid truth on ``profiles``.
+    ``mechanism`` says how each GPU is shared (:func:`interfpred.sim.mechanisms.simulate_mechanism`):
+    ``"mps"`` (the default, every batch beside every other), ``"time_slicing"`` (one model's
+    context at a time; ``quantum_ms``, ``switch_ms``) or ``"mig"`` (``layout`` and each arrival's
+    ``instance``; the arrivals' devices are then ignored); the phase-structured truth runs under
+    MPS only.
 
     Examples
     --------
@@ -242,7 +252,19 @@ def simulate_arrivals(arrivals: Arrivals, *, spec: GpuSpec | str = SIM_DEFAULT_G
     >>> r = simulate_arrivals(a, seed=0)
     >>> len(r.trace), bool(np.all(r.slowdown > 0.9))
     (200, True)
+    >>> t = simulate_arrivals(a, seed=0, mechanism="time_slicing")      # the same stream, one context at a time
+    >>> bool(np.mean(t.trace.latency_ms) > np.mean(r.trace.latency_ms))
+    True
     """
+    if mechanism != "mps":
+        if zoo is not None:
+            raise InterfpredError(f"the phase-structured truth runs under mechanism 'mps' only, not {mechanism!r}")
+        return simulate_mechanism(arrivals.model, arrivals.batch_size, arrivals.time_ms,
+                                  device=None if mechanism == "mig" else arrivals.device, mechanism=mechanism,
+                                  layout=layout, instance=instance, spec=spec, profiles=profiles,
+                                  quantum_ms=quantum_ms, switch_ms=switch_ms, seed=seed, id=arrivals.id)
+    if layout is not None or instance is not None:
+        raise InterfpredError("layout and instance apply to mechanism 'mig' only, not 'mps'")
     if zoo is not None:
         return simulate_phased(arrivals.model, arrivals.batch_size, arrivals.time_ms, device=arrivals.device,
                                id=arrivals.id, spec=spec, zoo=zoo, queue=True, seed=seed)

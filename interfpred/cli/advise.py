@@ -1,0 +1,86 @@
+"""``interfpred advise``: rank time-slicing, MPS and MIG for models, rates and latency SLOs (docs/provisioning.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from interfpred.cli.common import add_model_file_options, check_label, refuse_existing, write_output
+from interfpred.constants import (
+    ADVISE_DEFAULT_GPU,
+    ADVISE_DURATION_S,
+    ADVISE_SEED,
+    MECHANISMS,
+    SIM_CONTEXT_SWITCH_MS,
+    SIM_TIMESLICE_QUANTUM_MS,
+)
+from interfpred.errors import InterfpredError
+
+__all__ = ["add_advise", "run_advise"]
+
+
+def add_advise(sub: Any) -> None:
+    """Declare the ``advise`` subcommand."""
+    p = sub.add_parser("advise", help="rank sharing mechanisms (time-slicing, MPS, MIG) for models under SLOs",
+                       description="Run each model's requests at its rate on the same simulated GPUs under "
+                                   "time-slicing, MPS and MIG (partitions chosen by the planner) and rank the "
+                                   "mechanisms by SLO attainment (requests within their latency SLO), then "
+                                   "throughput. With --model-file, response times are the fitted model's "
+                                   "predictions on the simulated schedule (its upper bound when calibrated).")
+    p.add_argument("--slo", required=True, help="SLO CSV model,rate_rps,latency_ms (the format plan reads)")
+    p.add_argument("--profiles", help="solo profiles of the models on --gpu (CSV/.parquet; default the "
+                                      "simulator's synthetic zoo)")
+    p.add_argument("--gpu", default=ADVISE_DEFAULT_GPU,
+                   help=f"simulated GPU preset (default {ADVISE_DEFAULT_GPU}; MIG needs a100)")
+    p.add_argument("--gpus", type=int, default=1, help="GPUs the workload runs on, under every mechanism (default 1)")
+    p.add_argument("--mechanisms", nargs="+", choices=MECHANISMS, default=list(MECHANISMS),
+                   help="mechanisms to rank (default all)")
+    p.add_argument("--duration-s", dest="duration_s", type=float, default=ADVISE_DURATION_S,
+                   help=f"simulated seconds of requests (default {ADVISE_DURATION_S:g})")
+    p.add_argument("--quantum-ms", dest="quantum_ms", type=float, default=SIM_TIMESLICE_QUANTUM_MS,
+                   help=f"time-slicing quantum in ms (default {SIM_TIMESLICE_QUANTUM_MS:g})")
+    p.add_argument("--switch-ms", dest="switch_ms", type=float, default=SIM_CONTEXT_SWITCH_MS,
+                   help=f"time-slicing context-switch cost in ms (default {SIM_CONTEXT_SWITCH_MS:g})")
+    p.add_argument("--seed", type=int, default=ADVISE_SEED, help=f"seed of arrivals and noise (default {ADVISE_SEED})")
+    add_model_file_options(p, help_text="a fitted interference model (interfpred fit) whose predicted latencies "
+                                        "replace the simulator's under MPS and inside MIG instances")
+    p.add_argument("--out", help="write the ranking: .json as JSON, anything else as CSV")
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
+    p.set_defaults(func=run_advise)
+
+
+def run_advise(args: argparse.Namespace) -> int:
+    """Run ``advise``: print the ranking, and write it with --out."""
+    from interfpred.data.columnar import format_of
+    from interfpred.provisioning import advise, read_slo
+
+    check_label(args.gpu, "--gpu")
+    if args.out is not None:
+        refuse_existing(args.out, args.force)
+        if not args.out.lower().endswith(".json") and format_of(args.out) != "csv":
+            raise InterfpredError(f"--out {args.out}: the ranking is written as CSV or JSON (.json), not "
+                                  f"{format_of(args.out)}")
+    slo = read_slo(args.slo)
+    profiles = None
+    if args.profiles is not None:
+        from interfpred.data.columnar import read_profiles
+
+        profiles = read_profiles(args.profiles)
+    model = None
+    if args.model_file is not None:
+        from interfpred.model.interference import load_model
+
+        model = load_model(args.model_file, trusted=args.trust_model_file)
+    a = advise(slo, profiles=profiles, spec=args.gpu, gpus=args.gpus, model=model, mechanisms=args.mechanisms,
+               duration_s=args.duration_s, seed=args.seed, quantum_ms=args.quantum_ms, switch_ms=args.switch_ms)
+    print(a.table())
+    for s in a.ranking:
+        print(f"  {s.mechanism}: {s.setup}")
+    if a.mig_plan_gpus is not None:
+        print(f"MIG plan with headroom needs {a.mig_plan_gpus} GPU{'s' if a.mig_plan_gpus > 1 else ''}; "
+              f"ran on {a.gpus}; {a.seconds:.2f} s")
+    if args.out is not None:
+        write_output(a, args.out)
+        print(f"wrote {args.out}", file=sys.stderr)
+    return 0
