@@ -117,7 +117,11 @@ def test_outputs_round_trip(light):
     assert float(rows[0]["attainment"]) == light.ranking[0].attainment
     doc = json.loads(light.to_json_text())
     assert doc["ranking"][0]["per_model"].keys() == LIGHT.keys()
-    assert light.table().splitlines()[1].split()[2:4] == [f"{100 * light.ranking[0].attainment:.1f}", "%"]
+    from interfpred.cli.advise import advice_table
+
+    lines = advice_table(light).splitlines()
+    assert "SLO attainment (%)" in lines[0] and "p99 (ms)" in lines[0]
+    assert lines[2].split()[:3] == ["1", light.ranking[0].mechanism, f"{100 * light.ranking[0].attainment:.1f}"]
 
 
 def test_a_fitted_model_predicts_and_a_calibrated_one_bounds():
@@ -170,8 +174,9 @@ def test_cli_advises_writes_and_refuses(tmp_path, capsys):
     args = ["advise", "--slo", str(slo), "--duration-s", "1"]
     assert main([*args, "--out", str(out)]) == 0
     printed = capsys.readouterr().out.splitlines()
-    assert printed[0].split() == ["rank", "mechanism", "attainment", "throughput_rps", "offered_rps", "p99_ms", "source"]
-    assert printed[1].split()[2].replace(".", "").isdigit() and printed[1].split()[3] == "%"
+    assert printed[0].split() == ["rank", "mechanism", "SLO", "attainment", "(%)", "throughput", "(req/s)", "offered",
+                                  "(req/s)", "p99", "(ms)", "source"]
+    assert printed[2].split()[2].replace(".", "").isdigit()
     rows = list(csv.DictReader(out.open()))
     assert sorted(r["mechanism"] for r in rows) == ["mig", "mps", "time_slicing"]
     assert main([*args, "--out", str(out)]) == 2
@@ -210,5 +215,5 @@ def test_cli_takes_a_fitted_model_file(tmp_path, capsys):
     assert main(["advise", "--slo", str(slo), "--duration-s", "1", "--mechanisms", "mps", "time_slicing",
                  "--model-file", str(path)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    sources = {ln.split()[1]: " ".join(ln.split()[7:]) for ln in lines[1:3]}
+    sources = {ln.split()[1]: " ".join(ln.split()[6:]) for ln in lines[2:4]}
     assert sources == {"mps": "model", "time_slicing": "simulation (no cross-context co-running to predict)"}

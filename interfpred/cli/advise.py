@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from interfpred.cli.common import add_model_file_options, check_label, refuse_existing, write_output
 from interfpred.constants import (
@@ -17,7 +17,10 @@ from interfpred.constants import (
 )
 from interfpred.errors import InterfpredError
 
-__all__ = ["add_advise", "run_advise"]
+if TYPE_CHECKING:
+    from interfpred.provisioning.advise import Advice
+
+__all__ = ["add_advise", "advice_table", "run_advise"]
 
 
 def add_advise(sub: Any) -> None:
@@ -74,7 +77,7 @@ def run_advise(args: argparse.Namespace) -> int:
         model = load_model(args.model_file, trusted=args.trust_model_file)
     a = advise(slo, profiles=profiles, spec=args.gpu, gpus=args.gpus, model=model, mechanisms=args.mechanisms,
                duration_s=args.duration_s, seed=args.seed, quantum_ms=args.quantum_ms, switch_ms=args.switch_ms)
-    print(a.table())
+    print(advice_table(a))
     for s in a.ranking:
         print(f"  {s.mechanism}: {s.setup}")
     if a.mig_plan_gpus is not None:
@@ -84,3 +87,14 @@ def run_advise(args: argparse.Namespace) -> int:
         write_output(a, args.out)
         print(f"wrote {args.out}", file=sys.stderr)
     return 0
+
+
+def advice_table(a: Advice) -> str:
+    """The ranking as the one text table: attainment in percent, throughput in requests/s, p99 in ms."""
+    from interfpred.evaluation.tables import Column, percent, text_table
+
+    header = ["rank", "mechanism", percent("SLO attainment", spec=".1f"), Column("throughput", unit="req/s", spec=".1f"),
+              Column("offered", unit="req/s", spec=".1f"), Column("p99", unit="ms", spec=".2f"), "source"]
+    rows = [[r["rank"], r["mechanism"], r["attainment"], r["throughput_rps"], r["offered_rps"], r["p99_ms"], r["source"]]
+            for r in a.rows()]
+    return text_table(header, rows)

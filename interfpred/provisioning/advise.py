@@ -36,11 +36,8 @@ predict: it stays simulated. The table says which figure came from where.
 Examples
 --------
 >>> a = advise({"resnet50": (400.0, 20.0), "yolov8n": (300.0, 20.0)}, spec="a100", duration_s=2.0)
->>> print(a.table())
-rank  mechanism     attainment  throughput_rps  offered_rps  p99_ms  source
-1     mps           100.0 %     718.0           718.5        4.63    simulation
-2     time_slicing  100.0 %     718.0           718.5        8.97    simulation
-3     mig           100.0 %     695.0           695.0        14.25   simulation
+>>> [(s.mechanism, round(100 * s.attainment, 1), round(s.p99_ms, 2)) for s in a.ranking]
+[('mps', 100.0, 4.63), ('time_slicing', 100.0, 8.97), ('mig', 100.0, 14.25)]
 >>> a.ranking[0].setup
 'batches within 0.125 x SLO: resnet50 batch 2; yolov8n batch 1'
 """
@@ -145,14 +142,6 @@ class Advice:
         """One mapping per mechanism with :data:`ADVICE_COLUMNS` (attainment as a fraction)."""
         return [{"rank": i, **{k: v for k, v in asdict(s).items() if k != "per_model"}}
                 for i, s in enumerate(self.ranking, start=1)]
-
-    def table(self) -> str:
-        """A small text table, attainment in percent."""
-        head = ("rank", "mechanism", "attainment", "throughput_rps", "offered_rps", "p99_ms", "source")
-        body = [(str(r["rank"]), r["mechanism"], f"{100 * r['attainment']:.1f} %", f"{r['throughput_rps']:.1f}",
-                 f"{r['offered_rps']:.1f}", f"{r['p99_ms']:.2f}", r["source"]) for r in self.rows()]
-        width = [max(len(x) for x in col) for col in zip(head, *body)]
-        return "\n".join("  ".join(x.ljust(w) for x, w in zip(line, width)).rstrip() for line in (head, *body))
 
     def to_csv_text(self) -> str:
         """The ranking as CSV (:data:`ADVICE_COLUMNS`; attainment a fraction)."""
