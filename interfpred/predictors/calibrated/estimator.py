@@ -118,6 +118,9 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
     """
 
     kind = "calibrated"
+    #: It wraps a predictor (``predictor_``) and gives latency bounds at ``levels_``; the rest of its
+    #: tags are its predictor's, set per instance.
+    tags = replace(BasePredictor.tags, wraps=True, gives_bounds=True)
     _contract_params = [{}, {"method": "split", "window": 40}, {"predictor": "online_sgd", "method": "fixed"},
                     {"predictor": "online_sgd", "scale": "relative", "window": 30},
                     {"predictor": "pair_mean", "groups": "entity", "quantiles": (0.8,)}]
@@ -147,7 +150,7 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
         # the calibration's capabilities are the wrapped predictor's, plus entities for per-entity groups
         self.tags = replace(type(self).tags, learns_online=inner.learns_online, fixed_width=inner.fixed_width,
                             uses_entities=self.groups == "entity" or inner.uses_entities,
-                            entity_key=inner.entity_key)
+                            entity_key=inner.entity_key, entity_terms=inner.entity_terms)
         self._online = bool(inner.learns_online)
         self._levels = _levels(self.quantiles)
         self._level_pos = {float(v): i for i, v in enumerate(self._levels.tolist())}

@@ -208,7 +208,7 @@ class EntityRLS(EntityStore, BasePredictor):
     """
 
     kind = "entity_rls"
-    tags = replace(BasePredictor.tags, uses_entities=True)
+    tags = replace(BasePredictor.tags, uses_entities=True, pairwise_terms=True)
     _contract_params = [{}, {"log_target": False, "rank": 2, "forgetting": 0.99},
                     {"covariance": "full", "population": "joint", "log_target": False},
                     {"population": "joint", "tune_priors": True}, {"entity_terms": False, "alone_is_solo": False}]
@@ -283,7 +283,8 @@ class EntityRLS(EntityStore, BasePredictor):
                 raise InterfpredError(f"{name} must be an integer in [0, {hi}], got {v!r}")
         if self.entity not in ("model", "model_batch"):
             raise InterfpredError(f"entity must be 'model' or 'model_batch', got {self.entity!r}")
-        self.tags = replace(type(self).tags, entity_key=self.entity)   # what an entity is, for every caller
+        self.tags = replace(type(self).tags, entity_key=self.entity, entity_terms=bool(self.entity_terms),
+                            tunes_priors=bool(self.tune_priors))   # what an entity is, for every caller
         if self.backoff not in ENTITY_BACKOFFS:
             raise InterfpredError(f"backoff must be one of {', '.join(map(repr, ENTITY_BACKOFFS))}, got {self.backoff!r}")
         if self.population not in ("marginal", "joint"):
