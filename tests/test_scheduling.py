@@ -8,7 +8,7 @@ import pytest
 from interfpred import InterfpredError, Static
 from interfpred.experiments.report import ReproduceContext
 from interfpred.experiments.scheduling import experiment as scheduling
-from interfpred.experiments.scheduling.event_loop import Batch, EventLoop, project_truth
+from interfpred.experiments.scheduling.dispatch import Batch, Dispatcher, project_truth
 from interfpred.experiments.scheduling.experiment import POLICIES, fit_pair_models, simulate_serving
 from interfpred.experiments.scheduling.policies import FifoPolicy, GpuletsPolicy, OraclePolicy
 from interfpred.sim.contention import get_gpu_spec
@@ -89,7 +89,7 @@ def test_run_e3_tiny(tmp_path, monkeypatch):
 def _serving(running_on: tuple[int, ...], n_devices: int = 2):
     """A serving state whose GPUs in ``running_on`` each run one vgg19 batch of 16 launched at 0."""
     prof, spec = zoo_profiles("l4"), get_gpu_spec("l4")
-    sim = EventLoop(prof, spec, n_devices, {m: 1e9 for m in prof.models}, np.random.default_rng(0), 32)
+    sim = Dispatcher(prof, spec, n_devices, {m: 1e9 for m in prof.models}, np.random.default_rng(0), 32)
     sm, l2, dr, solo = sim.profile("vgg19", 16)
     for g in running_on:
         sim.devices[g].running.append(Batch(g, "vgg19", 16, np.array([g]), 1e6, 0.0, np.array([sm, l2, dr]), solo,

@@ -4,8 +4,9 @@ Requests for the six zoo models arrive as Poisson streams, equal shares, single 
 (:func:`interfpred.sim.workload.poisson_arrivals` at batch size 1): the load ``rho`` is the offered
 utilisation per GPU *if every request ran alone at batch size 1*; dynamic batching serves more than
 ``rho = 1``. A request of model ``m`` must complete within ``E3_SLO_FACTOR`` times the solo latency of
-``m`` at batch size ``E3_SLO_BATCH`` after its arrival. The serving system, its dynamic batching
-and ground truth are :mod:`interfpred.experiments.scheduling.event_loop`; the five policies
+``m`` at batch size ``E3_SLO_BATCH`` after its arrival. The serving system and its dynamic batching
+are :mod:`interfpred.experiments.scheduling.dispatch`, the policy hook of the simulator's engine
+(:class:`interfpred.sim.engine.PolicyEngine`, the ground truth); the five policies
 :mod:`interfpred.experiments.scheduling.policies`; the pair data gpulets and the warm RLS are fitted
 on :mod:`interfpred.experiments.scheduling.pairs`.
 
@@ -51,7 +52,7 @@ from interfpred.evaluation.tables import markdown_table, text_table
 from interfpred.experiments.bounds import bound_goal, bound_verdict, fit_calibrated_pair_model
 from interfpred.experiments.plotting import NO_MPL
 from interfpred.experiments.report import ReproduceContext, Section
-from interfpred.experiments.scheduling.event_loop import EventLoop
+from interfpred.experiments.scheduling.dispatch import Dispatcher
 from interfpred.experiments.scheduling.pairs import fit_pair_models
 from interfpred.experiments.scheduling.plot import plot_attainment
 from interfpred.experiments.scheduling.policies import FifoPolicy, GpuletsPolicy, OraclePolicy, Policy, TrackerPolicy
@@ -146,7 +147,7 @@ def simulate_serving(policy: str, load: float, *, requests: int, seed: int = 0,
            for m in models}
     arr = poisson_arrivals(list(models), rho=load, executions=requests, profiles=profiles, spec=spec,
                            batch_sizes={1: 1.0}, n_devices=n_devices, seed=seed)
-    sim = EventLoop(profiles, spec, n_devices, slo, np.random.default_rng([seed, 1]), max_batch, hidden)
+    sim = Dispatcher(profiles, spec, n_devices, slo, np.random.default_rng([seed, 1]), max_batch, hidden)
     pol: Policy
     if policy in ("gpulets", "tracker") and pair_models is None:
         pair_models = fit_pair_models(profiles, spec, seed=seed, hidden=hidden)
