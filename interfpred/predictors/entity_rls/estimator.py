@@ -37,12 +37,16 @@ from interfpred.constants import (
     ENTITY_BACKOFF_EVIDENCE,
     ENTITY_BACKOFF_SCALE_RANGE,
     ENTITY_BACKOFF_SCALE_ROWS,
+    ENTITY_BACKOFF_SCALE_STEP,
+    ENTITY_BACKOFF_SCALE_STEPS,
+    ENTITY_BACKOFF_SCALE_TIE_RTOL,
     ENTITY_BACKOFFS,
     ENTITY_FACTOR_VAR,
     ENTITY_FORGETTING,
     ENTITY_MAX_RANK,
     ENTITY_PAIR_VAR,
     ENTITY_SENSITIVITY_VAR,
+    ENTITY_TUNE_MIN_ROWS,
     PRIOR_SLOWDOWN,
     RLS_DELTA,
     RLS_FORGETTING,
@@ -108,14 +112,15 @@ def _latency_scale(y: np.ndarray, pred: np.ndarray, is_rate: bool) -> float:
     else:              # |true k pred - 1| = (true pred) |k - 1 / (true pred)|
         k0 = _weighted_median(1.0 / (true * pred), true * pred)
     lo, hi = ENTITY_BACKOFF_SCALE_RANGE
-    cands = np.unique(np.clip(np.concatenate([k0 * 1.01 ** np.arange(-10, 11), [1.0]]), lo, hi))
+    steps = np.arange(-ENTITY_BACKOFF_SCALE_STEPS, ENTITY_BACKOFF_SCALE_STEPS + 1)
+    cands = np.unique(np.clip(np.concatenate([k0 * ENTITY_BACKOFF_SCALE_STEP ** steps, [1.0]]), lo, hi))
 
     def loss(k: float) -> float:
         rate = rate_from_prediction(k * pred, target)
         return float(np.abs(true / rate - 1.0).mean())
 
     losses = np.array([loss(float(k)) for k in cands])
-    best = np.flatnonzero(losses <= losses.min() * (1.0 + 1e-12))
+    best = np.flatnonzero(losses <= losses.min() * (1.0 + ENTITY_BACKOFF_SCALE_TIE_RTOL))
     return float(cands[best[np.argmin(np.abs(np.log(cands[best])))]])
 
 
@@ -350,7 +355,7 @@ class EntityRLS(EntityStore, BasePredictor):
     # ------------------------------------------------------------------ the API
     def _fit_rows(self, X: np.ndarray, y: np.ndarray, *, sample_weight: Any, entities: Entities | None) -> None:
         ent = entities
-        if self.tune_priors and ent is not None and self.entity_terms and X.shape[0] >= 8:
+        if self.tune_priors and ent is not None and self.entity_terms and X.shape[0] >= ENTITY_TUNE_MIN_ROWS:
             # the search runs with the decoupled covariance (fast); the fit below uses the chosen
             # variances with the configured one
             params = {**self.get_params(), "tune_priors": False,
