@@ -294,8 +294,8 @@ class InterferenceModel:
         if get_tags(self.predictor).gives_bounds and weights is None and len(fm) >= 2 * CROSS_FIT_FOLDS:
             groups = row_groups(0 if trace is None else len(trace), measurements)
             if len(np.unique(groups)) >= 2:
-                self.frozen_bounds = cross_fit_bounds(inner_predictor(self.predictor), fm, groups,
-                                                      self.predictor.levels_)
+                levels = self.predictor.levels_   # type: ignore[attr-defined]  # tags.gives_bounds says it has them
+                self.frozen_bounds = cross_fit_bounds(inner_predictor(self.predictor), fm, groups, levels)
         return self
 
     def _fit_validated(self, trace: Trace | None, profiles: ProfileTable | None, measurements: Measurements | None,
