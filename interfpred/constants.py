@@ -22,6 +22,8 @@ PRIOR_SLOWDOWN = 1.0
 
 #: Relative tolerance under which two profile rows for the same key count as the same row.
 PROFILE_DUPLICATE_RTOL = 1e-9
+#: An extrapolated solo latency is never below this share of the smallest profiled one (keeps it positive).
+PROFILE_EXTRAPOLATE_MIN_SOLO_SHARE = 1e-3
 
 # ---------------------------------------------------------------- Nsight Compute ingestion
 #: Percent points a throughput may exceed 100 % by (rounding in ncu's output) before it is refused;
@@ -82,6 +84,12 @@ SIM_MAX_CONCURRENCY = 4
 #: Lowest offered load the simulator accepts: sparser arrivals put times so far out (1e302 ms at rho 1e-300)
 #: that adding a latency to a start time rounds back to the start.
 SIM_MIN_RHO = 1e-3
+#: Fewest executions per set a simulated scenario takes.
+SIM_MIN_EXECUTIONS = 4
+#: Steady-state pairs: the span (ms) each measured execution is tiled to ...
+STEADY_PAIRS_SPAN_MS = 200.0
+#: ... and the co-runner's tiling, in multiples of the longest span, so it outlasts the measured one.
+STEADY_PAIRS_CO_RUNNER_SPANS = 3.5
 #: Relative tolerance under which two executions' finishing times count as one event.
 SIM_FINISH_RTOL = 1e-12
 #: Relative tolerance under which a resource counts as saturated in progressive filling.
@@ -470,6 +478,8 @@ PATTERN_MAX_ALTERNATIVES = 16
 #: Relative shortfall of a model's served rate below its SLO rate that still counts as served
 #: (floating-point sums of per-instance throughputs; nothing a request would notice).
 PLAN_RATE_RTOL = 1e-9
+#: The plan's lower bound is the LP relaxation's value rounded up; within this of an integer it is that integer.
+PLAN_LP_BOUND_FUZZ = 1e-9
 #: Seconds the integer-program solver may take for one plan before it gives up.
 PLAN_TIME_LIMIT_S = 60.0
 
