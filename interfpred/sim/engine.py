@@ -21,7 +21,7 @@ Three ways to feed it:
 * ``queue=True``: the given times are arrivals; each GPU launches its arrivals in FIFO order
   whenever fewer than ``max_concurrency`` run, and a latency counts from the launch.
 * a **policy hook** (:class:`PolicyEngine`): what starts where is decided while the engine runs, by
-  a :class:`Policy` called at every event (an arrival, a completion) across all GPUs; the
+  a :class:`PolicyHook` called at every event (an arrival, a completion) across all GPUs; the
   serving experiment's dynamic batching and admission policies run on it.
 
 Examples
@@ -58,7 +58,7 @@ from interfpred.sim._executions import (
 from interfpred.sim.contention import GpuSpec, check_fits, check_hidden, get_gpu_spec, rates
 from interfpred.sim.zoo import zoo_profiles
 
-__all__ = ["DeviceState", "Execution", "Policy", "PolicyEngine", "SimResult", "simulate", "simulate_programs",
+__all__ = ["DeviceState", "Execution", "PolicyEngine", "PolicyHook", "SimResult", "simulate", "simulate_programs",
            "simulate_work", "noisy_work"]
 
 
@@ -359,7 +359,7 @@ class DeviceState:
     max_running: int = 0
 
 
-class Policy(Protocol):
+class PolicyHook(Protocol):
     """What a :class:`PolicyEngine` calls at every event, in this order: :meth:`finished` for every
     completion (device by device), :meth:`arrive` for every arrival up to now, then :meth:`dispatch`,
     which launches with :meth:`PolicyEngine.launch`."""
@@ -376,7 +376,7 @@ class Policy(Protocol):
 
 class PolicyEngine:
     """The event engine with a policy hook: ``n_devices`` GPUs of one type whose launches a
-    :class:`Policy` decides at every event.
+    :class:`PolicyHook` decides at every event.
 
     Between two events every running execution progresses at its truth rate
     (:func:`interfpred.sim.contention.rates` of its GPU's running set, recomputed at every launch
@@ -430,7 +430,7 @@ class PolicyEngine:
         dev.max_running = max(dev.max_running, len(dev.running))
         self._set_rates(dev)
 
-    def run(self, arrival_ms: np.ndarray, policy: Policy) -> float:
+    def run(self, arrival_ms: np.ndarray, policy: PolicyHook) -> float:
         """Run until nothing runs and nothing is left to arrive; returns the clock then (ms).
 
         ``arrival_ms`` (n,) sorted arrival times, handed to ``policy.arrive`` in order.
