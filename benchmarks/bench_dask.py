@@ -43,7 +43,7 @@ def _write(n: int, files: int, folder: str, name: str) -> None:
 
     from interfpred import Trace
     from interfpred.data.columnar import write_profiles
-    from interfpred.experiments.distributed import write_device_files
+    from interfpred.model.distributed import write_device_files
 
     rng = np.random.default_rng(0)
     write_profiles(make_profiles(rng), os.path.join(folder, "profiles.parquet"))
@@ -57,7 +57,7 @@ def _write(n: int, files: int, folder: str, name: str) -> None:
 
 def _fit(folder: str, workers: int) -> dict:
     from interfpred.data.columnar import read_profiles
-    from interfpred.experiments.distributed import (
+    from interfpred.model.distributed import (
         connect,
         fit_partitions,
         trace_files,

@@ -22,6 +22,8 @@ PRIOR_SLOWDOWN = 1.0
 
 #: Relative tolerance under which two profile rows for the same key count as the same row.
 PROFILE_DUPLICATE_RTOL = 1e-9
+#: An extrapolated solo latency is never below this share of the smallest profiled one (keeps it positive).
+PROFILE_EXTRAPOLATE_MIN_SOLO_SHARE = 1e-3
 
 # ---------------------------------------------------------------- Nsight Compute ingestion
 #: Percent points a throughput may exceed 100 % by (rounding in ncu's output) before it is refused;
@@ -82,6 +84,12 @@ SIM_MAX_CONCURRENCY = 4
 #: Lowest offered load the simulator accepts: sparser arrivals put times so far out (1e302 ms at rho 1e-300)
 #: that adding a latency to a start time rounds back to the start.
 SIM_MIN_RHO = 1e-3
+#: Fewest executions per set a simulated scenario takes.
+SIM_MIN_EXECUTIONS = 4
+#: Steady-state pairs: the span (ms) each measured execution is tiled to ...
+STEADY_PAIRS_SPAN_MS = 200.0
+#: ... and the co-runner's tiling, in multiples of the longest span, so it outlasts the measured one.
+STEADY_PAIRS_CO_RUNNER_SPANS = 3.5
 #: Relative tolerance under which two executions' finishing times count as one event.
 SIM_FINISH_RTOL = 1e-12
 #: Relative tolerance under which a resource counts as saturated in progressive filling.
@@ -152,6 +160,20 @@ E3_QUICK_LOADS = (1.0, 2.0, 3.0, 3.5)
 E3_QUICK_REQUESTS = 1500
 E3_FULL_LOADS = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)
 E3_FULL_REQUESTS = 12000
+#: E3's goal: at some load, one-at-a-time serving (a) attains below this share of SLOs ...
+E3_GOAL_FIFO_BELOW = 0.90
+#: ... while the tracker's co-location (c) attains at least this share ...
+E3_GOAL_TRACKER_AT_LEAST = 0.99
+#: ... with goodput at least this fraction of the oracle's (d).
+E3_GOAL_GOODPUT_RATIO = 0.90
+#: Policy (e)'s goal where (c) meets E3_GOAL_TRACKER_AT_LEAST: (e) attains at least this share ...
+E3_BOUND_GOAL_ATTAINMENT = 0.999
+#: ... with goodput at least this fraction of (c)'s.
+E3_BOUND_GOAL_GOODPUT_RATIO = 0.95
+#: E1's goal: the best configuration predicts at least this share of latencies within 10%.
+E1_GOAL_WITHIN_10 = 0.9
+#: Fewest executions per simulated set ``reproduce(executions=...)`` takes.
+REPRODUCE_MIN_EXECUTIONS = 40
 # ---------------------------------------------------------------- models, fit/evaluate and reproduce
 #: ``kind`` written into model files (extractor spec + predictor state in one JSON).
 MODEL_FILE_KIND = "interfpred.model.interference"
@@ -320,6 +342,16 @@ ENTITY_BACKOFFS = ("rls", "global_mean", "no_interference")
 #: latency MAPE of the backoff on the fitted rows), and the most rows (evenly spaced) that choose it.
 ENTITY_BACKOFF_SCALE_RANGE = (0.25, 4.0)
 ENTITY_BACKOFF_SCALE_ROWS = 1 << 20
+#: The backoff scale's search: ``ENTITY_BACKOFF_SCALE_STEPS`` geometric steps of this factor either
+#: side of the weighted-median start (and 1) ...
+ENTITY_BACKOFF_SCALE_STEP = 1.01
+ENTITY_BACKOFF_SCALE_STEPS = 10
+#: ... and losses within this relative tolerance of the lowest count as tied (the scale nearest 1 wins).
+ENTITY_BACKOFF_SCALE_TIE_RTOL = 1e-12
+#: Fewest training rows EntityRLS tunes its prior variances on (fewer: the configured ones).
+ENTITY_TUNE_MIN_ROWS = 8
+#: Share of the training rows (the last ones) the prior-variance tuning validates on.
+ENTITY_TUNE_VALIDATION_SHARE = 0.25
 #: EntityRLS: a new entity's latent factors start at N(0, (ENTITY_FACTOR_INIT * sqrt(factor_var))^2), seeded:
 #: non-zero to break the symmetry of the bilinear term, small so that a new entity stays near g(phi).
 ENTITY_FACTOR_INIT = 0.1
@@ -353,6 +385,12 @@ CALIBRATED_MIN_GROUP = 100
 CALIBRATED_CALIBRATION_SHARE = 0.25
 #: Smallest score scale, relative to max(|prediction|, 1): keeps scores finite when a std or prediction is 0.
 CALIBRATED_MIN_SCALE = 1e-6
+#: How far ``(n + 1) q`` may sit from an integer and still count as it, when the conformal rank
+#: takes its ceiling (upper levels) or floor (lower ones): absorbs the rounding of levels such as
+#: 0.9 that are not binary fractions (``20 * 0.9`` is ``18.000000000000004``).
+CONFORMAL_RANK_FUZZ = 1e-9
+#: Two quantile levels closer than this are the same level (a requested quantile and a calibrated one).
+QUANTILE_LEVEL_ATOL = 1e-9
 #: Observations skipped at the start of each stream before coverage is counted in the experiments.
 CALIBRATED_WARMUP = 200
 #: E3 policy (e): the latency quantile the tracker admits on, and its safety margin (the bound is the margin).
@@ -447,6 +485,8 @@ PATTERN_MAX_ALTERNATIVES = 16
 #: Relative shortfall of a model's served rate below its SLO rate that still counts as served
 #: (floating-point sums of per-instance throughputs; nothing a request would notice).
 PLAN_RATE_RTOL = 1e-9
+#: The plan's lower bound is the LP relaxation's value rounded up; within this of an integer it is that integer.
+PLAN_LP_BOUND_FUZZ = 1e-9
 #: Seconds the integer-program solver may take for one plan before it gives up.
 PLAN_TIME_LIMIT_S = 60.0
 

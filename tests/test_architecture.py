@@ -53,14 +53,14 @@ LAYER_JOBS = {
     "evaluation": "metrics, prequential runs, folds, the baselines beside every number, coverage, the predictor "
                   "contract checks",
     "model": "`InterferenceModel`: extractor plus predictor, fitted, evaluated, saved and loaded; its "
-             "prediction tables",
+             "prediction tables; its fit on Dask",
     "serving": "the live running set, the what-if projection (compiled and generic), the tracker, placement over a "
                "fleet",
     "sim": "the ground-truth GPU simulator and its workloads (knows nothing of predictors)",
     "provisioning": "MIG profile tables and placements; plans that pack models onto the fewest GPUs under SLOs "
                     "from a measured table, and their validator; advice on which sharing mechanism to use, by "
                     "simulating each",
-    "experiments": "the paper's experiments, scheduling (E3), reproduction, Dask, benchmarks, coverage of a "
+    "experiments": "the paper's experiments, scheduling (E3), reproduction, benchmarks, coverage of a "
                    "model's bounds",
     "cli": "argument parsing and wiring only",
 }

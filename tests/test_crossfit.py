@@ -167,3 +167,43 @@ def test_frozen_bound_covers_new_models_at_0_9_leaving_one_model_out_on_gavel(ga
         hits += r["coverage"] * r["n"]
         n += r["n"]
     assert abs(hits / n - 0.9) <= 0.03, hits / n
+
+
+# ---------------------------------------------------------------------------- one conformal rank, one score scale
+def _exact_rank(n, level):
+    """The conformal rank in exact arithmetic of the decimal level (no rounding at all)."""
+    import math
+    from fractions import Fraction
+
+    x = (n + 1) * Fraction(str(level))
+    k = math.ceil(x) if level >= 0.5 else math.floor(x)
+    return min(max(k, 1), n)
+
+
+def test_the_conformal_rank_is_the_exact_one_at_the_boundary_where_the_bare_ceiling_is_not():
+    from interfpred.predictors.calibrated.conformal import conformal_rank
+
+    levels = (0.05, 0.1, 0.2, 0.29, 0.3, 0.7, 0.8, 0.9, 0.95, 0.99)
+    bare_misses = 0
+    for n in range(1, 120):
+        for q in levels:
+            assert conformal_rank(n, q) == _exact_rank(n, q), (n, q)
+            import math
+            bare = math.ceil((n + 1) * q) if q >= 0.5 else math.floor((n + 1) * q)
+            bare_misses += min(max(bare, 1), n) != _exact_rank(n, q)
+    assert conformal_rank(19, 0.9) == 18 and conformal_rank(99, 0.29) == 29   # (n + 1) q an integer
+    assert bare_misses > 0     # the unfuzzed rank (20 * 0.9 = 18.000000000000004 -> 19) is off there
+
+
+def test_frozen_bounds_and_the_calibrated_window_take_the_same_rank_and_scale():
+    from interfpred.model.crossfit import _conformal, _scale
+
+    rng = np.random.default_rng(3)
+    scores = rng.standard_normal(19)
+    cal = Calibrated(make_predictor("no_interference"), quantiles=(0.9,), method="split", window=19)
+    cal.update(np.zeros((19, 1)), 1.0 + scores)   # the prediction is 1: score = y - 1, scale max(|1|, min) = 1
+    want = np.sort((1.0 + scores) - 1.0)[17]                                          # rank 18 of 19
+    assert cal.thresholds()[0.9] == _conformal((1.0 + scores) - 1.0, 0.9) == want
+    m = np.array([-2.0, 0.0, 3.0])
+    np.testing.assert_array_equal(_scale(m), [2.0, 1e-6, 3.0])
+    assert _scale(np.float64(-2.0)).shape == ()

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from interfpred import InterfpredError
-from interfpred.experiments.distributed import (
+from interfpred.model.distributed import (
     LinearStatistics,
     TracePartition,
     evaluate_dask,
@@ -55,6 +55,15 @@ def test_merged_fit_equals_the_one_process_fit(data, feature_map, kind, params):
     np.testing.assert_allclose(merged.predict_latency(trace, prof), local.predict_latency(trace, prof), rtol=1e-9)
 
 
+def test_a_baseline_as_the_model_merges_by_its_merge(data):
+    trace, prof, _, paths = data
+    spec = {"kind": "global_mean", "params": {}}
+    merged = fit_partitions(trace_partitions(paths), prof, InterferenceModel({"feature_map": "default"}, spec))
+    local = InterferenceModel({"feature_map": "default"}, spec).fit(trace, prof)
+    assert merged.predictor.n_seen_ == local.predictor.n_seen_ == len(trace)
+    assert merged.predictor.mean_ == pytest.approx(local.predictor.mean_, rel=1e-12)
+
+
 def test_statistics_merge_in_any_grouping():
     rng = np.random.default_rng(1)
     X, y = rng.random((90, 3)) + 100.0, rng.random(90)          # large means: centred merging keeps digits
@@ -67,7 +76,7 @@ def test_statistics_merge_in_any_grouping():
 
 def test_refusals(data, tmp_path):
     _, prof, folder, paths = data
-    with pytest.raises(InterfpredError, match="sufficient statistics.*online_sgd"):
+    with pytest.raises(InterfpredError, match="merges what each partition learned.*'online_sgd' cannot.*global_mean"):
         fit_partitions(trace_partitions(paths), prof, InterferenceModel(None, "online_sgd"))
     with pytest.raises(InterfpredError, match="no Parquet trace files"):
         trace_files(tmp_path / "empty")
@@ -126,7 +135,7 @@ def test_cli_fit_and_evaluate_on_dask(data, cluster, tmp_path, capsys):
     assert main(["fit", "--trace", str(folder), "--profiles", str(tmp_path / "p.parquet"), "--predictor",
                  "online_sgd", "--feature-map", "default", "--target", "rate", "--out", str(out), "--force",
                  "--dask"]) == 2
-    assert "sufficient statistics" in capsys.readouterr().err
+    assert "merges what each partition learned" in capsys.readouterr().err
     assert main(["evaluate", "--model-file", str(out), "--trace", str(tmp_path / "nothing"), "--profiles",
                  str(tmp_path / "p.parquet"), "--dask"]) == 2
     assert "no Parquet trace files" in capsys.readouterr().err

@@ -36,6 +36,57 @@ def _rows(n=60, d=3, seed=0):
     return X, 1.0 + X @ np.arange(1.0, d + 1.0) + 0.01 * rng.standard_normal(n)
 
 
+# ----------------------------------------------------------------------------- tags: every capability declared
+def test_tags_declare_what_callers_used_to_probe():
+    from interfpred.predictors import get_tags, inner_predictor
+
+    for kind, cls in registered().items():
+        assert cls.tags.baseline == (kind in ("no_interference", "global_mean", "pair_mean")), kind
+    assert {k for k, c in registered().items() if c.tags.mergeable} == {
+        "no_interference", "global_mean", "pair_mean", "rls", "offline_linear"}
+    assert all(callable(getattr(c, "merge", None)) for k, c in registered().items()
+               if c.tags.mergeable and k != "offline_linear")   # the offline fit merges its rows' statistics
+    ent = EntityRLS()
+    assert ent.tags.pairwise_terms and ent.tags.entity_terms and ent.tags.tunes_priors
+    ablation = EntityRLS(entity_terms=False, tune_priors=False)
+    assert ablation.tags.pairwise_terms and not ablation.tags.entity_terms and not ablation.tags.tunes_priors
+    assert EntityRLS(entity="model_batch").clone().tags.entity_key == "model_batch"
+    cal = Calibrated(EntityRLS(entity_terms=False))
+    assert cal.tags.wraps and cal.tags.gives_bounds and not cal.tags.entity_terms
+    assert not cal.tags.pairwise_terms          # the projection reads the wrapped one's terms
+    assert inner_predictor(cal).kind == "entity_rls" and inner_predictor(ent) is ent
+    assert Calibrated(PairMean(), groups="entity").tags.entity_terms
+    for p in (RLS(), OnlineSGD(), OfflineLinear(), GpuletsModel(), PairMean()):
+        assert not p.tags.wraps and not p.tags.gives_bounds and not p.tags.tunes_priors
+    assert get_tags(object()) == get_tags(None) and inner_predictor(None) is None
+
+
+@pytest.mark.parametrize("make", [NoInterference, GlobalMean, PairMean])
+def test_baselines_merge_to_one_fed_both_sets_of_rows(make):
+    X, y = _rows(60)
+    y = y.copy()
+    ent = Entities.from_lists(["a", "b", "a"] * 20, [{"b": 1.0}, {"a": 1.0}, {}] * 20)
+    kw = (lambda idx: {"entities": ent.take(idx)}) if make is PairMean else (lambda idx: {})
+    first, second, both = make(), make(), make()
+    first.update(X[:25], y[:25], **kw(np.arange(25)))
+    second.update(X[25:], y[25:], **kw(np.arange(25, 60)))
+    both.update(X, y, **kw(np.arange(60)))
+    fresh = make().merge(first)                          # a fresh one takes the other's rows and width
+    assert fresh.merge(second) is fresh and fresh.n_seen_ == both.n_seen_
+    np.testing.assert_allclose(fresh.predict(X, **kw(np.arange(60))), both.predict(X, **kw(np.arange(60))),
+                               rtol=1e-12)
+    before = fresh.to_state()
+    assert fresh.merge(make()).to_state() == before      # nothing learned on the other side: unchanged
+    for bad, match in ((RLS(), "merge needs a"), (make(target="rate"), "same hyperparameters")):
+        with pytest.raises(InterfpredError, match=match):
+            fresh.merge(bad)
+    wide = make()
+    wide.update(np.zeros((1, 4)), [1.0], **kw(np.arange(1)))
+    with pytest.raises(InterfpredError, match="same width: 3 features vs 4"):
+        fresh.merge(wide)
+    assert fresh.to_state() == before
+
+
 # ----------------------------------------------------------------------------- coef_, intercept_, n_seen_
 
 

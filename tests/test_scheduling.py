@@ -8,7 +8,7 @@ import pytest
 from interfpred import InterfpredError, Static
 from interfpred.experiments.report import ReproduceContext
 from interfpred.experiments.scheduling import experiment as scheduling
-from interfpred.experiments.scheduling.event_loop import Batch, EventLoop, project_truth
+from interfpred.experiments.scheduling.dispatch import Batch, Dispatcher, project_truth
 from interfpred.experiments.scheduling.experiment import POLICIES, fit_pair_models, simulate_serving
 from interfpred.experiments.scheduling.policies import FifoPolicy, GpuletsPolicy, OraclePolicy
 from interfpred.sim.contention import get_gpu_spec
@@ -91,7 +91,7 @@ def test_run_e3_tiny(tmp_path, monkeypatch):
 def _serving(running_on: tuple[int, ...], n_devices: int = 2):
     """A serving state whose GPUs in ``running_on`` each run one vgg19 batch of 16 launched at 0."""
     prof, spec = zoo_profiles("l4"), get_gpu_spec("l4")
-    sim = EventLoop(prof, spec, n_devices, {m: 1e9 for m in prof.models}, np.random.default_rng(0), 32)
+    sim = Dispatcher(prof, spec, n_devices, {m: 1e9 for m in prof.models}, np.random.default_rng(0), 32)
     sm, l2, dr, solo = sim.profile("vgg19", 16)
     for g in running_on:
         sim.devices[g].running.append(Batch(g, "vgg19", 16, np.array([g]), 1e6, 0.0, np.array([sm, l2, dr]), solo,
@@ -160,3 +160,49 @@ def test_gpulets_admits_on_its_static_prediction(pair):
     pol = GpuletsPolicy(sim, g, 0.05)
     assert pol.place(1, "resnet50", 8, 1e6, 0.0) == int(np.argmin(added))
     assert pol.place(1, "resnet50", 8, cand[1], 0.0) is None   # solo latency alone breaks the 5% margin
+
+
+# ---------------------------------------------------------------------------- the engine's policy hook
+def test_the_policy_hook_with_a_fifo_policy_is_the_compiled_engines_fifo_queue():
+    """A policy that launches arrivals in order while fewer than max_concurrency run gives the launch and
+    end times of the compiled engine's own FIFO queue (same truth rates, exact integration)."""
+    from collections import deque
+
+    from interfpred.sim.engine import Execution, PolicyEngine, simulate_work
+
+    rng = np.random.default_rng(5)
+    n = 60
+    work = rng.uniform(2.0, 9.0, n)
+    dem = rng.uniform(0.05, 0.6, (n, 3))
+    arrival = np.sort(rng.uniform(0.0, 80.0, n))
+    spec = get_gpu_spec("l4")
+
+    class Fifo:
+        def __init__(self, engine):
+            self.engine, self.queue = engine, deque()
+            self.start, self.end = np.full(n, np.nan), np.full(n, np.nan)
+            self.ids = {}
+
+        def arrive(self, i, t):
+            self.queue.append(i)
+
+        def finished(self, g, x, t):
+            self.end[self.ids[id(x)]] = t
+
+        def dispatch(self, t):
+            while self.queue and len(self.engine.devices[0].running) < spec.max_concurrency:
+                i = self.queue.popleft()
+                x = Execution(dem[i], work[i], work[i])
+                self.ids[id(x)] = i
+                self.start[i] = t
+                self.engine.launch(0, x, t)
+
+    engine = PolicyEngine(spec, 1)
+    pol = Fifo(engine)
+    end = engine.run(arrival, pol)
+    s, e = simulate_work(work, dem, arrival, spec=spec, queue=True)
+    np.testing.assert_allclose(pol.start, s, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(pol.end, e, rtol=1e-9, atol=1e-9)
+    assert end == pytest.approx(e.max(), rel=1e-12)
+    dev = engine.devices[0]
+    assert dev.max_running == spec.max_concurrency and not dev.running and dev.busy_since is None

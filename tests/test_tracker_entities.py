@@ -100,10 +100,12 @@ def test_alone_batch_projects_at_solo_speed():
 
 
 class _EntityTerms(_Opaque):
-    """Not an EntityRLS, but exposes the entity terms the compiled path reads: the tracker takes that path."""
+    """Not an EntityRLS, but exposes the entity terms the compiled path reads and says so in its tags
+    (``pairwise_terms``): the tracker takes that path."""
 
-    def __init__(self, inner):
+    def __init__(self, inner, *, declared=True):
         super().__init__(inner)
+        self.tags = PredictorTags(uses_entities=True, entity_key=inner.tags.entity_key, pairwise_terms=declared)
         self.calls = 0
         for name in ("coef_", "intercept_", "n_features_in_", "log_target", "alone_is_solo"):
             setattr(self, name, getattr(inner, name))
@@ -119,7 +121,7 @@ class _EntityTerms(_Opaque):
         return super().predict(X, entities=entities)
 
 
-def test_entity_path_keys_on_the_pairwise_terms_capability():
+def test_entity_path_keys_on_the_pairwise_terms_tag():
     p = _trained(True, 2)
     prof = zoo_profiles("l4")
     duck, direct = _EntityTerms(p), ColocationTracker(prof, p)
@@ -131,3 +133,9 @@ def test_entity_path_keys_on_the_pairwise_terms_capability():
     assert duck.calls == 0                      # compiled: no predict call per projected segment
     np.testing.assert_allclose(list(got.values()), list(direct.what_if([("c", "vit_b16", 2)], 2.0).values()),
                                rtol=1e-12)
+    undeclared = _EntityTerms(p, declared=False)   # the methods alone are not the capability: the tags say it
+    tu = ColocationTracker(prof, undeclared)
+    tu.start(0, "resnet50", 4, 0.0)
+    tu.start(1, "vgg19", 8, 1.0)
+    tu.what_if([("c", "vit_b16", 2)], 2.0)
+    assert undeclared.calls > 0                 # the generic path: it predicts the projected segments

@@ -163,10 +163,11 @@ def _fit_validated(args: argparse.Namespace, spec: dict[str, Any], predictor: An
     """Choose what was not named by validation, print the choice beside the baselines, fit it (None: refused)."""
     from interfpred.model.interference import fit_selected
     from interfpred.model.selection import select_configuration
+    from interfpred.predictors import inner_predictor
 
     fixed = {"aggregation": spec["aggregation"], "combine": spec["combine"], "alpha": spec.get("alpha"),
              "feature_map": args.feature_map, "target": args.target, "shares": True if args.shares else None}
-    inner = predictor.predictor_ if predictor is not None and hasattr(predictor, "levels_") else predictor
+    inner = inner_predictor(predictor)    # a Calibrated one: validation chooses for the predictor it wraps
     progress("choosing the configuration by validation inside the training rows")
     sel = select_configuration(trace, profiles, meas, fixed=fixed, predictor=inner)
     print("\n".join(sel.report()), file=sys.stderr if args.json else sys.stdout)  # --json: stdout holds JSON only
@@ -191,7 +192,7 @@ def _fit_validated(args: argparse.Namespace, spec: dict[str, Any], predictor: An
 def _dask_inputs(args: argparse.Namespace) -> tuple[Any, list[str]]:
     """(profiles, partitions' files) for --dask: a Parquet trace in files, profiles in any format."""
     from interfpred.data.columnar import read_profiles
-    from interfpred.experiments.distributed import trace_files
+    from interfpred.model.distributed import trace_files
 
     if args.trace is None or args.profiles is None:
         raise InterfpredError("--dask needs --trace (Parquet files: a folder, a glob or a file) and --profiles")
@@ -203,7 +204,7 @@ def _dask_inputs(args: argparse.Namespace) -> tuple[Any, list[str]]:
 
 
 def _run_fit_dask(args: argparse.Namespace, spec: dict[str, Any], predictor: Any) -> int:
-    from interfpred.experiments.distributed import fit_dask
+    from interfpred.model.distributed import fit_dask
     from interfpred.model.interference import InterferenceModel
 
     if args.measurement_weight is not None:
@@ -299,7 +300,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 
 def _run_evaluate_dask(args: argparse.Namespace, model: Any) -> int:
-    from interfpred.experiments.distributed import evaluate_dask
+    from interfpred.model.distributed import evaluate_dask
 
     profiles, files = _dask_inputs(args)
     ev = evaluate_dask(files, profiles, model, online=args.online, address=args.dask or None,
@@ -319,7 +320,7 @@ def _run_split(args: argparse.Namespace) -> int:
     from interfpred.constants import E4_REPEATS, E4_TRAIN_SHARE
     from interfpred.experiments.real import split_scores, split_table
     from interfpred.model.interference import InterferenceModel, load_model
-    from interfpred.predictors import make_predictor
+    from interfpred.predictors import get_tags, make_predictor
 
     if args.measurements is None or args.trace is not None:
         raise InterfpredError("--split evaluates inside one --measurements file (not a trace)")
@@ -343,7 +344,7 @@ def _run_split(args: argparse.Namespace) -> int:
         print(f"interfpred: {model.note}", file=sys.stderr)
     repeats = E4_REPEATS if args.repeats is None else args.repeats
     default_fit = predictor is None and args.model_file is None   # what fit with no flags would choose, per fold
-    if args.quantiles and not default_fit and getattr(model.predictor, "levels_", None) is None:
+    if args.quantiles and not default_fit and not get_tags(model.predictor).gives_bounds:
         raise InterfpredError("--quantiles with --split needs a calibrated --model-file (fit it with --calibrate), "
                               "or no --model-file")
     chosen: dict[bytes, Any] = {}     # the default fit's model per split, chosen once for both tables

@@ -120,10 +120,7 @@ def _write_table(table: Any, path: str | os.PathLike[str], fmt: str) -> None:
         with atomic_open(path, "wb") as fh:
             feather.write_feather(table, fh, compression="uncompressed")
     else:
-        _write_csv(table, path)
-
-
-_write_csv = write_csv
+        write_csv(table, path)
 
 
 def _strings(col: Any) -> np.ndarray:

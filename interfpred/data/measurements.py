@@ -46,9 +46,6 @@ from interfpred.errors import InputError, InterfpredError
 
 __all__ = ["Measurements", "check_measurement_columns"]
 
-_NAMES = ("run", "gpu", "model", "member")
-_NUMS = ("batch_size", "share", "solo_ms", "observed_ms")
-
 
 def _fail(message: str, path: Any, lines: Sequence[int] | None, i: int) -> None:
     line = lines[i] if lines is not None else i + 1

@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from interfpred.constants import BASELINE_KINDS
 from interfpred.data.entities import Entities
 from interfpred.errors import FrozenPredictorError, InterfpredError
 from interfpred.predictors import load_predictor
@@ -66,7 +65,7 @@ def _update(q: Any, X: Any, y: Any) -> None:
     The no-interference baseline is a constant by definition, not a learner that silently
     ignores data: its update accepts valid rows and changes nothing.
     """
-    if q.tags.learns_online or getattr(q, "kind", "") == "no_interference":
+    if q.tags.learns_online or q.tags.baseline:
         q.update(X, y)
         return
     try:
@@ -249,9 +248,9 @@ def check_frozen_update_refused(p: Any) -> None:
 def check_beats_running_mean(p: Any) -> None:
     """On a noiseless linear stream an online predictor beats a running-mean baseline (prequential).
 
-    The baselines themselves (``BASELINE_KINDS``) are exempt: they ignore the features by design.
+    The baselines themselves (``tags.baseline``) are exempt: they ignore the features by design.
     """
-    if not p.tags.learns_online or getattr(p, "kind", "") in BASELINE_KINDS:
+    if not p.tags.learns_online or p.tags.baseline:
         return
     q = p.clone()
     X, y = _stream(q, 1500, seed=7)
@@ -379,7 +378,7 @@ def check_entities_contract(p: Any) -> None:
 def check_entities_are_learned(p: Any) -> None:
     """With entities, an online entity-aware predictor beats the running mean on a stream whose
     target depends only on the own and co-runner entities (prequential, single rows)."""
-    if not p.tags.uses_entities or not p.tags.learns_online or getattr(p, "entity_terms", True) is False:
+    if not p.tags.uses_entities or not p.tags.learns_online or not p.tags.entity_terms:
         return  # (an ablation with its entity terms turned off learns no entity by design)
     q = p.clone()
     n = 1500

@@ -44,7 +44,7 @@ from interfpred.evaluation import (
     text_table,
 )
 from interfpred.model.interference import InterferenceModel
-from interfpred.predictors import predictor_from_state
+from interfpred.predictors import get_tags, predictor_from_state
 
 __all__ = ["CoverageEvaluation", "evaluate_coverage", "format_coverage", "split_coverage", "split_coverage_table"]
 
@@ -182,7 +182,7 @@ def split_coverage(measurements: Measurements, profiles: ProfileTable | None, fo
     >>> print(split_coverage_table(rows).splitlines()[0])
     quantile  method             rows  coverage (pooled)  per fold: mean [min, max]
     """
-    if model is not None and getattr(model.predictor, "levels_", None) is None:
+    if model is not None and not get_tags(model.predictor).gives_bounds:
         raise InterfpredError("bounds need a calibrated model (fit it with --calibrate) or no --model-file")
     covered: dict[tuple[float, str], list[tuple[float, int]]] = {}
     for fold in folds:

@@ -39,7 +39,12 @@ import numpy as np
 
 from interfpred._core.atomic import recover, staged_folder
 from interfpred._version import __version__
-from interfpred.constants import SIM_DEFAULT_TRUTH, SIM_PHASED_DEFAULT_GPU, SIM_TRUTHS
+from interfpred.constants import (
+    REPRODUCE_MIN_EXECUTIONS,
+    SIM_DEFAULT_TRUTH,
+    SIM_PHASED_DEFAULT_GPU,
+    SIM_TRUTHS,
+)
 from interfpred.errors import InterfpredError
 from interfpred.experiments.bounds import run_coverage
 from interfpred.experiments.bounds_real import run_e4_coverage
@@ -146,8 +151,8 @@ def reproduce(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: int
     get_gpu_spec(gpu)  # an unknown preset fails here, before any work
     if truth == "phases" or zoo is not None:
         phase_zoo(gpu, zoo)  # an unknown or mismatched zoo too
-    if executions is not None and (not isinstance(executions, int) or executions < 40):
-        raise InterfpredError(f"executions {executions!r} must be an integer >= 40")
+    if executions is not None and (not isinstance(executions, int) or executions < REPRODUCE_MIN_EXECUTIONS):
+        raise InterfpredError(f"executions {executions!r} must be an integer >= {REPRODUCE_MIN_EXECUTIONS}")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise InterfpredError(f"seed {seed!r} must be a non-negative integer")
     funcs = _resolve(sections)

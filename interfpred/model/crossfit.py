@@ -54,6 +54,7 @@ from interfpred.constants import (
     CALIBRATED_MIN_SCALE,
     CROSS_FIT_FOLDS,
     CROSS_FIT_MIN_CATEGORY_SCORES,
+    QUANTILE_LEVEL_ATOL,
     SELECTION_SEED,
 )
 from interfpred.data.entities import Entities
@@ -63,6 +64,7 @@ from interfpred.evaluation.validation import grouped_fold_ids, involvement
 from interfpred.features import FeatureMatrix
 from interfpred.features.entity_features import parent_entities
 from interfpred.predictors import BasePredictor
+from interfpred.predictors.calibrated.conformal import conformal_rank, relative_scales
 
 __all__ = ["NOVELTY_CATEGORIES", "FrozenBounds", "cross_fit_bounds", "model_entities", "novelty", "take_rows"]
 
@@ -86,16 +88,15 @@ def model_entities(fm: FeatureMatrix, predictor: BasePredictor) -> Entities | No
 
 
 def _scale(mean: np.ndarray) -> np.ndarray:
-    return np.maximum(np.abs(mean), CALIBRATED_MIN_SCALE)
+    m = np.asarray(mean, dtype=np.float64)
+    return relative_scales(np.ascontiguousarray(m.reshape(-1)), CALIBRATED_MIN_SCALE).reshape(m.shape)
 
 
 def _conformal(scores: np.ndarray, level: float) -> float:
-    """The split-conformal threshold at ``level``: the ceil((n+1)q)-th smallest score (upper levels), or
-    the floor((n+1)q)-th (lower levels), clipped to the scores seen."""
+    """The split-conformal threshold at ``level``: the score of rank :func:`conformal_rank` (the
+    ceil((n+1)q)-th smallest for upper levels, the floor((n+1)q)-th for lower ones, clipped to the scores)."""
     s = np.sort(scores)
-    n = len(s)
-    k = math.ceil((n + 1) * level) if level >= 0.5 else math.floor((n + 1) * level)
-    return float(s[min(max(k, 1), n) - 1])
+    return float(s[conformal_rank(len(s), float(level)) - 1])
 
 
 def novelty(entities: Entities | None, seen: Sequence[str]) -> np.ndarray:
@@ -197,7 +198,7 @@ class FrozenBounds:
         if category is not None and self.category_thresholds and self.category_thresholds[category]:
             ths = self.category_thresholds[category]
         for lv, th in zip(self.levels, ths):
-            if abs(lv - level) < 1e-9:
+            if abs(lv - level) < QUANTILE_LEVEL_ATOL:
                 return th
         raise InterfpredError(f"quantile {level!r} is not calibrated; calibrated levels: "
                               + ", ".join(f"{v:g}" for v in self.levels))

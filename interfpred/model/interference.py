@@ -64,7 +64,14 @@ from interfpred.features.entity_features import parent_entities
 from interfpred.model.crossfit import FrozenBounds, cross_fit_bounds, model_entities
 from interfpred.model.rows import as_inputs, model_features
 from interfpred.model.selection import Selection, select_configuration
-from interfpred.predictors import BasePredictor, make_predictor, predictor_from_state, registered
+from interfpred.predictors import (
+    BasePredictor,
+    get_tags,
+    inner_predictor,
+    make_predictor,
+    predictor_from_state,
+    registered,
+)
 
 __all__ = ["Evaluation", "InterferenceModel", "fit_selected", "load_model"]
 
@@ -284,12 +291,11 @@ class InterferenceModel:
         self.baselines = fit_baselines(fm.X, fm.y, entities=self._baseline_entities(fm), sample_weight=weights,
                                        target=self.extractor.target)
         self.frozen_bounds = None
-        levels = getattr(self.predictor, "levels_", None)
-        if levels is not None and weights is None and len(fm) >= 2 * CROSS_FIT_FOLDS:
+        if get_tags(self.predictor).gives_bounds and weights is None and len(fm) >= 2 * CROSS_FIT_FOLDS:
             groups = row_groups(0 if trace is None else len(trace), measurements)
             if len(np.unique(groups)) >= 2:
-                inner = getattr(self.predictor, "predictor_", self.predictor)   # Calibrated: the wrapped one
-                self.frozen_bounds = cross_fit_bounds(inner, fm, groups, levels)
+                levels = self.predictor.levels_   # type: ignore[attr-defined]  # tags.gives_bounds says it has them
+                self.frozen_bounds = cross_fit_bounds(inner_predictor(self.predictor), fm, groups, levels)
         return self
 
     def _fit_validated(self, trace: Trace | None, profiles: ProfileTable | None, measurements: Measurements | None,

@@ -267,7 +267,7 @@ def _frozen_priors(p: BasePredictor, fm: FeatureMatrix, cache: dict[Any, dict[st
                    key: Any = None) -> BasePredictor:
     """EntityRLS with the prior variances it tunes on all rows, fixed (no nested tuning in every fold);
     ``cache[key]`` keeps them for candidates that differ only in what tuning does not see (the backoff)."""
-    if not getattr(p, "tune_priors", False):
+    if not p.tags.tunes_priors:
         return p
     tuned = None if cache is None else cache.get(key)
     if tuned is None:

@@ -22,7 +22,7 @@ from interfpred.predictors.registry import (
 )
 from interfpred.predictors.rls import RLS
 from interfpred.predictors.sgd import OnlineSGD
-from interfpred.predictors.tags import PredictorTags, get_tags
+from interfpred.predictors.tags import PredictorTags, get_tags, inner_predictor
 
 __all__ = [
     "BasePredictor",
@@ -47,6 +47,7 @@ __all__ = [
     "AsSklearn",
     "FromSklearn",
     "get_tags",
+    "inner_predictor",
     "load_predictor",
     "make_predictor",
     "predictor_from_state",

@@ -4,6 +4,8 @@
 target) and :class:`PairMean` (the running mean per model and co-runner models, read from an
 :class:`~interfpred.data.entities.Entities` table) follow the contract of every predictor and ignore
 the feature values, so a model that loses to one of them has learned less than a table of averages.
+Each one's ``merge(other)`` absorbs what a copy learned on other rows (another GPU), exactly: the
+merged means are those of one baseline fed both sets of rows, to rounding.
 
 Examples
 --------
@@ -38,6 +40,16 @@ from interfpred.predictors.inputs import check_target
 __all__ = ["GlobalMean", "NoInterference", "PairMean"]
 
 
+def _merge_mean(a: list, b: list) -> list:
+    """Two running ``[mean, count, weight sum]`` accumulators as one (the weighted mean of both)."""
+    if b[2] == 0:
+        return list(a)
+    if a[2] == 0:
+        return list(b)
+    w = a[2] + b[2]
+    return [a[0] + (b[0] - a[0]) * (b[2] / w), a[1] + b[1], w]
+
+
 def _finite_count(state: dict[str, Any], key: str) -> list:
     """``[mean, count, weight sum]`` from a state entry."""
     vals = list(state[key])
@@ -49,7 +61,29 @@ def _finite_count(state: dict[str, Any], key: str) -> list:
     return [mean, n, wsum]
 
 
-class _Constant(BasePredictor):
+class _Baseline(BasePredictor):
+    """What the three baselines share: the checks of ``merge``."""
+
+    def _merge_ready(self, other: Any) -> bool:
+        """Check that ``other`` can be merged into this one (the same class and hyperparameters, the same
+        width once both have one) and take its width if this one has none; False when ``other`` has
+        no width (it has seen no rows)."""
+        if type(other) is not type(self):
+            raise InterfpredError(f"merge needs a {type(self).__name__}, got {type(other).__name__}")
+        mine, theirs = self.get_params(), other.get_params()
+        if mine != theirs:
+            raise InterfpredError(f"merge needs the same hyperparameters: {mine} vs {theirs}")
+        d_other = other.n_features_in_
+        if d_other is None:
+            return False
+        if self._d is None:
+            self._allocate(d_other)
+        if self._d != d_other:
+            raise InterfpredError(f"merge needs the same width: {self._d} features vs {d_other}")
+        return True
+
+
+class _Constant(_Baseline):
     """A baseline whose prediction does not depend on the features: zero weights and a constant."""
 
     @abc.abstractmethod
@@ -84,7 +118,7 @@ class NoInterference(_Constant):
 
     kind = "no_interference"
     #: ``fit`` takes ``sample_weight`` (and learns nothing from it either).
-    tags = replace(BasePredictor.tags, learns_online=False, supports_weights=True)
+    tags = replace(BasePredictor.tags, learns_online=False, supports_weights=True, baseline=True, mergeable=True)
 
     def __init__(self, *, target: str | None = None) -> None:
         self.target = check_target(target)
@@ -102,6 +136,18 @@ class NoInterference(_Constant):
 
     def _constant(self) -> float:
         return PRIOR_SLOWDOWN
+
+    def merge(self, other: NoInterference) -> NoInterference:
+        """Absorb another copy (nothing to absorb: it learns nothing); checks it and takes its width
+        if this one has none yet; returns self.
+
+        Examples
+        --------
+        >>> NoInterference().merge(NoInterference().fit([[0.0]], [2.0])).n_features_in_
+        1
+        """
+        self._merge_ready(other)
+        return self
 
     @property
     def n_seen_(self) -> int:
@@ -128,7 +174,7 @@ class GlobalMean(_Constant):
 
     kind = "global_mean"
     #: ``fit`` takes ``sample_weight`` (a weighted mean).
-    tags = replace(BasePredictor.tags, supports_weights=True)
+    tags = replace(BasePredictor.tags, supports_weights=True, baseline=True, mergeable=True)
 
     def __init__(self, *, target: str | None = None) -> None:
         self.target = check_target(target)
@@ -169,6 +215,27 @@ class GlobalMean(_Constant):
     def _constant(self) -> float:
         return self.mean_
 
+    def merge(self, other: GlobalMean) -> GlobalMean:
+        """Absorb what ``other`` learned (the same hyperparameters; another GPU's rows); returns self.
+
+        The merged mean is the weighted mean of both, as one baseline fed both sets of rows.
+
+        Raises
+        ------
+        InterfpredError
+            ``other`` is not a GlobalMean with the same hyperparameters and width; nothing changes.
+
+        Examples
+        --------
+        >>> a = GlobalMean().fit([[0.0], [0.0]], [2.0, 4.0])
+        >>> a.merge(GlobalMean().fit([[0.0]], [6.0])).mean_, a.n_seen_
+        (4.0, 3)
+        """
+        if self._merge_ready(other):
+            self._mean, self._n, self._w = _merge_mean([self._mean, self._n, self._w],
+                                                       [other._mean, other._n, other._w])
+        return self
+
     def _get_state(self) -> dict[str, Any]:
         return {"mean": [self._mean, self._n, self._w]}
 
@@ -177,7 +244,7 @@ class GlobalMean(_Constant):
         self._d = d
 
 
-class PairMean(BasePredictor):
+class PairMean(_Baseline):
     """Running mean per (model, sorted co-runner models); else the model's mean; else the global mean.
 
     Rows are keyed by :meth:`Entities.pair_keys` of the ``entities=`` table given to ``fit``,
@@ -199,7 +266,8 @@ class PairMean(BasePredictor):
 
     kind = "pair_mean"
     #: ``fit`` takes ``sample_weight`` (weighted means).
-    tags = replace(BasePredictor.tags, uses_entities=True, supports_weights=True)
+    tags = replace(BasePredictor.tags, uses_entities=True, supports_weights=True, entity_terms=True, baseline=True,
+                   mergeable=True)
 
     def __init__(self, *, target: str | None = None) -> None:
         self.target = check_target(target)
@@ -241,6 +309,36 @@ class PairMean(BasePredictor):
             hit = self._pairs.get(key) or self._models.get(key[0])
             out[i] = hit[0] if hit else g
         return out
+
+    def merge(self, other: PairMean) -> PairMean:
+        """Absorb what ``other`` learned (the same hyperparameters; another GPU's rows); returns self.
+
+        Every global, per-model and per-pair mean becomes the weighted mean of both sides' (a key
+        only one side saw keeps that side's); keys this one lacks come after its own, in
+        ``other``'s order.
+
+        Raises
+        ------
+        InterfpredError
+            ``other`` is not a PairMean with the same hyperparameters and width; nothing changes.
+
+        Examples
+        --------
+        >>> from interfpred.data.entities import Entities
+        >>> a = PairMean().fit([[0.0]], [2.0], entities=Entities.from_lists(["a"], [{"b": 1.0}]))
+        >>> b = PairMean().fit([[0.0], [0.0]], [4.0, 3.0], entities=Entities.from_lists(["a", "c"], [{"b": 1.0}, {}]))
+        >>> a.merge(b).predict([[0.0]] * 2, entities=Entities.from_lists(["a", "c"], [{"b": 1.0}, {}])).tolist()
+        [3.0, 3.0]
+        >>> a.n_pairs_, a.n_seen_
+        (2, 3)
+        """
+        if self._merge_ready(other):
+            self._global = _merge_mean(self._global, other._global)
+            for k, acc in other._models.items():
+                self._models[k] = _merge_mean(self._models.get(k, [0.0, 0, 0.0]), acc)
+            for key, acc in other._pairs.items():
+                self._pairs[key] = _merge_mean(self._pairs.get(key, [0.0, 0, 0.0]), acc)
+        return self
 
     @property
     def n_pairs_(self) -> int:

@@ -52,7 +52,7 @@ class OfflineLinear(FrozenPredictor):
 
     kind = "offline_linear"
     #: ``fit`` takes ``sample_weight`` (weighted least squares).
-    tags = replace(FrozenPredictor.tags, is_linear=True, supports_weights=True)
+    tags = replace(FrozenPredictor.tags, is_linear=True, supports_weights=True, mergeable=True)
     _contract_params = [{}, {"ridge": 1.0}, {"fit_intercept": False}]
 
     def __init__(self, *, ridge: float = 0.0, fit_intercept: bool = True, target: str | None = None) -> None:

@@ -67,7 +67,7 @@ class RLS(FlatStatePredictor):
     """
 
     kind = "rls"
-    tags = replace(FlatStatePredictor.tags, is_linear=True, predicts_std=True)
+    tags = replace(FlatStatePredictor.tags, is_linear=True, predicts_std=True, mergeable=True)
     _learn_rows = K.rls_update_many
     _contract_params = [{}, {"forgetting": 0.9, "delta": 10.0}, {"fit_intercept": False, "forgetting": 1.0}]
 

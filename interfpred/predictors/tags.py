@@ -12,6 +12,12 @@ Examples
 (True, False)
 >>> get_tags(object()).is_linear
 False
+>>> from interfpred.predictors import Calibrated, PairMean
+>>> cal = Calibrated(RLS())
+>>> cal.tags.wraps, inner_predictor(cal).kind, inner_predictor(RLS()).kind
+(True, 'rls', 'rls')
+>>> PairMean().tags.baseline, PairMean().tags.mergeable, RLS().tags.baseline
+(True, True, False)
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PredictorTags", "get_tags"]
+__all__ = ["PredictorTags", "get_tags", "inner_predictor"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,30 @@ class PredictorTags:
     #: ``"model_batch"`` (a model at one batch size). The model builds its rows' entities with
     #: this key; a wrapper (:class:`~interfpred.predictors.Calibrated`) carries its predictor's.
     entity_key: str = "model"
+    #: Whether it learns per-entity terms from ``entities=`` (a sensitivity and an aggressiveness
+    #: per entity, or per-pair means); False for an ablation that turns them off, which then
+    #: learns no entity by design.
+    entity_terms: bool = False
+    #: Whether it exposes those terms to the compiled entity path of the what-if projection:
+    #: ``pairwise_terms(names)`` and ``backoff_terms`` (besides ``coef_``, ``intercept_``,
+    #: ``n_features_in_``, ``log_target`` and ``alone_is_solo``).
+    pairwise_terms: bool = False
+    #: Whether it wraps another predictor, ``predictor_``, whose point predictions it keeps
+    #: (:class:`~interfpred.predictors.Calibrated`); :func:`inner_predictor` reads it.
+    wraps: bool = False
+    #: Whether it gives latency bounds at the quantile levels ``levels_`` (``predict(X,
+    #: quantile=q)``), which the model cross-fits into frozen bounds.
+    gives_bounds: bool = False
+    #: Whether two copies fitted on disjoint rows combine exactly: by ``merge(other)`` (RLS, the
+    #: baselines) or, for the offline least squares, by its rows' sufficient statistics. The fit
+    #: on partitions (Dask) takes only these.
+    mergeable: bool = False
+    #: Whether ``fit`` tunes its prior variances on the rows (``prior_variances_``), which a
+    #: validation then fixes once instead of tuning again in every fold.
+    tunes_priors: bool = False
+    #: Whether it is one of the baselines every accuracy number is shown beside (no
+    #: interference, global mean, per-pair mean): it ignores the feature values by design.
+    baseline: bool = False
 
 
 #: The tags of an object that declares none.
@@ -60,3 +90,9 @@ DEFAULT_TAGS = PredictorTags()
 def get_tags(predictor: Any) -> PredictorTags:
     """``predictor.tags``, or the defaults for an object that declares none."""
     return getattr(predictor, "tags", DEFAULT_TAGS)
+
+
+def inner_predictor(predictor: Any) -> Any:
+    """The predictor whose point predictions ``predictor`` gives: the wrapped one (``predictor_``)
+    where the tags say it wraps one, else ``predictor`` itself."""
+    return predictor.predictor_ if get_tags(predictor).wraps else predictor

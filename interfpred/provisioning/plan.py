@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from interfpred._core.atomic import atomic_write_text, headed_csv_rows
-from interfpred.constants import PLAN_RATE_RTOL, PLAN_TIME_LIMIT_S
+from interfpred.constants import PLAN_LP_BOUND_FUZZ, PLAN_RATE_RTOL, PLAN_TIME_LIMIT_S
 from interfpred.data.measurements import Measurements
 from interfpred.errors import InputError, InterfpredError
 from interfpred.provisioning.mig import check_layout, layout_sizes, mig_profile, place
@@ -384,7 +384,7 @@ def plan(table: ConfigTable | Measurements, slo: Slo | str | os.PathLike[str], *
     deployment = _lay_out(gpu, [(choice[m][g], int(x[j])) for j, (m, g) in enumerate(pairs)],
                           [(lay, int(x[n_x + t])) for t, lay in enumerate(layouts)])
     lp = float(relax.fun) if relax.x is not None else 0.0
-    return Plan(deployment, int(math.ceil(lp - 1e-9)), lp, bool(first.status == 0 and best.status == 0),
+    return Plan(deployment, int(math.ceil(lp - PLAN_LP_BOUND_FUZZ)), lp, bool(first.status == 0 and best.status == 0),
                 time.perf_counter() - t0)
 
 

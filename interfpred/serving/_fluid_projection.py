@@ -47,6 +47,7 @@ from interfpred.features._segment_maps import (
     set_total,
     worst_other,
 )
+from interfpred.predictors.calibrated.conformal import relative_scale, std_scale
 
 __all__ = ["BOUND_MEAN", "BOUND_RELATIVE", "BOUND_STD", "NONFINITE", "NONFINITE_MESSAGE", "advance",
            "affine_rates", "all_finite", "bounded", "project_affine_into", "project_bound_into",
@@ -145,9 +146,9 @@ _ZL = np.array([0, 1, 2, 3, 4, 1, 2, 3, 4, 2, 3, 4, 3, 4, 4], dtype=np.int64)
 def bounded(p, mode, theta, sd, min_scale):
     """A point prediction ``p`` -> the calibrated bound ``p + u * theta`` (``mode`` says which scale ``u``)."""
     if mode == BOUND_RELATIVE:
-        return p + max(abs(p), min_scale) * theta
+        return p + relative_scale(p, min_scale) * theta
     if mode == BOUND_STD:
-        return p + max(sd, min_scale * max(abs(p), 1.0)) * theta
+        return p + std_scale(p, sd, min_scale) * theta
     return p
 
 

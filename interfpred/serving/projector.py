@@ -118,7 +118,7 @@ def has_entity_terms(predictor: Any) -> bool:
     Such a predictor also exposes ``backoff_terms``, ``coef_``, ``intercept_``, ``n_features_in_``,
     ``log_target`` and ``alone_is_solo``.
     """
-    return callable(getattr(predictor, "pairwise_terms", None))
+    return get_tags(predictor).pairwise_terms
 
 
 def set_entities(names: list[str]) -> Entities:

@@ -14,12 +14,15 @@ integrated exactly, with no time step.  GPUs are independent of each other.
 * :func:`interfpred.sim.phased.simulate_phased` runs a model family's programs with their
   hidden factors.
 
-Two ways to feed it:
+Three ways to feed it:
 
 * ``queue=False``: executions start exactly at the given times (a schedule decided elsewhere;
   ``max_concurrency`` is not enforced).
 * ``queue=True``: the given times are arrivals; each GPU launches its arrivals in FIFO order
   whenever fewer than ``max_concurrency`` run, and a latency counts from the launch.
+* a **policy hook** (:class:`PolicyEngine`): what starts where is decided while the engine runs, by
+  a :class:`PolicyHook` called at every event (an arrival, a completion) across all GPUs; the
+  serving experiment's dynamic batching and admission policies run on it.
 
 Examples
 --------
@@ -32,12 +35,14 @@ True
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import numpy as np
 
-from interfpred.constants import SIM_DEFAULT_GPU
+from interfpred.constants import E3_FINISH_TIME_RTOL, SIM_DEFAULT_GPU, SIM_FINISH_RTOL
 from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
@@ -50,10 +55,11 @@ from interfpred.sim._executions import (
     execution_columns,
     sorted_trace,
 )
-from interfpred.sim.contention import GpuSpec, check_fits, check_hidden, get_gpu_spec
+from interfpred.sim.contention import GpuSpec, check_fits, check_hidden, get_gpu_spec, rates
 from interfpred.sim.zoo import zoo_profiles
 
-__all__ = ["SimResult", "simulate", "simulate_programs", "simulate_work", "noisy_work"]
+__all__ = ["DeviceState", "Execution", "PolicyEngine", "PolicyHook", "SimResult", "simulate", "simulate_programs",
+           "simulate_work", "noisy_work"]
 
 
 # ---------------------------------------------------------------------------- the engine
@@ -324,3 +330,146 @@ def simulate(
     start, end = simulate_work(work, dem, time, codes, spec=spec, queue=queue)
     trace, arrival = sorted_trace(ids, names[codes], model_a, batch_a, start, end, work, time)
     return SimResult(trace=trace, arrival_ms=arrival, spec=spec)
+
+
+# ---------------------------------------------------------------------------- the policy hook
+@dataclass(eq=False)
+class Execution:
+    """One execution launched through a :class:`PolicyEngine`: its demand, noisy solo work and the work
+    left; ``foot`` and ``hide`` are its hidden L2 footprint and latency-hiding factor (read only when
+    the engine runs the phase-structured truth). A policy may subclass it to carry its own fields."""
+
+    demand: np.ndarray
+    work: float
+    remaining: float
+    foot: float = 0.0
+    hide: float = 1.0
+
+
+@dataclass
+class DeviceState:
+    """One simulated GPU of a :class:`PolicyEngine`: its running executions, their truth rates and the
+    usage counters (busy time, the integral of the running count, the most running at once)."""
+
+    running: list[Any] = field(default_factory=list)
+    rates: np.ndarray = field(default_factory=lambda: np.empty(0))
+    busy_since: float | None = None
+    busy_ms: float = 0.0
+    conc_area: float = 0.0
+    max_running: int = 0
+
+
+class PolicyHook(Protocol):
+    """What a :class:`PolicyEngine` calls at every event, in this order: :meth:`finished` for every
+    completion (device by device), :meth:`arrive` for every arrival up to now, then :meth:`dispatch`,
+    which launches with :meth:`PolicyEngine.launch`."""
+
+    def finished(self, device: int, execution: Any, t: float) -> None:
+        """``execution`` (already off ``device``'s running set) completed at ``t``."""
+
+    def arrive(self, i: int, t: float) -> None:
+        """Arrival ``i`` (its index in the engine's arrival times) came at or before ``t``."""
+
+    def dispatch(self, t: float) -> None:
+        """Launch what should start at ``t``."""
+
+
+class PolicyEngine:
+    """The event engine with a policy hook: ``n_devices`` GPUs of one type whose launches a
+    :class:`PolicyHook` decides at every event.
+
+    Between two events every running execution progresses at its truth rate
+    (:func:`interfpred.sim.contention.rates` of its GPU's running set, recomputed at every launch
+    and completion), integrated exactly; the next event is the earliest completion or arrival. An
+    execution counts as finished when its remaining work is within ``SIM_FINISH_RTOL`` of its work
+    or its time to finish within ``E3_FINISH_TIME_RTOL`` of the clock (at least 1 ms), so that one
+    completion is never split into two events by rounding.
+
+    Parameters
+    ----------
+    spec
+        The GPU type.
+    n_devices
+        GPUs, indexed ``0..n_devices-1`` (:attr:`devices`).
+    hidden
+        Whether the truth reads each execution's ``foot`` and ``hide`` (the phase-structured truth);
+        False: the fluid truth.
+
+    Examples
+    --------
+    >>> class Now:                                  # launch every arrival at once on GPU 0
+    ...     def __init__(self): self.engine, self.ends = None, {}
+    ...     def arrive(self, i, t): self.engine.launch(0, Execution(np.array([0.8, 0.4, 0.3]), 4.0, 4.0), t)
+    ...     def finished(self, g, x, t): self.ends[len(self.ends)] = round(float(t), 4)
+    ...     def dispatch(self, t): pass
+    >>> pol = Now(); pol.engine = PolicyEngine("l4", 1)
+    >>> round(pol.engine.run(np.array([0.0, 0.0]), pol), 4), pol.ends    # as simulate_work's two executions
+    (6.592, {0: 6.592, 1: 6.592})
+    """
+
+    def __init__(self, spec: GpuSpec | str, n_devices: int, *, hidden: bool = False) -> None:
+        self.spec = get_gpu_spec(spec)
+        self.hidden = bool(hidden)
+        self.devices = [DeviceState() for _ in range(int(n_devices))]
+
+    def _set_rates(self, device: DeviceState) -> None:
+        if device.running:
+            foot = np.array([x.foot for x in device.running]) if self.hidden else None
+            hide = np.array([x.hide for x in device.running]) if self.hidden else None
+            device.rates = rates(np.array([x.demand for x in device.running]), self.spec, footprint_mb=foot,
+                                 hiding=hide)
+        else:
+            device.rates = np.empty(0)
+
+    def launch(self, g: int, execution: Any, t: float) -> None:
+        """Start ``execution`` (an :class:`Execution` or anything with its fields) on GPU ``g`` at ``t``."""
+        dev = self.devices[g]
+        if not dev.running:
+            dev.busy_since = t
+        dev.running.append(execution)
+        dev.max_running = max(dev.max_running, len(dev.running))
+        self._set_rates(dev)
+
+    def run(self, arrival_ms: np.ndarray, policy: PolicyHook) -> float:
+        """Run until nothing runs and nothing is left to arrive; returns the clock then (ms).
+
+        ``arrival_ms`` (n,) sorted arrival times, handed to ``policy.arrive`` in order.
+        """
+        n = len(arrival_ms)
+        p = 0
+        t = 0.0
+        while True:
+            tc = math.inf
+            for dev in self.devices:
+                for x, r in zip(dev.running, dev.rates):
+                    tc = min(tc, t + x.remaining / r)
+            ta = arrival_ms[p] if p < n else math.inf
+            if tc == math.inf and ta == math.inf:
+                break
+            t_new = min(tc, ta)
+            dt = t_new - t
+            for dev in self.devices:
+                k = len(dev.running)
+                if k:
+                    dev.conc_area += k * dt
+                for x, r in zip(dev.running, dev.rates):
+                    x.remaining -= r * dt
+            t = t_new
+            for g, dev in enumerate(self.devices):
+                fin = [x for x, r in zip(dev.running, dev.rates)
+                       if x.remaining <= SIM_FINISH_RTOL * x.work or x.remaining / r <= E3_FINISH_TIME_RTOL * max(t, 1.0)]
+                if not fin:
+                    continue
+                for x in fin:
+                    dev.running.remove(x)
+                    policy.finished(g, x, t)
+                if not dev.running:
+                    assert dev.busy_since is not None  # set when its first execution started
+                    dev.busy_ms += t - dev.busy_since
+                    dev.busy_since = None
+                self._set_rates(dev)
+            while p < n and arrival_ms[p] <= t:
+                policy.arrive(p, t)
+                p += 1
+            policy.dispatch(t)
+        return float(t)

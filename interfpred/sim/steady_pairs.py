@@ -21,7 +21,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from interfpred.constants import SIM_MAX_PHASES, SIM_PHASED_DEFAULT_GPU
+from interfpred.constants import (
+    SIM_MAX_PHASES,
+    SIM_PHASED_DEFAULT_GPU,
+    STEADY_PAIRS_CO_RUNNER_SPANS,
+    STEADY_PAIRS_SPAN_MS,
+)
 from interfpred.errors import InterfpredError
 from interfpred.sim.contention import GpuSpec, get_gpu_spec
 from interfpred.sim.engine import simulate_programs
@@ -43,7 +48,7 @@ def _tile(p: Program, times: int) -> Program:
 
 def pair_slowdowns(spec: str | GpuSpec = SIM_PHASED_DEFAULT_GPU, *, zoo: str | PhaseZoo | None = None,
                    truth: str = "phases", batch_sizes: Sequence[int] = (1, 2, 4, 8, 16, 32), models: Sequence[str] | None = None,
-                   span_ms: float = 200.0, seed: int = 0) -> np.ndarray:
+                   span_ms: float = STEADY_PAIRS_SPAN_MS, seed: int = 0) -> np.ndarray:
     """Steady-state slowdown of every ordered pair (A beside B) of (model, batch size) items.
 
     Parameters
@@ -86,7 +91,7 @@ def pair_slowdowns(spec: str | GpuSpec = SIM_PHASED_DEFAULT_GPU, *, zoo: str | P
     tiled = []
     for p in progs:
         tiled.append(_tile(p, max(1, int(round(span_ms / p.solo_ms)))))
-        tiled.append(_tile(p, math.ceil(3.5 * longest / p.solo_ms) + 1))
+        tiled.append(_tile(p, math.ceil(STEADY_PAIRS_CO_RUNNER_SPANS * longest / p.solo_ms) + 1))
     offsets = np.cumsum([0, *(len(p) for p in tiled)])
     dur = np.concatenate([p.duration_ms for p in tiled])
     dem = np.concatenate([p.demand for p in tiled])

@@ -28,6 +28,7 @@ from interfpred.constants import (
     SIM_DEFAULT_GPU,
     SIM_DEFAULT_TRUTH,
     SIM_HIDDEN_SEED,
+    SIM_MIN_EXECUTIONS,
     SIM_RHO_LIGHT,
     SIM_RHO_MODERATE,
     SIM_RHO_STRESS,
@@ -182,8 +183,8 @@ def paper_scenario(spec: GpuSpec | str = SIM_DEFAULT_GPU, *, seed: int = 0, exec
     """
     spec = get_gpu_spec(spec)
     profiles, pz, family = scenario_family(spec, truth, zoo, profiles)
-    if not isinstance(executions, int | np.integer) or executions < 4:
-        raise InterfpredError(f"executions {executions!r} must be an integer >= 4 (executions per set)")
+    if not isinstance(executions, int | np.integer) or executions < SIM_MIN_EXECUTIONS:
+        raise InterfpredError(f"executions {executions!r} must be an integer >= {SIM_MIN_EXECUTIONS} (executions per set)")
     check_limit("EXECUTIONS_MAX", int(executions), "executions")
     train, new, every, hetero_b, hetero_w = paper_sets(family)
     half = _split(executions, 2)

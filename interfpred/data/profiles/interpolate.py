@@ -20,7 +20,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from interfpred.constants import DEFAULT_SHARE, PROFILE_COLUMNS, RESOURCES
+from interfpred.constants import DEFAULT_SHARE, PROFILE_COLUMNS, PROFILE_EXTRAPOLATE_MIN_SOLO_SHARE, RESOURCES
 from interfpred.errors import InterfpredError
 
 __all__ = ["NUMERIC", "interpolate_batch", "interpolate_group", "lerp"]
@@ -103,5 +103,5 @@ def interpolate_batch(batch: np.ndarray, values: Mapping[str, np.ndarray], b: np
         for k in RESOURCES:
             res[k] = np.clip(res[k], 0.0, 1.0)
         # Keep latency positive: never below the smallest profiled latency's fraction.
-        res["solo_ms"] = np.maximum(res["solo_ms"], np.min(values["solo_ms"]) * 1e-3)
+        res["solo_ms"] = np.maximum(res["solo_ms"], np.min(values["solo_ms"]) * PROFILE_EXTRAPOLATE_MIN_SOLO_SHARE)
     return res

@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from interfpred._core.targets import latency_from_prediction
-from interfpred.experiments.scheduling.event_loop import Batch, project_truth
+from interfpred.experiments.scheduling.dispatch import Batch, project_truth
 from interfpred.features import Static
 from interfpred.predictors import GpuletsModel
 from interfpred.serving.fleet import Fleet
 from interfpred.serving.placement import added_latency, least_added_latency, meets_deadlines
 
 if TYPE_CHECKING:
-    from interfpred.experiments.scheduling.event_loop import EventLoop
+    from interfpred.experiments.scheduling.dispatch import Dispatcher
 
 __all__ = ["FifoPolicy", "GpuletsPolicy", "OraclePolicy", "Policy", "TrackerPolicy"]
 
@@ -43,7 +43,7 @@ class Policy(abc.ABC):
 
     name = ""
 
-    def __init__(self, sim: EventLoop) -> None:
+    def __init__(self, sim: Dispatcher) -> None:
         self.sim = sim
 
     @abc.abstractmethod
@@ -74,7 +74,7 @@ class FifoPolicy(Policy):
 class GpuletsPolicy(Policy):
     name = "gpulets"
 
-    def __init__(self, sim: EventLoop, model: GpuletsModel, margin: float) -> None:
+    def __init__(self, sim: Dispatcher, model: GpuletsModel, margin: float) -> None:
         super().__init__(sim)
         self.model = model
         self.margin = margin
@@ -104,7 +104,7 @@ class GpuletsPolicy(Policy):
 class TrackerPolicy(Policy):
     name = "tracker"
 
-    def __init__(self, sim: EventLoop, fleet: Fleet) -> None:
+    def __init__(self, sim: Dispatcher, fleet: Fleet) -> None:
         super().__init__(sim)
         self.fleet = fleet
         self.errors: list[float] = []

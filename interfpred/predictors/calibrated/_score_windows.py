@@ -17,11 +17,10 @@ Nothing here validates; the public methods do.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from interfpred._core.jit import njit
+from interfpred.predictors.calibrated.conformal import conformal_rank
 
 POS = 0       # slots of a group row, as above
 COUNT = 1
@@ -43,24 +42,12 @@ def row_size(n_levels: int, window: int) -> int:
 
 @njit(cache=True)
 def _threshold(row, so, cnt, tau):
-    """Split-conformal score quantile at level ``tau`` of the ``cnt`` sorted scores at ``row[so:]``.
-
-    Upper levels (tau >= 0.5) take rank ceil((cnt + 1) tau), lower ones floor((cnt + 1) tau): the
-    finite-sample ranks whose bounds hold with probability >= tau (>= 1 - tau below) under
-    exchangeability. Ranks beyond the window take its extreme score; no score gives 0.
+    """Split-conformal score quantile at level ``tau`` of the ``cnt`` sorted scores at ``row[so:]``: the
+    score of rank :func:`~interfpred.predictors.calibrated.conformal.conformal_rank`; no score gives 0.
     """
     if cnt == 0:
         return 0.0
-    x = (cnt + 1) * tau
-    if tau >= 0.5:
-        k = int(math.ceil(x - 1e-9))
-    else:
-        k = int(math.floor(x + 1e-9))
-    if k < 1:
-        k = 1
-    if k > cnt:
-        k = cnt
-    return row[so + k - 1]
+    return row[so + conformal_rank(cnt, tau) - 1]
 
 
 @njit(cache=True)

@@ -34,11 +34,13 @@ from interfpred.constants import (
     CALIBRATED_SCALES,
     CALIBRATED_TAU_RANGE,
     CALIBRATED_WINDOW,
+    QUANTILE_LEVEL_ATOL,
 )
 from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.predictors.base import BasePredictor
 from interfpred.predictors.calibrated import _score_windows as K
+from interfpred.predictors.calibrated.conformal import relative_scale, relative_scales, std_scale, std_scales
 from interfpred.predictors.calibrated.state import CalibratedStateMixin
 from interfpred.predictors.inputs import as_rows, as_targets, check_entities, check_target, is_integer
 from interfpred.predictors.registry import PredictorSpec, make_predictor
@@ -118,6 +120,9 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
     """
 
     kind = "calibrated"
+    #: It wraps a predictor (``predictor_``) and gives latency bounds at ``levels_``; the rest of its
+    #: tags are its predictor's, set per instance.
+    tags = replace(BasePredictor.tags, wraps=True, gives_bounds=True)
     _contract_params = [{}, {"method": "split", "window": 40}, {"predictor": "online_sgd", "method": "fixed"},
                     {"predictor": "online_sgd", "scale": "relative", "window": 30},
                     {"predictor": "pair_mean", "groups": "entity", "quantiles": (0.8,)}]
@@ -147,7 +152,7 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
         # the calibration's capabilities are the wrapped predictor's, plus entities for per-entity groups
         self.tags = replace(type(self).tags, learns_online=inner.learns_online, fixed_width=inner.fixed_width,
                             uses_entities=self.groups == "entity" or inner.uses_entities,
-                            entity_key=inner.entity_key)
+                            entity_key=inner.entity_key, entity_terms=inner.entity_terms)
         self._online = bool(inner.learns_online)
         self._levels = _levels(self.quantiles)
         self._level_pos = {float(v): i for i, v in enumerate(self._levels.tolist())}
@@ -241,10 +246,10 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
         if self._scale_mode == "std":
             mean, std = p.predict(X, return_std=True, **kw)
             mean = np.asarray(mean, dtype=np.float64).reshape(-1)
-            floor = CALIBRATED_MIN_SCALE * np.maximum(np.abs(mean), 1.0)
-            return mean, np.maximum(np.asarray(std, dtype=np.float64).reshape(-1), floor)
+            std = np.ascontiguousarray(np.asarray(std, dtype=np.float64).reshape(-1))
+            return mean, std_scales(np.ascontiguousarray(mean), std, CALIBRATED_MIN_SCALE)
         mean = np.asarray(p.predict(X, **kw), dtype=np.float64).reshape(-1)
-        return mean, np.maximum(np.abs(mean), CALIBRATED_MIN_SCALE)
+        return mean, relative_scales(np.ascontiguousarray(mean), CALIBRATED_MIN_SCALE)
 
     def _row_groups(self, ent: Entities | None, n: int, *, create: bool) -> np.ndarray:
         """Group index per row (0: global); new entities get a group when ``create``."""
@@ -314,10 +319,10 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
             return -1                            # the checked path
         if self._relative:                       # predict validates x
             m = inner.predict(x)
-            s = (y - m) / max(abs(m), CALIBRATED_MIN_SCALE)
+            s = (y - m) / relative_scale(m, CALIBRATED_MIN_SCALE)
         else:
             m, sd = inner.predict(x, return_std=True)
-            s = (y - m) / max(sd, CALIBRATED_MIN_SCALE * max(abs(m), 1.0))
+            s = (y - m) / std_scale(m, sd, CALIBRATED_MIN_SCALE)
         if self._online:
             inner.update(x, y)                   # refuses atomically
         K.push(self._state, 0, s, self._levels, self._par)
@@ -361,7 +366,7 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
         li = self._level_pos.get(round(q, 12))    # the levels are stored rounded (1 - 0.99 is 0.01)
         if li is not None:
             return li
-        hit = np.flatnonzero(np.abs(self._levels - q) < 1e-9)
+        hit = np.flatnonzero(np.abs(self._levels - q) < QUANTILE_LEVEL_ATOL)
         if not hit.size:
             known = ", ".join(f"{v:g}" for v in self._levels)
             raise InterfpredError(f"quantile {quantile!r} is not calibrated; calibrated levels: {known} "
@@ -406,12 +411,12 @@ class Calibrated(CalibratedStateMixin, BasePredictor):
             if self._relative:
                 m = self._inner.predict(X)
                 if isinstance(m, float):             # one row
-                    return m + max(abs(m), CALIBRATED_MIN_SCALE) * state.item(0, th)
-                return m + np.maximum(np.abs(m), CALIBRATED_MIN_SCALE) * state[0, th]
+                    return m + relative_scale(m, CALIBRATED_MIN_SCALE) * state.item(0, th)
+                return m + relative_scales(m, CALIBRATED_MIN_SCALE) * state[0, th]
             m, sd = self._inner.predict(X, return_std=True)
             if isinstance(m, float):
-                return m + max(sd, CALIBRATED_MIN_SCALE * max(abs(m), 1.0)) * state.item(0, th)
-            return m + np.maximum(sd, CALIBRATED_MIN_SCALE * np.maximum(np.abs(m), 1.0)) * state[0, th]
+                return m + std_scale(m, sd, CALIBRATED_MIN_SCALE) * state.item(0, th)
+            return m + std_scales(m, sd, CALIBRATED_MIN_SCALE) * state[0, th]
         Xa, single = as_rows(X, width=self._width())
         ent = self._entities_arg(entities, Xa.shape[0])
         mean, scale = self._mean_scale(self._now(), Xa, ent)

@@ -37,12 +37,16 @@ from interfpred.constants import (
     ENTITY_BACKOFF_EVIDENCE,
     ENTITY_BACKOFF_SCALE_RANGE,
     ENTITY_BACKOFF_SCALE_ROWS,
+    ENTITY_BACKOFF_SCALE_STEP,
+    ENTITY_BACKOFF_SCALE_STEPS,
+    ENTITY_BACKOFF_SCALE_TIE_RTOL,
     ENTITY_BACKOFFS,
     ENTITY_FACTOR_VAR,
     ENTITY_FORGETTING,
     ENTITY_MAX_RANK,
     ENTITY_PAIR_VAR,
     ENTITY_SENSITIVITY_VAR,
+    ENTITY_TUNE_MIN_ROWS,
     PRIOR_SLOWDOWN,
     RLS_DELTA,
     RLS_FORGETTING,
@@ -67,7 +71,6 @@ _NO_I = np.zeros(0, dtype=np.int64)
 _NO_V = np.zeros((0, 2), dtype=np.int64)
 _VARS = ("sensitivity_var", "aggressiveness_var", "pair_var", "factor_var")
 _NO_F = np.zeros(0)
-_NO_I2 = np.full((1, 4), -1, dtype=np.int64)
 _NO_F2 = np.zeros((1, 1))
 _PTR0 = np.zeros(2, dtype=np.int64)
 _OWN0 = np.zeros(1, dtype=np.int64)
@@ -109,14 +112,15 @@ def _latency_scale(y: np.ndarray, pred: np.ndarray, is_rate: bool) -> float:
     else:              # |true k pred - 1| = (true pred) |k - 1 / (true pred)|
         k0 = _weighted_median(1.0 / (true * pred), true * pred)
     lo, hi = ENTITY_BACKOFF_SCALE_RANGE
-    cands = np.unique(np.clip(np.concatenate([k0 * 1.01 ** np.arange(-10, 11), [1.0]]), lo, hi))
+    steps = np.arange(-ENTITY_BACKOFF_SCALE_STEPS, ENTITY_BACKOFF_SCALE_STEPS + 1)
+    cands = np.unique(np.clip(np.concatenate([k0 * ENTITY_BACKOFF_SCALE_STEP ** steps, [1.0]]), lo, hi))
 
     def loss(k: float) -> float:
         rate = rate_from_prediction(k * pred, target)
         return float(np.abs(true / rate - 1.0).mean())
 
     losses = np.array([loss(float(k)) for k in cands])
-    best = np.flatnonzero(losses <= losses.min() * (1.0 + 1e-12))
+    best = np.flatnonzero(losses <= losses.min() * (1.0 + ENTITY_BACKOFF_SCALE_TIE_RTOL))
     return float(cands[best[np.argmin(np.abs(np.log(cands[best])))]])
 
 
@@ -208,7 +212,7 @@ class EntityRLS(EntityStore, BasePredictor):
     """
 
     kind = "entity_rls"
-    tags = replace(BasePredictor.tags, uses_entities=True)
+    tags = replace(BasePredictor.tags, uses_entities=True, pairwise_terms=True)
     _contract_params = [{}, {"log_target": False, "rank": 2, "forgetting": 0.99},
                     {"covariance": "full", "population": "joint", "log_target": False},
                     {"population": "joint", "tune_priors": True}, {"entity_terms": False, "alone_is_solo": False}]
@@ -283,7 +287,8 @@ class EntityRLS(EntityStore, BasePredictor):
                 raise InterfpredError(f"{name} must be an integer in [0, {hi}], got {v!r}")
         if self.entity not in ("model", "model_batch"):
             raise InterfpredError(f"entity must be 'model' or 'model_batch', got {self.entity!r}")
-        self.tags = replace(type(self).tags, entity_key=self.entity)   # what an entity is, for every caller
+        self.tags = replace(type(self).tags, entity_key=self.entity, entity_terms=bool(self.entity_terms),
+                            tunes_priors=bool(self.tune_priors))   # what an entity is, for every caller
         if self.backoff not in ENTITY_BACKOFFS:
             raise InterfpredError(f"backoff must be one of {', '.join(map(repr, ENTITY_BACKOFFS))}, got {self.backoff!r}")
         if self.population not in ("marginal", "joint"):
@@ -350,7 +355,7 @@ class EntityRLS(EntityStore, BasePredictor):
     # ------------------------------------------------------------------ the API
     def _fit_rows(self, X: np.ndarray, y: np.ndarray, *, sample_weight: Any, entities: Entities | None) -> None:
         ent = entities
-        if self.tune_priors and ent is not None and self.entity_terms and X.shape[0] >= 8:
+        if self.tune_priors and ent is not None and self.entity_terms and X.shape[0] >= ENTITY_TUNE_MIN_ROWS:
             # the search runs with the decoupled covariance (fast); the fit below uses the chosen
             # variances with the configured one
             params = {**self.get_params(), "tune_priors": False,

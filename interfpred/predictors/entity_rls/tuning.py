@@ -33,7 +33,7 @@ import numpy as np
 
 from interfpred._core.splits import tail_cut
 from interfpred._core.targets import observed_slowdown, slowdown_from_prediction
-from interfpred.constants import ENTITY_VAR_SCALES
+from interfpred.constants import ENTITY_TUNE_MIN_ROWS, ENTITY_TUNE_VALIDATION_SHARE, ENTITY_VAR_SCALES
 from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.predictors.registry import make_predictor
@@ -45,7 +45,7 @@ _MODEL_LEVEL = ("sensitivity_var", "aggressiveness_var")   # scaled together; th
 
 
 def validation_error(params: Mapping[str, Any], X: np.ndarray, y: np.ndarray, entities: Entities, *,
-                     validation_share: float = 0.25, target: str | None = None) -> float:
+                     validation_share: float = ENTITY_TUNE_VALIDATION_SHARE, target: str | None = None) -> float:
     """Mean relative latency error of ``EntityRLS(**params)`` fitted on the first rows and run
     prequentially over the last ``validation_share`` of ``X, y, entities`` (in their order)."""
     n = X.shape[0]
@@ -64,7 +64,8 @@ def validation_error(params: Mapping[str, Any], X: np.ndarray, y: np.ndarray, en
 
 
 def select_prior_variances(X: Any, y: Any, entities: Entities, *, params: Mapping[str, Any] | None = None,
-                           scales: Sequence[float] = ENTITY_VAR_SCALES, validation_share: float = 0.25,
+                           scales: Sequence[float] = ENTITY_VAR_SCALES,
+                           validation_share: float = ENTITY_TUNE_VALIDATION_SHARE,
                            target: str | None = None) -> tuple[dict[str, Any], list[tuple[dict[str, Any], float]]]:
     """The prior variances of EntityRLS with the lowest validation error on training rows.
 
@@ -93,8 +94,9 @@ def select_prior_variances(X: Any, y: Any, entities: Entities, *, params: Mappin
     if X.ndim != 2 or y.shape != (X.shape[0],) or not isinstance(entities, Entities) or len(entities) != len(y):
         raise InterfpredError(f"need X (n, d), y (n,) and entities of n rows; got X {X.shape}, y {y.shape}, "
                               f"{type(entities).__name__}")
-    if X.shape[0] < 8:
-        raise InterfpredError(f"select_prior_variances needs at least 8 training rows, got {X.shape[0]}")
+    if X.shape[0] < ENTITY_TUNE_MIN_ROWS:
+        raise InterfpredError(f"select_prior_variances needs at least {ENTITY_TUNE_MIN_ROWS} training rows, "
+                              f"got {X.shape[0]}")
     if not 0.0 < float(validation_share) < 1.0:
         raise InterfpredError(f"validation_share must be in (0, 1), got {validation_share!r}")
     if target not in (None, "slowdown", "rate"):

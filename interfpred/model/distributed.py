@@ -1,8 +1,9 @@
 """Fitting and evaluating on Dask: a trace in many Parquet files, partitioned by device, merged exactly.
 
 Timelines are per device, so a trace split by GPU partitions exactly: each partition computes its
-own features, and what it learns is merged as sufficient statistics (exact for ``offline_linear``,
-the baselines and ``rls`` with ``forgetting=1``; predictors without such statistics are refused).
+own features, and what it learns is merged: by each predictor's ``merge`` (exact for the baselines
+and ``rls`` with ``forgetting=1``) or, for ``offline_linear``, as its rows' sufficient statistics;
+predictors whose tags do not say ``mergeable`` are refused.
 Prequential evaluation runs per device in parallel and gathers the per-row predictions, so every
 figure is exact. See docs/scale.md for the merge of each predictor. Dask (``distributed``) and
 pyarrow are the optional extra ``pip install 'interfpred[fleet]'``.
@@ -44,7 +45,7 @@ from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
 from interfpred.evaluation import accuracy_summary, call, make_baselines, prequential
 from interfpred.model.interference import Evaluation, InterferenceModel
-from interfpred.predictors import RLS, predictor_from_state
+from interfpred.predictors import OfflineLinear, get_tags, predictor_from_state, registered
 
 __all__ = [
     "LinearStatistics",
@@ -61,7 +62,6 @@ __all__ = [
 ]
 
 _FLEET_EXTRA = "pip install 'interfpred[fleet]'"
-_MERGEABLE = ("offline_linear", "rls")
 
 
 def _require_distributed():
@@ -212,41 +212,19 @@ class LinearStatistics:
         return coef, intercept
 
 
-def _merge_mean(a: list, b: list) -> list:
-    """Two running ``[mean, count, weight]`` accumulators as one."""
-    if b[2] == 0:
-        return list(a)
-    if a[2] == 0:
-        return list(b)
-    w = a[2] + b[2]
-    return [a[0] + (b[0] - a[0]) * (b[2] / w), a[1] + b[1], w]
-
-
-def _merge_baseline_states(a: dict, b: dict) -> dict:
-    sa, sb = a["state"], b["state"]
-    if a["kind"] == "global_mean":
-        state = {"mean": _merge_mean(sa["mean"], sb["mean"])}
-    elif a["kind"] == "pair_mean":
-        models = {m[0]: m[1:] for m in sa["models"]}
-        for m in sb["models"]:
-            models[m[0]] = _merge_mean(models.get(m[0], [0.0, 0, 0.0]), m[1:])
-        pairs = {(p[0], tuple(p[1])): p[2:] for p in sa["pairs"]}
-        for p in sb["pairs"]:
-            key = (p[0], tuple(p[1]))
-            pairs[key] = _merge_mean(pairs.get(key, [0.0, 0, 0.0]), p[2:])
-        state = {"global": _merge_mean(sa["global"], sb["global"]),
-                 "models": [[k, *v] for k, v in models.items()],
-                 "pairs": [[k[0], list(k[1]), *v] for k, v in pairs.items()]}
-    else:
-        state = sa
-    return {**a, "state": state}
-
-
 def _check_mergeable(model: InterferenceModel) -> None:
-    kind = model.predictor.kind
-    if kind not in _MERGEABLE:
-        raise InterfpredError(f"fitting on partitions merges sufficient statistics, which {kind!r} does not have "
-                              f"(it learns sequentially); use one of {', '.join(_MERGEABLE)}, or fit in one process")
+    if not get_tags(model.predictor).mergeable:
+        kinds = ", ".join(k for k, c in sorted(registered().items()) if c.tags.mergeable)
+        raise InterfpredError(f"fitting on partitions merges what each partition learned, which "
+                              f"{model.predictor.kind!r} cannot (it learns sequentially); use one of {kinds}, "
+                              "or fit in one process")
+
+
+def _merged(into: Any, parts: list[dict]) -> Any:
+    """``into`` with the saved states of copies fitted on disjoint rows merged into it, in order."""
+    for st in parts:
+        into.merge(predictor_from_state(st))
+    return into
 
 
 # ---------------------------------------------------------------------------- per-partition work
@@ -264,13 +242,13 @@ def _fit_partition(part: TracePartition, profiles: ProfileTable, state: dict) ->
     t2 = time.perf_counter()
     out: dict[str, Any] = {"device": part.device, "n": len(fm), "d": fm.X.shape[1]}
     p = model.predictor
-    if p.kind == "rls":
+    if isinstance(p, OfflineLinear):     # least squares merges its rows' sufficient statistics
+        out["linear"] = LinearStatistics.from_rows(fm.X, fm.y)
+    else:                                # the others merge copies that learned one partition each
         fresh = p.clone()
         if len(fm):
-            fresh.update(fm.X, fm.y)
-        out["rls"] = fresh.to_state() if len(fm) else None
-    else:
-        out["linear"] = LinearStatistics.from_rows(fm.X, fm.y)
+            call(fresh, "update", fm.X, fm.y, entities=fm.entities)
+        out["learned"] = fresh.to_state() if len(fm) else None
     out["baselines"] = {k: b.clone().fit(fm.X, fm.y).to_state() if len(fm) else None
                         for k, b in _fresh_baselines().items()}
     out["peak_rss_mb"] = _peak_rss_mb()
@@ -310,13 +288,8 @@ def _assemble(model: InterferenceModel, results: list[dict]) -> InterferenceMode
         raise InterfpredError("cannot fit on no rows")
     d = results[0]["d"]
     p = model.predictor
-    if isinstance(p, RLS):
-        merged = RLS(**p.get_params())
-        for r in results:
-            part = predictor_from_state(r["rls"])
-            assert isinstance(part, RLS)
-            merged.merge(part)
-        model.predictor = merged
+    if not isinstance(p, OfflineLinear):
+        model.predictor = _merged(p.clone(), [r["learned"] for r in results])
     else:
         stats = results[0]["linear"]
         for r in results[1:]:
@@ -326,13 +299,9 @@ def _assemble(model: InterferenceModel, results: list[dict]) -> InterferenceMode
         model.predictor = predictor_from_state({"schema_version": p.to_state()["schema_version"], "kind": p.kind,
                                                 "params": p.get_params(), "n_features_in": d,
                                                 "state": {"coef": coef.tolist(), "intercept": intercept}})
-    baselines = {}
-    for kind in results[0]["baselines"]:
-        st = results[0]["baselines"][kind]
-        for r in results[1:]:
-            st = _merge_baseline_states(st, r["baselines"][kind])
-        baselines[kind] = predictor_from_state(st)
-    model.baselines = baselines
+    model.baselines = {kind: _merged(predictor_from_state(results[0]["baselines"][kind]),
+                                     [r["baselines"][kind] for r in results[1:]])
+                       for kind in results[0]["baselines"]}
     return model
 
 
