@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from interfpred import InterfpredError
+from interfpred.evaluation import call
 from interfpred.model.distributed import (
     LinearStatistics,
     TracePartition,
@@ -52,6 +53,12 @@ def test_merged_fit_equals_the_one_process_fit(data, feature_map, kind, params):
     X = np.random.default_rng(0).random((5, merged.extractor.n_features))
     for k, b in local.baselines.items():
         np.testing.assert_allclose(merged.baselines[k].predict(X), b.predict(X), rtol=1e-12)
+    fm = local.features(trace, prof)   # the pair mean keyed by model, as the one-process fit keys it
+    entities = local._baseline_entities(fm)
+    for k, b in local.baselines.items():
+        np.testing.assert_allclose(call(merged.baselines[k], "predict", fm.X, entities=entities),
+                                   call(b, "predict", fm.X, entities=entities), rtol=1e-12)
+    assert len(np.unique(call(merged.baselines["pair_mean"], "predict", fm.X, entities=entities))) > 1
     np.testing.assert_allclose(merged.predict_latency(trace, prof), local.predict_latency(trace, prof), rtol=1e-9)
 
 

@@ -39,11 +39,12 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from interfpred._core.arrow import require_pyarrow
+from interfpred.constants import BASELINE_KINDS
 from interfpred.data.columnar import trace_from_arrow, write_trace
 from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
-from interfpred.evaluation import accuracy_summary, call, make_baselines, prequential
+from interfpred.evaluation import accuracy_summary, call, fit_baselines, prequential
 from interfpred.model.interference import Evaluation, InterferenceModel
 from interfpred.predictors import OfflineLinear, get_tags, predictor_from_state, registered
 
@@ -249,16 +250,14 @@ def _fit_partition(part: TracePartition, profiles: ProfileTable, state: dict) ->
         if len(fm):
             call(fresh, "update", fm.X, fm.y, entities=fm.entities)
         out["learned"] = fresh.to_state() if len(fm) else None
-    out["baselines"] = {k: b.clone().fit(fm.X, fm.y).to_state() if len(fm) else None
-                        for k, b in _fresh_baselines().items()}
+    # the baselines as the one-process fit makes them: the pair mean keyed by model, declared for the target
+    out["baselines"] = ({k: b.to_state() for k, b in fit_baselines(fm.X, fm.y, entities=model._baseline_entities(fm),
+                                                                    target=model.extractor.target).items()}
+                        if len(fm) else {k: None for k in BASELINE_KINDS})
     out["peak_rss_mb"] = _peak_rss_mb()
     out["pid"] = os.getpid()
     out["seconds"] = {"read": t1 - t0, "features": t2 - t1, "learn": time.perf_counter() - t2}
     return out
-
-
-def _fresh_baselines() -> dict:
-    return make_baselines()
 
 
 def _evaluate_partition(part: TracePartition, profiles: ProfileTable, state: dict, online: bool) -> dict:
