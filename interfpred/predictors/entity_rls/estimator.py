@@ -508,12 +508,21 @@ class EntityRLS(EntityStore, BasePredictor):
             saved = self._snapshot()
         if ent is not None and self.entity_terms and self._is_full() and X.shape[0] > 1:
             # the joint covariance forgets per observation: create each entity at its first row (one
-            # snapshot for all the rows: a refusal anywhere restores the state before the first)
+            # snapshot for all the rows: a refusal anywhere restores the state before the first). The
+            # rows between two that name something new learn in one call (one Kalman step per row, in
+            # order, exactly as one by one)
             bad = int(ER.check_rows(self._g, X, y))
             if bad != OK:
                 raise _error(*split_code(bad), self._d)
-            for i in range(X.shape[0]):
-                self._learn(X[i:i + 1], y[i:i + 1], ent.take([i]), saved)
+            want_pairs = self._var["pair_var"] > 0
+            start = 0
+            for i, r in enumerate(ent.split_rows()):
+                if _FAST.count_missing(self._etab, self._ptab, self._vmap_for(r), r.own, r.indptr, r.co, want_pairs):
+                    if i > start:
+                        self._learn_span(X, y, ent, start, i, saved)
+                    self._create_missing(r)
+                    start = i
+            self._learn_span(X, y, ent, start, X.shape[0], saved)
             return
         if ent is not None and self.entity_terms:
             self._create_missing(ent)
@@ -523,6 +532,21 @@ class EntityRLS(EntityStore, BasePredictor):
             raise _error(*split_code(code), self._d)
         try:
             self._learned(X, y, ent)
+        except InterfpredError:
+            self._restore(saved)
+            raise
+
+    def _learn_span(self, X: np.ndarray, y: np.ndarray, ent: Entities, lo: int, hi: int,
+                    saved: dict[str, Any]) -> None:
+        """Learn rows ``lo:hi`` that name nothing new (the joint-covariance path); a refusal restores ``saved``."""
+        Xs, ys, es = X[lo:hi], y[lo:hi], ent.take(np.arange(lo, hi))
+        code = self._run_update(Xs, ys, es)
+        if code != OK:
+            self._restore(saved)
+            status, row = split_code(code)
+            raise _error(status, lo + row, self._d)
+        try:
+            self._learned(Xs, ys, es)
         except InterfpredError:
             self._restore(saved)
             raise
