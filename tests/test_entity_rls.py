@@ -440,3 +440,20 @@ def test_a_refused_batch_names_its_row_and_leaves_the_state_as_it_was():
     with pytest.raises(InterfpredError, match="7"):
         p.update(X[10:], bad, entities=ent.take(np.arange(10, 40)))
     assert p.to_state() == before
+
+
+@pytest.mark.parametrize("backoff", ["global_mean", "no_interference", "rls"])
+@pytest.mark.parametrize("target", ["rate", "slowdown"])
+def test_refit_backoff_is_a_fresh_fit_with_that_backoff(backoff, target):
+    X, y, ent = _stream(120, seed=23, names=[f"m{i}" for i in range(6)], alone_share=0.2)
+    kw = {"tune_priors": False, "target": target, "alone_is_solo": True}
+    p = EntityRLS(**kw).fit(X, y, entities=ent)
+    before = p.to_state()
+    q = p.refit_backoff(backoff, X, y, entities=ent)
+    fresh = EntityRLS(**kw, backoff=backoff).fit(X, y, entities=ent)
+    assert q.to_state() == fresh.to_state() and q.backoff_scale_ == fresh.backoff_scale_
+    assert p.to_state() == before        # the original is left as it was
+    Xn, yn, en = _stream(30, seed=24, names=[f"m{i}" for i in range(4, 9)])     # new models: the backoff speaks
+    np.testing.assert_array_equal(q.predict(Xn, entities=en), fresh.predict(Xn, entities=en))
+    with pytest.raises(InterfpredError, match="tune_priors"):
+        EntityRLS(target=target).fit(X, y, entities=ent).refit_backoff(backoff, X, y, entities=ent)

@@ -25,6 +25,7 @@ pairs are described in docs/predictors.md ("Per-model terms: entities and Entity
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import replace
 from typing import Any
@@ -341,11 +342,14 @@ class EntityRLS(EntityStore, BasePredictor):
         self._var = {k: float(getattr(self, k)) for k in _VARS}
         self._create = (1 + int(self.pair_var > 0)) if self.entity_terms else 0
         self._evidence = np.zeros(8)
-        self._backoff: RLS | GlobalMean | NoInterference = (
-            RLS(forgetting=self.forgetting, delta=self.delta, stabilize=self.stabilize) if self.backoff == "rls"
-            else GlobalMean() if self.backoff == "global_mean" else NoInterference())
+        self._backoff = self._new_backoff()
         self._scale = 1.0
         self._reset_cache()
+
+    def _new_backoff(self) -> RLS | GlobalMean | NoInterference:
+        if self.backoff == "rls":
+            return RLS(forgetting=self.forgetting, delta=self.delta, stabilize=self.stabilize)
+        return GlobalMean() if self.backoff == "global_mean" else NoInterference()
 
     # ------------------------------------------------------------------ the API
     def _fit_rows(self, X: np.ndarray, y: np.ndarray, *, sample_weight: Any, entities: Entities | None) -> None:
@@ -359,10 +363,47 @@ class EntityRLS(EntityStore, BasePredictor):
             self._var = {k: float(v) for k, v in best.items()}
             self._create = (1 + int(self._var["pair_var"] > 0)) if self.entity_terms else 0
         self._learn(X, y, ent)
+        self._fit_scale(X, y, ent)
+
+    def _fit_scale(self, X: np.ndarray, y: np.ndarray, ent: Entities | None) -> None:
         if self.backoff_scale and self._backs_off and self.target is not None and self.backoff != "no_interference":
             keep = self._learned_rows(ent) if ent is not None else np.ones(X.shape[0], dtype=bool)
             if keep.any():
                 self._scale = _latency_scale(y[keep], self._backoff.predict(X[keep]), self.target == "rate")
+
+    def refit_backoff(self, backoff: str, X: Any, y: Any, *, entities: Entities | None = None) -> EntityRLS:
+        """A copy of this predictor, fitted with ``tune_priors`` off on ``X, y, entities``, with ``backoff``
+        in place of its own: what ``fit`` with that backoff learns, to the bit, at the cost of the backoff
+        alone (the entity model never reads its backoff). A validation that scores several backoffs
+        fits the entity model once.
+
+        Examples
+        --------
+        >>> ent = Entities.from_lists(["a", "b", "a"], [{"b": 1.0}, {"a": 1.0}, {"b": 0.5}])
+        >>> X, y = [[0.1], [0.2], [0.3]], [1.2, 1.4, 1.1]
+        >>> p = EntityRLS(tune_priors=False, target="slowdown").fit(X, y, entities=ent)
+        >>> q = p.refit_backoff("global_mean", X, y, entities=ent)
+        >>> fresh = EntityRLS(tune_priors=False, target="slowdown", backoff="global_mean").fit(X, y, entities=ent)
+        >>> q.to_state() == fresh.to_state(), p.backoff
+        (True, 'rls')
+        """
+        if self.tune_priors or self._g is None:
+            raise InterfpredError("refit_backoff needs a predictor fitted with tune_priors=False")
+        if backoff not in ENTITY_BACKOFFS:
+            raise InterfpredError(f"backoff must be one of {', '.join(map(repr, ENTITY_BACKOFFS))}, got {backoff!r}")
+        Xa = np.ascontiguousarray(X, dtype=np.float64)
+        ya = np.ascontiguousarray(y, dtype=np.float64)
+        if Xa.ndim != 2 or ya.shape != (Xa.shape[0],) or (entities is not None and len(entities) != len(ya)):
+            raise InterfpredError(f"need X (n, d), y (n,) and entities of n rows; got X {Xa.shape}, y {ya.shape}")
+        out = copy.deepcopy(self)
+        out.backoff = backoff
+        out._backoff, out._scale = out._new_backoff(), 1.0
+        if out._backs_off:
+            keep = out._learned_rows(entities) if entities is not None else np.ones(Xa.shape[0], dtype=bool)
+            if keep.any():
+                out._backoff.update(Xa[keep], ya[keep])
+        out._fit_scale(Xa, ya, entities)
+        return out
 
     # -- the compiled single-row paths (BasePredictor.predict/update dispatch to them) -----------
     def _update_one(self, x: np.ndarray, y: float, entities: Any) -> int:
