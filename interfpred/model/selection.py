@@ -274,7 +274,7 @@ def _frozen_priors(p: BasePredictor, fm: FeatureMatrix, cache: dict[Any, dict[st
         return p
     tuned = None if cache is None else cache.get(key)
     if tuned is None:
-        tuned = dict(p.clone().fit(fm.X, fm.y, entities=fm.entities).prior_variances_)   # type: ignore[attr-defined]
+        tuned = p.tuned_prior_variances(fm.X, fm.y, entities=fm.entities)   # type: ignore[attr-defined]
         if cache is not None:
             cache[key] = tuned
     return make_predictor(p.kind, **{**p.get_params(), "tune_priors": False, **tuned})

@@ -57,7 +57,7 @@ from interfpred.predictors.entity_rls import _entity_steps as EK
 from interfpred.predictors.entity_rls import _rows as ER
 from interfpred.predictors.entity_rls._store import EntityStore
 from interfpred.predictors.entity_rls.tuning import select_prior_variances
-from interfpred.predictors.inputs import check_flag, check_positive, check_target
+from interfpred.predictors.inputs import as_rows, as_targets, check_flag, check_learnable, check_positive, check_target
 from interfpred.predictors.rls import RLS
 
 __all__ = ["EntityRLS"]
@@ -354,16 +354,43 @@ class EntityRLS(EntityStore, BasePredictor):
     # ------------------------------------------------------------------ the API
     def _fit_rows(self, X: np.ndarray, y: np.ndarray, *, sample_weight: Any, entities: Entities | None) -> None:
         ent = entities
-        if self.tune_priors and ent is not None and self.entity_terms and X.shape[0] >= 8:
-            # the search runs with the decoupled covariance (fast); the fit below uses the chosen
-            # variances with the configured one
-            params = {**self.get_params(), "tune_priors": False,
-                      "covariance": "blocks" if self.covariance == "auto" else self.covariance}
-            best, _ = select_prior_variances(X, y, ent, params=params, target=self.target)   # its latency error
-            self._var = {k: float(v) for k, v in best.items()}
+        tuned = self._tune(X, y, ent)
+        if tuned is not None:
+            self._var = tuned
             self._create = (1 + int(self._var["pair_var"] > 0)) if self.entity_terms else 0
         self._learn(X, y, ent)
         self._fit_scale(X, y, ent)
+
+    def _tune(self, X: np.ndarray, y: np.ndarray, ent: Entities | None) -> dict[str, float] | None:
+        """The prior variances ``tune_priors`` chooses on these rows (None: no tuning applies)."""
+        if not (self.tune_priors and ent is not None and self.entity_terms and X.shape[0] >= 8):
+            return None
+        # the search runs with the decoupled covariance (fast); the fit uses the chosen variances with
+        # the configured one
+        params = {**self.get_params(), "tune_priors": False,
+                  "covariance": "blocks" if self.covariance == "auto" else self.covariance}
+        best, _ = select_prior_variances(X, y, ent, params=params, target=self.target)   # its latency error
+        return {k: float(v) for k, v in best.items()}
+
+    def tuned_prior_variances(self, X: Any, y: Any, *, entities: Any = None) -> dict[str, float]:
+        """The prior variances ``fit`` on these rows learns with (``prior_variances_`` after it), without
+        fitting: those ``tune_priors`` chooses, else the hyperparameters. The state is not touched.
+
+        Examples
+        --------
+        >>> ent = Entities.from_lists(list("abcabcabca"), [{"b": 1.0}, {"c": 1.0}, {"a": 1.0}] * 3 + [{"b": 1.0}])
+        >>> X, y = [[0.1 * i] for i in range(10)], [1.1 + 0.05 * i for i in range(10)]
+        >>> p = EntityRLS(target="slowdown")
+        >>> p.tuned_prior_variances(X, y, entities=ent) == p.fit(X, y, entities=ent).prior_variances_
+        True
+        """
+        self._check_params()
+        Xa, single = as_rows(X, width=self.tags.fixed_width)
+        ya = as_targets(y, Xa.shape[0], single)
+        ent = self._entities_arg(entities, Xa.shape[0])
+        check_learnable(Xa, ya)
+        tuned = self._tune(Xa, ya, ent)
+        return tuned if tuned is not None else {k: float(getattr(self, k)) for k in _VARS}
 
     def _fit_scale(self, X: np.ndarray, y: np.ndarray, ent: Entities | None) -> None:
         if self.backoff_scale and self._backs_off and self.target is not None and self.backoff != "no_interference":
