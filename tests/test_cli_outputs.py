@@ -512,3 +512,26 @@ def test_every_folder_out_is_refused_before_any_work(tmp_path, capsys, command):
     err = _err(capsys)
     assert len(err) == 1 and "exists and is not a folder" in err[0]
     assert (kept / "notes.txt").read_text() == "the user's" and afile.read_text() == "keep"
+
+
+def test_on_a_terminal_other_output_starts_on_a_line_of_its_own(monkeypatch):
+    import sys
+
+    from interfpred.cli.common import progress_scope
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty = Tty()
+    monkeypatch.setattr(sys, "stderr", tty)
+    monkeypatch.setattr(sys, "stdout", tty)
+    now = [0.0]
+    with progress_scope(quiet=False):
+        p = Progress("fit", after_s=0.0, every_s=0.0, heartbeat_s=1e9, clock=lambda: now[0])
+        p("validating")
+        print("chose entity_rls")              # the command's own output, on a line of its own
+        p("fitting")
+    assert sys.stdout is tty and sys.stderr is tty
+    assert tty.getvalue() == ("\r\x1b[Kfit: validating (0.0 s)\nchose entity_rls\n"
+                              "\r\x1b[Kfit: fitting (0.0 s)\n")

@@ -184,7 +184,16 @@ class Progress:
             self.__enter__()
 
     def _out(self) -> TextIO:
-        return self.stream or sys.stderr
+        out = self.stream or sys.stderr
+        return out.inner if isinstance(out, _EndsProgressLines) else out
+
+    def end_line(self) -> None:
+        """End a rewritten terminal line (before other output reaches the terminal); the next step rewrites anew."""
+        with self._lock:
+            if self._open:
+                self._out().write("\n")
+                self._out().flush()
+                self._open = False
 
     def _emit(self, now: float, min_gap: float) -> None:
         elapsed = now - self._t0
@@ -232,11 +241,24 @@ class Progress:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
-        with self._lock:
-            if self._open:
-                self._out().write("\n")
-                self._out().flush()
-                self._open = False
+        self.end_line()
+
+
+class _EndsProgressLines:
+    """A terminal stream that ends the open rewritten progress lines before anything else is written to it."""
+
+    def __init__(self, inner: TextIO, made: list[Progress]) -> None:
+        self.inner = inner
+        self._made = made
+
+    def write(self, text: str) -> int:
+        if text:
+            for p in self._made:
+                p.end_line()
+        return self.inner.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
 #: The commands running (innermost last): whether --quiet was given, and the Progress objects made.
@@ -259,9 +281,16 @@ def progress_scope(*, quiet: bool = False) -> Iterator[None]:
     """
     made: list[Progress] = []
     _SCOPES.append((quiet, made))
+    saved = sys.stdout, sys.stderr
+    if not quiet:       # on a terminal, the command's own output starts on a line of its own
+        for name in ("stdout", "stderr"):
+            stream = getattr(sys, name)
+            if getattr(stream, "isatty", lambda: False)():
+                setattr(sys, name, _EndsProgressLines(stream, made))
     try:
         yield
     finally:
+        sys.stdout, sys.stderr = saved
         _SCOPES.pop()
         for p in made:
             p.close()
