@@ -377,6 +377,7 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
     per_fold: dict[str, np.ndarray] = {}       # warm MAPE of each fold by run, per candidate
     priors: dict[Any, dict[str, float]] = {}     # tuned prior variances per extractor (the backoff aside)
     fitted: dict[Any, BasePredictor] = {}        # EntityRLS fitted per extractor and fold, its backoff aside
+    # (kept only when other backoffs may be scored: no predictor named)
     colocated = True
 
     def run(c: Candidate) -> None:
@@ -398,7 +399,8 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
         key = (c.predictor, c.feature_map, c.shares, c.target)
         tuned = _frozen_priors(proto, fm, priors, key)
         scores[c.label], per_fold[c.label] = validation_scores(fm, extractor, groups, tuned, *folds,
-                                                               fitter=_fold_fitter(c, fm, tuned, key, fitted))
+                                                               fitter=_fold_fitter(c, fm, tuned, key, fitted)
+                                                               if predictor is None else None)
 
     # Two stages when several extractors are open for a predictor other than the proxy: the extractor
     # (map, shares, target) searched with the fast proxy, then the other predictors on the proxy's
