@@ -286,6 +286,7 @@ def run_e4(ctx: ReproduceContext) -> Section:
                                                  n_cold=n_cold))
             done += 1
     for target in E4_TARGETS:
+        ctx.progress(f"E4: {len(methods)} methods on every fold, target {target!r}")
         extractor = TimeWeighted(feature_map="shares", target=target)
         columns = {col: {**score_methods(methods, extractor, m, None, f, online=col not in _FROZEN),
                          DEFAULT_FIT_LABEL: default[col]} for col, f in folds.items()}
