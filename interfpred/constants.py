@@ -107,6 +107,9 @@ SIM_PHASED_DEFAULT_GPU = "v100"
 PROGRESS_AFTER_S = 2.0
 #: ... and then at most once per this many seconds.
 PROGRESS_EVERY_S = 1.0
+#: A long step with no new message repeats its progress line when none came for this many seconds
+#: (the heartbeat wakes four times as often, so a line comes at least every 2 s).
+PROGRESS_HEARTBEAT_S = 1.5
 #: Slack on a coverage goal's distance from nominal (coverage figures are rounded to 4 digits).
 COVERAGE_GOAL_SLACK = 1e-9
 #: Executions per set of the paper scenario when no size is given.

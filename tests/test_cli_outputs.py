@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
+import threading
 
 import numpy as np
 import pytest
@@ -272,6 +274,84 @@ def test_progress_defaults_come_from_constants(monkeypatch):
     assert (p.after_s, p.every_s) == (7.5, 0.25)
 
 
+def test_the_heartbeat_repeats_the_current_step_once_no_line_came_for_its_interval():
+    now = [0.0]
+    out = io.StringIO()
+    p = Progress("fit", after_s=2.0, every_s=1.0, heartbeat_s=1.5, stream=out, clock=lambda: now[0])
+    p.tick()                                   # nothing to say yet
+    now[0] = 3.0
+    p.tick()                                   # no step named: still nothing
+    p("validating")                            # 3.0: first line
+    for t in (3.5, 4.4, 4.6, 5.0, 6.2):
+        now[0] = t
+        p.tick()
+    assert out.getvalue().splitlines() == ["fit: validating (3.0 s)", "fit: validating (4.6 s)",
+                                           "fit: validating (6.2 s)"]
+
+
+def test_progress_rewrites_one_line_on_a_terminal_and_quiet_prints_nothing():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    now = [0.0]
+    tty = Tty()
+    p = Progress("reproduce", after_s=0.0, every_s=0.0, stream=tty, clock=lambda: now[0])
+    p("E1")
+    now[0] = 1.0
+    p("E2")
+    assert tty.getvalue() == "\r\x1b[Kreproduce: E1 (0.0 s)\r\x1b[Kreproduce: E2 (1.0 s)"
+    p.close()
+    assert tty.getvalue().endswith("(1.0 s)\n")
+    quiet = io.StringIO()
+    q = Progress("fit", after_s=0.0, every_s=0.0, stream=quiet, clock=lambda: now[0], quiet=True)
+    q("a")
+    q.tick()
+    assert quiet.getvalue() == ""
+
+
+def test_inside_a_command_the_heartbeat_thread_prints_and_stops_with_it():
+    from interfpred.cli.common import progress_scope
+
+    wrote = threading.Event()
+
+    class Stream(io.StringIO):
+        def write(self, s):
+            n = super().write(s)
+            if self.getvalue().count("\n") >= 2:
+                wrote.set()
+            return n
+
+    clock = itertools.count(0.0)          # a fake clock: every reading one second later
+    out = Stream()
+    with pytest.raises(RuntimeError), progress_scope(quiet=False):
+        p = Progress("evaluate", after_s=0.0, every_s=0.0, heartbeat_s=0.001, stream=out, clock=lambda: next(clock))
+        p("a long step")
+        assert wrote.wait(10.0)                # the thread repeated the step while this one waited
+        raise RuntimeError("the command failed")
+    assert p._thread is None                   # closed with the command, however it ended
+    lines = out.getvalue().splitlines()
+    assert len(lines) >= 2 and all(line.startswith("evaluate: a long step (") for line in lines)
+
+
+def test_quiet_silences_the_progress_of_every_command(tmp_path, capsys, monkeypatch):
+    prof, tr = _trace_inputs(tmp_path)
+    monkeypatch.setattr(constants, "PROGRESS_AFTER_S", 0.0)
+    monkeypatch.setattr(constants, "PROGRESS_EVERY_S", 0.0)
+    model = tmp_path / "model.json"
+    assert main(["fit", "--profiles", str(prof), "--trace", str(tr), "--out", str(model), "--quiet"]) == 0
+    assert not [line for line in _err(capsys) if line.startswith("fit: ")]
+    assert main(["simulate", "--scenario", "mix", "--models", "resnet50", "--rho", "0.5", "--executions", "40",
+                 "--out", str(tmp_path / "sim")]) == 0
+    assert [line for line in _err(capsys) if line.startswith("simulate: ")]
+    assert main(["simulate", "--scenario", "mix", "--models", "resnet50", "--rho", "0.5", "--executions", "40",
+                 "--out", str(tmp_path / "sim2"), "--quiet"]) == 0
+    assert not [line for line in _err(capsys) if line.startswith("simulate: ")]
+    parser = build_parser()
+    for command in ("reproduce", "ingest-trace", "evaluate", "plan", "datasets"):
+        assert "--quiet" in parser._subparsers._group_actions[0].choices[command].format_help()
+
+
 @pytest.mark.parametrize("command", ["fit", "evaluate", "predict"])
 def test_long_commands_print_progress_on_stderr(tmp_path, capsys, monkeypatch, command):
     prof, tr = _trace_inputs(tmp_path)
@@ -433,3 +513,26 @@ def test_every_folder_out_is_refused_before_any_work(tmp_path, capsys, command):
     err = _err(capsys)
     assert len(err) == 1 and "exists and is not a folder" in err[0]
     assert (kept / "notes.txt").read_text() == "the user's" and afile.read_text() == "keep"
+
+
+def test_on_a_terminal_other_output_starts_on_a_line_of_its_own(monkeypatch):
+    import sys
+
+    from interfpred.cli.common import progress_scope
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty = Tty()
+    monkeypatch.setattr(sys, "stderr", tty)
+    monkeypatch.setattr(sys, "stdout", tty)
+    now = [0.0]
+    with progress_scope(quiet=False):
+        p = Progress("fit", after_s=0.0, every_s=0.0, heartbeat_s=1e9, clock=lambda: now[0])
+        p("validating")
+        print("chose entity_rls")              # the command's own output, on a line of its own
+        p("fitting")
+    assert sys.stdout is tty and sys.stderr is tty
+    assert tty.getvalue() == ("\r\x1b[Kfit: validating (0.0 s)\nchose entity_rls\n"
+                              "\r\x1b[Kfit: fitting (0.0 s)\n")

@@ -409,3 +409,51 @@ def test_auto_covariance_is_exact_while_small_then_keeps_only_blocks(monkeypatch
     auto.save(tmp_path / "a.json")
     np.testing.assert_array_equal(EntityRLS.load(tmp_path / "a.json").predict(X, entities=ent),
                                   auto.predict(X, entities=ent))
+
+
+@pytest.mark.parametrize("full_max", [30, 10_000])    # through the switch from joint to blocks, and without
+@pytest.mark.parametrize("backoff", ["rls", "global_mean"])
+def test_one_batch_learns_to_the_bit_what_rows_one_by_one_do(monkeypatch, full_max, backoff):
+    import interfpred.predictors.entity_rls._store as store
+
+    monkeypatch.setattr(store, "ENTITY_FULL_MAX_PARAMS", full_max)
+    # new names keep appearing mid-stream, so a batch is learned in spans between first sights
+    X, y, ent = _stream(160, seed=21, names=[f"m{i}" for i in range(9)])
+    batch = EntityRLS(population="joint", tune_priors=False, covariance="auto", backoff=backoff)
+    rows = EntityRLS(population="joint", tune_priors=False, covariance="auto", backoff=backoff)
+    batch.update(X[:3], y[:3], entities=ent.take(np.arange(3)))
+    rows.update(X[:3], y[:3], entities=ent.take(np.arange(3)))
+    batch.update(X[3:], y[3:], entities=ent.take(np.arange(3, 160)))
+    for j in range(3, 160):
+        rows.update(X[j], float(y[j]), entities=ent.take([j]))
+    assert batch.to_state() == rows.to_state()
+    np.testing.assert_array_equal(batch.predict(X, entities=ent), rows.predict(X, entities=ent))
+
+
+def test_a_refused_batch_names_its_row_and_leaves_the_state_as_it_was():
+    X, y, ent = _stream(40, seed=22)
+    p = EntityRLS(population="joint", tune_priors=False, covariance="full").fit(X[:10], y[:10],
+                                                                                 entities=ent.take(np.arange(10)))
+    before = p.to_state()
+    bad = y[10:].copy()
+    bad[7] = np.nan
+    with pytest.raises(InterfpredError, match="7"):
+        p.update(X[10:], bad, entities=ent.take(np.arange(10, 40)))
+    assert p.to_state() == before
+
+
+@pytest.mark.parametrize("backoff", ["global_mean", "no_interference", "rls"])
+@pytest.mark.parametrize("target", ["rate", "slowdown"])
+def test_refit_backoff_is_a_fresh_fit_with_that_backoff(backoff, target):
+    X, y, ent = _stream(120, seed=23, names=[f"m{i}" for i in range(6)], alone_share=0.2)
+    kw = {"tune_priors": False, "target": target, "alone_is_solo": True}
+    p = EntityRLS(**kw).fit(X, y, entities=ent)
+    before = p.to_state()
+    q = p.refit_backoff(backoff, X, y, entities=ent)
+    fresh = EntityRLS(**kw, backoff=backoff).fit(X, y, entities=ent)
+    assert q.to_state() == fresh.to_state() and q.backoff_scale_ == fresh.backoff_scale_
+    assert p.to_state() == before        # the original is left as it was
+    Xn, yn, en = _stream(30, seed=24, names=[f"m{i}" for i in range(4, 9)])     # new models: the backoff speaks
+    np.testing.assert_array_equal(q.predict(Xn, entities=en), fresh.predict(Xn, entities=en))
+    with pytest.raises(InterfpredError, match="tune_priors"):
+        EntityRLS(target=target).fit(X, y, entities=ent).refit_backoff(backoff, X, y, entities=ent)

@@ -299,3 +299,13 @@ def test_colocation_is_read_from_the_entities_or_the_co_runner_count():
     assert _colocated(beside)
     ent = Entities.from_lists(["a", "b"], [{}, {}])
     assert not _colocated(FeatureMatrix(np.ones((2, 3)), names, np.ones(2), "rate", np.ones(2), np.ones(2), ent))
+
+
+def test_selection_says_which_configuration_it_validates():
+    from interfpred.model.selection import select_configuration
+
+    msgs = []
+    sel = select_configuration(None, None, gavel_v100(), fixed={"feature_map": "shares"}, predictors=("rls",),
+                               targets=("rate",), progress=msgs.append)
+    assert msgs == ["validating rls, shares map, target rate (0 configurations scored)"]
+    assert sel.chosen.label == "baseline: pair mean, target rate"

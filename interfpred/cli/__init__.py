@@ -22,6 +22,7 @@ from interfpred._version import __version__
 from interfpred.cli.advise import add_advise
 from interfpred.cli.bench import add_bench
 from interfpred.cli.capture import add_ingest_measurements, add_ingest_trace
+from interfpred.cli.common import add_quiet_option, progress_scope
 from interfpred.cli.datasets import add_datasets
 from interfpred.cli.ingest import add_ingest
 from interfpred.cli.model import add_evaluate, add_fit, add_predict
@@ -60,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for add in COMMANDS:
         add(sub)
+    for command in sub.choices.values():     # every command: long ones print progress on stderr
+        add_quiet_option(command)
     return parser
 
 
@@ -74,7 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with warnings.catch_warnings(record=True) as held:
             warnings.simplefilter("always")
-            status = int(args.func(args) or 0)
+            with progress_scope(quiet=args.quiet):
+                status = int(args.func(args) or 0)
         for w in {(w.category.__name__, str(w.message)): w for w in held}.values():
             print(f"interfpred: warning: {w.category.__name__}: {w.message}".replace("\n", " "), file=sys.stderr)
         return status

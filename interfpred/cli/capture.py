@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any
 
-from interfpred.cli.common import check_label, refuse_existing, write_output
+from interfpred.cli.common import Progress, check_label, refuse_existing, write_output
 from interfpred.errors import InterfpredError
 
 __all__ = ["add_ingest_measurements", "add_ingest_trace", "run_ingest_measurements", "run_ingest_trace"]
@@ -57,12 +57,15 @@ def run_ingest_trace(args: argparse.Namespace) -> int:
         raise InterfpredError(f"--out and --profiles-out both name {args.out}: give two files")
     for out in outs:
         refuse_existing(out, args.force)  # before reading: a refused --out costs no time
+    progress = Progress("ingest-trace")
+    progress(f"reading {args.file}")
     kind = capture_kind(args.file)
     report = CaptureReport(source="Nsight Systems export" if kind == "nsys" else "PyTorch profiler trace")
     trace = read_capture_trace(args.file, kernels=args.kernels, name_pattern=args.name_pattern,
                                batch_size=args.batch_size, strict=args.strict, report=report)
     profiles, metrics = None, None
     if args.profiles_out is not None:
+        progress(f"{len(trace)} executions read, solo profiles of the executions that ran alone")
         types = capture_gpu_types(args.file)
         metrics = read_nsys_gpu_metrics(args.file) if kind == "nsys" else None
         profiles = solo_profiles(trace, types, metrics=metrics)

@@ -10,11 +10,13 @@ shares in percent) and the progress lines of long commands (:class:`Progress`).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 from interfpred.errors import InputError, InterfpredError
@@ -26,12 +28,14 @@ __all__ = [
     "add_json_option",
     "add_model_file_options",
     "add_param_option",
+    "add_quiet_option",
     "add_truth_options",
     "check_label",
     "load_inputs",
     "per_file",
     "print_json",
     "print_summary",
+    "progress_scope",
     "refuse_existing",
     "summary_json",
     "summary_row",
@@ -133,10 +137,16 @@ def print_json(obj: Any) -> None:
 class Progress:
     """Progress lines on stderr for a command that runs long: ``fit: 2/4 predictors on 20000 rows (3.1 s)``.
 
-    Calling it with a message prints ``"<command>: <message> (<elapsed> s)"`` once the command has
-    run ``after_s`` seconds, then at most once per ``every_s`` seconds; earlier calls print nothing,
-    so a quick command stays quiet. Defaults: ``PROGRESS_AFTER_S`` and ``PROGRESS_EVERY_S`` in
-    :mod:`interfpred.constants`, read when the object is made.
+    Calling it with a message makes that the current step and prints ``"<command>: <message>
+    (<elapsed> s)"`` once the command has run ``after_s`` seconds, then at most once per
+    ``every_s`` seconds; earlier calls print nothing, so a quick command stays quiet. Used as a
+    context manager, a heartbeat thread also prints the current step again whenever no line came
+    for ``heartbeat_s`` seconds, so a long step shows a line at least every ``heartbeat_s`` plus a
+    fraction of a second (a compiled kernel that holds the interpreter delays it). On a terminal
+    (``stream.isatty()``) the lines rewrite one line, ended when the context closes; elsewhere
+    they are plain lines. ``quiet`` prints nothing. Defaults: ``PROGRESS_AFTER_S``,
+    ``PROGRESS_EVERY_S`` and ``PROGRESS_HEARTBEAT_S`` in :mod:`interfpred.constants`, read when
+    the object is made.
 
     Examples
     --------
@@ -148,27 +158,159 @@ class Progress:
     ...     p(msg)
     >>> out.getvalue().splitlines()
     ['fit: b (2.5 s)', 'fit: d (4.0 s)']
+
+    The heartbeat (here called by hand, as its thread does) repeats the current step:
+
+    >>> now = [0.0]
+    >>> out = io.StringIO()
+    >>> p = Progress("fit", after_s=0.0, every_s=1.0, heartbeat_s=1.5, stream=out, clock=lambda: now[0])
+    >>> p("choosing"); now[0] = 1.0; p.tick(); now[0] = 1.6; p.tick()
+    >>> out.getvalue().splitlines()
+    ['fit: choosing (0.0 s)', 'fit: choosing (1.6 s)']
     """
 
     def __init__(self, command: str, *, after_s: float | None = None, every_s: float | None = None,
-                 stream: TextIO | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+                 heartbeat_s: float | None = None, stream: TextIO | None = None,
+                 clock: Callable[[], float] = time.monotonic, quiet: bool = False) -> None:
         from interfpred import constants
 
         self.command = command
         self.after_s = constants.PROGRESS_AFTER_S if after_s is None else after_s
         self.every_s = constants.PROGRESS_EVERY_S if every_s is None else every_s
+        self.heartbeat_s = constants.PROGRESS_HEARTBEAT_S if heartbeat_s is None else heartbeat_s
         self.stream = stream
         self.clock = clock
+        self.quiet = quiet
         self._t0 = clock()
         self._last: float | None = None
+        self._message: str | None = None
+        self._open = False           # a rewritten terminal line waits for its newline
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if _SCOPES:          # made inside a command (progress_scope): heartbeat on, closed with the command
+            scope_quiet, made = _SCOPES[-1]
+            self.quiet = self.quiet or scope_quiet
+            made.append(self)
+            self.__enter__()
 
-    def __call__(self, message: str) -> None:
-        now = self.clock()
+    def _out(self) -> TextIO:
+        out = self.stream or sys.stderr
+        return out.inner if isinstance(out, _EndsProgressLines) else out
+
+    def end_line(self) -> None:
+        """End a rewritten terminal line (before other output reaches the terminal); the next step rewrites anew."""
+        with self._lock:
+            if self._open:
+                self._out().write("\n")
+                self._out().flush()
+                self._open = False
+
+    def _emit(self, now: float, min_gap: float) -> None:
         elapsed = now - self._t0
-        if elapsed < self.after_s or (self._last is not None and now - self._last < self.every_s):
+        if self.quiet or self._message is None or elapsed < self.after_s or (
+                self._last is not None and now - self._last < min_gap):
             return
         self._last = now
-        print(f"{self.command}: {message} ({elapsed:.1f} s)", file=self.stream or sys.stderr, flush=True)
+        line = f"{self.command}: {self._message} ({elapsed:.1f} s)"
+        out = self._out()
+        isatty = getattr(out, "isatty", None)
+        if isatty is not None and isatty():
+            out.write(f"\r\x1b[K{line}")
+            self._open = True
+        else:
+            out.write(line + "\n")
+        out.flush()
+
+    def __call__(self, message: str) -> None:
+        with self._lock:
+            self._message = message
+            self._emit(self.clock(), self.every_s)
+
+    def tick(self) -> None:
+        """Print the current step again if no line came for ``heartbeat_s`` seconds (the heartbeat's call)."""
+        with self._lock:
+            self._emit(self.clock(), self.heartbeat_s)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.heartbeat_s / 4.0):
+            self.tick()
+
+    def __enter__(self) -> Progress:
+        if not self.quiet and self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._beat, name=f"progress-{self.command}", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the heartbeat and end a rewritten terminal line."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        self.end_line()
+
+
+class _EndsProgressLines:
+    """A terminal stream that ends the open rewritten progress lines before anything else is written to it."""
+
+    def __init__(self, inner: TextIO, made: list[Progress]) -> None:
+        self.inner = inner
+        self._made = made
+
+    def write(self, text: str) -> int:
+        if text:
+            for p in self._made:
+                p.end_line()
+        return self.inner.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+#: The commands running (innermost last): whether --quiet was given, and the Progress objects made.
+_SCOPES: list[tuple[bool, list[Progress]]] = []
+
+
+@contextlib.contextmanager
+def progress_scope(*, quiet: bool = False) -> Iterator[None]:
+    """A command's run: every :class:`Progress` made inside keeps its heartbeat (none with ``quiet``,
+    which also silences them) and is closed when the command ends, however it ends.
+
+    Examples
+    --------
+    >>> import io
+    >>> out = io.StringIO()
+    >>> with progress_scope(quiet=True):
+    ...     Progress("fit", after_s=0.0, stream=out)("reading")
+    >>> out.getvalue()
+    ''
+    """
+    made: list[Progress] = []
+    _SCOPES.append((quiet, made))
+    saved = sys.stdout, sys.stderr
+    if not quiet:       # on a terminal, the command's own output starts on a line of its own
+        for name in ("stdout", "stderr"):
+            stream = getattr(sys, name)
+            if getattr(stream, "isatty", lambda: False)():
+                setattr(sys, name, _EndsProgressLines(stream, made))
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+        _SCOPES.pop()
+        for p in made:
+            p.close()
+
+
+def add_quiet_option(p: argparse.ArgumentParser) -> None:
+    """--quiet: no progress lines on stderr (errors and warnings still print)."""
+    p.add_argument("--quiet", action="store_true", help="print no progress lines on stderr")
+
 
 #: Help text of --predictor, one wording for every subcommand.
 PREDICTOR_HELP = "predictor kind: rls, online_sgd, offline_linear, gpulets, ..."

@@ -169,7 +169,7 @@ def _fit_validated(args: argparse.Namespace, spec: dict[str, Any], predictor: An
              "feature_map": args.feature_map, "target": args.target, "shares": True if args.shares else None}
     inner = inner_predictor(predictor)    # a Calibrated one: validation chooses for the predictor it wraps
     progress("choosing the configuration by validation inside the training rows")
-    sel = select_configuration(trace, profiles, meas, fixed=fixed, predictor=inner)
+    sel = select_configuration(trace, profiles, meas, fixed=fixed, predictor=inner, progress=progress)
     print("\n".join(sel.report()), file=sys.stderr if args.json else sys.stdout)  # --json: stdout holds JSON only
     for line in sel.warnings():
         print(f"interfpred: WARNING: {line}", file=sys.stderr)
@@ -347,11 +347,14 @@ def _run_split(args: argparse.Namespace) -> int:
     if args.quantiles and not default_fit and not get_tags(model.predictor).gives_bounds:
         raise InterfpredError("--quantiles with --split needs a calibrated --model-file (fit it with --calibrate), "
                               "or no --model-file")
+    progress = Progress("evaluate")
     chosen: dict[bytes, Any] = {}     # the default fit's model per split, chosen once for both tables
     scores = split_scores(model.extractor, None if default_fit else model.predictor, meas, profiles,
-                          split=args.split, repeats=repeats, seed=args.seed, online=args.online, cache=chosen)
+                          split=args.split, repeats=repeats, seed=args.seed, online=args.online, cache=chosen,
+                          progress=progress)
     cov = None
     if args.quantiles:
+        progress(f"latency bounds at {len(args.quantiles)} quantile(s) on every fold")
         from interfpred.evaluation import run_folds
         from interfpred.experiments.model_coverage import split_coverage
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from interfpred.cli.common import add_truth_options
+from interfpred.cli.common import Progress, add_truth_options
 from interfpred.errors import InterfpredError
 
 __all__ = ["add_reproduce", "add_simulate", "run_reproduce", "run_simulate"]
@@ -46,6 +46,8 @@ def run_simulate(args: argparse.Namespace) -> int:
     n = SIM_DEFAULT_EXECUTIONS if args.executions is None else args.executions
     if args.devices < 1:
         raise InterfpredError(f"--devices {args.devices} must be a positive integer (devices per set)")
+    progress = Progress("simulate")
+    progress(f"simulating the {args.scenario} scenario ({n} executions per set)")
     if args.scenario == "paper":
         extra = [f"--{k.replace('_', '-')}" for k in ("models", "rho", "batch_sizes") if getattr(args, k) is not None]
         if extra:
@@ -64,6 +66,7 @@ def run_simulate(args: argparse.Namespace) -> int:
                 raise InterfpredError(f"--batch-sizes {args.batch_sizes!r} must be comma-separated integers") from None
         scenario = mix_scenario(models, rho=args.rho, spec=gpu, seed=args.seed, executions=n,
                                 batch_sizes=batches, n_devices=args.devices, truth=args.truth, zoo=args.zoo)
+    progress(f"writing {args.out}")
     names = write_scenario(scenario, args.out, force=args.force, operators=args.operators, format=args.format)
     sizes = ", ".join(f"{k}.{args.format} ({len(t)} executions)" for k, t in scenario.traces.items())
     ops = ", operators.csv" if args.operators else ""
@@ -102,9 +105,7 @@ def run_reproduce(args: argparse.Namespace) -> int:
     from interfpred.experiments.reproduce import format_terminal, reproduce
 
     t0 = time.perf_counter()
-
-    def progress(message: str) -> None:
-        print(f"[{time.perf_counter() - t0:6.1f} s] {message}", file=sys.stderr, flush=True)
+    progress = Progress("reproduce", after_s=0.0, every_s=0.0)      # every step, and a heartbeat between
 
     argv = getattr(args, "argv", None)
     command = shlex.join(["interfpred", *argv]) if argv is not None else None

@@ -128,7 +128,19 @@ class Entities:
         indptr = np.zeros(idx.shape[0] + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])
         pick = np.repeat(self.indptr[idx] - indptr[:-1], counts) + np.arange(int(indptr[-1]))
-        return Entities(self.names, self.own[idx], indptr, self.co[pick], self.weight[pick])
+        return self._trusted(self.own[idx], indptr, self.co[pick], self.weight[pick])
+
+    def _trusted(self, own: np.ndarray, indptr: np.ndarray, co: np.ndarray, weight: np.ndarray) -> Entities:
+        """A table over this vocabulary from arrays cut out of this already validated one (no re-validation:
+        a selection of valid rows is valid, and loops that learn run by run take thousands of them)."""
+        e = object.__new__(Entities)
+        put = object.__setattr__
+        put(e, "names", self.names)
+        put(e, "own", own)
+        put(e, "indptr", indptr)
+        put(e, "co", co)
+        put(e, "weight", weight)
+        return e
 
     def split_rows(self) -> list[Entities]:
         """One single-row table per row (same vocabulary), for loops that learn row by row.
@@ -144,18 +156,9 @@ class Entities:
         n = len(self)
         ptrs = np.zeros((n, 2), dtype=np.int64)
         ptrs[:, 1] = np.diff(self.indptr)
-        out = []
-        new, put = object.__new__, object.__setattr__
-        for i in range(n):
-            lo, hi = int(self.indptr[i]), int(self.indptr[i + 1])
-            e = new(Entities)
-            put(e, "names", self.names)
-            put(e, "own", self.own[i:i + 1])
-            put(e, "indptr", ptrs[i])
-            put(e, "co", self.co[lo:hi])
-            put(e, "weight", self.weight[lo:hi])
-            out.append(e)
-        return out
+        bounds = self.indptr.tolist()
+        return [self._trusted(self.own[i:i + 1], ptrs[i], self.co[bounds[i]:bounds[i + 1]],
+                              self.weight[bounds[i]:bounds[i + 1]]) for i in range(n)]
 
     def pair_keys(self) -> list[tuple[str, tuple[str, ...]]]:
         """Per row: ``(own name, sorted names of the co-runners with positive weight)``.

@@ -13,6 +13,7 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -27,7 +28,11 @@ from interfpred.evaluation.prequential import prequential_runs
 from interfpred.features import Extractor, FeatureMatrix
 from interfpred.predictors import BasePredictor
 
-__all__ = ["Fold", "held_out_mape", "held_out_mapes", "leave_one_model_out", "run_folds", "split_by_run"]
+__all__ = ["Fold", "FoldFitter", "fit_fold", "fold_rows", "held_out_mape", "held_out_mapes", "leave_one_model_out", "run_folds", "split_by_run"]
+
+
+#: How a fold's predictor is fitted: ``fitter(fold)`` returns a predictor fitted on ``fold.train``.
+FoldFitter = Callable[["Fold"], BasePredictor]
 
 
 class Fold(NamedTuple):
@@ -103,10 +108,12 @@ def run_folds(measurements: Measurements, split: str, *, repeats: int, seed: int
 
 
 def held_out_mape(fm: FeatureMatrix, extractor: Extractor, run_code: np.ndarray, predictor: BasePredictor,
-                  fold: Fold, *, online: bool = False) -> float:
+                  fold: Fold, *, online: bool = False, fitter: FoldFitter | None = None) -> float:
     """MAPE of latency on ``fold.test`` of a fresh clone of ``predictor`` fitted on ``fold.train``.
 
     ``online``: after fitting, the test runs are predicted prequentially (:func:`prequential_runs`).
+    ``fitter``: how the fold's predictor is fitted instead (``fitter(fold)`` returns a predictor of
+    its own, fitted on ``fold.train``; a validation of several candidates shares fits through it).
 
     Examples
     --------
@@ -122,13 +129,14 @@ def held_out_mape(fm: FeatureMatrix, extractor: Extractor, run_code: np.ndarray,
     >>> bool(pair < nothing)
     True
     """
-    p, test = _fitted(fm, predictor, fold)
+    p, test = _fitted(fm, predictor, fold, fitter)
     return _mape(fm, extractor, run_code, p, test, online=online)
 
 
 def held_out_mapes(fm: FeatureMatrix, extractor: Extractor, run_code: np.ndarray, predictor: BasePredictor,
-                   fold: Fold) -> tuple[float, float]:
-    """(prequential, frozen) :func:`held_out_mape` of one clone fitted once on ``fold.train``.
+                   fold: Fold, *, fitter: FoldFitter | None = None) -> tuple[float, float]:
+    """(prequential, frozen) :func:`held_out_mape` of one clone fitted once on ``fold.train``
+    (``fitter`` as for :func:`held_out_mape`).
 
     The frozen predictions come first (predicting leaves the fitted state as it is), then the
     prequential pass learns from the test runs: the pair equals two calls of
@@ -146,17 +154,30 @@ def held_out_mapes(fm: FeatureMatrix, extractor: Extractor, run_code: np.ndarray
     >>> both == (held_out_mape(fm, ex, m.run_code, p, fold, online=True), held_out_mape(fm, ex, m.run_code, p, fold))
     True
     """
-    p, test = _fitted(fm, predictor, fold)
+    p, test = _fitted(fm, predictor, fold, fitter)
     frozen = _mape(fm, extractor, run_code, p, test, online=False)
     return _mape(fm, extractor, run_code, p, test, online=True), frozen
 
 
-def _fitted(fm: FeatureMatrix, predictor: BasePredictor, fold: Fold) -> tuple[BasePredictor, np.ndarray]:
-    p = predictor.with_target(fm.target).clone()   # declared for the rows' target (a predictor may fit to suit it)
+def fold_rows(fold: Fold) -> tuple[np.ndarray, np.ndarray]:
+    """(train, test) row indices of ``fold`` (masks turned into indices; test in its order)."""
     train, test = (np.flatnonzero(r) if np.asarray(r).dtype == bool else np.asarray(r) for r in fold[1:])
+    return train, test
+
+
+def fit_fold(fm: FeatureMatrix, predictor: BasePredictor, fold: Fold) -> BasePredictor:
+    """A clone of ``predictor``, declared for the rows' target, fitted on ``fold.train`` of ``fm``."""
+    p = predictor.with_target(fm.target).clone()   # declared for the rows' target (a predictor may fit to suit it)
+    train, _ = fold_rows(fold)
     ent = fm.entities
     call(p, "fit", fm.X[train], fm.y[train], entities=None if ent is None else ent.take(train))
-    return p, test
+    return p
+
+
+def _fitted(fm: FeatureMatrix, predictor: BasePredictor, fold: Fold,
+            fitter: FoldFitter | None = None) -> tuple[BasePredictor, np.ndarray]:
+    p = fit_fold(fm, predictor, fold) if fitter is None else fitter(fold)
+    return p, fold_rows(fold)[1]
 
 
 def _mape(fm: FeatureMatrix, extractor: Extractor, run_code: np.ndarray, p: BasePredictor,

@@ -22,6 +22,7 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -200,14 +201,16 @@ def _winners(columns: dict[str, dict[str, Any]]) -> list[str]:
 
 def split_scores(extractor: Extractor, predictor: BasePredictor | None, measurements: Measurements,
                  profiles: ProfileTable | None, *, split: str, repeats: int, seed: int = 0,
-                 online: bool = False, cache: dict[bytes, InterferenceModel] | None = None) -> dict[str, Any]:
+                 online: bool = False, cache: dict[bytes, InterferenceModel] | None = None,
+                 progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """What ``interfpred evaluate --split`` reports: held-out MAPE (%) of the predictor beside the baselines.
 
     ``predictor`` None scores what ``interfpred fit`` chooses with no flags, chosen afresh inside each
     fold's training rows (:func:`default_fit_mape`, its models kept in ``cache`` when given);
     ``extractor`` then only serves the baselines.
     Returns ``{"rows", "folds", "title", "methods": [{"method", "mape_%": [one per fold], "mean", "std",
-    "min", "max"}, ...]}``, the predictor first, every figure in percent.
+    "min", "max"}, ...]}``, the predictor first, every figure in percent. ``progress``, when given, is
+    called with a short message before each method's folds (and each default fit's fold).
     """
     folds = run_folds(measurements, split, repeats=repeats, seed=seed, train_share=E4_TRAIN_SHARE)
     fm_model = measurement_features(extractor, measurements, profiles)
@@ -219,13 +222,19 @@ def split_scores(extractor: Extractor, predictor: BasePredictor | None, measurem
 
     if predictor is None:
         cache = {} if cache is None else cache
-        add(DEFAULT_FIT_LABEL, 100.0 * np.array([default_fit_mape(measurements, profiles, f, online=online,
-                                                                  cache=cache) for f in folds]))
+        got = []
+        for i, f in enumerate(folds):
+            if progress is not None:
+                progress(f"the default fit, chosen inside fold {i + 1}/{len(folds)} ({f.label})")
+            got.append(default_fit_mape(measurements, profiles, f, online=online, cache=cache))
+        add(DEFAULT_FIT_LABEL, 100.0 * np.array(got))
         methods = [(BASELINE_LABELS[k], make_predictor(k)) for k in BASELINE_KINDS]
     else:
         methods = [(f"model ({predictor.kind})", predictor)] + [(BASELINE_LABELS[k], make_predictor(k))
                                                                  for k in BASELINE_KINDS]
     for label, p in methods:
+        if progress is not None:
+            progress(f"{label} on {len(folds)} folds")
         key = p.tags.entity_key if p.tags.uses_entities else "model"
         fm = fm_model if key == "model" else measurement_features(extractor, measurements, profiles, entity_key=key)
         add(label, 100.0 * np.array([held_out_mape(fm, extractor, measurements.run_code, p, f, online=online)
@@ -268,10 +277,17 @@ def run_e4(ctx: ReproduceContext) -> Section:
     ctx.progress(f"E4: the default fit, chosen inside every fold's training runs (validated on {n_folds} folds "
                  f"by run and {held})")
     cache: dict[bytes, InterferenceModel] = {}      # the two leave-one-model-out columns share their fits
-    default = {col: [default_fit_mape(m, None, f, online=col not in _FROZEN, cache=cache, n_folds=n_folds,
-                                      n_cold=n_cold) for f in fl]
-               for col, fl in folds.items()}
+    default: dict[str, list[float]] = {}
+    total, done = sum(len(fl) for fl in folds.values()), 0
+    for col, fl in folds.items():
+        default[col] = []
+        for f in fl:
+            ctx.progress(f"E4: the default fit, fold {done + 1}/{total} ({col}: {f.label})")
+            default[col].append(default_fit_mape(m, None, f, online=col not in _FROZEN, cache=cache, n_folds=n_folds,
+                                                 n_cold=n_cold))
+            done += 1
     for target in E4_TARGETS:
+        ctx.progress(f"E4: {len(methods)} methods on every fold, target {target!r}")
         extractor = TimeWeighted(feature_map="shares", target=target)
         columns = {col: {**score_methods(methods, extractor, m, None, f, online=col not in _FROZEN),
                          DEFAULT_FIT_LABEL: default[col]} for col, f in folds.items()}

@@ -39,7 +39,8 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import copy
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +66,7 @@ from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
 from interfpred.evaluation import BASELINE_LABELS, Fold
+from interfpred.evaluation.folds import FoldFitter, fit_fold, fold_rows
 from interfpred.evaluation.tables import Column, percent, text_table
 from interfpred.evaluation.validation import (
     held_out_model_folds,
@@ -271,10 +273,37 @@ def _frozen_priors(p: BasePredictor, fm: FeatureMatrix, cache: dict[Any, dict[st
         return p
     tuned = None if cache is None else cache.get(key)
     if tuned is None:
-        tuned = dict(p.clone().fit(fm.X, fm.y, entities=fm.entities).prior_variances_)   # type: ignore[attr-defined]
+        tuned = p.tuned_prior_variances(fm.X, fm.y, entities=fm.entities)   # type: ignore[attr-defined]
         if cache is not None:
             cache[key] = tuned
     return make_predictor(p.kind, **{**p.get_params(), "tune_priors": False, **tuned})
+
+
+def _fold_fitter(c: Candidate, fm: FeatureMatrix, tuned: BasePredictor, key: Any,
+                 fitted: dict[Any, BasePredictor]) -> FoldFitter | None:
+    """How the folds of an EntityRLS candidate are fitted: the default backoff's fits are kept (a copy,
+    before the fold is tested), and another backoff's are those with the backoff refitted
+    (:meth:`~interfpred.predictors.EntityRLS.refit_backoff`: the same state as a fresh fit, without
+    fitting the entity model again). None (every fold fitted afresh) for other predictors."""
+    refit = getattr(tuned, "refit_backoff", None)
+    if refit is None or getattr(tuned, "tune_priors", True):
+        return None
+    default = c.backoff in (None, ENTITY_BACKOFFS[0])
+
+    def fit(fold: Fold) -> BasePredictor:
+        slot = (key, id(fold))
+        if default:
+            p = fit_fold(fm, tuned, fold)
+            fitted[slot] = copy.deepcopy(p)
+            return p
+        base = fitted.get(slot)
+        if base is None:
+            return fit_fold(fm, tuned, fold)
+        train, _ = fold_rows(fold)
+        ent = None if fm.entities is None else fm.entities.take(train)
+        return base.refit_backoff(c.backoff, fm.X[train], fm.y[train], entities=ent)   # type: ignore[attr-defined]
+
+    return fit
 
 
 def _folds(fm_model: FeatureMatrix, groups: np.ndarray, seed: int, n_folds: int,
@@ -297,7 +326,8 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
                          fixed: Mapping[str, Any] | None = None, predictor: BasePredictor | None = None,
                          predictors: Sequence[str] = SELECTION_PREDICTORS,
                          targets: Sequence[str] = SELECTION_TARGETS, seed: int = SELECTION_SEED,
-                         n_folds: int = SELECTION_FOLDS, n_cold: int = SELECTION_COLD_MODELS) -> Selection:
+                         n_folds: int = SELECTION_FOLDS, n_cold: int = SELECTION_COLD_MODELS,
+                         progress: Callable[[str], None] | None = None) -> Selection:
     """Score every candidate and the baselines on the training rows and choose by use (module docstring).
 
     Parameters
@@ -313,6 +343,8 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
     n_folds, n_cold
         How many warm folds and held-out models validate (``SELECTION_FOLDS``,
         ``SELECTION_COLD_MODELS``); fewer make a cheaper, noisier choice (quick experiment runs).
+    progress
+        Called with a short message before each candidate is scored (the CLI prints them on stderr).
     """
     if n_folds < 2 or n_cold < 0:
         raise InterfpredError(f"n_folds {n_folds} and n_cold {n_cold}: expected n_folds >= 2 and n_cold >= 0")
@@ -343,10 +375,14 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
     feats: dict[str, tuple[FeatureMatrix, Any]] = {}
     per_fold: dict[str, np.ndarray] = {}       # warm MAPE of each fold by run, per candidate
     priors: dict[Any, dict[str, float]] = {}     # tuned prior variances per extractor (the backoff aside)
+    fitted: dict[Any, BasePredictor] = {}        # EntityRLS fitted per extractor and fold, its backoff aside
+    # (kept only when other backoffs may be scored: no predictor named)
     colocated = True
 
     def run(c: Candidate) -> None:
         nonlocal folds, colocated
+        if progress is not None:
+            progress(f"validating {c.label} ({len(scores)} configurations scored)")
         proto = c.build(predictor)
         extractor = make_extractor(c.extractor_spec(fixed))
         fm = model_features(extractor, proto, trace, profiles, measurements=measurements)
@@ -359,8 +395,11 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
             folds = _folds(by_model, groups, seed, n_folds, n_cold)
             colocated = _colocated(by_model)
         feats.setdefault(c.target, (by_model, extractor))
-        tuned = _frozen_priors(proto, fm, priors, (c.predictor, c.feature_map, c.shares, c.target))
-        scores[c.label], per_fold[c.label] = validation_scores(fm, extractor, groups, tuned, *folds)
+        key = (c.predictor, c.feature_map, c.shares, c.target)
+        tuned = _frozen_priors(proto, fm, priors, key)
+        scores[c.label], per_fold[c.label] = validation_scores(fm, extractor, groups, tuned, *folds,
+                                                               fitter=_fold_fitter(c, fm, tuned, key, fitted)
+                                                               if predictor is None else None)
 
     # Two stages when several extractors are open for a predictor other than the proxy: the extractor
     # (map, shares, target) searched with the fast proxy, then the other predictors on the proxy's

@@ -230,14 +230,18 @@ class EntityStore:
             return
         # in order of first sight (row order, own before co-runners): the same ids, and so the same
         # seeded factors, whether the rows come in one batch or one by one
-        counts = np.diff(ent.indptr)
-        seq = np.concatenate([ent.own, ent.co])
-        row = np.concatenate([np.arange(len(ent)), np.repeat(np.arange(len(ent)), counts)])
-        pos = np.concatenate([np.full(len(ent), -1), np.arange(ent.co.shape[0])])
-        seq = seq[np.lexsort((pos, row))]
-        _, first = np.unique(seq, return_index=True)
+        if len(ent) == 1:      # one row (learning row by row): its own entity, then its co-runners
+            sighted = list(dict.fromkeys([int(ent.own[0]), *ent.co.tolist()]))
+        else:
+            counts = np.diff(ent.indptr)
+            seq = np.concatenate([ent.own, ent.co])
+            row = np.concatenate([np.arange(len(ent)), np.repeat(np.arange(len(ent)), counts)])
+            pos = np.concatenate([np.full(len(ent), -1), np.arange(ent.co.shape[0])])
+            seq = seq[np.lexsort((pos, row))]
+            _, first = np.unique(seq, return_index=True)
+            sighted = seq[np.sort(first)].tolist()
         hier = bool(self.hierarchy)
-        for v in seq[np.sort(first)].tolist():
+        for v in sighted:
             name = ent.names[v]
             if hier and "@" in name and name.rsplit("@", 1)[0] not in self._eid:
                 self._new_entity(name.rsplit("@", 1)[0])

@@ -25,6 +25,7 @@ pairs are described in docs/predictors.md ("Per-model terms: entities and Entity
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import replace
 from typing import Any
@@ -60,7 +61,7 @@ from interfpred.predictors.entity_rls import _entity_steps as EK
 from interfpred.predictors.entity_rls import _rows as ER
 from interfpred.predictors.entity_rls._store import EntityStore
 from interfpred.predictors.entity_rls.tuning import select_prior_variances
-from interfpred.predictors.inputs import check_flag, check_positive, check_target
+from interfpred.predictors.inputs import as_rows, as_targets, check_flag, check_learnable, check_positive, check_target
 from interfpred.predictors.rls import RLS
 
 __all__ = ["EntityRLS"]
@@ -346,28 +347,95 @@ class EntityRLS(EntityStore, BasePredictor):
         self._var = {k: float(getattr(self, k)) for k in _VARS}
         self._create = (1 + int(self.pair_var > 0)) if self.entity_terms else 0
         self._evidence = np.zeros(8)
-        self._backoff: RLS | GlobalMean | NoInterference = (
-            RLS(forgetting=self.forgetting, delta=self.delta, stabilize=self.stabilize) if self.backoff == "rls"
-            else GlobalMean() if self.backoff == "global_mean" else NoInterference())
+        self._backoff = self._new_backoff()
         self._scale = 1.0
         self._reset_cache()
+
+    def _new_backoff(self) -> RLS | GlobalMean | NoInterference:
+        if self.backoff == "rls":
+            return RLS(forgetting=self.forgetting, delta=self.delta, stabilize=self.stabilize)
+        return GlobalMean() if self.backoff == "global_mean" else NoInterference()
 
     # ------------------------------------------------------------------ the API
     def _fit_rows(self, X: np.ndarray, y: np.ndarray, *, sample_weight: Any, entities: Entities | None) -> None:
         ent = entities
-        if self.tune_priors and ent is not None and self.entity_terms and X.shape[0] >= ENTITY_TUNE_MIN_ROWS:
-            # the search runs with the decoupled covariance (fast); the fit below uses the chosen
-            # variances with the configured one
-            params = {**self.get_params(), "tune_priors": False,
-                      "covariance": "blocks" if self.covariance == "auto" else self.covariance}
-            best, _ = select_prior_variances(X, y, ent, params=params, target=self.target)   # its latency error
-            self._var = {k: float(v) for k, v in best.items()}
+        tuned = self._tune(X, y, ent)
+        if tuned is not None:
+            self._var = tuned
             self._create = (1 + int(self._var["pair_var"] > 0)) if self.entity_terms else 0
         self._learn(X, y, ent)
+        self._fit_scale(X, y, ent)
+
+    def _tune(self, X: np.ndarray, y: np.ndarray, ent: Entities | None) -> dict[str, float] | None:
+        """The prior variances ``tune_priors`` chooses on these rows (None: no tuning applies)."""
+        if not (self.tune_priors and ent is not None and self.entity_terms and X.shape[0] >= ENTITY_TUNE_MIN_ROWS):
+            return None
+        # the search runs with the decoupled covariance (fast); the fit uses the chosen variances with
+        # the configured one
+        params = {**self.get_params(), "tune_priors": False,
+                  "covariance": "blocks" if self.covariance == "auto" else self.covariance}
+        best, _ = select_prior_variances(X, y, ent, params=params, target=self.target)   # its latency error
+        return {k: float(v) for k, v in best.items()}
+
+    def tuned_prior_variances(self, X: Any, y: Any, *, entities: Any = None) -> dict[str, float]:
+        """The prior variances ``fit`` on these rows learns with (``prior_variances_`` after it), without
+        fitting: those ``tune_priors`` chooses, else the hyperparameters. The state is not touched.
+
+        Examples
+        --------
+        >>> ent = Entities.from_lists(list("abcabcabca"), [{"b": 1.0}, {"c": 1.0}, {"a": 1.0}] * 3 + [{"b": 1.0}])
+        >>> X, y = [[0.1 * i] for i in range(10)], [1.1 + 0.05 * i for i in range(10)]
+        >>> p = EntityRLS(target="slowdown")
+        >>> p.tuned_prior_variances(X, y, entities=ent) == p.fit(X, y, entities=ent).prior_variances_
+        True
+        """
+        self._check_params()
+        Xa, single = as_rows(X, width=self.tags.fixed_width)
+        ya = as_targets(y, Xa.shape[0], single)
+        ent = self._entities_arg(entities, Xa.shape[0])
+        check_learnable(Xa, ya)
+        tuned = self._tune(Xa, ya, ent)
+        return tuned if tuned is not None else {k: float(getattr(self, k)) for k in _VARS}
+
+    def _fit_scale(self, X: np.ndarray, y: np.ndarray, ent: Entities | None) -> None:
         if self.backoff_scale and self._backs_off and self.target is not None and self.backoff != "no_interference":
             keep = self._learned_rows(ent) if ent is not None else np.ones(X.shape[0], dtype=bool)
             if keep.any():
                 self._scale = _latency_scale(y[keep], self._backoff.predict(X[keep]), self.target == "rate")
+
+    def refit_backoff(self, backoff: str, X: Any, y: Any, *, entities: Entities | None = None) -> EntityRLS:
+        """A copy of this predictor, fitted with ``tune_priors`` off on ``X, y, entities``, with ``backoff``
+        in place of its own: what ``fit`` with that backoff learns, to the bit, at the cost of the backoff
+        alone (the entity model never reads its backoff). A validation that scores several backoffs
+        fits the entity model once.
+
+        Examples
+        --------
+        >>> ent = Entities.from_lists(["a", "b", "a"], [{"b": 1.0}, {"a": 1.0}, {"b": 0.5}])
+        >>> X, y = [[0.1], [0.2], [0.3]], [1.2, 1.4, 1.1]
+        >>> p = EntityRLS(tune_priors=False, target="slowdown").fit(X, y, entities=ent)
+        >>> q = p.refit_backoff("global_mean", X, y, entities=ent)
+        >>> fresh = EntityRLS(tune_priors=False, target="slowdown", backoff="global_mean").fit(X, y, entities=ent)
+        >>> q.to_state() == fresh.to_state(), p.backoff
+        (True, 'rls')
+        """
+        if self.tune_priors or self._g is None:
+            raise InterfpredError("refit_backoff needs a predictor fitted with tune_priors=False")
+        if backoff not in ENTITY_BACKOFFS:
+            raise InterfpredError(f"backoff must be one of {', '.join(map(repr, ENTITY_BACKOFFS))}, got {backoff!r}")
+        Xa = np.ascontiguousarray(X, dtype=np.float64)
+        ya = np.ascontiguousarray(y, dtype=np.float64)
+        if Xa.ndim != 2 or ya.shape != (Xa.shape[0],) or (entities is not None and len(entities) != len(ya)):
+            raise InterfpredError(f"need X (n, d), y (n,) and entities of n rows; got X {Xa.shape}, y {ya.shape}")
+        out = copy.deepcopy(self)
+        out.backoff = backoff
+        out._backoff, out._scale = out._new_backoff(), 1.0
+        if out._backs_off:
+            keep = out._learned_rows(entities) if entities is not None else np.ones(Xa.shape[0], dtype=bool)
+            if keep.any():
+                out._backoff.update(Xa[keep], ya[keep])
+        out._fit_scale(Xa, ya, entities)
+        return out
 
     # -- the compiled single-row paths (BasePredictor.predict/update dispatch to them) -----------
     def _update_one(self, x: np.ndarray, y: float, entities: Any) -> int:
@@ -513,12 +581,21 @@ class EntityRLS(EntityStore, BasePredictor):
             saved = self._snapshot()
         if ent is not None and self.entity_terms and self._is_full() and X.shape[0] > 1:
             # the joint covariance forgets per observation: create each entity at its first row (one
-            # snapshot for all the rows: a refusal anywhere restores the state before the first)
+            # snapshot for all the rows: a refusal anywhere restores the state before the first). The
+            # rows between two that name something new learn in one call (one Kalman step per row, in
+            # order, exactly as one by one)
             bad = int(ER.check_rows(self._g, X, y))
             if bad != OK:
                 raise _error(*split_code(bad), self._d)
-            for i in range(X.shape[0]):
-                self._learn(X[i:i + 1], y[i:i + 1], ent.take([i]), saved)
+            want_pairs = self._var["pair_var"] > 0
+            start = 0
+            for i, r in enumerate(ent.split_rows()):
+                if _FAST.count_missing(self._etab, self._ptab, self._vmap_for(r), r.own, r.indptr, r.co, want_pairs):
+                    if i > start:
+                        self._learn_span(X, y, ent, start, i, saved)
+                    self._create_missing(r)
+                    start = i
+            self._learn_span(X, y, ent, start, X.shape[0], saved)
             return
         if ent is not None and self.entity_terms:
             self._create_missing(ent)
@@ -528,6 +605,21 @@ class EntityRLS(EntityStore, BasePredictor):
             raise _error(*split_code(code), self._d)
         try:
             self._learned(X, y, ent)
+        except InterfpredError:
+            self._restore(saved)
+            raise
+
+    def _learn_span(self, X: np.ndarray, y: np.ndarray, ent: Entities, lo: int, hi: int,
+                    saved: dict[str, Any]) -> None:
+        """Learn rows ``lo:hi`` that name nothing new (the joint-covariance path); a refusal restores ``saved``."""
+        Xs, ys, es = X[lo:hi], y[lo:hi], ent.take(np.arange(lo, hi))
+        code = self._run_update(Xs, ys, es)
+        if code != OK:
+            self._restore(saved)
+            status, row = split_code(code)
+            raise _error(status, lo + row, self._d)
+        try:
+            self._learned(Xs, ys, es)
         except InterfpredError:
             self._restore(saved)
             raise
