@@ -54,7 +54,7 @@ def test_merged_fit_equals_the_one_process_fit(data, feature_map, kind, params):
     for k, b in local.baselines.items():
         np.testing.assert_allclose(merged.baselines[k].predict(X), b.predict(X), rtol=1e-12)
     fm = local.features(trace, prof)   # the pair mean keyed by model, as the one-process fit keys it
-    entities = local._baseline_entities(fm)
+    entities = local.baseline_entities(fm)
     for k, b in local.baselines.items():
         np.testing.assert_allclose(call(merged.baselines[k], "predict", fm.X, entities=entities),
                                    call(b, "predict", fm.X, entities=entities), rtol=1e-12)

@@ -251,7 +251,7 @@ def _fit_partition(part: TracePartition, profiles: ProfileTable, state: dict) ->
             call(fresh, "update", fm.X, fm.y, entities=fm.entities)
         out["learned"] = fresh.to_state() if len(fm) else None
     # the baselines as the one-process fit makes them: the pair mean keyed by model, declared for the target
-    out["baselines"] = ({k: b.to_state() for k, b in fit_baselines(fm.X, fm.y, entities=model._baseline_entities(fm),
+    out["baselines"] = ({k: b.to_state() for k, b in fit_baselines(fm.X, fm.y, entities=model.baseline_entities(fm),
                                                                     target=model.extractor.target).items()}
                         if len(fm) else {k: None for k in BASELINE_KINDS})
     out["peak_rss_mb"] = _peak_rss_mb()

@@ -216,14 +216,14 @@ class InterferenceModel:
         (:func:`~interfpred.model.rows.model_features` with this model's extractor and predictor)."""
         return model_features(self.extractor, self.predictor, trace, profiles, measurements=measurements)
 
-    def _baseline_entities(self, fm: FeatureMatrix) -> Entities | None:
+    def baseline_entities(self, fm: FeatureMatrix) -> Entities | None:
         """The rows' entities by model (the per-pair baseline's groups), whatever key the predictor asked."""
         if fm.entities is None or self.predictor.tags.entity_key != "model_batch":
             return fm.entities
         return parent_entities(fm.entities)
 
     def _entities_for(self, p: BasePredictor, fm: FeatureMatrix) -> Entities | None:
-        return fm.entities if p is self.predictor else self._baseline_entities(fm)
+        return fm.entities if p is self.predictor else self.baseline_entities(fm)
 
     def _check_width(self, fm: FeatureMatrix) -> None:
         d = self.predictor.n_features_in_
@@ -288,7 +288,7 @@ class InterferenceModel:
         call(self.predictor, "fit", fm.X, fm.y, entities=fm.entities, **extra)
         if progress is not None:
             progress(f"{self.predictor.kind} fitted on {len(fm)} rows, fitting the baselines")
-        self.baselines = fit_baselines(fm.X, fm.y, entities=self._baseline_entities(fm), sample_weight=weights,
+        self.baselines = fit_baselines(fm.X, fm.y, entities=self.baseline_entities(fm), sample_weight=weights,
                                        target=self.extractor.target)
         self.frozen_bounds = None
         if get_tags(self.predictor).gives_bounds and weights is None and len(fm) >= 2 * CROSS_FIT_FOLDS:
