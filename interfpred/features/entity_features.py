@@ -35,8 +35,8 @@ from interfpred.data.entities import Entities
 from interfpred.data.frames import as_trace
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
-from interfpred.features._segment_maps import AGG_EWMA, AGG_STATIC
 from interfpred.features._sweep import group_end, next_event, run_add, run_remove
+from interfpred.features.compiled_maps import AGG_EWMA, AGG_STATIC
 from interfpred.features.maps import AGG_IDS, aggregation_name
 from interfpred.features.timeline import event_orders, refuse_crowd
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from interfpred._core.jit import njit
 from interfpred._core.targets import to_rate
-from interfpred.features._segment_maps import map_running_set
+from interfpred.features.compiled_maps import map_running_set
 from interfpred.serving._fluid_projection import BOUND_RELATIVE, NONFINITE, advance, bounded
 
 __all__ = ["entity_project", "entity_rates"]

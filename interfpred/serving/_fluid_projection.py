@@ -5,7 +5,7 @@ affine projection of :mod:`interfpred.serving.projection`, the E3 oracle's groun
 predictions into rates with :func:`interfpred._core.targets.to_rate` (the one clamp of every
 prediction path, :func:`~interfpred._core.targets.clamp_rates` on an array) and advances the
 running set one segment at a time with :func:`advance`. The affine projection evaluates the model
-through the map's affine form (:mod:`interfpred.features._segment_maps`) and keeps the running
+through the map's affine form (:mod:`interfpred.features.compiled_maps`) and keeps the running
 set's sums up to date as members finish. Nothing here validates its input:
 :func:`interfpred.serving.projection.project_affine` checks it for users, and the serving layer's
 own callers (the projector, the placement cache) pass arrays they built.
@@ -19,7 +19,7 @@ from interfpred._core.jit import njit
 from interfpred._core.targets import to_rate
 from interfpred.constants import TRACKER_FINISH_RTOL
 from interfpred.errors import InterfpredError
-from interfpred.features._segment_maps import (
+from interfpred.features.compiled_maps import (
     COMBINE_MAX,
     DRAM,
     EXCESS,

@@ -27,7 +27,7 @@ import numpy as np
 
 from interfpred.constants import PREDICTED_RATE_MAX, PREDICTED_RATE_MIN, TRACKER_FINISH_RTOL
 from interfpred.errors import InterfpredError
-from interfpred.features._segment_maps import COMBINE_MAX, COMBINE_SUM, MAP_DEFAULT, MAP_GPULETS, MAP_RICH, n_features
+from interfpred.features.compiled_maps import COMBINE_MAX, COMBINE_SUM, MAP_DEFAULT, MAP_GPULETS, MAP_RICH, n_features
 from interfpred.serving._fluid_projection import NONFINITE_MESSAGE, advance, project_affine_unchecked
 
 __all__ = ["COMBINE_CODES", "MAP_CODES", "ProjectionInputs", "project_affine", "project_fluid"]

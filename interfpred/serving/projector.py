@@ -49,7 +49,7 @@ from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.evaluation.coverage import check_quantile as check_level
 from interfpred.features import Extractor
-from interfpred.features._segment_maps import COMBINE_SUM
+from interfpred.features.compiled_maps import COMBINE_SUM
 from interfpred.predictors import RLS, Calibrated, get_tags
 from interfpred.serving._entity_projection import entity_project, entity_rates
 from interfpred.serving._fluid_projection import (

@@ -37,7 +37,7 @@ from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import check_batch_size
 from interfpred.errors import InterfpredError
 from interfpred.features import Extractor
-from interfpred.features import _segment_maps as _k
+from interfpred.features import compiled_maps as _k
 from interfpred.serving.running_set import RunningSet, check_share, check_time
 
 __all__ = ["FinishResult", "FinishedExecution", "RunningExecution", "TimelineState"]

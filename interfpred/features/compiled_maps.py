@@ -1,4 +1,4 @@
-"""Compiled built-in feature maps and their temporal aggregation (package-internal).
+"""Compiled built-in feature maps and their temporal aggregation (internal to interfpred).
 
 The maps of one running set (each member against the others), their column layout as named
 offsets, the affine form of a linear model over a map (what the serving layer's compiled
