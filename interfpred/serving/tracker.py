@@ -4,7 +4,7 @@ A :class:`ColocationTracker` is told when executions start and finish on its dev
 it computes that execution's features from its real co-location timeline (through
 :class:`~interfpred.serving.streaming.TimelineState`) and calls ``predictor.update``, so the model keeps
 learning from production traffic. At any time it answers "if I launch these batches now, when will
-everything finish?" by fluid projection (:class:`~interfpred.serving.projector.RunningSetProjector`): every
+everything finish?" by fluid projection (:class:`~interfpred.serving.projection.projector.RunningSetProjector`): every
 execution progresses at its predicted, clamped rate, the rates change only when one finishes, and
 each running execution's remaining solo work is integrated from the rates it was predicted to run
 at since it started. ``quantile=q`` projects at a :class:`~interfpred.Calibrated` predictor's
@@ -57,8 +57,8 @@ from interfpred.errors import FrozenPredictorError, InterfpredError
 from interfpred.features import Extractor, default_extractor
 from interfpred.features.entity_features import RunningEntities
 from interfpred.predictors import get_tags
-from interfpred.serving.projection import ProjectionInputs
-from interfpred.serving.projector import RunningSetProjector, check_quantile, parse_candidates
+from interfpred.serving.projection.affine import ProjectionInputs
+from interfpred.serving.projection.projector import RunningSetProjector, check_quantile, parse_candidates
 from interfpred.serving.running_set import RunningSet, check_time, is_real_number, snapshot_state, time_reason
 from interfpred.serving.streaming import FinishedExecution, FinishResult, TimelineState
 

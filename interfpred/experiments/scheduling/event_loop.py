@@ -30,7 +30,7 @@ import numpy as np
 
 from interfpred.constants import E3_FINISH_TIME_RTOL, SIM_FINISH_RTOL, TRACKER_FINISH_RTOL
 from interfpred.data.profiles import ProfileTable
-from interfpred.serving.projection import project_fluid
+from interfpred.serving.projection.generic import project_fluid
 from interfpred.sim.contention import GpuSpec, rates
 from interfpred.sim.operators import HiddenFactors
 
