@@ -2,7 +2,7 @@
 
 A :class:`ColocationTracker` is told when executions start and finish on its device. On every finish
 it computes that execution's features from its real co-location timeline (through
-:class:`~interfpred.serving.streaming.TimelineState`) and calls ``predictor.update``, so the model keeps
+:class:`~interfpred.features.streaming.TimelineState`) and calls ``predictor.update``, so the model keeps
 learning from production traffic. At any time it answers "if I launch these batches now, when will
 everything finish?" by fluid projection (:class:`~interfpred.serving.projection.projector.RunningSetProjector`): every
 execution progresses at its predicted, clamped rate, the rates change only when one finishes, and
@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -56,13 +56,60 @@ from interfpred.data.profiles import ProfileTable
 from interfpred.errors import FrozenPredictorError, InterfpredError
 from interfpred.features import Extractor, default_extractor
 from interfpred.features.entity_features import RunningEntities
+from interfpred.features.running_set import RunningSet, check_time, is_real_number, snapshot_state, time_reason
+from interfpred.features.streaming import FinishedExecution, TimelineState
 from interfpred.predictors import get_tags
 from interfpred.serving.projection.affine import ProjectionInputs
 from interfpred.serving.projection.projector import RunningSetProjector, check_quantile, parse_candidates
-from interfpred.serving.running_set import RunningSet, check_time, is_real_number, snapshot_state, time_reason
-from interfpred.serving.streaming import FinishedExecution, FinishResult, TimelineState
 
 __all__ = ["ColocationTracker", "FinishResult", "check_late_window"]
+
+
+class FinishResult(NamedTuple):
+    """What :meth:`ColocationTracker.finish` returns: the :class:`FinishedExecution`, and what was predicted and learned.
+
+    The fields of the :class:`~interfpred.features.streaming.FinishedExecution` it wraps are readable
+    directly under the same names (``id``, ``x``, ``y``, ``solo_ms``, ``latency_ms``).
+    """
+
+    #: The finished execution's features (its real timeline) and observed target.
+    execution: FinishedExecution
+    #: Latency the predictor gave for those features *before* learning from them (its rate or
+    #: slowdown clamped as every projection clamps it, times the profile solo latency), ms.
+    predicted_latency_ms: float
+    #: ``(predicted_latency_ms - latency_ms) / latency_ms``: positive when the model predicted the
+    #: batch slower than it ran (over-prediction), negative when it ran slower than predicted; NaN
+    #: for a zero-length execution (observed latency 0), which is never learned from.
+    relative_error: float
+    #: Whether ``predictor.update`` was called (False with ``learn=False``, a frozen predictor
+    #: (``tags.learns_online`` false), a zero-length execution, or an
+    #: observed slowdown outside ``[SLOWDOWN_MIN, SLOWDOWN_MAX]``, which is non-physical: a glitched timer).
+    learned: bool
+
+    @property
+    def id(self) -> Any:
+        """The finished execution's id."""
+        return self.execution.id
+
+    @property
+    def x(self) -> np.ndarray:
+        """(d,) its features, aggregated over its real timeline."""
+        return self.execution.x
+
+    @property
+    def y(self) -> float:
+        """Its observed target (slowdown or rate)."""
+        return self.execution.y
+
+    @property
+    def solo_ms(self) -> float:
+        """Its profile solo latency, ms."""
+        return self.execution.solo_ms
+
+    @property
+    def latency_ms(self) -> float:
+        """Its observed latency, ms."""
+        return self.execution.latency_ms
 
 
 def check_late_window(value: Any) -> float:

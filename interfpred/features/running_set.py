@@ -1,4 +1,4 @@
-"""Slot storage of one device's running set, shared by :class:`~interfpred.serving.streaming.TimelineState` and the tracker.
+"""Slot storage of one device's running set, shared by :class:`~interfpred.features.streaming.TimelineState` and the tracker.
 
 A :class:`RunningSet` keeps the ids of the running executions, the slot of each id, and per
 slot a demand row ``[sm, l2, dram]``, a profile solo latency and any extra columns its owner

@@ -36,11 +36,11 @@ from interfpred.data.frames import as_profiles
 from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import check_batch_size
 from interfpred.errors import InterfpredError
-from interfpred.features import Extractor
 from interfpred.features import compiled_maps as _k
-from interfpred.serving.running_set import RunningSet, check_share, check_time
+from interfpred.features.extractors import Extractor
+from interfpred.features.running_set import RunningSet, check_share, check_time
 
-__all__ = ["FinishResult", "FinishedExecution", "RunningExecution", "TimelineState"]
+__all__ = ["FinishedExecution", "RunningExecution", "TimelineState"]
 
 
 class FinishedExecution(NamedTuple):
@@ -55,53 +55,6 @@ class FinishedExecution(NamedTuple):
     solo_ms: float
     #: observed latency, ms.
     latency_ms: float
-
-
-class FinishResult(NamedTuple):
-    """What ``ColocationTracker.finish`` returns: the :class:`FinishedExecution`, and what was predicted and learned.
-
-    The fields of the :class:`~interfpred.serving.streaming.FinishedExecution` it wraps are readable
-    directly under the same names (``id``, ``x``, ``y``, ``solo_ms``, ``latency_ms``).
-    """
-
-    #: The finished execution's features (its real timeline) and observed target.
-    execution: FinishedExecution
-    #: Latency the predictor gave for those features *before* learning from them (its rate or
-    #: slowdown clamped as every projection clamps it, times the profile solo latency), ms.
-    predicted_latency_ms: float
-    #: ``(predicted_latency_ms - latency_ms) / latency_ms``: positive when the model predicted the
-    #: batch slower than it ran (over-prediction), negative when it ran slower than predicted; NaN
-    #: for a zero-length execution (observed latency 0), which is never learned from.
-    relative_error: float
-    #: Whether ``predictor.update`` was called (False with ``learn=False``, a frozen predictor
-    #: (``tags.learns_online`` false), a zero-length execution, or an
-    #: observed slowdown outside ``[SLOWDOWN_MIN, SLOWDOWN_MAX]``, which is non-physical: a glitched timer).
-    learned: bool
-
-    @property
-    def id(self) -> Any:
-        """The finished execution's id."""
-        return self.execution.id
-
-    @property
-    def x(self) -> np.ndarray:
-        """(d,) its features, aggregated over its real timeline."""
-        return self.execution.x
-
-    @property
-    def y(self) -> float:
-        """Its observed target (slowdown or rate)."""
-        return self.execution.y
-
-    @property
-    def solo_ms(self) -> float:
-        """Its profile solo latency, ms."""
-        return self.execution.solo_ms
-
-    @property
-    def latency_ms(self) -> float:
-        """Its observed latency, ms."""
-        return self.execution.latency_ms
 
 
 class RunningExecution(NamedTuple):
