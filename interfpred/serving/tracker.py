@@ -220,15 +220,16 @@ class ColocationTracker(RunningSetView):
         self.min_rate = self._proj.min_rate
         self.max_rate = self._proj.max_rate
         self._is_rate = extractor.target == "rate"
-        self._ents = (RunningEntities(extractor.aggregation, alpha=getattr(extractor, "alpha", 0.5),
-                                      key=get_tags(predictor).entity_key)
-                      if uses_entities else None)
         self._lock = threading.RLock()
         # The device's one running set, its clock included, is the timeline state's; the tracker adds the
         # remaining solo work of each running execution and integrates it whenever the clock moves.
         self._set = self._state.running_set
         self._set.register("rem", ())
         self._set.on_clock(self._integrate)
+        # the entities of the running set, folded on the same clock
+        self._ents = (RunningEntities(extractor.aggregation, alpha=getattr(extractor, "alpha", 0.5),
+                                      key=get_tags(predictor).entity_key, running_set=self._set)
+                      if uses_entities else None)
         self._rates: np.ndarray | None = None   # predicted rates of the current running set (lazy)
         self.late_window_ms = check_late_window(late_window_ms)
         # events of the late window, each with the state before it, to replay a late finish over
@@ -335,9 +336,7 @@ class ColocationTracker(RunningSetView):
 
     def _advance_core(self, tf: float) -> None:
         self._current_rates()
-        self._state.advance(tf)      # the clock hook integrates the remaining work up to tf
-        if self._ents is not None:
-            self._ents.advance(tf)
+        self._state.advance(tf)      # the clock hooks integrate the remaining work and fold the entities up to tf
 
     def _end_core(self, id: Any, tf: float) -> tuple[FinishedExecution, dict[str, Any]]:
         """``id`` leaves the running set at ``tf``: its features and the predictor's extra arguments."""
