@@ -67,11 +67,11 @@ _LAZY: dict[str, str] = {
     "default_extractor": "interfpred.features.spec",
     "training_rows": "interfpred.features.spec",
     "transform_many": "interfpred.features",
-    "TimelineState": "interfpred.serving.streaming",
-    "FinishedExecution": "interfpred.serving.streaming",
-    "RunningExecution": "interfpred.serving.streaming",
+    "TimelineState": "interfpred.features.streaming",
+    "FinishedExecution": "interfpred.features.streaming",
+    "RunningExecution": "interfpred.features.streaming",
     "ColocationTracker": "interfpred.serving.tracker",
-    "FinishResult": "interfpred.serving.streaming",
+    "FinishResult": "interfpred.serving.tracker",
     "Fleet": "interfpred.serving.fleet",
     "InterferenceModel": "interfpred.model.interference",
     "load_model": "interfpred.model.interference",
@@ -107,6 +107,7 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the real names
     from interfpred.features.maps import CustomMap
     from interfpred.features.matrix import FeatureMatrix
     from interfpred.features.spec import default_extractor, make_extractor, training_rows
+    from interfpred.features.streaming import FinishedExecution, RunningExecution, TimelineState
     from interfpred.features.timeline import Timeline, build_timeline
     from interfpred.model.interference import InterferenceModel, load_model
     from interfpred.predictors import (
@@ -129,5 +130,4 @@ if TYPE_CHECKING:  # static type checkers and IDEs see the real names
     )
     from interfpred.provisioning import advise, plan, validate_plan
     from interfpred.serving.fleet import Fleet
-    from interfpred.serving.streaming import FinishedExecution, FinishResult, RunningExecution, TimelineState
-    from interfpred.serving.tracker import ColocationTracker
+    from interfpred.serving.tracker import ColocationTracker, FinishResult

@@ -240,6 +240,36 @@ def private_import_violations(modules: dict[str, Module]) -> list[str]:
     return _in_order(out)
 
 
+def private_module_package(name: str) -> str | None:
+    """The package that owns the private module ``name`` (dotted): the package above its first private
+    component (``interfpred.features`` for ``interfpred.features._sweep``), or None when no component is private.
+
+    >>> private_module_package("interfpred.features._sweep"), private_module_package("interfpred.features.maps")
+    ('interfpred.features', None)
+    """
+    parts = name.split(".")
+    for i, part in enumerate(parts):
+        if is_private(part):
+            return ".".join(parts[:i])
+    return None
+
+
+def private_module_violations(modules: dict[str, Module]) -> list[str]:
+    """An import of a private module (a module whose name, or a package's above it, starts with ``_``) from
+    outside the package that holds it: ``interfpred.serving.x`` may not import ``interfpred.features._sweep``;
+    ``interfpred.features.timeline`` and ``interfpred.features.sub.y`` may."""
+    out = []
+    for e in import_edges(modules):
+        owner = private_module_package(e.dst)
+        if owner is None or e.dst not in modules:
+            continue
+        if e.src == owner or e.src.startswith(owner + "."):
+            continue
+        out.append(f"{e.label}: {e.src} imports the private module {e.dst}, which belongs to {owner}: "
+                   f"make the module public (a name without the underscore) or keep its use inside {owner}")
+    return _in_order(out)
+
+
 def _dotted(node: ast.AST) -> str | None:
     if isinstance(node, ast.Name):
         return node.id
@@ -469,6 +499,10 @@ def test_no_private_names_imported_across_modules(package):
     _report(private_import_violations(package), "private names used outside their module")
 
 
+def test_no_private_module_imported_from_another_package(package):
+    _report(private_module_violations(package), "imports of another package's private module")
+
+
 def test_no_reach_in_to_private_attributes(package):
     _report(reach_in_violations(package), "reach-ins to another object's private attribute")
 
@@ -545,6 +579,36 @@ def test_private_import_check_catches_and_accepts():
         "interfpred.p._q": "",
     })
     assert private_import_violations(clean) == []
+
+
+def test_private_module_check_catches_and_accepts():
+    bad = synthetic({
+        "interfpred.__init__": "",
+        "interfpred.f.__init__": "",
+        "interfpred.f._k": "def g(): pass\n",
+        "interfpred.s.__init__": "",
+        "interfpred.s.a": "from interfpred.f._k import g\n",
+        "interfpred.s.b": "from interfpred.f import _k\n",
+        "interfpred.s.c": "def h():\n    import interfpred.f._k\n",     # at any depth
+        "interfpred.f2.__init__": "",
+        "interfpred.f2.d": "from interfpred.f._k import g\n",            # a sibling whose name shares a prefix
+    })
+    found = private_module_violations(bad)
+    assert [f.split(":")[0] + ":" + f.split(":")[1] for f in found] == [
+        "interfpred/f2/d.py:1", "interfpred/s/a.py:1", "interfpred/s/b.py:1", "interfpred/s/c.py:2"], found
+    assert "belongs to interfpred.f" in found[0]
+    clean = synthetic({
+        "interfpred.__init__": "from interfpred._version import v\n",
+        "interfpred._version": "v = 1\n",
+        "interfpred.f.__init__": "from interfpred.f._k import g\n",
+        "interfpred.f._k": "from interfpred._version import v\ndef g(): pass\n",
+        "interfpred.f.m": "from interfpred.f import _k\n",
+        "interfpred.f.sub.__init__": "",
+        "interfpred.f.sub.n": "from interfpred.f._k import g\n",        # a subpackage is inside its owner
+        "interfpred.s.__init__": "",
+        "interfpred.s.a": "from interfpred.f import g\nfrom interfpred._version import v\n",
+    })
+    assert private_module_violations(clean) == []
 
 
 def test_reach_in_check_catches_and_accepts():

@@ -217,7 +217,7 @@ def test_a_model_paired_with_itself_gives_two_told_apart_rows(tmp_path, capsys):
 
 def test_member_is_the_position_in_the_run_without_labels(tmp_path):
     from interfpred import InterferenceModel, Measurements
-    from interfpred.model.tables import write_measurement_predictions
+    from interfpred.model.prediction_tables import write_measurement_predictions
 
     p = tmp_path / "m.csv"
     p.write_text("run,gpu,model,batch_size,solo_ms,observed_ms\n"

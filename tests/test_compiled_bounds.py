@@ -16,8 +16,8 @@ from interfpred import (
     OnlineSGD,
     TimeWeighted,
 )
-from interfpred.serving.projection import project_fluid
-from interfpred.serving.projector import set_entities
+from interfpred.serving.projection.generic import project_fluid
+from interfpred.serving.projection.projector import set_entities
 from interfpred.sim.zoo import zoo_profiles
 
 PROF = zoo_profiles("l4")

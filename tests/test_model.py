@@ -18,7 +18,7 @@ from interfpred import RLS, InterferenceModel, OfflineLinear, OnlineSGD, load_mo
 from interfpred.cli import main
 from interfpred.errors import InterfpredError
 from interfpred.evaluation import prequential
-from interfpred.model.tables import write_predictions
+from interfpred.model.prediction_tables import write_predictions
 from interfpred.sim.workload import mix_scenario, write_scenario
 
 

@@ -9,8 +9,7 @@ from hypothesis import strategies as st
 from naive import naive_feature_map, naive_tracker_projection
 
 from interfpred import InterfpredError
-from interfpred.serving._fluid_projection import project_stacked_unchecked
-from interfpred.serving.projection import COMBINE_CODES, MAP_CODES, project_affine
+from interfpred.serving.projection.affine import COMBINE_CODES, MAP_CODES, project_affine, project_stacked_unchecked
 
 WIDTH = {"default": 6, "gpulets": 4, "rich": 16}
 

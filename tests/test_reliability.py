@@ -81,7 +81,7 @@ def test_nan_state_in_fast_path_raises_instead_of_hanging():
 
 
 def test_affine_projection_is_bounded_for_nan_rates():
-    from interfpred.serving._fluid_projection import project_affine_unchecked
+    from interfpred.serving.projection.affine import project_affine_unchecked
 
     dem = np.array([[0.5, 0.5, 0.25], [0.25, 0.5, 0.5]])
     w = np.full(16, np.nan)

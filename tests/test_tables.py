@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from interfpred.evaluation.tables import MISSING, Column, format_cell, markdown_table, percent, text_table
+from interfpred.evaluation.text_tables import MISSING, Column, format_cell, markdown_table, percent, text_table
 
 
 def test_numbers_right_aligned_text_left_aligned_under_one_rule():

@@ -126,36 +126,48 @@ def test_elapsed_progress_counts():
     assert tr2.predict_finish(100.0)["a"] == pytest.approx(100.1)
 
 
-def test_fast_path_equals_generic_path():
+def test_compiled_and_generic_paths_each_match_the_naive_projection():
+    # The compiled affine projection and the generic one (one predict per segment, for a predictor the tracker
+    # cannot read as affine) are each held to the plain-Python projection of tests/naive.py, never to each other.
     prof = zoo_profiles("l4")
     rng = np.random.default_rng(3)
+    launches = [("resnet50", 8), ("vgg19", 2), ("yolov8n", 32)]
+    q = [("x", "vit_b16", 4), ("y", "convnext_b", 1)]
+
+    def check(p, ex, combine):
+        history = []
+        for i, (m, bs) in enumerate(launches):
+            pr = prof.lookup(m, bs)
+            history.append(("start", i, [pr.sm, pr.l2, pr.dram], pr.solo_ms, float(i)))
+        cd = [(c, [prof.lookup(m, b).sm, prof.lookup(m, b).l2, prof.lookup(m, b).dram], prof.lookup(m, b).solo_ms)
+              for c, m, b in q]
+        for wrapped, compiled in ((p, True), (Opaque(p), False)):
+            tr = ColocationTracker(prof, wrapped, ex)
+            assert (tr.projection_inputs() is not None) is compiled
+            for i, (m, bs) in enumerate(launches):
+                tr.start(i, m, bs, float(i))
+            want = naive_tracker_projection(history, 3.5, cd, _rate_fn(p, ex.feature_map, ex.target, tr.min_rate,
+                                                                        tr.max_rate, combine))
+            got = tr.what_if(q, 3.5)
+            assert set(got) == set(want)
+            for k in want:
+                assert got[k] == pytest.approx(want[k], rel=1e-9), (compiled, k)
+
     for make in (lambda: RLS(), lambda: OnlineSGD(standardize=True), lambda: OfflineLinear()):
         p = make()
         X = rng.random((100, 16))
         p.fit(X, 0.9 - 0.2 * X[:, 9] + 0.1 * X[:, 1] - 0.05 * X[:, 15])
         for target in ("rate", "slowdown"):
-            ex = TimeWeighted(feature_map="rich", target=target)
-            a = ColocationTracker(prof, p, ex)
-            b = ColocationTracker(prof, Opaque(p), ex)
-            assert a.projection_inputs() is not None and b.projection_inputs() is None   # compiled vs generic
-            for i, (m, bs) in enumerate([("resnet50", 8), ("vgg19", 2), ("yolov8n", 32)]):
-                a.start(i, m, bs, float(i))
-                b.start(i, m, bs, float(i))
-            q = [("x", "vit_b16", 4), ("y", "convnext_b", 1)]
-            assert a.what_if(q, 3.5) == pytest.approx(b.what_if(q, 3.5), rel=1e-9)
-    g = GpuletsModel(coefficients=(0.5, 0.8, 0.4, 0.3, 0.9))
-    ex = Static(feature_map="gpulets", combine="max", target="slowdown")
-    a, b = ColocationTracker(prof, g, ex), ColocationTracker(prof, Opaque(g), ex)
-    assert a.projection_inputs() is not None
-    for tr in (a, b):
-        tr.start(0, "resnet50", 1, 0.0)
-    assert a.what_if([(1, "vgg19", 8)], 1.0) == pytest.approx(b.what_if([(1, "vgg19", 8)], 1.0), rel=1e-9)
+            check(p, TimeWeighted(feature_map="rich", target=target), "sum")
+    check(GpuletsModel(coefficients=(0.5, 0.8, 0.4, 0.3, 0.9)),
+          Static(feature_map="gpulets", combine="max", target="slowdown"), "max")
 
 
 # ---------------------------------------------------------------------------- property test
-def _rate_fn(predictor, feature_map, target, lo, hi):
+def _rate_fn(predictor, feature_map, target, lo, hi, combine="sum"):
     def rate_fn(demands):
-        rows = [naive_feature_map(d, demands[:i] + demands[i + 1:], feature_map, "sum") for i, d in enumerate(demands)]
+        rows = [naive_feature_map(d, demands[:i] + demands[i + 1:], feature_map, combine)
+                for i, d in enumerate(demands)]
         out = []
         for row in rows:
             p = float(predictor.predict(np.array(row)))

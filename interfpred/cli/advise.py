@@ -91,7 +91,7 @@ def run_advise(args: argparse.Namespace) -> int:
 
 def advice_table(a: Advice) -> str:
     """The ranking as the one text table: attainment in percent, throughput in requests/s, p99 in ms."""
-    from interfpred.evaluation.tables import Column, percent, text_table
+    from interfpred.evaluation.text_tables import Column, percent, text_table
 
     header = ["rank", "mechanism", percent("SLO attainment", spec=".1f"), Column("throughput", unit="req/s", spec=".1f"),
               Column("offered", unit="req/s", spec=".1f"), Column("p99", unit="ms", spec=".2f"), "source"]

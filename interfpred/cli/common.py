@@ -407,7 +407,7 @@ def load_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any]:
 def print_summary(summary: Any, title: str, baselines: dict[str, Any] | None = None) -> None:
     """An accuracy summary as a table, the model beside the baselines (figures as :func:`summary_row`)."""
     from interfpred.evaluation import BASELINE_LABELS
-    from interfpred.evaluation.tables import text_table
+    from interfpred.evaluation.text_tables import text_table
 
     baselines = baselines or {}
     header = ["metric", "model", *(BASELINE_LABELS.get(k, k) for k in baselines)]

@@ -397,7 +397,7 @@ def add_predict(sub: Any) -> None:
 def run_predict(args: argparse.Namespace) -> int:
     """Run ``predict``: write the predictions file."""
     from interfpred.model.interference import load_model
-    from interfpred.model.tables import write_measurement_predictions, write_predictions
+    from interfpred.model.prediction_tables import write_measurement_predictions, write_predictions
 
     if args.model_file is None:
         raise InterfpredError(f"--model-file is required (a {_MODEL_FILE_HELP})")

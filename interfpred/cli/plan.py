@@ -62,7 +62,7 @@ def _profiles(text: str) -> Any:
 
 def run_plan(args: argparse.Namespace) -> int:
     """Run ``plan``: plan and write the deployment, or check one."""
-    from interfpred.evaluation.tables import Column, text_table
+    from interfpred.evaluation.text_tables import Column, text_table
     from interfpred.provisioning import Deployment, mig_profile, plan, validate_plan
 
     mig_profile(args.gpu, 1)  # an unknown GPU is refused before any file is read

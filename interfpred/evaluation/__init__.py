@@ -10,7 +10,7 @@ mean, per-pair mean) computed on the same rows in the same run.
 * :mod:`~interfpred.evaluation.prequential`: predict, then learn, over executions or measurement runs;
 * :mod:`~interfpred.evaluation.folds`: held-out splits of measurement rows;
 * :mod:`~interfpred.evaluation.coverage`: latency bounds from quantile predictors and their coverage;
-* :mod:`~interfpred.evaluation.tables`: the one table formatter (plain text and Markdown, units in the
+* :mod:`~interfpred.evaluation.text_tables`: the one table formatter (plain text and Markdown, units in the
   header, fractions shown in percent).
 
 Examples
@@ -53,7 +53,7 @@ from interfpred.evaluation.prequential import (
     prequential_entities,
     prequential_runs,
 )
-from interfpred.evaluation.tables import MISSING, Column, format_cell, markdown_table, percent, text_table
+from interfpred.evaluation.text_tables import MISSING, Column, format_cell, markdown_table, percent, text_table
 
 __all__ = [
     "AccuracySummary",

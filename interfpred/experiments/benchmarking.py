@@ -21,7 +21,7 @@ from interfpred._core.params import parse_param
 from interfpred.constants import BENCH_MAX_WIDTH
 from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
-from interfpred.evaluation.tables import Column, text_table
+from interfpred.evaluation.text_tables import Column, text_table
 from interfpred.predictors.base import BasePredictor
 from interfpred.predictors.registry import make_predictor
 

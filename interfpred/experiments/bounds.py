@@ -41,7 +41,7 @@ from interfpred.evaluation.coverage import (
     coverage_rows,
     prequential_bounds,
 )
-from interfpred.evaluation.tables import markdown_table, text_table
+from interfpred.evaluation.text_tables import markdown_table, text_table
 from interfpred.experiments.paper import E2_SETS, scenario_for
 from interfpred.experiments.report import ReproduceContext, Section
 from interfpred.experiments.scheduling.pairs import simulate_pairs

@@ -39,7 +39,7 @@ from interfpred.evaluation.coverage import (
     prequential_bounds,
     run_stamps,
 )
-from interfpred.evaluation.tables import markdown_table, text_table
+from interfpred.evaluation.text_tables import markdown_table, text_table
 from interfpred.evaluation.validation import involvement
 from interfpred.experiments.bounds import COVERAGE_QUANTILES, COVERAGE_TOLERANCE
 from interfpred.experiments.real import new_model_streams

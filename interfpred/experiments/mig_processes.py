@@ -27,7 +27,7 @@ import numpy as np
 
 from interfpred._core.targets import latency_from_prediction
 from interfpred.data.datasets import parvagpu_a100
-from interfpred.evaluation.tables import Column, markdown_table, text_table
+from interfpred.evaluation.text_tables import Column, markdown_table, text_table
 from interfpred.experiments.report import ReproduceContext, Section
 from interfpred.features.processes import ProcessFeatures, process_features
 from interfpred.predictors import OfflineLinear

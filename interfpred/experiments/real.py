@@ -42,7 +42,7 @@ from interfpred.data.datasets import gavel_v100
 from interfpred.data.measurements import Measurements
 from interfpred.data.profiles import ProfileTable
 from interfpred.evaluation import BASELINE_LABELS, Fold, call, held_out_mape, mape, prequential_runs, run_folds
-from interfpred.evaluation.tables import Column, markdown_table, text_table
+from interfpred.evaluation.text_tables import Column, markdown_table, text_table
 from interfpred.experiments.report import ReproduceContext, Section
 from interfpred.features import Extractor, TimeWeighted
 from interfpred.features.measurement_features import measurement_features

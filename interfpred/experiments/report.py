@@ -2,7 +2,7 @@
 
 Each experiment is a function ``run_eN(ctx: ReproduceContext) -> Section``; the reproduce
 driver runs them in order, prints each section's terminal text and writes ``report.md``. The
-table helpers live in :mod:`interfpred.evaluation.tables`.
+table helpers live in :mod:`interfpred.evaluation.text_tables`.
 
 Examples
 --------

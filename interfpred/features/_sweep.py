@@ -4,7 +4,7 @@
 and :func:`exec_csr` lists each execution's segments. The steps of a sweep (:func:`next_event`,
 :func:`group_end`, :func:`segment_end`, :func:`run_add`, :func:`run_remove`) are shared with the
 sweeps that fold features and entities as each segment opens, without storing the timeline
-(:mod:`interfpred.features._segment_maps`, :mod:`interfpred.features.entity_features`), so every
+(:mod:`interfpred.features.compiled_maps`, :mod:`interfpred.features.entity_features`), so every
 sweep takes its events in the same order. All of them work on plain arrays and never validate;
 :mod:`interfpred.features.timeline` and :mod:`interfpred.features.chunked` check their inputs first.
 """

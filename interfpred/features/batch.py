@@ -33,7 +33,7 @@ from interfpred.data.frames import as_profiles, as_trace
 from interfpred.data.profiles import ProfileTable, profile_arrays
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
-from interfpred.features import _segment_maps as _k
+from interfpred.features import compiled_maps as _k
 from interfpred.features.entity_features import trace_entities
 from interfpred.features.matrix import FeatureMatrix, refuse_zero_latency
 from interfpred.features.timeline import Timeline, event_orders, refuse_crowd, trace_segments

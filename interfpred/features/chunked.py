@@ -36,7 +36,7 @@ from interfpred.data.frames import as_profiles, as_trace
 from interfpred.data.profiles import ProfileTable, profile_arrays
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
-from interfpred.features import _segment_maps as _k
+from interfpred.features import compiled_maps as _k
 from interfpred.features._sweep import sweep
 from interfpred.features.extractors import Extractor
 from interfpred.features.matrix import FeatureMatrix, refuse_zero_latency

@@ -35,9 +35,10 @@ from interfpred.data.entities import Entities
 from interfpred.data.frames import as_trace
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
-from interfpred.features._segment_maps import AGG_EWMA, AGG_STATIC
 from interfpred.features._sweep import group_end, next_event, run_add, run_remove
+from interfpred.features.compiled_maps import AGG_EWMA, AGG_STATIC
 from interfpred.features.maps import AGG_IDS, aggregation_name
+from interfpred.features.running_set import RunningSet
 from interfpred.features.timeline import event_orders, refuse_crowd
 
 __all__ = ["ENTITY_KEYS", "RunningEntities", "entity_names", "parent_entities", "trace_entities"]
@@ -303,6 +304,10 @@ class RunningEntities:
     of zero duration is no segment). :meth:`finish` returns ``(own, {co-runner: weight})``, the
     row :func:`trace_entities` gives for that execution.
 
+    Given the device's ``running_set`` (a tracker passes its own), it keeps no clock of its own: it
+    folds each segment when that set's clock moves (a hook on the set), and the set's owner moves
+    the clock; alone, it keeps its own set's clock.
+
     Examples
     --------
     >>> running = RunningEntities("time_weighted")
@@ -314,7 +319,8 @@ class RunningEntities:
     ['b']
     """
 
-    def __init__(self, aggregation: str = "time_weighted", *, alpha: float = 0.5, key: str = "model") -> None:
+    def __init__(self, aggregation: str = "time_weighted", *, alpha: float = 0.5, key: str = "model",
+                 running_set: RunningSet | None = None) -> None:
         aggregation = aggregation_name(aggregation)
         if key not in ENTITY_KEYS:
             raise InterfpredError(f"entity key {key!r} is not one of {', '.join(ENTITY_KEYS)}")
@@ -325,7 +331,9 @@ class RunningEntities:
         self._acc: dict = {}
         self._total: dict = {}
         self._nseg: dict = {}
-        self._t: float | None = None
+        self._own_clock = running_set is None
+        self._set = RunningSet() if running_set is None else running_set
+        self._set.on_clock(self._fold)
 
     def entity_name(self, model: str, batch_size: float) -> str:
         """The entity name of (model, batch size) under this key."""
@@ -336,9 +344,15 @@ class RunningEntities:
         return [self._name[i] for i in ids]
 
     def advance(self, t: float) -> None:
-        """Fold the segment from the previous event to ``t`` into every running execution."""
-        if self._t is not None and t > self._t and self._name:
-            dur = t - self._t
+        """Fold the segment from the previous event to ``t`` into every running execution (with a shared
+        running set, its owner moves the clock and this does nothing)."""
+        if self._own_clock and (self._set.now is None or t > self._set.now):
+            self._set.move_clock(t)
+
+    def _fold(self, old: float | None, t: float) -> None:
+        """The clock moves from ``old`` to ``t``: fold the segment between them into every running execution."""
+        if old is not None and t > old and self._name:
+            dur = t - old
             counts: dict[str, float] = {}
             for name in self._name.values():
                 counts[name] = counts.get(name, 0.0) + 1.0
@@ -359,8 +373,6 @@ class RunningEntities:
                     self._acc[i] = acc
                     self._total[i] += dur
                 self._nseg[i] += 1
-        if self._t is None or t > self._t:
-            self._t = t
 
     def start(self, id: object, model: str, batch_size: float, t: float) -> None:
         """Execution ``id`` starts at ``t`` (the caller has checked id and time)."""

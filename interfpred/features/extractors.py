@@ -34,7 +34,7 @@ from interfpred.constants import (
 from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
-from interfpred.features import _segment_maps as _k
+from interfpred.features import compiled_maps as _k
 from interfpred.features.batch import batch_features
 from interfpred.features.maps import AGG_IDS, COMBINE_IDS, MAP_IDS, SHARE_NAMES, CustomMap, as_demand, feature_names
 from interfpred.features.matrix import FeatureMatrix

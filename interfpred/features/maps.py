@@ -23,7 +23,7 @@ import numpy as np
 
 from interfpred.constants import AGGREGATIONS, FEATURE_MAPS, MAX_RUNNING_SET, MODEL_DEFAULT_EXTRACTOR, RESOURCES
 from interfpred.errors import InterfpredError
-from interfpred.features import _segment_maps as _k
+from interfpred.features import compiled_maps as _k
 
 __all__ = ["CustomMap", "aggregation_name", "feature_names"]
 

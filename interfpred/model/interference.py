@@ -4,7 +4,7 @@
 predictor's learned state together; :meth:`InterferenceModel.save` writes both into one JSON file
 that :func:`load_model` reads back. Predictions are reported as latency (ms) and slowdown whatever
 the target learned, through the one clamped conversion of
-:mod:`interfpred._core.targets` (slowdown in [1, 100]) that the tracker also uses. The writers of its prediction tables live in :mod:`interfpred.model.tables`.
+:mod:`interfpred._core.targets` (slowdown in [1, 100]) that the tracker also uses. The writers of its prediction tables live in :mod:`interfpred.model.prediction_tables`.
 
 Examples
 --------

@@ -67,7 +67,7 @@ from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
 from interfpred.evaluation import BASELINE_LABELS, Fold
 from interfpred.evaluation.folds import FoldFitter, fit_fold, fold_rows
-from interfpred.evaluation.tables import Column, percent, text_table
+from interfpred.evaluation.text_tables import Column, percent, text_table
 from interfpred.evaluation.validation import (
     held_out_model_folds,
     row_groups,

@@ -41,10 +41,9 @@ from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import check_batch_size
 from interfpred.errors import InterfpredError
 from interfpred.features import Extractor
+from interfpred.features.running_set import is_real_number, time_reason
 from interfpred.serving.placement import PlacementCache, added_latency, least_added_latency, meets_deadlines
-from interfpred.serving.running_set import is_real_number, time_reason
-from interfpred.serving.streaming import FinishResult
-from interfpred.serving.tracker import ColocationTracker
+from interfpred.serving.tracker import ColocationTracker, FinishResult
 
 __all__ = ["Fleet"]
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from interfpred._core.jit import njit
 from interfpred.constants import MAX_RUNNING_SET, TRACKER_MIN_REMAINING
-from interfpred.serving._fluid_projection import project_stacked_unchecked
+from interfpred.serving.projection.affine import project_stacked_unchecked
 
 __all__ = ["PlacementCache", "added_latency", "least_added_latency", "meets_deadlines"]
 

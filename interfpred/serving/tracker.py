@@ -2,9 +2,9 @@
 
 A :class:`ColocationTracker` is told when executions start and finish on its device. On every finish
 it computes that execution's features from its real co-location timeline (through
-:class:`~interfpred.serving.streaming.TimelineState`) and calls ``predictor.update``, so the model keeps
+:class:`~interfpred.features.streaming.TimelineState`) and calls ``predictor.update``, so the model keeps
 learning from production traffic. At any time it answers "if I launch these batches now, when will
-everything finish?" by fluid projection (:class:`~interfpred.serving.projector.RunningSetProjector`): every
+everything finish?" by fluid projection (:class:`~interfpred.serving.projection.projector.RunningSetProjector`): every
 execution progresses at its predicted, clamped rate, the rates change only when one finishes, and
 each running execution's remaining solo work is integrated from the rates it was predicted to run
 at since it started. ``quantile=q`` projects at a :class:`~interfpred.Calibrated` predictor's
@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -56,13 +56,71 @@ from interfpred.data.profiles import ProfileTable
 from interfpred.errors import FrozenPredictorError, InterfpredError
 from interfpred.features import Extractor, default_extractor
 from interfpred.features.entity_features import RunningEntities
+from interfpred.features.running_set import (
+    RunningSet,
+    RunningSetView,
+    check_time,
+    is_real_number,
+    snapshot_state,
+    time_reason,
+)
+from interfpred.features.streaming import FinishedExecution, TimelineState
 from interfpred.predictors import get_tags
-from interfpred.serving.projection import ProjectionInputs
-from interfpred.serving.projector import RunningSetProjector, check_quantile, parse_candidates
-from interfpred.serving.running_set import RunningSet, check_time, is_real_number, snapshot_state, time_reason
-from interfpred.serving.streaming import FinishedExecution, FinishResult, TimelineState
+from interfpred.serving.projection.affine import ProjectionInputs
+from interfpred.serving.projection.projector import RunningSetProjector, check_quantile, parse_candidates
 
 __all__ = ["ColocationTracker", "FinishResult", "check_late_window"]
+
+
+class FinishResult(NamedTuple):
+    """What :meth:`ColocationTracker.finish` returns: the :class:`FinishedExecution`, and what was predicted and learned.
+
+    The fields of the :class:`~interfpred.features.streaming.FinishedExecution` it wraps are readable
+    directly under the same names (``id``, ``x``, ``y``, ``solo_ms``, ``latency_ms``).
+    """
+
+    #: The finished execution's features (its real timeline) and observed target.
+    execution: FinishedExecution
+    #: Latency the predictor gave for those features *before* learning from them (its rate or
+    #: slowdown clamped as every projection clamps it, times the profile solo latency), ms.
+    predicted_latency_ms: float
+    #: ``(predicted_latency_ms - latency_ms) / latency_ms``: positive when the model predicted the
+    #: batch slower than it ran (over-prediction), negative when it ran slower than predicted; NaN
+    #: for a zero-length execution (observed latency 0), which is never learned from.
+    relative_error: float
+    #: Whether ``predictor.update`` was called (False with ``learn=False``, a frozen predictor
+    #: (``tags.learns_online`` false), a zero-length execution, or an
+    #: observed slowdown outside ``[SLOWDOWN_MIN, SLOWDOWN_MAX]``, which is non-physical: a glitched timer).
+    learned: bool
+
+    @property
+    def id(self) -> Any:
+        """The finished execution's id."""
+        return self.execution.id
+
+    @property
+    def x(self) -> np.ndarray:
+        """(d,) its features, aggregated over its real timeline."""
+        return self.execution.x
+
+    @property
+    def y(self) -> float:
+        """Its observed target (slowdown or rate)."""
+        return self.execution.y
+
+    @property
+    def solo_ms(self) -> float:
+        """Its profile solo latency, ms."""
+        return self.execution.solo_ms
+
+    @property
+    def latency_ms(self) -> float:
+        """Its observed latency, ms."""
+        return self.execution.latency_ms
+
+
+#: What undoes one event: the running set's snapshot, and each other object's attributes.
+_Saved = tuple[tuple[Any, ...], list[tuple[Any, dict[str, Any]]]]
 
 
 def check_late_window(value: Any) -> float:
@@ -76,7 +134,7 @@ def check_late_window(value: Any) -> float:
     return float(value)
 
 # ---------------------------------------------------------------------------- tracker
-class ColocationTracker:
+class ColocationTracker(RunningSetView):
     """Live running set of one device (GPU instance): fluid what-if projection, online learning on every finish.
 
     Parameters
@@ -162,35 +220,27 @@ class ColocationTracker:
         self.min_rate = self._proj.min_rate
         self.max_rate = self._proj.max_rate
         self._is_rate = extractor.target == "rate"
-        self._ents = (RunningEntities(extractor.aggregation, alpha=getattr(extractor, "alpha", 0.5),
-                                      key=get_tags(predictor).entity_key)
-                      if uses_entities else None)
         self._lock = threading.RLock()
-        self._set = RunningSet({"rem": ()})     # demand, solo latency and remaining solo work per running id
+        # The device's one running set, its clock included, is the timeline state's; the tracker adds the
+        # remaining solo work of each running execution and integrates it whenever the clock moves.
+        self._set = self._state.running_set
+        self._set.register("rem", ())
+        self._set.on_clock(self._integrate)
+        # the entities of the running set, folded on the same clock
+        self._ents = (RunningEntities(extractor.aggregation, alpha=getattr(extractor, "alpha", 0.5),
+                                      key=get_tags(predictor).entity_key, running_set=self._set)
+                      if uses_entities else None)
         self._rates: np.ndarray | None = None   # predicted rates of the current running set (lazy)
-        self._t = 0.0                          # time up to which the remaining work is integrated
         self.late_window_ms = check_late_window(late_window_ms)
         # events of the late window, each with the state before it, to replay a late finish over
-        self._log: list[tuple[float, str, tuple[Any, ...], list[tuple[Any, dict[str, Any]]]]] = []
+        self._log: list[tuple[float, str, tuple[Any, ...], _Saved]] = []
         self._log_floor = -math.inf            # latest time of an event dropped from the log
 
     # ------------------------------------------------------------------ reading
     @property
-    def now(self) -> float | None:
-        """Time of the latest event, ms (None before the first)."""
-        return self._state.now
-
-    def __len__(self) -> int:
-        return len(self._set)
-
-    def __contains__(self, id: Any) -> bool:
-        return id in self._set
-
-    @property
-    def running(self) -> list[Any]:
-        """Ids of the running executions (slot order)."""
-        with self._lock:
-            return self._set.ids
+    def running_set(self) -> RunningSet:
+        """The device's running set, shared with the timeline state that computes the features."""
+        return self._set
 
     def remaining_ms(self, t: float | None = None) -> dict[Any, float]:
         """Estimated remaining solo work (ms at solo speed) of each running execution at ``t``.
@@ -208,7 +258,8 @@ class ColocationTracker:
         {7: 1.5}
         """
         with self._lock:
-            tf = self._t if t is None else check_time(t, "remaining_ms", self._state.now)
+            now = self._set.now
+            tf = (0.0 if now is None else now) if t is None else check_time(t, "remaining_ms", now)
             rem = self._rem_at(tf)
             return {id: float(rem[a]) for a, id in enumerate(self._set.ids)}
 
@@ -227,10 +278,20 @@ class ColocationTracker:
         """Remaining solo work at ``t`` (floored), integrated at ``rates`` (default: the current ones) into ``out``."""
         k = len(self._set)
         rem = self._set.column("rem")[:k].copy() if out is None else out
-        if k and t > self._t:
-            rem -= (self._current_rates() if rates is None else rates) * (t - self._t)
+        now = self._set.now
+        if k and now is not None and t > now:
+            rem -= (self._current_rates() if rates is None else rates) * (t - now)
             np.maximum(rem, TRACKER_MIN_REMAINING * self._set.solo[:k], out=rem)
         return rem
+
+    def _integrate(self, old: float | None, new: float) -> None:
+        """The running set's clock moves from ``old`` to ``new``, before the event changes the set: integrate the
+        remaining work up to ``new`` at the current rates (the event's caller computed them first)."""
+        k = len(self._set)
+        if k and old is not None and new > old:
+            rem = self._set.column("rem")[:k]
+            rem -= self._current_rates() * (new - old)
+            np.maximum(rem, TRACKER_MIN_REMAINING * self._set.solo[:k], out=rem)
 
     # ------------------------------------------------------------------ events
     def start(self, id: Any, model: str, batch_size: int, t: float, *, share: float = DEFAULT_SHARE) -> None:
@@ -247,16 +308,14 @@ class ColocationTracker:
             self._record("start", (id, model, batch_size, t, share), t)
 
     def _start_core(self, id: Any, model: str, batch_size: int, t: float, share: float) -> None:
-        rates = self._current_rates()   # may raise (predictor); nothing changed yet
-        self._state.start(id, model, batch_size, t, share=share)  # validates; raises before changing anything
-        tf = float(t)
+        self._current_rates()   # may raise (predictor); nothing changed yet; the clock hook integrates at them
+        # validates and raises before changing anything; then moves the clock (remaining work integrated up
+        # to t) and adds the execution to the running set
+        self._state.start(id, model, batch_size, t, share=share)
         if self._ents is not None:
-            self._ents.start(id, model, batch_size, tf)
-        self._rem_at(tf, rates, out=self._set.column("rem")[: len(self._set)])
-        self._t = tf
-        prof = self._state.lookup_profile(model, batch_size, "start", share)   # cached by the state's start
-        k = self._set.add(id, prof[:3], prof[3])
-        self._set.column("rem")[k] = prof[3]
+            self._ents.start(id, model, batch_size, float(t))
+        a = self._set.slot(id)
+        self._set.column("rem")[a] = self._set.solo[a]   # all of its solo work is left
         self._rates = None
 
     def advance(self, t: float) -> None:
@@ -276,24 +335,19 @@ class ColocationTracker:
             self._record("advance", (tf,), tf)
 
     def _advance_core(self, tf: float) -> None:
-        rates = self._current_rates()
-        self._state.advance(tf)
-        if self._ents is not None:
-            self._ents.advance(tf)
-        self._rem_at(tf, rates, out=self._set.column("rem")[: len(self._set)])
-        self._t = tf
+        self._current_rates()
+        self._state.advance(tf)      # the clock hooks integrate the remaining work and fold the entities up to tf
 
     def _end_core(self, id: Any, tf: float) -> tuple[FinishedExecution, dict[str, Any]]:
         """``id`` leaves the running set at ``tf``: its features and the predictor's extra arguments."""
-        rates = self._current_rates()
-        done = self._state.finish(id, tf)   # validates time; raises before changing anything
+        self._current_rates()
+        # validates time and raises before changing anything; then the clock hook integrates the remaining
+        # work up to tf and the execution leaves the running set
+        done = self._state.finish(id, tf)
         kw: dict[str, Any] = {}
         if self._ents is not None:   # its entities, aggregated over its timeline like its features
             own, co = self._ents.finish(id, tf)
             kw = {"entities": Entities.from_lists([own], [co])}
-        self._rem_at(tf, rates, out=self._set.column("rem")[: len(self._set)])
-        self._t = tf
-        self._set.remove(id)
         self._rates = None
         return done, kw
 
@@ -304,14 +358,23 @@ class ColocationTracker:
             return self._end_core(*args)
         return self._advance_core(*args)
 
-    def _snapshot(self) -> list[tuple[Any, dict[str, Any]]]:
-        """The state before an event, as the late-window log keeps it (not the log itself)."""
+    def _snapshot(self) -> _Saved:
+        """The state before an event, as the late-window log keeps it (not the log itself): the running set's own
+        snapshot, and the other attributes of the objects that share it."""
         own = snapshot_state(self)
         del own["_log"], own["_log_floor"]
         state = snapshot_state(self._state)
         del state["_profile_cache"]   # valid at any time; kept as it is
-        return [(self, own), (self._state, state)] + ([] if self._ents is None else
-                                                      [(self._ents, snapshot_state(self._ents))])
+        return self._set.snapshot(), [(self, own), (self._state, state)] + (
+            [] if self._ents is None else [(self._ents, snapshot_state(self._ents))])
+
+    def _restore(self, saved: _Saved) -> None:
+        """Back to ``saved`` (which stays as it is, for another restore)."""
+        token, attrs = saved
+        self._set.restore(token)
+        for obj, values in attrs:
+            obj.__dict__.update(values)
+            obj.__dict__.update(snapshot_state(obj))   # own copies: the saved ones stay as they were
 
     def _record(self, kind: str, args: tuple[Any, ...], t: Any) -> Any:
         """Apply one event; with a late window, log it with the state before it and forget what left the window."""
@@ -357,9 +420,7 @@ class ColocationTracker:
         i = next(j for j, entry in enumerate(self._log) if entry[0] > tf)
         later = self._log[i:]
         del self._log[i:]
-        for obj, attrs in later[0][3]:
-            obj.__dict__.update(attrs)
-            obj.__dict__.update(snapshot_state(obj))   # own copies: the log's stay as they were
+        self._restore(later[0][3])
         out = self._record("end", (id, tf), tf)
         for te, kind, args, _ in later:
             self._record(kind, args, te)
@@ -367,12 +428,15 @@ class ColocationTracker:
 
     def _atomic(self, call: Any, *args: Any) -> Any:
         """``call(*args)``, undone entirely when it raises."""
-        saved = [(obj, snapshot_state(obj)) for obj in (self, self._state, self._ents) if obj is not None]
+        saved = (self._set.snapshot(),
+                 [(obj, snapshot_state(obj)) for obj in (self, self._state, self._ents) if obj is not None])
         try:
             return call(*args)
         except BaseException:
-            for obj, attrs in saved:
-                obj.__dict__.update(attrs)
+            token, attrs = saved
+            self._set.restore(token)
+            for obj, values in attrs:
+                obj.__dict__.update(values)
             raise
 
     def finish(self, id: Any, t: float) -> FinishResult:
@@ -588,7 +652,8 @@ class ColocationTracker:
             rates = self._current_rates().copy()
             spec = self.extractor.compiled_spec
             return ProjectionInputs(tuple(rs.ids), rs.demand[:k].copy(), rs.solo[:k].copy(),
-                                    rs.column("rem")[:k].copy(), rates, self._t, self._state.now, w, b, lo,
+                                    rs.column("rem")[:k].copy(), rates, 0.0 if rs.now is None else rs.now,
+                                    rs.now, w, b, lo,
                                     spec.map_id, spec.combine_id, self._is_rate, self.min_rate, self.max_rate)
 
     def candidate_demand(self, id: Any, model: str, batch_size: float) -> tuple[float, float, float, float]:

@@ -3,7 +3,13 @@
 from interfpred.data.ingest.kernel_table import KernelTable, profile_from_kernels
 from interfpred.data.ingest.ncu import NcuFormatError, nvtx_innermost, read_kernels
 from interfpred.data.ingest.ncu_sources import profiles_from_reports, unique_profiles
-from interfpred.data.ingest.tables import ManifestEntry, ProfileConflict, example_path, read_manifest, write_profiles
+from interfpred.data.ingest.profile_files import (
+    ManifestEntry,
+    ProfileConflict,
+    example_path,
+    read_manifest,
+    write_profiles,
+)
 
 __all__ = [
     "KernelTable",

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 
 from interfpred.data.ingest.kernel_table import profile_from_kernels
 from interfpred.data.ingest.ncu import read_kernels
-from interfpred.data.ingest.tables import ManifestEntry, ProfileKey, profile_key
+from interfpred.data.ingest.profile_files import ManifestEntry, ProfileKey, profile_key
 from interfpred.data.profiles import Profile
 from interfpred.errors import InterfpredError
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from interfpred.constants import TRACKER_FINISH_RTOL
 from interfpred.data.profiles import ProfileTable
-from interfpred.serving.projection import project_fluid
+from interfpred.serving.projection.generic import project_fluid
 from interfpred.sim.contention import GpuSpec, rates
 from interfpred.sim.engine import PolicyEngine
 from interfpred.sim.operators import HiddenFactors

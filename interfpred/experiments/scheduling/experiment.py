@@ -51,7 +51,7 @@ from interfpred.constants import (
 )
 from interfpred.data.profiles import ProfileTable
 from interfpred.errors import InterfpredError
-from interfpred.evaluation.tables import Column, markdown_table, percent, text_table
+from interfpred.evaluation.text_tables import Column, markdown_table, percent, text_table
 from interfpred.experiments.bounds import bound_goal, bound_verdict, fit_calibrated_pair_model
 from interfpred.experiments.plotting import NO_MPL
 from interfpred.experiments.report import ReproduceContext, Section

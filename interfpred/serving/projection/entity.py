@@ -17,8 +17,9 @@ import numpy as np
 
 from interfpred._core.jit import njit
 from interfpred._core.targets import to_rate
-from interfpred.features._segment_maps import map_running_set
-from interfpred.serving._fluid_projection import BOUND_RELATIVE, NONFINITE, advance, bounded
+from interfpred.features.compiled_maps import map_running_set
+from interfpred.serving.projection.bounds import BOUND_RELATIVE, bounded
+from interfpred.serving.projection.generic import NONFINITE, advance
 
 __all__ = ["entity_project", "entity_rates"]
 
@@ -72,7 +73,7 @@ def entity_project(dem, rem, t0, map_id, combine_id, w, b, S, M, A, w2, b2, log_
                    rmax, rtol, end, theta, min_scale):
     """Fluid projection of ``dem`` (n, 3) with remaining work ``rem`` under the entity terms, into ``end``.
 
-    Returns 0, or :data:`~interfpred.serving._fluid_projection.NONFINITE` when a rate or a remaining
+    Returns 0, or :data:`~interfpred.serving.projection.generic.NONFINITE` when a rate or a remaining
     work is not finite. ``theta`` and ``min_scale``: as in :func:`entity_rates`.
     """
     n = dem.shape[0]

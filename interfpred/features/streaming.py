@@ -36,11 +36,11 @@ from interfpred.data.frames import as_profiles
 from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import check_batch_size
 from interfpred.errors import InterfpredError
-from interfpred.features import Extractor
-from interfpred.features import _segment_maps as _k
-from interfpred.serving.running_set import RunningSet, check_share, check_time
+from interfpred.features import compiled_maps as _k
+from interfpred.features.extractors import Extractor
+from interfpred.features.running_set import RunningSet, RunningSetView, check_share, check_time
 
-__all__ = ["FinishResult", "FinishedExecution", "RunningExecution", "TimelineState"]
+__all__ = ["FinishedExecution", "RunningExecution", "TimelineState"]
 
 
 class FinishedExecution(NamedTuple):
@@ -57,53 +57,6 @@ class FinishedExecution(NamedTuple):
     latency_ms: float
 
 
-class FinishResult(NamedTuple):
-    """What ``ColocationTracker.finish`` returns: the :class:`FinishedExecution`, and what was predicted and learned.
-
-    The fields of the :class:`~interfpred.serving.streaming.FinishedExecution` it wraps are readable
-    directly under the same names (``id``, ``x``, ``y``, ``solo_ms``, ``latency_ms``).
-    """
-
-    #: The finished execution's features (its real timeline) and observed target.
-    execution: FinishedExecution
-    #: Latency the predictor gave for those features *before* learning from them (its rate or
-    #: slowdown clamped as every projection clamps it, times the profile solo latency), ms.
-    predicted_latency_ms: float
-    #: ``(predicted_latency_ms - latency_ms) / latency_ms``: positive when the model predicted the
-    #: batch slower than it ran (over-prediction), negative when it ran slower than predicted; NaN
-    #: for a zero-length execution (observed latency 0), which is never learned from.
-    relative_error: float
-    #: Whether ``predictor.update`` was called (False with ``learn=False``, a frozen predictor
-    #: (``tags.learns_online`` false), a zero-length execution, or an
-    #: observed slowdown outside ``[SLOWDOWN_MIN, SLOWDOWN_MAX]``, which is non-physical: a glitched timer).
-    learned: bool
-
-    @property
-    def id(self) -> Any:
-        """The finished execution's id."""
-        return self.execution.id
-
-    @property
-    def x(self) -> np.ndarray:
-        """(d,) its features, aggregated over its real timeline."""
-        return self.execution.x
-
-    @property
-    def y(self) -> float:
-        """Its observed target (slowdown or rate)."""
-        return self.execution.y
-
-    @property
-    def solo_ms(self) -> float:
-        """Its profile solo latency, ms."""
-        return self.execution.solo_ms
-
-    @property
-    def latency_ms(self) -> float:
-        """Its observed latency, ms."""
-        return self.execution.latency_ms
-
-
 class RunningExecution(NamedTuple):
     """One member of the running set, as :meth:`TimelineState.running_executions` reports it."""
 
@@ -118,7 +71,7 @@ class RunningExecution(NamedTuple):
     demand: np.ndarray
 
 
-class TimelineState:
+class TimelineState(RunningSetView):
     """Live co-location timeline of one device, producing features as executions finish.
 
     Parameters
@@ -181,32 +134,21 @@ class TimelineState:
                                 "in_seg": ((), np.bool_)})
         self._info: dict[int, tuple[str, float]] = {}   # start serial -> (model, batch size) of each running one
         self._seg_t0 = 0.0
-        self._now: float | None = None
         self._profile_cache: dict[tuple[str, Any, float], tuple[float, float, float, float]] = {}
         self._next_serial = 0
         self._settled: frozenset[int] = frozenset()
 
     # ------------------------------------------------------------------ reading
     @property
-    def now(self) -> float | None:
-        """Time of the latest event, ms (None before the first)."""
-        return self._now
-
-    def __len__(self) -> int:
-        return len(self._set)
-
-    def __contains__(self, id: Any) -> bool:
-        return id in self._set
-
-    @property
-    def running(self) -> list[Any]:
-        """Ids of the running executions, in slot order (as ``ColocationTracker.running``)."""
-        return self._set.ids
+    def running_set(self) -> RunningSet:
+        """The device's running set (its clock included), which a tracker shares: it registers its own
+        columns and clock hooks on it."""
+        return self._set
 
     def running_executions(self) -> list[RunningExecution]:
         """The running set at the current time, in slot order (start order, except that a finish moves the last
         slot into the finished one's place)."""
-        now = self._now if self._now is not None else 0.0
+        now = self._set.now if self._set.now is not None else 0.0
         rs = self._set
         start = rs.column("start")
         out = []
@@ -226,8 +168,9 @@ class TimelineState:
 
     # ------------------------------------------------------------------ events
     def _advance(self, t: float) -> None:
-        if self._now is not None and t > self._now:
-            # The events at self._now are all in: settle the running set there. It starts a new
+        now = self._set.now
+        if now is not None and t > now:
+            # The events at the old clock are all in: settle the running set there. It starts a new
             # segment only if it differs from the current one (a zero-length execution, started
             # and finished at one instant, changes nothing, as in the batch form).
             rs = self._set
@@ -237,7 +180,7 @@ class TimelineState:
                 cols = rs.columns
                 acc, cur, seen, in_seg = cols["acc"], cols["cur"], cols["seen"], cols["in_seg"]
                 if self._agg_id == _k.AGG_TIME_WEIGHTED and self._settled:
-                    _k.stream_close(acc, cols["wsum"], seen, cur, in_seg, k, self._now - self._seg_t0)
+                    _k.stream_close(acc, cols["wsum"], seen, cur, in_seg, k, now - self._seg_t0)
                 if self.extractor.is_builtin:
                     _k.stream_settle(acc, seen, cur, rs.demand, k, self._map_id, self._combine_id, self._agg_id,
                                      self._alpha)
@@ -249,8 +192,9 @@ class TimelineState:
                             seen[a] = True
                 in_seg[:k] = True
                 self._settled = members
-                self._seg_t0 = self._now
-        self._now = t
+                self._seg_t0 = now
+        self._set.move_clock(t)
+
     def advance(self, t: float) -> None:
         """Move the clock to ``t`` (ms) without an event: no later event may be stamped before ``t``.
 
@@ -262,7 +206,7 @@ class TimelineState:
         InterfpredError
             ``t`` before the latest event, or not a time; the state is unchanged.
         """
-        self._advance(check_time(t, "advance", self._now))
+        self._advance(check_time(t, "advance", self._set.now))
 
     def lookup_profile(self, model: Any, batch_size: Any, what: str = "lookup",
                        share: float = DEFAULT_SHARE) -> tuple[float, float, float, float]:
@@ -319,7 +263,7 @@ class TimelineState:
         if id in rs:
             raise InterfpredError(f"{what} refused: that id is already running (started at "
                                   f"{float(rs.column('start')[rs.slot(id)])!r})")
-        tf = check_time(t, what, self._now)
+        tf = check_time(t, what, self._set.now)
         if len(rs) >= MAX_RUNNING_SET:
             raise InterfpredError(f"{what} refused: {len(rs)} executions already running, the most is "
                                   f"MAX_RUNNING_SET={MAX_RUNNING_SET}")
@@ -348,7 +292,7 @@ class TimelineState:
         if id not in rs:
             names = ", ".join(repr(i) for i in rs.first_ids(8)) or "none"
             raise InterfpredError(f"{what} refused: it is not running (running: {names})")
-        tf = check_time(t, what, self._now)
+        tf = check_time(t, what, self._set.now)
         self._advance(tf)
         a = rs.slot(id)
         cols = rs.columns

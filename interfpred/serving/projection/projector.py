@@ -8,8 +8,8 @@ finishes (:meth:`~RunningSetProjector.project`). It picks the fastest path the p
 * a predictor with entity terms (``pairwise_terms``, as :class:`~interfpred.EntityRLS`) over a
   built-in map: the compiled entity projection;
 * an affine predictor (``tags.is_linear`` and ``linear_form()``) over a built-in map: the compiled
-  affine projection of :mod:`interfpred.serving.projection`;
-* anything else: :func:`~interfpred.serving.projection.project_fluid` with one ``predict`` call per segment.
+  affine projection of :mod:`interfpred.serving.projection.affine`;
+* anything else: :func:`~interfpred.serving.projection.generic.project_fluid` with one ``predict`` call per segment.
 
 A :class:`~interfpred.Calibrated` predictor takes the path of the predictor it wraps, for its means
 and for its bounds (``quantile=q``): its :meth:`~interfpred.Calibrated.bound_form` gives the
@@ -49,20 +49,12 @@ from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.evaluation.coverage import check_quantile as check_level
 from interfpred.features import Extractor
-from interfpred.features._segment_maps import COMBINE_SUM
+from interfpred.features.compiled_maps import COMBINE_SUM
 from interfpred.predictors import RLS, Calibrated, get_tags
-from interfpred.serving._entity_projection import entity_project, entity_rates
-from interfpred.serving._fluid_projection import (
-    BOUND_RELATIVE,
-    BOUND_STD,
-    NONFINITE,
-    NONFINITE_MESSAGE,
-    affine_rates,
-    all_finite,
-    project_affine_unchecked,
-    project_bound_into,
-)
-from interfpred.serving.projection import project_fluid
+from interfpred.serving.projection.affine import affine_rates, project_affine_unchecked
+from interfpred.serving.projection.bounds import BOUND_RELATIVE, BOUND_STD, project_bound_into
+from interfpred.serving.projection.entity import entity_project, entity_rates
+from interfpred.serving.projection.generic import NONFINITE, NONFINITE_MESSAGE, all_finite, project_fluid
 
 __all__ = ["RunningSetProjector", "check_quantile", "has_entity_terms", "nonfinite_error", "parse_candidates",
            "set_entities"]

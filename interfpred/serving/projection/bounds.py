@@ -1,14 +1,12 @@
-"""Compiled fluid what-if projection: rate clamp, one projection step, affine rates and projection.
+"""Compiled fluid what-if projection at a calibrated latency bound of an affine model.
 
-Package-internal. Every projection in interfpred (the tracker's compiled and Python paths, the
-affine projection of :mod:`interfpred.serving.projection`, the E3 oracle's ground-truth projection) turns
-predictions into rates with :func:`interfpred._core.targets.to_rate` (the one clamp of every
-prediction path, :func:`~interfpred._core.targets.clamp_rates` on an array) and advances the
-running set one segment at a time with :func:`advance`. The affine projection evaluates the model
-through the map's affine form (:mod:`interfpred.features._segment_maps`) and keeps the running
-set's sums up to date as members finish. Nothing here validates its input:
-:func:`interfpred.serving.projection.project_affine` checks it for users, and the serving layer's
-own callers (the projector, the placement cache) pass arrays they built.
+:func:`project_bound_into` is the affine projection of :mod:`interfpred.serving.projection.affine`
+with every member's prediction ``m`` moved to a calibrated bound ``m + u * theta`` (:func:`bounded`):
+``u`` is a relative scale ``max(|m|, min_scale)`` or the predictive standard deviation of an RLS
+under the sum combine, which :func:`std_pattern_vectors` writes as a quadratic form in the running
+set's totals, so a segment costs O(1) per member. It is kept apart from the mean projection, which
+every event and placement runs, so that that one compiles without the bound's branches and scratch.
+Nothing here validates its input: the projector that calls it passes arrays it built.
 """
 
 from __future__ import annotations
@@ -17,9 +15,7 @@ import numpy as np
 
 from interfpred._core.jit import njit
 from interfpred._core.targets import to_rate
-from interfpred.constants import TRACKER_FINISH_RTOL
-from interfpred.errors import InterfpredError
-from interfpred.features._segment_maps import (
+from interfpred.features.compiled_maps import (
     COMBINE_MAX,
     DRAM,
     EXCESS,
@@ -41,90 +37,15 @@ from interfpred.features._segment_maps import (
     affine_own,
     affine_set,
     affine_terms,
-    map_running_set,
     others_sum,
     quantize,
     set_total,
     worst_other,
 )
 from interfpred.predictors.calibrated.conformal import relative_scale, std_scale
+from interfpred.serving.projection.generic import NONFINITE, advance
 
-__all__ = ["BOUND_MEAN", "BOUND_RELATIVE", "BOUND_STD", "NONFINITE", "NONFINITE_MESSAGE", "advance",
-           "affine_rates", "all_finite", "bounded", "project_affine_into", "project_bound_into",
-           "project_affine_unchecked", "project_stacked_into", "project_stacked_unchecked"]
-
-#: Status of a compiled projection when a rate or a remaining work is not finite.
-NONFINITE = 1
-#: The refusal raised for that status.
-NONFINITE_MESSAGE = ("projection refused: a predicted rate or remaining work is not finite "
-                     "(the predictor's weights overflow on this running set)")
-
-
-@njit(cache=True)
-def all_finite(a):
-    """Whether every value of the 1-d array ``a`` is finite (cheaper than numpy on a handful of values)."""
-    for v in a:
-        if not np.isfinite(v):
-            return False
-    return True
-
-
-@njit(cache=True)
-def advance(idx, na, work, rate, taus, t, rtol, end, retired):
-    """One segment of a fluid projection.
-
-    Members ``idx[:na]`` (indices into ``work`` and ``end``) run at ``rate[:na]`` (aligned with
-    ``idx``) until the earliest finishes; those within relative ``rtol`` of it finish together
-    (their end time is written to ``end`` and their indices to ``retired``); the others lose
-    ``rate * elapsed`` of their remaining ``work``; ``idx`` is compacted in place, order kept.
-    ``taus`` is scratch of at least ``na`` values.
-
-    Returns ``(kept, t_new, n_retired)``; ``kept`` is -1 when a rate or a time to finish is not
-    finite or not positive (a NaN fails every comparison), so every step retires someone.
-    """
-    tmin = np.inf
-    for a in range(na):
-        v = rate[a]
-        tau = work[idx[a]] / v
-        if not (v > 0.0 and tau >= 0.0 and tau < np.inf):
-            return -1, t, 0
-        taus[a] = tau
-        tmin = min(tmin, tau)
-    t_new = t + tmin
-    lim = tmin * (1.0 + rtol)
-    keep = 0
-    nret = 0
-    for a in range(na):
-        i = idx[a]
-        if taus[a] <= lim:
-            end[i] = t_new
-            retired[nret] = i
-            nret += 1
-        else:
-            work[i] -= rate[a] * tmin
-            idx[keep] = i
-            keep += 1
-    if keep == na:  # nothing retired: impossible with finite rates, but never loop for ever
-        return -1, t, 0
-    return keep, t_new, nret
-
-
-@njit(cache=True)
-def affine_rates(dem, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, out):
-    """Rates of the running set ``dem`` (k, 3) under the affine model ``b + w . phi`` into ``out[:k]``."""
-    k = dem.shape[0]
-    if k == 0:
-        return
-    phi = map_running_set(dem, map_id, combine_id)
-    d = w.shape[0]
-    for a in range(k):
-        p = b
-        for j in range(d):
-            p += w[j] * phi[a, j]
-        if p == p:
-            p = max(p, pred_lo)
-        out[a] = to_rate(p, is_rate, rmin, rmax)
-
+__all__ = ["BOUND_MEAN", "BOUND_RELATIVE", "BOUND_STD", "bounded", "project_bound_into", "std_pattern_vectors"]
 
 #: Bound modes of :func:`project_bound_into`: the point prediction, a relative-scale bound, a std-scale bound.
 BOUND_MEAN = 0
@@ -255,95 +176,6 @@ def _std_member(gram, m0, m1, m2, y, ca, out):
         k += 1
     out[14] = gram[_VN, _VN]
 
-
-@njit(cache=True)
-def project_affine_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, rtol, end):
-    """Projected completion of every member of ``dem`` (n, 3) with remaining work ``rem`` into ``end``.
-
-    The running set's sums are updated as members finish (see :mod:`interfpred.serving.projection`).
-    Returns 0, or :data:`NONFINITE` when a rate or a remaining work is not finite.
-    """
-    n = dem.shape[0]
-    if n == 0:
-        return 0
-    dq = quantize(dem)
-    terms, w_others = affine_terms(w, map_id)
-    c = np.empty(n)                         # per member: its own terms, and the weight of the others' demand
-    h = np.empty((n, N_RESOURCES))
-    tot = np.zeros(N_RESOURCES, dtype=np.int64)
-    for i in range(n):
-        c[i] = affine_own(terms, b, dem[i, SM], dem[i, L2], dem[i, DRAM])
-        for r in range(N_RESOURCES):
-            h[i, r] = affine_other_weight(terms, r, dem[i, r])
-            tot[r] += dq[i, r]
-    # For the max combine: per resource, members in decreasing demand as a doubly linked list.
-    use_max = combine_id == COMBINE_MAX
-    nl = n + 1 if use_max else 1
-    nxt = np.full((N_RESOURCES, nl), -1, dtype=np.int64)
-    prv = np.full((N_RESOURCES, nl), -1, dtype=np.int64)
-    head = np.full(N_RESOURCES, -1, dtype=np.int64)
-    if use_max:
-        for r in range(N_RESOURCES):
-            order = np.argsort(-dem[:, r], kind="mergesort")
-            head[r] = order[0]
-            for a in range(n):
-                i = order[a]
-                prv[r, i] = order[a - 1] if a > 0 else -1
-                nxt[r, i] = order[a + 1] if a + 1 < n else -1
-    ibuf = np.empty(2 * n, dtype=np.int64)   # members still running, then those retired by a step
-    idx = ibuf[:n]
-    retired = ibuf[n:]
-    for i in range(n):
-        idx[i] = i
-    fbuf = np.empty(3 * n + 2 * N_RESOURCES)  # remaining work, rates, times to finish, top two per resource
-    work = fbuf[:n]
-    work[:] = rem
-    rate = fbuf[n:2 * n]
-    taus = fbuf[2 * n:3 * n]
-    top1 = fbuf[3 * n:3 * n + N_RESOURCES]
-    top2 = fbuf[3 * n + N_RESOURCES:]
-    na = n
-    t = t0
-    while na > 0:
-        g = affine_set(terms, w_others, tot, na)
-        if use_max:
-            for r in range(N_RESOURCES):
-                i1 = head[r]
-                top1[r] = dem[i1, r]
-                i2 = nxt[r, i1]
-                top2[r] = dem[i2, r] if i2 >= 0 else 0.0
-        for a in range(na):
-            i = idx[a]
-            p = c[i] + g
-            if na > 1:
-                if use_max:
-                    o0 = worst_other(dem[i, SM], top1[SM], top2[SM])
-                    o1 = worst_other(dem[i, L2], top1[L2], top2[L2])
-                    o2 = worst_other(dem[i, DRAM], top1[DRAM], top2[DRAM])
-                else:
-                    o0 = others_sum(tot, dq, i, SM)
-                    o1 = others_sum(tot, dq, i, L2)
-                    o2 = others_sum(tot, dq, i, DRAM)
-                p += h[i, SM] * o0 + h[i, L2] * o1 + h[i, DRAM] * o2
-            rate[a] = to_rate(max(p, pred_lo), is_rate, rmin, rmax)
-        keep, t, nret = advance(idx, na, work, rate, taus, t, rtol, end, retired)
-        if keep < 0:
-            return NONFINITE
-        for j in range(nret):
-            i = retired[j]
-            for r in range(N_RESOURCES):
-                tot[r] -= dq[i, r]
-                if use_max:
-                    pi = prv[r, i]
-                    ni = nxt[r, i]
-                    if pi >= 0:
-                        nxt[r, pi] = ni
-                    else:
-                        head[r] = ni
-                    if ni >= 0:
-                        prv[r, ni] = pi
-        na = keep
-    return 0
 
 
 @njit(cache=True)
@@ -481,38 +313,3 @@ def project_bound_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, mode, th
         na = keep
     return 0
 
-
-@njit(cache=True)
-def project_stacked_into(dem, rem, n, t, W, B, LO, use, map_id, combine_id, is_rate, rmin, rmax, rtol, end):
-    """One projection per row block ``g`` where ``use[g]``: members ``dem[g, :n[g]]`` under ``W[g]``."""
-    for g in range(dem.shape[0]):
-        m = n[g]
-        if use[g] and m > 0:
-            status = project_affine_into(dem[g, :m], rem[g, :m], t, map_id, combine_id, W[g], B[g], LO[g],
-                                         is_rate, rmin, rmax, rtol, end[g, :m])
-            if status != 0:
-                return status
-    return 0
-
-
-def project_affine_unchecked(dem: np.ndarray, rem: np.ndarray, t: float, map_id: int, combine_id: int,
-                             w: np.ndarray, b: float, pred_lo: float, is_rate: bool, rmin: float, rmax: float,
-                             rtol: float = TRACKER_FINISH_RTOL) -> np.ndarray:
-    """:func:`~interfpred.serving.projection.project_affine` on codes, without its checks (the tracker's hot
-    path): C-contiguous float64 inputs. Raises :data:`NONFINITE_MESSAGE` when a rate is not finite."""
-    end = np.empty(dem.shape[0])
-    if project_affine_into(dem, rem, t, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, rtol, end) != 0:
-        raise InterfpredError(NONFINITE_MESSAGE)
-    return end
-
-
-def project_stacked_unchecked(dem: np.ndarray, rem: np.ndarray, n: np.ndarray, t: float, W: np.ndarray,
-                              B: np.ndarray, LO: np.ndarray, use: np.ndarray, map_id: int, combine_id: int,
-                              is_rate: bool, rmin: float, rmax: float, end: np.ndarray,
-                              rtol: float = TRACKER_FINISH_RTOL) -> None:
-    """Many projections in one compiled call, in blocks of fixed capacity (a fleet's GPUs): block ``g``
-    is ``dem[g, :n[g]]`` (G, C, 3) with ``rem[g, :n[g]]`` under ``W[g]``, ``B[g]``, ``LO[g]``; blocks
-    with ``use[g]`` false are skipped. Writes ``end[g, :n[g]]`` (G, C); no checks."""
-    if project_stacked_into(dem, rem, n, float(t), W, B, LO, use, map_id, combine_id, is_rate, rmin, rmax, rtol,
-                            end) != 0:
-        raise InterfpredError(NONFINITE_MESSAGE)

@@ -1,4 +1,4 @@
-"""Compiled built-in feature maps and their temporal aggregation (package-internal).
+"""Compiled built-in feature maps and their temporal aggregation (internal to interfpred).
 
 The maps of one running set (each member against the others), their column layout as named
 offsets, the affine form of a linear model over a map (what the serving layer's compiled
@@ -89,7 +89,7 @@ def quantize(dem):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _stats(dem, dq, idx, lo, k, top, tot, combine_id):
     """Per resource r of the k members ``dem[idx[lo:lo + k]]``: the fixed-point sum into
     ``tot[r]`` and, for the ``max`` combine only (the sum combine never reads them), the largest
@@ -152,7 +152,7 @@ def worst_other(me, first, second):
     return second if me == first else first
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _phi(dem, dq, i, top, tot, k, map_id, combine_id, out):
     """The built-in map of member ``dem[i]`` of a running set of k given by its stats, into
     ``out`` (indices, not row views, keep the hot loop free of reference counting)."""
@@ -412,6 +412,22 @@ def features(seg_start, seg_end, seg_ptr, members, dem, map_id, combine_id, agg_
 @njit(cache=True)
 def sweep_features_into(gcode, start, end, so, eo, dem, map_id, combine_id, agg_ids, alphas, out, wsum, seen, t0, t1,
                         max_running, skip_seen):
+    """:func:`_sweep_features_body`, compiled apart for the default and the rich map under the sum combine (the
+    maps the library uses by default), so that their loops are free of the branches on the map and the combine;
+    the arithmetic and its order are the same on every path."""
+    if combine_id == COMBINE_SUM and map_id == MAP_DEFAULT:
+        return _sweep_features_body(gcode, start, end, so, eo, dem, MAP_DEFAULT, COMBINE_SUM, agg_ids, alphas, out,
+                                    wsum, seen, t0, t1, max_running, skip_seen)
+    if combine_id == COMBINE_SUM and map_id == MAP_RICH:
+        return _sweep_features_body(gcode, start, end, so, eo, dem, MAP_RICH, COMBINE_SUM, agg_ids, alphas, out,
+                                    wsum, seen, t0, t1, max_running, skip_seen)
+    return _sweep_features_body(gcode, start, end, so, eo, dem, map_id, combine_id, agg_ids, alphas, out, wsum, seen,
+                                t0, t1, max_running, skip_seen)
+
+
+@njit(cache=True, inline="always")
+def _sweep_features_body(gcode, start, end, so, eo, dem, map_id, combine_id, agg_ids, alphas, out, wsum, seen, t0,
+                         t1, max_running, skip_seen):
     """Sweep the executions ``so``/``eo`` (as :func:`~interfpred.features._sweep.sweep` takes them)
     and fold each segment that opens in ``[t0, t1)`` into ``out``, ``wsum`` and ``seen`` in place as
     soon as it is known, holding only the running set: memory O(n + running set), time O(events x
@@ -495,8 +511,16 @@ def stream_settle(acc, seen, cur, dem, k, map_id, combine_id, agg_id, alpha):
 # --------------------------------------------------------------------------- windows (bounded memory)
 @njit(cache=True)
 def finalize_rows(out, wsum, seen, dem, rows, map_id, combine_id, agg_ids):
-    """:func:`finalize` of rows ``rows`` of ``out`` (a, n, d) for every aggregation."""
+    """:func:`finalize` of rows ``rows`` of ``out`` (a, n, d) for every aggregation (its division written
+    out on indices for the rows that saw a segment, without a row view per row: the common case)."""
+    d = out.shape[2]
     for j in range(agg_ids.shape[0]):
+        tw = agg_ids[j] == AGG_TIME_WEIGHTED
         for r in range(rows.shape[0]):
             i = rows[r]
-            finalize(out[j, i], wsum[i], seen[i], dem[i], map_id, combine_id, agg_ids[j])
+            if not seen[i]:
+                finalize(out[j, i], wsum[i], False, dem[i], map_id, combine_id, agg_ids[j])
+            elif tw:
+                w = wsum[i]
+                for f in range(d):
+                    out[j, i, f] = out[j, i, f] / w

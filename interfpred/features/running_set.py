@@ -1,10 +1,15 @@
-"""Slot storage of one device's running set, shared by :class:`~interfpred.serving.streaming.TimelineState` and the tracker.
+"""The one running set of a device: slot storage, the device's clock, and the time rule every event obeys.
 
 A :class:`RunningSet` keeps the ids of the running executions, the slot of each id, and per
-slot a demand row ``[sm, l2, dram]``, a profile solo latency and any extra columns its owner
-declares (remaining work, feature accumulators, ...). Slots ``0 .. len - 1`` are the running set
-in start order, except that removing an execution moves the last slot into its place (swap
-remove), so the owner's per-slot arithmetic stays a slice ``[:len]``. Capacity doubles when full.
+slot a demand row ``[sm, l2, dram]``, a profile solo latency and the extra columns that the
+objects sharing it register (feature accumulators for
+:class:`~interfpred.features.streaming.TimelineState`, remaining work for the tracker, ...).
+Slots ``0 .. len - 1`` are the running set in start order, except that removing an execution
+moves the last slot into its place (swap remove), so per-slot arithmetic stays a slice
+``[:len]``. Capacity doubles when full. The set owns the device's clock (:attr:`RunningSet.now`,
+moved by :meth:`RunningSet.move_clock`, which first calls the hooks registered with
+:meth:`RunningSet.on_clock`), and an event that fails is undone by the set itself
+(:meth:`RunningSet.snapshot`, :meth:`RunningSet.restore`).
 
 Examples
 --------
@@ -30,7 +35,8 @@ import numpy as np
 from interfpred.constants import TIME_HORIZON_MS
 from interfpred.errors import InterfpredError
 
-__all__ = ["RunningSet", "check_share", "check_time", "grown", "is_real_number", "snapshot_state", "time_reason"]
+__all__ = ["RunningSet", "RunningSetView", "check_share", "check_time", "grown", "is_real_number", "snapshot_state",
+           "time_reason"]
 
 #: Capacity of a fresh running set (doubles when full).
 _INITIAL_CAPACITY = 8
@@ -137,9 +143,23 @@ class RunningSet:
     first dimension; rows ``[:len(self)]`` are live. :meth:`add` may replace them by larger ones,
     so read them again after an ``add``. Nothing here validates ids or times: the owner does,
     before it changes anything.
+
+    Examples
+    --------
+    >>> rs = RunningSet({"acc": (2,)})
+    >>> rs.register("rem", ())
+    >>> rs.on_clock(lambda old, new: print(f"clock {old} -> {new}"))
+    >>> rs.move_clock(1.0)
+    clock None -> 1.0
+    >>> saved = rs.snapshot()
+    >>> _ = rs.add("x", (0.5, 0.25, 0.125), 2.0, rem=2.0)
+    >>> rs.restore(saved)
+    >>> len(rs), rs.now, sorted(rs.columns)
+    (0, 1.0, ['acc', 'demand', 'rem', 'solo'])
     """
 
-    __slots__ = ("_ids", "_tags", "_slot", "_cols", "_extra", "_dem", "_solo", "_extra_arrays", "_all_arrays")
+    __slots__ = ("_ids", "_tags", "_slot", "_cols", "_extra", "_dem", "_solo", "_extra_arrays", "_all_arrays",
+                 "_now", "_clock_hooks")
 
     def __init__(self, columns: Mapping[str, Any] | None = None) -> None:
         cap = _INITIAL_CAPACITY
@@ -147,10 +167,53 @@ class RunningSet:
         self._tags: list[Any] = []
         self._slot: dict[Any, int] = {}
         self._cols: dict[str, np.ndarray] = {"demand": np.zeros((cap, 3)), "solo": np.zeros(cap)}
+        self._now: float | None = None
+        self._clock_hooks: list[Any] = []
         for name, spec in (columns or {}).items():
-            shape, dtype = spec if (len(spec) == 2 and not isinstance(spec[0], int)) else (spec, np.float64)
-            self._cols[name] = np.zeros((cap, *shape), dtype=dtype)
+            self._cols[name] = _column(cap, spec)
         self._extra = tuple(n for n in self._cols if n not in ("demand", "solo"))
+        self._sync()
+
+    def register(self, name: str, spec: Any) -> None:
+        """Add the per-slot column ``name`` (a trailing shape, or ``(shape, dtype)``, as the constructor
+        takes them) for an object that shares the set; the running executions' values start at zero."""
+        if name in self._cols:
+            raise ValueError(f"the running set already has a column {name!r}")
+        self._cols[name] = _column(self._dem.shape[0], spec)
+        self._extra = tuple(n for n in self._cols if n not in ("demand", "solo"))
+        self._sync()
+
+    # ------------------------------------------------------------------ the clock
+    @property
+    def now(self) -> float | None:
+        """Time of the device's latest event, ms (None before the first)."""
+        return self._now
+
+    def on_clock(self, hook: Any) -> None:
+        """Call ``hook(old, new)`` every time :meth:`move_clock` moves the clock (``old`` None before the first
+        event), before it moves and before the event changes the running set."""
+        self._clock_hooks.append(hook)
+
+    def move_clock(self, t: float) -> None:
+        """Set the clock to ``t`` (the owner has checked it is not before :attr:`now`), after the hooks."""
+        for hook in self._clock_hooks:
+            hook(self._now, t)
+        self._now = t
+
+    # ------------------------------------------------------------------ undo
+    def snapshot(self) -> tuple[Any, ...]:
+        """What :meth:`restore` needs to put the set back as it is now (ids, slots, every column, the clock)."""
+        return (list(self._ids), list(self._tags), dict(self._slot), {n: a.copy() for n, a in self._cols.items()},
+                self._now)
+
+    def restore(self, saved: tuple[Any, ...]) -> None:
+        """Put the set back as it was at :meth:`snapshot` ``saved`` (which stays usable for another restore)."""
+        ids, tags, slot, cols, now = saved
+        self._ids = list(ids)
+        self._tags = list(tags)
+        self._slot = dict(slot)
+        self._cols = {n: a.copy() for n, a in cols.items()}
+        self._now = now
         self._sync()
 
     # ------------------------------------------------------------------ reading
@@ -239,17 +302,6 @@ class RunningSet:
         self._ids.pop()
         self._tags.pop()
 
-    def copy(self) -> RunningSet:
-        """An independent copy (to undo a failed event)."""
-        new = RunningSet.__new__(RunningSet)
-        new._ids = list(self._ids)
-        new._tags = list(self._tags)
-        new._slot = dict(self._slot)
-        new._cols = {n: a.copy() for n, a in self._cols.items()}
-        new._extra = self._extra
-        new._sync()
-        return new
-
     def _grow(self) -> None:
         cap = 2 * self._dem.shape[0]
         self._cols = {n: grown(a, cap) for n, a in self._cols.items()}
@@ -266,14 +318,49 @@ class RunningSet:
         return f"RunningSet(running={len(self._ids)}, columns={list(self._cols)})"
 
 
-_COPIED = frozenset({np.ndarray, list, dict, set, RunningSet})
+def _column(cap: int, spec: Any) -> np.ndarray:
+    """Zeros of ``cap`` rows for a column given as a trailing shape or ``(shape, dtype)``."""
+    shape, dtype = spec if (len(spec) == 2 and not isinstance(spec[0], int)) else (spec, np.float64)
+    return np.zeros((cap, *shape), dtype=dtype)
+
+
+class RunningSetView:
+    """What every object built on one device's :class:`RunningSet` answers the same way: the clock, the
+    size, membership and the running ids, read from the set (the class using it gives ``running_set``)."""
+
+    @property
+    def running_set(self) -> RunningSet:
+        """The device's running set."""
+        raise NotImplementedError
+
+    @property
+    def now(self) -> float | None:
+        """Time of the latest event, ms (None before the first)."""
+        return self.running_set.now
+
+    def __len__(self) -> int:
+        return len(self.running_set)
+
+    def __contains__(self, id: Any) -> bool:
+        return id in self.running_set
+
+    @property
+    def running(self) -> list[Any]:
+        """Ids of the running executions, in slot order (start order, except that a finish moves the last
+        slot into the finished one's place)."""
+        return self.running_set.ids
+
+
+#: Kinds of attribute :func:`snapshot_state` copies (a running set is shared: it undoes itself).
+_COPIED = frozenset({np.ndarray, list, dict, set})
 #: (class, attribute count) -> names of the attributes holding arrays or containers.
 _SNAPSHOT_NAMES: dict[tuple[type, int], tuple[str, ...]] = {}
 
 
 def snapshot_state(obj: Any) -> dict[str, Any]:
-    """A copy of ``obj``'s attributes deep enough to undo a failed event (arrays, containers and running sets
-    copied); ``obj.__dict__.update(snapshot)`` puts them back."""
+    """A copy of ``obj``'s attributes deep enough to undo a failed event (arrays and containers copied; a
+    :class:`RunningSet` is kept by reference, since it is shared and undone by its own
+    :meth:`~RunningSet.restore`); ``obj.__dict__.update(snapshot)`` puts them back."""
     attrs = obj.__dict__
     key = (type(obj), len(attrs))
     names = _SNAPSHOT_NAMES.get(key)
