@@ -93,7 +93,7 @@ def advice_table(a: Advice) -> str:
     """The ranking as the one text table: attainment in percent, throughput in requests/s, p99 in ms."""
     from interfpred.evaluation.text_tables import Column, percent, text_table
 
-    header = ["rank", "mechanism", percent("SLO attainment", spec=".1f"), Column("throughput", unit="req/s", spec=".1f"),
+    header: list[str | Column] = ["rank", "mechanism", percent("SLO attainment", spec=".1f"), Column("throughput", unit="req/s", spec=".1f"),
               Column("offered", unit="req/s", spec=".1f"), Column("p99", unit="ms", spec=".2f"), "source"]
     rows = [[r["rank"], r["mechanism"], r["attainment"], r["throughput_rps"], r["offered_rps"], r["p99_ms"], r["source"]]
             for r in a.rows()]
