@@ -536,3 +536,19 @@ def test_on_a_terminal_other_output_starts_on_a_line_of_its_own(monkeypatch):
     assert sys.stdout is tty and sys.stderr is tty
     assert tty.getvalue() == ("\r\x1b[Kfit: validating (0.0 s)\nchose entity_rls\n"
                               "\r\x1b[Kfit: fitting (0.0 s)\n")
+
+
+def test_a_closed_pipe_on_stdout_stops_quietly(monkeypatch, capsys, tmp_path):
+    """``interfpred ... | head``: when the reader stops, the command stops with 141 and prints no error."""
+    import io
+
+    class ClosedPipe(io.StringIO):
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    capsys.readouterr()
+    monkeypatch.setattr("sys.stdout", ClosedPipe())
+    status = main(["plan", "--profiles", "dataset:parvagpu_a100", "--slo", "dataset:parvagpu_slo1",
+                   "--gpu", "a100-80gb", "--out", str(tmp_path / "deployment.csv"), "--quiet"])
+    assert status == 141
+    assert capsys.readouterr().err == ""

@@ -13,6 +13,7 @@ in the order ``--help`` shows them. Reference: docs/cli.md.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -34,6 +35,8 @@ __all__ = ["COMMANDS", "EXIT_USAGE", "build_parser", "main"]
 
 EXIT_USAGE = 2
 EXIT_INTERNAL = 1
+#: A closed pipe on stdout (the reader stopped early): 128 + SIGPIPE, as shells report it.
+EXIT_BROKEN_PIPE = 141
 
 #: The subcommands' ``add_`` functions, in the order ``interfpred --help`` lists them.
 COMMANDS: list[Callable[[Any], None]] = [
@@ -66,6 +69,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so the interpreter's last flush at exit cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no file descriptor behind stdout (captured in tests): nothing to flush
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``interfpred`` console script; returns the exit status."""
     parser = build_parser()
@@ -82,6 +94,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for w in {(w.category.__name__, str(w.message)): w for w in held}.values():
             print(f"interfpred: warning: {w.category.__name__}: {w.message}".replace("\n", " "), file=sys.stderr)
         return status
+    except BrokenPipeError:  # the reader went away (``interfpred ... | head``): stop quietly, as cat does
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except (InterfpredError, OSError) as exc:
         if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
             msg = f"{exc.filename}: {exc.strerror}"  # not "[Errno 2] ..."
