@@ -25,6 +25,7 @@ import hashlib
 import hmac
 import io
 import json
+import math
 import os
 import secrets
 import shutil
@@ -568,3 +569,21 @@ def read_json(path: str | os.PathLike[str], *, max_bytes: int | None = None, max
         raise InterfpredError(f"{os.fspath(path)}: JSON nested {depth} levels deep; at most {max_depth} "
                               "are accepted")
     return value
+
+
+def json_ready(obj: object) -> object:
+    """``obj`` with every non-finite float (NaN, infinities) replaced by None, through dicts and lists:
+    JSON has no NaN, so a missing figure is written as null.
+
+    Examples
+    --------
+    >>> json_ready({"mape": float("nan"), "rows": [1.5, float("inf")], "n": 3})
+    {'mape': None, 'rows': [1.5, None], 'n': 3}
+    """
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: json_ready(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [json_ready(v) for v in obj]
+    return obj

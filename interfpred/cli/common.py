@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
+from interfpred._core.atomic import json_ready
 from interfpred.errors import InputError, InterfpredError
 
 __all__ = [
@@ -123,15 +124,7 @@ def summary_json(summary: Any, baselines: dict[str, Any] | None = None) -> dict[
 
 def print_json(obj: Any) -> None:
     """One JSON object on stdout (no NaN: a missing figure is null)."""
-    def clean(x: Any) -> Any:
-        if isinstance(x, float) and x != x:
-            return None
-        if isinstance(x, dict):
-            return {k: clean(v) for k, v in x.items()}
-        if isinstance(x, list):
-            return [clean(v) for v in x]
-        return x
-    print(json.dumps(clean(obj), allow_nan=False))
+    print(json.dumps(json_ready(obj), allow_nan=False))
 
 
 class Progress:

@@ -57,6 +57,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from interfpred._core.atomic import json_ready
 from interfpred._core.limits import check_limit
 from interfpred.constants import (
     ADVISE_DEFAULT_GPU,
@@ -160,15 +161,7 @@ class Advice:
 
     def to_json_text(self) -> str:
         """:meth:`to_json` as text (no NaN: a missing figure is null)."""
-        def clean(x: Any) -> Any:
-            if isinstance(x, float) and not math.isfinite(x):
-                return None
-            if isinstance(x, dict):
-                return {k: clean(v) for k, v in x.items()}
-            if isinstance(x, list):
-                return [clean(v) for v in x]
-            return x
-        return json.dumps(clean(self.to_json()), indent=2) + "\n"
+        return json.dumps(json_ready(self.to_json()), indent=2, allow_nan=False) + "\n"
 
 
 # ------------------------------------------------------------------------------------------------ MIG geometry
