@@ -61,6 +61,93 @@ COMBINE_CODES = {"sum": COMBINE_SUM, "max": COMBINE_MAX}
 
 
 
+# ------------------------------------------------------------------ the steps both compiled projections take
+# (the mean projection here and the bound projection of :mod:`~interfpred.serving.projection.bounds`
+# run the same loop, kept apart so that the mean's compiles without the bound's branches and
+# scratch; these are its shared steps, inlined into each)
+@njit(cache=True, inline="always")
+def member_terms(dem, dq, terms, b):
+    """Per member its own terms ``c`` and the weights ``h`` of the others' demand; the set's fixed-point sums."""
+    n = dem.shape[0]
+    c = np.empty(n)
+    h = np.empty((n, N_RESOURCES))
+    tot = np.zeros(N_RESOURCES, dtype=np.int64)
+    for i in range(n):
+        c[i] = affine_own(terms, b, dem[i, SM], dem[i, L2], dem[i, DRAM])
+        for r in range(N_RESOURCES):
+            h[i, r] = affine_other_weight(terms, r, dem[i, r])
+            tot[r] += dq[i, r]
+    return c, h, tot
+
+
+@njit(cache=True, inline="always")
+def demand_lists(dem, use_max):
+    """For the max combine: per resource, the members in decreasing demand as a doubly linked list
+    (``nxt``, ``prv``, ``head``); placeholders otherwise."""
+    n = dem.shape[0]
+    nl = n + 1 if use_max else 1
+    nxt = np.full((N_RESOURCES, nl), -1, dtype=np.int64)
+    prv = np.full((N_RESOURCES, nl), -1, dtype=np.int64)
+    head = np.full(N_RESOURCES, -1, dtype=np.int64)
+    if use_max:
+        for r in range(N_RESOURCES):
+            order = np.argsort(-dem[:, r], kind="mergesort")
+            head[r] = order[0]
+            for a in range(n):
+                i = order[a]
+                prv[r, i] = order[a - 1] if a > 0 else -1
+                nxt[r, i] = order[a + 1] if a + 1 < n else -1
+    return nxt, prv, head
+
+
+@njit(cache=True, inline="always")
+def step_buffers(rem):
+    """The loop's scratch, in two allocations: members still running (all, in order) and those a step
+    retires; remaining work (``rem``), rates, times to finish, and the top two demands per resource."""
+    n = rem.shape[0]
+    ibuf = np.empty(2 * n, dtype=np.int64)
+    idx = ibuf[:n]
+    retired = ibuf[n:]
+    for i in range(n):
+        idx[i] = i
+    fbuf = np.empty(3 * n + 2 * N_RESOURCES)
+    work = fbuf[:n]
+    work[:] = rem
+    rate = fbuf[n:2 * n]
+    taus = fbuf[2 * n:3 * n]
+    top1 = fbuf[3 * n:3 * n + N_RESOURCES]
+    top2 = fbuf[3 * n + N_RESOURCES:]
+    return idx, retired, work, rate, taus, top1, top2
+
+
+@njit(cache=True, inline="always")
+def top_two(dem, head, nxt, top1, top2):
+    """The largest two demands per resource of the members still running (max combine)."""
+    for r in range(N_RESOURCES):
+        i1 = head[r]
+        top1[r] = dem[i1, r]
+        i2 = nxt[r, i1]
+        top2[r] = dem[i2, r] if i2 >= 0 else 0.0
+
+
+@njit(cache=True, inline="always")
+def retire(retired, nret, dq, tot, use_max, prv, nxt, head):
+    """Take the ``nret`` members a step finished out of the set's sums and the demand lists."""
+    for j in range(nret):
+        i = retired[j]
+        for r in range(N_RESOURCES):
+            tot[r] -= dq[i, r]
+            if use_max:
+                pi = prv[r, i]
+                ni = nxt[r, i]
+                if pi >= 0:
+                    nxt[r, pi] = ni
+                else:
+                    head[r] = ni
+                if ni >= 0:
+                    prv[r, ni] = pi
+
+
 @njit(cache=True)
 def affine_rates(dem, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, out):
     """Rates of the running set ``dem`` (k, 3) under the affine model ``b + w . phi`` into ``out[:k]``."""
@@ -91,50 +178,16 @@ def project_affine_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate
         return 0
     dq = quantize(dem)
     terms, w_others = affine_terms(w, map_id)
-    c = np.empty(n)                         # per member: its own terms, and the weight of the others' demand
-    h = np.empty((n, N_RESOURCES))
-    tot = np.zeros(N_RESOURCES, dtype=np.int64)
-    for i in range(n):
-        c[i] = affine_own(terms, b, dem[i, SM], dem[i, L2], dem[i, DRAM])
-        for r in range(N_RESOURCES):
-            h[i, r] = affine_other_weight(terms, r, dem[i, r])
-            tot[r] += dq[i, r]
-    # For the max combine: per resource, members in decreasing demand as a doubly linked list.
+    c, h, tot = member_terms(dem, dq, terms, b)
     use_max = combine_id == COMBINE_MAX
-    nl = n + 1 if use_max else 1
-    nxt = np.full((N_RESOURCES, nl), -1, dtype=np.int64)
-    prv = np.full((N_RESOURCES, nl), -1, dtype=np.int64)
-    head = np.full(N_RESOURCES, -1, dtype=np.int64)
-    if use_max:
-        for r in range(N_RESOURCES):
-            order = np.argsort(-dem[:, r], kind="mergesort")
-            head[r] = order[0]
-            for a in range(n):
-                i = order[a]
-                prv[r, i] = order[a - 1] if a > 0 else -1
-                nxt[r, i] = order[a + 1] if a + 1 < n else -1
-    ibuf = np.empty(2 * n, dtype=np.int64)   # members still running, then those retired by a step
-    idx = ibuf[:n]
-    retired = ibuf[n:]
-    for i in range(n):
-        idx[i] = i
-    fbuf = np.empty(3 * n + 2 * N_RESOURCES)  # remaining work, rates, times to finish, top two per resource
-    work = fbuf[:n]
-    work[:] = rem
-    rate = fbuf[n:2 * n]
-    taus = fbuf[2 * n:3 * n]
-    top1 = fbuf[3 * n:3 * n + N_RESOURCES]
-    top2 = fbuf[3 * n + N_RESOURCES:]
+    nxt, prv, head = demand_lists(dem, use_max)
+    idx, retired, work, rate, taus, top1, top2 = step_buffers(rem)
     na = n
     t = t0
     while na > 0:
         g = affine_set(terms, w_others, tot, na)
         if use_max:
-            for r in range(N_RESOURCES):
-                i1 = head[r]
-                top1[r] = dem[i1, r]
-                i2 = nxt[r, i1]
-                top2[r] = dem[i2, r] if i2 >= 0 else 0.0
+            top_two(dem, head, nxt, top1, top2)
         for a in range(na):
             i = idx[a]
             p = c[i] + g
@@ -152,19 +205,7 @@ def project_affine_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate
         keep, t, nret = advance(idx, na, work, rate, taus, t, rtol, end, retired)
         if keep < 0:
             return NONFINITE
-        for j in range(nret):
-            i = retired[j]
-            for r in range(N_RESOURCES):
-                tot[r] -= dq[i, r]
-                if use_max:
-                    pi = prv[r, i]
-                    ni = nxt[r, i]
-                    if pi >= 0:
-                        nxt[r, pi] = ni
-                    else:
-                        head[r] = ni
-                    if ni >= 0:
-                        prv[r, ni] = pi
+        retire(retired, nret, dq, tot, use_max, prv, nxt, head)
         na = keep
     return 0
 

@@ -33,8 +33,6 @@ from interfpred.features.compiled_maps import (
     PRODUCT,
     SM,
     TOTAL,
-    affine_other_weight,
-    affine_own,
     affine_set,
     affine_terms,
     others_sum,
@@ -43,6 +41,7 @@ from interfpred.features.compiled_maps import (
     worst_other,
 )
 from interfpred.predictors.calibrated.conformal import relative_scale, std_scale
+from interfpred.serving.projection.affine import demand_lists, member_terms, retire, step_buffers, top_two
 from interfpred.serving.projection.generic import NONFINITE, advance
 
 __all__ = ["BOUND_MEAN", "BOUND_RELATIVE", "BOUND_STD", "bounded", "project_bound_into", "std_pattern_vectors"]
@@ -198,14 +197,7 @@ def project_bound_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, mode, th
         return 0
     dq = quantize(dem)
     terms, w_others = affine_terms(w, map_id)
-    c = np.empty(n)                         # per member: its own terms, and the weight of the others' demand
-    h = np.empty((n, N_RESOURCES))
-    tot = np.zeros(N_RESOURCES, dtype=np.int64)
-    for i in range(n):
-        c[i] = affine_own(terms, b, dem[i, SM], dem[i, L2], dem[i, DRAM])
-        for r in range(N_RESOURCES):
-            h[i, r] = affine_other_weight(terms, r, dem[i, r])
-            tot[r] += dq[i, r]
+    c, h, tot = member_terms(dem, dq, terms, b)
     use_std = mode == BOUND_STD
     per_row = theta.shape[0] == n
     ns = n if use_std else 0                # std-bound scratch, empty otherwise
@@ -220,42 +212,15 @@ def project_bound_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, mode, th
     z = np.empty(5 if use_std else 0)
     pattern = -1
     has_intercept = P.shape[0] > w.shape[0]
-    # For the max combine: per resource, members in decreasing demand as a doubly linked list.
     use_max = combine_id == COMBINE_MAX
-    nl = n + 1 if use_max else 1
-    nxt = np.full((N_RESOURCES, nl), -1, dtype=np.int64)
-    prv = np.full((N_RESOURCES, nl), -1, dtype=np.int64)
-    head = np.full(N_RESOURCES, -1, dtype=np.int64)
-    if use_max:
-        for r in range(N_RESOURCES):
-            order = np.argsort(-dem[:, r], kind="mergesort")
-            head[r] = order[0]
-            for a in range(n):
-                i = order[a]
-                prv[r, i] = order[a - 1] if a > 0 else -1
-                nxt[r, i] = order[a + 1] if a + 1 < n else -1
-    ibuf = np.empty(2 * n, dtype=np.int64)   # members still running, then those retired by a step
-    idx = ibuf[:n]
-    retired = ibuf[n:]
-    for i in range(n):
-        idx[i] = i
-    fbuf = np.empty(3 * n + 2 * N_RESOURCES)  # remaining work, rates, times to finish, top two per resource
-    work = fbuf[:n]
-    work[:] = rem
-    rate = fbuf[n:2 * n]
-    taus = fbuf[2 * n:3 * n]
-    top1 = fbuf[3 * n:3 * n + N_RESOURCES]
-    top2 = fbuf[3 * n + N_RESOURCES:]
+    nxt, prv, head = demand_lists(dem, use_max)
+    idx, retired, work, rate, taus, top1, top2 = step_buffers(rem)
     na = n
     t = t0
     while na > 0:
         g = affine_set(terms, w_others, tot, na)
         if use_max:
-            for r in range(N_RESOURCES):
-                i1 = head[r]
-                top1[r] = dem[i1, r]
-                i2 = nxt[r, i1]
-                top2[r] = dem[i2, r] if i2 >= 0 else 0.0
+            top_two(dem, head, nxt, top1, top2)
         if use_std:
             z[0] = 1.0
             pat = 0
@@ -297,19 +262,7 @@ def project_bound_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, mode, th
         keep, t, nret = advance(idx, na, work, rate, taus, t, rtol, end, retired)
         if keep < 0:
             return NONFINITE
-        for j in range(nret):
-            i = retired[j]
-            for r in range(N_RESOURCES):
-                tot[r] -= dq[i, r]
-                if use_max:
-                    pi = prv[r, i]
-                    ni = nxt[r, i]
-                    if pi >= 0:
-                        nxt[r, pi] = ni
-                    else:
-                        head[r] = ni
-                    if ni >= 0:
-                        prv[r, ni] = pi
+        retire(retired, nret, dq, tot, use_max, prv, nxt, head)
         na = keep
     return 0
 
