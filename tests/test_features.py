@@ -220,25 +220,6 @@ def test_compiled_spec_is_public_and_consistent():
     assert Static(feature_map=CustomMap(lambda me, o: [0.0], names=["z"])).compiled_spec.map_id == -1
 
 
-def test_named_columns_are_the_feature_names():
-    from interfpred.constants import RESOURCES
-    from interfpred.features import compiled_maps as k
-
-    assert (k.SM, k.L2, k.DRAM) == tuple(RESOURCES.index(r) for r in ("sm", "l2", "dram"))
-    rich = feature_names("rich")
-    assert len(rich) == k.RICH_WIDTH and len(feature_names("default")) == k.DEFAULT_WIDTH
-    assert feature_names("default") == rich[:k.DEFAULT_WIDTH]
-    for r, res in enumerate(RESOURCES):
-        assert rich[k.ME + r] == f"{res}_me" and rich[k.OTHER + r] == f"{res}_other"
-        assert rich[k.PRODUCT + r] == f"{res}_me_x_other"
-        assert rich[k.TOTAL + r] == f"{res}_total" and rich[k.EXCESS + r] == f"{res}_excess"
-    assert rich[k.N_OTHERS] == "n_others"
-    gpulets = feature_names("gpulets")
-    assert len(gpulets) == k.GPULETS_WIDTH
-    assert (gpulets[k.GPULETS_L2_ME], gpulets[k.GPULETS_DRAM_ME], gpulets[k.GPULETS_L2_OTHER],
-            gpulets[k.GPULETS_DRAM_OTHER]) == ("l2_me", "dram_me", "l2_other", "dram_other")
-
-
 @pytest.mark.parametrize("fmap", MAPS)
 @pytest.mark.parametrize("combine", COMBINES)
 def test_affine_form_equals_the_model_over_the_naive_map(fmap, combine):

@@ -1,4 +1,4 @@
-"""TimelineState (streaming) agrees exactly with the batch extractors."""
+"""TimelineState (streaming): the naive features of tests/naive.py, and exactly the batch extractors' values."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import pytest
 from _timeline_cases import profile_tables, traces
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from naive import naive_features
 
 from interfpred import EWMA, CustomMap, InterfpredError, ProfileTable, Static, TimelineState, TimeWeighted, Trace
+from interfpred.data.profiles import profile_arrays
 from interfpred.features import feature_names
 
 
@@ -44,6 +46,20 @@ def _extractors():
         for c in ("sum", "max"):
             out.append((m, c))
     return out
+
+
+@settings(max_examples=30, deadline=None)
+@given(traces(gpus=("g0",)), profile_tables(gpus=("g0",)), st.integers(0, 2**32 - 1))
+def test_streaming_matches_the_naive_features(trace, prof, seed):
+    rng = np.random.default_rng(seed)
+    dem, _ = profile_arrays(trace, prof)
+    for spec in _extractors()[1:]:
+        kw = {"feature_map": spec[0], "combine": spec[1], "target": "slowdown"}
+        for ex in (Static(**kw), EWMA(alpha=0.35, **kw), TimeWeighted(**kw)):
+            ref = naive_features(trace.device, trace.start_ms, trace.end_ms, dem, ex.feature_map, ex.combine,
+                                 ex.aggregation, ex.compiled_spec.alpha)
+            for i, done in _replay(trace, prof, ex, "g0", rng).items():
+                np.testing.assert_allclose(done.x, ref[i], rtol=1e-9, atol=1e-12)
 
 
 @settings(max_examples=60, deadline=None)

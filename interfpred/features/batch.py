@@ -35,6 +35,7 @@ from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
 from interfpred.features import compiled_maps as _k
 from interfpred.features.entity_features import trace_entities
+from interfpred.features.maps import SHARE_COLUMNS
 from interfpred.features.matrix import FeatureMatrix, refuse_zero_latency
 from interfpred.features.timeline import Timeline, event_orders, refuse_crowd, trace_segments
 
@@ -118,14 +119,14 @@ def batch_features(trace: Trace, profiles: ProfileTable, exs: Sequence[Extractor
             X[j] = out[row]
     share_js = [j for j, ex in enumerate(exs) if ex.uses_shares]
     if share_js:
-        # The share features are the default map (sum) over demands [share, 1, 0]: sm_me is the
-        # batch's share, sm_other the sum of its co-runners', l2_other their count; the same
-        # kernel aggregates them over the timeline exactly like every other feature.
+        # The share features are the default map (sum) over demands [share, 1, 0] (SHARE_COLUMNS:
+        # sm_me is the batch's share, sm_other the sum of its co-runners', l2_other their count);
+        # the same kernel aggregates them over the timeline exactly like every other feature.
         frac = np.full(len(trace), 1.0) if trace.share is None else trace.share / 100.0
         sdem = np.ascontiguousarray(np.column_stack([frac, np.ones(len(trace)), np.zeros(len(trace))]))
         out = fold(sdem, _k.MAP_DEFAULT, _k.COMBINE_SUM, share_js)
         for row, j in enumerate(share_js):
-            block = out[row][:, [0, 3, 4]]
+            block = out[row][:, list(SHARE_COLUMNS)]
             X[j] = block if exs[j].feature_map == "shares" else np.hstack([cast(np.ndarray, X[j]), block[:, :2]])
     results = []
     for ex, x in zip(exs, X):

@@ -1,7 +1,8 @@
 """Compiled built-in feature maps and their temporal aggregation (internal to interfpred).
 
-The maps of one running set (each member against the others), their column layout as named
-offsets, the affine form of a linear model over a map (what the serving layer's compiled
+Each built-in map described once, as data (:data:`MAP_DESCRIPTIONS`: its columns in order, each
+a term kind and a resource), the maps of one running set read from it (each member against the
+others), the affine form of a linear model over a map (what the serving layer's compiled
 projection evaluates), and the folds of per-segment map values into Static, EWMA and
 TimeWeighted features, in one pass over a timeline's segments or event by event. Everything
 here works on plain arrays and scalars and never validates; the public wrappers in
@@ -39,31 +40,72 @@ L2 = 1
 DRAM = 2
 N_RESOURCES = 3
 
-# Column layout of the default and rich maps: each block holds one column per resource, so
-# resource r of block B is column ``B + r``.
-ME = 0            # the member's own demand
-OTHER = 3         # the others' demand: summed, or the worst one (combine "max")
-DEFAULT_WIDTH = 6
-PRODUCT = 6       # rich: own demand times the others'
-TOTAL = 9         # rich: the whole running set's demand
-EXCESS = 12       # rich: the total's excess over capacity, max(0, total - 1)
-N_OTHERS = 15     # rich: the number of co-runners
-RICH_WIDTH = 16
-# Column layout of the gpulets map (L2 and DRAM only).
-GPULETS_L2_ME = 0
-GPULETS_DRAM_ME = 1
-GPULETS_L2_OTHER = 2
-GPULETS_DRAM_OTHER = 3
-GPULETS_WIDTH = 4
+# Term kinds: what one feature column of a built-in map measures, for one resource r.
+TERM_OWN = 0          # the member's own demand me_r
+TERM_OTHER = 1        # the others' demand other_r: summed, or the worst one (combine "max"); 0 alone
+TERM_PRODUCT = 2      # own demand times the others', me_r * other_r
+TERM_TOTAL = 3        # the whole running set's demand T_r
+TERM_EXCESS = 4       # the total's excess over capacity, max(0, T_r - 1)
+TERM_N_OTHERS = 5     # the number of co-runners (of no resource)
+N_RESOURCE_TERMS = 5  # the kinds that belong to a resource: TERM_OWN .. TERM_EXCESS
+N_TERM_KINDS = 6
+#: Columns of a row of :data:`MAP_TERMS`: the term kind and its resource (-1: none).
+TERM_KIND = 0
+TERM_RESOURCE = 1
+#: The feature name of each term kind, ``{r}`` the resource's name (constants.RESOURCES).
+TERM_NAMES = {TERM_OWN: "{r}_me", TERM_OTHER: "{r}_other", TERM_PRODUCT: "{r}_me_x_other", TERM_TOTAL: "{r}_total",
+              TERM_EXCESS: "{r}_excess", TERM_N_OTHERS: "n_others"}
+
+
+def _per_resource(kind: int, resources: tuple[int, ...] = (SM, L2, DRAM)) -> tuple[tuple[int, int], ...]:
+    """Columns of term ``kind``, one per resource of ``resources`` in that order."""
+    return tuple((kind, r) for r in resources)
+
+
+#: Each built-in map described once: its feature columns in order, each a (term kind, resource)
+#: pair. The compiled map, its affine form, the std-bound pattern vectors of the serving layer and
+#: the feature names (:data:`TERM_NAMES`, :func:`interfpred.features.maps.feature_names`) are all
+#: read from this description.
+MAP_DESCRIPTIONS: dict[int, tuple[tuple[int, int], ...]] = {
+    MAP_DEFAULT: _per_resource(TERM_OWN) + _per_resource(TERM_OTHER),
+    MAP_GPULETS: _per_resource(TERM_OWN, (L2, DRAM)) + _per_resource(TERM_OTHER, (L2, DRAM)),
+    MAP_RICH: (_per_resource(TERM_OWN) + _per_resource(TERM_OTHER) + _per_resource(TERM_PRODUCT)
+               + _per_resource(TERM_TOTAL) + _per_resource(TERM_EXCESS) + ((TERM_N_OTHERS, -1),)),
+}
+
+
+def _term_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:data:`MAP_DESCRIPTIONS` as the arrays the compiled code reads (as constants): the terms of
+    every map padded with -1 (maps, widest, 2), each map's width, and the column of each (map,
+    kind, resource) term (-1: the map lacks it; TERM_N_OTHERS at resource 0)."""
+    n_maps = max(MAP_DESCRIPTIONS) + 1
+    widest = max(len(d) for d in MAP_DESCRIPTIONS.values())
+    terms = np.full((n_maps, widest, 2), -1, dtype=np.int64)
+    width = np.zeros(n_maps, dtype=np.int64)
+    column = np.full((n_maps, N_TERM_KINDS, N_RESOURCES), -1, dtype=np.int64)
+    for map_id, desc in MAP_DESCRIPTIONS.items():
+        width[map_id] = len(desc)
+        for f, (kind, r) in enumerate(desc):
+            if not (0 <= kind < N_TERM_KINDS and (r == -1 if kind == TERM_N_OTHERS else 0 <= r < N_RESOURCES)):
+                raise ValueError(f"map {map_id} column {f}: term ({kind}, {r}) is not a known kind and resource")
+            slot = max(r, 0)
+            if column[map_id, kind, slot] >= 0:
+                raise ValueError(f"map {map_id} column {f}: term ({kind}, {r}) is already column "
+                                 f"{column[map_id, kind, slot]}")
+            terms[map_id, f] = (kind, r)
+            column[map_id, kind, slot] = f
+    for a in (terms, width, column):
+        a.flags.writeable = False
+    return terms, width, column
+
+
+#: :data:`MAP_DESCRIPTIONS` as constant arrays (see :func:`_term_tables`).
+MAP_TERMS, MAP_WIDTH, TERM_COLUMN = _term_tables()
 
 
 @njit(cache=True)
 def n_features(map_id: int) -> int:
-    if map_id == MAP_DEFAULT:
-        return DEFAULT_WIDTH
-    if map_id == MAP_GPULETS:
-        return GPULETS_WIDTH
-    return RICH_WIDTH
+    return MAP_WIDTH[map_id]
 
 
 # --------------------------------------------------------------------------- maps
@@ -155,7 +197,8 @@ def worst_other(me, first, second):
 @njit(cache=True, inline="always")
 def _phi(dem, dq, i, top, tot, k, map_id, combine_id, out):
     """The built-in map of member ``dem[i]`` of a running set of k given by its stats, into
-    ``out`` (indices, not row views, keep the hot loop free of reference counting)."""
+    ``out``: each column the term the map's description names for it (indices, not row views,
+    keep the hot loop free of reference counting)."""
     me0 = dem[i, SM]
     me1 = dem[i, L2]
     me2 = dem[i, DRAM]
@@ -171,27 +214,33 @@ def _phi(dem, dq, i, top, tot, k, map_id, combine_id, out):
             o0 = worst_other(me0, top[SM, 0], top[SM, 1])
             o1 = worst_other(me1, top[L2, 0], top[L2, 1])
             o2 = worst_other(me2, top[DRAM, 0], top[DRAM, 1])
-    if map_id == MAP_GPULETS:
-        out[GPULETS_L2_ME] = me1
-        out[GPULETS_DRAM_ME] = me2
-        out[GPULETS_L2_OTHER] = o1
-        out[GPULETS_DRAM_OTHER] = o2
-        return
-    out[ME + SM] = me0
-    out[ME + L2] = me1
-    out[ME + DRAM] = me2
-    out[OTHER + SM] = o0
-    out[OTHER + L2] = o1
-    out[OTHER + DRAM] = o2
-    if map_id == MAP_RICH:
-        out[PRODUCT + SM] = me0 * o0
-        out[PRODUCT + L2] = me1 * o1
-        out[PRODUCT + DRAM] = me2 * o2
-        for r in range(N_RESOURCES):
+    # Every term kind of every resource, each stored in the column the map's description gives it
+    # (-1: the map lacks it). The column lookups read a constant table: under a constant map (the
+    # sweep's specialised paths) they fold away, leaving the map's own stores; written out on
+    # indices, without a helper taking ``out``, so the hot loop holds no reference counting.
+    for r in range(N_RESOURCES):
+        me = me0 if r == SM else (me1 if r == L2 else me2)
+        o = o0 if r == SM else (o1 if r == L2 else o2)
+        c = TERM_COLUMN[map_id, TERM_OWN, r]
+        if c >= 0:
+            out[c] = me
+        c = TERM_COLUMN[map_id, TERM_OTHER, r]
+        if c >= 0:
+            out[c] = o
+        c = TERM_COLUMN[map_id, TERM_PRODUCT, r]
+        if c >= 0:
+            out[c] = me * o
+        c = TERM_COLUMN[map_id, TERM_TOTAL, r]
+        ce = TERM_COLUMN[map_id, TERM_EXCESS, r]
+        if c >= 0 or ce >= 0:
             total = set_total(tot, r)
-            out[TOTAL + r] = total
-            out[EXCESS + r] = max(0.0, total - 1.0)
-        out[N_OTHERS] = k - 1.0
+            if c >= 0:
+                out[c] = total
+            if ce >= 0:
+                out[ce] = max(0.0, total - 1.0)
+    c = TERM_COLUMN[map_id, TERM_N_OTHERS, 0]
+    if c >= 0:
+        out[c] = k - 1.0
 
 
 # --------------------------------------------------------------------------- affine form
@@ -201,51 +250,37 @@ def _phi(dem, dq, i, top, tot, k, map_id, combine_id, out):
 #     b + sum_r (own_r me_r + (other_r + product_r me_r) other_r(i) + total_r T_r + excess_r max(0, T_r - 1))
 #       + n_others (k - 1)
 #
-# with T_r the set's total demand. :func:`affine_terms` reads own_r, other_r, ... out of ``w`` for
-# each map (a term the map lacks weighs 0), so a projection that keeps the set's sums up to date
-# as members finish evaluates the model without the map.
-AFF_OWN = 0        # rows of affine_terms(...): weight of the member's own demand
-AFF_OTHER = 1      # of the others' demand
-AFF_PRODUCT = 2    # of own times others'
-AFF_TOTAL = 3      # of the set's total
-AFF_EXCESS = 4     # of the total's excess over capacity
-AFF_ROWS = 5
+# with T_r the set's total demand. :func:`affine_terms` reads own_r, other_r, ... out of ``w`` by
+# the map's description (a term the map lacks weighs 0), so a projection that keeps the set's sums
+# up to date as members finish evaluates the model without the map.
 
 
 @njit(cache=True)
 def affine_terms(w, map_id):
     """The weights ``w`` of an affine model over map ``map_id``, by the term they weigh:
-    ``(terms, n_others)``, ``terms[AFF_*, r]`` (AFF_ROWS, N_RESOURCES) and the weight of the
-    co-runner count; a term the map lacks weighs 0."""
-    terms = np.zeros((AFF_ROWS, N_RESOURCES))
-    if map_id == MAP_GPULETS:
-        terms[AFF_OWN, L2] = w[GPULETS_L2_ME]
-        terms[AFF_OWN, DRAM] = w[GPULETS_DRAM_ME]
-        terms[AFF_OTHER, L2] = w[GPULETS_L2_OTHER]
-        terms[AFF_OTHER, DRAM] = w[GPULETS_DRAM_OTHER]
-        return terms, 0.0
-    for r in range(N_RESOURCES):
-        terms[AFF_OWN, r] = w[ME + r]
-        terms[AFF_OTHER, r] = w[OTHER + r]
-    if map_id != MAP_RICH:
-        return terms, 0.0
-    for r in range(N_RESOURCES):
-        terms[AFF_PRODUCT, r] = w[PRODUCT + r]
-        terms[AFF_TOTAL, r] = w[TOTAL + r]
-        terms[AFF_EXCESS, r] = w[EXCESS + r]
-    return terms, w[N_OTHERS]
+    ``(terms, n_others)``, ``terms[kind, r]`` (N_RESOURCE_TERMS, N_RESOURCES) for the kinds
+    TERM_OWN .. TERM_EXCESS and the weight of the co-runner count; a term the map lacks weighs 0."""
+    terms = np.zeros((N_RESOURCE_TERMS, N_RESOURCES))
+    n_others = 0.0
+    for f in range(MAP_WIDTH[map_id]):
+        kind = MAP_TERMS[map_id, f, TERM_KIND]
+        if kind == TERM_N_OTHERS:
+            n_others = w[f]
+        else:
+            terms[kind, MAP_TERMS[map_id, f, TERM_RESOURCE]] = w[f]
+    return terms, n_others
 
 
 @njit(cache=True, inline="always")
 def affine_own(terms, b, me0, me1, me2):
     """``b`` plus the terms of a member with own demand (me0, me1, me2) that depend on it alone."""
-    return b + terms[AFF_OWN, SM] * me0 + terms[AFF_OWN, L2] * me1 + terms[AFF_OWN, DRAM] * me2
+    return b + terms[TERM_OWN, SM] * me0 + terms[TERM_OWN, L2] * me1 + terms[TERM_OWN, DRAM] * me2
 
 
 @njit(cache=True, inline="always")
 def affine_other_weight(terms, r, me):
     """The weight of the others' demand of resource ``r`` for a member whose own demand of it is ``me``."""
-    return terms[AFF_OTHER, r] + terms[AFF_PRODUCT, r] * me
+    return terms[TERM_OTHER, r] + terms[TERM_PRODUCT, r] * me
 
 
 @njit(cache=True, inline="always")
@@ -254,7 +289,7 @@ def affine_set(terms, n_others, tot, k):
     g = 0.0
     for r in range(N_RESOURCES):
         total = set_total(tot, r)
-        g += terms[AFF_TOTAL, r] * total + terms[AFF_EXCESS, r] * max(0.0, total - 1.0)
+        g += terms[TERM_TOTAL, r] * total + terms[TERM_EXCESS, r] * max(0.0, total - 1.0)
     return g + n_others * (k - 1.0)
 
 

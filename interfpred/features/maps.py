@@ -35,6 +35,10 @@ COMBINE_IDS = {"sum": _k.COMBINE_SUM, "max": _k.COMBINE_MAX}
 AGG_IDS = {"static": _k.AGG_STATIC, "ewma": _k.AGG_EWMA, "time_weighted": _k.AGG_TIME_WEIGHTED}
 #: The two MPS share features (``shares=True`` appends them to a counter map).
 SHARE_NAMES = ("share_me", "share_other")
+#: The share features are the default map (sum combine) over demands ``[share, 1, 0]``: these of
+#: its columns are share_me (own sm), share_other (the others' sm) and n_others (the others' l2).
+SHARE_COLUMNS = tuple(int(_k.TERM_COLUMN[_k.MAP_DEFAULT, kind, r]) for kind, r in
+                      ((_k.TERM_OWN, _k.SM), (_k.TERM_OTHER, _k.SM), (_k.TERM_OTHER, _k.L2)))
 
 
 def aggregation_name(name: Any) -> str:
@@ -55,7 +59,8 @@ def aggregation_name(name: Any) -> str:
 
 
 def feature_names(feature_map: str = dict(MODEL_DEFAULT_EXTRACTOR)["feature_map"]) -> tuple[str, ...]:
-    """Names of the columns a built-in feature map produces (default: ``MODEL_DEFAULT_EXTRACTOR``'s map).
+    """Names of the columns a built-in feature map produces (default: ``MODEL_DEFAULT_EXTRACTOR``'s map),
+    in column order, read from the map's description (each column a term kind and a resource).
 
     Examples
     --------
@@ -66,15 +71,10 @@ def feature_names(feature_map: str = dict(MODEL_DEFAULT_EXTRACTOR)["feature_map"
     """
     if feature_map not in MAP_IDS:
         raise InterfpredError(f"feature_map {feature_map!r} is not one of {', '.join(FEATURE_MAPS)}")
-    if feature_map == "gpulets":
-        return ("l2_me", "dram_me", "l2_other", "dram_other")
     if feature_map == "shares":
-        return (*SHARE_NAMES, "n_others")
-    base = tuple(f"{r}_me" for r in RESOURCES) + tuple(f"{r}_other" for r in RESOURCES)
-    if feature_map == "default":
-        return base
-    return (base + tuple(f"{r}_me_x_other" for r in RESOURCES) + tuple(f"{r}_total" for r in RESOURCES)
-            + tuple(f"{r}_excess" for r in RESOURCES) + ("n_others",))
+        return (*SHARE_NAMES, _k.TERM_NAMES[_k.TERM_N_OTHERS])
+    return tuple(_k.TERM_NAMES[kind].format(r=RESOURCES[r] if r >= 0 else "")
+                 for kind, r in _k.MAP_DESCRIPTIONS[MAP_IDS[feature_map]])
 
 
 class CustomMap:

@@ -18,21 +18,22 @@ from interfpred._core.targets import to_rate
 from interfpred.features.compiled_maps import (
     COMBINE_MAX,
     DRAM,
-    EXCESS,
-    GPULETS_DRAM_ME,
-    GPULETS_DRAM_OTHER,
-    GPULETS_L2_ME,
-    GPULETS_L2_OTHER,
     L2,
-    MAP_GPULETS,
-    MAP_RICH,
-    ME,
-    N_OTHERS,
+    MAP_DESCRIPTIONS,
+    MAP_TERMS,
+    MAP_WIDTH,
     N_RESOURCES,
-    OTHER,
-    PRODUCT,
+    N_TERM_KINDS,
     SM,
-    TOTAL,
+    TERM_COLUMN,
+    TERM_EXCESS,
+    TERM_KIND,
+    TERM_N_OTHERS,
+    TERM_OTHER,
+    TERM_OWN,
+    TERM_PRODUCT,
+    TERM_RESOURCE,
+    TERM_TOTAL,
     affine_set,
     affine_terms,
     others_sum,
@@ -57,6 +58,43 @@ _VC = 4
 _VB = 7
 _VN = 10
 _NV = 11
+#: The pattern vectors each term kind of a map's description enters (sum combine): rows
+#: (vector, whether it is one per resource, coefficient), vector -1 unused. A member's row is
+#: ``a + sum_r T_r b_r + n b_N`` with ``a = A + sum_r me_r D_r - sum_r me_r**2 C_r`` and
+#: ``b_r = B_r + me_r C_r``: own me_r is D_r; the others' T_r - me_r is B_r - D_r; the product
+#: me_r (T_r - me_r) is C_r; the total T_r is B_r; the excess, over capacity, T_r - 1 is B_r - A
+#: (else 0: no entry); the co-runner count is N.
+_ENTRIES_BY_KIND = {
+    TERM_OWN: ((_VD, 1, 1),),
+    TERM_OTHER: ((_VD, 1, -1), (_VB, 1, 1)),
+    TERM_PRODUCT: ((_VC, 1, 1),),
+    TERM_TOTAL: ((_VB, 1, 1),),
+    TERM_EXCESS: ((_VB, 1, 1), (_VA, 0, -1)),     # when the total is over capacity
+    TERM_N_OTHERS: ((_VN, 0, 1),),
+}
+_TERM_ENTRIES = np.full((N_TERM_KINDS, max(map(len, _ENTRIES_BY_KIND.values())), 3), -1, dtype=np.int64)
+for _kind, _rows in _ENTRIES_BY_KIND.items():
+    _TERM_ENTRIES[_kind, :len(_rows)] = _rows
+_TERM_ENTRIES.flags.writeable = False
+
+
+def _pattern_slots() -> int:
+    """The most ``(index, value)`` pairs a pattern vector of a built-in map holds (an intercept and
+    every total over capacity): the width of the tables :func:`std_pattern_vectors` fills."""
+    most = 0
+    for desc in MAP_DESCRIPTIONS.values():
+        count = np.zeros(_NV, dtype=np.int64)
+        count[_VA] = 1
+        for kind, r in desc:
+            for vec, per_resource, _ in _TERM_ENTRIES[kind]:
+                if vec >= 0:
+                    count[vec + (r if per_resource else 0)] += 1
+        most = max(most, int(count.max()))
+    return most
+
+
+#: Width of the ``(index, value)`` tables of :func:`std_pattern_vectors`.
+PATTERN_SLOTS = _pattern_slots()
 #: Pairs (j, l), j <= l, of the five set quantities z = (1, T_sm, T_l2, T_dram, n_others).
 _ZJ = np.array([0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 3, 3, 4], dtype=np.int64)
 _ZL = np.array([0, 1, 2, 3, 4, 1, 2, 3, 4, 2, 3, 4, 3, 4, 4], dtype=np.int64)
@@ -77,46 +115,30 @@ def std_pattern_vectors(map_id, d, has_intercept, pattern, vidx, vval):
     """The vectors (in the predictor's augmented row space ``[phi, 1]``) that write a member's row
     as ``a + sum_r T_r b_r + n b_N`` under the sum combine, with ``a = A + sum_r me_r D_r -
     sum_r me_r**2 C_r``, ``b_r = B_r + me_r C_r`` and ``b_N = N``; ``T_r`` the set's total demand
-    and ``n`` the co-runner count. ``pattern`` bit r says the total of resource r exceeds capacity,
-    so that its excess is ``T_r - 1`` (else 0). Written as up to 4 ``(index, value)`` pairs per
-    vector into ``vidx``/``vval`` (index -1: unused)."""
+    and ``n`` the co-runner count, read from the map's description (``_TERM_ENTRIES``).
+    ``pattern`` bit r says the total of resource r exceeds capacity, so that its excess is
+    ``T_r - 1`` (else 0). Written as up to ``PATTERN_SLOTS`` ``(index, value)`` pairs per vector,
+    in column order, into ``vidx``/``vval`` (index -1: unused)."""
     vidx[:] = -1
     vval[:] = 0.0
     if has_intercept:
         vidx[_VA, 0] = d
         vval[_VA, 0] = 1.0
-    if map_id == MAP_GPULETS:
-        for r in (L2, DRAM):
-            me = GPULETS_L2_ME if r == L2 else GPULETS_DRAM_ME
-            ot = GPULETS_L2_OTHER if r == L2 else GPULETS_DRAM_OTHER
-            vidx[_VD + r, 0] = me
-            vval[_VD + r, 0] = 1.0
-            vidx[_VD + r, 1] = ot
-            vval[_VD + r, 1] = -1.0
-            vidx[_VB + r, 0] = ot
-            vval[_VB + r, 0] = 1.0
-        return
-    for r in range(N_RESOURCES):
-        vidx[_VD + r, 0] = ME + r           # own demand, less the others' (T_r - me_r)
-        vval[_VD + r, 0] = 1.0
-        vidx[_VD + r, 1] = OTHER + r
-        vval[_VD + r, 1] = -1.0
-        vidx[_VB + r, 0] = OTHER + r
-        vval[_VB + r, 0] = 1.0
-    if map_id != MAP_RICH:
-        return
-    vidx[_VN, 0] = N_OTHERS
-    vval[_VN, 0] = 1.0
-    for r in range(N_RESOURCES):
-        vidx[_VC + r, 0] = PRODUCT + r      # me_r (T_r - me_r)
-        vval[_VC + r, 0] = 1.0
-        vidx[_VB + r, 1] = TOTAL + r
-        vval[_VB + r, 1] = 1.0
-        if (pattern >> r) & 1:              # excess T_r - 1
-            vidx[_VB + r, 2] = EXCESS + r
-            vval[_VB + r, 2] = 1.0
-            vidx[_VA, 1 + r] = EXCESS + r
-            vval[_VA, 1 + r] = -1.0
+    for f in range(MAP_WIDTH[map_id]):
+        kind = MAP_TERMS[map_id, f, TERM_KIND]
+        r = MAP_TERMS[map_id, f, TERM_RESOURCE]
+        if kind == TERM_EXCESS and not (pattern >> r) & 1:
+            continue
+        for e in range(_TERM_ENTRIES.shape[1]):
+            vec = _TERM_ENTRIES[kind, e, 0]
+            if vec < 0:
+                continue
+            u = vec + r if _TERM_ENTRIES[kind, e, 1] else vec
+            a = 0
+            while vidx[u, a] >= 0:
+                a += 1
+            vidx[u, a] = f
+            vval[u, a] = _TERM_ENTRIES[kind, e, 2]
 
 
 @njit(cache=True)
@@ -124,11 +146,8 @@ def _std_gram(P, vidx, vval, gram):
     """``gram[u, v] = V_u' P V_v`` of the pattern vectors (their used pairs come first in each row)."""
     cnt = np.zeros(_NV, dtype=np.int64)
     for u in range(_NV):
-        for a in range(vidx.shape[1]):
-            if vidx[u, a] >= 0:
-                vidx[u, cnt[u]] = vidx[u, a]
-                vval[u, cnt[u]] = vval[u, a]
-                cnt[u] += 1
+        while cnt[u] < vidx.shape[1] and vidx[u, cnt[u]] >= 0:
+            cnt[u] += 1
     for u in range(_NV):
         for v in range(u, _NV):
             acc = 0.0
@@ -204,8 +223,8 @@ def project_bound_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, mode, th
     nv = _NV if use_std else 0
     gq = np.empty((ns, 15))
     gram = np.empty((nv, nv))
-    vidx = np.empty((nv, 4), dtype=np.int64)
-    vval = np.empty((nv, 4))
+    vidx = np.empty((nv, PATTERN_SLOTS), dtype=np.int64)
+    vval = np.empty((nv, PATTERN_SLOTS))
     sy = np.empty(nv)
     sca = np.empty(nv)
     zz = np.empty(15 if use_std else 0)
@@ -226,7 +245,7 @@ def project_bound_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, mode, th
             pat = 0
             for r in range(N_RESOURCES):
                 z[1 + r] = set_total(tot, r)
-                if map_id == MAP_RICH and z[1 + r] > 1.0:
+                if TERM_COLUMN[map_id, TERM_EXCESS, r] >= 0 and z[1 + r] > 1.0:
                     pat |= 1 << r
             z[4] = na - 1.0
             for j in range(15):
