@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any
 
@@ -324,14 +325,14 @@ def _column(cap: int, spec: Any) -> np.ndarray:
     return np.zeros((cap, *shape), dtype=dtype)
 
 
-class RunningSetView:
+class RunningSetView(ABC):
     """What every object built on one device's :class:`RunningSet` answers the same way: the clock, the
     size, membership and the running ids, read from the set (the class using it gives ``running_set``)."""
 
     @property
+    @abstractmethod
     def running_set(self) -> RunningSet:
         """The device's running set."""
-        raise NotImplementedError
 
     @property
     def now(self) -> float | None:
