@@ -93,3 +93,52 @@ def test_cache_dir_follows_xdg(monkeypatch, tmp_path):
     monkeypatch.delenv("XDG_CACHE_HOME")
     if sys.platform != "darwin":
         assert cache_dir() == Path.home() / ".cache" / "interfpred" / "numba"
+
+
+# Several processes compiling one cached kernel at once, each for its own argument types, into one
+# cache folder (a process pool on a fresh install): every signature must come back from the cache
+# afterwards, each with its own machine code.
+COMPILE_ONE = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, sys.argv[1])
+    import numpy as np
+    import kernel_mod
+    while time.time() < float(sys.argv[3]):     # start together
+        time.sleep(0.005)
+    arg = {"int": 3, "float": 1.5, "array": np.arange(3.0), "bool": True}[sys.argv[2]]
+    print(repr(kernel_mod.twice(arg)))
+""")
+
+CHECK_ALL = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    import numpy as np
+    import kernel_mod
+    got = [kernel_mod.twice(3), kernel_mod.twice(1.5), kernel_mod.twice(np.arange(3.0)).tolist(),
+           kernel_mod.twice(True)]
+    assert got == [6.0, 3.0, [0.0, 2.0, 4.0], 2.0], got
+    stats = kernel_mod.twice.stats
+    assert not stats.cache_misses and sum(stats.cache_hits.values()) == 4, stats
+    print("OK")
+""")
+
+
+def test_processes_compiling_one_kernel_at_once_keep_every_signature(tmp_path):
+    import time
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "kernel_mod.py").write_text(KERNEL_MODULE)
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "XDG_CACHE_HOME")}
+    env.update(NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(REPO))
+    start = str(time.time() + 6.0)     # after every interpreter has imported numba
+    procs = [subprocess.Popen([sys.executable, "-c", COMPILE_ONE, str(src), kind, start], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for kind in ("int", "float", "array", "bool")]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [e for _, e in outs]
+    assert [o.strip() for o, _ in outs] == ["6.0", "3.0", "array([0., 2., 4.])", "2.0"]
+    assert list((tmp_path / "cache" / "locks").glob("kernel_mod.twice.*.lock"))
+    done = subprocess.run([sys.executable, "-c", CHECK_ALL, str(src)], env=env, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0 and done.stdout.strip() == "OK", done.stderr

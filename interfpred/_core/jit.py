@@ -19,6 +19,14 @@ interfpred's kernels never cache inside the package. They cache in:
 Other packages' numba functions are not affected: the cache folder is set only while
 interfpred's own kernels are decorated.
 
+Several processes may share the cache folder (a process pool, Dask workers, two commands at once).
+numba's cache is safe to read concurrently, but two processes compiling one kernel for different
+signatures at the same moment can both pick the same data file name, and the index then points
+one signature at the other's machine code. So compiling a cached kernel holds an inter-process
+lock (``fcntl.flock`` on a file under ``<cache folder>/locks``, one per kernel; without ``fcntl``,
+on Windows, none): a process that waits for it then loads what the other compiled instead of
+compiling it again.
+
 Usage: write every kernel exactly as with numba, importing ``njit`` from here::
 
     from interfpred._core.jit import njit
@@ -45,6 +53,7 @@ Examples
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import tempfile
@@ -142,13 +151,77 @@ def _warn_once(reason: object) -> None:
                   "NUMBA_CACHE_DIR to a writable folder to cache them.", RuntimeWarning, stacklevel=4)
 
 
+try:
+    import fcntl
+except ImportError:  # Windows: no inter-process lock (see the module docstring)
+    fcntl = None  # type: ignore[assignment]
+
+#: Kernels whose compile lock this process holds (numba compiles one kernel at a time per process,
+#: under its own lock, and a kernel's compile may nest another's): held -> depth.
+_held: dict[str, int] = {}
+
+
+@contextmanager
+def _compile_lock(path: str) -> Iterator[None]:
+    """The inter-process lock of one kernel's compile (re-entrant inside this process)."""
+    if fcntl is None or path in _held:
+        _held[path] = _held.get(path, 0) + 1
+        try:
+            yield
+        finally:
+            _held[path] -= 1
+            if not _held[path]:
+                del _held[path]
+        return
+    try:
+        fh = open(path, "a+b")  # noqa: SIM115 - held for the duration of the compile
+    except OSError:  # the lock folder went away or is not writable: compile unlocked, as numba does
+        yield
+        return
+    with fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        _held[path] = 1
+        try:
+            yield
+        finally:
+            del _held[path]
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _lock_path(folder: str, func: Callable[..., Any]) -> str | None:
+    """The lock file of ``func``'s compile under ``folder`` (None when the lock folder cannot be made)."""
+    locks = Path(folder) / "locks"
+    try:
+        locks.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    where = f"{getattr(func, '__code__', None) and func.__code__.co_filename}"
+    tag = hashlib.sha1(where.encode("utf-8", "replace")).hexdigest()[:12]
+    return str(locks / f"{func.__module__}.{func.__qualname__}.{tag}.lock")
+
+
+def _guard_compile(dispatcher: Any, path: str) -> None:
+    """Make every compile of ``dispatcher`` (a call with new types, or a kernel calling it) hold its lock."""
+    inner = dispatcher.compile
+
+    def compile(sig: Any) -> Any:
+        with _compile_lock(path):
+            return inner(sig)
+
+    dispatcher.compile = compile
+
+
 def _decorate(func: Callable[..., Any], sig: tuple[Any, ...], options: dict[str, Any]) -> Any:
     if options.get("cache"):
         folder = _choose_cache_folder()
         if folder is not None:
             try:
                 with _numba_cache_folder(folder):
-                    return numba.njit(*sig, **options)(func)
+                    dispatcher = numba.njit(*sig, **options)(func)
+                path = _lock_path(folder, func)
+                if path is not None:
+                    _guard_compile(dispatcher, path)
+                return dispatcher
             except RuntimeError as exc:
                 if "no locator available" not in str(exc):
                     raise
