@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -12,7 +13,7 @@ from interfpred.cli import main
 from interfpred.errors import InterfpredError
 from interfpred.experiments import paper, selection
 from interfpred.experiments import reproduce as rmod
-from interfpred.experiments.report import Section
+from interfpred.experiments.report import Part, ReproduceContext, Section, SplitSection
 from interfpred.experiments.reproduce import DEFAULT_SECTIONS, reproduce
 
 N = 400
@@ -79,6 +80,58 @@ def test_sections_by_name_and_unknown(tmp_path):
     assert DEFAULT_SECTIONS[:2] == [paper.run_e1, paper.run_e2]
 
 
+def _square_piece(ctx, k):
+    return k * k + ctx.seed, os.getpid()
+
+
+def _square_parts(ctx):
+    ctx.progress("squaring")
+    return [Part(_square_piece, (k,), cost=float(k)) for k in range(6)]
+
+
+def _square_assemble(ctx, results):
+    return Section(title="Squares", markdown="squares", terminal="squares",
+                   data={"squares": [v for v, _ in results], "pids": sorted({p for _, p in results})})
+
+
+SQUARES = SplitSection("run_squares", _square_parts, _square_assemble)
+
+
+def test_workers_give_the_numbers_of_one_process(small_report, tmp_path):
+    # E1 and E5 (plain sections) and a split section on two worker processes: the same data as in
+    # this process (small_report: jobs=1, same seed and sizes), every field but the runtimes; the
+    # split section's pieces come back in order although the longest start first
+    _, alone = small_report
+    want = {s.title: s for s in alone}
+    progress: list[str] = []
+    got = reproduce(tmp_path / "w", executions=400, seed=2, sections=["e1", "e5", SQUARES], jobs=2,
+                    progress=progress.append)
+    assert [s.title for s in got] == ["E1: co-location dynamics",
+                                      "E5: N processes of one model in one MIG instance (ParvaGPU A100-80GB)",
+                                      "Squares"]
+    for s in got[:2]:
+        a = {k: v for k, v in want[s.title].data.items() if k != "runtime_s"}
+        b = {k: v for k, v in s.data.items() if k != "runtime_s"}
+        assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+        assert s.markdown == want[s.title].markdown and s.terminal == want[s.title].terminal
+    squares = got[2].data
+    assert squares["squares"] == [k * k + 2 for k in range(6)] and os.getpid() not in squares["pids"]
+    assert SQUARES(ReproduceContext(out_dir=tmp_path, seed=2)).data["squares"] == squares["squares"]
+    assert any(m.startswith("E1:") for m in progress)     # the workers' messages came back
+    with pytest.raises(InterfpredError, match="jobs 0 must be a positive integer"):
+        reproduce(tmp_path / "z", sections=[_tiny_section], jobs=0)
+
+
+def _boom_section(ctx):
+    raise InterfpredError(f"boom in a worker, seed {ctx.seed}")
+
+
+def test_a_failing_piece_in_a_worker_fails_the_run_and_leaves_nothing(tmp_path):
+    with pytest.raises(InterfpredError, match="boom in a worker, seed 4"):
+        reproduce(tmp_path / "out", sections=[_tiny_section, _boom_section], jobs=2, seed=4)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_failing_section_leaves_nothing(tmp_path):
     def boom(ctx):
         raise InterfpredError("boom")
@@ -106,13 +159,13 @@ def test_cli_quick_and_refusal(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(selection, "REPRODUCE_QUICK_EXECUTIONS", N)
     monkeypatch.setattr(rmod, "DEFAULT_SECTIONS", [paper.run_e1, paper.run_e2])
     out = tmp_path / "r"
-    assert main(["reproduce", "--quick", "--out", str(out), "--seed", "3"]) == 0
+    assert main(["reproduce", "--quick", "--out", str(out), "--seed", "3", "--jobs", "1"]) == 0
     cap = capsys.readouterr()
     assert "MSE of slowdown" in cap.out and "within 10 % (% of rows)" in cap.out
     assert "simulating the paper scenario" in cap.err
     report = (out / "report.md").read_text()
     assert f"interfpred reproduce --quick --out {out} --seed 3" in report and "quick run" in report
-    assert main(["reproduce", "--quick", "--out", str(out)]) == 2
+    assert main(["reproduce", "--quick", "--out", str(out), "--jobs", "1"]) == 2
     err = capsys.readouterr().err
     assert "already holds a report" in err and len(err.strip().splitlines()) == 1
 

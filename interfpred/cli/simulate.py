@@ -93,6 +93,9 @@ def add_reproduce(sub: Any) -> None:
     p.add_argument("--gpu", default=None, help="simulated GPU preset: v100, l4 or a100 (default v100; l4 with "
                                                "--truth fluid)")
     add_truth_options(p, operators=False)
+    p.add_argument("--jobs", type=int, default=None,
+                   help="worker processes to spread the experiments over (default: every core this process may "
+                        "use; 1 runs everything in this process); the numbers are the same for any value")
     p.add_argument("--force", action="store_true", help="replace an --out that already holds a report")
     p.set_defaults(func=run_reproduce)
 
@@ -102,7 +105,7 @@ def run_reproduce(args: argparse.Namespace) -> int:
     import shlex
     import time
 
-    from interfpred.experiments.reproduce import format_terminal, reproduce
+    from interfpred.experiments.reproduce import available_cores, format_terminal, reproduce
 
     t0 = time.perf_counter()
     progress = Progress("reproduce", after_s=0.0, every_s=0.0)      # every step, and a heartbeat between
@@ -110,7 +113,8 @@ def run_reproduce(args: argparse.Namespace) -> int:
     argv = getattr(args, "argv", None)
     command = shlex.join(["interfpred", *argv]) if argv is not None else None
     sections = reproduce(args.out, quick=args.quick, seed=args.seed, force=args.force, progress=progress,
-                         gpu=args.gpu, command=command, truth=args.truth, zoo=args.zoo)
+                         gpu=args.gpu, command=command, truth=args.truth, zoo=args.zoo,
+                         jobs=available_cores() if args.jobs is None else args.jobs)
     print(format_terminal(sections))
     print(f"wrote {args.out}/report.md and results.json in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return 0

@@ -43,7 +43,7 @@ from interfpred.data.measurements import Measurements
 from interfpred.data.profiles import ProfileTable
 from interfpred.evaluation import BASELINE_LABELS, Fold, call, held_out_mape, mape, prequential_runs, run_folds
 from interfpred.evaluation.text_tables import Column, markdown_table, text_table
-from interfpred.experiments.report import ReproduceContext, Section
+from interfpred.experiments.report import Part, ReproduceContext, Section, SplitSection
 from interfpred.features import Extractor, TimeWeighted
 from interfpred.features.measurement_features import measurement_features
 from interfpred.model.interference import InterferenceModel, fit_selected
@@ -254,43 +254,93 @@ def split_table(scores: dict[str, Any]) -> str:
     return scores["title"] + "\n" + text_table(header, rows)
 
 
-def run_e4(ctx: ReproduceContext) -> Section:
-    """E4 on Gavel's V100 pairs: every registered predictor and the three baselines, three columns, two targets."""
+def _e4_plan(ctx: ReproduceContext) -> dict[str, Any]:
+    """What every piece of E4 works on, rebuilt the same in any process: the data, folds, methods, sizes."""
     m = gavel_v100()
     # The tests' size knob (executions given) runs a few splits, like the other sections' small sizes.
     repeats = 3 if ctx.executions is not None else (E4_QUICK_REPEATS if ctx.quick else E4_REPEATS)
-    ctx.progress(f"E4: Gavel V100 pairs ({len(m)} rows, {m.n_runs} runs), {repeats} splits by run")
     folds = {_COLUMNS[0]: run_folds(m, "pair", repeats=repeats, seed=ctx.seed),
              _COLUMNS[1]: run_folds(m, "model", repeats=1),
              _COLUMNS[2]: run_folds(m, "model", repeats=1),
              _COLUMNS[3]: new_model_streams(m, seed=ctx.seed)}
+    # quick runs and the tests' sizes validate each fold's choice on fewer folds (said in the intro)
+    small = ctx.quick or ctx.executions is not None
+    n_folds, n_cold = ((E4_QUICK_SELECTION_FOLDS, E4_QUICK_SELECTION_COLD_MODELS) if small
+                       else (SELECTION_FOLDS, SELECTION_COLD_MODELS))
+    return {"m": m, "repeats": repeats, "folds": folds, "small": small, "n_folds": n_folds, "n_cold": n_cold}
+
+
+def _e4_fits(ctx: ReproduceContext, cells: tuple[tuple[int, int], ...]) -> list[float]:
+    """The default fit's MAPE on folds ``cells`` ((column, fold) pairs of one training set: fitted once)."""
+    plan = _e4_plan(ctx)
+    cols = list(plan["folds"])
+    cache: dict[bytes, InterferenceModel] = {}      # the two leave-one-model-out columns share their fits
+    out = []
+    for c, k in cells:
+        col = cols[c]
+        f = plan["folds"][col][k]
+        ctx.progress(f"E4: the default fit, chosen inside {col}: {f.label}")
+        out.append(default_fit_mape(plan["m"], None, f, online=col not in _FROZEN, cache=cache,
+                                    n_folds=plan["n_folds"], n_cold=plan["n_cold"]))
+    return out
+
+
+def _e4_scores(ctx: ReproduceContext, target: str, c: int) -> dict[str, Any]:
+    """Every method of :func:`e4_methods` on the folds of column ``c``, target ``target``."""
+    plan = _e4_plan(ctx)
+    col = list(plan["folds"])[c]
+    ctx.progress(f"E4: every method on {col}, target {target!r}")
+    extractor = TimeWeighted(feature_map="shares", target=target)
+    return score_methods(e4_methods(ctx.seed), extractor, plan["m"], None, plan["folds"][col],
+                         online=col not in _FROZEN)
+
+
+def _e4_layout(plan: dict[str, Any]) -> tuple[list[tuple[tuple[int, int], ...]], list[tuple[str, int]]]:
+    """E4's pieces: the (column, fold) cells of each training set (the two leave-one-model-out columns
+    share theirs: one default fit), and the (target, column) of each methods piece."""
+    folds = plan["folds"]
+    by_train: dict[bytes, list[tuple[int, int]]] = {}
+    for c, col in enumerate(folds):
+        for k, f in enumerate(folds[col]):
+            train = np.flatnonzero(f.train) if np.asarray(f.train).dtype == bool else np.asarray(f.train)
+            by_train.setdefault(np.asarray(train, dtype=np.int64).tobytes(), []).append((c, k))
+    return [tuple(cells) for cells in by_train.values()], [(t, c) for t in E4_TARGETS for c in range(len(folds))]
+
+
+def _e4_parts(ctx: ReproduceContext) -> list[Part]:
+    """E4's pieces (:func:`_e4_layout`): the default fit per training set, every method per (target, column)."""
+    plan = _e4_plan(ctx)
+    m, folds = plan["m"], plan["folds"]
+    held = f"{plan['n_cold']} held-out model{'' if plan['n_cold'] == 1 else 's'}"
+    ctx.progress(f"E4: Gavel V100 pairs ({len(m)} rows, {m.n_runs} runs), {plan['repeats']} splits by run; the "
+                 f"default fit chosen inside every fold's training runs (validated on {plan['n_folds']} folds by "
+                 f"run and {held})")
+    fits, scores = _e4_layout(plan)
+    cols = list(folds)
+    return ([Part(_e4_fits, (cells,), cost=_E4_FIT_COST * len(cells)) for cells in fits]
+            + [Part(_e4_scores, (t, c), cost=_E4_SCORE_COST * len(folds[cols[c]])) for t, c in scores])
+
+
+def _e4_assemble(ctx: ReproduceContext, results: list[Any]) -> Section:
+    plan = _e4_plan(ctx)
+    m, folds, repeats, n_folds, n_cold = plan["m"], plan["folds"], plan["repeats"], plan["n_folds"], plan["n_cold"]
+    held = f"{n_cold} held-out model{'' if n_cold == 1 else 's'}"
+    small = plan["small"]
+    fits, scores = _e4_layout(plan)
+    cols = list(folds)
+    default: dict[str, list[float]] = {col: [0.0] * len(folds[col]) for col in cols}
+    for cells, got in zip(fits, results[:len(fits)]):
+        for (c, k), v in zip(cells, got):
+            default[cols[c]][k] = v
+    scored = {(t, cols[c]): got for (t, c), got in zip(scores, results[len(fits):])}
     methods = e4_methods(ctx.seed)
     header = ["method", *(f"{c} (MAPE %, mean ± std)" for c in _COLUMNS)]
     md: list[str] = []
     term: list[str] = []
     data: dict[str, Any] = {"rows": len(m), "runs": m.n_runs, "columns": {}, "winners": {}}
-    # quick runs and the tests' sizes validate each fold's choice on fewer folds (said in the intro)
-    small = ctx.quick or ctx.executions is not None
-    n_folds, n_cold = ((E4_QUICK_SELECTION_FOLDS, E4_QUICK_SELECTION_COLD_MODELS) if small
-                       else (SELECTION_FOLDS, SELECTION_COLD_MODELS))
-    held = f"{n_cold} held-out model{'' if n_cold == 1 else 's'}"
-    ctx.progress(f"E4: the default fit, chosen inside every fold's training runs (validated on {n_folds} folds "
-                 f"by run and {held})")
-    cache: dict[bytes, InterferenceModel] = {}      # the two leave-one-model-out columns share their fits
-    default: dict[str, list[float]] = {}
-    total, done = sum(len(fl) for fl in folds.values()), 0
-    for col, fl in folds.items():
-        default[col] = []
-        for f in fl:
-            ctx.progress(f"E4: the default fit, fold {done + 1}/{total} ({col}: {f.label})")
-            default[col].append(default_fit_mape(m, None, f, online=col not in _FROZEN, cache=cache, n_folds=n_folds,
-                                                 n_cold=n_cold))
-            done += 1
     for target in E4_TARGETS:
-        ctx.progress(f"E4: {len(methods)} methods on every fold, target {target!r}")
         extractor = TimeWeighted(feature_map="shares", target=target)
-        columns = {col: {**score_methods(methods, extractor, m, None, f, online=col not in _FROZEN),
-                         DEFAULT_FIT_LABEL: default[col]} for col, f in folds.items()}
+        columns = {col: {**scored[(target, col)], DEFAULT_FIT_LABEL: default[col]} for col in folds}
         labels = [DEFAULT_FIT_LABEL, *(label for label, _ in methods)]
         rows = [[label, *(_cell(columns[c][label]) for c in _COLUMNS)] for label in labels]
         winners = _winners(columns)
@@ -321,3 +371,11 @@ def run_e4(ctx: ReproduceContext) -> Section:
     markdown = "\n".join([intro, "", *md]).rstrip() + "\n"
     return Section(title="E4: real co-location measurements (Gavel V100 pairs)", markdown=markdown,
                    terminal="\n".join(term), data=data)
+
+
+#: E4 on Gavel's V100 pairs: every registered predictor and the three baselines, four columns, two
+#: targets; its pieces (:func:`_e4_parts`) are the default fit per training set and the methods per
+#: (target, column).
+run_e4 = SplitSection("run_e4", _e4_parts, _e4_assemble)
+#: Rough seconds of one default fit (a validated choice) and of every method on one fold (quick run).
+_E4_FIT_COST, _E4_SCORE_COST = 1.8, 0.4

@@ -9,6 +9,12 @@ by appending its function there. Everything is written into a
 temporary folder beside ``out_dir`` which is renamed at the end, so ``out_dir`` never holds a
 half-written report.
 
+``jobs`` > 1 spreads the work over that many worker processes: every plain section is one
+piece, and a :class:`~interfpred.experiments.report.SplitSection` (E4) gives several; the
+longest pieces start first. Each piece computes what it computes alone, so the report's
+numbers are the same for any ``jobs`` (only the runtimes differ). Workers start with Python's
+``spawn`` method and share the numba cache folder (its compiles are locked between processes).
+
 Examples
 --------
 >>> import pathlib, tempfile
@@ -28,12 +34,16 @@ interfpred.errors.InterfpredError: ... already holds a report (report.md); pass 
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import json
+import multiprocessing
 import os
 import platform
+import queue
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -51,12 +61,12 @@ from interfpred.experiments.bounds_real import run_e4_coverage
 from interfpred.experiments.mig_processes import run_e5
 from interfpred.experiments.paper import run_e1, run_e2
 from interfpred.experiments.real import run_e4
-from interfpred.experiments.report import ReproduceContext, Section
+from interfpred.experiments.report import Part, ReproduceContext, Section, SplitSection
 from interfpred.experiments.scheduling.experiment import run_e3
 from interfpred.sim.contention import get_gpu_spec
 from interfpred.sim.orion import default_gpu, phase_zoo
 
-__all__ = ["DEFAULT_SECTIONS", "REPORT_FILES", "reproduce"]
+__all__ = ["DEFAULT_SECTIONS", "REPORT_FILES", "available_cores", "reproduce"]
 
 #: The experiments of the report, in order; each is ``f(ctx: ReproduceContext) -> Section``.
 #: Append to add one.
@@ -64,6 +74,18 @@ DEFAULT_SECTIONS: list[Callable[[ReproduceContext], Section]] = [run_e1, run_e2,
                                                                     run_e4_coverage, run_e5]
 #: Files every report holds (figures come beside them).
 REPORT_FILES = ("report.md", "results.json")
+#: Rough seconds of each plain section in a quick run on two cores (a cold numba cache counted
+#: in, since compiling dominates E1 then); only the order the pieces start in follows them.
+_SECTION_COST = {"run_e1": 20.0, "run_e2": 6.0, "run_e3": 8.0, "run_coverage": 4.0, "run_e4_coverage": 19.0,
+                 "run_e5": 0.1}
+
+
+def available_cores() -> int:
+    """The CPU cores this process may run on (its affinity where the platform tells it)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def _check_out(out: Path, force: bool) -> None:
@@ -104,7 +126,7 @@ def reproduce(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: int
               progress: Callable[[str], None] | None = None,
               sections: Sequence[Callable[[ReproduceContext], Section] | str] | None = None,
               gpu: str | None = None, executions: int | None = None, command: str | None = None,
-              truth: str = SIM_DEFAULT_TRUTH, zoo: str | None = None) -> list[Section]:
+              truth: str = SIM_DEFAULT_TRUTH, zoo: str | None = None, jobs: int = 1) -> list[Section]:
     """Run the experiments and write ``report.md``, ``results.json`` and the figures into ``out_dir``.
 
     Parameters
@@ -135,6 +157,9 @@ def reproduce(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: int
         Model family: ``"orion"`` or ``"synthetic"`` (None: under ``truth="phases"`` orion on a
         v100, synthetic elsewhere; under ``"fluid"`` synthetic).  ``truth="fluid", zoo="orion"``
         runs the orion passes' time-averaged profiles without phases or hidden factors.
+    jobs
+        Worker processes to spread the sections' pieces over (1: everything in this process;
+        the CLI passes :func:`available_cores`). The numbers are the same for any value.
 
     Returns
     -------
@@ -156,6 +181,8 @@ def reproduce(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: int
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise InterfpredError(f"seed {seed!r} must be a non-negative integer")
     funcs = _resolve(sections)
+    if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
+        raise InterfpredError(f"jobs {jobs!r} must be a positive integer")
     say = progress or (lambda message: None)
     t0 = time.perf_counter()
     with staged_folder(out, what="--out") as staged:
@@ -163,11 +190,14 @@ def reproduce(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: int
         ctx = ReproduceContext(out_dir=tmp, seed=seed, quick=quick, progress=say, gpu=gpu, executions=executions,
                                truth=truth, zoo=zoo)
         done: list[Section] = []
-        for f in funcs:
-            t1 = time.perf_counter()
-            section = f(ctx)
-            section.data.setdefault("runtime_s", time.perf_counter() - t1)
-            done.append(section)
+        if jobs == 1:
+            for f in funcs:
+                t1 = time.perf_counter()
+                section = f(ctx)
+                section.data.setdefault("runtime_s", time.perf_counter() - t1)
+                done.append(section)
+        else:
+            done = _run_in_workers(funcs, ctx, jobs, say)
         runtime = time.perf_counter() - t0
         if command is None:
             args = [f"{out_dir!s}"] + [f"{k}={v!r}" for k, v in (("quick", quick), ("seed", seed), ("gpu", gpu),
@@ -234,3 +264,69 @@ def format_terminal(sections: Sequence[Section]) -> str:
     for s in sections:
         parts += [s.title, "=" * len(s.title), s.terminal.rstrip(), ""]
     return "\n".join(parts)
+
+
+# --------------------------------------------------------------------------- worker processes
+_WORKER: list[ReproduceContext] = []     # the context of a worker process, made once when it starts
+
+
+def _start_worker(fields: dict[str, Any], messages: Any) -> None:
+    _WORKER[:] = [ReproduceContext(**fields, progress=messages.put)]
+
+
+def _run_piece(part: Part) -> tuple[Any, float]:
+    t = time.perf_counter()
+    out = part.run(_WORKER[0])
+    return out, time.perf_counter() - t
+
+
+def _whole(ctx: ReproduceContext, f: Callable[[ReproduceContext], Section]) -> Section:
+    return f(ctx)
+
+
+def _pieces(f: Callable[[ReproduceContext], Section], ctx: ReproduceContext) -> list[Part]:
+    if isinstance(f, SplitSection):
+        return list(f.parts(ctx))
+    return [Part(_whole, (f,), cost=_SECTION_COST.get(getattr(f, "__name__", ""), 1.0))]
+
+
+def _run_in_workers(funcs: list[Callable], ctx: ReproduceContext, jobs: int,
+                    say: Callable[[str], None]) -> list[Section]:
+    """Every section's pieces on ``jobs`` worker processes, longest first; the sections in ``funcs``' order."""
+    pieces = [_pieces(f, ctx) for f in funcs]
+    order = sorted(((i, j) for i, ps in enumerate(pieces) for j in range(len(ps))),
+                   key=lambda ij: -pieces[ij[0]][ij[1]].cost)
+    results: list[list[Any]] = [[None] * len(ps) for ps in pieces]
+    seconds: list[list[float]] = [[0.0] * len(ps) for ps in pieces]
+    fields = {"out_dir": ctx.out_dir, "seed": ctx.seed, "quick": ctx.quick, "gpu": ctx.gpu,
+              "executions": ctx.executions, "truth": ctx.truth, "zoo": ctx.zoo}
+    mp = multiprocessing.get_context("spawn")
+    messages = mp.Queue()
+    pool = cf.ProcessPoolExecutor(jobs, mp_context=mp, initializer=_start_worker, initargs=(fields, messages))
+    try:
+        futures = {pool.submit(_run_piece, pieces[i][j]): (i, j) for i, j in order}
+        pending = set(futures)
+        while pending:
+            finished, pending = cf.wait(pending, timeout=0.25, return_when=cf.FIRST_COMPLETED)
+            _relay(messages, say)
+            for fu in finished:
+                i, j = futures[fu]
+                results[i][j], seconds[i][j] = fu.result()
+        _relay(messages, say)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    done = []
+    for f, res, secs in zip(funcs, results, seconds):
+        section = f.assemble(ctx, res) if isinstance(f, SplitSection) else res[0]
+        section.data.setdefault("runtime_s", float(sum(secs)))
+        done.append(section)
+    return done
+
+
+def _relay(messages: Any, say: Callable[[str], None]) -> None:
+    """Pass the workers' progress messages on, in the order they came."""
+    while True:
+        try:
+            say(messages.get_nowait())
+        except queue.Empty:
+            return
