@@ -150,6 +150,30 @@ def pseudo_observe(w, wo, P, po, ps, z, zo, m, jj, target, rho):
             P[row + j] -= (zi * z[zo + j]) * sc
 
 
+@njit(cache=True)
+def correct_and_observe(w, wo, P, po, ps, z, zo, m, gain, inv_den, inv_lam, jj, target, rho, c):
+    """:func:`rank_one_correct`, then :func:`pseudo_observe` of "w_jj = target" of weight ``rho``, in
+    one pass over P instead of two (the covariance is read and written once per row).
+
+    The same arithmetic, operation by operation: ``c`` (m,) first receives column ``jj`` of the
+    corrected covariance, computed exactly as the correction computes it, and each corrected entry
+    is then observed before it is stored. The result equals the two passes to the bit.
+    """
+    zj = z[zo + jj]
+    for i in range(m):
+        c[i] = (P[po + i * ps + jj] - (z[zo + i] * zj) * inv_den) * inv_lam
+    den2 = 1.0 + rho * c[jj]
+    r = (target - (w[wo + jj] + zj * gain)) * rho / den2
+    sc = rho / den2
+    for i in range(m):
+        zi = z[zo + i]
+        ci = c[i]
+        w[wo + i] = (w[wo + i] + zi * gain) + ci * r
+        row = po + i * ps
+        for j in range(m):
+            P[row + j] = (P[row + j] - (zi * z[zo + j]) * inv_den) * inv_lam - (ci * c[j]) * sc
+
+
 @njit(cache=True, inline="always")
 def rls_correct(buf, m, wo, po, zo, gain, inv_den, inv_lam):
     """:func:`rank_one_correct` of the RLS block of ``buf`` at offsets wo, po, zo."""

@@ -35,9 +35,9 @@ from interfpred.predictors._linear_buffers import (
     RLS_NOISE_VAR,
     RLS_STAB,
     check_row,
+    correct_and_observe,
     linear_value,
     noise_update,
-    pseudo_observe,
     rank_one_correct,
     rls_correct,
     rls_finish_row,
@@ -257,7 +257,8 @@ def full_value(g, mu, x, idx, h, L):
 
 @njit(cache=True)
 def full_step(g, mu, P, r0, t0, x, y, idx, h, L, z):
-    """Exact RLS over every parameter (dense joint covariance); OK or NOT_PD (state unchanged)."""
+    """Exact RLS over every parameter (dense joint covariance); OK or NOT_PD (state unchanged). ``z`` is
+    scratch of at least twice the number of parameters."""
     m = int(g[N_WEIGHTS])
     d = int(g[N_FEATURES])
     N = int(g[ENT_N_FULL])
@@ -283,16 +284,19 @@ def full_step(g, mu, P, r0, t0, x, y, idx, h, L, z):
     e = y - yhat
     ps = P.shape[1]
     Pf = P.reshape(P.shape[0] * ps)    # a view: row i of P starts at Pf[i * ps]
-    rank_one_correct(mu, 0, Pf, 0, ps, z, 0, N, e / den, 1.0 / den, 1.0 / lam)
     n = g[N_SEEN] + 1.0
     g[N_SEEN] = n
     if g[ENT_STABILIZE] != 0.0 and lam < 1.0:
+        # the correction and the stabilising pseudo-observation in one pass over P (bit-identical)
         jj = int(g[RLS_CYCLE])
         if jj >= N:
             jj = 0
-        pseudo_observe(mu, 0, Pf, 0, ps, z, 0, N, jj, t0[jj], N * (1.0 - lam) * r0[jj])
+        correct_and_observe(mu, 0, Pf, 0, ps, z, 0, N, e / den, 1.0 / den, 1.0 / lam, jj, t0[jj],
+                            N * (1.0 - lam) * r0[jj], z[N:])
         jj += 1
         g[RLS_CYCLE] = 0.0 if jj >= N else float(jj)
+    else:
+        rank_one_correct(mu, 0, Pf, 0, ps, z, 0, N, e / den, 1.0 / den, 1.0 / lam)
     noise_update(g, lam, n, e, den)
     return OK
 

@@ -80,7 +80,7 @@ def update_rows(g, est, P, etab, ptab, vmap, X, y, own, indptr, co, w, has_ent):
     tvar = np.empty(size)
     th = np.empty(size)
     tix = np.empty(size, dtype=np.int64)
-    z = np.empty(mu.shape[0] if full else 1)
+    z = np.empty(2 * mu.shape[0] if full else 1)     # the gain direction, then the column full_step observes
     for i in range(n):
         L, ub, K, alone = 0, -1, 0, 0
         if has_ent:
@@ -151,7 +151,7 @@ def update_one(g, est, P, etab, ptab, vmap, x, y, own, co, w, create):
         return OK
     yi = math.log(y) if g[ENT_LOG_TARGET] != 0.0 else y
     if g[ENT_N_FULL] > 0.0:
-        z = np.empty(est.shape[1])
+        z = np.empty(2 * est.shape[1])
         return full_step(g, est[EST_MEAN], P, est[EST_PRIOR_INFO], est[EST_PRIOR_MEAN], x, yi, idx, h, L, z)
     return blocks_step(g, est[EST_MEAN], est[EST_INFO], est[EST_PRIOR_INFO], x, yi, idx, h, L, ub, vb, vw, K, tmu, tvar, th, tix)
 
