@@ -311,7 +311,13 @@ def _run_in_workers(funcs: list[Callable], ctx: ReproduceContext, jobs: int,
             _relay(messages, say)
             for fu in finished:
                 i, j = futures[fu]
-                results[i][j], seconds[i][j] = fu.result()
+                try:
+                    results[i][j], seconds[i][j] = fu.result()
+                except cf.process.BrokenProcessPool as exc:
+                    raise InterfpredError(
+                        f"a worker process of reproduce stopped before finishing ({exc}); workers start by "
+                        "importing the main module, so run from a script file (under if __name__ == "
+                        "'__main__':) or the command line, or pass jobs=1") from None
         _relay(messages, say)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
