@@ -197,6 +197,10 @@ SELECTION_FOLDS = 3
 SELECTION_COLD_MODELS = 3
 SELECTION_TRACE_BLOCK = 64
 SELECTION_SEED = 0
+#: The one-standard-error rule counts per-fold differences of at most this share of the best score
+#: as ties (two candidates equal but for rounding differ by about 1e-16, and their standard error is
+#: as small, so without it rounding decided between them).
+SELECTION_TIE_RTOL = 1e-9
 #: Rows the selection validates on at most (whole runs or trace blocks, seeded); the fit uses every row.
 SELECTION_MAX_ROWS = 3000
 #: Grouped folds of the cross-fitting behind frozen latency bounds (interfpred.model.crossfit).
@@ -355,6 +359,9 @@ ENTITY_BACKOFF_SCALE_TIE_RTOL = 1e-12
 ENTITY_TUNE_MIN_ROWS = 8
 #: Share of the training rows (the last ones) the prior-variance tuning validates on.
 ENTITY_TUNE_VALIDATION_SHARE = 0.25
+#: EntityRLS prior tuning: how many searches are remembered (by a digest of their inputs) and answered
+#: again without running (a validated fit tunes the chosen candidate on the same rows twice).
+ENTITY_TUNE_MEMO = 32
 #: EntityRLS: a new entity's latent factors start at N(0, (ENTITY_FACTOR_INIT * sqrt(factor_var))^2), seeded:
 #: non-zero to break the symmetry of the bilinear term, small so that a new entity stays near g(phi).
 ENTITY_FACTOR_INIT = 0.1

@@ -383,6 +383,33 @@ def test_tune_priors_chooses_on_the_fit_rows_and_is_saved(tmp_path):
     np.testing.assert_array_equal(q.predict(X, entities=ent), p.predict(X, entities=ent))
 
 
+def test_a_repeated_prior_search_is_answered_from_memory_and_the_backoff_shares_it(monkeypatch):
+    from interfpred.predictors.entity_rls import tuning
+
+    X, y, ent = _hier_stream(120, 21)
+    params = {**EntityRLS().get_params(), "tune_priors": False, "covariance": "blocks"}
+    runs = []
+    real = tuning.validation_error
+    monkeypatch.setattr(tuning, "validation_error", lambda *a, **k: runs.append(1) or real(*a, **k))
+    first = tuning.select_prior_variances(X, y, ent, params=params, target="slowdown")
+    n = len(runs)
+    assert n == len(tuning.ENTITY_VAR_SCALES) ** 2
+    again = tuning.select_prior_variances(X.copy(), y.copy(), ent, params=dict(params), target="slowdown")
+    assert again == first and len(runs) == n                 # remembered: the same answer, nothing run
+    again[0]["pair_var"] = -1.0                              # a copy: the memory keeps its own
+    assert tuning.select_prior_variances(X, y, ent, params=params, target="slowdown") == first
+    y2 = y.copy()
+    y2[-1] *= 1.01
+    tuning.select_prior_variances(X, y2, ent, params=params, target="slowdown")
+    assert len(runs) == 2 * n                                # one target changed: searched again
+    tuning.select_prior_variances(X, y, ent, params=params, target="rate")
+    assert len(runs) == 3 * n
+    # the backoff does not enter the search: predictors that differ only in it tune alike
+    got = {b: EntityRLS(backoff=b, target="slowdown").fit(X, y, entities=ent).prior_variances_
+           for b in ("rls", "global_mean", "no_interference")}
+    assert got["global_mean"] == got["rls"] == got["no_interference"]
+
+
 def test_auto_covariance_is_exact_while_small_then_keeps_only_blocks(monkeypatch, tmp_path):
     import interfpred.predictors.entity_rls._store as store
 

@@ -193,7 +193,10 @@ class EntityRLS(EntityStore, BasePredictor):
         ``fit`` (with entities, at least 8 rows) first chooses the prior variances by validation on
         its own rows (the last quarter, prequentially; see :mod:`interfpred.predictors.entity_rls.tuning`),
         scaling the variances given here; the choice is kept in ``prior_variances_`` (the
-        hyperparameters are not changed). ``update`` alone uses the given variances.
+        hyperparameters are not changed). ``update`` alone uses the given variances. The search
+        runs with the first backoff (``"rls"``) whatever ``backoff`` is: the variances are the
+        entity model's, and predictors that differ only in their backoff share them (the
+        configuration search scores several backoffs on one tuning).
 
     Examples
     --------
@@ -372,7 +375,7 @@ class EntityRLS(EntityStore, BasePredictor):
             return None
         # the search runs with the decoupled covariance (fast); the fit uses the chosen variances with
         # the configured one
-        params = {**self.get_params(), "tune_priors": False,
+        params = {**self.get_params(), "tune_priors": False, "backoff": ENTITY_BACKOFFS[0],
                   "covariance": "blocks" if self.covariance == "auto" else self.covariance}
         best, _ = select_prior_variances(X, y, ent, params=params, target=self.target)   # its latency error
         return {k: float(v) for k, v in best.items()}

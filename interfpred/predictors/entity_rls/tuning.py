@@ -10,6 +10,12 @@ of the two families together: the model-level terms (sensitivity and aggressiven
 and the pair-level terms (pair residuals and latent factors) by another, each from
 ``ENTITY_VAR_SCALES``. Test rows must never be passed here.
 
+The search is a pure function of its inputs, and a validated fit meets the same training rows more
+than once (the configuration search tunes a candidate's priors, then the chosen one is fitted on the
+same rows), so the last ``ENTITY_TUNE_MEMO`` searches are remembered by a digest of everything they
+read (rows, targets, entities, parameters, grid, share, target); a repeated search returns a copy of
+the remembered answer instead of running again.
+
 Examples
 --------
 >>> import numpy as np
@@ -26,6 +32,8 @@ Examples
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -33,7 +41,12 @@ import numpy as np
 
 from interfpred._core.splits import tail_cut
 from interfpred._core.targets import observed_slowdown, slowdown_from_prediction
-from interfpred.constants import ENTITY_TUNE_MIN_ROWS, ENTITY_TUNE_VALIDATION_SHARE, ENTITY_VAR_SCALES
+from interfpred.constants import (
+    ENTITY_TUNE_MEMO,
+    ENTITY_TUNE_MIN_ROWS,
+    ENTITY_TUNE_VALIDATION_SHARE,
+    ENTITY_VAR_SCALES,
+)
 from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
 from interfpred.predictors.registry import make_predictor
@@ -42,6 +55,27 @@ __all__ = ["select_prior_variances", "validation_error"]
 
 _VARIANCES = ("sensitivity_var", "aggressiveness_var", "pair_var", "factor_var")
 _MODEL_LEVEL = ("sensitivity_var", "aggressiveness_var")   # scaled together; the pair-level ones by another factor
+#: digest of a search's inputs -> its answer (the last ENTITY_TUNE_MEMO searches)
+_MEMO: OrderedDict[bytes, tuple[dict[str, Any], list[tuple[dict[str, Any], float]]]] = OrderedDict()
+
+
+def _digest(X: np.ndarray, y: np.ndarray, entities: Entities, params: Mapping[str, Any], scales: Sequence[float],
+            validation_share: float, target: str | None) -> bytes:
+    """A digest of everything :func:`select_prior_variances` reads."""
+    h = hashlib.sha1()
+    for a in (X, y, entities.own, entities.indptr, entities.co, entities.weight):
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(a.tobytes())
+    h.update(repr((entities.names, sorted(params.items()), tuple(float(s) for s in scales), float(validation_share),
+                   target)).encode())
+    return h.digest()
+
+
+def _copy(answer: tuple[dict[str, Any], list[tuple[dict[str, Any], float]]]
+          ) -> tuple[dict[str, Any], list[tuple[dict[str, Any], float]]]:
+    best, scores = answer
+    return dict(best), [(dict(v), e) for v, e in scores]
 
 
 def validation_error(params: Mapping[str, Any], X: np.ndarray, y: np.ndarray, entities: Entities, *,
@@ -102,6 +136,10 @@ def select_prior_variances(X: Any, y: Any, entities: Entities, *, params: Mappin
     if target not in (None, "slowdown", "rate"):
         raise InterfpredError(f"target must be None, 'slowdown' or 'rate', got {target!r}")
     base_p = dict(params or {})
+    key = _digest(X, y, entities, base_p, scales, validation_share, target)
+    if key in _MEMO:
+        _MEMO.move_to_end(key)
+        return _copy(_MEMO[key])
     base = make_predictor("entity_rls", **base_p)
     scores: list[tuple[dict[str, Any], float]] = []
     for a in scales:
@@ -110,4 +148,7 @@ def select_prior_variances(X: Any, y: Any, entities: Entities, *, params: Mappin
             err = validation_error({**base_p, **v}, X, y, entities, validation_share=validation_share, target=target)
             scores.append((v, err))
     best = min(scores, key=lambda s: s[1])[0]
+    _MEMO[key] = _copy((best, scores))
+    while len(_MEMO) > ENTITY_TUNE_MEMO:
+        _MEMO.popitem(last=False)
     return best, scores
