@@ -59,10 +59,13 @@ def test_selection_prefers_entity_rls_on_gavel_and_scores_the_baselines_on_the_s
     assert sorted(sel.baselines) == ["global mean", "no interference", "pair mean"]
     assert sel.warm_folds == 3 and sel.cold_folds == 3
     # the warm score decides first, against the models and the baselines alike: the choice has the lowest
-    # (its other backoffs tie on these share features), and the lowest frozen MAPE among those that tie
+    # (its other backoffs and the slowdown target tie with it on these share features, the target up to
+    # rounding), and the lowest frozen MAPE among those that tie
     best = sel.scores[sel.chosen.label][0]
-    assert all(best <= v[0] for v in sel.scores.values())
-    assert sel.scores[sel.chosen.label][2] == min(v[2] for v in sel.scores.values() if v[0] == best)
+    tie = best * (1.0 + 1e-9)
+    assert all(v[0] >= best * (1.0 - 1e-9) for v in sel.scores.values())
+    assert sel.scores[sel.chosen.label][2] == min(v[2] for v in sel.scores.values() if v[0] <= tie)
+    assert sum(v[0] <= tie for v in sel.scores.values()) >= 3
     # the slowdown target scores as well on models seen (within a standard error) but worse on new ones
     assert sel.chosen.target == "rate"
     # the RLS shares map the README's command used to save scores far worse than the choice

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from interfpred._core.splits import tail_cut
-from interfpred.constants import SELECTION_SEED, SELECTION_TRACE_BLOCK
+from interfpred.constants import SELECTION_SEED, SELECTION_TIE_RTOL, SELECTION_TRACE_BLOCK
 from interfpred.data.entities import Entities
 from interfpred.data.measurements import Measurements
 from interfpred.errors import InterfpredError
@@ -160,7 +160,8 @@ def validation_scores(fm: FeatureMatrix, ex: Any, groups: np.ndarray, p: BasePre
 def within_one_se(per_fold: np.ndarray, best: np.ndarray) -> bool:
     """Whether a warm score is within one standard error of the best one: the mean of the paired
     per-fold differences at most their standard error (the one-standard-error rule; with one fold,
-    whether it is no worse).
+    whether it is no worse). Differences within ``SELECTION_TIE_RTOL`` of the best score are ties:
+    scores equal but for rounding are within.
 
     Examples
     --------
@@ -168,8 +169,13 @@ def within_one_se(per_fold: np.ndarray, best: np.ndarray) -> bool:
     True
     >>> within_one_se(np.array([0.30, 0.31, 0.29]), np.array([0.20, 0.20, 0.20]))
     False
+    >>> within_one_se(np.array([0.2, 0.1, 0.3]) + 1e-16, np.array([0.2, 0.1, 0.3]))     # rounding: a tie
+    True
     """
     d = np.asarray(per_fold) - np.asarray(best)
-    if d.size < 2 or not np.isfinite(d).all():
-        return bool(d.size and np.isfinite(d).all() and d.mean() <= 0.0)
-    return bool(d.mean() <= d.std(ddof=1) / np.sqrt(d.size))
+    if not d.size or not np.isfinite(d).all():
+        return False
+    tie = SELECTION_TIE_RTOL * float(np.abs(np.asarray(best)).mean())
+    if d.size < 2:
+        return bool(d.mean() <= tie)
+    return bool(d.mean() <= d.std(ddof=1) / np.sqrt(d.size) + tie)

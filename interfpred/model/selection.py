@@ -383,7 +383,11 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
         nonlocal folds, colocated
         if progress is not None:
             progress(f"validating {c.label} ({len(scores)} configurations scored)")
+        # declared for the candidate's target, as the model that ships it is (its prior tuning and its
+        # backoff's scale read the target): the folds score the model fit_selected fits
         proto = c.build(predictor)
+        if proto.target is None:
+            proto = proto.with_target(c.target)
         extractor = make_extractor(c.extractor_spec(fixed))
         fm = model_features(extractor, proto, trace, profiles, measurements=measurements)
         if len(fm) != n_rows:
