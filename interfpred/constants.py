@@ -98,6 +98,13 @@ SIM_SATURATION_RTOL = 1e-12
 #: observation, a demand against a capacity), so a value exactly at the bound counts as within it
 #: whatever the float rounding (9 against 10 is exactly 10 %).
 BOUNDARY_RTOL = 1e-12
+#: Relative-error thresholds of the accuracy figures: ``within_10`` and ``within_20`` are the shares of
+#: predictions whose relative error is at most ACCURACY_WITHIN_10 and ACCURACY_WITHIN_20 (with the slack of
+#: BOUNDARY_RTOL), ``beyond_60`` the share whose error exceeds ACCURACY_BEYOND_60 (the coarse-grain failure
+#: of a model fed one snapshot at launch).
+ACCURACY_WITHIN_10 = 0.1
+ACCURACY_WITHIN_20 = 0.2
+ACCURACY_BEYOND_60 = 0.6
 #: GPU preset used when none is named.
 SIM_DEFAULT_GPU = "l4"
 #: The GPU Orion's operator tables were measured on; the phase-structured engine and the reproduction

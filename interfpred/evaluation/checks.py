@@ -28,21 +28,81 @@ from interfpred.predictors import load_predictor
 
 __all__ = ["yield_checks", "check_predictor"]
 
+# ---------------------------------------------------------------- sizes and tolerances of the contract
+# Every check draws its rows from a few small seeded streams (seeds inline: each names one stream).
+#: Feature count of the streams for a predictor that takes any width (``tags.fixed_width`` None).
+ANY_WIDTH = 3
+#: Rows of a stream, and of the training a trained predictor gets, unless a check says otherwise.
+STREAM_ROWS = 200
+#: The noiseless linear stream: ``y = STREAM_INTERCEPT + X @ w``, ``w`` evenly spaced over STREAM_WEIGHTS.
+STREAM_INTERCEPT = 1.0
+STREAM_WEIGHTS = (0.5, 1.5)
+#: Relative and absolute tolerance where two ways of computing the same predictions must agree (a batch
+#: and its rows, a batch update and its loop, a wrapper and the predictor it wraps).
+SAME_PREDICTION_TOL = 1e-12
+#: Rows of the prior's batch, of the input-aliasing check, of the refusal checks, of the batch-equals-rows
+#: check, of a short warm start, of the batch-update stream, of a held-out batch, of the clone and
+#: persistence checks.
+PRIOR_ROWS = 5
+ALIASING_ROWS = 50
+REFUSAL_ROWS = 4
+ROW_LOOP_ROWS = 20
+WARM_START_ROWS = 20
+BATCH_UPDATE_ROWS = 60
+HELD_OUT_ROWS = 10
+ROUND_TRIP_ROWS = 30
+#: What the aliasing check writes over X and y once the predictor has used them.
+OVERWRITE_X, OVERWRITE_Y = 7.0, -3.0
+#: Factors the targets are scaled by when a copy must learn something different (clone, frozen update).
+CHANGED_TARGET_SCALES = (2.0, 3.0)
+#: The fixed-size state check: updates before the first size, updates in all, where single-row updates
+#: start, and the bytes a pickled state may grow by (integer counters widen), not per-sample state.
+STATE_FIRST_ROWS = 300
+STATE_ROWS = 4300
+STATE_ROW_BY_ROW_FROM = 4100
+STATE_SLACK_BYTES = 8
+#: Rows of a prequential check (an online predictor against the running mean).
+PREQUENTIAL_ROWS = 1500
+#: Entity streams: rows, the seed offset of their entities, the co-runner weights drawn, the most
+#: co-runners per row, and the target's bump per own entity index and per unit of co-runner weight.
+ENTITY_ROWS = 120
+ENTITY_SEED_OFFSET = 100
+ENTITY_WEIGHTS = (0.5, 1.0, 2.0)
+ENTITY_MAX_CO_RUNNERS = 2
+ENTITY_OWN_BUMP = 0.1
+ENTITY_CO_BUMP = 0.05
+#: Rows an entity-aware or wrapped predictor is fitted on before it is updated with the rest.
+ENTITY_FIT_ROWS = 40
+#: Entity rows of the wrong-length refusals (for ENTITY_ROWS rows).
+WRONG_UPDATE_ENTITY_ROWS = 10
+WRONG_FIT_ENTITY_ROWS = 5
+#: The target a saved-and-loaded copy and the original both learn next, to show they learn alike.
+REFIT_TARGET = 1.5
+#: Unseen entity rows that must still predict finite values.
+UNSEEN_ENTITY_ROWS = 3
+#: The entity-learning check: each entity's effect on the slowdown, the weight of co-runners' effects, and
+#: the share of the running mean's prequential error the predictor must stay below.
+ENTITY_EFFECTS = {"a": 0.2, "b": 0.8, "c": 1.5, "d": 0.1}
+CO_RUNNER_EFFECT = 0.5
+ENTITY_ERROR_SHARE = 0.5
+#: The quantile of the Calibrated wrapper whose means must equal the wrapped predictor's.
+CALIBRATION_QUANTILE = 0.9
+
 
 def _width(p: Any) -> int:
-    return p.tags.fixed_width or 3
+    return p.tags.fixed_width or ANY_WIDTH
 
 
-def _stream(p: Any, n: int = 200, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def _stream(p: Any, n: int = STREAM_ROWS, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """A noiseless linear stream of throughput-like features."""
     rng = np.random.default_rng(seed)
     d = _width(p)
     X = rng.random((n, d))
-    w = np.linspace(0.5, 1.5, d)
-    return X, 1.0 + X @ w
+    w = np.linspace(*STREAM_WEIGHTS, d)
+    return X, STREAM_INTERCEPT + X @ w
 
 
-def _trained(p: Any, n: int = 200) -> Any:
+def _trained(p: Any, n: int = STREAM_ROWS) -> Any:
     q = p.clone()
     X, y = _stream(q, n)
     q.fit(X, y)
@@ -93,25 +153,25 @@ def check_params_and_repr(p: Any) -> None:
 def check_prior(p: Any) -> None:
     """A fresh predictor predicts a finite prior for one row and for a batch."""
     q = p.clone()
-    X, _ = _stream(q, 5)
+    X, _ = _stream(q, PRIOR_ROWS)
     one = q.predict(X[0])
     assert isinstance(one, float) and np.isfinite(one), f"prior {one!r} is not a finite float"
     many = q.predict(X)
-    assert many.shape == (5,) and np.isfinite(many).all()
+    assert many.shape == (PRIOR_ROWS,) and np.isfinite(many).all()
 
 
 def check_input_not_changed_or_kept(p: Any) -> None:
     """The input arrays are neither modified nor kept (changing them later has no effect)."""
     q = p.clone()
-    X, y = _stream(q, 50)
+    X, y = _stream(q, ALIASING_ROWS)
     X0, y0 = X.copy(), y.copy()
     q.fit(X, y)
     _update(q, X, y)
     q.predict(X)
     assert np.array_equal(X, X0) and np.array_equal(y, y0), "input arrays were modified"
     before = q.predict(X0)
-    X[:] = 7.0
-    y[:] = -3.0
+    X[:] = OVERWRITE_X
+    y[:] = OVERWRITE_Y
     assert np.array_equal(q.predict(X0), before), "predictor kept a reference to the input"
 
 
@@ -131,7 +191,7 @@ def check_nonfinite_refused(p: Any) -> None:
     """NaN/inf in X or y, non-numeric X and a y of the wrong length raise and leave state unchanged."""
     for fresh in (True, False):
         q = p.clone() if fresh else _trained(p)
-        X, y = _stream(q, 4)
+        X, y = _stream(q, REFUSAL_ROWS)
         state = pickle.dumps(q)
         for bad_value in (np.nan, np.inf, -np.inf):
             Xb = X.copy()
@@ -153,40 +213,40 @@ def check_nonfinite_refused(p: Any) -> None:
 def check_batch_predict_equals_rows(p: Any) -> None:
     """``predict`` on a batch equals row-by-row ``predict``."""
     for q in (p.clone(), _trained(p)):
-        X, _ = _stream(q, 20, seed=1)
+        X, _ = _stream(q, ROW_LOOP_ROWS, seed=1)
         batch = q.predict(X)
         rows = np.array([q.predict(x) for x in X])
-        np.testing.assert_allclose(batch, rows, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(batch, rows, rtol=SAME_PREDICTION_TOL, atol=SAME_PREDICTION_TOL)
 
 
 def check_batch_update_equals_loop(p: Any) -> None:
     """Batch ``update`` equals a loop of single-row updates."""
-    a, b = _trained(p, 20), _trained(p, 20)
-    X, y = _stream(a, 60, seed=2)
+    a, b = _trained(p, WARM_START_ROWS), _trained(p, WARM_START_ROWS)
+    X, y = _stream(a, BATCH_UPDATE_ROWS, seed=2)
     _update(a, X, y)
     for x, t in zip(X, y):
         _update(b, x, float(t))
-    Xt, _ = _stream(a, 10, seed=3)
-    np.testing.assert_allclose(a.predict(Xt), b.predict(Xt), rtol=1e-12, atol=1e-12)
+    Xt, _ = _stream(a, HELD_OUT_ROWS, seed=3)
+    np.testing.assert_allclose(a.predict(Xt), b.predict(Xt), rtol=SAME_PREDICTION_TOL, atol=SAME_PREDICTION_TOL)
 
 
 def check_clone_fresh_and_independent(p: Any) -> None:
     """A clone is untrained and learning in it does not affect the original."""
     q = _trained(p)
-    X, y = _stream(q, 30, seed=4)
+    X, y = _stream(q, ROUND_TRIP_ROWS, seed=4)
     before = q.predict(X)
     c = q.clone()
     fresh = p.clone()
     np.testing.assert_array_equal(c.predict(X), fresh.predict(X))
-    c.fit(X, y * 2.0)
-    _update(c, X, y * 3.0)
+    c.fit(X, y * CHANGED_TARGET_SCALES[0])
+    _update(c, X, y * CHANGED_TARGET_SCALES[1])
     np.testing.assert_array_equal(q.predict(X), before)
 
 
 def check_persistence(p: Any) -> None:
     """save/load, to_state/from_state and pickle round-trips give identical predictions."""
     for q in (p.clone(), _trained(p)):
-        X, y = _stream(q, 30, seed=5)
+        X, y = _stream(q, ROUND_TRIP_ROWS, seed=5)
         ref = q.predict(X)
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "p.json"
@@ -217,31 +277,32 @@ def check_persistence(p: Any) -> None:
 def check_fixed_size_state(p: Any) -> None:
     """State size does not grow with the stream.
 
-    Sizes are compared after 300 and after 4,300 updates; a few bytes of slack allow for
-    integer counters, whose pickled encoding widens (256 -> 65,535), not for per-sample state.
+    Sizes are compared after ``STATE_FIRST_ROWS`` (300) and after ``STATE_ROWS`` (4,300) updates, the
+    last ones row by row; ``STATE_SLACK_BYTES`` of slack allow for integer counters, whose pickled
+    encoding widens (256 -> 65,535), not for per-sample state.
     """
-    q = _trained(p, 20)
-    X, y = _stream(q, 4300, seed=6)
-    _update(q, X[:300], y[:300])
+    q = _trained(p, WARM_START_ROWS)
+    X, y = _stream(q, STATE_ROWS, seed=6)
+    _update(q, X[:STATE_FIRST_ROWS], y[:STATE_FIRST_ROWS])
     size = len(pickle.dumps(q))
-    _update(q, X[300:4100], y[300:4100])
-    for x, t in zip(X[4100:], y[4100:]):
+    _update(q, X[STATE_FIRST_ROWS:STATE_ROW_BY_ROW_FROM], y[STATE_FIRST_ROWS:STATE_ROW_BY_ROW_FROM])
+    for x, t in zip(X[STATE_ROW_BY_ROW_FROM:], y[STATE_ROW_BY_ROW_FROM:]):
         _update(q, x, float(t))
     grown = len(pickle.dumps(q)) - size
-    assert grown <= 8, f"state grew by {grown} bytes over 4,000 updates"
+    assert grown <= STATE_SLACK_BYTES, f"state grew by {grown} bytes over {STATE_ROWS - STATE_FIRST_ROWS:,} updates"
 
 
 def check_frozen_update_refused(p: Any) -> None:
     """A frozen predictor's ``update`` raises FrozenPredictorError and changes nothing; an online one learns."""
     q = _trained(p)
-    X, y = _stream(q, 20, seed=8)
+    X, y = _stream(q, WARM_START_ROWS, seed=8)
     before = q.predict(X)
     if q.tags.learns_online:
-        q.update(X, y * 2.0)
+        q.update(X, y * CHANGED_TARGET_SCALES[0])
         assert not np.array_equal(q.predict(X), before), "an online predictor's update changed nothing"
         return
-    _update(q, X, y * 2.0)
-    _update(q, X[0], float(y[0]) * 2.0)
+    _update(q, X, y * CHANGED_TARGET_SCALES[0])
+    _update(q, X[0], float(y[0]) * CHANGED_TARGET_SCALES[0])
     np.testing.assert_array_equal(q.predict(X), before)
 
 
@@ -253,7 +314,7 @@ def check_beats_running_mean(p: Any) -> None:
     if not p.tags.learns_online or p.tags.baseline:
         return
     q = p.clone()
-    X, y = _stream(q, 1500, seed=7)
+    X, y = _stream(q, PREQUENTIAL_ROWS, seed=7)
     err_model = err_mean = 0.0
     mean, n = 0.0, 0
     for x, t in zip(X, y):
@@ -265,16 +326,18 @@ def check_beats_running_mean(p: Any) -> None:
     assert err_model < err_mean, f"prequential SSE {err_model:.4g} not below running mean's {err_mean:.4g}"
 
 
-def _entity_stream(p: Any, n: int = 120, seed: int = 0) -> tuple[np.ndarray, np.ndarray, Any]:
-    """A stream with entities: five models, 0-2 weighted co-runners per row (some rows alone)."""
+def _entity_stream(p: Any, n: int = ENTITY_ROWS, seed: int = 0) -> tuple[np.ndarray, np.ndarray, Any]:
+    """A stream with entities: five models, 0 to ``ENTITY_MAX_CO_RUNNERS`` weighted co-runners per row (some
+    rows alone)."""
     X, y = _stream(p, n, seed)
-    rng = np.random.default_rng(seed + 100)
+    rng = np.random.default_rng(seed + ENTITY_SEED_OFFSET)
     names = ["m0", "m1", "m2", "m3", "modèle-4"]
-    own = [names[i] for i in rng.integers(0, 5, n)]
-    co = [{names[j]: float(rng.choice([0.5, 1.0, 2.0])) for j in rng.choice(5, int(rng.integers(0, 3)),
-                                                                                   replace=False)}
+    own = [names[i] for i in rng.integers(0, len(names), n)]
+    co = [{names[j]: float(rng.choice(ENTITY_WEIGHTS))
+           for j in rng.choice(len(names), int(rng.integers(0, ENTITY_MAX_CO_RUNNERS + 1)), replace=False)}
           for _ in range(n)]
-    bump = np.array([0.1 * names.index(o) + sum(0.05 * w for w in c.values()) for o, c in zip(own, co)])
+    bump = np.array([ENTITY_OWN_BUMP * names.index(o) + sum(ENTITY_CO_BUMP * w for w in c.values())
+                     for o, c in zip(own, co)])
     return X, y + bump, Entities.from_lists(own, co)
 
 
@@ -288,16 +351,17 @@ def check_entities(p: Any) -> None:
     one = q.predict(X[0], entities=ent.take([0]))
     assert isinstance(one, float) and np.isfinite(one), f"prior {one!r} with entities is not a finite float"
     a, b = p.clone(), p.clone()
-    a.fit(X[:40], y[:40], entities=ent.take(np.arange(40)))
-    b.fit(X[:40], y[:40], entities=ent.take(np.arange(40)))
-    a.update(X[40:], y[40:], entities=ent.take(np.arange(40, len(y))))
-    for i in range(40, len(y)):
+    n0 = ENTITY_FIT_ROWS
+    a.fit(X[:n0], y[:n0], entities=ent.take(np.arange(n0)))
+    b.fit(X[:n0], y[:n0], entities=ent.take(np.arange(n0)))
+    a.update(X[n0:], y[n0:], entities=ent.take(np.arange(n0, len(y))))
+    for i in range(n0, len(y)):
         b.update(X[i], float(y[i]), entities=ent.take([i]))
-    Xt, _, et = _entity_stream(p, 30, seed=9)
+    Xt, _, et = _entity_stream(p, ROUND_TRIP_ROWS, seed=9)
     batch = a.predict(Xt, entities=et)
     rows = np.array([a.predict(Xt[i], entities=et.take([i])) for i in range(len(Xt))])
-    np.testing.assert_allclose(batch, rows, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(b.predict(Xt, entities=et), batch, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(batch, rows, rtol=SAME_PREDICTION_TOL, atol=SAME_PREDICTION_TOL)
+    np.testing.assert_allclose(b.predict(Xt, entities=et), batch, rtol=SAME_PREDICTION_TOL, atol=SAME_PREDICTION_TOL)
     assert np.isfinite(a.predict(Xt)).all()
     state = pickle.dumps(a)
     Xb = Xt.copy()
@@ -315,17 +379,19 @@ def check_entities(p: Any) -> None:
         r = type(a).load(path)
     np.testing.assert_array_equal(r.predict(Xt, entities=et), batch)
     if a.tags.learns_online:
-        a.update(Xt, np.full(len(Xt), 1.5), entities=et)
-        r.update(Xt, np.full(len(Xt), 1.5), entities=et)
+        a.update(Xt, np.full(len(Xt), REFIT_TARGET), entities=et)
+        r.update(Xt, np.full(len(Xt), REFIT_TARGET), entities=et)
         np.testing.assert_array_equal(r.predict(Xt, entities=et), a.predict(Xt, entities=et))
 
 
 def _entities(n: int, seed: int = 0) -> Entities:
-    """Own and co-runner entities of ``n`` rows over four names (0 to 2 co-runners, weights 0.5 to 2)."""
+    """Own and co-runner entities of ``n`` rows over four names (0 to ``ENTITY_MAX_CO_RUNNERS`` co-runners,
+    weights drawn from ``ENTITY_WEIGHTS``)."""
     rng = np.random.default_rng(seed)
     names = ["a", "b", "c", "d"]
-    own = [names[i] for i in rng.integers(0, 4, n)]
-    co = [{names[j]: float(rng.choice([0.5, 1.0, 2.0])) for j in rng.choice(4, size=rng.integers(0, 3), replace=False)}
+    own = [names[i] for i in rng.integers(0, len(names), n)]
+    co = [{names[j]: float(rng.choice(ENTITY_WEIGHTS))
+           for j in rng.choice(len(names), size=rng.integers(0, ENTITY_MAX_CO_RUNNERS + 1), replace=False)}
           for _ in range(n)]
     return Entities.from_lists(own, co)
 
@@ -341,31 +407,34 @@ def check_entities_contract(p: Any) -> None:
     if not p.tags.uses_entities:
         return
     q = p.clone()
-    X, y = _stream(q, 120, seed=8)
-    ent = _entities(120, seed=8)
+    X, y = _stream(q, ENTITY_ROWS, seed=8)
+    ent = _entities(ENTITY_ROWS, seed=8)
     one = q.predict(X[0], entities=ent.take([0]))
     assert isinstance(one, float) and np.isfinite(one), f"prior with entities {one!r} is not a finite float"
     q.fit(X, y, entities=ent)
     batch = q.predict(X, entities=ent)
-    assert batch.shape == (120,) and np.isfinite(batch).all()
-    rows = np.array([q.predict(X[i], entities=ent.take([i])) for i in range(20)])
-    np.testing.assert_allclose(batch[:20], rows, rtol=1e-12, atol=1e-12)
+    assert batch.shape == (ENTITY_ROWS,) and np.isfinite(batch).all()
+    rows = np.array([q.predict(X[i], entities=ent.take([i])) for i in range(ROW_LOOP_ROWS)])
+    np.testing.assert_allclose(batch[:ROW_LOOP_ROWS], rows, rtol=SAME_PREDICTION_TOL, atol=SAME_PREDICTION_TOL)
     assert np.isfinite(q.predict(X)).all(), "predict without entities is not finite"
-    unseen = Entities.from_lists(["zz"] * 3, [{"yy": 1.0}, {}, {"a": 1.0}])
-    assert np.isfinite(q.predict(X[:3], entities=unseen)).all(), "unseen entities give non-finite predictions"
+    unseen = Entities.from_lists(["zz"] * UNSEEN_ENTITY_ROWS, [{"yy": 1.0}, {}, {"a": 1.0}])
+    assert np.isfinite(q.predict(X[:UNSEEN_ENTITY_ROWS], entities=unseen)).all(), "unseen entities give non-finite predictions"
     state = pickle.dumps(q)
-    _expect_refusal(lambda: q.update(X, y, entities=ent.take(np.arange(10))), "update with 10 entity rows for 120")
-    _expect_refusal(lambda: q.predict(X, entities=ent.take([0])), "predict with 1 entity row for 120")
-    _expect_refusal(lambda: q.fit(X, y, entities=ent.take(np.arange(5))), "fit with 5 entity rows for 120")
+    _expect_refusal(lambda: q.update(X, y, entities=ent.take(np.arange(WRONG_UPDATE_ENTITY_ROWS))),
+                    f"update with {WRONG_UPDATE_ENTITY_ROWS} entity rows for {ENTITY_ROWS}")
+    _expect_refusal(lambda: q.predict(X, entities=ent.take([0])), f"predict with 1 entity row for {ENTITY_ROWS}")
+    _expect_refusal(lambda: q.fit(X, y, entities=ent.take(np.arange(WRONG_FIT_ENTITY_ROWS))),
+                    f"fit with {WRONG_FIT_ENTITY_ROWS} entity rows for {ENTITY_ROWS}")
     _expect_refusal(lambda: q.update(X, y, entities="a"), "entities that are not an Entities table")
     assert pickle.dumps(q) == state, "state changed on a refused call"
     a, b = pickle.loads(state), pickle.loads(state)
-    X2, y2 = _stream(q, 40, seed=9)
-    e2 = _entities(40, seed=9)
+    X2, y2 = _stream(q, ENTITY_FIT_ROWS, seed=9)
+    e2 = _entities(ENTITY_FIT_ROWS, seed=9)
     a.update(X2, y2, entities=e2)
-    for i in range(40):
+    for i in range(ENTITY_FIT_ROWS):
         b.update(X2[i], float(y2[i]), entities=e2.take([i]))
-    np.testing.assert_allclose(a.predict(X2, entities=e2), b.predict(X2, entities=e2), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(a.predict(X2, entities=e2), b.predict(X2, entities=e2), rtol=SAME_PREDICTION_TOL,
+                               atol=SAME_PREDICTION_TOL)
     a.update(X2, y2)  # and without entities
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "p.json"
@@ -381,12 +450,12 @@ def check_entities_are_learned(p: Any) -> None:
     if not p.tags.uses_entities or not p.tags.learns_online or not p.tags.entity_terms:
         return  # (an ablation with its entity terms turned off learns no entity by design)
     q = p.clone()
-    n = 1500
+    n = PREQUENTIAL_ROWS
     X, _ = _stream(q, n, seed=10)
     ent = _entities(n, seed=10)
-    effect = {"a": 0.2, "b": 0.8, "c": 1.5, "d": 0.1}
+    effect = ENTITY_EFFECTS
     # a row with no co-runner runs alone: slowdown 1, whatever its model (no interference to learn)
-    y = np.array([1.0 + effect[own] + 0.5 * sum(w * effect[c] for c, w in co.items()) if co else 1.0
+    y = np.array([1.0 + effect[own] + CO_RUNNER_EFFECT * sum(w * effect[c] for c, w in co.items()) if co else 1.0
                   for own, co in (ent.row(i) for i in range(n))])
     err_model = err_mean = 0.0
     mean = 0.0
@@ -396,8 +465,9 @@ def check_entities_are_learned(p: Any) -> None:
         err_mean += (mean - y[i]) ** 2
         q.update(X[i], float(y[i]), entities=e)
         mean += (y[i] - mean) / (i + 1)
-    assert err_model < 0.5 * err_mean, (f"prequential SSE {err_model:.4g} with entities is not below half the "
-                                        f"running mean's {err_mean:.4g}")
+    assert err_model < ENTITY_ERROR_SHARE * err_mean, (
+        f"prequential SSE {err_model:.4g} with entities is not below {ENTITY_ERROR_SHARE:g} of the running mean's "
+        f"{err_mean:.4g}")
 
 
 def check_target_hyperparameter(p: Any) -> None:
@@ -411,8 +481,9 @@ def check_target_hyperparameter(p: Any) -> None:
         trained = _trained(p)
         declared = trained.with_target(target)
         assert declared is not trained and trained.target == p.target and declared.target == target
-        X, _ = _stream(trained, 10, seed=11)
-        np.testing.assert_allclose(declared.predict(X), trained.predict(X), rtol=1e-12, atol=1e-12)
+        X, _ = _stream(trained, HELD_OUT_ROWS, seed=11)
+        np.testing.assert_allclose(declared.predict(X), trained.predict(X), rtol=SAME_PREDICTION_TOL,
+                                   atol=SAME_PREDICTION_TOL)
         assert declared.with_target(target) is declared
         other = "slowdown" if target == "rate" else "rate"
         _expect_refusal(lambda: declared.with_target(other), f"with_target({other!r}) on a predictor for {target!r}")
@@ -420,25 +491,27 @@ def check_target_hyperparameter(p: Any) -> None:
 
 def check_calibration_keeps_mean(p: Any) -> None:
     """Wrapped in :class:`~interfpred.predictors.Calibrated`, the point predictions are the predictor's own
-    (to 1e-12): after ``fit`` and after updates, with entities where the predictor uses them."""
+    (to ``SAME_PREDICTION_TOL``, 1e-12): after ``fit`` and after updates, with entities where the predictor uses them."""
     from interfpred.predictors import Calibrated
 
     if p.kind == Calibrated.kind:
         return
     X, y, ent = _entity_stream(p)
-    n0 = 40
+    n0 = ENTITY_FIT_ROWS
     kw = (lambda idx: {"entities": ent.take(idx)}) if p.tags.uses_entities else (lambda idx: {})
     plain = p.clone().fit(X[:n0], y[:n0], **kw(np.arange(n0)))
-    cal = Calibrated(p.clone(), quantiles=(0.9,)).fit(X[:n0], y[:n0], **kw(np.arange(n0)))
-    Xt, _, et = _entity_stream(p, 30, seed=9)
+    cal = Calibrated(p.clone(), quantiles=(CALIBRATION_QUANTILE,)).fit(X[:n0], y[:n0], **kw(np.arange(n0)))
+    Xt, _, et = _entity_stream(p, ROUND_TRIP_ROWS, seed=9)
     kt = {"entities": et} if p.tags.uses_entities else {}
-    np.testing.assert_allclose(cal.predict(Xt, **kt), plain.predict(Xt, **kt), rtol=1e-12, atol=1e-12,
+    np.testing.assert_allclose(cal.predict(Xt, **kt), plain.predict(Xt, **kt), rtol=SAME_PREDICTION_TOL,
+                               atol=SAME_PREDICTION_TOL,
                                err_msg=f"Calibrated({p!r}) changed the mean after fit")
     if p.tags.learns_online:
         rest = np.arange(n0, len(y))
         plain.update(X[rest], y[rest], **kw(rest))
         cal.update(X[rest], y[rest], **kw(rest))
-        np.testing.assert_allclose(cal.predict(Xt, **kt), plain.predict(Xt, **kt), rtol=1e-12, atol=1e-12,
+        np.testing.assert_allclose(cal.predict(Xt, **kt), plain.predict(Xt, **kt), rtol=SAME_PREDICTION_TOL,
+                               atol=SAME_PREDICTION_TOL,
                                    err_msg=f"Calibrated({p!r}) changed the mean after updates")
 
 

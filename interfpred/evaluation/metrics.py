@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from interfpred.constants import BOUNDARY_RTOL
+from interfpred.constants import ACCURACY_BEYOND_60, ACCURACY_WITHIN_10, ACCURACY_WITHIN_20, BOUNDARY_RTOL
 from interfpred.errors import InterfpredError
 
 __all__ = [
@@ -106,7 +106,12 @@ def relative_error_cdf(predicted, observed) -> tuple[np.ndarray, np.ndarray]:
 
 @dataclass(frozen=True)
 class AccuracySummary:
-    """The figures the experiments report for one set of predictions (errors as fractions)."""
+    """The figures the experiments report for one set of predictions (errors as fractions).
+
+    ``within_10`` and ``within_20`` are the shares of rows whose relative error is at most
+    ``ACCURACY_WITHIN_10`` (0.1) and ``ACCURACY_WITHIN_20`` (0.2); ``beyond_60`` the share above
+    ``ACCURACY_BEYOND_60`` (0.6).
+    """
 
     n: int
     mse: float
@@ -151,7 +156,7 @@ def accuracy_summary(predicted, observed) -> AccuracySummary:
     q = np.quantile(err, [0.5, 0.9, 0.99])
     return AccuracySummary(
         n=int(p.size), mse=float(np.mean((p - o) ** 2)), mape=float(err.mean()),
-        within_10=float(np.mean(err <= 0.1 * (1 + BOUNDARY_RTOL))),
-        within_20=float(np.mean(err <= 0.2 * (1 + BOUNDARY_RTOL))),
-        median=float(q[0]), p90=float(q[1]), p99=float(q[2]), beyond_60=float(np.mean(err > 0.6)),
+        within_10=float(np.mean(err <= ACCURACY_WITHIN_10 * (1 + BOUNDARY_RTOL))),
+        within_20=float(np.mean(err <= ACCURACY_WITHIN_20 * (1 + BOUNDARY_RTOL))),
+        median=float(q[0]), p90=float(q[1]), p99=float(q[2]), beyond_60=float(np.mean(err > ACCURACY_BEYOND_60)),
     )

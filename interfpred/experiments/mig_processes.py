@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from interfpred._core.targets import latency_from_prediction
+from interfpred.constants import ACCURACY_WITHIN_10, ACCURACY_WITHIN_20
 from interfpred.data.datasets import parvagpu_a100
 from interfpred.evaluation.text_tables import Column, markdown_table, text_table
 from interfpred.experiments.report import ReproduceContext, Section
@@ -84,7 +85,7 @@ def e5_errors(f: ProcessFeatures | None = None) -> dict[str, np.ndarray]:
 
 def _row(label: str, e: np.ndarray) -> list[Any]:
     return [label, 100 * float(e.mean()), 100 * float(np.quantile(e, 0.5)), 100 * float(np.quantile(e, 0.9)),
-            100 * float(np.mean(e <= 0.1)), 100 * float(np.mean(e <= 0.2))]
+            100 * float(np.mean(e <= ACCURACY_WITHIN_10)), 100 * float(np.mean(e <= ACCURACY_WITHIN_20))]
 
 
 def run_e5(ctx: ReproduceContext) -> Section:

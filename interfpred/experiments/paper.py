@@ -31,7 +31,13 @@ from typing import Any
 
 import numpy as np
 
-from interfpred.constants import BASELINE_KINDS, E1_GOAL_WITHIN_10, REPRODUCE_EWMA_ALPHAS
+from interfpred.constants import (
+    ACCURACY_WITHIN_10,
+    ACCURACY_WITHIN_20,
+    BASELINE_KINDS,
+    E1_GOAL_WITHIN_10,
+    REPRODUCE_EWMA_ALPHAS,
+)
 from interfpred.evaluation import (
     BASELINE_LABELS,
     Column,
@@ -222,8 +228,8 @@ def _plot_e1(ctx: ReproduceContext, curves: dict[str, tuple[np.ndarray, np.ndarr
                 ax.plot(100 * x, f, lw=1.5, label=label)
         ax.set_xlim(0, 80)
         ax.set_ylim(0, 1.0)
-        ax.axvline(10, color="grey", lw=0.6, ls=":")
-        ax.axvline(20, color="grey", lw=0.6, ls=":")
+        for within in (ACCURACY_WITHIN_10, ACCURACY_WITHIN_20):    # the errors the within figures count
+            ax.axvline(100 * within, color="grey", lw=0.6, ls=":")
         ax.set_xlabel("relative error of latency (%)")
         ax.set_title(f"gpulets features, {method}")
         ax.grid(alpha=0.3)

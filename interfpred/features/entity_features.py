@@ -304,9 +304,15 @@ class RunningEntities:
     of zero duration is no segment). :meth:`finish` returns ``(own, {co-runner: weight})``, the
     row :func:`trace_entities` gives for that execution.
 
-    Given the device's ``running_set`` (a tracker passes its own), it keeps no clock of its own: it
-    folds each segment when that set's clock moves (a hook on the set), and the set's owner moves
-    the clock; alone, it keeps its own set's clock.
+    Its state lives on the device's :class:`~interfpred.features.running_set.RunningSet`: per
+    running execution, its entity's code, its aggregated count of every entity beside it (a row
+    over the entities met so far), its summed segment time and its segment count, in columns it
+    registers there. It folds each segment when the set's clock moves and names each execution
+    when the set adds it (hooks on the set), so the set's snapshot and restore undo its events
+    too. Given the device's ``running_set`` (a tracker passes its timeline state's), the set's
+    owner adds and removes the executions and moves the clock, and :meth:`row` reads an
+    execution's entities; alone, it keeps a set of its own, fed by :meth:`start` and
+    :meth:`finish`. The entity names it has met stay known (a vocabulary that only grows).
 
     Examples
     --------
@@ -327,13 +333,17 @@ class RunningEntities:
         self.aggregation = aggregation
         self.alpha = float(alpha)
         self.key = key
-        self._name: dict = {}
-        self._acc: dict = {}
-        self._total: dict = {}
-        self._nseg: dict = {}
+        self._agg = AGG_IDS[aggregation]
+        self._vocab: list[str] = []
+        self._codes: dict[str, int] = {}
         self._own_clock = running_set is None
-        self._set = RunningSet() if running_set is None else running_set
-        self._set.on_clock(self._fold)
+        rs = self._set = RunningSet() if running_set is None else running_set
+        rs.register(_CODE, ((), np.int64))
+        rs.register(_COUNTS, (_INITIAL_ENTITIES,))
+        rs.register(_TOTAL, ())
+        rs.register(_SEGMENTS, ((), np.int64))
+        rs.on_clock(self._fold)
+        rs.on_add(self._added)
 
     def entity_name(self, model: str, batch_size: float) -> str:
         """The entity name of (model, batch size) under this key."""
@@ -341,7 +351,14 @@ class RunningEntities:
 
     def names(self, ids: list) -> list[str]:
         """The entity names of running executions ``ids``."""
-        return [self._name[i] for i in ids]
+        rs, vocab = self._set, self._vocab
+        code = rs.column(_CODE)
+        return [vocab[code[rs.slot(i)]] for i in ids]
+
+    def running_names(self) -> list[str]:
+        """The entity names of the running set, in slot order."""
+        vocab = self._vocab
+        return [vocab[c] for c in self._set.column(_CODE)[: len(self._set)].tolist()]
 
     def advance(self, t: float) -> None:
         """Fold the segment from the previous event to ``t`` into every running execution (with a shared
@@ -349,49 +366,73 @@ class RunningEntities:
         if self._own_clock and (self._set.now is None or t > self._set.now):
             self._set.move_clock(t)
 
+    def _added(self, a: int) -> None:
+        """The set added slot ``a``: its entity's code (its counts, time and segments start at zero)."""
+        rs = self._set
+        name = self.entity_name(rs.column("model")[a], rs.column("batch_size")[a])
+        code = self._codes.get(name)
+        if code is None:
+            code = self._codes[name] = len(self._vocab)
+            self._vocab.append(name)
+        rs.column(_CODE)[a] = code
+
     def _fold(self, old: float | None, t: float) -> None:
         """The clock moves from ``old`` to ``t``: fold the segment between them into every running execution."""
-        if old is not None and t > old and self._name:
-            dur = t - old
-            counts: dict[str, float] = {}
-            for name in self._name.values():
-                counts[name] = counts.get(name, 0.0) + 1.0
-            agg, alpha = self.aggregation, self.alpha
-            for i, own in self._name.items():
-                cur = {k: c - (k == own) for k, c in counts.items() if c - (k == own) > 0}
-                acc, first = self._acc[i], self._nseg[i] == 0
-                if agg == "static":
-                    if first:
-                        self._acc[i] = cur
-                elif agg == "ewma":
-                    self._acc[i] = cur if first else {k: alpha * cur.get(k, 0.0) + (1.0 - alpha) * acc.get(k, 0.0)
-                                                      for k in acc.keys() | cur.keys()}
-                else:  # a new dict (never in place), so a shallow copy of this object can undo an event
-                    acc = dict(acc)
-                    for k, c in cur.items():
-                        acc[k] = acc.get(k, 0.0) + dur * c
-                    self._acc[i] = acc
-                    self._total[i] += dur
-                self._nseg[i] += 1
+        rs = self._set
+        k = len(rs)
+        if old is None or not t > old or k == 0:
+            return
+        counts = rs.column(_COUNTS)
+        if counts.shape[1] < len(self._vocab):
+            counts = rs.widen(_COUNTS, max(len(self._vocab), 2 * counts.shape[1]))
+        code = rs.column(_CODE)[:k]
+        # each member's current co-runners: the set's count of every entity, less itself
+        cur = np.tile(np.bincount(code, minlength=counts.shape[1]).astype(np.float64), (k, 1))
+        cur[np.arange(k), code] -= 1.0
+        acc = counts[:k]
+        nseg = rs.column(_SEGMENTS)[:k]
+        if self._agg == AGG_STATIC:
+            first = nseg == 0
+            acc[first] = cur[first]
+        elif self._agg == AGG_EWMA:
+            alpha = self.alpha
+            acc[:] = np.where((nseg == 0)[:, None], cur, alpha * cur + (1.0 - alpha) * acc)
+        else:
+            acc += (t - old) * cur
+            rs.column(_TOTAL)[:k] += t - old
+        nseg += 1
+
+    def row(self, id: object) -> tuple[str, dict[str, float]]:
+        """Running ``id``'s own entity and its co-runners aggregated up to the set's clock (read, not changed)."""
+        rs, vocab = self._set, self._vocab
+        a = rs.slot(id)
+        acc = rs.column(_COUNTS)[a]
+        seen = np.flatnonzero(acc > 0).tolist()
+        if self.aggregation == "time_weighted":
+            total = float(rs.column(_TOTAL)[a])
+            co = {vocab[j]: float(acc[j]) / total for j in seen} if total > 0 else {}
+        else:
+            co = {vocab[j]: float(acc[j]) for j in seen}
+        return vocab[rs.column(_CODE)[a]], {k: v for k, v in sorted(co.items()) if v > 0}
 
     def start(self, id: object, model: str, batch_size: float, t: float) -> None:
-        """Execution ``id`` starts at ``t`` (the caller has checked id and time)."""
+        """Execution ``id`` starts at ``t`` (alone only: the caller has checked id and time)."""
         self.advance(t)
-        self._name[id] = self.entity_name(model, batch_size)
-        self._acc[id] = {}
-        self._total[id] = 0.0
-        self._nseg[id] = 0
+        self._set.add(id, str(model), float(batch_size), (0.0, 0.0, 0.0), 0.0)
 
     def finish(self, id: object, t: float) -> tuple[str, dict[str, float]]:
-        """Execution ``id`` ends at ``t``: its own entity and aggregated co-runners."""
+        """Execution ``id`` ends at ``t`` (alone only): its own entity and aggregated co-runners."""
         self.advance(t)
-        own = self._name.pop(id)
-        acc = self._acc.pop(id)
-        total = self._total.pop(id)
-        self._nseg.pop(id)
-        if self.aggregation == "time_weighted":
-            acc = {k: v / total for k, v in acc.items()} if total > 0 else {}
-        return own, {k: v for k, v in sorted(acc.items()) if v > 0}
+        out = self.row(id)
+        self._set.remove(id)
+        return out
+
+
+#: Columns of the running set that hold the entity state: the entity's code, its counts of every entity
+#: beside it (widened as entities are met), its summed segment time, its segment count.
+_CODE, _COUNTS, _TOTAL, _SEGMENTS = "entity", "entity_counts", "entity_time", "entity_segments"
+#: Entities a fresh set's count rows hold before they widen.
+_INITIAL_ENTITIES = 8
 
 
 def parent_entities(ent: Entities) -> Entities:

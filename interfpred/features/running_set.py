@@ -1,22 +1,26 @@
 """The one running set of a device: slot storage, the device's clock, and the time rule every event obeys.
 
 A :class:`RunningSet` keeps the ids of the running executions, the slot of each id, and per
-slot a demand row ``[sm, l2, dram]``, a profile solo latency and the extra columns that the
-objects sharing it register (feature accumulators for
-:class:`~interfpred.features.streaming.TimelineState`, remaining work for the tracker, ...).
-Slots ``0 .. len - 1`` are the running set in start order, except that removing an execution
-moves the last slot into its place (swap remove), so per-slot arithmetic stays a slice
-``[:len]``. Capacity doubles when full. The set owns the device's clock (:attr:`RunningSet.now`,
-moved by :meth:`RunningSet.move_clock`, which first calls the hooks registered with
-:meth:`RunningSet.on_clock`), and an event that fails is undone by the set itself
-(:meth:`RunningSet.snapshot`, :meth:`RunningSet.restore`).
+slot its launch (model and batch size), a demand row ``[sm, l2, dram]``, a profile solo latency
+and the extra columns that the objects sharing it register: the feature accumulators of
+:class:`~interfpred.features.streaming.TimelineState`, the co-runner counts of
+:class:`~interfpred.features.entity_features.RunningEntities`, the remaining work of the
+tracker's projection. Slots ``0 .. len - 1`` are the running set in start order, except that
+removing an execution moves the last slot into its place (swap remove), so per-slot arithmetic
+stays a slice ``[:len]``. Capacity doubles when full. The set owns the device's clock
+(:attr:`RunningSet.now`, moved by :meth:`RunningSet.move_clock`), calls the hooks the sharing
+objects register when the clock moves, an execution starts or one leaves
+(:meth:`RunningSet.on_clock`, :meth:`RunningSet.on_add`, :meth:`RunningSet.on_remove`), and
+undoes an event that fails, or one that a late finish replays, for all of them at once
+(:meth:`RunningSet.snapshot`, :meth:`RunningSet.restore`): no object that shares it keeps
+state of its own that an event changes.
 
 Examples
 --------
 >>> rs = RunningSet({"rem": ()})
->>> rs.add("x", (0.5, 0.25, 0.125), 2.0)
+>>> rs.add("x", "a", 1, (0.5, 0.25, 0.125), 2.0)
 0
->>> rs.add("y", (0.25, 0.5, 0.5), 4.0)
+>>> rs.add("y", "b", 1, (0.25, 0.5, 0.5), 4.0)
 1
 >>> rs.remove("x")
 >>> rs.ids, rs.slot("y"), rs.solo[: len(rs)].tolist()
@@ -36,8 +40,7 @@ import numpy as np
 from interfpred.constants import TIME_HORIZON_MS
 from interfpred.errors import InterfpredError
 
-__all__ = ["RunningSet", "RunningSetView", "check_share", "check_time", "grown", "is_real_number", "snapshot_state",
-           "time_reason"]
+__all__ = ["RunningSet", "RunningSetView", "check_share", "check_time", "grown", "is_real_number", "time_reason"]
 
 #: Capacity of a fresh running set (doubles when full).
 _INITIAL_CAPACITY = 8
@@ -129,17 +132,24 @@ def check_share(share: Any, what: str) -> float:
 
 
 class RunningSet:
-    """Ids, slots, demands, solo latencies and extra per-slot columns of a running set.
+    """Ids, slots, launches, demands, solo latencies and extra per-slot columns of a running set.
 
     Parameters
     ----------
     columns
         Extra per-slot columns: name -> trailing shape (``()`` for one value per slot, ``(d,)``
-        for a row), or ``(shape, dtype)``; float64 by default. ``"demand"`` and ``"solo"`` always
-        exist. New slots start at zero (False).
+        for a row), or ``(shape, dtype)``; float64 by default. ``"model"`` (object),
+        ``"batch_size"``, ``"demand"`` and ``"solo"`` always exist. New slots start at zero (False).
 
     Notes
     -----
+    Every object that shares the set keeps its per-execution state in columns it registers
+    (:meth:`register`, :meth:`widen`) and its per-device state in values it registers
+    (:meth:`register_value`; a value is replaced, never changed in place), and reacts to the
+    set's events through hooks: :meth:`on_clock` (the clock moves), :meth:`on_add` (an execution
+    starts) and :meth:`on_remove` (one leaves). So :meth:`snapshot` and :meth:`restore` undo an
+    event for all of them at once.
+
     The arrays (:attr:`demand`, :attr:`solo`, :meth:`column`) have the set's capacity as their
     first dimension; rows ``[:len(self)]`` are live. :meth:`add` may replace them by larger ones,
     so read them again after an ``add``. Nothing here validates ids or times: the owner does,
@@ -149,30 +159,38 @@ class RunningSet:
     --------
     >>> rs = RunningSet({"acc": (2,)})
     >>> rs.register("rem", ())
+    >>> rs.register_value("events", 0)
     >>> rs.on_clock(lambda old, new: print(f"clock {old} -> {new}"))
+    >>> rs.on_add(lambda a: print(f"slot {a} starts {rs.column('model')[a]}"))
     >>> rs.move_clock(1.0)
     clock None -> 1.0
     >>> saved = rs.snapshot()
-    >>> _ = rs.add("x", (0.5, 0.25, 0.125), 2.0, rem=2.0)
+    >>> _ = rs.add("x", "a", 8, (0.5, 0.25, 0.125), 2.0, rem=2.0)
+    slot 0 starts a
+    >>> rs.values["events"] = 1
     >>> rs.restore(saved)
-    >>> len(rs), rs.now, sorted(rs.columns)
-    (0, 1.0, ['acc', 'demand', 'rem', 'solo'])
+    >>> len(rs), rs.now, rs.values["events"], sorted(rs.columns)
+    (0, 1.0, 0, ['acc', 'batch_size', 'demand', 'model', 'rem', 'solo'])
     """
 
-    __slots__ = ("_ids", "_tags", "_slot", "_cols", "_extra", "_dem", "_solo", "_extra_arrays", "_all_arrays",
-                 "_now", "_clock_hooks")
+    __slots__ = ("_ids", "_tags", "_slot", "_cols", "_extra", "_dem", "_solo", "_model", "_batch", "_extra_arrays",
+                 "_all_arrays", "_now", "_values", "_clock_hooks", "_add_hooks", "_remove_hooks")
 
     def __init__(self, columns: Mapping[str, Any] | None = None) -> None:
         cap = _INITIAL_CAPACITY
         self._ids: list[Any] = []
         self._tags: list[Any] = []
         self._slot: dict[Any, int] = {}
-        self._cols: dict[str, np.ndarray] = {"demand": np.zeros((cap, 3)), "solo": np.zeros(cap)}
+        self._cols: dict[str, np.ndarray] = {"model": np.zeros(cap, dtype=object), "batch_size": np.zeros(cap),
+                                             "demand": np.zeros((cap, 3)), "solo": np.zeros(cap)}
         self._now: float | None = None
+        self._values: dict[str, Any] = {}
         self._clock_hooks: list[Any] = []
+        self._add_hooks: list[Any] = []
+        self._remove_hooks: list[Any] = []
         for name, spec in (columns or {}).items():
             self._cols[name] = _column(cap, spec)
-        self._extra = tuple(n for n in self._cols if n not in ("demand", "solo"))
+        self._extra = tuple(n for n in self._cols if n not in _BUILT_IN)
         self._sync()
 
     def register(self, name: str, spec: Any) -> None:
@@ -181,10 +199,33 @@ class RunningSet:
         if name in self._cols:
             raise ValueError(f"the running set already has a column {name!r}")
         self._cols[name] = _column(self._dem.shape[0], spec)
-        self._extra = tuple(n for n in self._cols if n not in ("demand", "solo"))
+        self._extra = tuple(n for n in self._cols if n not in _BUILT_IN)
         self._sync()
 
-    # ------------------------------------------------------------------ the clock
+    def widen(self, name: str, width: int) -> np.ndarray:
+        """The row column ``name`` with at least ``width`` entries per slot (new entries zero), widened in place
+        of the old one when narrower (a vocabulary that grows); returns it."""
+        arr = self._cols[name]
+        if arr.shape[1] < width:
+            out = np.zeros((arr.shape[0], width), dtype=arr.dtype)
+            out[:, : arr.shape[1]] = arr
+            self._cols[name] = arr = out
+            self._sync()
+        return arr
+
+    def register_value(self, name: str, initial: Any) -> None:
+        """Add the per-device value ``name`` (read and set through :attr:`values`), undone with the columns."""
+        if name in self._values:
+            raise ValueError(f"the running set already has a value {name!r}")
+        self._values[name] = initial
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """The per-device values by name: set an entry to a new object, never change one in place (a
+        snapshot keeps the objects themselves)."""
+        return self._values
+
+    # ------------------------------------------------------------------ the clock and the hooks
     @property
     def now(self) -> float | None:
         """Time of the device's latest event, ms (None before the first)."""
@@ -195,6 +236,14 @@ class RunningSet:
         event), before it moves and before the event changes the running set."""
         self._clock_hooks.append(hook)
 
+    def on_add(self, hook: Any) -> None:
+        """Call ``hook(slot)`` after every :meth:`add`, once the new slot holds its launch, demand and values."""
+        self._add_hooks.append(hook)
+
+    def on_remove(self, hook: Any) -> None:
+        """Call ``hook(slot)`` at every :meth:`remove`, before the slot is dropped."""
+        self._remove_hooks.append(hook)
+
     def move_clock(self, t: float) -> None:
         """Set the clock to ``t`` (the owner has checked it is not before :attr:`now`), after the hooks."""
         for hook in self._clock_hooks:
@@ -203,18 +252,20 @@ class RunningSet:
 
     # ------------------------------------------------------------------ undo
     def snapshot(self) -> tuple[Any, ...]:
-        """What :meth:`restore` needs to put the set back as it is now (ids, slots, every column, the clock)."""
+        """What :meth:`restore` needs to put the set back as it is now (ids, slots, every column, every value,
+        the clock)."""
         return (list(self._ids), list(self._tags), dict(self._slot), {n: a.copy() for n, a in self._cols.items()},
-                self._now)
+                self._now, dict(self._values))
 
     def restore(self, saved: tuple[Any, ...]) -> None:
         """Put the set back as it was at :meth:`snapshot` ``saved`` (which stays usable for another restore)."""
-        ids, tags, slot, cols, now = saved
+        ids, tags, slot, cols, now, values = saved
         self._ids = list(ids)
         self._tags = list(tags)
         self._slot = dict(slot)
         self._cols = {n: a.copy() for n, a in cols.items()}
         self._now = now
+        self._values = dict(values)
         self._sync()
 
     # ------------------------------------------------------------------ reading
@@ -251,12 +302,12 @@ class RunningSet:
         return self._solo
 
     def column(self, name: str) -> np.ndarray:
-        """The extra column ``name`` (capacity first)."""
+        """The column ``name`` (capacity first)."""
         return self._cols[name]
 
     @property
     def columns(self) -> Mapping[str, np.ndarray]:
-        """Every column by name, ``"demand"`` and ``"solo"`` included (read it; do not add or remove entries)."""
+        """Every column by name, the built-in ones included (read it; do not add or remove entries)."""
         return self._cols
 
     # ------------------------------------------------------------------ changing
@@ -269,13 +320,17 @@ class RunningSet:
         """The tags of the running executions in slot order (a copy)."""
         return self._tags[:]
 
-    def add(self, id: Any, demand: Any, solo: float, tag: Any = None, **values: Any) -> int:
-        """Append running ``id`` with its demand row, solo latency, an optional ``tag`` (any object) and
-        the ``values`` of extra columns (by name; the others start at zero). Returns the new slot.
+    def add(self, id: Any, model: str, batch_size: float, demand: Any, solo: float, tag: Any = None,
+            **values: Any) -> int:
+        """Append running ``id`` (a launch of ``model`` at ``batch_size``) with its demand row, solo latency, an
+        optional ``tag`` (any object) and the ``values`` of extra columns (by name; the others start at
+        zero), then call the :meth:`on_add` hooks. Returns the new slot.
         """
         k = len(self._ids)
         if k == self._dem.shape[0]:
             self._grow()
+        self._model[k] = model
+        self._batch[k] = batch_size
         self._dem[k] = demand
         self._solo[k] = solo
         for arr in self._extra_arrays:
@@ -287,11 +342,16 @@ class RunningSet:
         self._ids.append(id)
         self._tags.append(tag)
         self._slot[id] = k
+        for hook in self._add_hooks:
+            hook(k)
         return k
 
     def remove(self, id: Any) -> None:
-        """Drop running ``id``: the last slot moves into its place."""
-        a = self._slot.pop(id)
+        """Drop running ``id`` after the :meth:`on_remove` hooks: the last slot moves into its place."""
+        a = self._slot[id]
+        for hook in self._remove_hooks:
+            hook(a)
+        del self._slot[id]
         last = len(self._ids) - 1
         if a != last:
             for arr in self._all_arrays:
@@ -309,7 +369,9 @@ class RunningSet:
         self._sync()
 
     def _sync(self) -> None:
-        """Point the shortcuts at the current arrays (after allocating or growing them)."""
+        """Point the shortcuts at the current arrays (after allocating, growing or restoring them)."""
+        self._model = self._cols["model"]
+        self._batch = self._cols["batch_size"]
         self._dem = self._cols["demand"]
         self._solo = self._cols["solo"]
         self._extra_arrays = tuple(self._cols[n] for n in self._extra)
@@ -317,6 +379,10 @@ class RunningSet:
 
     def __repr__(self) -> str:
         return f"RunningSet(running={len(self._ids)}, columns={list(self._cols)})"
+
+
+#: The columns every running set has (the rest are registered by the objects sharing it).
+_BUILT_IN = frozenset({"model", "batch_size", "demand", "solo"})
 
 
 def _column(cap: int, spec: Any) -> np.ndarray:
@@ -350,26 +416,3 @@ class RunningSetView(ABC):
         """Ids of the running executions, in slot order (start order, except that a finish moves the last
         slot into the finished one's place)."""
         return self.running_set.ids
-
-
-#: Kinds of attribute :func:`snapshot_state` copies (a running set is shared: it undoes itself).
-_COPIED = frozenset({np.ndarray, list, dict, set})
-#: (class, attribute count) -> names of the attributes holding arrays or containers.
-_SNAPSHOT_NAMES: dict[tuple[type, int], tuple[str, ...]] = {}
-
-
-def snapshot_state(obj: Any) -> dict[str, Any]:
-    """A copy of ``obj``'s attributes deep enough to undo a failed event (arrays and containers copied; a
-    :class:`RunningSet` is kept by reference, since it is shared and undone by its own
-    :meth:`~RunningSet.restore`); ``obj.__dict__.update(snapshot)`` puts them back."""
-    attrs = obj.__dict__
-    key = (type(obj), len(attrs))
-    names = _SNAPSHOT_NAMES.get(key)
-    if names is None:
-        names = _SNAPSHOT_NAMES[key] = tuple(k for k, v in attrs.items() if type(v) in _COPIED)
-    out = attrs.copy()
-    for k in names:
-        v = out[k]
-        if type(v) in _COPIED:
-            out[k] = v.copy()
-    return out

@@ -129,14 +129,15 @@ class TimelineState(RunningSetView):
         self._alpha = spec.alpha
         d = extractor.n_features
         # per slot: start time, feature accumulator, current segment's map, summed weight, whether it has
-        # seen a segment, whether it is in the current one; tagged with its start serial
+        # seen a segment, whether it is in the current one; tagged with its start serial. Per device: the
+        # start of the current segment, the serials of its members, the next start's serial. All of it lives
+        # on the running set, which undoes an event for every object sharing it.
         self._set = RunningSet({"start": (), "acc": (d,), "cur": (d,), "wsum": (), "seen": ((), np.bool_),
                                 "in_seg": ((), np.bool_)})
-        self._info: dict[int, tuple[str, float]] = {}   # start serial -> (model, batch size) of each running one
-        self._seg_t0 = 0.0
+        self._set.register_value("seg_t0", 0.0)
+        self._set.register_value("settled", frozenset())
+        self._set.register_value("next_serial", 0)
         self._profile_cache: dict[tuple[str, Any, float], tuple[float, float, float, float]] = {}
-        self._next_serial = 0
-        self._settled: frozenset[int] = frozenset()
 
     # ------------------------------------------------------------------ reading
     @property
@@ -150,12 +151,11 @@ class TimelineState(RunningSetView):
         slot into the finished one's place)."""
         now = self._set.now if self._set.now is not None else 0.0
         rs = self._set
-        start = rs.column("start")
+        start, model, batch = rs.column("start"), rs.column("model"), rs.column("batch_size")
         out = []
         for a, id in enumerate(rs.ids):
-            model, batch = self._info[rs.tag(a)]
-            out.append(RunningExecution(id, model, batch, float(start[a]), float(now - start[a]), float(rs.solo[a]),
-                                        rs.demand[a].copy()))
+            out.append(RunningExecution(id, model[a], float(batch[a]), float(start[a]), float(now - start[a]),
+                                        float(rs.solo[a]), rs.demand[a].copy()))
         return out
 
     def started_at(self, id: Any) -> float:
@@ -176,11 +176,13 @@ class TimelineState(RunningSetView):
             rs = self._set
             k = len(rs)
             members = frozenset(rs.tags)
-            if members != self._settled:
+            values = rs.values
+            settled = values["settled"]
+            if members != settled:
                 cols = rs.columns
                 acc, cur, seen, in_seg = cols["acc"], cols["cur"], cols["seen"], cols["in_seg"]
-                if self._agg_id == _k.AGG_TIME_WEIGHTED and self._settled:
-                    _k.stream_close(acc, cols["wsum"], seen, cur, in_seg, k, now - self._seg_t0)
+                if self._agg_id == _k.AGG_TIME_WEIGHTED and settled:
+                    _k.stream_close(acc, cols["wsum"], seen, cur, in_seg, k, now - values["seg_t0"])
                 if self.extractor.is_builtin:
                     _k.stream_settle(acc, seen, cur, rs.demand, k, self._map_id, self._combine_id, self._agg_id,
                                      self._alpha)
@@ -191,8 +193,8 @@ class TimelineState(RunningSetView):
                             _k.fold(acc[a], cur[a], not seen[a], 0.0, self._agg_id, self._alpha)
                             seen[a] = True
                 in_seg[:k] = True
-                self._settled = members
-                self._seg_t0 = now
+                values["settled"] = members
+                values["seg_t0"] = now
         self._set.move_clock(t)
 
     def advance(self, t: float) -> None:
@@ -270,9 +272,9 @@ class TimelineState(RunningSetView):
         prof = self.lookup_profile(model, batch_size, what, share)
         # Validated; from here on nothing can fail.
         self._advance(tf)
-        rs.add(id, prof[:3], prof[3], self._next_serial, start=tf)
-        self._info[self._next_serial] = (str(model), float(batch_size))
-        self._next_serial += 1
+        serial = rs.values["next_serial"]
+        rs.values["next_serial"] = serial + 1
+        rs.add(id, str(model), float(batch_size), prof[:3], prof[3], serial, start=tf)
 
     def finish(self, id: Any, t: float) -> FinishedExecution:
         """Execution ``id`` ends at time ``t`` (ms); returns its features and target.
@@ -301,7 +303,7 @@ class TimelineState(RunningSetView):
         seen = bool(cols["seen"][a])
         if self._agg_id == _k.AGG_TIME_WEIGHTED and cols["in_seg"][a]:
             # Its last segment ends here, whatever else happens at this instant.
-            dur = tf - self._seg_t0
+            dur = tf - rs.values["seg_t0"]
             _k.fold(acc, cols["cur"][a], not seen, dur, self._agg_id, self._alpha)
             wsum = wsum + dur if seen else dur
             seen = True
@@ -314,6 +316,5 @@ class TimelineState(RunningSetView):
         latency = tf - float(cols["start"][a])
         solo = float(cols["solo"][a])
         y = observed_target(latency, solo, self.extractor.target)
-        del self._info[rs.tag(a)]
         rs.remove(id)
         return FinishedExecution(id, acc, y, solo, latency)

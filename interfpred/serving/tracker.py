@@ -49,25 +49,18 @@ from interfpred.constants import (
     SLOWDOWN_MIN,
     TRACKER_LATE_MAX_EVENTS,
     TRACKER_LATE_WINDOW_MS,
-    TRACKER_MIN_REMAINING,
 )
 from interfpred.data.entities import Entities
 from interfpred.data.profiles import ProfileTable
 from interfpred.errors import FrozenPredictorError, InterfpredError
 from interfpred.features import Extractor, default_extractor
 from interfpred.features.entity_features import RunningEntities
-from interfpred.features.running_set import (
-    RunningSet,
-    RunningSetView,
-    check_time,
-    is_real_number,
-    snapshot_state,
-    time_reason,
-)
+from interfpred.features.running_set import RunningSet, RunningSetView, check_time, is_real_number, time_reason
 from interfpred.features.streaming import FinishedExecution, TimelineState
 from interfpred.predictors import get_tags
 from interfpred.serving.projection.affine import ProjectionInputs
 from interfpred.serving.projection.projector import RunningSetProjector, check_quantile, parse_candidates
+from interfpred.serving.projection.remaining import RemainingWork
 
 __all__ = ["ColocationTracker", "FinishResult", "check_late_window"]
 
@@ -117,10 +110,6 @@ class FinishResult(NamedTuple):
     def latency_ms(self) -> float:
         """Its observed latency, ms."""
         return self.execution.latency_ms
-
-
-#: What undoes one event: the running set's snapshot, and each other object's attributes.
-_Saved = tuple[tuple[Any, ...], list[tuple[Any, dict[str, Any]]]]
 
 
 def check_late_window(value: Any) -> float:
@@ -221,19 +210,17 @@ class ColocationTracker(RunningSetView):
         self.max_rate = self._proj.max_rate
         self._is_rate = extractor.target == "rate"
         self._lock = threading.RLock()
-        # The device's one running set, its clock included, is the timeline state's; the tracker adds the
-        # remaining solo work of each running execution and integrates it whenever the clock moves.
+        # The device's one running set, its clock included, is the timeline state's (the features' columns);
+        # the projection's remaining work and the entities register their columns and hooks on it, so an
+        # event is undone, for all three, by the set's snapshot and restore.
         self._set = self._state.running_set
-        self._set.register("rem", ())
-        self._set.on_clock(self._integrate)
-        # the entities of the running set, folded on the same clock
+        self._work = RemainingWork(self._set, self._predict_rates)
         self._ents = (RunningEntities(extractor.aggregation, alpha=getattr(extractor, "alpha", 0.5),
                                       key=get_tags(predictor).entity_key, running_set=self._set)
                       if uses_entities else None)
-        self._rates: np.ndarray | None = None   # predicted rates of the current running set (lazy)
         self.late_window_ms = check_late_window(late_window_ms)
-        # events of the late window, each with the state before it, to replay a late finish over
-        self._log: list[tuple[float, str, tuple[Any, ...], _Saved]] = []
+        # events of the late window, each with the running set's snapshot before it, to replay a late finish over
+        self._log: list[tuple[float, str, tuple[Any, ...], tuple[Any, ...]]] = []
         self._log_floor = -math.inf            # latest time of an event dropped from the log
 
     # ------------------------------------------------------------------ reading
@@ -260,38 +247,17 @@ class ColocationTracker(RunningSetView):
         with self._lock:
             now = self._set.now
             tf = (0.0 if now is None else now) if t is None else check_time(t, "remaining_ms", now)
-            rem = self._rem_at(tf)
+            rem = self._work.at(tf)
             return {id: float(rem[a]) for a, id in enumerate(self._set.ids)}
 
     # ------------------------------------------------------------------ internals
     def _names(self) -> list[str] | None:
         """Entity names of the running set (None when the predictor takes no entities)."""
-        return None if self._ents is None else self._ents.names(self._set.ids)
+        return None if self._ents is None else self._ents.running_names()
 
-    def _current_rates(self) -> np.ndarray:
-        if self._rates is None:
-            k = len(self._set)
-            self._rates = self._proj.rates(np.ascontiguousarray(self._set.demand[:k]), self._names())
-        return self._rates
-
-    def _rem_at(self, t: float, rates: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray:
-        """Remaining solo work at ``t`` (floored), integrated at ``rates`` (default: the current ones) into ``out``."""
-        k = len(self._set)
-        rem = self._set.column("rem")[:k].copy() if out is None else out
-        now = self._set.now
-        if k and now is not None and t > now:
-            rem -= (self._current_rates() if rates is None else rates) * (t - now)
-            np.maximum(rem, TRACKER_MIN_REMAINING * self._set.solo[:k], out=rem)
-        return rem
-
-    def _integrate(self, old: float | None, new: float) -> None:
-        """The running set's clock moves from ``old`` to ``new``, before the event changes the set: integrate the
-        remaining work up to ``new`` at the current rates (the event's caller computed them first)."""
-        k = len(self._set)
-        if k and old is not None and new > old:
-            rem = self._set.column("rem")[:k]
-            rem -= self._current_rates() * (new - old)
-            np.maximum(rem, TRACKER_MIN_REMAINING * self._set.solo[:k], out=rem)
+    def _predict_rates(self) -> np.ndarray:
+        """The predicted, clamped rates of the running set as it is now (the remaining work's rate source)."""
+        return self._proj.rates(np.ascontiguousarray(self._set.demand[: len(self._set)]), self._names())
 
     # ------------------------------------------------------------------ events
     def start(self, id: Any, model: str, batch_size: int, t: float, *, share: float = DEFAULT_SHARE) -> None:
@@ -308,15 +274,11 @@ class ColocationTracker(RunningSetView):
             self._record("start", (id, model, batch_size, t, share), t)
 
     def _start_core(self, id: Any, model: str, batch_size: int, t: float, share: float) -> None:
-        self._current_rates()   # may raise (predictor); nothing changed yet; the clock hook integrates at them
+        self._work.rates()   # may raise (predictor); nothing changed yet; the clock hook integrates at them
         # validates and raises before changing anything; then moves the clock (remaining work integrated up
-        # to t) and adds the execution to the running set
+        # to t, entities folded) and adds the execution to the running set (whose hooks give it all of its
+        # solo work and its entity)
         self._state.start(id, model, batch_size, t, share=share)
-        if self._ents is not None:
-            self._ents.start(id, model, batch_size, float(t))
-        a = self._set.slot(id)
-        self._set.column("rem")[a] = self._set.solo[a]   # all of its solo work is left
-        self._rates = None
 
     def advance(self, t: float) -> None:
         """Move the clock to ``t`` (ms) without an event: nothing may be stamped before ``t`` afterwards
@@ -335,20 +297,22 @@ class ColocationTracker(RunningSetView):
             self._record("advance", (tf,), tf)
 
     def _advance_core(self, tf: float) -> None:
-        self._current_rates()
+        self._work.rates()
         self._state.advance(tf)      # the clock hooks integrate the remaining work and fold the entities up to tf
 
     def _end_core(self, id: Any, tf: float) -> tuple[FinishedExecution, dict[str, Any]]:
         """``id`` leaves the running set at ``tf``: its features and the predictor's extra arguments."""
-        self._current_rates()
+        self._work.rates()
+        kw: dict[str, Any] = {}
+        if self._ents is not None:   # its entities, aggregated over its timeline like its features
+            # the clock moves first (the hooks integrate the remaining work and fold the entities up to tf):
+            # nothing else can fail before the finish, and an event that fails is undone by the set
+            self._state.advance(tf)
+            own, co = self._ents.row(id)
+            kw = {"entities": Entities.from_lists([own], [co])}
         # validates time and raises before changing anything; then the clock hook integrates the remaining
         # work up to tf and the execution leaves the running set
         done = self._state.finish(id, tf)
-        kw: dict[str, Any] = {}
-        if self._ents is not None:   # its entities, aggregated over its timeline like its features
-            own, co = self._ents.finish(id, tf)
-            kw = {"entities": Entities.from_lists([own], [co])}
-        self._rates = None
         return done, kw
 
     def _apply(self, kind: str, args: tuple[Any, ...]) -> Any:
@@ -358,29 +322,11 @@ class ColocationTracker(RunningSetView):
             return self._end_core(*args)
         return self._advance_core(*args)
 
-    def _snapshot(self) -> _Saved:
-        """The state before an event, as the late-window log keeps it (not the log itself): the running set's own
-        snapshot, and the other attributes of the objects that share it."""
-        own = snapshot_state(self)
-        del own["_log"], own["_log_floor"]
-        state = snapshot_state(self._state)
-        del state["_profile_cache"]   # valid at any time; kept as it is
-        return self._set.snapshot(), [(self, own), (self._state, state)] + (
-            [] if self._ents is None else [(self._ents, snapshot_state(self._ents))])
-
-    def _restore(self, saved: _Saved) -> None:
-        """Back to ``saved`` (which stays as it is, for another restore)."""
-        token, attrs = saved
-        self._set.restore(token)
-        for obj, values in attrs:
-            obj.__dict__.update(values)
-            obj.__dict__.update(snapshot_state(obj))   # own copies: the saved ones stay as they were
-
     def _record(self, kind: str, args: tuple[Any, ...], t: Any) -> Any:
         """Apply one event; with a late window, log it with the state before it and forget what left the window."""
         if self.late_window_ms <= 0:
             return self._apply(kind, args)
-        saved = self._snapshot()
+        saved = self._set.snapshot()   # the whole state an event changes: features, remaining work, entities
         out = self._apply(kind, args)
         log = self._log
         log.append((float(t), kind, args, saved))
@@ -420,23 +366,21 @@ class ColocationTracker(RunningSetView):
         i = next(j for j, entry in enumerate(self._log) if entry[0] > tf)
         later = self._log[i:]
         del self._log[i:]
-        self._restore(later[0][3])
+        self._set.restore(later[0][3])
         out = self._record("end", (id, tf), tf)
         for te, kind, args, _ in later:
             self._record(kind, args, te)
         return out
 
     def _atomic(self, call: Any, *args: Any) -> Any:
-        """``call(*args)``, undone entirely when it raises."""
-        saved = (self._set.snapshot(),
-                 [(obj, snapshot_state(obj)) for obj in (self, self._state, self._ents) if obj is not None])
+        """``call(*args)``, undone entirely when it raises: the device's state by the running set, which holds all
+        of what an event changes, and the late window's log of events (a late finish replays it) by its copy."""
+        saved, log, floor = self._set.snapshot(), self._log[:], self._log_floor
         try:
             return call(*args)
         except BaseException:
-            token, attrs = saved
-            self._set.restore(token)
-            for obj, values in attrs:
-                obj.__dict__.update(values)
+            self._set.restore(saved)
+            self._log, self._log_floor = log, floor
             raise
 
     def finish(self, id: Any, t: float) -> FinishResult:
@@ -593,7 +537,7 @@ class ColocationTracker(RunningSetView):
             dem = np.empty((n, 3))
             dem[:k] = self._set.demand[:k]
             rem = np.empty(n)
-            rem[:k] = self._rem_at(tf)
+            rem[:k] = self._work.at(tf)
             ids = self._set.ids
             names = self._names()
             for j, (cid, model, batch, prof) in enumerate(parse_candidates(cands, self._set,
@@ -649,10 +593,10 @@ class ColocationTracker(RunningSetView):
             rs = self._set
             k = len(rs)
             w, b, lo = self._proj.affine()
-            rates = self._current_rates().copy()
+            rates = self._work.rates().copy()
             spec = self.extractor.compiled_spec
             return ProjectionInputs(tuple(rs.ids), rs.demand[:k].copy(), rs.solo[:k].copy(),
-                                    rs.column("rem")[:k].copy(), rates, 0.0 if rs.now is None else rs.now,
+                                    self._work.current().copy(), rates, 0.0 if rs.now is None else rs.now,
                                     rs.now, w, b, lo,
                                     spec.map_id, spec.combine_id, self._is_rate, self.min_rate, self.max_rate)
 

@@ -14,7 +14,9 @@ change only when a member finishes. The modules differ in what they know about t
 * :mod:`~interfpred.serving.projection.entity`: a predictor with per-entity terms (such as
   :class:`~interfpred.EntityRLS`), compiled;
 * :mod:`~interfpred.serving.projection.projector`: :class:`RunningSetProjector`, which holds one
-  predictor and picks the fastest of these paths it allows (the tracker owns one).
+  predictor and picks the fastest of these paths it allows (the tracker owns one);
+* :mod:`~interfpred.serving.projection.remaining`: the state a projection starts from, each running
+  execution's remaining solo work and the predicted rates, kept on the device's running set.
 """
 
 from interfpred.serving.projection.affine import ProjectionInputs, project_affine
