@@ -14,6 +14,7 @@ import numpy as np
 from numba import types as nbt
 
 from interfpred._core.jit import CompiledEntries, njit
+from interfpred.predictors._linear_buffers import rls_predict_one, rls_update_one
 from interfpred.predictors._status import BAD_X, MISSING, OK, ROW_FACTOR
 from interfpred.predictors.entity_rls._entity_steps import (
     ENT_ALONE_IS_SOLO,
@@ -35,7 +36,7 @@ from interfpred.predictors.entity_rls._entity_steps import (
 )
 from interfpred.predictors.entity_rls._tables import count_missing, row_missing
 
-__all__ = ["check_rows", "update_rows", "predict_rows", "update_one", "predict_one", "FAST"]
+__all__ = ["check_rows", "update_rows", "predict_rows", "update_one", "predict_one", "prequential_rows", "FAST"]
 
 
 @njit(cache=True)
@@ -183,6 +184,57 @@ def predict_one(g, est, etab, ptab, vmap, x, own, co, w):
     return math.exp(s) if g[ENT_LOG_TARGET] != 0.0 else s
 
 
+@njit(cache=True)
+def prequential_rows(g, est, P, etab, ptab, vmap, X, y, own, indptr, co, w, start, create, evidence, bbuf,
+                     blend, backoff_evidence, scale, out):
+    """From row ``start`` on: predict each row into ``out``, then learn it, as ``predict`` then ``update``
+    do row by row (:func:`predict_one` and :func:`update_one`, and with ``blend`` the backoff: an RLS
+    state ``bbuf`` blended in with weight ``1 - min(1, evidence / backoff_evidence)``, scaled by
+    ``scale``, then taught the row with the evidence counted), with the same arithmetic.
+
+    Stops before a row that names something new (``create`` as for :func:`update_one`) or that is
+    refused, and returns its index (the caller takes it row by row); ``X.shape[0]`` when every row
+    is done; ``-1 - i`` when the backoff refused row ``i`` after the entity model learned it.
+    """
+    n = X.shape[0]
+    alone_solo = g[ENT_ALONE_IS_SOLO] != 0.0
+    for i in range(start, n):
+        lo, hi = indptr[i], indptr[i + 1]
+        cw = co[lo:hi]
+        ww = w[lo:hi]
+        x = X[i]
+        o = own[i]
+        if create > 0 and row_missing(etab, ptab, vmap, o, cw, create > 1):
+            return i
+        if check_entity_row(g, x, y[i]) != OK:
+            return i
+        v = predict_one(g, est, etab, ptab, vmap, x, o, cw, ww)
+        wsum = 0.0
+        for k in range(hi - lo):
+            wsum += ww[k]
+        alone = not wsum > 0.0
+        e0 = vmap[o, 0]
+        e1 = vmap[o, 1]
+        if blend:
+            ev = max(evidence[e0] if e0 >= 0 else 0.0, evidence[e1] if e1 >= 0 else 0.0)
+            a = min(1.0, ev / backoff_evidence)
+            if a < 1.0 and v == v and not (alone_solo and alone):
+                v = a * v + (1.0 - a) * scale * rls_predict_one(bbuf, x)
+        if v - v != 0.0:
+            return i
+        out[i] = v
+        if update_one(g, est, P, etab, ptab, vmap, x, y[i], o, cw, ww, 0) != OK:
+            return i
+        if blend and not (alone_solo and alone):
+            if e0 >= 0:
+                evidence[e0] += 1.0
+            if e1 >= 0:
+                evidence[e1] += 1.0
+            if rls_update_one(bbuf, x, y[i]) != OK:
+                return -1 - i
+    return n
+
+
 _F1 = nbt.Array(nbt.float64, 1, "C")
 _F2 = nbt.Array(nbt.float64, 2, "C")
 _F2A = nbt.Array(nbt.float64, 2, "A")
@@ -198,4 +250,6 @@ FAST = CompiledEntries({
     "update_one": (update_one, (_F1, _F2, _F2, _I2, _I2, _I2, _ROW, nbt.float64, nbt.int64, _I1, _F1, nbt.int64)),
     "predict_one": (predict_one, (_F1, _F2, _I2, _I2, _I2, _ROW, nbt.int64, _I1, _F1)),
     "count_missing": (count_missing, (_I2, _I2, _I2, _I1, _I1, _I1, nbt.boolean)),
+    "prequential_rows": (prequential_rows, (_F1, _F2, _F2, _I2, _I2, _I2, _F2A, _F1, _I1, _I1, _I1, _F1, nbt.int64,
+                                            nbt.int64, _F1, _F1, nbt.boolean, nbt.float64, nbt.float64, _F1)),
 })

@@ -168,6 +168,52 @@ class EntityStore:
         ET.pair_put(self._ptab, eo, ec, p)
         self._n_pairs += 1
 
+    def _new_pairs(self, pairs: list[tuple[int, int]]) -> None:
+        """:meth:`_new_pair` of each (own, co) of ``pairs`` in order, the parameters made in one step: the same
+        parameters and table entries (the table may be laid out otherwise: it grows once)."""
+        k = len(pairs)
+        var = self._var["pair_var"]
+        full = self._is_full()
+        m = int(self._g[EK.N_WEIGHTS])
+        if k < 2 or (full and self.covariance == "auto" and m + self._np + k > ENTITY_FULL_MAX_PARAMS):
+            for a, b in pairs:       # few, or the joint covariance gives way to blocks among them: one by one
+                self._new_pair(a, b)
+            return
+        need = 2 * (self._n_pairs + k)
+        if need > self._ptab.shape[0]:
+            old = self._ptab
+            size = old.shape[0]
+            while need > size:
+                size *= 2
+            self._ptab = np.full((size, 3), -1, dtype=np.int64)
+            for a, b, q in old[old[:, 0] >= 0].tolist():
+                ET.pair_put(self._ptab, a, b, q)
+        p0 = self._np
+        off = m if full else 0
+        cap = self._est.shape[1]
+        if off + p0 + k > cap:
+            new_cap = cap
+            while off + p0 + k > new_cap:
+                new_cap *= 2
+            est = np.zeros((4, new_cap))
+            est[:, :cap] = self._est
+            self._est = est
+            if full:
+                P = np.zeros((new_cap, new_cap))
+                P[:cap, :cap] = self._P
+                self._P = P
+        cols = np.arange(off + p0, off + p0 + k)
+        self._est[EK.EST_MEAN, cols] = 0.0
+        self._est[EK.EST_INFO, cols] = 1.0 / var
+        self._est[EK.EST_PRIOR_INFO, cols] = 1.0 / var
+        if full:
+            self._P[cols, cols] = var
+            self._g[EK.ENT_N_FULL] = off + p0 + k
+        self._np = p0 + k
+        for j, (a, b) in enumerate(pairs):
+            ET.pair_put(self._ptab, a, b, p0 + j)
+        self._n_pairs += k
+
     def _pairs(self) -> np.ndarray:
         """(own, co, parameter) of every pair term, in order of creation."""
         rows = self._ptab[self._ptab[:, 0] >= 0]
@@ -249,9 +295,8 @@ class EntityStore:
                 self._new_entity(name)
         vmap = self._vmap_for(ent)
         if want_pairs:
-            for a, b in dict.fromkeys(map(tuple, ET.pair_missing(self._ptab, vmap, ent.own, ent.indptr,
-                                                                 ent.co).tolist())):
-                self._new_pair(a, b)
+            self._new_pairs(list(dict.fromkeys(map(tuple, ET.pair_missing(self._ptab, vmap, ent.own, ent.indptr,
+                                                                          ent.co).tolist()))))
 
     # ------------------------------------------------------------------ read-only views
     def _need(self, what: str) -> None:

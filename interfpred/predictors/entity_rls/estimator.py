@@ -483,6 +483,50 @@ class EntityRLS(EntityStore, BasePredictor):
                 v = a * v + (1.0 - a) * self._scale * self._backoff.predict(x)
         return v
 
+    def _prequential(self, X: np.ndarray, y: np.ndarray, ent: Entities, *, create_first: bool = False) -> np.ndarray:
+        """Predict each row, then learn it, in order: what ``predict`` then ``update`` give row by row, to
+        the bit, for a fitted predictor on checked float64 rows ``X`` (n, d), ``y`` (n,) and entities.
+
+        Rows that name nothing new run in one compiled call (:func:`~interfpred.predictors.entity_rls._rows.
+        prequential_rows`, the RLS backoff's blend and learning included); a row that names something
+        new, or that a step refuses, goes through ``predict`` and ``update`` (which create, or word the
+        refusal), and the compiled run goes on after it.
+
+        ``create_first`` creates every entity and pair the rows name before the first row, where that
+        changes no prediction: with the decoupled covariance (an entity parameter changes only when a
+        row touches it) and no latent factors (a new parameter starts at 0, as an unknown one counts).
+        The predictions are then the same to the bit and the whole run is one compiled call; the state
+        holds the same values, its parameters numbered in another order. Elsewhere it is ignored.
+        """
+        n = X.shape[0]
+        out = np.empty(n)
+        if (create_first and self._g is not None and self.entity_terms and not self._is_full()
+                and not (int(self.rank) and self._var["factor_var"] > 0)):
+            self._create_missing(ent)
+        rows = ent.split_rows()
+        backoff = self._backoff
+        fast = (self._g is not None and isinstance(backoff, RLS) and backoff._buf is not None
+                and X.dtype == np.float64 and X.flags.c_contiguous)
+        i = 0
+        while i < n:
+            if fast:
+                blend = bool(self._backs_off)
+                j = int(_FAST.prequential_rows(self._g, self._est, self._P, self._etab, self._ptab,
+                                               self._vmap_for(ent), X, y, ent.own, ent.indptr, ent.co, ent.weight,
+                                               i, self._create, self._evidence, backoff._buf, blend,
+                                               float(self.backoff_evidence), float(self._scale), out))
+                if j < 0:                  # the entity model learned row -1 - j; its backoff refused it
+                    backoff.update(X[-1 - j], float(y[-1 - j]))
+                    i = -j
+                    continue
+                if j >= n:
+                    break
+                i = j
+            out[i] = self.predict(X[i], entities=rows[i])
+            self.update(X[i], float(y[i]), entities=rows[i])
+            i += 1
+        return out
+
     # -- the backoff: a features-only RLS beside the entity model, for rows of little evidence ---
     @property
     def _backs_off(self) -> bool:
