@@ -519,3 +519,85 @@ def test_compiled_prequential_run_equals_predict_then_update_row_by_row(params):
     r = EntityRLS(tune_priors=False, **params).fit(X[:120], y[:120], entities=ent.take(np.arange(120)))
     assert np.array_equal(r._prequential(np.ascontiguousarray(X[120:]), np.ascontiguousarray(y[120:]), tail,
                                          create_first=True), want)
+
+
+@pytest.mark.parametrize("params", [
+    {"target": "rate", "covariance": "blocks"},
+    {"covariance": "blocks", "backoff_evidence": 3.0, "alone_is_solo": False},
+    {"covariance": "blocks", "backoff": "no_interference", "hierarchy": False},
+    {"covariance": "blocks", "log_target": False, "backoff_evidence": 0.0},
+    {"covariance": "blocks", "rank": 2},                  # latent factors: the loop
+    {"target": "slowdown"},                                 # the joint covariance, all along
+    {"target": "rate", "covariance": "full", "backoff_evidence": 2.0},
+])
+def test_learn_runs_equals_the_loop_of_predict_then_update(params):
+    # runs of two or three rows, new models and pairs among them, lone rows: the same predictions to the
+    # bit, and afterwards the same predictions everywhere (the same learned values)
+    from interfpred.predictors.base import BasePredictor
+
+    X1, y1, e1 = _stream(120, seed=41, alone_share=0.2)
+    X2, y2, e2 = _stream(150, seed=42, alone_share=0.2, names=NAMES + ["late1", "late2"])
+    X, y = np.vstack([X1, X2]), np.concatenate([y1, y2])
+    rows_of = [e1.row(i) for i in range(120)] + [e2.row(i) for i in range(150)]
+    ent = Entities.from_lists([o for o, _ in rows_of], [c for _, c in rows_of])
+    p = EntityRLS(tune_priors=False, **params).fit(X[:120], y[:120], entities=ent.take(np.arange(120)))
+    q = copy.deepcopy(p)
+    test = np.arange(120, 270)
+    rng = np.random.default_rng(5)
+    cuts = np.sort(rng.choice(np.arange(1, 150), 60, replace=False))
+    runs = [test[a:b] for a, b in zip([0, *cuts], [*cuts, 150])]
+    runs = [runs[i] for i in rng.permutation(len(runs))]
+    Xc, yc = np.ascontiguousarray(X), np.ascontiguousarray(y)
+    got = p.learn_runs(Xc, yc, runs, entities=ent)[test]
+    want = BasePredictor.learn_runs(q, Xc, yc, runs, entities=ent)[test]
+    assert np.array_equal(got, want)
+    assert p.to_state() == q.to_state()
+
+
+def test_learn_runs_refusal_leaves_the_state_and_raises_as_update():
+    from interfpred.errors import InterfpredError
+
+    X, y, ent = _stream(80, seed=43)
+    p = EntityRLS(tune_priors=False, covariance="blocks").fit(X[:40], y[:40], entities=ent.take(np.arange(40)))
+    before = p.to_state()
+    y_bad = y.copy()
+    y_bad[60] = -1.0
+    runs = [np.arange(40, 50), np.arange(50, 65), np.arange(65, 80)]
+    with pytest.raises(InterfpredError):
+        p.learn_runs(np.ascontiguousarray(X), y_bad, runs, entities=ent)
+    q = EntityRLS(tune_priors=False, covariance="blocks").fit(X[:40], y[:40], entities=ent.take(np.arange(40)))
+    q.learn_runs(np.ascontiguousarray(X), y_bad, runs[:1], entities=ent)      # the loop learned the first run
+    assert p.to_state() == q.to_state() and before != p.to_state()
+
+
+def test_learn_runs_where_the_joint_covariance_gives_way_to_blocks_is_the_loop(monkeypatch):
+    import interfpred.predictors.entity_rls._store as store
+    from interfpred.predictors.base import BasePredictor
+
+    monkeypatch.setattr(store, "ENTITY_FULL_MAX_PARAMS", 70)
+    X, y, ent = _stream(200, seed=44, names=[f"m{i}" for i in range(9)])
+    p = EntityRLS(tune_priors=False, population="joint").fit(X[:30], y[:30], entities=ent.take(np.arange(30)))
+    assert p._is_full()                        # still the joint covariance
+    q = copy.deepcopy(p)
+    runs = [np.arange(a, min(a + 3, 200)) for a in range(30, 200, 3)]
+    got = p.learn_runs(np.ascontiguousarray(X), y, runs, entities=ent)
+    want = BasePredictor.learn_runs(q, np.ascontiguousarray(X), y, runs, entities=ent)
+    assert np.array_equal(got[30:], want[30:]) and p.to_state() == q.to_state()
+    assert not p._is_full()                    # blocks by the end
+
+
+def test_learn_runs_refuses_non_physical_rows_as_update_does():
+    from interfpred.errors import InterfpredError
+    from interfpred.predictors.base import BasePredictor
+
+    X, y, ent = _stream(60, seed=45)
+    y_big = y.copy()
+    y_big[50] = 5000.0
+    runs = [np.arange(30, 45), np.arange(45, 60)]
+    p = EntityRLS(tune_priors=False, covariance="blocks").fit(X[:30], y[:30], entities=ent.take(np.arange(30)))
+    q = copy.deepcopy(p)
+    with pytest.raises(InterfpredError, match="non-physical"):
+        p.learn_runs(np.ascontiguousarray(X), y_big, runs, entities=ent)
+    with pytest.raises(InterfpredError, match="non-physical"):
+        BasePredictor.learn_runs(q, np.ascontiguousarray(X), y_big, runs, entities=ent)
+    assert p.to_state() == q.to_state()

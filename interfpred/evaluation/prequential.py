@@ -177,10 +177,5 @@ def prequential_runs(predictor: BasePredictor, X: np.ndarray, y: np.ndarray, run
     if not predictor.tags.learns_online:
         return np.asarray(call(predictor, "predict", X, entities=entities), dtype=np.float64).reshape(-1)
     _, first = np.unique(codes, return_index=True)
-    out = np.empty(n)
-    for code in codes[np.sort(first)]:
-        rows = np.flatnonzero(codes == code)
-        ent = None if entities is None else entities.take(rows)
-        out[rows] = call(predictor, "predict", X[rows], entities=ent)
-        call(predictor, "update", X[rows], y[rows], entities=ent)
-    return out
+    runs = [np.flatnonzero(codes == code) for code in codes[np.sort(first)]]
+    return np.asarray(predictor.learn_runs(X, y, runs, entities=entities), dtype=np.float64)

@@ -348,6 +348,29 @@ class BasePredictor(abc.ABC):
                     return
         self._update_checked(X, y, entities)
 
+    def learn_runs(self, X: np.ndarray, y: np.ndarray, runs: list[np.ndarray], *,
+                   entities: Entities | None = None) -> np.ndarray:
+        """Predict the rows of each run (``runs``: row indices, in the order the runs come) with what the
+        runs before taught, then learn them (a run's members finish together); the predictions (n,).
+
+        ``X`` and ``y`` are float64 arrays of every row and ``entities`` (one per row) is passed on only
+        to a predictor with ``tags.uses_entities``. The loop of ``predict`` then ``update`` per run; a
+        predictor may run it compiled, with the same numbers. Refused rows raise as ``update`` does.
+
+        Examples
+        --------
+        >>> from interfpred.predictors import RLS
+        >>> RLS().learn_runs(np.ones((4, 1)), np.full(4, 2.0), [np.array([0, 1]), np.array([2, 3])]).round(2)
+        array([1., 1., 2., 2.])
+        """
+        use = entities if self.tags.uses_entities else None
+        out = np.empty(X.shape[0])
+        for rows in runs:
+            ent = None if use is None else use.take(rows)
+            out[rows] = self.predict(X[rows], entities=ent)
+            self.update(X[rows], y[rows], entities=ent)
+        return out
+
     @classmethod
     def _fast_paths(cls) -> tuple[Any, Any]:
         """``(predict, update)``: the compiled entry points over ``_buf`` of a predictor that keeps one

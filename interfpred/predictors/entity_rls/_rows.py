@@ -36,7 +36,8 @@ from interfpred.predictors.entity_rls._entity_steps import (
 )
 from interfpred.predictors.entity_rls._tables import count_missing, row_missing
 
-__all__ = ["check_rows", "update_rows", "predict_rows", "update_one", "predict_one", "prequential_rows", "FAST"]
+__all__ = ["check_rows", "update_rows", "predict_rows", "update_one", "predict_one", "prequential_rows", "prequential_runs",
+           "FAST"]
 
 
 @njit(cache=True)
@@ -235,6 +236,72 @@ def prequential_rows(g, est, P, etab, ptab, vmap, X, y, own, indptr, co, w, star
     return n
 
 
+@njit(cache=True)
+def prequential_runs(g, est, P, etab, ptab, vmap, X, y, own, indptr, co, w, order, bounds, need, evidence, bbuf,
+                     blend, backoff_evidence, scale, out):
+    """Run after run (rows ``order[bounds[r]:bounds[r + 1]]``): predict every row of the run into ``out``
+    with what the runs before taught, then learn the run's rows in order, then count their evidence
+    and teach the backoff (an RLS state ``bbuf``; ``blend`` as for :func:`prequential_rows`): what
+    ``predict`` then ``update`` of the whole run do, with the same arithmetic. Every entity the rows
+    name must exist already; with the joint covariance, ``need[i]`` is the number of parameters it
+    holds when row ``i`` is learned (those created later are left out of the steps until then).
+    Returns -1, or the run at which a row was refused (the caller restores its state and takes the
+    runs one by one, which words the refusal)."""
+    alone_solo = g[ENT_ALONE_IS_SOLO] != 0.0
+    for r in range(bounds.shape[0] - 1):
+        a0, a1 = bounds[r], bounds[r + 1]
+        for q in range(a0, a1):
+            i = order[q]
+            if check_entity_row(g, X[i], y[i]) != OK:
+                return r
+        for q in range(a0, a1):
+            i = order[q]
+            lo, hi = indptr[i], indptr[i + 1]
+            v = predict_one(g, est, etab, ptab, vmap, X[i], own[i], co[lo:hi], w[lo:hi])
+            if blend:
+                wsum = 0.0
+                for k in range(lo, hi):
+                    wsum += w[k]
+                e0 = vmap[own[i], 0]
+                e1 = vmap[own[i], 1]
+                ev = max(evidence[e0] if e0 >= 0 else 0.0, evidence[e1] if e1 >= 0 else 0.0)
+                a = min(1.0, ev / backoff_evidence)
+                if a < 1.0 and not (alone_solo and not wsum > 0.0):
+                    v = a * v + (1.0 - a) * scale * rls_predict_one(bbuf, X[i])
+            out[i] = v
+        for q in range(a0, a1):
+            i = order[q]
+            lo, hi = indptr[i], indptr[i + 1]
+            if need[i] > g[ENT_N_FULL]:
+                g[ENT_N_FULL] = need[i]
+            if update_one(g, est, P, etab, ptab, vmap, X[i], y[i], own[i], co[lo:hi], w[lo:hi], 0) != OK:
+                return r
+        if blend:
+            for q in range(a0, a1):
+                i = order[q]
+                wsum = 0.0
+                for k in range(indptr[i], indptr[i + 1]):
+                    wsum += w[k]
+                if alone_solo and not wsum > 0.0:
+                    continue
+                e0 = vmap[own[i], 0]
+                e1 = vmap[own[i], 1]
+                if e0 >= 0:
+                    evidence[e0] += 1.0
+                if e1 >= 0:
+                    evidence[e1] += 1.0
+            for q in range(a0, a1):
+                i = order[q]
+                wsum = 0.0
+                for k in range(indptr[i], indptr[i + 1]):
+                    wsum += w[k]
+                if alone_solo and not wsum > 0.0:
+                    continue
+                if rls_update_one(bbuf, X[i], y[i]) != OK:
+                    return r
+    return -1
+
+
 _F1 = nbt.Array(nbt.float64, 1, "C")
 _F2 = nbt.Array(nbt.float64, 2, "C")
 _F2A = nbt.Array(nbt.float64, 2, "A")
@@ -250,6 +317,8 @@ FAST = CompiledEntries({
     "update_one": (update_one, (_F1, _F2, _F2, _I2, _I2, _I2, _ROW, nbt.float64, nbt.int64, _I1, _F1, nbt.int64)),
     "predict_one": (predict_one, (_F1, _F2, _I2, _I2, _I2, _ROW, nbt.int64, _I1, _F1)),
     "count_missing": (count_missing, (_I2, _I2, _I2, _I1, _I1, _I1, nbt.boolean)),
+    "prequential_runs": (prequential_runs, (_F1, _F2, _F2, _I2, _I2, _I2, _F2A, _F1, _I1, _I1, _I1, _F1, _I1, _I1,
+                                            _I1, _F1, _F1, nbt.boolean, nbt.float64, nbt.float64, _F1)),
     "prequential_rows": (prequential_rows, (_F1, _F2, _F2, _I2, _I2, _I2, _F2A, _F1, _I1, _I1, _I1, _F1, nbt.int64,
                                             nbt.int64, _F1, _F1, nbt.boolean, nbt.float64, nbt.float64, _F1)),
 })

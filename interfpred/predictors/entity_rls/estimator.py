@@ -48,9 +48,11 @@ from interfpred.constants import (
     ENTITY_PAIR_VAR,
     ENTITY_SENSITIVITY_VAR,
     ENTITY_TUNE_MIN_ROWS,
+    FEATURE_ABS_MAX,
     PRIOR_SLOWDOWN,
     RLS_DELTA,
     RLS_FORGETTING,
+    TARGET_ABS_MAX,
 )
 from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
@@ -482,6 +484,110 @@ class EntityRLS(EntityStore, BasePredictor):
             if a < 1.0 and v == v and not (self.alone_is_solo and not entities.weight.sum() > 0.0):
                 v = a * v + (1.0 - a) * self._scale * self._backoff.predict(x)
         return v
+
+    def learn_runs(self, X: np.ndarray, y: np.ndarray, runs: list[np.ndarray], *,
+                   entities: Entities | None = None) -> np.ndarray:
+        """:meth:`BasePredictor.learn_runs` in one compiled call, with the same numbers, for a fitted
+        predictor without latent factors, given entities and (if it blends one in) a fitted RLS backoff.
+
+        Every entity and pair the rows name is created first, in the order the loop creates them (run
+        by run; with the joint covariance row by row): a new parameter starts at 0, as an unknown one
+        counts, so no prediction changes; with the decoupled covariance a parameter changes only when a
+        row touches it, and the joint covariance takes each new parameter into its steps when the loop
+        would have created it.
+        The predictions and the state are those of the loop to the bit. Anything else (latent factors,
+        a joint covariance that would give way to blocks on the way, other backoffs) runs the loop, as
+        does a refused row after the state is restored (the loop raises as ``update`` does).
+
+        Examples
+        --------
+        >>> ent = Entities.from_lists(list("abab"), [{"b": 1.0}, {"a": 1.0}] * 2)
+        >>> p = EntityRLS(tune_priors=False).fit([[0.1], [0.2]], [1.2, 1.4], entities=ent.take([0, 1]))
+        >>> q = copy.deepcopy(p)
+        >>> X, y, runs = np.array([[0.1], [0.2], [0.3], [0.1]]), np.array([1.2, 1.4, 1.3, 1.2]), [np.arange(2), np.arange(2, 4)]
+        >>> bool((p.learn_runs(X, y, runs, entities=ent) == BasePredictor.learn_runs(q, X, y, runs, entities=ent)).all())
+        True
+        """
+        if not self._runs_compile(X, y, runs, entities):
+            return super().learn_runs(X, y, runs, entities=entities)
+        assert entities is not None
+        out = np.empty(X.shape[0])
+        done = 0
+        while done < len(runs):
+            k = self._compiled_runs(X, y, runs[done:], entities, out)
+            if k == 0:      # this run turns the joint covariance into blocks: by the loop, then on compiled
+                rows = runs[done]
+                out[rows] = super().learn_runs(X, y, [rows], entities=entities)[rows]
+                k = 1
+            done += k
+        return out
+
+    def _runs_compile(self, X: np.ndarray, y: np.ndarray, runs: list[np.ndarray], entities: Entities | None) -> bool:
+        """Whether :meth:`learn_runs` can run compiled (its docstring says when)."""
+        backoff = self._backoff
+        if runs and X.ndim == 2 and X.size and y.ndim == 1:
+            rows = np.concatenate(runs)
+            Xr, yr = X[rows], y[rows]
+            # what update refuses as non-physical (check_learnable): the loop words it
+            if not (np.abs(Xr).max() <= FEATURE_ABS_MAX and np.abs(yr).max() <= TARGET_ABS_MAX):
+                return False
+        return not (entities is None or self._g is None or not self.entity_terms
+                    or (int(self.rank) and self._var["factor_var"] > 0) or not runs
+                    or (self._backs_off and not (isinstance(backoff, RLS) and backoff._buf is not None))
+                    or X.dtype != np.float64 or not X.flags.c_contiguous or y.dtype != np.float64
+                    or not y.flags.c_contiguous or X.ndim != 2 or X.shape[1] != self._d)
+
+    def _compiled_runs(self, X: np.ndarray, y: np.ndarray, runs: list[np.ndarray], entities: Entities,
+                       out: np.ndarray) -> int:
+        """The first runs of ``runs`` learned compiled into ``out``: how many (all, or those before the run
+        whose entities turn the joint covariance into blocks; 0 when that is the first). A refused row
+        restores the state and runs the loop over ``runs``, which raises as ``update`` does."""
+        assert self._g is not None       # fitted (_runs_compile)
+        saved = self._snapshot()
+        need = np.zeros(X.shape[0], dtype=np.int64)
+        if self._is_full():
+            # created as the loop creates them, row by row; each row learns with the parameters made by then
+            start = int(self._g[EK.ENT_N_FULL])
+            one = entities.split_rows()
+            for r, rows in enumerate(runs):
+                for i in rows.tolist():
+                    self._create_missing(one[i])
+                    if not self._is_full():        # the joint covariance gave way to blocks in run r
+                        self._restore(saved)
+                        if r == 0:
+                            return 0
+                        saved = self._snapshot()
+                        runs = runs[:r]
+                        for rows2 in runs:
+                            for i2 in rows2.tolist():
+                                self._create_missing(one[i2])
+                                need[i2] = int(self._g[EK.ENT_N_FULL])
+                        break
+                    need[i] = int(self._g[EK.ENT_N_FULL])
+                else:
+                    continue
+                break
+            self._g[EK.ENT_N_FULL] = start
+        else:
+            for rows in runs:      # as the loop creates them: a run's at once
+                self._create_missing(entities.take(rows))
+        order = np.concatenate(runs).astype(np.int64, copy=False)
+        bounds = np.zeros(len(runs) + 1, dtype=np.int64)
+        bounds[1:] = np.cumsum([len(r) for r in runs])
+        blend = bool(self._backs_off)
+        bbuf = self._backoff._buf if blend else _NO_F
+        bad = int(_FAST.prequential_runs(self._g, self._est, self._P, self._etab, self._ptab,
+                                         self._vmap_for(entities), X, y, entities.own, entities.indptr,
+                                         entities.co, entities.weight, order, bounds, need, self._evidence, bbuf,
+                                         blend, float(self.backoff_evidence), float(self._scale), out))
+        if bad >= 0:       # a refused row: as the loop, which words it
+            self._restore(saved)
+            got = super().learn_runs(X, y, runs, entities=entities)
+            out[order] = got[order]
+            return len(runs)
+        if self._is_full():
+            self._g[EK.ENT_N_FULL] = max(int(self._g[EK.ENT_N_FULL]), int(need.max()))
+        return len(runs)
 
     def _prequential(self, X: np.ndarray, y: np.ndarray, ent: Entities, *, create_first: bool = False) -> np.ndarray:
         """Predict each row, then learn it, in order: what ``predict`` then ``update`` give row by row, to
