@@ -350,7 +350,8 @@ def finalize(acc, wsum, seen, me, map_id, combine_id, agg_id):
     if not seen:
         dem = np.empty((1, N_RESOURCES), dtype=np.float64)
         dem[0] = me
-        dq, top, tot = _set_stats(dem, 1, combine_id)
+        # dem.shape[0] (1), not a literal 1: a literal compiles _set_stats apart from its other callers'
+        dq, top, tot = _set_stats(dem, dem.shape[0], combine_id)
         _phi(dem, dq, 0, top, tot, 1, map_id, combine_id, acc)
     elif agg_id == AGG_TIME_WEIGHTED:
         for f in range(acc.shape[0]):
@@ -521,7 +522,8 @@ def stream_close(acc, wsum, seen, cur, settled, k, dur):
     it (``settled``): fold ``dur * cur`` into their TimeWeighted sums, as :func:`features` does."""
     for a in range(k):
         if settled[a]:
-            fold(acc[a], cur[a], not seen[a], dur, AGG_TIME_WEIGHTED, 0.0)
+            # np.int64, not the literal code: the same types as fold's Python callers, one compile
+            fold(acc[a], cur[a], not seen[a], dur, np.int64(AGG_TIME_WEIGHTED), 0.0)
             if seen[a]:
                 wsum[a] += dur
             else:
@@ -554,7 +556,8 @@ def finalize_rows(out, wsum, seen, dem, rows, map_id, combine_id, agg_ids):
         for r in range(rows.shape[0]):
             i = rows[r]
             if not seen[i]:
-                finalize(out[j, i], wsum[i], False, dem[i], map_id, combine_id, agg_ids[j])
+                # seen[i] (False here), not a literal False: the same types as finalize's Python callers, one compile
+                finalize(out[j, i], wsum[i], seen[i], dem[i], map_id, combine_id, agg_ids[j])
             elif tw:
                 w = wsum[i]
                 for f in range(d):
