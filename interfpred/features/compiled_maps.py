@@ -502,7 +502,6 @@ def _sweep_features_body(gcode, start, end, so, eo, dem, map_id, combine_id, agg
     return -1, folded
 
 
-@njit(cache=True)
 def sweep_features(gcode, start, end, so, eo, dem, map_id, combine_id, agg_ids, alphas, max_running):
     """:func:`features` of a trace straight from its events (:func:`sweep_features_into` over the whole
     time line, then finalised), never storing the timeline: ``(out, stop)``."""
@@ -511,9 +510,9 @@ def sweep_features(gcode, start, end, so, eo, dem, map_id, combine_id, agg_ids, 
     wsum = np.zeros(n, dtype=np.float64)
     seen = np.zeros(n, dtype=np.bool_)
     stop, _ = sweep_features_into(gcode, start, end, so, eo, dem, map_id, combine_id, agg_ids, alphas, out, wsum, seen,
-                               -np.inf, np.inf, max_running, _only_static(agg_ids))
+                                  -np.inf, np.inf, max_running, bool(_only_static(agg_ids)))
     finalize_rows(out, wsum, seen, dem, np.arange(n), map_id, combine_id, agg_ids)
-    return out, stop
+    return out, int(stop)
 
 
 @njit(cache=True)
