@@ -445,18 +445,39 @@ def features(seg_start, seg_end, seg_ptr, members, dem, map_id, combine_id, agg_
     return out
 
 
-@njit(cache=True)
 def sweep_features_into(gcode, start, end, so, eo, dem, map_id, combine_id, agg_ids, alphas, out, wsum, seen, t0, t1,
                         max_running, skip_seen):
-    """:func:`_sweep_features_body`, compiled apart for the default and the rich map under the sum combine (the
-    maps the library uses by default), so that their loops are free of the branches on the map and the combine;
-    the arithmetic and its order are the same on every path."""
+    """:func:`_sweep_features_body` through the kernel compiled for the map and combine: the default and the
+    rich map under the sum combine (the maps the library uses by default) each have their own, whose loops
+    are free of the branches on the map and the combine; every other pair takes :func:`_sweep_any`. The
+    arithmetic and its order are the same on every path. Each kernel compiles on its first use, so a
+    process that uses one map compiles one."""
     if combine_id == COMBINE_SUM and map_id == MAP_DEFAULT:
-        return _sweep_features_body(gcode, start, end, so, eo, dem, MAP_DEFAULT, COMBINE_SUM, agg_ids, alphas, out,
-                                    wsum, seen, t0, t1, max_running, skip_seen)
+        return _sweep_default_sum(gcode, start, end, so, eo, dem, agg_ids, alphas, out, wsum, seen, t0, t1,
+                                  max_running, skip_seen)
     if combine_id == COMBINE_SUM and map_id == MAP_RICH:
-        return _sweep_features_body(gcode, start, end, so, eo, dem, MAP_RICH, COMBINE_SUM, agg_ids, alphas, out,
-                                    wsum, seen, t0, t1, max_running, skip_seen)
+        return _sweep_rich_sum(gcode, start, end, so, eo, dem, agg_ids, alphas, out, wsum, seen, t0, t1, max_running,
+                               skip_seen)
+    return _sweep_any(gcode, start, end, so, eo, dem, map_id, combine_id, agg_ids, alphas, out, wsum, seen, t0, t1,
+                      max_running, skip_seen)
+
+
+@njit(cache=True)
+def _sweep_default_sum(gcode, start, end, so, eo, dem, agg_ids, alphas, out, wsum, seen, t0, t1, max_running,
+                       skip_seen):
+    return _sweep_features_body(gcode, start, end, so, eo, dem, MAP_DEFAULT, COMBINE_SUM, agg_ids, alphas, out, wsum,
+                                seen, t0, t1, max_running, skip_seen)
+
+
+@njit(cache=True)
+def _sweep_rich_sum(gcode, start, end, so, eo, dem, agg_ids, alphas, out, wsum, seen, t0, t1, max_running, skip_seen):
+    return _sweep_features_body(gcode, start, end, so, eo, dem, MAP_RICH, COMBINE_SUM, agg_ids, alphas, out, wsum,
+                                seen, t0, t1, max_running, skip_seen)
+
+
+@njit(cache=True)
+def _sweep_any(gcode, start, end, so, eo, dem, map_id, combine_id, agg_ids, alphas, out, wsum, seen, t0, t1,
+               max_running, skip_seen):
     return _sweep_features_body(gcode, start, end, so, eo, dem, map_id, combine_id, agg_ids, alphas, out, wsum, seen,
                                 t0, t1, max_running, skip_seen)
 
