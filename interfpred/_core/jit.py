@@ -66,8 +66,9 @@ from typing import Any
 
 import numba
 import numba.core.config
+import numpy as np
 
-__all__ = ["njit", "compiled_entry", "CompiledEntries", "CACHE_WARNING", "cache_dir"]
+__all__ = ["njit", "compiled_entry", "CompiledEntries", "CACHE_WARNING", "cache_dir", "read_only"]
 
 #: Start of the warning issued (once per process) when kernels cannot be cached on disk.
 CACHE_WARNING = "numba cannot cache interfpred's compiled kernels on disk"
@@ -319,3 +320,25 @@ class CompiledEntries:
         entry = compiled_entry(*specs[name])
         setattr(self, name, entry)
         return entry
+
+
+def read_only(a: np.ndarray) -> np.ndarray:
+    """A read-only view of ``a``, for a kernel that other callers give read-only arrays.
+
+    numba compiles a kernel once per distinct set of argument types, and an array's type
+    includes whether it is writable: a kernel called with a trace's (read-only) columns on one
+    path and with fresh (writable) arrays on another compiles twice, doubling its first-use
+    time. Passing views of one kind on every path compiles it once. The view shares ``a``'s
+    memory; ``a`` itself stays writable.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.zeros(3)
+    >>> v = read_only(a)
+    >>> v.flags.writeable, a.flags.writeable, np.shares_memory(a, v)
+    (False, True, True)
+    """
+    v = a.view()
+    v.flags.writeable = False
+    return v

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from interfpred._core.arrow import require_pyarrow
+from interfpred._core.jit import read_only
 from interfpred.constants import CHUNK_ROWS, MAX_RUNNING_SET, PARQUET_BATCH_ROWS, TIMELINE_MAX_MEMBERS
 from interfpred.data.counters import checked_demands
 from interfpred.data.frames import as_profiles, as_trace
@@ -283,8 +284,10 @@ def _window_segments(s: np.ndarray, e: np.ndarray, t0: float, t1: float) -> tupl
     """The segments of one device's executions ``[s, e)`` that open in ``[t0, t1)``, refused (before
     the sweep allocates more) past the running-set and membership limits."""
     so, eo = _local_orders(s, e)
-    _, seg_start, seg_end, seg_ptr, members, stop = sweep(np.zeros(s.size, dtype=np.int64), s, e, so, eo, s.size,
-                                                             MAX_RUNNING_SET, TIMELINE_MAX_MEMBERS)
+    # Read-only views, like the trace columns build_timeline sweeps: the kernel compiles once for both.
+    gcode, s_ro, e_ro = (read_only(a) for a in (np.zeros(s.size, dtype=np.int64), s, e))
+    _, seg_start, seg_end, seg_ptr, members, stop = sweep(gcode, s_ro, e_ro, so, eo, s.size, MAX_RUNNING_SET,
+                                                          TIMELINE_MAX_MEMBERS)
     if stop >= 0:
         raise InterfpredError(f"more than MAX_RUNNING_SET={MAX_RUNNING_SET} executions run at once on one device "
                               f"at {float(s[stop])!r} ms, or a window's timeline exceeds "
@@ -301,8 +304,10 @@ def _fold_window(s: np.ndarray, e: np.ndarray, dem: np.ndarray, t0: float, t1: f
     accumulators in place, sweeping their events without storing a timeline (memory O(rows + running
     set) at any concurrency, the one-shot arithmetic); returns how many segments it folded."""
     so, eo = _local_orders(s, e)
-    stop, folded = _k.sweep_features_into(np.zeros(s.size, dtype=np.int64), s, e, so, eo, dem, map_id, combine_id,
-                                          agg_ids, alphas, out, wsum, seen, t0, t1, MAX_RUNNING_SET, False)
+    # Read-only views, like the trace columns the one-shot sweep takes: the kernel compiles once for both.
+    gcode, s_ro, e_ro = (read_only(a) for a in (np.zeros(s.size, dtype=np.int64), s, e))
+    stop, folded = _k.sweep_features_into(gcode, s_ro, e_ro, so, eo, dem, map_id, combine_id, agg_ids, alphas, out,
+                                          wsum, seen, t0, t1, MAX_RUNNING_SET, False)
     if stop >= 0:
         raise InterfpredError(f"more than MAX_RUNNING_SET={MAX_RUNNING_SET} executions run at once on {where} "
                               f"at {float(s[stop])!r} ms")

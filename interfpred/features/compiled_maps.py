@@ -350,7 +350,8 @@ def finalize(acc, wsum, seen, me, map_id, combine_id, agg_id):
     if not seen:
         dem = np.empty((1, N_RESOURCES), dtype=np.float64)
         dem[0] = me
-        dq, top, tot = _set_stats(dem, 1, combine_id)
+        # dem.shape[0] (1), not a literal 1: a literal compiles _set_stats apart from its other callers'
+        dq, top, tot = _set_stats(dem, dem.shape[0], combine_id)
         _phi(dem, dq, 0, top, tot, 1, map_id, combine_id, acc)
     elif agg_id == AGG_TIME_WEIGHTED:
         for f in range(acc.shape[0]):
@@ -444,18 +445,39 @@ def features(seg_start, seg_end, seg_ptr, members, dem, map_id, combine_id, agg_
     return out
 
 
-@njit(cache=True)
 def sweep_features_into(gcode, start, end, so, eo, dem, map_id, combine_id, agg_ids, alphas, out, wsum, seen, t0, t1,
                         max_running, skip_seen):
-    """:func:`_sweep_features_body`, compiled apart for the default and the rich map under the sum combine (the
-    maps the library uses by default), so that their loops are free of the branches on the map and the combine;
-    the arithmetic and its order are the same on every path."""
+    """:func:`_sweep_features_body` through the kernel compiled for the map and combine: the default and the
+    rich map under the sum combine (the maps the library uses by default) each have their own, whose loops
+    are free of the branches on the map and the combine; every other pair takes :func:`_sweep_any`. The
+    arithmetic and its order are the same on every path. Each kernel compiles on its first use, so a
+    process that uses one map compiles one."""
     if combine_id == COMBINE_SUM and map_id == MAP_DEFAULT:
-        return _sweep_features_body(gcode, start, end, so, eo, dem, MAP_DEFAULT, COMBINE_SUM, agg_ids, alphas, out,
-                                    wsum, seen, t0, t1, max_running, skip_seen)
+        return _sweep_default_sum(gcode, start, end, so, eo, dem, agg_ids, alphas, out, wsum, seen, t0, t1,
+                                  max_running, skip_seen)
     if combine_id == COMBINE_SUM and map_id == MAP_RICH:
-        return _sweep_features_body(gcode, start, end, so, eo, dem, MAP_RICH, COMBINE_SUM, agg_ids, alphas, out,
-                                    wsum, seen, t0, t1, max_running, skip_seen)
+        return _sweep_rich_sum(gcode, start, end, so, eo, dem, agg_ids, alphas, out, wsum, seen, t0, t1, max_running,
+                               skip_seen)
+    return _sweep_any(gcode, start, end, so, eo, dem, map_id, combine_id, agg_ids, alphas, out, wsum, seen, t0, t1,
+                      max_running, skip_seen)
+
+
+@njit(cache=True)
+def _sweep_default_sum(gcode, start, end, so, eo, dem, agg_ids, alphas, out, wsum, seen, t0, t1, max_running,
+                       skip_seen):
+    return _sweep_features_body(gcode, start, end, so, eo, dem, MAP_DEFAULT, COMBINE_SUM, agg_ids, alphas, out, wsum,
+                                seen, t0, t1, max_running, skip_seen)
+
+
+@njit(cache=True)
+def _sweep_rich_sum(gcode, start, end, so, eo, dem, agg_ids, alphas, out, wsum, seen, t0, t1, max_running, skip_seen):
+    return _sweep_features_body(gcode, start, end, so, eo, dem, MAP_RICH, COMBINE_SUM, agg_ids, alphas, out, wsum,
+                                seen, t0, t1, max_running, skip_seen)
+
+
+@njit(cache=True)
+def _sweep_any(gcode, start, end, so, eo, dem, map_id, combine_id, agg_ids, alphas, out, wsum, seen, t0, t1,
+               max_running, skip_seen):
     return _sweep_features_body(gcode, start, end, so, eo, dem, map_id, combine_id, agg_ids, alphas, out, wsum, seen,
                                 t0, t1, max_running, skip_seen)
 
@@ -501,7 +523,6 @@ def _sweep_features_body(gcode, start, end, so, eo, dem, map_id, combine_id, agg
     return -1, folded
 
 
-@njit(cache=True)
 def sweep_features(gcode, start, end, so, eo, dem, map_id, combine_id, agg_ids, alphas, max_running):
     """:func:`features` of a trace straight from its events (:func:`sweep_features_into` over the whole
     time line, then finalised), never storing the timeline: ``(out, stop)``."""
@@ -510,9 +531,9 @@ def sweep_features(gcode, start, end, so, eo, dem, map_id, combine_id, agg_ids, 
     wsum = np.zeros(n, dtype=np.float64)
     seen = np.zeros(n, dtype=np.bool_)
     stop, _ = sweep_features_into(gcode, start, end, so, eo, dem, map_id, combine_id, agg_ids, alphas, out, wsum, seen,
-                               -np.inf, np.inf, max_running, _only_static(agg_ids))
+                                  -np.inf, np.inf, max_running, bool(_only_static(agg_ids)))
     finalize_rows(out, wsum, seen, dem, np.arange(n), map_id, combine_id, agg_ids)
-    return out, stop
+    return out, int(stop)
 
 
 @njit(cache=True)
@@ -521,7 +542,8 @@ def stream_close(acc, wsum, seen, cur, settled, k, dur):
     it (``settled``): fold ``dur * cur`` into their TimeWeighted sums, as :func:`features` does."""
     for a in range(k):
         if settled[a]:
-            fold(acc[a], cur[a], not seen[a], dur, AGG_TIME_WEIGHTED, 0.0)
+            # np.int64, not the literal code: the same types as fold's Python callers, one compile
+            fold(acc[a], cur[a], not seen[a], dur, np.int64(AGG_TIME_WEIGHTED), 0.0)
             if seen[a]:
                 wsum[a] += dur
             else:
@@ -554,7 +576,8 @@ def finalize_rows(out, wsum, seen, dem, rows, map_id, combine_id, agg_ids):
         for r in range(rows.shape[0]):
             i = rows[r]
             if not seen[i]:
-                finalize(out[j, i], wsum[i], False, dem[i], map_id, combine_id, agg_ids[j])
+                # seen[i] (False here), not a literal False: the same types as finalize's Python callers, one compile
+                finalize(out[j, i], wsum[i], seen[i], dem[i], map_id, combine_id, agg_ids[j])
             elif tw:
                 w = wsum[i]
                 for f in range(d):

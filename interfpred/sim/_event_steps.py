@@ -131,11 +131,12 @@ def run_device(order, time, prog, scale, foot, hide, offsets, op_dur, op_sm, op_
     return events
 
 
-@njit(cache=True)
 def run_programs(dev_offsets, order, time, prog, scale, foot, hide, offsets, op_dur, op_sm, op_l2, op_dram, limit,
                  cap0, cap1, cap2, theta, eps, l2mb, kappa, start_out, end_out):
     """Simulate every GPU (``order[dev_offsets[g]:dev_offsets[g + 1]]`` are GPU g's executions) into
-    ``start_out`` and ``end_out``; returns the number of events processed."""
+    ``start_out`` and ``end_out``; returns the number of events processed. A Python loop over the
+    compiled :func:`run_device`, one call per GPU: as a kernel it compiled run_device's code a second
+    time (numba optimises a callee again inside each compiled caller)."""
     events = 0
     for g in range(dev_offsets.shape[0] - 1):
         events += run_device(order[dev_offsets[g]:dev_offsets[g + 1]], time, prog, scale, foot, hide, offsets,

@@ -139,8 +139,9 @@ def push(state, g, s, levels, par):
 @njit(cache=True)
 def push_many(state, groups, scores, levels, par):
     """``push`` each score into the global group 0 and into its own group (when > 0)."""
+    everyone = np.int64(0)      # not a literal 0, which would compile push (and _refresh) apart from Python's calls
     for i in range(scores.shape[0]):
-        push(state, 0, scores[i], levels, par)
+        push(state, everyone, scores[i], levels, par)
         if groups[i] > 0:
             push(state, groups[i], scores[i], levels, par)
 
