@@ -134,7 +134,7 @@ def reproduce(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: int
     out_dir
         Output folder; must not exist, or be empty, unless ``force`` (then it is replaced).
     quick
-        Smaller traces (the README's first command; about two minutes on two cores).
+        Smaller traces (the README's first command; about a minute on two cores with ``jobs=2``).
     seed
         Seed of the simulated workloads and noise.
     force
