@@ -506,7 +506,7 @@ def test_compiled_prequential_run_equals_predict_then_update_row_by_row(params):
     p = EntityRLS(tune_priors=False, **params).fit(X[:120], y[:120], entities=ent.take(np.arange(120)))
     q = copy.deepcopy(p)
     tail = ent.take(np.arange(120, 240))
-    got = p._prequential(np.ascontiguousarray(X[120:]), np.ascontiguousarray(y[120:]), tail)
+    got = p.learn_rows(np.ascontiguousarray(X[120:]), np.ascontiguousarray(y[120:]), tail)
     rows = tail.split_rows()
     want = np.empty(120)
     for j in range(120):
@@ -517,7 +517,7 @@ def test_compiled_prequential_run_equals_predict_then_update_row_by_row(params):
     # creating every new entity first (what the prior search does): the same predictions where that
     # is exact (decoupled covariance, no latent factors), ignored elsewhere
     r = EntityRLS(tune_priors=False, **params).fit(X[:120], y[:120], entities=ent.take(np.arange(120)))
-    assert np.array_equal(r._prequential(np.ascontiguousarray(X[120:]), np.ascontiguousarray(y[120:]), tail,
+    assert np.array_equal(r.learn_rows(np.ascontiguousarray(X[120:]), np.ascontiguousarray(y[120:]), tail,
                                          create_first=True), want)
 
 

@@ -242,6 +242,13 @@ class RLS(FlatStatePredictor):
         return int(self._buf[K.N_WEIGHTS])
 
     @property
+    def compiled_state(self) -> np.ndarray | None:
+        """The flat float64 state the compiled steps read and write in place (None before fit/update):
+        not a copy. For a predictor that runs this RLS inside its own compiled loop (EntityRLS's
+        backoff); anything else reads ``coef_``, ``intercept_`` and ``covariance_``."""
+        return self._buf
+
+    @property
     def coef_(self) -> np.ndarray:
         """Feature weights (copy)."""
         if self._buf is None or self._d is None:

@@ -533,7 +533,7 @@ class EntityRLS(EntityStore, BasePredictor):
                 return False
         return not (entities is None or self._g is None or not self.entity_terms
                     or (int(self.rank) and self._var["factor_var"] > 0) or not runs
-                    or (self._backs_off and not (isinstance(backoff, RLS) and backoff._buf is not None))
+                    or (self._backs_off and not (isinstance(backoff, RLS) and backoff.compiled_state is not None))
                     or X.dtype != np.float64 or not X.flags.c_contiguous or y.dtype != np.float64
                     or not y.flags.c_contiguous or X.ndim != 2 or X.shape[1] != self._d)
 
@@ -575,7 +575,7 @@ class EntityRLS(EntityStore, BasePredictor):
         bounds = np.zeros(len(runs) + 1, dtype=np.int64)
         bounds[1:] = np.cumsum([len(r) for r in runs])
         blend = bool(self._backs_off)
-        bbuf = self._backoff._buf if blend else _NO_F
+        bbuf = self._backoff.compiled_state if blend else _NO_F
         bad = int(_FAST.prequential_runs(self._g, self._est, self._P, self._etab, self._ptab,
                                          self._vmap_for(entities), X, y, entities.own, entities.indptr,
                                          entities.co, entities.weight, order, bounds, need, self._evidence, bbuf,
@@ -589,7 +589,7 @@ class EntityRLS(EntityStore, BasePredictor):
             self._g[EK.ENT_N_FULL] = max(int(self._g[EK.ENT_N_FULL]), int(need.max()))
         return len(runs)
 
-    def _prequential(self, X: np.ndarray, y: np.ndarray, ent: Entities, *, create_first: bool = False) -> np.ndarray:
+    def learn_rows(self, X: np.ndarray, y: np.ndarray, ent: Entities, *, create_first: bool = False) -> np.ndarray:
         """Predict each row, then learn it, in order: what ``predict`` then ``update`` give row by row, to
         the bit, for a fitted predictor on checked float64 rows ``X`` (n, d), ``y`` (n,) and entities.
 
@@ -611,7 +611,7 @@ class EntityRLS(EntityStore, BasePredictor):
             self._create_missing(ent)
         rows = ent.split_rows()
         backoff = self._backoff
-        fast = (self._g is not None and isinstance(backoff, RLS) and backoff._buf is not None
+        fast = (self._g is not None and isinstance(backoff, RLS) and backoff.compiled_state is not None
                 and X.dtype == np.float64 and X.flags.c_contiguous)
         i = 0
         while i < n:
@@ -619,7 +619,7 @@ class EntityRLS(EntityStore, BasePredictor):
                 blend = bool(self._backs_off)
                 j = int(_FAST.prequential_rows(self._g, self._est, self._P, self._etab, self._ptab,
                                                self._vmap_for(ent), X, y, ent.own, ent.indptr, ent.co, ent.weight,
-                                               i, self._create, self._evidence, backoff._buf, blend,
+                                               i, self._create, self._evidence, backoff.compiled_state, blend,
                                                float(self.backoff_evidence), float(self._scale), out))
                 if j < 0:                  # the entity model learned row -1 - j; its backoff refused it
                     backoff.update(X[-1 - j], float(y[-1 - j]))

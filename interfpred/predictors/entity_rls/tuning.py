@@ -87,7 +87,7 @@ def validation_error(params: Mapping[str, Any], X: np.ndarray, y: np.ndarray, en
     p: Any = make_predictor("entity_rls", **params)   # an EntityRLS
     p.fit(X[:cut], y[:cut], entities=entities.take(np.arange(cut)))
     # predict each row, then learn it (what predict then update give row by row, to the bit, compiled)
-    pred = p._prequential(np.ascontiguousarray(X[cut:]), np.ascontiguousarray(y[cut:]),
+    pred = p.learn_rows(np.ascontiguousarray(X[cut:]), np.ascontiguousarray(y[cut:]),
                           entities.take(np.arange(cut, n)), create_first=True)
     if target is None:     # bare arrays: the relative error of the value itself
         return float(np.mean(np.abs(pred / y[cut:] - 1.0)))
