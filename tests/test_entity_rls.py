@@ -601,3 +601,16 @@ def test_learn_runs_refuses_non_physical_rows_as_update_does():
     with pytest.raises(InterfpredError, match="non-physical"):
         BasePredictor.learn_runs(q, np.ascontiguousarray(X), y_big, runs, entities=ent)
     assert p.to_state() == q.to_state()
+
+
+def test_learn_rows_refuses_what_it_cannot_take():
+    from interfpred.errors import InterfpredError
+
+    X, y, ent = _stream(20, seed=46)
+    with pytest.raises(InterfpredError, match="needs a fitted EntityRLS"):
+        EntityRLS().learn_rows(X, y, ent)
+    p = EntityRLS(tune_priors=False).fit(X[:10], y[:10], entities=ent.take(np.arange(10)))
+    with pytest.raises(InterfpredError, match=r"needs X \(n, 3\), y \(n,\) and entities of n rows"):
+        p.learn_rows(X[10:], y[10:], ent)                  # entities of 20 rows for 10
+    with pytest.raises(InterfpredError, match="needs X"):
+        p.learn_rows(X[10:, :2], y[10:], ent.take(np.arange(10, 20)))

@@ -245,7 +245,13 @@ class RLS(FlatStatePredictor):
     def compiled_state(self) -> np.ndarray | None:
         """The flat float64 state the compiled steps read and write in place (None before fit/update):
         not a copy. For a predictor that runs this RLS inside its own compiled loop (EntityRLS's
-        backoff); anything else reads ``coef_``, ``intercept_`` and ``covariance_``."""
+        backoff); anything else reads ``coef_``, ``intercept_`` and ``covariance_``.
+
+        Examples
+        --------
+        >>> RLS().compiled_state is None, RLS().fit([[0.0], [1.0]], [1.0, 2.0]).compiled_state.dtype
+        (True, dtype('float64'))
+        """
         return self._buf
 
     @property

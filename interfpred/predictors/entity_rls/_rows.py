@@ -277,6 +277,8 @@ def prequential_runs(g, est, P, etab, ptab, vmap, X, y, own, indptr, co, w, orde
             if update_one(g, est, P, etab, ptab, vmap, X[i], y[i], own[i], co[lo:hi], w[lo:hi], 0) != OK:
                 return r
         if blend:
+            # each learned row's evidence, then the backoff learns it (the two are independent, so one
+            # pass gives what the loop's evidence-then-backoff passes give)
             for q in range(a0, a1):
                 i = order[q]
                 wsum = 0.0
@@ -290,13 +292,6 @@ def prequential_runs(g, est, P, etab, ptab, vmap, X, y, own, indptr, co, w, orde
                     evidence[e0] += 1.0
                 if e1 >= 0:
                     evidence[e1] += 1.0
-            for q in range(a0, a1):
-                i = order[q]
-                wsum = 0.0
-                for k in range(indptr[i], indptr[i + 1]):
-                    wsum += w[k]
-                if alone_solo and not wsum > 0.0:
-                    continue
                 if rls_update_one(bbuf, X[i], y[i]) != OK:
                     return r
     return -1

@@ -603,7 +603,26 @@ class EntityRLS(EntityStore, BasePredictor):
         row touches it) and no latent factors (a new parameter starts at 0, as an unknown one counts).
         The predictions are then the same to the bit and the whole run is one compiled call; the state
         holds the same values, its parameters numbered in another order. Elsewhere it is ignored.
+
+        Examples
+        --------
+        >>> ent = Entities.from_lists(list("abab"), [{"b": 1.0}, {"a": 1.0}] * 2)
+        >>> p = EntityRLS(tune_priors=False).fit([[0.1], [0.2]], [1.2, 1.4], entities=ent.take([0, 1]))
+        >>> q = copy.deepcopy(p)
+        >>> got = p.learn_rows(np.array([[0.3], [0.1]]), np.array([1.3, 1.2]), ent.take([2, 3]))
+        >>> want = [q.predict(np.array([0.3]), entities=ent.take([2])), 0.0]
+        >>> q.update(np.array([0.3]), 1.3, entities=ent.take([2]))
+        >>> want[1] = q.predict(np.array([0.1]), entities=ent.take([3]))
+        >>> got.tolist() == want
+        True
         """
+        if self._g is None:
+            raise InterfpredError("learn_rows needs a fitted EntityRLS; call fit or update first")
+        if (not isinstance(X, np.ndarray) or X.ndim != 2 or X.shape[1] != self._d or not isinstance(y, np.ndarray)
+                or y.shape != (X.shape[0],) or not isinstance(ent, Entities) or len(ent) != X.shape[0]):
+            raise InterfpredError(f"learn_rows needs X (n, {self._d}), y (n,) and entities of n rows; got X "
+                                  f"{getattr(X, 'shape', type(X).__name__)}, y {getattr(y, 'shape', type(y).__name__)}, "
+                                  f"{type(ent).__name__}")
         n = X.shape[0]
         out = np.empty(n)
         if (create_first and self._g is not None and self.entity_terms and not self._is_full()
@@ -611,16 +630,17 @@ class EntityRLS(EntityStore, BasePredictor):
             self._create_missing(ent)
         rows = ent.split_rows()
         backoff = self._backoff
-        fast = (self._g is not None and isinstance(backoff, RLS) and backoff.compiled_state is not None
-                and X.dtype == np.float64 and X.flags.c_contiguous)
+        blend = bool(self._backs_off)
+        bbuf = backoff.compiled_state if isinstance(backoff, RLS) else None
+        fast = ((bbuf is not None or not blend) and X.dtype == np.float64 and X.flags.c_contiguous
+                and y.dtype == np.float64 and y.flags.c_contiguous)
         i = 0
         while i < n:
             if fast:
-                blend = bool(self._backs_off)
                 j = int(_FAST.prequential_rows(self._g, self._est, self._P, self._etab, self._ptab,
                                                self._vmap_for(ent), X, y, ent.own, ent.indptr, ent.co, ent.weight,
-                                               i, self._create, self._evidence, backoff.compiled_state, blend,
-                                               float(self.backoff_evidence), float(self._scale), out))
+                                               i, self._create, self._evidence, _NO_F if bbuf is None else bbuf,
+                                               blend, float(self.backoff_evidence), float(self._scale), out))
                 if j < 0:                  # the entity model learned row -1 - j; its backoff refused it
                     backoff.update(X[-1 - j], float(y[-1 - j]))
                     i = -j
