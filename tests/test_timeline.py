@@ -86,3 +86,31 @@ def test_trace_codes_factorise_names_once():
         t.codes("id")
     with pytest.raises(ValueError):
         codes[0] = 5
+
+
+def test_both_sweeps_stop_at_the_first_launch_over_the_limit():
+    """The sweep that stores segments and the one that folds features share their event step: both
+    stop at the first execution whose launch makes more than ``max_running`` run at once, even when
+    several start at that instant."""
+    from interfpred.features import compiled_maps
+    from interfpred.features._sweep import sweep
+
+    # rows 0, 1 run from 0; rows 2, 3, 4 all start at 1.0: with max_running 3, row 3 is the first over
+    start = np.array([0.0, 0.0, 1.0, 1.0, 1.0])
+    end = np.array([5.0, 5.0, 4.0, 4.0, 4.0])
+    gcode = np.zeros(5, dtype=np.int64)
+    so = np.lexsort((start, gcode)).astype(np.int64)
+    eo = np.lexsort((end, gcode)).astype(np.int64)
+    *segments, stop = sweep(gcode, start, end, so, eo, 5, 3, 10**6)
+    assert stop == 3
+    assert len(segments[0]) == 1                      # only the segment [0, 1) of rows 0 and 1 is kept
+    dem = np.full((5, 3), 0.1)
+    out, fold_stop = compiled_maps.sweep_features(gcode, start, end, so, eo, dem, 0, 0, np.array([0], dtype=np.int64),
+                                                  np.array([0.0]), 3)
+    assert fold_stop == 3
+    # with room for all five, neither stops
+    assert sweep(gcode, start, end, so, eo, 5, 5, 10**6)[-1] == -1
+    assert compiled_maps.sweep_features(gcode, start, end, so, eo, dem, 0, 0, np.array([0], dtype=np.int64),
+                                        np.array([0.0]), 5)[1] == -1
+    # the membership limit stops the storing sweep at the last launch before it is passed
+    assert sweep(gcode, start, end, so, eo, 5, 5, 4)[-1] == 4

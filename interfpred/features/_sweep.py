@@ -1,9 +1,10 @@
 """Compiled sweep-line segmentation of a trace (package-internal).
 
 :func:`sweep` cuts every GPU's timeline into segments (maximal intervals with one running set)
-and :func:`exec_csr` lists each execution's segments. The steps of a sweep (:func:`next_event`,
-:func:`group_end`, :func:`segment_end`, :func:`run_add`, :func:`run_remove`) are shared with the
-sweeps that fold features and entities as each segment opens, without storing the timeline
+and :func:`exec_csr` lists each execution's segments. The steps of a sweep (:func:`take_events`,
+built on :func:`next_event`, :func:`group_end`, :func:`run_add` and :func:`run_remove`, and
+:func:`segment_end`) are shared with the sweeps that fold features and entities as each segment
+opens, without storing the timeline
 (:mod:`interfpred.features.compiled_maps`, :mod:`interfpred.features.entity_features`), so every
 sweep takes its events in the same order. All of them work on plain arrays and never validate;
 :mod:`interfpred.features.timeline` and :mod:`interfpred.features.chunked` check their inputs first.
@@ -82,6 +83,27 @@ def run_remove(running, pos, nrun, i):
     return nrun - 1
 
 
+@njit(cache=True, inline="always")
+def take_events(gcode, start, end, so, eo, a, b, running, pos, nrun, max_running):
+    """Apply the next instant of a sweep that has taken ``so[:a]`` and ``eo[:b]``: at its ``(gpu,
+    time)`` every end leaves the running set ``running[:nrun]``, then every start joins it. Returns
+    ``(gpu, time, a, b, nrun, stop)``: the positions and size after the instant, and ``stop`` -1, or
+    the first execution whose launch made more than ``max_running`` run at once (the sweep stops
+    there). ``running`` must hold every execution the sweep may see at once (one past
+    ``max_running`` is not enough: several may start at one instant)."""
+    g, t = next_event(gcode, start, end, so, eo, a, b)
+    while b < eo.shape[0] and gcode[eo[b]] == g and end[eo[b]] == t:
+        nrun = run_remove(running, pos, nrun, eo[b])
+        b += 1
+    while a < so.shape[0] and gcode[so[a]] == g and start[so[a]] == t:
+        nrun = run_add(running, pos, nrun, so[a])
+        a += 1
+    stop = -1
+    if nrun > max_running:
+        stop = so[a - nrun + max_running]
+    return g, t, a, b, nrun, stop
+
+
 @njit(cache=True)
 def sweep(gcode, start, end, so, eo, n_total, max_running, max_members):
     """Sweep-line segmentation of every GPU at once.
@@ -90,8 +112,9 @@ def sweep(gcode, start, end, so, eo, n_total, max_running, max_members):
     (gpu, end). At one (gpu, time) all ends are applied before all starts, so intervals are
     half-open ``[start, end)``. Returns ``(seg_gpu, seg_start, seg_end, seg_ptr, members,
     stop)`` for the non-empty segments, in (gpu, time) order. ``stop`` is -1, or the index
-    (into ``start``) of the execution whose launch made more than ``max_running`` run at once
-    or the memberships exceed ``max_members``: the sweep stops there, before allocating more.
+    (into ``start``) of the first execution whose launch made more than ``max_running`` run at
+    once, or of the last launch before the memberships exceed ``max_members``: the sweep stops
+    there, before allocating more.
     """
     m = so.shape[0]
     cap_s = 2 * m + 1
@@ -109,18 +132,11 @@ def sweep(gcode, start, end, so, eo, n_total, max_running, max_members):
     a = 0
     b = 0
     while a < m or b < m:
-        g, t = next_event(gcode, start, end, so, eo, a, b)
-        b2 = group_end(gcode, end, eo, b, g, t)
-        for q in range(b, b2):
-            nrun = run_remove(running, pos, nrun, eo[q])
-        a2 = group_end(gcode, start, so, a, g, t)
-        for q in range(a, a2):
-            nrun = run_add(running, pos, nrun, so[q])
-        a = a2
-        b = b2
-        if nrun > max_running or nm + nrun > max_members:
-            return (seg_gpu[:ns], seg_start[:ns], seg_end[:ns], seg_ptr[: ns + 1], members[:nm],
-                    running[nrun - 1])
+        g, t, a, b, nrun, stop = take_events(gcode, start, end, so, eo, a, b, running, pos, nrun, max_running)
+        if stop < 0 and nm + nrun > max_members:
+            stop = running[nrun - 1]
+        if stop >= 0:
+            return seg_gpu[:ns], seg_start[:ns], seg_end[:ns], seg_ptr[: ns + 1], members[:nm], stop
         if nrun > 0:
             seg_gpu[ns] = g
             seg_start[ns] = t

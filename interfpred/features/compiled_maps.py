@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from interfpred._core.jit import njit
-from interfpred.features._sweep import group_end, next_event, run_add, run_remove, segment_end
+from interfpred.features._sweep import segment_end, take_events
 
 # Map, combine and aggregation codes (named in interfpred.features.maps).
 MAP_DEFAULT = 0
@@ -493,7 +493,7 @@ def _sweep_features_body(gcode, start, end, so, eo, dem, map_id, combine_id, agg
     at once (the sweep stops there), and the number of segments folded."""
     m = so.shape[0]
     n = dem.shape[0]
-    running = np.empty(max(min(m, max_running + 1), 1), dtype=np.int64)
+    running = np.empty(max(m, 1), dtype=np.int64)
     pos = np.full(n, -1, dtype=np.int64)
     top = np.zeros((N_RESOURCES, 2), dtype=np.float64)
     tot = np.zeros(N_RESOURCES, dtype=np.int64)
@@ -504,17 +504,9 @@ def _sweep_features_body(gcode, start, end, so, eo, dem, map_id, combine_id, agg
     a = 0
     b = 0
     while a < m or b < m:
-        g, t = next_event(gcode, start, end, so, eo, a, b)
-        b2 = group_end(gcode, end, eo, b, g, t)
-        for q in range(b, b2):
-            nrun = run_remove(running, pos, nrun, eo[q])
-        a2 = group_end(gcode, start, so, a, g, t)
-        for q in range(a, a2):
-            if nrun == max_running:
-                return so[q], folded
-            nrun = run_add(running, pos, nrun, so[q])
-        a = a2
-        b = b2
+        g, t, a, b, nrun, stop = take_events(gcode, start, end, so, eo, a, b, running, pos, nrun, max_running)
+        if stop >= 0:
+            return stop, folded
         if nrun > 0 and t0 <= t < t1:
             dur = segment_end(gcode, start, end, so, eo, a, b, g) - t
             _fold_segment(running, 0, nrun, dur, dem, dq, map_id, combine_id, agg_ids, alphas, out, wsum, seen,
