@@ -97,11 +97,11 @@ def test_a_malformed_description_is_refused(monkeypatch):
 
 
 def _dense_pattern_vectors(map_id, d, pattern):
-    vidx = np.empty((bounds._NV, bounds.PATTERN_SLOTS), dtype=np.int64)
-    vval = np.empty((bounds._NV, bounds.PATTERN_SLOTS))
+    vidx = np.empty((bounds.N_PATTERN_VECTORS, bounds.PATTERN_SLOTS), dtype=np.int64)
+    vval = np.empty((bounds.N_PATTERN_VECTORS, bounds.PATTERN_SLOTS))
     bounds.std_pattern_vectors(map_id, d, True, pattern, vidx, vval)
-    V = np.zeros((bounds._NV, d + 1))
-    for u in range(bounds._NV):
+    V = np.zeros((bounds.N_PATTERN_VECTORS, d + 1))
+    for u in range(bounds.N_PATTERN_VECTORS):
         used = vidx[u] >= 0
         assert not np.any(used[np.argmin(used):]) or used.all()    # the used pairs come first
         np.add.at(V[u], vidx[u][used], vval[u][used])
@@ -130,8 +130,8 @@ def test_std_pattern_vectors_rebuild_the_naive_rows(rows, fmap):
 
 def test_pattern_slots_hold_the_widest_vector():
     # the rich map with every total over capacity: A holds the intercept and the three excesses
-    vidx = np.empty((bounds._NV, bounds.PATTERN_SLOTS), dtype=np.int64)
-    vval = np.empty((bounds._NV, bounds.PATTERN_SLOTS))
+    vidx = np.empty((bounds.N_PATTERN_VECTORS, bounds.PATTERN_SLOTS), dtype=np.int64)
+    vval = np.empty((bounds.N_PATTERN_VECTORS, bounds.PATTERN_SLOTS))
     bounds.std_pattern_vectors(k.MAP_RICH, 16, True, 0b111, vidx, vval)
     assert bounds.PATTERN_SLOTS == 4
     np.testing.assert_array_equal(vidx[bounds._VA], [16, 12, 13, 14])

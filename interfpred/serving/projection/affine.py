@@ -7,7 +7,8 @@ members finish: O(k log k + k^2) with a small constant, equal to the per-segment
 to rounding. :func:`project_affine_unchecked` and :func:`project_stacked_unchecked` (many
 running sets in one call, a fleet's devices) are the same on codes, without the checks: the
 tracker's and the placement cache's hot paths. :func:`affine_rates` gives the rates of one
-segment. Every prediction becomes a rate through :func:`interfpred._core.targets.to_rate`,
+segment. :func:`project_into` is the one loop they run, at the point prediction or at a calibrated
+bound of it (:mod:`interfpred.serving.projection.bounds`). Every prediction becomes a rate through :func:`interfpred._core.targets.to_rate`,
 the one clamp of every prediction path; each segment is one :func:`~interfpred.serving.projection.generic.advance`.
 
 Examples
@@ -40,6 +41,8 @@ from interfpred.features.compiled_maps import (
     MAP_RICH,
     N_RESOURCES,
     SM,
+    TERM_COLUMN,
+    TERM_EXCESS,
     affine_other_weight,
     affine_own,
     affine_set,
@@ -48,12 +51,25 @@ from interfpred.features.compiled_maps import (
     n_features,
     others_sum,
     quantize,
+    set_total,
     worst_other,
+)
+from interfpred.serving.projection.bounds import (
+    BOUND_MEAN,
+    BOUND_STD,
+    N_PATTERN_VECTORS,
+    PATTERN_SLOTS,
+    Z_PAIR_J,
+    Z_PAIR_L,
+    bounded,
+    std_gram,
+    std_member,
+    std_pattern_vectors,
 )
 from interfpred.serving.projection.generic import NONFINITE, NONFINITE_MESSAGE, advance
 
 __all__ = ["COMBINE_CODES", "MAP_CODES", "ProjectionInputs", "affine_rates", "project_affine",
-           "project_affine_into", "project_affine_unchecked", "project_stacked_into", "project_stacked_unchecked"]
+           "project_affine_into", "project_affine_unchecked", "project_into", "project_stacked_into", "project_stacked_unchecked"]
 
 #: Feature map and combine names -> the codes the compiled projection takes.
 MAP_CODES = {"default": MAP_DEFAULT, "gpulets": MAP_GPULETS, "rich": MAP_RICH}
@@ -61,10 +77,8 @@ COMBINE_CODES = {"sum": COMBINE_SUM, "max": COMBINE_MAX}
 
 
 
-# ------------------------------------------------------------------ the steps both compiled projections take
-# (the mean projection here and the bound projection of :mod:`~interfpred.serving.projection.bounds`
-# run the same loop, kept apart so that the mean's compiles without the bound's branches and
-# scratch; these are its shared steps, inlined into each)
+# ------------------------------------------------------------------ the steps of the projection loop
+# (project_into: the mean and every bound run this one loop; these steps are inlined into it)
 @njit(cache=True, inline="always")
 def member_terms(dem, dq, terms, b):
     """Per member its own terms ``c`` and the weights ``h`` of the others' demand; the set's fixed-point sums."""
@@ -167,11 +181,20 @@ def affine_rates(dem, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, ou
 
 
 @njit(cache=True)
-def project_affine_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, rtol, end):
-    """Projected completion of every member of ``dem`` (n, 3) with remaining work ``rem`` into ``end``.
-
-    The running set's sums are updated as members finish (see the module docstring).
+def project_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, mode, theta, P, s2, min_scale, is_rate, rmin, rmax,
+                 rtol, end):
+    """Projected completion of every member of ``dem`` (n, 3) with remaining work ``rem`` into ``end``, at the
+    affine model's point prediction (``mode`` ``BOUND_MEAN``) or at a calibrated bound of it (``BOUND_RELATIVE``
+    or ``BOUND_STD``). The running set's sums are updated as members finish (see the module docstring).
     Returns 0, or :data:`NONFINITE` when a rate or a remaining work is not finite.
+
+    Member ``i``'s prediction ``m = max(b + w . phi, pred_lo)`` becomes ``m + u * theta[i]`` (``theta``
+    (n,), or one value for every member) with
+    ``u = max(|m|, min_scale)`` (``BOUND_RELATIVE``) or ``u = max(s, min_scale * max(|m|, 1))``
+    with ``s = sqrt(s2 (1 + x' P x))``, ``x = [phi, 1]`` or ``phi`` by ``P``'s size
+    (``BOUND_STD``, sum combine only). The std form writes ``x' P x`` as a quadratic form in the
+    five set quantities (1, the three totals, the co-runner count), whose coefficients per member
+    are computed once per pattern of resources over capacity, so a segment costs O(1) per member.
     """
     n = dem.shape[0]
     if n == 0:
@@ -179,6 +202,20 @@ def project_affine_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate
     dq = quantize(dem)
     terms, w_others = affine_terms(w, map_id)
     c, h, tot = member_terms(dem, dq, terms, b)
+    use_std = mode == BOUND_STD
+    per_row = theta.shape[0] == n
+    ns = n if use_std else 0                # std-bound scratch, empty otherwise
+    nv = N_PATTERN_VECTORS if use_std else 0
+    gq = np.empty((ns, 15))
+    gram = np.empty((nv, nv))
+    vidx = np.empty((nv, PATTERN_SLOTS), dtype=np.int64)
+    vval = np.empty((nv, PATTERN_SLOTS))
+    sy = np.empty(nv)
+    sca = np.empty(nv)
+    zz = np.empty(15 if use_std else 0)
+    z = np.empty(5 if use_std else 0)
+    pattern = -1
+    has_intercept = P.shape[0] > w.shape[0]
     use_max = combine_id == COMBINE_MAX
     nxt, prv, head = demand_lists(dem, use_max)
     idx, retired, work, rate, taus, top1, top2 = step_buffers(rem)
@@ -188,6 +225,23 @@ def project_affine_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate
         g = affine_set(terms, w_others, tot, na)
         if use_max:
             top_two(dem, head, nxt, top1, top2)
+        if use_std:
+            z[0] = 1.0
+            pat = 0
+            for r in range(N_RESOURCES):
+                z[1 + r] = set_total(tot, r)
+                if TERM_COLUMN[map_id, TERM_EXCESS, r] >= 0 and z[1 + r] > 1.0:
+                    pat |= 1 << r
+            z[4] = na - 1.0
+            for j in range(15):
+                zz[j] = z[Z_PAIR_J[j]] * z[Z_PAIR_L[j]]
+            if pat != pattern:               # the excess terms change form: new coefficients
+                pattern = pat
+                std_pattern_vectors(map_id, w.shape[0], has_intercept, pat, vidx, vval)
+                std_gram(P, vidx, vval, gram)
+                for a in range(na):
+                    i = idx[a]
+                    std_member(gram, dem[i, SM], dem[i, L2], dem[i, DRAM], sy, sca, gq[i])
         for a in range(na):
             i = idx[a]
             p = c[i] + g
@@ -201,7 +255,14 @@ def project_affine_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate
                     o1 = others_sum(tot, dq, i, L2)
                     o2 = others_sum(tot, dq, i, DRAM)
                 p += h[i, SM] * o0 + h[i, L2] * o1 + h[i, DRAM] * o2
-            rate[a] = to_rate(max(p, pred_lo), is_rate, rmin, rmax)
+            p = max(p, pred_lo)
+            sd = 0.0
+            if use_std:
+                qf = 0.0
+                for j in range(15):
+                    qf += gq[i, j] * zz[j]
+                sd = np.sqrt(s2 * (1.0 + qf))
+            rate[a] = to_rate(bounded(p, mode, theta[i if per_row else 0], sd, min_scale), is_rate, rmin, rmax)
         keep, t, nret = advance(idx, na, work, rate, taus, t, rtol, end, retired)
         if keep < 0:
             return NONFINITE
@@ -209,6 +270,12 @@ def project_affine_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate
         na = keep
     return 0
 
+
+@njit(cache=True)
+def project_affine_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, rtol, end):
+    """:func:`project_into` at the point prediction: 0, or :data:`NONFINITE`."""
+    return project_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, BOUND_MEAN, np.empty(0), np.empty((0, 0)),
+                        0.0, 0.0, is_rate, rmin, rmax, rtol, end)
 
 
 @njit(cache=True)

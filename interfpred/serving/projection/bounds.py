@@ -1,12 +1,11 @@
-"""Compiled fluid what-if projection at a calibrated latency bound of an affine model.
+"""The calibrated latency bound of an affine model, in the form the compiled projection takes.
 
-:func:`project_bound_into` is the affine projection of :mod:`interfpred.serving.projection.affine`
-with every member's prediction ``m`` moved to a calibrated bound ``m + u * theta`` (:func:`bounded`):
-``u`` is a relative scale ``max(|m|, min_scale)`` or the predictive standard deviation of an RLS
-under the sum combine, which :func:`std_pattern_vectors` writes as a quadratic form in the running
-set's totals, so a segment costs O(1) per member. It is kept apart from the mean projection, which
-every event and placement runs, so that that one compiles without the bound's branches and scratch.
-Nothing here validates its input: the projector that calls it passes arrays it built.
+:func:`bounded` moves a member's prediction ``m`` to its bound ``m + u * theta``: ``u`` is a
+relative scale ``max(|m|, min_scale)`` or the predictive standard deviation of an RLS under the sum
+combine, which :func:`std_pattern_vectors` writes as a quadratic form in the running set's totals,
+so a segment costs O(1) per member. :func:`~interfpred.serving.projection.affine.project_into`
+(the one projection loop, mean or bound) calls them. Nothing here validates its input: the
+projector passes arrays it built.
 """
 
 from __future__ import annotations
@@ -14,18 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 from interfpred._core.jit import njit
-from interfpred._core.targets import to_rate
 from interfpred.features.compiled_maps import (
-    COMBINE_MAX,
-    DRAM,
-    L2,
     MAP_DESCRIPTIONS,
     MAP_TERMS,
     MAP_WIDTH,
     N_RESOURCES,
     N_TERM_KINDS,
-    SM,
-    TERM_COLUMN,
     TERM_EXCESS,
     TERM_KIND,
     TERM_N_OTHERS,
@@ -34,20 +27,13 @@ from interfpred.features.compiled_maps import (
     TERM_PRODUCT,
     TERM_RESOURCE,
     TERM_TOTAL,
-    affine_set,
-    affine_terms,
-    others_sum,
-    quantize,
-    set_total,
-    worst_other,
 )
 from interfpred.predictors.calibrated.conformal import relative_scale, std_scale
-from interfpred.serving.projection.affine import demand_lists, member_terms, retire, step_buffers, top_two
-from interfpred.serving.projection.generic import NONFINITE, advance
 
-__all__ = ["BOUND_MEAN", "BOUND_RELATIVE", "BOUND_STD", "bounded", "project_bound_into", "std_pattern_vectors"]
+__all__ = ["BOUND_MEAN", "BOUND_RELATIVE", "BOUND_STD", "N_PATTERN_VECTORS", "PATTERN_SLOTS", "Z_PAIR_J", "Z_PAIR_L", "bounded",
+           "std_gram", "std_member", "std_pattern_vectors"]
 
-#: Bound modes of :func:`project_bound_into`: the point prediction, a relative-scale bound, a std-scale bound.
+#: Bound modes of :func:`~interfpred.serving.projection.affine.project_into`: the point prediction, a relative-scale bound, a std-scale bound.
 BOUND_MEAN = 0
 BOUND_RELATIVE = 1
 BOUND_STD = 2
@@ -57,7 +43,7 @@ _VD = 1
 _VC = 4
 _VB = 7
 _VN = 10
-_NV = 11
+N_PATTERN_VECTORS = 11
 #: The pattern vectors each term kind of a map's description enters (sum combine): rows
 #: (vector, whether it is one per resource, coefficient), vector -1 unused. A member's row is
 #: ``a + sum_r T_r b_r + n b_N`` with ``a = A + sum_r me_r D_r - sum_r me_r**2 C_r`` and
@@ -83,7 +69,7 @@ def _pattern_slots() -> int:
     every total over capacity): the width of the tables :func:`std_pattern_vectors` fills."""
     most = 0
     for desc in MAP_DESCRIPTIONS.values():
-        count = np.zeros(_NV, dtype=np.int64)
+        count = np.zeros(N_PATTERN_VECTORS, dtype=np.int64)
         count[_VA] = 1
         for kind, r in desc:
             for vec, per_resource, _ in _TERM_ENTRIES[kind]:
@@ -96,8 +82,8 @@ def _pattern_slots() -> int:
 #: Width of the ``(index, value)`` tables of :func:`std_pattern_vectors`.
 PATTERN_SLOTS = _pattern_slots()
 #: Pairs (j, l), j <= l, of the five set quantities z = (1, T_sm, T_l2, T_dram, n_others).
-_ZJ = np.array([0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 3, 3, 4], dtype=np.int64)
-_ZL = np.array([0, 1, 2, 3, 4, 1, 2, 3, 4, 2, 3, 4, 3, 4, 4], dtype=np.int64)
+Z_PAIR_J = np.array([0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 3, 3, 4], dtype=np.int64)
+Z_PAIR_L = np.array([0, 1, 2, 3, 4, 1, 2, 3, 4, 2, 3, 4, 3, 4, 4], dtype=np.int64)
 
 
 @njit(cache=True, inline="always")
@@ -142,14 +128,14 @@ def std_pattern_vectors(map_id, d, has_intercept, pattern, vidx, vval):
 
 
 @njit(cache=True)
-def _std_gram(P, vidx, vval, gram):
+def std_gram(P, vidx, vval, gram):
     """``gram[u, v] = V_u' P V_v`` of the pattern vectors (their used pairs come first in each row)."""
-    cnt = np.zeros(_NV, dtype=np.int64)
-    for u in range(_NV):
+    cnt = np.zeros(N_PATTERN_VECTORS, dtype=np.int64)
+    for u in range(N_PATTERN_VECTORS):
         while cnt[u] < vidx.shape[1] and vidx[u, cnt[u]] >= 0:
             cnt[u] += 1
-    for u in range(_NV):
-        for v in range(u, _NV):
+    for u in range(N_PATTERN_VECTORS):
+        for v in range(u, N_PATTERN_VECTORS):
             acc = 0.0
             for a in range(cnt[u]):
                 i = vidx[u, a]
@@ -160,9 +146,9 @@ def _std_gram(P, vidx, vval, gram):
 
 
 @njit(cache=True)
-def _std_member(gram, m0, m1, m2, y, ca, out):
+def std_member(gram, m0, m1, m2, y, ca, out):
     """The quadratic form of one member with own demand (m0, m1, m2) in z: its 15 coefficients over
-    the pairs ``_ZJ, _ZL`` (off-diagonal ones doubled) into ``out``."""
+    the pairs ``Z_PAIR_J, Z_PAIR_L`` (off-diagonal ones doubled) into ``out``."""
     ca[0] = 1.0
     ca[1] = m0
     ca[2] = m1
@@ -170,7 +156,7 @@ def _std_member(gram, m0, m1, m2, y, ca, out):
     ca[4] = -m0 * m0
     ca[5] = -m1 * m1
     ca[6] = -m2 * m2
-    for v in range(_NV):
+    for v in range(N_PATTERN_VECTORS):
         acc = 0.0
         for u in range(7):
             acc += gram[v, u] * ca[u]
@@ -193,95 +179,3 @@ def _std_member(gram, m0, m1, m2, y, ca, out):
         out[k] = 2.0 * (gram[_VB + r, _VN] + ms[r] * gram[_VC + r, _VN])
         k += 1
     out[14] = gram[_VN, _VN]
-
-
-
-@njit(cache=True)
-def project_bound_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, mode, theta, P, s2, min_scale, is_rate,
-                       rmin, rmax, rtol, end):
-    """:func:`project_affine_into` at a calibrated bound of the affine model (``mode``: ``BOUND_RELATIVE`` or
-    ``BOUND_STD``): the same loop (kept apart so that the mean projection, which every event and placement
-    runs, compiles without the bound's branches and scratch; the tests hold both to ``predict``).
-
-    Member ``i``'s prediction ``m = max(b + w . phi, pred_lo)`` becomes ``m + u * theta[i]`` (``theta``
-    (n,), or one value for every member) with
-    ``u = max(|m|, min_scale)`` (``BOUND_RELATIVE``) or ``u = max(s, min_scale * max(|m|, 1))``
-    with ``s = sqrt(s2 (1 + x' P x))``, ``x = [phi, 1]`` or ``phi`` by ``P``'s size
-    (``BOUND_STD``, sum combine only). The std form writes ``x' P x`` as a quadratic form in the
-    five set quantities (1, the three totals, the co-runner count), whose coefficients per member
-    are computed once per pattern of resources over capacity, so a segment costs O(1) per member.
-    """
-    n = dem.shape[0]
-    if n == 0:
-        return 0
-    dq = quantize(dem)
-    terms, w_others = affine_terms(w, map_id)
-    c, h, tot = member_terms(dem, dq, terms, b)
-    use_std = mode == BOUND_STD
-    per_row = theta.shape[0] == n
-    ns = n if use_std else 0                # std-bound scratch, empty otherwise
-    nv = _NV if use_std else 0
-    gq = np.empty((ns, 15))
-    gram = np.empty((nv, nv))
-    vidx = np.empty((nv, PATTERN_SLOTS), dtype=np.int64)
-    vval = np.empty((nv, PATTERN_SLOTS))
-    sy = np.empty(nv)
-    sca = np.empty(nv)
-    zz = np.empty(15 if use_std else 0)
-    z = np.empty(5 if use_std else 0)
-    pattern = -1
-    has_intercept = P.shape[0] > w.shape[0]
-    use_max = combine_id == COMBINE_MAX
-    nxt, prv, head = demand_lists(dem, use_max)
-    idx, retired, work, rate, taus, top1, top2 = step_buffers(rem)
-    na = n
-    t = t0
-    while na > 0:
-        g = affine_set(terms, w_others, tot, na)
-        if use_max:
-            top_two(dem, head, nxt, top1, top2)
-        if use_std:
-            z[0] = 1.0
-            pat = 0
-            for r in range(N_RESOURCES):
-                z[1 + r] = set_total(tot, r)
-                if TERM_COLUMN[map_id, TERM_EXCESS, r] >= 0 and z[1 + r] > 1.0:
-                    pat |= 1 << r
-            z[4] = na - 1.0
-            for j in range(15):
-                zz[j] = z[_ZJ[j]] * z[_ZL[j]]
-            if pat != pattern:               # the excess terms change form: new coefficients
-                pattern = pat
-                std_pattern_vectors(map_id, w.shape[0], has_intercept, pat, vidx, vval)
-                _std_gram(P, vidx, vval, gram)
-                for a in range(na):
-                    i = idx[a]
-                    _std_member(gram, dem[i, SM], dem[i, L2], dem[i, DRAM], sy, sca, gq[i])
-        for a in range(na):
-            i = idx[a]
-            p = c[i] + g
-            if na > 1:
-                if use_max:
-                    o0 = worst_other(dem[i, SM], top1[SM], top2[SM])
-                    o1 = worst_other(dem[i, L2], top1[L2], top2[L2])
-                    o2 = worst_other(dem[i, DRAM], top1[DRAM], top2[DRAM])
-                else:
-                    o0 = others_sum(tot, dq, i, SM)
-                    o1 = others_sum(tot, dq, i, L2)
-                    o2 = others_sum(tot, dq, i, DRAM)
-                p += h[i, SM] * o0 + h[i, L2] * o1 + h[i, DRAM] * o2
-            p = max(p, pred_lo)
-            sd = 0.0
-            if use_std:
-                qf = 0.0
-                for j in range(15):
-                    qf += gq[i, j] * zz[j]
-                sd = np.sqrt(s2 * (1.0 + qf))
-            rate[a] = to_rate(bounded(p, mode, theta[i if per_row else 0], sd, min_scale), is_rate, rmin, rmax)
-        keep, t, nret = advance(idx, na, work, rate, taus, t, rtol, end, retired)
-        if keep < 0:
-            return NONFINITE
-        retire(retired, nret, dq, tot, use_max, prv, nxt, head)
-        na = keep
-    return 0
-

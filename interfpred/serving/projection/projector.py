@@ -51,8 +51,8 @@ from interfpred.evaluation.coverage import check_quantile as check_level
 from interfpred.features import Extractor
 from interfpred.features.compiled_maps import COMBINE_SUM
 from interfpred.predictors import RLS, Calibrated, get_tags
-from interfpred.serving.projection.affine import affine_rates, project_affine_unchecked
-from interfpred.serving.projection.bounds import BOUND_RELATIVE, BOUND_STD, project_bound_into
+from interfpred.serving.projection.affine import affine_rates, project_affine_unchecked, project_into
+from interfpred.serving.projection.bounds import BOUND_RELATIVE, BOUND_STD
 from interfpred.serving.projection.entity import entity_project, entity_rates
 from interfpred.serving.projection.generic import NONFINITE, NONFINITE_MESSAGE, all_finite, project_fluid
 
@@ -306,8 +306,8 @@ class RunningSetProjector:
                 mode, P, s2 = BOUND_RELATIVE, np.empty((0, 0)), 0.0
             else:
                 mode, (P, s2) = BOUND_STD, self._std_form()
-            if project_bound_into(dem, rem, t, self._map_id, self._combine_id, w, b, lo, mode, form.theta, P, s2,
-                                  form.min_scale, self._is_rate, self.min_rate, self.max_rate, TRACKER_FINISH_RTOL,
+            if project_into(dem, rem, t, self._map_id, self._combine_id, w, b, lo, mode, form.theta, P, s2,
+                            form.min_scale, self._is_rate, self.min_rate, self.max_rate, TRACKER_FINISH_RTOL,
                                   end) != 0:
                 raise InterfpredError(NONFINITE_MESSAGE)
             return end
