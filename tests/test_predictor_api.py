@@ -286,6 +286,6 @@ def test_registry_works_from_a_fresh_interpreter_in_any_import_order(code):
 
 def test_every_kind_is_registered_once_by_the_package():
     kinds = registered()
-    assert sorted(kinds) == ["calibrated", "entity_rls", "global_mean", "gpulets", "no_interference",
-                             "offline_linear", "online_sgd", "pair_mean", "river", "rls", "sklearn"]
+    assert sorted(kinds) == ["calibrated", "entity_rls", "global_mean", "gpulets", "kernel_blocking",
+                             "no_interference", "offline_linear", "online_sgd", "pair_mean", "river", "rls", "sklearn"]
     assert all(cls.kind == kind for kind, cls in kinds.items())

@@ -51,11 +51,11 @@ def test_selection_prefers_entity_rls_on_gavel_and_scores_the_baselines_on_the_s
     sel = select_configuration(None, None, gavel)
     assert sel.chosen.predictor == "entity_rls" and sel.chosen.feature_map == "shares"
     models = {k for k in sel.scores if not k.startswith("baseline")}
-    assert {k.split(", ")[0].split(" ")[0] for k in models} == {"entity_rls", "rls"}
+    assert {k.split(", ")[0].split(" ")[0] for k in models} == {"entity_rls", "kernel_blocking", "rls"}
     assert Candidate("rls", "shares", False, "rate").label in sel.scores
-    # 2 predictors x 1 map the data support x 2 targets, the chosen EntityRLS with its two other backoffs,
+    # 3 predictors x 1 map the data support x 2 targets, the chosen EntityRLS with its two other backoffs,
     # and the 3 baselines on both targets
-    assert len(models) == 6 and len(sel.scores) == 6 + 6
+    assert len(models) == 8 and len(sel.scores) == 8 + 6
     assert sorted(sel.baselines) == ["global mean", "no interference", "pair mean"]
     assert sel.warm_folds == 3 and sel.cold_folds == 3
     # the warm score decides first, against the models and the baselines alike: the choice has the lowest
@@ -70,7 +70,10 @@ def test_selection_prefers_entity_rls_on_gavel_and_scores_the_baselines_on_the_s
     assert sel.chosen.target == "rate"
     # the RLS shares map the README's command used to save scores far worse than the choice
     assert sel.scores["rls, shares map, target slowdown"][0] > 3 * best
-    assert not sel.baseline_chosen and sel.beaten_by == [] and sel.warnings() == []
+    assert not sel.baseline_chosen and sel.beaten_by == []
+    # scored by the error of the ratio, Gavel's 70-120x pairs cost models never seen what MAPE hid: there the
+    # per-pair mean's fallback (each held-out row's model mean) errs less, and fit says so
+    assert sel.warnings() == [w for w in sel.warnings() if "models never seen" in w and "the pair mean" in w]
     text = "\n".join(sel.report())
     assert "<- chosen" in text and "baseline: pair mean, target rate" in text
 
@@ -116,7 +119,7 @@ def test_a_named_configuration_that_loses_to_a_baseline_is_flagged(gavel):
     sel = select_configuration(None, None, gavel, fixed={"target": "slowdown"}, predictor=make_predictor("rls"))
     assert sel.chosen.label == "rls, shares map, target slowdown"
     assert [k for k in sel.scores if not k.startswith("baseline")] == [sel.chosen.label]
-    assert "no interference" in sel.beaten_by and "pair mean" in sel.beaten_by and not sel.baseline_chosen
+    assert "pair mean" in sel.beaten_by and not sel.baseline_chosen
     assert any(w.startswith("the chosen model LOSES to") for w in sel.warnings())
 
 
@@ -125,7 +128,7 @@ def test_cli_fit_prints_the_choice_and_require_beat_baselines_exits_2(tmp_path, 
     assert main(["fit", "--measurements", "dataset:gavel_v100", "--out", str(out)]) == 0
     printed = capsys.readouterr()
     assert "chose entity_rls, shares map" in printed.out and "baseline: no interference" in printed.out
-    assert "WARNING" not in printed.err
+    assert "LOSES" not in printed.err
     assert json.loads(out.read_text())["predictor"]["kind"] == "entity_rls"
     bad = tmp_path / "bad.json"
     assert main(["fit", "--measurements", "dataset:gavel_v100", "--predictor", "rls", "--target", "slowdown",

@@ -48,6 +48,10 @@ class Entities:
         (nnz,) int64 index of each co-runner entity (each at most once per row).
     weight
         (nnz,) float64 mean number of that entity running beside the row, >= 0.
+    covariates
+        Optional (len(names), k) float64: what is known of each entity before any row of it is
+        learned (from its profile: the kernel terms of :mod:`interfpred.features.kernel_terms`);
+        NaN where unknown. Predictors that read them (``KernelBlocking``) remember them by name.
     """
 
     names: tuple[str, ...]
@@ -55,6 +59,7 @@ class Entities:
     indptr: np.ndarray
     co: np.ndarray
     weight: np.ndarray
+    covariates: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n_names = len(self.names)
@@ -82,6 +87,14 @@ class Entities:
             raise InterfpredError("entities: every co-runner weight must be finite and >= 0")
         if len(set(self.names)) != n_names:
             raise InterfpredError("entities: names must be distinct")
+        if self.covariates is not None:
+            cov = np.ascontiguousarray(self.covariates, dtype=np.float64)
+            if cov.ndim != 2 or cov.shape[0] != n_names:
+                raise InterfpredError(f"entities: covariates have shape {cov.shape}, expected ({n_names}, k): "
+                                      "one row per name")
+            if np.isinf(cov).any():
+                raise InterfpredError("entities: covariates must be finite or NaN (unknown)")
+            object.__setattr__(self, "covariates", cov)
         object.__setattr__(self, "names", tuple(str(s) for s in self.names))
         object.__setattr__(self, "own", own)
         object.__setattr__(self, "indptr", indptr)
@@ -140,6 +153,7 @@ class Entities:
         put(e, "indptr", indptr)
         put(e, "co", co)
         put(e, "weight", weight)
+        put(e, "covariates", self.covariates)
         return e
 
     def split_rows(self) -> list[Entities]:
@@ -159,6 +173,17 @@ class Entities:
         bounds = self.indptr.tolist()
         return [self._trusted(self.own[i:i + 1], ptrs[i], self.co[bounds[i]:bounds[i + 1]],
                               self.weight[bounds[i]:bounds[i + 1]]) for i in range(n)]
+
+    def with_covariates(self, covariates: Any) -> Entities:
+        """The same rows with per-name ``covariates`` ((len(names), k), NaN where unknown).
+
+        Examples
+        --------
+        >>> e = Entities.from_lists(["a"], [{"b": 1.0}]).with_covariates([[0.5], [np.nan]])
+        >>> e.covariates.tolist(), e.take([0]).covariates.shape
+        ([[0.5], [nan]], (2, 1))
+        """
+        return Entities(self.names, self.own, self.indptr, self.co, self.weight, covariates)
 
     def pair_keys(self) -> list[tuple[str, tuple[str, ...]]]:
         """Per row: ``(own name, sorted names of the co-runners with positive weight)``.

@@ -23,12 +23,12 @@ from interfpred.constants import E4_TRAIN_SHARE
 from interfpred.data.measurements import Measurements
 from interfpred.errors import InterfpredError
 from interfpred.evaluation.baselines import call
-from interfpred.evaluation.metrics import mape
+from interfpred.evaluation.metrics import mape, ratio_error, under_share
 from interfpred.evaluation.prequential import prequential_runs
 from interfpred.features import Extractor, FeatureMatrix
 from interfpred.predictors import BasePredictor
 
-__all__ = ["Fold", "FoldFitter", "fit_fold", "fold_rows", "held_out_mape", "held_out_mapes", "leave_one_model_out", "run_folds", "split_by_run"]
+__all__ = ["Fold", "FoldFitter", "fit_fold", "fold_error", "fold_rows", "held_out_mape", "held_out_mapes", "leave_one_model_out", "run_folds", "split_by_run"]
 
 
 #: How a fold's predictor is fitted: ``fitter(fold)`` returns a predictor fitted on ``fold.train``.
@@ -108,8 +108,12 @@ def run_folds(measurements: Measurements, split: str, *, repeats: int, seed: int
 
 
 def held_out_mape(fm: FeatureMatrix, extractor: Extractor, run_code: np.ndarray, predictor: BasePredictor,
-                  fold: Fold, *, online: bool = False, fitter: FoldFitter | None = None) -> float:
+                  fold: Fold, *, online: bool = False, fitter: FoldFitter | None = None,
+                  metric: str = "mape") -> float:
     """MAPE of latency on ``fold.test`` of a fresh clone of ``predictor`` fitted on ``fold.train``.
+
+    ``metric``: ``"mape"``, or ``"ratio"`` for :func:`~interfpred.evaluation.metrics.ratio_error`
+    (what the configuration search scores by).
 
     ``online``: after fitting, the test runs are predicted prequentially (:func:`prequential_runs`).
     ``fitter``: how the fold's predictor is fitted instead (``fitter(fold)`` returns a predictor of
@@ -130,11 +134,11 @@ def held_out_mape(fm: FeatureMatrix, extractor: Extractor, run_code: np.ndarray,
     True
     """
     p, test = _fitted(fm, predictor, fold, fitter)
-    return _mape(fm, extractor, run_code, p, test, online=online)
+    return _mape(fm, extractor, run_code, p, test, online=online, metric=metric)
 
 
 def held_out_mapes(fm: FeatureMatrix, extractor: Extractor, run_code: np.ndarray, predictor: BasePredictor,
-                   fold: Fold, *, fitter: FoldFitter | None = None) -> tuple[float, float]:
+                   fold: Fold, *, fitter: FoldFitter | None = None, metric: str = "mape") -> tuple[float, float]:
     """(prequential, frozen) :func:`held_out_mape` of one clone fitted once on ``fold.train``
     (``fitter`` as for :func:`held_out_mape`).
 
@@ -155,8 +159,8 @@ def held_out_mapes(fm: FeatureMatrix, extractor: Extractor, run_code: np.ndarray
     True
     """
     p, test = _fitted(fm, predictor, fold, fitter)
-    frozen = _mape(fm, extractor, run_code, p, test, online=False)
-    return _mape(fm, extractor, run_code, p, test, online=True), frozen
+    frozen = _mape(fm, extractor, run_code, p, test, online=False, metric=metric)
+    return _mape(fm, extractor, run_code, p, test, online=True, metric=metric), frozen
 
 
 def fold_rows(fold: Fold) -> tuple[np.ndarray, np.ndarray]:
@@ -181,11 +185,23 @@ def _fitted(fm: FeatureMatrix, predictor: BasePredictor, fold: Fold,
 
 
 def _mape(fm: FeatureMatrix, extractor: Extractor, run_code: np.ndarray, p: BasePredictor,
-          test: np.ndarray, *, online: bool) -> float:
+          test: np.ndarray, *, online: bool, metric: str = "mape") -> float:
     ent_test = None if fm.entities is None else fm.entities.take(test)
     if online:
         pred = prequential_runs(p, fm.X[test], fm.y[test], np.asarray(run_code)[test], entities=ent_test)
     else:
         pred = np.asarray(call(p, "predict", fm.X[test], entities=ent_test), dtype=np.float64)
     lat = np.asarray(extractor.latency_from_target(pred, fm.solo_ms[test]), dtype=np.float64)
-    return mape(lat, fm.latency_ms[test])
+    return fold_error(lat, fm.latency_ms[test], metric)
+
+
+def fold_error(predicted: np.ndarray, observed: np.ndarray, metric: str) -> float:
+    """One fold's error of latency: ``"mape"``, ``"ratio"`` (:func:`~interfpred.evaluation.metrics.ratio_error`)
+    or ``"under"`` (the share of rows under-predicted by more than ``UNDER_PREDICTION_FACTOR``)."""
+    if metric == "ratio":
+        return ratio_error(predicted, observed)
+    if metric == "under":
+        return under_share(predicted, observed)
+    if metric != "mape":
+        raise InterfpredError(f"metric {metric!r} is not one of mape, ratio, under")
+    return mape(predicted, observed)

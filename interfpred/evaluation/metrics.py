@@ -21,10 +21,18 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from interfpred.constants import ACCURACY_BEYOND_60, ACCURACY_WITHIN_10, ACCURACY_WITHIN_20, BOUNDARY_RTOL
+from interfpred.constants import (
+    ACCURACY_BEYOND_60,
+    ACCURACY_WITHIN_10,
+    ACCURACY_WITHIN_20,
+    BOUNDARY_RTOL,
+    UNDER_PREDICTION_FACTOR,
+)
 from interfpred.errors import InterfpredError
 
 __all__ = [
+    "ratio_error",
+    "under_share",
     "PERCENT_NAMES",
     "AccuracySummary",
     "accuracy_summary",
@@ -79,6 +87,43 @@ def mape(predicted, observed) -> float:
     0.15
     """
     return float(np.mean(relative_error(predicted, observed)))
+
+
+def ratio_error(predicted, observed) -> float:
+    """Mean error of the ratio, either way: ``max(p / o, o / p) - 1``, as a fraction.
+
+    An over-prediction costs what it costs in MAPE (``p / o - 1``); an under-prediction costs
+    ``o / p - 1`` instead of MAPE's ``1 - p / o``, which never exceeds 100 % however far a
+    prediction falls short. MAPE therefore rewards predicting too little (no interference),
+    the error that makes a scheduler admit batches that then miss their SLOs; this error does
+    not, and it is what ``fit`` chooses configurations by.
+
+    >>> ratio_error([5.0, 20.0], [10.0, 10.0])      # half and double cost the same
+    1.0
+    >>> mape([5.0, 20.0], [10.0, 10.0])
+    0.75
+    """
+    p = np.asarray(predicted, dtype=np.float64)
+    o = np.asarray(observed, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.maximum(p / o, o / p) - 1.0
+    return float(np.mean(r))
+
+
+def under_share(predicted, observed, factor: float = UNDER_PREDICTION_FACTOR) -> float:
+    """Share of rows under-predicted by more than ``factor`` (observed > factor x predicted), as a fraction.
+
+    A scheduler that trusts such a prediction admits a batch that runs ``factor`` times longer
+    than it planned; every accuracy table prints this share beside MAPE.
+
+    >>> under_share([1.0, 10.0, 10.0, 10.0], [2.0, 10.0, 9.0, 16.0])
+    0.5
+    """
+    p = np.asarray(predicted, dtype=np.float64)
+    o = np.asarray(observed, dtype=np.float64)
+    if p.size == 0:
+        return float("nan")
+    return float(np.mean(o > factor * p))
 
 
 def share_within(predicted, observed, tolerance: float) -> float:

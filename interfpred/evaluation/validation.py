@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from interfpred._core.splits import tail_cut
-from interfpred.constants import SELECTION_SEED, SELECTION_TIE_RTOL, SELECTION_TRACE_BLOCK
+from interfpred.constants import SELECTION_METRIC, SELECTION_SEED, SELECTION_TIE_RTOL, SELECTION_TRACE_BLOCK
 from interfpred.data.entities import Entities
 from interfpred.data.measurements import Measurements
 from interfpred.errors import InterfpredError
@@ -131,9 +131,10 @@ def tail_fold(n: int, share: float) -> Fold:
 
 
 def validation_scores(fm: FeatureMatrix, ex: Any, groups: np.ndarray, p: BasePredictor, warm: list[Fold],
-                      cold: list[Fold], *, fitter: FoldFitter | None = None
+                      cold: list[Fold], *, fitter: FoldFitter | None = None, metric: str = SELECTION_METRIC
                       ) -> tuple[tuple[float, float, float], np.ndarray]:
-    """(warm, cold prequential, cold frozen) MAPEs of latency of ``p``, and the warm MAPE of each fold by run
+    """(warm, cold prequential, cold frozen) errors of latency of ``p`` (``metric``: ``"ratio"``, the error of
+    the ratio either way, by default; or ``"mape"``), and the warm error of each fold by run
     (nan where there are no folds of a kind). ``fitter(fold)``, when given, fits each fold's predictor
     (see :func:`~interfpred.evaluation.folds.held_out_mape`).
 
@@ -150,9 +151,11 @@ def validation_scores(fm: FeatureMatrix, ex: Any, groups: np.ndarray, p: BasePre
     >>> per_fold.shape, bool(w < cf)          # models seen are easier than models held out
     ((3,), True)
     """
-    per_fold = np.array([held_out_mape(fm, ex, groups, p, f, online=True, fitter=fitter) for f in warm])
+    per_fold = np.array([held_out_mape(fm, ex, groups, p, f, online=True, fitter=fitter, metric=metric)
+                         for f in warm])
     w = float(per_fold.mean()) if warm else np.nan
-    both = np.array([held_out_mapes(fm, ex, groups, p, f, fitter=fitter) for f in cold]).reshape(-1, 2)   # one fit per fold
+    both = np.array([held_out_mapes(fm, ex, groups, p, f, fitter=fitter, metric=metric)
+                     for f in cold]).reshape(-1, 2)   # one fit per fold
     co, cf = (float(v) for v in both.mean(axis=0)) if cold else (np.nan, np.nan)
     return (w, co, cf), per_fold
 

@@ -37,11 +37,13 @@ from interfpred.constants import (
     E4_TRAIN_SHARE,
     SELECTION_COLD_MODELS,
     SELECTION_FOLDS,
+    UNDER_PREDICTION_FACTOR,
 )
 from interfpred.data.datasets import gavel_v100
 from interfpred.data.measurements import Measurements
 from interfpred.data.profiles import ProfileTable
-from interfpred.evaluation import BASELINE_LABELS, Fold, call, held_out_mape, mape, prequential_runs, run_folds
+from interfpred.evaluation import BASELINE_LABELS, Fold, call, held_out_mape, prequential_runs, run_folds
+from interfpred.evaluation.folds import fold_error
 from interfpred.evaluation.text_tables import Column, markdown_table, text_table
 from interfpred.experiments.report import Part, ReproduceContext, Section, SplitSection
 from interfpred.features import Extractor, TimeWeighted
@@ -129,8 +131,10 @@ def e4_methods(seed: int = 0) -> list[tuple[str, BasePredictor | str]]:
 
 def default_fit_mape(measurements: Measurements, profiles: ProfileTable | None, fold: Fold, *,
                      online: bool = True, cache: dict[bytes, InterferenceModel] | None = None,
-                     n_folds: int = SELECTION_FOLDS, n_cold: int = SELECTION_COLD_MODELS) -> float:
-    """MAPE of latency on ``fold.test`` of the configuration ``interfpred fit`` chooses on ``fold.train`` alone.
+                     n_folds: int = SELECTION_FOLDS, n_cold: int = SELECTION_COLD_MODELS,
+                     metric: str = "mape") -> float:
+    """MAPE of latency on ``fold.test`` of the configuration ``interfpred fit`` chooses on ``fold.train`` alone
+    (``metric``: another error, as :func:`~interfpred.evaluation.folds.fold_error` names them).
 
     The choice (:func:`~interfpred.model.selection.select_configuration`) sees the training runs
     only; the chosen model then predicts the test runs in order, prequentially (``online``) or frozen.
@@ -153,7 +157,7 @@ def default_fit_mape(measurements: Measurements, profiles: ProfileTable | None, 
     else:
         pred = np.asarray(call(model.predictor, "predict", fm.X, entities=fm.entities), dtype=np.float64)
     lat = np.asarray(model.extractor.latency_from_target(pred, fm.solo_ms), dtype=np.float64)
-    return mape(lat, fm.latency_ms)
+    return fold_error(lat, fm.latency_ms, metric)
 
 
 def score_methods(methods: list[tuple[str, BasePredictor | str]], extractor: Extractor, measurements: Measurements,
@@ -216,9 +220,9 @@ def split_scores(extractor: Extractor, predictor: BasePredictor | None, measurem
     fm_model = measurement_features(extractor, measurements, profiles)
     out = []
 
-    def add(label: str, pct: np.ndarray) -> None:
+    def add(label: str, pct: np.ndarray, under: np.ndarray) -> None:
         out.append({"method": label, "mape_%": pct.tolist(), "mean": float(pct.mean()), "std": float(pct.std()),
-                    "min": float(pct.min()), "max": float(pct.max())})
+                    "min": float(pct.min()), "max": float(pct.max()), "under_%": float(under.mean())})
 
     if predictor is None:
         cache = {} if cache is None else cache
@@ -226,8 +230,10 @@ def split_scores(extractor: Extractor, predictor: BasePredictor | None, measurem
         for i, f in enumerate(folds):
             if progress is not None:
                 progress(f"the default fit, chosen inside fold {i + 1}/{len(folds)} ({f.label})")
-            got.append(default_fit_mape(measurements, profiles, f, online=online, cache=cache))
-        add(DEFAULT_FIT_LABEL, 100.0 * np.array(got))
+            got.append([default_fit_mape(measurements, profiles, f, online=online, cache=cache, metric=m)
+                        for m in ("mape", "under")])
+        both = 100.0 * np.array(got)
+        add(DEFAULT_FIT_LABEL, both[:, 0], both[:, 1])
         methods = [(BASELINE_LABELS[k], make_predictor(k)) for k in BASELINE_KINDS]
     else:
         methods = [(f"model ({predictor.kind})", predictor)] + [(BASELINE_LABELS[k], make_predictor(k))
@@ -237,8 +243,9 @@ def split_scores(extractor: Extractor, predictor: BasePredictor | None, measurem
             progress(f"{label} on {len(folds)} folds")
         key = p.tags.entity_key if p.tags.uses_entities else "model"
         fm = fm_model if key == "model" else measurement_features(extractor, measurements, profiles, entity_key=key)
-        add(label, 100.0 * np.array([held_out_mape(fm, extractor, measurements.run_code, p, f, online=online)
-                                     for f in folds]))
+        both = 100.0 * np.array([[held_out_mape(fm, extractor, measurements.run_code, p, f, online=online, metric=m)
+                                  for m in ("mape", "under")] for f in folds])
+        add(label, both[:, 0], both[:, 1])
     what = (f"{len(folds)} seeded 70/30 splits by run" if split == "pair"
             else f"leave-one-model-out over {len(folds)} models")
     mode = "fitted on the training runs, then prequential on the test runs" if online else "fitted on the training runs"
@@ -248,9 +255,10 @@ def split_scores(extractor: Extractor, predictor: BasePredictor | None, measurem
 
 def split_table(scores: dict[str, Any]) -> str:
     """:func:`split_scores`' result as the table ``interfpred evaluate --split`` prints."""
-    rows = [[m["method"], f"{m['mean']:.2f} ± {m['std']:.2f}", f"{m['min']:.2f}", f"{m['max']:.2f}"]
-            for m in scores["methods"]]
-    header: list[str | Column] = ["method", Column("MAPE mean ± std", unit="%"), Column("min", unit="%"), Column("max", unit="%")]
+    rows = [[m["method"], f"{m['mean']:.2f} ± {m['std']:.2f}", f"{m['min']:.2f}", f"{m['max']:.2f}",
+             f"{m['under_%']:.1f}"] for m in scores["methods"]]
+    header: list[str | Column] = ["method", Column("MAPE mean ± std", unit="%"), Column("min", unit="%"), Column("max", unit="%"),
+                                  Column(f"under-predicted > {UNDER_PREDICTION_FACTOR:g}x", unit="%")]
     return scores["title"] + "\n" + text_table(header, rows)
 
 

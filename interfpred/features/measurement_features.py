@@ -36,6 +36,7 @@ from interfpred.data.profiles import ProfileTable
 from interfpred.errors import InterfpredError
 from interfpred.features.entity_features import entity_names
 from interfpred.features.extractors import Extractor
+from interfpred.features.kernel_terms import with_kernel_covariates
 from interfpred.features.matrix import FeatureMatrix
 
 __all__ = ["concat_entities", "concat_features", "measurement_demands", "measurement_entities",
@@ -119,7 +120,10 @@ def measurement_features(extractor: Extractor, measurements: Measurements, profi
         raise InterfpredError(f"expected an Extractor, got {type(extractor).__name__}")
     measurements = as_measurements(measurements)
     n = len(measurements)
-    dem = measurement_demands(measurements, profiles, extrapolate=extrapolate)
+    # the shares map reads no counter: its rows need no profile (a profile table given for other
+    # columns, such as kernel terms, may cover only some of them)
+    dem = (np.full((n, 3), np.nan) if extractor.feature_map == "shares"
+           else measurement_demands(measurements, profiles, extrapolate=extrapolate))
     if extractor.feature_map != "shares" and np.isnan(dem).all() and n and profiles is None:
         raise InterfpredError(f"feature map {extractor.feature_map!r} needs counters and no profiles were given; "
                               "give profiles, or use map 'shares' (no counters needed)")
@@ -148,7 +152,8 @@ def measurement_features(extractor: Extractor, measurements: Measurements, profi
     y = extractor.target_from_latency(lat, solo)
     return FeatureMatrix(X=np.ascontiguousarray(X, dtype=np.float64), names=extractor.names, y=y,
                          target=extractor.target, solo_ms=solo, latency_ms=lat,
-                         entities=measurement_entities(measurements, entity_key))
+                         entities=with_kernel_covariates(measurement_entities(measurements, entity_key), solo,
+                                                         profiles))
 
 
 def concat_entities(tables: list[Entities]) -> Entities:
@@ -172,7 +177,17 @@ def concat_entities(tables: list[Entities]) -> Entities:
         weight.append(t.weight)
         counts.append(np.diff(t.indptr))
     indptr = np.concatenate([[0], np.cumsum(np.concatenate(counts))]).astype(np.int64)
-    return Entities(tuple(vocab), np.concatenate(own), indptr, np.concatenate(co), np.concatenate(weight))
+    cov = None
+    with_cov = [t for t in tables if t.covariates is not None]
+    if with_cov:       # per name, the first table that knows it (NaN where none does)
+        cov = np.full((len(vocab), max(t.covariates.shape[1] for t in with_cov)), np.nan)  # type: ignore[union-attr]
+        for t in reversed(with_cov):
+            c = t.covariates
+            assert c is not None
+            rows = np.array([vocab[n] for n in t.names], dtype=np.int64)
+            known = ~np.isnan(c).all(axis=1)
+            cov[rows[known], :c.shape[1]] = c[known]
+    return Entities(tuple(vocab), np.concatenate(own), indptr, np.concatenate(co), np.concatenate(weight), cov)
 
 
 def concat_features(parts: list[FeatureMatrix]) -> FeatureMatrix:

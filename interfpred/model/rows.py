@@ -15,6 +15,7 @@ Examples
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from interfpred.data.frames import as_measurements, as_profiles, as_trace
@@ -23,6 +24,7 @@ from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
 from interfpred.features import Extractor, FeatureMatrix
+from interfpred.features.kernel_terms import with_kernel_covariates
 from interfpred.features.measurement_features import concat_features, measurement_features
 from interfpred.predictors import get_tags
 
@@ -55,4 +57,8 @@ def model_features(extractor: Extractor, predictor: Any, trace: Any = None, prof
         parts.append(measurement_features(extractor, measurements, profiles, entity_key=key))
     if not parts:
         raise InterfpredError("give a trace (with profiles) or measurements")
-    return parts[0] if len(parts) == 1 else concat_features(parts)
+    fm = parts[0] if len(parts) == 1 else concat_features(parts)
+    if tags.entity_covariates and fm.entities is not None and fm.entities.covariates is None:
+        fm = replace(fm, entities=with_kernel_covariates(fm.entities, fm.solo_ms, profiles))
+    return fm
+

@@ -12,13 +12,16 @@ interference, global mean, per-pair mean) on the training rows alone, by use:
   batch measured and as a co-runner), their rows predicted by a clone fitted on the rest, once
   prequentially and once frozen (as ``predict`` serves them).
 
-The warm MAPE of latency decides first: the candidates within one standard error of the lowest
+Every score is the error of the latency's ratio either way, ``max(predicted / observed, observed /
+predicted) - 1`` (:func:`~interfpred.evaluation.metrics.ratio_error`; ``SELECTION_METRIC``), not
+MAPE: MAPE caps an under-prediction's cost at 100 % and so rewards predicting too little, which
+is the error that makes a scheduler miss SLOs. The warm error decides first: the candidates within one standard error of the lowest
 (the mean of their paired per-fold differences from it at most its standard error: the
-one-standard-error rule) predict models seen equally well, so the frozen MAPE on the held-out
+one-standard-error rule) predict models seen equally well, so the frozen error on the held-out
 models chooses among them, and chooses what an EntityRLS among them serves models never seen
 with (``backoff``: features-only RLS, the scaled global mean, or no interference). A baseline
 that wins is the choice, and :attr:`Selection.baseline_chosen` says so. Without warm folds (too
-few runs) the frozen MAPE alone chooses.
+few runs) the frozen error alone chooses.
 
 :func:`~interfpred.model.interference.fit_selected` fits the chosen configuration on every row. EntityRLS tunes its prior
 variances once on all the rows (its own validation) and keeps them fixed inside the folds, which
@@ -124,9 +127,9 @@ class Candidate:
         return spec
 
 
-#: Columns of :meth:`Selection.report`'s table: validation MAPEs (fractions inside) shown in percent.
-REPORT_HEADER: list[str | Column] = ["candidate", percent("warm MAPE", spec=".2f"), percent("cold online MAPE", spec=".2f"),
-                 percent("cold frozen MAPE", spec=".2f"), ""]
+#: Columns of :meth:`Selection.report`'s table: validation errors (fractions inside) shown in percent.
+REPORT_HEADER: list[str | Column] = ["candidate", percent("warm error", spec=".2f"), percent("cold online error", spec=".2f"),
+                 percent("cold frozen error", spec=".2f"), ""]
 
 
 @dataclass(frozen=True)
@@ -136,10 +139,10 @@ class Selection:
     Attributes
     ----------
     chosen
-        The candidate with the lowest warm validation MAPE (cold frozen without warm folds); an
-        EntityRLS choice carries the backoff of the lowest cold frozen MAPE. It may be a baseline.
+        The candidate with the lowest warm validation error (cold frozen without warm folds); an
+        EntityRLS choice carries the backoff of the lowest cold frozen error. It may be a baseline.
     scores
-        Candidate label -> (warm MAPE, cold prequential MAPE, cold frozen MAPE), fractions; nan
+        Candidate label -> (warm, cold prequential, cold frozen) ratio errors, fractions; nan
         where a kind of fold could not be made. Baselines are candidates too (their labels start
         with ``"baseline: "``).
     baselines
@@ -174,18 +177,18 @@ class Selection:
 
     def report(self) -> list[str]:
         """Lines for the terminal: what was chosen and why, then a table of the candidates and the baselines
-        (validation MAPE in percent, ``-`` where a kind of fold could not be made)."""
+        (validation error in percent, ``-`` where a kind of fold could not be made)."""
         if not self.warm_folds and not self.cold_folds:
             return [f"chose {self.chosen.label}: too few runs (or trace blocks) to validate on, so the "
                     "default among the candidates, unvalidated"]
         if self.warm_folds and self.cold_folds:
-            how = (f"of the candidates within one standard error of the lowest warm MAPE ({self.warm_folds} folds "
-                   f"by run, prequential: models seen), the lowest frozen MAPE on {self.cold_folds} held-out "
+            how = (f"of the candidates within one standard error of the lowest warm error ({self.warm_folds} folds "
+                   f"by run, prequential: models seen), the lowest frozen error on {self.cold_folds} held-out "
                    "model(s) (models never seen)")
         elif self.warm_folds:
-            how = f"lowest warm MAPE ({self.warm_folds} folds by run, prequential: models seen)"
+            how = f"lowest warm error ({self.warm_folds} folds by run, prequential: models seen)"
         else:
-            how = f"lowest frozen MAPE on {self.cold_folds} held-out model(s) (too few runs for folds by run)"
+            how = f"lowest frozen error on {self.cold_folds} held-out model(s) (too few runs for folds by run)"
         rows = sorted(self.scores.items(), key=lambda kv: (self._use(kv[1]), kv[0].startswith("baseline")))
         table = text_table(REPORT_HEADER, [[k, *v[:3], "<- chosen" if k == self.chosen.label else ""]
                                            for k, v in rows])
@@ -373,7 +376,7 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
     scores: dict[str, tuple[float, ...]] = {}
     folds: tuple[list[Fold], list[Fold]] | None = None
     feats: dict[str, tuple[FeatureMatrix, Any]] = {}
-    per_fold: dict[str, np.ndarray] = {}       # warm MAPE of each fold by run, per candidate
+    per_fold: dict[str, np.ndarray] = {}       # warm error of each fold by run, per candidate
     priors: dict[Any, dict[str, float]] = {}     # tuned prior variances per extractor (the backoff aside)
     fitted: dict[Any, BasePredictor] = {}        # EntityRLS fitted per extractor and fold, its backoff aside
     # (kept only when other backoffs may be scored: no predictor named)

@@ -7,6 +7,7 @@ river and scikit-learn (about a second), so they are loaded on first use.
 
 from interfpred.predictors.base import BasePredictor, FrozenPredictor, LinearForm, Predictor
 from interfpred.predictors.baselines import GlobalMean, NoInterference, PairMean
+from interfpred.predictors.blocking import KernelBlocking
 from interfpred.predictors.calibrated.estimator import BoundForm, Calibrated
 from interfpred.predictors.entity_rls.estimator import EntityRLS
 from interfpred.predictors.from_peers import FromRiver, FromSklearn
@@ -34,6 +35,7 @@ __all__ = [
     "NoInterference",
     "PairMean",
     "GpuletsModel",
+    "KernelBlocking",
     "LinearForm",
     "OfflineLinear",
     "OnlineSGD",
@@ -56,8 +58,8 @@ __all__ = [
 ]
 
 # The built-in kinds, registered in one place.
-for _cls in (RLS, OnlineSGD, OfflineLinear, GpuletsModel, EntityRLS, NoInterference, GlobalMean, PairMean,
-             Calibrated, FromRiver, FromSklearn):
+for _cls in (RLS, OnlineSGD, OfflineLinear, GpuletsModel, EntityRLS, KernelBlocking, NoInterference, GlobalMean,
+             PairMean, Calibrated, FromRiver, FromSklearn):
     register(_cls)
 del _cls
 

@@ -61,6 +61,9 @@ class PredictorTags:
     #: per entity, or per-pair means); False for an ablation that turns them off, which then
     #: learns no entity by design.
     entity_terms: bool = False
+    #: Whether it reads per-entity covariates (``Entities.covariates``: the kernel terms of each
+    #: model's profile), which the model attaches to the rows' entities for it.
+    entity_covariates: bool = False
     #: Whether it exposes those terms to the compiled entity path of the what-if projection:
     #: ``pairwise_terms(names)`` and ``backoff_terms`` (besides ``coef_``, ``intercept_``,
     #: ``n_features_in_``, ``log_target`` and ``alone_is_solo``).

@@ -1,0 +1,462 @@
+"""KernelBlocking: interference under spatial sharing as SM blocking, per co-runner, learned online.
+
+When batches share a GPU's SMs, a batch of many short kernels waits, kernel by kernel, for the
+SMs a co-runner's long kernel holds. Each co-runner adds its own waiting, so a row whose own
+entity is ``m`` and whose co-runners ``c`` ran beside it with weights ``w_c`` (the mean number
+running beside it) is predicted as
+
+    slowdown = 1 + sum_c w_c exp(eta_c),
+    eta_c = b + <w, x> + k * rate[m] + h * hold[c] + s[m] + a[c]
+
+where ``rate[m]`` is the log of ``m``'s kernels per millisecond of solo time and ``hold[c]`` the
+log of ``c``'s longest kernel (the kernel terms of
+:mod:`interfpred.features.kernel_terms`, read from ``entities.covariates``); with ``k = h = 1``
+the excess is the first-order physics ``kernels x hold / solo``. ``x`` are the extractor's
+features, ``s[m]`` a per-model sensitivity and ``a[c]`` a per-model aggressiveness. Everything
+is learned jointly in log slowdown under Gaussian priors (``k`` and ``h`` around 1, the rest
+around 0): ``fit`` finds the posterior mode by damped Gauss-Newton, ``update`` takes one
+extended Kalman step per row (the model linearised at the current estimate), with exponential
+``forgetting`` of old evidence. A model never seen is predicted from its kernel terms alone
+(cold start); one without a profile from the mean kernel terms of those known. Rows given
+without ``entities`` are read as beside one co-runner of those mean terms, named by none (the
+features alone then speak).
+
+The sum over co-runners is what makes three or four co-runners add up as they do on a real GPU;
+a model that adds the co-runners' terms in log space (multiplying their slowdowns) mispredicts
+exactly those runs.
+
+Examples
+--------
+>>> import numpy as np
+>>> from interfpred.data.entities import Entities
+>>> ent = Entities.from_lists(["a", "b", "a", "c"], [{"b": 1.0}, {"a": 1.0}, {"c": 1.0}, {"a": 1.0}])
+>>> p = KernelBlocking(target="slowdown").fit(np.zeros((4, 1)), [9.0, 1.2, 3.0, 1.1], entities=ent)
+>>> round(float(p.predict(np.zeros(1), entities=ent.take([0]))), 2) > 5.0   # a suffers beside b
+True
+>>> p.n_entities_, p.n_seen_
+(3, 4)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from interfpred.constants import (
+    BLOCKING_COEF_VAR,
+    BLOCKING_ENTITY_VAR,
+    BLOCKING_FIT_ITERATIONS,
+    BLOCKING_INTERCEPT_VAR,
+    BLOCKING_MAX_ENTITIES,
+    BLOCKING_MIN_ENTITY_VAR,
+    BLOCKING_NOISE_VAR,
+    BLOCKING_UNDER_WEIGHT,
+    ENTITY_FORGETTING,
+    PREDICTED_RATE_MIN,
+)
+from interfpred.data.entities import Entities
+from interfpred.errors import InterfpredError
+from interfpred.predictors.base import BasePredictor
+from interfpred.predictors.inputs import check_flag, check_positive, check_target
+
+__all__ = ["KernelBlocking"]
+
+#: Kernel terms per entity (log kernel rate of the batch, log longest kernel as a co-runner).
+_NCOV = 2
+#: The largest exponent taken (slowdowns beyond the predicted clamp gain nothing).
+_ETA_MAX = math.log(1.0 / PREDICTED_RATE_MIN) + 1.0
+
+
+class KernelBlocking(BasePredictor):
+    """Slowdown as the sum of each co-runner's SM blocking, with per-model terms (module docstring).
+
+    Parameters
+    ----------
+    noise_var
+        Variance of an observation's log slowdown around the model.
+    entity_var
+        Prior variance of each model's sensitivity and aggressiveness (log scale).
+    coef_var
+        Prior variance of the feature weights and of the two kernel-term coefficients.
+    forgetting
+        Exponential forgetting of old evidence per learned row, in (0, 1] (1: none).
+    under_weight
+        How much more an under-prediction weighs than an over-prediction of the same size (in log
+        slowdown), in ``fit`` and in each ``update``: a scheduler that trusts an under-prediction
+        admits a batch that then misses its SLO, so the model learns an expectile above the
+        median. 1 is plain least squares.
+    predict_mean
+        Predict the expected slowdown ``exp(mean + variance / 2)`` of the log-normal whose
+        variance is the predictive variance (the parameters' uncertainty on this row plus
+        ``noise_var``) instead of ``exp(mean)``. Larger where the model knows less; off by default
+        (on real H200 runs it over-predicts models never seen more than ``under_weight`` does).
+    target
+        ``"slowdown"`` or ``"rate"``: what the rows' targets are (the model declares it).
+    """
+
+    kind = "kernel_blocking"
+    tags = replace(BasePredictor.tags, uses_entities=True, entity_terms=True, entity_covariates=True,
+                   entity_key="model_batch")
+    _contract_params = [{}, {"forgetting": 0.99, "entity_var": 0.5, "under_weight": 1.0}]
+
+    def __init__(self, *, noise_var: float = BLOCKING_NOISE_VAR, entity_var: float = BLOCKING_ENTITY_VAR,
+                 coef_var: float = BLOCKING_COEF_VAR, forgetting: float = ENTITY_FORGETTING,
+                 under_weight: float = BLOCKING_UNDER_WEIGHT, predict_mean: bool = False,
+                 target: str | None = None) -> None:
+        self.under_weight = under_weight
+        self.predict_mean = predict_mean
+        self.noise_var = noise_var
+        self.entity_var = entity_var
+        self.coef_var = coef_var
+        self.forgetting = forgetting
+        self.target = check_target(target)
+        self._check_params()
+        self._d = None
+
+    def _check_params(self) -> None:
+        check_positive("noise_var", self.noise_var)
+        check_positive("entity_var", self.entity_var)
+        check_positive("coef_var", self.coef_var)
+        check_flag(self, "predict_mean")
+        if check_positive("under_weight", self.under_weight) < 1.0:
+            raise InterfpredError(f"under_weight must be >= 1, got {self.under_weight!r}")
+        f = check_positive("forgetting", self.forgetting)
+        if f > 1.0:
+            raise InterfpredError(f"forgetting must be in (0, 1], got {self.forgetting!r}")
+
+    # -- state ---------------------------------------------------------------------------------
+    def _allocate(self, d: int) -> None:
+        self._d = d
+        self._names: list[str] = []
+        self._index: dict[str, int] = {}
+        self._cov = np.zeros((0, _NCOV))
+        self._center = np.zeros(_NCOV)
+        self._new_var = float(self.entity_var)
+        # what the targets learned are (rates or slowdowns), fixed with the state: declaring a target
+        # later (with_target) labels the predictions, it does not change them
+        self._rates = self.target == "rate"
+        g = self._n_global
+        self._theta = self._prior_mean(g)
+        self._P = np.diag(self._prior_var(g))
+        self._n = 0
+
+    @property
+    def _n_global(self) -> int:
+        assert self._d is not None
+        return 1 + self._d + _NCOV
+
+    def _prior_mean(self, g: int) -> np.ndarray:
+        m = np.zeros(g)
+        m[g - _NCOV:] = 1.0          # the first-order physics: kernels x hold / solo
+        return m
+
+    def _prior_var(self, g: int) -> np.ndarray:
+        v = np.full(g, float(self.coef_var))
+        v[0] = BLOCKING_INTERCEPT_VAR
+        return v
+
+    @property
+    def n_seen_(self) -> int:
+        """Rows learned."""
+        if self._d is None:
+            raise AttributeError("n_seen_: not fitted")
+        return self._n
+
+    @property
+    def n_entities_(self) -> int:
+        """Models (entities) with their own terms."""
+        if self._d is None:
+            raise AttributeError("n_entities_: not fitted")
+        return len(self._names)
+
+    @property
+    def coef_(self) -> np.ndarray:
+        """The feature weights, then the coefficients of the kernel rate and of the kernel hold."""
+        if self._d is None:
+            raise AttributeError("coef_: not fitted")
+        return self._theta[1:self._n_global].copy()
+
+    @property
+    def intercept_(self) -> float:
+        """``b``: the log excess slowdown per co-runner at zero features and kernel terms."""
+        if self._d is None:
+            raise AttributeError("intercept_: not fitted")
+        return float(self._theta[0])
+
+    def entity_terms(self) -> dict[str, tuple[float, float]]:
+        """``{name: (sensitivity, aggressiveness)}`` learned so far (log scale).
+
+        Examples
+        --------
+        >>> from interfpred.data.entities import Entities
+        >>> p = KernelBlocking().fit(np.zeros((1, 1)), [2.0], entities=Entities.from_lists(["a"], [{"b": 1.0}]))
+        >>> sorted(p.entity_terms())
+        ['a', 'b']
+        """
+        g = self._n_global
+        return {n: (float(self._theta[g + 2 * k]), float(self._theta[g + 2 * k + 1]))
+                for k, n in enumerate(self._names)}
+
+    def _add_names(self, entities: Entities) -> None:
+        """Give every name of ``entities`` its terms (prior), and remember the covariates it brings."""
+        cov = entities.covariates
+        for k, name in enumerate(entities.names):
+            j = self._index.get(name)
+            if j is None:
+                if len(self._names) >= BLOCKING_MAX_ENTITIES:
+                    continue        # beyond the cap a model is served by its kernel terms alone
+                j = self._index[name] = len(self._names)
+                self._names.append(name)
+                self._cov = np.vstack([self._cov, np.full((1, _NCOV), np.nan)])
+                n = self._theta.size
+                self._theta = np.concatenate([self._theta, np.zeros(2)])
+                P = np.zeros((n + 2, n + 2))
+                P[:n, :n] = self._P
+                P[n, n] = P[n + 1, n + 1] = self._new_var
+                self._P = P
+            if cov is not None and cov.shape[1] >= _NCOV and np.isfinite(cov[k, :_NCOV]).all():
+                self._cov[j] = cov[k, :_NCOV]
+
+    def _covariates(self, entities: Entities) -> np.ndarray:
+        """(len(names), 2) kernel terms of ``entities``' names: those given, else remembered, else the mean of
+        the known ones (0 when none is known)."""
+        known = self._cov[np.isfinite(self._cov).all(axis=1)] if len(self._names) else np.zeros((0, _NCOV))
+        fill = known.mean(axis=0) if known.shape[0] else np.zeros(_NCOV)
+        out = np.tile(fill, (len(entities.names), 1))
+        cov = entities.covariates
+        for k, name in enumerate(entities.names):
+            if cov is not None and cov.shape[1] >= _NCOV and np.isfinite(cov[k, :_NCOV]).all():
+                out[k] = cov[k, :_NCOV]
+                continue
+            j = self._index.get(name)
+            if j is not None and np.isfinite(self._cov[j]).all():
+                out[k] = self._cov[j]
+        return out
+
+    # -- the model -----------------------------------------------------------------------------
+    def _design(self, X: np.ndarray, entities: Entities | None) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Per row: the parameter indices of each co-runner's exponent, their values' multipliers and the weights.
+
+        Row i gives ``(cols (m, q), vals (m, q), w (m,))`` for its ``m`` co-runners: ``eta_c = theta[cols[c]] @
+        vals[c]``, the global terms first, then the own sensitivity and the co-runner's aggressiveness (a
+        column of -1 for a name without terms).
+        """
+        assert self._d is not None
+        n, d = X.shape
+        g = self._n_global
+        out = []
+        if entities is None:
+            # no names: one co-runner of the typical kernel terms (the centre), features only
+            cols = np.full((1, g + 2), -1, dtype=np.int64)
+            cols[0, :g] = np.arange(g)
+            for i in range(n):
+                vals = np.zeros((1, g + 2))
+                vals[0, 0] = 1.0
+                vals[0, 1:1 + d] = X[i]
+                out.append((cols, vals, np.ones(1)))
+            return out
+        cov = self._covariates(entities)
+        slot = np.array([self._index.get(nm, -1) for nm in entities.names], dtype=np.int64)
+        base_cols = np.arange(g, dtype=np.int64)
+        for i in range(n):
+            lo, hi = int(entities.indptr[i]), int(entities.indptr[i + 1])
+            co = entities.co[lo:hi]
+            w = entities.weight[lo:hi]
+            keep = w > 0.0
+            co, w = co[keep], w[keep]
+            m = co.size
+            own = int(entities.own[i])
+            cols = np.empty((m, g + 2), dtype=np.int64)
+            vals = np.empty((m, g + 2))
+            cols[:, :g] = base_cols
+            vals[:, 0] = 1.0
+            vals[:, 1:1 + d] = X[i]
+            vals[:, 1 + d] = cov[own, 0] - self._center[0]
+            vals[:, 2 + d] = cov[co, 1] - self._center[1]
+            so = slot[own]
+            cols[:, g] = g + 2 * so if so >= 0 else -1
+            cols[:, g + 1] = np.where(slot[co] >= 0, g + 2 * slot[co] + 1, -1)
+            vals[:, g] = 1.0
+            vals[:, g + 1] = 1.0
+            out.append((cols, vals, w))
+        return out
+
+    def _eta(self, theta: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> np.ndarray:
+        t = np.where(cols >= 0, theta[np.maximum(cols, 0)], 0.0)
+        return np.minimum((t * vals).sum(axis=1), _ETA_MAX)
+
+    def _log_slowdown(self, theta: np.ndarray, row: tuple[np.ndarray, np.ndarray, np.ndarray],
+                      grad: bool) -> tuple[float, np.ndarray | None]:
+        cols, vals, w = row
+        if w.size == 0:
+            return 0.0, (np.zeros(theta.size) if grad else None)
+        e = w * np.exp(self._eta(theta, cols, vals))
+        excess = float(e.sum())
+        h = math.log1p(excess)
+        if not grad:
+            return h, None
+        J = np.zeros(theta.size)
+        scale = e / (1.0 + excess)
+        ok = cols >= 0
+        np.add.at(J, cols[ok], (vals * scale[:, None])[ok])
+        return h, J
+
+    def _log_targets(self, y: np.ndarray) -> np.ndarray:
+        s = 1.0 / y if self._rates else y
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.log(np.maximum(s, 1.0))
+
+    def _predict_rows(self, X: np.ndarray, entities: Entities | None = None) -> np.ndarray:
+        rows = self._design(X, entities)
+        s = np.empty(len(rows))
+        for i, r in enumerate(rows):
+            if not self.predict_mean:
+                s[i] = math.exp(self._log_slowdown(self._theta, r, False)[0])
+                continue
+            h, J = self._log_slowdown(self._theta, r, True)
+            assert J is not None
+            var = float(J @ self._P @ J) + (self.noise_var if r[2].size else 0.0)
+            s[i] = math.exp(h + 0.5 * var)
+        return 1.0 / s if self._rates else s
+
+    def _fit_rows(self, X: np.ndarray, y: np.ndarray, *, sample_weight: np.ndarray | None,
+                  entities: Entities | None) -> None:
+        """The posterior mode by damped Gauss-Newton, and its covariance (the inverse Hessian)."""
+        if entities is not None:
+            self._add_names(entities)
+        known = self._cov[np.isfinite(self._cov).all(axis=1)]
+        # kernel terms centred on the fitted models' mean: the intercept is then the typical model's, and the
+        # coefficients' uncertainty does not swell every prediction by the terms' distance from zero
+        self._center = known.mean(axis=0) if known.shape[0] else np.zeros(_NCOV)
+        rows = self._design(X, entities)
+        t = self._log_targets(y)
+        mu = self._theta.copy()
+        prec = 1.0 / np.diag(self._P)
+        theta = mu.copy()
+        sig2 = float(self.noise_var)
+        kappa = float(self.under_weight)
+
+        def loss_grad(th: np.ndarray, need: bool) -> tuple[float, np.ndarray | None, np.ndarray | None]:
+            r = np.empty(len(rows))
+            J = np.zeros((len(rows), th.size)) if need else None
+            for i, row in enumerate(rows):
+                h, j = self._log_slowdown(th, row, need)
+                r[i] = t[i] - h
+                if need:
+                    assert J is not None and j is not None
+                    J[i] = j
+            dev = th - mu
+            wr = np.where(r > 0.0, kappa, 1.0)
+            return float(r @ (wr * r) / sig2 + dev @ (prec * dev)), r, J
+
+        lam = 1e-3
+        loss, r, J = loss_grad(theta, True)
+        for _ in range(BLOCKING_FIT_ITERATIONS):
+            assert r is not None and J is not None
+            wr = np.where(r > 0.0, kappa, 1.0)
+            H = (J.T * wr) @ J / sig2 + np.diag(prec)
+            gvec = J.T @ (wr * r) / sig2 - prec * (theta - mu)
+            step = np.linalg.solve(H + lam * np.diag(np.diag(H)), gvec)
+            cand = theta + step
+            new_loss, _, _ = loss_grad(cand, False)
+            if new_loss < loss:
+                theta = cand
+                lam = max(lam / 3.0, 1e-9)
+                done = loss - new_loss < 1e-10 * (1.0 + loss)
+                loss, r, J = loss_grad(theta, True)
+                if done:
+                    break
+            else:
+                lam *= 10.0
+                if lam > 1e8:
+                    break
+        assert J is not None
+        assert r is not None
+        wr = np.where(r > 0.0, kappa, 1.0)
+        H = (J.T * wr) @ J / sig2 + np.diag(prec)
+        P = np.linalg.inv(H)
+        self._theta = theta
+        # Empirical Bayes for the models without rows: their terms' variance is the spread of the terms
+        # learned from rows (at most the prior's), so a model never seen is predicted as uncertain as
+        # the models seen turned out to be, not as the prior allowed
+        g = self._n_global
+        seen = np.zeros(theta.size, dtype=bool)
+        for cols, _, w in rows:
+            if w.size:
+                seen[cols[:, g:][cols[:, g:] >= 0]] = True
+        ent_idx = np.arange(g, theta.size)
+        learned = ent_idx[seen[g:]]
+        if learned.size:
+            self._new_var = float(min(self.entity_var, max(BLOCKING_MIN_ENTITY_VAR, np.mean(theta[learned] ** 2))))
+        unseen = ent_idx[~seen[g:]]
+        P[unseen, unseen] = self._new_var
+        self._theta = theta
+        self._P = 0.5 * (P + P.T)
+        self._n = len(rows)
+
+    def _learn(self, X: np.ndarray, y: np.ndarray, entities: Entities | None = None) -> None:
+        """One extended Kalman step per row, in order (the model linearised at the current estimate)."""
+        theta, P, names = self._theta.copy(), self._P.copy(), (list(self._names), dict(self._index), self._cov.copy())
+        try:
+            if entities is not None:
+                self._add_names(entities)
+            rows = self._design(X, entities)
+            t = self._log_targets(y)
+            sig2 = float(self.noise_var)
+            lam = float(self.forgetting)
+            for i, row in enumerate(rows):
+                h, J = self._log_slowdown(self._theta, row, True)
+                assert J is not None
+                PJ = self._P @ J
+                e = t[i] - h
+                s = float(J @ PJ) + (sig2 / float(self.under_weight) if e > 0.0 else sig2)
+                k = PJ / s
+                self._theta = self._theta + k * e
+                P_new = (self._P - np.outer(k, PJ)) / lam
+                self._P = 0.5 * (P_new + P_new.T)
+                self._n += 1
+            if not (np.isfinite(self._theta).all() and np.isfinite(self._P).all()):
+                raise InterfpredError("KernelBlocking: the update made the state non-finite; rows refused")
+        except BaseException:
+            self._theta, self._P = theta, P
+            self._names, self._index, self._cov = names
+            raise
+
+    # -- persistence ---------------------------------------------------------------------------
+    def _get_state(self) -> dict[str, Any]:
+        return {"names": list(self._names), "covariates": [[float(v) if math.isfinite(v) else None for v in row] for row in self._cov.tolist()],
+                "center": self._center.tolist(), "new_var": self._new_var, "rates": self._rates,
+                "theta": self._theta.tolist(), "P": self._P.tolist(), "n_seen": self._n}
+
+    def _set_state(self, state: dict[str, Any], d: int) -> None:
+        self._allocate(d)
+        try:
+            names = [str(n) for n in state["names"]]
+            cov = np.array([[np.nan if v is None else float(v) for v in row] for row in state["covariates"]],
+                           dtype=np.float64).reshape(len(names), _NCOV)
+            theta = np.asarray(state["theta"], dtype=np.float64)
+            P = np.asarray(state["P"], dtype=np.float64)
+            center = np.asarray(state["center"], dtype=np.float64).reshape(_NCOV)
+            new_var = float(state["new_var"])
+            rates = state["rates"]
+            if not isinstance(rates, bool):
+                raise TypeError(f"rates {rates!r} is not true or false")
+            n = int(state["n_seen"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InterfpredError(f"kernel_blocking state is malformed: {exc}") from None
+        size = self._n_global + 2 * len(names)
+        if theta.shape != (size,) or P.shape != (size, size) or n < 0:
+            raise InterfpredError(f"kernel_blocking state: theta {theta.shape} and P {P.shape} do not fit "
+                                  f"{len(names)} entities and {d} features")
+        if not (np.isfinite(theta).all() and np.isfinite(P).all() and np.isfinite(center).all()
+                and math.isfinite(new_var) and new_var > 0.0) or np.isinf(cov).any():
+            raise InterfpredError("kernel_blocking state holds a non-finite value")
+        if len(set(names)) != len(names):
+            raise InterfpredError("kernel_blocking state: entity names must be distinct")
+        self._names = names
+        self._index = {nm: k for k, nm in enumerate(names)}
+        self._cov, self._theta, self._P, self._n, self._center, self._new_var = cov, theta, P, n, center, new_var
+        self._rates = rates
