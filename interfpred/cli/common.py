@@ -33,6 +33,7 @@ __all__ = [
     "add_truth_options",
     "check_label",
     "load_inputs",
+    "load_profiles_arg",
     "per_file",
     "print_json",
     "print_summary",
@@ -311,8 +312,9 @@ PREDICTOR_HELP = "predictor kind: rls, online_sgd, offline_linear, gpulets, ..."
 
 def add_data_options(p: argparse.ArgumentParser, *, profiles_help: str) -> None:
     """--profiles, --trace and --measurements, worded alike everywhere."""
-    p.add_argument("--profiles", help=f"tidy profile file (gpu,model,batch_size,solo_ms[,sm,l2,dram,share]; "
-                                      f"CSV, .parquet or .arrow); {profiles_help}")
+    p.add_argument("--profiles", help=f"tidy profile file (gpu,model,batch_size,solo_ms[,sm,l2,dram,share][,kernel "
+                                      f"columns]; CSV, .parquet or .arrow), or dataset:NAME for the profiles shipped "
+                                      f"with a dataset (h200_streams); {profiles_help}")
     p.add_argument("--trace", help="trace file (id,device,model,batch_size,start_ms,end_ms[,share]; CSV, .parquet "
                                    "or .arrow)")
     p.add_argument("--measurements", help="measurement runs (run,gpu,model,batch_size[,share],solo_ms,observed_ms; "
@@ -370,9 +372,21 @@ def per_file(values: list[Any] | None, name: str, n: int, default: Any = None) -
     return list(values)
 
 
+def load_profiles_arg(text: str) -> Any:
+    """A profile table from a --profiles value: a file (CSV, Parquet or Arrow), or dataset:NAME for the
+    profiles shipped with a dataset."""
+    if text.startswith("dataset:"):
+        from interfpred.data.datasets import load_profile_dataset
+
+        return load_profile_dataset(text.removeprefix("dataset:"))
+    from interfpred.data.columnar import read_profiles
+
+    return read_profiles(text)
+
+
 def load_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     """(profiles, trace, measurements) from --profiles, --trace and --measurements (None when absent)."""
-    from interfpred.data.columnar import read_profiles, read_trace  # CSV, Parquet or Arrow by suffix
+    from interfpred.data.columnar import read_trace  # CSV, Parquet or Arrow by suffix
     from interfpred.data.measurements import Measurements
 
     trace_path = getattr(args, "trace", None)
@@ -381,7 +395,7 @@ def load_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         raise InterfpredError("give --trace (with --profiles) or --measurements")
     if trace_path is not None and args.profiles is None:
         raise InterfpredError("--trace needs --profiles (solo latency and counters of each model)")
-    profiles = None if args.profiles is None else read_profiles(args.profiles)
+    profiles = None if args.profiles is None else load_profiles_arg(args.profiles)
     trace = None if trace_path is None else read_trace(trace_path)
     if trace is not None and len(trace) == 0:
         raise InputError("has a header but no executions", path=trace_path)

@@ -339,7 +339,7 @@ def _run_split(args: argparse.Namespace) -> int:
             predictor = Calibrated(predictor, quantiles=tuple(args.quantiles))
         model = InterferenceModel(model.extractor, predictor)
         model.auto_map = args.model_file is None
-    model.choose_map(profiles)
+    model.choose_map(profiles, meas)
     if model.note and (predictor is not None or args.model_file is not None):
         print(f"interfpred: {model.note}", file=sys.stderr)
     repeats = E4_REPEATS if args.repeats is None else args.repeats

@@ -40,7 +40,7 @@ from interfpred.features.kernel_terms import with_kernel_covariates
 from interfpred.features.matrix import FeatureMatrix
 
 __all__ = ["concat_entities", "concat_features", "measurement_demands", "measurement_entities",
-           "measurement_features"]
+           "measurement_features", "missing_counters"]
 
 
 def measurement_demands(measurements: Measurements, profiles: ProfileTable | None, *,
@@ -68,6 +68,37 @@ def measurement_demands(measurements: Measurements, profiles: ProfileTable | Non
     except InterfpredError as exc:
         raise InterfpredError(f"measurements: {exc}") from None
     return np.column_stack([vals["sm"], vals["l2"], vals["dram"]])
+
+
+def missing_counters(profiles: ProfileTable | None, measurements: Measurements | None = None) -> list[str]:
+    """The counters (``sm``, ``l2``, ``dram``) some row would lack: not measured in ``profiles``, or, with
+    ``measurements``, for a (model, batch size, share) the profiles do not cover (a table that profiles only
+    some of the models run, or only some batch sizes, leaves every counter map without rows to stand on).
+
+    Examples
+    --------
+    >>> from interfpred import ProfileTable
+    >>> prof = ProfileTable.from_columns(gpu=["g"], model=["a"], batch_size=[1], solo_ms=[1.0], sm=[0.5],
+    ...                                  l2=[None], dram=[0.2])
+    >>> missing_counters(prof)
+    ['l2']
+    >>> m = Measurements.from_columns(run=[1, 1], gpu=["g"] * 2, model=["a", "b"], batch_size=[1, 1],
+    ...     solo_ms=[1.0, 2.0], observed_ms=[2.0, 3.0])
+    >>> missing_counters(prof, m)
+    ['sm', 'l2', 'dram']
+    """
+    every = ["sm", "l2", "dram"]
+    if profiles is None:
+        return every
+    profiles = as_profiles(profiles)
+    missing = [r for r in every if np.isnan(profiles.column(r)).any()]
+    if measurements is not None and len(missing) < len(every):
+        try:
+            dem = measurement_demands(as_measurements(measurements), profiles)
+        except InterfpredError:
+            return every
+        missing = [r for k, r in enumerate(every) if r in missing or np.isnan(dem[:, k]).any()]
+    return missing
 
 
 def measurement_entities(measurements: Measurements, key: str = "model") -> Entities:

@@ -61,6 +61,7 @@ from interfpred.evaluation import (
 from interfpred.evaluation.validation import row_groups
 from interfpred.features import Extractor, FeatureMatrix, default_extractor, make_extractor
 from interfpred.features.entity_features import parent_entities
+from interfpred.features.measurement_features import missing_counters
 from interfpred.model.crossfit import FrozenBounds, cross_fit_bounds, model_entities
 from interfpred.model.rows import as_inputs, model_features
 from interfpred.model.selection import Selection, select_configuration
@@ -230,14 +231,12 @@ class InterferenceModel:
         if d is not None and d != fm.X.shape[1]:
             raise InterfpredError(f"the predictor was fitted on {d} features, the extractor makes {fm.X.shape[1]}")
 
-    def choose_map(self, profiles: ProfileTable | None) -> None:
-        """With no map given, switch to one the profiles' counters support, and say so in :attr:`note`."""
+    def choose_map(self, profiles: ProfileTable | None, measurements: Measurements | None = None) -> None:
+        """With no map given, switch to one the profiles' counters support (for every row of ``measurements``,
+        when given), and say so in :attr:`note`."""
         if not self.auto_map:
             return
-        if profiles is None:
-            missing = ["sm", "l2", "dram"]
-        else:
-            missing = [r for r in ("sm", "l2", "dram") if np.isnan(profiles.column(r)).any()]
+        missing = missing_counters(profiles, measurements)
         works = supported_maps(missing)
         current = self.extractor.feature_map
         if current in works:
@@ -248,7 +247,7 @@ class InterferenceModel:
             spec.pop("shares", None)     # the shares map holds them already; any other map keeps them
         self.extractor = make_extractor({k: v for k, v in spec.items() if v is not None})
         self.note = (f"feature map {chosen!r} chosen: the default {current!r} needs {', '.join(missing)}, "
-                     f"which {'no profiles were given for' if profiles is None else 'the profiles lack'}")
+                     f"which {'no profiles were given for' if profiles is None else 'the profiles lack for some rows'}")
 
     # ------------------------------------------------------------------ learning
     def fit(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,
@@ -268,7 +267,7 @@ class InterferenceModel:
             return self._fit_validated(trace, profiles, measurements, progress)
         saved = (self.extractor, self.note)
         try:
-            self.choose_map(profiles)
+            self.choose_map(profiles, measurements)
             fm = self.features(trace, profiles, measurements=measurements)
         except BaseException:
             self.extractor, self.note = saved   # a refused fit leaves the model as it was

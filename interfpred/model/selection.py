@@ -79,6 +79,7 @@ from interfpred.evaluation.validation import (
     within_one_se,
 )
 from interfpred.features import FeatureMatrix, make_extractor
+from interfpred.features.measurement_features import missing_counters
 from interfpred.model.crossfit import model_entities, take_rows
 from interfpred.model.rows import model_features
 from interfpred.predictors import BasePredictor, make_predictor
@@ -224,12 +225,6 @@ class Selection:
         return out
 
 
-def _missing_counters(profiles: ProfileTable | None) -> list[str]:
-    if profiles is None:
-        return ["sm", "l2", "dram"]
-    return [r for r in ("sm", "l2", "dram") if np.isnan(profiles.column(r)).any()]
-
-
 def _shares_vary(trace: Trace | None, measurements: Measurements | None) -> bool:
     vals = []
     if measurements is not None:
@@ -249,7 +244,7 @@ def candidates(trace: Trace | None, profiles: ProfileTable | None, measurements:
     ``targets`` (or ``fixed["target"]``).
     """
     maps = ([fixed["feature_map"]] if fixed.get("feature_map") is not None
-            else list(supported_maps(_missing_counters(profiles))))
+            else list(supported_maps(missing_counters(profiles, measurements))))
     if fixed.get("shares"):
         share_opts = [True]
     else:
@@ -257,8 +252,9 @@ def candidates(trace: Trace | None, profiles: ProfileTable | None, measurements:
     tg = [fixed["target"]] if fixed.get("target") is not None else list(targets)
     out = []
     for kind in predictors:
-        for fmap in maps:
-            for sh in share_opts:
+        own = None if fixed.get("feature_map") is not None else make_predictor(kind).tags.own_map
+        for fmap in ([own] if own is not None else maps):
+            for sh in ([False] if own is not None else share_opts):
                 if sh and fmap == "shares":
                     continue      # the shares map holds them already
                 for t in tg:
@@ -411,7 +407,10 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
     # Two stages when several extractors are open for a predictor other than the proxy: the extractor
     # (map, shares, target) searched with the fast proxy, then the other predictors on the proxy's
     # best extractor per target (the proxy's rows are reported; a named predictor is still the choice).
-    others = [c for c in cands if c.predictor != SELECTION_PROXY]
+    # a predictor with a map of its own is scored on it, whatever the proxy's search finds
+    has_own_map = {k: fixed.get("feature_map") is None and (predictor if predictor is not None else make_predictor(k)
+                                                           ).tags.own_map is not None for k in kinds}
+    others = [c for c in cands if c.predictor != SELECTION_PROXY and not has_own_map[c.predictor]]
     staged = bool(others) and all(widths[c.predictor] is None for c in others) and (
         len(others) > len({c.target for c in others}) or SELECTION_PROXY in kinds)
     first = ([Candidate(SELECTION_PROXY, c.feature_map, c.shares, c.target) for c in cands
@@ -433,7 +432,8 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
     for c in sorted(first, key=use):
         best.setdefault(c.target, (c.feature_map, c.shares))
     if staged and (warm or cold):
-        second = [c for c in cands if c.predictor != SELECTION_PROXY and best.get(c.target) == (c.feature_map, c.shares)]
+        second = [c for c in cands if c.predictor != SELECTION_PROXY and (
+            best.get(c.target) == (c.feature_map, c.shares) or has_own_map[c.predictor])]
         for c in second:
             run(c)
         scored += second
