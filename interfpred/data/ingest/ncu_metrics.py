@@ -23,7 +23,7 @@ from interfpred.errors import InputError
 __all__ = [
     "NcuFormatError", "QUANTITIES", "QUANTITY_LABEL", "METRIC_ALIASES", "METRIC_PRIORITY", "NO_PRIORITY",
     "DETAILS_ONLY", "LAUNCH_SLOTS", "LAUNCH_ALIASES", "LAUNCH_PRIORITY", "identity_name", "nvtx_innermost",
-    "parse_number", "convert_metric", "convert_launch", "is_kernel_id", "skip_or_refuse_row", "require_columns",
+    "parse_number", "convert_metric", "convert_launch", "launch_table", "is_kernel_id", "skip_or_refuse_row", "require_columns",
     "table_from_rows",
 ]
 
@@ -263,7 +263,7 @@ def convert_launch(slot: int, label: str, unit: str, text: str, path: str, line:
     return v
 
 
-def _launch_columns(launch: np.ndarray, first_rows: list[list[str]], header: list[str]) -> dict[str, np.ndarray]:
+def launch_table(launch: np.ndarray, first_rows: list[list[str]], header: list[str]) -> dict[str, np.ndarray]:
     """The KernelTable launch columns of ``launch`` (n, len(LAUNCH_SLOTS)), NaN where unknown.
 
     Shared memory per block is the reported total, else the sum of the parts reported; the grid
@@ -288,15 +288,23 @@ def _launch_columns(launch: np.ndarray, first_rows: list[list[str]], header: lis
     return out
 
 
-_DIMS = re.compile(r"^\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)$")
+# "(2, 64, 1)", with thousands separators in some ncu versions: "(2,048, 1, 1)"
+_DIMS = re.compile(r"^\(\s*(\d{1,3}(?:,\d{3})+|\d+)\s*,\s*(\d{1,3}(?:,\d{3})+|\d+)\s*,"
+                   r"\s*(\d{1,3}(?:,\d{3})+|\d+)\s*\)$")
 
 
 def _dims_product(text: str) -> float:
-    """x * y * z of an identity cell such as "(2, 64, 1)"; NaN when it is not one."""
+    """x * y * z of an identity cell such as "(2, 64, 1)"; NaN when it is not one.
+
+    Examples
+    --------
+    >>> _dims_product("(2, 64, 1)"), _dims_product("(2,048, 1, 1)"), _dims_product("")
+    (128.0, 2048.0, nan)
+    """
     m = _DIMS.match(text.strip())
     if m is None:
         return math.nan
-    x, y, z = (int(g) for g in m.groups())
+    x, y, z = (int(g.replace(",", "")) for g in m.groups())
     return float(x * y * z)
 
 
@@ -352,5 +360,5 @@ def table_from_rows(values: np.ndarray, first_rows: list[list[str]], first_lines
                        sm=np.ascontiguousarray(values[:, 1]), l2=np.ascontiguousarray(values[:, 2]),
                        dram=np.ascontiguousarray(values[:, 3]),
                        lines=np.asarray(first_lines, dtype=np.int64), identity=identity, path=path,
-                       launch=_launch_columns(launch, first_rows, header), truncation=scan_ncu_log(path))
+                       launch=launch_table(launch, first_rows, header), truncation=scan_ncu_log(path))
 
