@@ -108,12 +108,13 @@ LAUNCH_PRIORITY: dict[str, tuple[int, int]] = {
 _BYTE_UNITS = {"": 1.0, "byte": 1.0, "bytes": 1.0, "B": 1.0, "Kbyte": 1e3, "KB": 1e3, "Mbyte": 1e6, "MB": 1e6,
                "Gbyte": 1e9, "GB": 1e9, "Kibyte": 1024.0, "KiB": 1024.0, "Mibyte": 1024.0**2, "MiB": 1024.0**2}
 
-# Duration units, long (older ncu) and short (2022 on), to milliseconds.
+# Duration units, long (older ncu) and short (2022 on), to milliseconds: value * factor / divisor.
+# Dividing by 1e6 gives the double nearest to 734944 ns in ms (0.734944); multiplying by 1e-6 does not.
 _TIME_UNITS = {
-    "ns": 1e-6, "nsecond": 1e-6, "nanosecond": 1e-6,
-    "us": 1e-3, "usecond": 1e-3, "microsecond": 1e-3, "µs": 1e-3,
-    "ms": 1.0, "msecond": 1.0, "millisecond": 1.0,
-    "s": 1e3, "second": 1e3,
+    "ns": (1.0, 1e6), "nsecond": (1.0, 1e6), "nanosecond": (1.0, 1e6),
+    "us": (1.0, 1e3), "usecond": (1.0, 1e3), "microsecond": (1.0, 1e3), "µs": (1.0, 1e3),
+    "ms": (1.0, 1.0), "msecond": (1.0, 1.0), "millisecond": (1.0, 1.0),
+    "s": (1e3, 1.0), "second": (1e3, 1.0),
 }
 _PERCENT_UNITS = {"%": 0.01}
 _MISSING = {"n/a", "N/A", "", "-"}
@@ -203,8 +204,8 @@ def convert_metric(q: int, label: str, unit: str, text: str, path: str, line: in
         raise NcuFormatError(f"{label} value {text!r} is not a number", path=path, line=line) from None
     u = unit.strip()
     if q == 0:
-        factor = _TIME_UNITS.get(u) or _TIME_UNITS.get(u.lower())
-        if factor is None:
+        scale = _TIME_UNITS.get(u) or _TIME_UNITS.get(u.lower())
+        if scale is None:
             raise NcuFormatError(
                 f"{label} has unit {unit!r}, which is not a time unit (expected ns/us/ms/s or "
                 "nsecond/usecond/msecond/second)", path=path, line=line)
@@ -213,7 +214,7 @@ def convert_metric(q: int, label: str, unit: str, text: str, path: str, line: in
         if v <= 0:
             raise NcuFormatError(f"{label} {text} {u} is not positive: a kernel takes time",
                                  path=path, line=line)
-        return v * factor
+        return v * scale[0] / scale[1]
     factor = _PERCENT_UNITS.get(u)
     if factor is None:
         raise NcuFormatError(f"{label} has unit {unit!r}; a throughput is a percentage ('%')",
