@@ -25,12 +25,12 @@ from interfpred.data.ingest import (
     ManifestEntry,
     NcuFormatError,
     example_path,
+    kernel_statistics,
     profile_from_kernels,
     profiles_from_reports,
     read_kernels,
     write_profiles,
 )
-from interfpred.data.ingest.kernel_table import kernel_statistics
 from interfpred.data.ingest.ncu_log import TruncatedReportError, TruncatedReportWarning, scan_ncu_log
 from interfpred.errors import InputError, InterfpredError
 

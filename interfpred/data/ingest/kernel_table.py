@@ -28,7 +28,7 @@ from interfpred.constants import (
     KERNEL_TRUNCATED,
     PROFILE_SIGNIFICANT_DIGITS,
 )
-from interfpred.data.ingest.ncu_log import Truncation, TruncatedReportError, TruncatedReportWarning
+from interfpred.data.ingest.ncu_log import TruncatedReportError, TruncatedReportWarning, Truncation
 from interfpred.data.profiles import Profile
 from interfpred.errors import InputError, InterfpredError
 
