@@ -36,6 +36,39 @@ NCU_EXAMPLE_FILE = "superbenchmark_cublaslt_b200_details.log"
 NCU_EXAMPLE_GPU = "b200"
 NCU_EXAMPLE_MODEL = "cublaslt_gemm"
 NCU_EXAMPLE_BATCH_SIZE = 1
+#: Numeric launch columns a KernelTable keeps per launch (NaN where the file does not have them):
+#: blocks in the grid, threads per block, waves per SM, registers per thread, shared memory per block
+#: (bytes), the four per-SM block limits of the occupancy calculation, the SM count, and the
+#: theoretical occupancy (fraction of the SM's warp slots).
+KERNEL_LAUNCH_COLUMNS = (
+    "grid_blocks", "block_threads", "waves_per_sm", "registers_per_thread", "shared_mem_per_block",
+    "occupancy_limit_blocks", "occupancy_limit_registers", "occupancy_limit_shared_mem",
+    "occupancy_limit_warps", "sm_count", "theoretical_occupancy",
+)
+#: The occupancy block-limit columns; a launch's resident-block limit per SM is their minimum.
+KERNEL_OCCUPANCY_LIMIT_COLUMNS = (
+    "occupancy_limit_blocks", "occupancy_limit_registers", "occupancy_limit_shared_mem", "occupancy_limit_warps",
+)
+#: A kernel with at least this many waves per SM fills every SM (counts towards ``fill_fraction``).
+KERNEL_FILL_WAVES = 1.0
+#: Percentile of the per-launch durations written as ``kernel_p90_ms`` (linear interpolation).
+KERNEL_TAIL_PERCENTILE = 90.0
+#: Optional profile columns ``ingest`` writes from a report's kernels, after the tidy columns, in order.
+KERNEL_PROFILE_COLUMNS = (
+    "kernels", "kernel_sum_ms", "kernel_mean_ms", "kernel_p90_ms", "kernel_max_ms", "kernel_residual_ms",
+    "fill_fraction", "waves_mean", "occupancy_blocks", "truncated",
+)
+#: Value of the ``truncated`` profile column for a report ncu cut short (kept on request) and otherwise.
+KERNEL_TRUNCATED = "1"
+KERNEL_COMPLETE = "0"
+#: ncu's log lines that tell a report was cut short (any of the first two and none of the last).
+NCU_LOG_ERROR_PREFIX = "==ERROR=="
+NCU_LOG_SHUTDOWN = "==PROF== Trying to shutdown"
+NCU_LOG_DISCONNECTED = "==PROF== Disconnected from process"
+#: Prefix of every line ncu itself prints (==PROF==, ==WARNING==, ==ERROR==).
+NCU_LOG_PREFIX = "=="
+#: Characters of an ncu log line quoted in a message.
+NCU_LOG_QUOTE_CHARS = 120
 # --- predictors -------------------------------------------------------------------------------------------
 #: RLS: default forgetting factor (weight of an observation decays as forgetting**age).
 RLS_FORGETTING = 0.995

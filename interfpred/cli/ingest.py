@@ -19,7 +19,8 @@ def add_ingest(sub: Any) -> None:
         help="turn Nsight Compute output into solo profiles",
         description=(
             "Read ncu --csv output (details or raw page) or .ncu-rep reports into solo profiles "
-            "(gpu,model,batch_size,solo_ms,sm,l2,dram) and print them. Give --gpu/--model/"
+            "(gpu,model,batch_size,solo_ms,sm,l2,dram, then kernel statistics: kernels per batch, kernel "
+            "durations, waves, occupancy, truncated) and print them. Give --gpu/--model/"
             "--batch-size once for all files or once per file, in order; or list the reports in a "
             "--manifest CSV (file,gpu,model,batch_size[,iterations]). --out merges into an "
             "existing file (a conflicting duplicate is refused and the file kept intact) unless --force."),
@@ -40,6 +41,9 @@ def add_ingest(sub: Any) -> None:
     p.add_argument("--out", help="tidy profiles to write, or merge into if the file exists: CSV, or .parquet / "
                                  ".arrow by suffix")
     p.add_argument("--force", action="store_true", help="replace --out instead of merging into it")
+    p.add_argument("--allow-truncated", action="store_true",
+                   help="keep a report ncu cut short (its log has ==ERROR== or 'Trying to shutdown' and no "
+                        "'Disconnected' line), marked truncated=1 with a warning; refused otherwise")
     p.add_argument("--example", action="store_true",
                    help="ingest the bundled example (B200 cuBLASLt GEMM, details page)")
     p.set_defaults(func=run_ingest)
@@ -86,7 +90,8 @@ def run_ingest(args: argparse.Namespace) -> int:
         entries = [ManifestEntry(file=f, gpu=g, model=m, batch_size=b, iterations=i,
                                  kernel_filter=k, nvtx_filter=v)
                    for f, g, m, b, i, k, v in zip(files, gpus, models, batches, iters, kfilt, nfilt)]
-    kept = unique_profiles(profiles_from_reports(entries, share=args.share, manifest=args.manifest))
+    kept = unique_profiles(profiles_from_reports(entries, share=args.share, manifest=args.manifest,
+                                                 allow_truncated=args.allow_truncated))
     table = ProfileTable.from_profiles(prof for prof, _ in kept.values())
     if args.out is not None:
         try:

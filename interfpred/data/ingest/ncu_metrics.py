@@ -1,8 +1,9 @@
 """What Nsight Compute prints, and how its values become the library's units.
 
-The metric labels and names each quantity may go by (best first), the identity columns, time
-and percent units, NVTX stacks, and the pieces both CSV page readers share: number parsing,
-row checks and the assembly of a :class:`~interfpred.data.ingest.KernelTable`. Every refusal is an
+The metric labels and names each quantity may go by (best first), the launch columns' labels and
+names, the identity columns, time, percent and byte units, NVTX stacks, and the pieces both CSV
+page readers share: number parsing, row checks and the assembly of a
+:class:`~interfpred.data.ingest.KernelTable`. Every refusal is an
 :class:`NcuFormatError` naming the file and the line. Formats: docs/profiling.md.
 """
 
@@ -14,14 +15,16 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from interfpred.constants import NCU_PERCENT_TOLERANCE
+from interfpred.constants import KERNEL_LAUNCH_COLUMNS, NCU_PERCENT_TOLERANCE
 from interfpred.data.ingest.kernel_table import KernelTable
+from interfpred.data.ingest.ncu_log import scan_ncu_log
 from interfpred.errors import InputError
 
 __all__ = [
     "NcuFormatError", "QUANTITIES", "QUANTITY_LABEL", "METRIC_ALIASES", "METRIC_PRIORITY", "NO_PRIORITY",
-    "DETAILS_ONLY", "identity_name", "nvtx_innermost", "parse_number", "convert_metric", "is_kernel_id",
-    "skip_or_refuse_row", "require_columns", "table_from_rows",
+    "DETAILS_ONLY", "LAUNCH_SLOTS", "LAUNCH_ALIASES", "LAUNCH_PRIORITY", "identity_name", "nvtx_innermost",
+    "parse_number", "convert_metric", "convert_launch", "launch_table", "is_kernel_id", "skip_or_refuse_row", "require_columns",
+    "table_from_rows",
 ]
 
 
@@ -72,12 +75,46 @@ METRIC_PRIORITY: dict[str, tuple[int, int]] = {
 }
 NO_PRIORITY = 1 << 30
 
-# Duration units, long (older ncu) and short (2022 on), to milliseconds.
+# ---------------------------------------------------------------------------------- launch columns
+#: What a launch row may carry: the KernelTable launch columns, then the three parts of the shared
+#: memory per block (driver, dynamic, static) that the details page lists instead of their sum.
+LAUNCH_SLOTS = (*KERNEL_LAUNCH_COLUMNS, "shared_mem_driver", "shared_mem_dynamic", "shared_mem_static")
+_SHARED_PARTS = (LAUNCH_SLOTS.index("shared_mem_driver"), LAUNCH_SLOTS.index("shared_mem_dynamic"),
+                 LAUNCH_SLOTS.index("shared_mem_static"))
+_SHARED_SLOTS = {KERNEL_LAUNCH_COLUMNS.index("shared_mem_per_block"), *_SHARED_PARTS}
+_OCCUPANCY_SLOT = KERNEL_LAUNCH_COLUMNS.index("theoretical_occupancy")
+# Details-page labels (sections "Launch Statistics" and "Occupancy") and metric names, best first.
+LAUNCH_ALIASES: dict[str, tuple[str, ...]] = {
+    "grid_blocks": ("Grid Size", "launch__grid_size"),
+    "block_threads": ("Block Size", "launch__block_size"),
+    "waves_per_sm": ("Waves Per SM", "launch__waves_per_multiprocessor"),
+    "registers_per_thread": ("Registers Per Thread", "launch__registers_per_thread"),
+    "shared_mem_per_block": ("launch__shared_mem_per_block",),
+    "occupancy_limit_blocks": ("Block Limit SM", "launch__occupancy_limit_blocks"),
+    "occupancy_limit_registers": ("Block Limit Registers", "launch__occupancy_limit_registers"),
+    "occupancy_limit_shared_mem": ("Block Limit Shared Mem", "launch__occupancy_limit_shared_mem"),
+    "occupancy_limit_warps": ("Block Limit Warps", "launch__occupancy_limit_warps"),
+    "sm_count": ("# SMs", "launch__sm_count"),
+    "theoretical_occupancy": ("Theoretical Occupancy", "sm__maximum_warps_per_active_cycle_pct"),
+    "shared_mem_driver": ("Driver Shared Memory Per Block", "launch__shared_mem_per_block_driver"),
+    "shared_mem_dynamic": ("Dynamic Shared Memory Per Block", "launch__shared_mem_per_block_dynamic"),
+    "shared_mem_static": ("Static Shared Memory Per Block", "launch__shared_mem_per_block_static"),
+}
+#: label or metric name -> (launch slot index, priority: lower is better)
+LAUNCH_PRIORITY: dict[str, tuple[int, int]] = {
+    alias: (q, p) for q, name in enumerate(LAUNCH_SLOTS) for p, alias in enumerate(LAUNCH_ALIASES[name])
+}
+# Byte units (ncu scales by 1000 unless told --print-units base), per block or not.
+_BYTE_UNITS = {"": 1.0, "byte": 1.0, "bytes": 1.0, "B": 1.0, "Kbyte": 1e3, "KB": 1e3, "Mbyte": 1e6, "MB": 1e6,
+               "Gbyte": 1e9, "GB": 1e9, "Kibyte": 1024.0, "KiB": 1024.0, "Mibyte": 1024.0**2, "MiB": 1024.0**2}
+
+# Duration units, long (older ncu) and short (2022 on), to milliseconds: value * factor / divisor.
+# Dividing by 1e6 gives the double nearest to 734944 ns in ms (0.734944); multiplying by 1e-6 does not.
 _TIME_UNITS = {
-    "ns": 1e-6, "nsecond": 1e-6, "nanosecond": 1e-6,
-    "us": 1e-3, "usecond": 1e-3, "microsecond": 1e-3, "µs": 1e-3,
-    "ms": 1.0, "msecond": 1.0, "millisecond": 1.0,
-    "s": 1e3, "second": 1e3,
+    "ns": (1.0, 1e6), "nsecond": (1.0, 1e6), "nanosecond": (1.0, 1e6),
+    "us": (1.0, 1e3), "usecond": (1.0, 1e3), "microsecond": (1.0, 1e3), "µs": (1.0, 1e3),
+    "ms": (1.0, 1.0), "msecond": (1.0, 1.0), "millisecond": (1.0, 1.0),
+    "s": (1e3, 1.0), "second": (1e3, 1.0),
 }
 _PERCENT_UNITS = {"%": 0.01}
 _MISSING = {"n/a", "N/A", "", "-"}
@@ -167,8 +204,8 @@ def convert_metric(q: int, label: str, unit: str, text: str, path: str, line: in
         raise NcuFormatError(f"{label} value {text!r} is not a number", path=path, line=line) from None
     u = unit.strip()
     if q == 0:
-        factor = _TIME_UNITS.get(u) or _TIME_UNITS.get(u.lower())
-        if factor is None:
+        scale = _TIME_UNITS.get(u) or _TIME_UNITS.get(u.lower())
+        if scale is None:
             raise NcuFormatError(
                 f"{label} has unit {unit!r}, which is not a time unit (expected ns/us/ms/s or "
                 "nsecond/usecond/msecond/second)", path=path, line=line)
@@ -177,7 +214,7 @@ def convert_metric(q: int, label: str, unit: str, text: str, path: str, line: in
         if v <= 0:
             raise NcuFormatError(f"{label} {text} {u} is not positive: a kernel takes time",
                                  path=path, line=line)
-        return v * factor
+        return v * scale[0] / scale[1]
     factor = _PERCENT_UNITS.get(u)
     if factor is None:
         raise NcuFormatError(f"{label} has unit {unit!r}; a throughput is a percentage ('%')",
@@ -187,6 +224,89 @@ def convert_metric(q: int, label: str, unit: str, text: str, path: str, line: in
     if v < 0 or v > 100.0 + NCU_PERCENT_TOLERANCE:
         raise NcuFormatError(f"{label} {text}% is outside 0..100", path=path, line=line)
     return min(v, 100.0) * factor
+
+
+def convert_launch(slot: int, label: str, unit: str, text: str, path: str, line: int | None) -> float | None:
+    """Value of launch slot ``slot`` (:data:`LAUNCH_SLOTS`): bytes for shared memory, a fraction for
+    the theoretical occupancy, the plain number otherwise; None for n/a.
+
+    Examples
+    --------
+    >>> convert_launch(LAUNCH_SLOTS.index("shared_mem_driver"), "Driver Shared Memory Per Block",
+    ...                "Kbyte/block", "1.02", "r.csv", 9)
+    1020.0
+    >>> convert_launch(0, "launch__grid_size", "", "12,544", "r.csv", 9)
+    12544.0
+    """
+    try:
+        v = parse_number(text)
+    except ValueError:
+        raise NcuFormatError(f"{label} value {text!r} is not a number", path=path, line=line) from None
+    if v is None:
+        return None
+    if v < 0:
+        raise NcuFormatError(f"{label} {text} is negative; a launch setting is a count or size >= 0",
+                             path=path, line=line)
+    u = unit.strip()
+    if slot == _OCCUPANCY_SLOT:
+        if u not in _PERCENT_UNITS:
+            raise NcuFormatError(f"{label} has unit {unit!r}; an occupancy is a percentage ('%')",
+                                 path=path, line=line)
+        if v > 100.0 + NCU_PERCENT_TOLERANCE:
+            raise NcuFormatError(f"{label} {text}% is outside 0..100", path=path, line=line)
+        return min(v, 100.0) * _PERCENT_UNITS[u]
+    if slot in _SHARED_SLOTS:
+        factor = _BYTE_UNITS.get(u.split("/")[0].strip())
+        if factor is None:
+            raise NcuFormatError(f"{label} has unit {unit!r}, which is not a size in bytes (expected byte, "
+                                 "Kbyte, Mbyte, optionally per block)", path=path, line=line)
+        return v * factor
+    return v
+
+
+def launch_table(launch: np.ndarray, first_rows: list[list[str]], header: list[str]) -> dict[str, np.ndarray]:
+    """The KernelTable launch columns of ``launch`` (n, len(LAUNCH_SLOTS)), NaN where unknown.
+
+    Shared memory per block is the reported total, else the sum of the parts reported; the grid
+    and block sizes fall back on the identity columns "Grid Size" / "Block Size" ("(2, 64, 1)").
+    """
+    out = {k: np.ascontiguousarray(launch[:, i]) for i, k in enumerate(KERNEL_LAUNCH_COLUMNS)}
+    parts = launch[:, list(_SHARED_PARTS)]
+    any_part = ~np.isnan(parts).all(axis=1)
+    shared = out["shared_mem_per_block"].copy()
+    fill = np.isnan(shared) & any_part
+    shared[fill] = np.nansum(parts[fill], axis=1)
+    out["shared_mem_per_block"] = shared
+    for col, ident in (("grid_blocks", "Grid Size"), ("block_threads", "Block Size")):
+        if ident not in header or not np.isnan(out[col]).any():
+            continue
+        i = header.index(ident)
+        values = out[col].copy()
+        for k in np.flatnonzero(np.isnan(values)):
+            row = first_rows[k]
+            values[k] = _dims_product(row[i] if i < len(row) else "")
+        out[col] = values
+    return out
+
+
+# "(2, 64, 1)", with thousands separators in some ncu versions: "(2,048, 1, 1)"
+_DIMS = re.compile(r"^\(\s*(\d{1,3}(?:,\d{3})+|\d+)\s*,\s*(\d{1,3}(?:,\d{3})+|\d+)\s*,"
+                   r"\s*(\d{1,3}(?:,\d{3})+|\d+)\s*\)$")
+
+
+def _dims_product(text: str) -> float:
+    """x * y * z of an identity cell such as "(2, 64, 1)"; NaN when it is not one.
+
+    Examples
+    --------
+    >>> _dims_product("(2, 64, 1)"), _dims_product("(2,048, 1, 1)"), _dims_product("")
+    (128.0, 2048.0, nan)
+    """
+    m = _DIMS.match(text.strip())
+    if m is None:
+        return math.nan
+    x, y, z = (int(g.replace(",", "")) for g in m.groups())
+    return float(x * y * z)
 
 
 def is_kernel_id(text: str) -> bool:
@@ -205,11 +325,14 @@ def skip_or_refuse_row(row: list[str], lo: int, hi: int, path: str, line: int) -
 
 
 def table_from_rows(values: np.ndarray, first_rows: list[list[str]], first_lines: list[int],
-                    header: list[str], path: str, found_metrics: Callable[[], list[str]]) -> KernelTable:
+                    header: list[str], path: str, found_metrics: Callable[[], list[str]],
+                    launch: np.ndarray | None = None) -> KernelTable:
     """The :class:`KernelTable` of parsed launches: ``values`` (n, 4) in :data:`QUANTITIES` order.
 
     ``first_rows``/``first_lines`` are each launch's first CSV row and its line; a NaN value
-    (no usable metric) is refused, listing ``found_metrics()`` (called only then).
+    (no usable metric) is refused, listing ``found_metrics()`` (called only then). ``launch``
+    (n, len(:data:`LAUNCH_SLOTS`)) holds the launch values read, NaN where absent. ncu's log lines
+    in ``path`` tell whether the report was cut short (:func:`~interfpred.data.ingest.ncu_log.scan_ncu_log`).
     """
     name_col = header.index("Kernel Name")
     missing = np.isnan(values)
@@ -232,8 +355,11 @@ def table_from_rows(values: np.ndarray, first_rows: list[list[str]], first_lines
     if "nvtx" in identity:
         identity["nvtx_range"] = np.array([nvtx_innermost(v) for v in identity["nvtx"]], dtype=str)
     names = np.array([r[name_col] for r in first_rows], dtype=str)
+    if launch is None:
+        launch = np.full((len(first_rows), len(LAUNCH_SLOTS)), np.nan)
     return KernelTable(name=names, duration_ms=np.ascontiguousarray(values[:, 0]),
                        sm=np.ascontiguousarray(values[:, 1]), l2=np.ascontiguousarray(values[:, 2]),
                        dram=np.ascontiguousarray(values[:, 3]),
-                       lines=np.asarray(first_lines, dtype=np.int64), identity=identity, path=path)
+                       lines=np.asarray(first_lines, dtype=np.int64), identity=identity, path=path,
+                       launch=launch_table(launch, first_rows, header), truncation=scan_ncu_log(path))
 

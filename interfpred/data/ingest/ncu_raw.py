@@ -1,6 +1,8 @@
 """The ``raw`` page of ``ncu --csv``: one row per kernel launch, one column per metric.
 
-The row after the header carries the units. Formats: docs/profiling.md.
+The row after the header carries the units. Besides the four quantities, the ``launch__*`` columns
+(grid and block size, waves per SM, registers, shared memory, occupancy limits, SM count) are kept
+where the page has them. Formats: docs/profiling.md.
 """
 
 from __future__ import annotations
@@ -12,9 +14,12 @@ import numpy as np
 
 from interfpred.data.ingest.kernel_table import KernelTable
 from interfpred.data.ingest.ncu_metrics import (
+    LAUNCH_PRIORITY,
+    LAUNCH_SLOTS,
     METRIC_PRIORITY,
     QUANTITIES,
     NcuFormatError,
+    convert_launch,
     convert_metric,
     identity_name,
     is_kernel_id,
@@ -47,12 +52,20 @@ def read_raw_page(reader, header: list[str], offset: int, path: str) -> KernelTa
     for q, _qname in enumerate(QUANTITIES):
         present = sorted((METRIC_PRIORITY[h][1], i) for i, h in enumerate(header) if METRIC_PRIORITY.get(h, (-1,))[0] == q)
         cands.append([i for _, i in present])
+    # The same for each launch slot; identity columns ("Grid Size" "(2, 64, 1)") are not metrics.
+    launch_cands: list[tuple[int, list[int]]] = []
+    for q in range(len(LAUNCH_SLOTS)):
+        present = sorted((LAUNCH_PRIORITY[h][1], i) for i, h in enumerate(header)
+                         if identity_name(h) is None and LAUNCH_PRIORITY.get(h, (-1,))[0] == q)
+        if present:
+            launch_cands.append((q, [i for _, i in present]))
     lo = max([max(ident_idx)] + [c for cs in cands for c in cs]) + 1
     hi = len(header) + 1
     nan = math.nan
     first_rows: list[list[str]] = []
     first_lines: list[int] = []
     values: list[list[float]] = []
+    launches: list[list[float]] = []
     try:
         for row in reader:
             n = len(row)
@@ -70,7 +83,15 @@ def read_raw_page(reader, header: list[str], offset: int, path: str) -> KernelTa
                     if v is not None:
                         vals[q] = v
                         break
+            launch = [nan] * len(LAUNCH_SLOTS)
+            for q, cols in launch_cands:
+                for i in cols:
+                    v = convert_launch(q, header[i], units[i], row[i], path, line)
+                    if v is not None:
+                        launch[q] = v
+                        break
             values.append(vals)
+            launches.append(launch)
             first_rows.append(row)
             first_lines.append(line)
     except csv.Error as exc:
@@ -80,5 +101,5 @@ def read_raw_page(reader, header: list[str], offset: int, path: str) -> KernelTa
                              path=path, line=units_line)
     metric_names = [h for h in header if identity_name(h) is None]
     return table_from_rows(np.array(values, dtype=np.float64), first_rows, first_lines, header, path,
-                           lambda: metric_names)
+                           lambda: metric_names, launch=np.array(launches, dtype=np.float64))
 

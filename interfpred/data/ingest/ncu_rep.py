@@ -13,11 +13,15 @@ import numpy as np
 
 from interfpred.data.ingest.kernel_table import KernelTable
 from interfpred.data.ingest.ncu_metrics import (
+    LAUNCH_ALIASES,
+    LAUNCH_SLOTS,
     METRIC_ALIASES,
     QUANTITIES,
     QUANTITY_LABEL,
     NcuFormatError,
+    convert_launch,
     convert_metric,
+    launch_table,
 )
 
 __all__ = ["read_report"]
@@ -26,7 +30,11 @@ _INSTALL_HINT = 'reading .ncu-rep reports needs the ncu-report package: pip inst
 
 
 def read_report(path: str) -> KernelTable:
-    """Kernel launches of a binary ``.ncu-rep`` report, one row per action of every range."""
+    """Kernel launches of a binary ``.ncu-rep`` report, one row per action of every range.
+
+    The launch columns are read by metric name (``launch__grid_size`` ...) where the report has
+    them. A report carries no ncu log, so whether it was cut short cannot be told.
+    """
     if not os.path.exists(path):
         raise FileNotFoundError(2, "No such file or directory", path)
     try:
@@ -44,6 +52,7 @@ def read_report(path: str) -> KernelTable:
                              "file (ncu_report loads unreadable files as empty reports)", path=path)
     names: list[str] = []
     values: list[list[float]] = []
+    launches: list[list[float]] = []
     ident: dict[str, list[str]] = {"range": [], "id": []}
     for r in range(n_ranges):
         rng = ctx.range_by_idx(r)
@@ -72,10 +81,30 @@ def read_report(path: str) -> KernelTable:
                         path=path)
             names.append(str(action.name()))
             values.append(vals)
+            launches.append(_launch_values(action, path))
             ident["range"].append(str(r))
             ident["id"].append(str(len(names) - 1))
     if not names:
         raise NcuFormatError(f"the report's {n_ranges} range(s) hold no kernel launches", path=path)
     arr = np.array(values, dtype=np.float64)
+    launch = launch_table(np.array(launches, dtype=np.float64), [], [])
     return KernelTable.from_columns(name=names, duration_ms=arr[:, 0], sm=arr[:, 1], l2=arr[:, 2],
-                                    dram=arr[:, 3], identity=ident, path=path)
+                                    dram=arr[:, 3], identity=ident, path=path, launch=launch)
+
+
+def _launch_values(action, path: str) -> list[float]:
+    """One action's launch slots (:data:`LAUNCH_SLOTS`) by metric name, NaN where absent."""
+    out = [math.nan] * len(LAUNCH_SLOTS)
+    for q, slot in enumerate(LAUNCH_SLOTS):
+        for alias in LAUNCH_ALIASES[slot]:
+            if " " in alias:
+                continue  # labels are not metric names in a report
+            metric = action.metric_by_name(alias)
+            if metric is None:
+                continue
+            unit = metric.unit() if hasattr(metric, "unit") else ""
+            v = convert_launch(q, alias, unit or "", repr(float(metric.as_double())), path, None)
+            if v is not None:
+                out[q] = v
+                break
+    return out

@@ -27,6 +27,7 @@ from collections.abc import Iterable
 
 from interfpred.data.ingest.kernel_table import profile_from_kernels
 from interfpred.data.ingest.ncu import read_kernels
+from interfpred.data.ingest.ncu_log import TruncatedReportError
 from interfpred.data.ingest.profile_files import ManifestEntry, ProfileKey, profile_key
 from interfpred.data.profiles import Profile
 from interfpred.errors import InterfpredError
@@ -35,12 +36,15 @@ __all__ = ["profiles_from_reports", "unique_profiles"]
 
 
 def profiles_from_reports(entries: Iterable[ManifestEntry], *, share: float | None = None,
-                       manifest: str | os.PathLike[str] | None = None) -> list[tuple[Profile, str]]:
+                       manifest: str | os.PathLike[str] | None = None,
+                       allow_truncated: bool = False) -> list[tuple[Profile, str]]:
     """One profile per entry's Nsight Compute report, each with where it came from.
 
     ``where`` is ``"<manifest> line N"`` when ``manifest`` (the file the entries were read from)
     is given, else the report's file; an error about a report starts with it. ``share`` (MPS active
-    thread percentage in (0, 100]) applies to every entry that does not give its own.
+    thread percentage in (0, 100]) applies to every entry that does not give its own. A report
+    ncu cut short is refused unless ``allow_truncated`` (see
+    :func:`~interfpred.data.ingest.profile_from_kernels`).
     """
     if share is not None and not 0.0 < share <= 100.0:
         raise InterfpredError(f"share {share:g} must be an MPS active thread percentage in (0, 100]")
@@ -51,8 +55,10 @@ def profiles_from_reports(entries: Iterable[ManifestEntry], *, share: float | No
         try:
             prof = profile_from_kernels(
                 kernels, gpu=e.gpu, model=e.model, batch_size=e.batch_size, iterations=e.iterations,
-                kernel_filter=e.kernel_filter, nvtx_filter=e.nvtx_filter)
+                kernel_filter=e.kernel_filter, nvtx_filter=e.nvtx_filter, allow_truncated=allow_truncated)
         except InterfpredError as exc:
+            if isinstance(exc, TruncatedReportError) and manifest is None:
+                raise  # its message starts with the report's file and line already
             raise InterfpredError(f"{where}: {exc}") from None
         entry_share = share if e.share is None else e.share
         if entry_share is not None:
