@@ -56,7 +56,7 @@ KERNEL_TAIL_PERCENTILE = 90.0
 #: Optional profile columns ``ingest`` writes from a report's kernels, after the tidy columns, in order.
 KERNEL_PROFILE_COLUMNS = (
     "kernels", "kernel_sum_ms", "kernel_mean_ms", "kernel_p90_ms", "kernel_max_ms", "kernel_residual_ms",
-    "fill_fraction", "waves_mean", "occupancy_blocks", "truncated",
+    "fill_fraction", "waves_mean", "occupancy_blocks", "kernel_occupancy", "truncated",
 )
 #: Value of the ``truncated`` profile column for a report ncu cut short (kept on request) and otherwise.
 KERNEL_TRUNCATED = "1"

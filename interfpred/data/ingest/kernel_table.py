@@ -262,7 +262,9 @@ def kernel_statistics(kernels: KernelTable, *, iterations: int = 1) -> dict[str,
     kernel time in launches with ``waves_per_sm`` >= ``KERNEL_FILL_WAVES`` (they fill every SM);
     ``waves_mean``, the duration-weighted mean of ``waves_per_sm``; ``occupancy_blocks``, the
     duration-weighted mean of each launch's resident-block limit per SM (the smallest of its
-    ``occupancy_limit_*`` columns). Sums are exactly rounded: the result does not depend on the
+    ``occupancy_limit_*`` columns); ``kernel_occupancy``, the duration-weighted mean of each launch's
+    theoretical occupancy (the share of an SM's warps its resident blocks take: how much room a
+    co-runner's kernel finds beside it). Sums are exactly rounded: the result does not depend on the
     order of the launches.
 
     Examples
@@ -272,8 +274,8 @@ def kernel_statistics(kernels: KernelTable, *, iterations: int = 1) -> dict[str,
     >>> s = kernel_statistics(t, iterations=2)
     >>> s["kernels"], s["kernel_sum_ms"], s["kernel_residual_ms"], s["fill_fraction"], s["waves_mean"]
     (1.0, 2.0, 1.25, 0.75, 1.625)
-    >>> s["occupancy_blocks"]
-    nan
+    >>> s["occupancy_blocks"], s["kernel_occupancy"]
+    (nan, nan)
     """
     if not isinstance(kernels, KernelTable):
         raise InterfpredError(f"kernels must be a KernelTable, got {type(kernels).__name__}")
@@ -301,6 +303,7 @@ def kernel_statistics(kernels: KernelTable, *, iterations: int = 1) -> dict[str,
         "fill_fraction": fill,
         "waves_mean": _weighted_mean(d, waves),
         "occupancy_blocks": _weighted_mean(d, block_limit),
+        "kernel_occupancy": _weighted_mean(d, kernels.column("theoretical_occupancy")),
     }
 
 
