@@ -97,7 +97,7 @@ GPULETS_MAX_BATCH = 32
 DEFAULT_EWMA_ALPHA = 0.5
 #: Names accepted by ``make_extractor`` for the temporal aggregation, feature map, combine and target.
 AGGREGATIONS = ("static", "ewma", "time_weighted")
-FEATURE_MAPS = ("default", "gpulets", "rich", "shares")
+FEATURE_MAPS = ("default", "gpulets", "rich", "shares", "corunners")
 COMBINES = ("sum", "max")
 TARGETS = ("slowdown", "rate")
 #: Distinct (model, batch size) profile lookups a TimelineState remembers (cleared when full).
@@ -280,7 +280,10 @@ DEFAULT_SHARE = 100.0
 BASELINE_KINDS = ("no_interference", "global_mean", "pair_mean")
 #: Feature maps by the profile counters they need (a map absent here needs none).
 MAP_COUNTERS = (("default", ("sm", "l2", "dram")), ("rich", ("sm", "l2", "dram")), ("gpulets", ("l2", "dram")),
-                ("shares", ()))
+                ("shares", ()), ("corunners", ()))
+#: Maps the configuration search offers only to a predictor that names them as its own (``tags.own_map``):
+#: ``corunners`` (the co-runner count alone) carries no demand a throughput model could learn from.
+OWN_ONLY_MAPS = ("corunners",)
 #: E4 (real Gavel V100 pairs): share of runs in the training split, seeded repeats (full and quick).
 E4_TRAIN_SHARE = 0.7
 E4_REPEATS = 20
@@ -397,6 +400,9 @@ BLOCKING_MIN_ENTITY_VAR = 0.01
 BLOCKING_FIT_ITERATIONS = 100
 #: Models KernelBlocking gives terms of their own; beyond, a model is served by its kernel terms alone.
 BLOCKING_MAX_ENTITIES = 256
+#: KernelBlocking: the prior variance of a pair's residual term, and the pairs that get one (beyond, none).
+BLOCKING_PAIR_VAR = 0.1
+BLOCKING_MAX_PAIRS = 1024
 #: EntityRLS: prior variances (zero-mean Gaussian shrinkage) of a model's sensitivity, a co-runner's
 #: aggressiveness, a per-pair residual and each latent-factor coordinate, relative to the observation noise
 #: variance (1 / variance is the term's ridge penalty: that many pseudo-observations at 0); the centre of the

@@ -626,3 +626,50 @@ def naive_conformal_stream(scores, levels, *, window, method, gamma, tau_range=(
         if len(win) > window:
             win.pop(0)
     return np.array(out), np.array(hits, dtype=float), np.array(taus)
+
+
+# ---------------------------------------------------------------- kernel blocking
+
+
+def naive_blocking_log_slowdown(state, X, entities):
+    """log slowdown of each row under KernelBlocking's saved ``state`` (its ``to_state()["state"]``), one
+    co-runner at a time: ``log(1 + sum_c w_c exp(b + <w, x> + k rate[own] + h hold[c] + s[own] + a[c] +
+    p[own, c]))`` with kernel terms centred on ``state["center"]``; terms not held count 0, names without
+    kernel terms take the mean of the known ones (0 when none is known)."""
+    names = list(state["names"])
+    theta = [float(v) for v in state["theta"]]
+    d = len(X[0])
+    g = 1 + d + 2
+    pos = {tuple(k): g + i for i, k in enumerate(state["terms"])}
+    known = [row for row in state["covariates"] if row[0] is not None and row[1] is not None]
+    fill = [sum(r[0] for r in known) / len(known), sum(r[1] for r in known) / len(known)] if known else [0.0, 0.0]
+    given = entities.covariates
+
+    def cov(k):
+        if given is not None and not math.isnan(given[k][0]) and not math.isnan(given[k][1]):
+            return [float(given[k][0]), float(given[k][1])]
+        name = entities.names[k]
+        if name in names:
+            row = state["covariates"][names.index(name)]
+            if row[0] is not None and row[1] is not None:
+                return [float(row[0]), float(row[1])]
+        return fill
+
+    def term(*key):
+        return theta[pos[key]] if key in pos else 0.0
+
+    out = []
+    for i in range(len(X)):
+        own = int(entities.own[i])
+        me = entities.names[own]
+        excess = 0.0
+        for j in range(int(entities.indptr[i]), int(entities.indptr[i + 1])):
+            c, w = int(entities.co[j]), float(entities.weight[j])
+            if w <= 0.0:
+                continue
+            eta = theta[0] + sum(theta[1 + q] * float(X[i][q]) for q in range(d))
+            eta += theta[1 + d] * (cov(own)[0] - state["center"][0]) + theta[2 + d] * (cov(c)[1] - state["center"][1])
+            eta += term("s", me) + term("a", entities.names[c]) + term("p", me, entities.names[c])
+            excess += w * math.exp(eta)
+        out.append(math.log1p(excess))
+    return out

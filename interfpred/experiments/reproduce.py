@@ -3,8 +3,8 @@
 The sections run are :data:`DEFAULT_SECTIONS`, a list of functions ``f(ctx) -> Section``: E1 and
 E2 (the paper's experiments), E3 (SLO-aware scheduling), E4 (accuracy on real measured pairs,
 beside the baselines), the coverage of calibrated latency bounds (on the simulated E2 sets
-and on the real E4 pairs) and E5 (N processes of one model in one MIG instance, on real A100
-profiles); another experiment joins the report
+and on the real E4 pairs), E5 (N processes of one model in one MIG instance, on real A100
+profiles) and E6 (real spatial sharing on an H200); another experiment joins the report
 by appending its function there. Everything is written into a
 temporary folder beside ``out_dir`` which is renamed at the end, so ``out_dir`` never holds a
 half-written report.
@@ -25,7 +25,7 @@ Examples
 >>> sorted(p.name for p in out.iterdir() if p.suffix != ".png")
 ['report.md', 'results.json']
 >>> [f.__name__ for f in DEFAULT_SECTIONS]
-['run_e1', 'run_e2', 'run_e3', 'run_e4', 'run_coverage', 'run_e4_coverage', 'run_e5']
+['run_e1', 'run_e2', 'run_e3', 'run_e4', 'run_coverage', 'run_e4_coverage', 'run_e5', 'run_e6']
 >>> reproduce(out, executions=400, sections=["e1"])
 Traceback (most recent call last):
 ...
@@ -58,6 +58,7 @@ from interfpred.constants import (
 from interfpred.errors import InterfpredError
 from interfpred.experiments.bounds import run_coverage
 from interfpred.experiments.bounds_real import run_e4_coverage
+from interfpred.experiments.h200 import run_e6
 from interfpred.experiments.mig_processes import run_e5
 from interfpred.experiments.paper import run_e1, run_e2
 from interfpred.experiments.real import run_e4
@@ -71,13 +72,13 @@ __all__ = ["DEFAULT_SECTIONS", "REPORT_FILES", "available_cores", "reproduce"]
 #: The experiments of the report, in order; each is ``f(ctx: ReproduceContext) -> Section``.
 #: Append to add one.
 DEFAULT_SECTIONS: list[Callable[[ReproduceContext], Section]] = [run_e1, run_e2, run_e3, run_e4, run_coverage,
-                                                                    run_e4_coverage, run_e5]
+                                                                    run_e4_coverage, run_e5, run_e6]
 #: Files every report holds (figures come beside them).
 REPORT_FILES = ("report.md", "results.json")
 #: Rough seconds of each plain section in a quick run on two cores (a cold numba cache counted
 #: in, since compiling dominates E1 then); only the order the pieces start in follows them.
 _SECTION_COST = {"run_e1": 20.0, "run_e2": 6.0, "run_e3": 8.0, "run_coverage": 4.0, "run_e4_coverage": 19.0,
-                 "run_e5": 0.1}
+                 "run_e5": 0.1, "run_e6": 15.0}
 
 
 def available_cores() -> int:

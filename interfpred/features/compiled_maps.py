@@ -28,6 +28,7 @@ from interfpred.features._sweep import segment_end, take_events
 MAP_DEFAULT = 0
 MAP_GPULETS = 1
 MAP_RICH = 2
+MAP_CORUNNERS = 3
 COMBINE_SUM = 0
 COMBINE_MAX = 1
 AGG_STATIC = 0
@@ -71,6 +72,7 @@ MAP_DESCRIPTIONS: dict[int, tuple[tuple[int, int], ...]] = {
     MAP_GPULETS: _per_resource(TERM_OWN, (L2, DRAM)) + _per_resource(TERM_OTHER, (L2, DRAM)),
     MAP_RICH: (_per_resource(TERM_OWN) + _per_resource(TERM_OTHER) + _per_resource(TERM_PRODUCT)
                + _per_resource(TERM_TOTAL) + _per_resource(TERM_EXCESS) + ((TERM_N_OTHERS, -1),)),
+    MAP_CORUNNERS: ((TERM_N_OTHERS, -1),),
 }
 
 

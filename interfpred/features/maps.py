@@ -28,7 +28,8 @@ from interfpred.features import compiled_maps as _k
 __all__ = ["CustomMap", "aggregation_name", "feature_names"]
 
 #: Integer code of each built-in map; ``"shares"`` runs the default map on share demands.
-MAP_IDS = {"default": _k.MAP_DEFAULT, "gpulets": _k.MAP_GPULETS, "rich": _k.MAP_RICH, "shares": _k.MAP_DEFAULT}
+MAP_IDS = {"default": _k.MAP_DEFAULT, "gpulets": _k.MAP_GPULETS, "rich": _k.MAP_RICH, "shares": _k.MAP_DEFAULT,
+           "corunners": _k.MAP_CORUNNERS}
 #: Integer code of each combine.
 COMBINE_IDS = {"sum": _k.COMBINE_SUM, "max": _k.COMBINE_MAX}
 #: Integer code of each temporal aggregation, by its canonical name.

@@ -151,13 +151,13 @@ def measurement_features(extractor: Extractor, measurements: Measurements, profi
         raise InterfpredError(f"expected an Extractor, got {type(extractor).__name__}")
     measurements = as_measurements(measurements)
     n = len(measurements)
-    # the shares map reads no counter: its rows need no profile (a profile table given for other
-    # columns, such as kernel terms, may cover only some of them)
-    dem = (np.full((n, 3), np.nan) if extractor.feature_map == "shares"
+    # a map that reads no counter (shares, corunners) needs no profile row (a profile table given for
+    # other columns, such as kernel terms, may cover only some of the rows)
+    dem = (np.full((n, 3), np.nan) if not extractor.counters
            else measurement_demands(measurements, profiles, extrapolate=extrapolate))
-    if extractor.feature_map != "shares" and np.isnan(dem).all() and n and profiles is None:
+    if extractor.counters and np.isnan(dem).all() and n and profiles is None:
         raise InterfpredError(f"feature map {extractor.feature_map!r} needs counters and no profiles were given; "
-                              "give profiles, or use map 'shares' (no counters needed)")
+                              "give profiles, or use map 'shares' or 'corunners' (no counters needed)")
     dem = checked_demands([extractor], dem, measurements.model)
     order, ptr = measurements.run_slices()
     frac = measurements.share / 100.0

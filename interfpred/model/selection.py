@@ -54,6 +54,7 @@ from interfpred.constants import (
     ENTITY_BACKOFFS,
     MODEL_DEFAULT_EXTRACTOR,
     MODEL_DEFAULT_PREDICTOR,
+    OWN_ONLY_MAPS,
     SELECTION_COLD_MODELS,
     SELECTION_FOLDS,
     SELECTION_MAX_ROWS,
@@ -244,7 +245,7 @@ def candidates(trace: Trace | None, profiles: ProfileTable | None, measurements:
     ``targets`` (or ``fixed["target"]``).
     """
     maps = ([fixed["feature_map"]] if fixed.get("feature_map") is not None
-            else list(supported_maps(missing_counters(profiles, measurements))))
+            else [m for m in supported_maps(missing_counters(profiles, measurements)) if m not in OWN_ONLY_MAPS])
     if fixed.get("shares"):
         share_opts = [True]
     else:

@@ -6,15 +6,16 @@ entity is ``m`` and whose co-runners ``c`` ran beside it with weights ``w_c`` (t
 running beside it) is predicted as
 
     slowdown = 1 + sum_c w_c exp(eta_c),
-    eta_c = b + <w, x> + k * rate[m] + h * hold[c] + s[m] + a[c]
+    eta_c = b + <w, x> + k * rate[m] + h * hold[c] + s[m] + a[c] + p[m, c]
 
 where ``rate[m]`` is the log of ``m``'s kernels per millisecond of solo time and ``hold[c]`` the
 log of ``c``'s longest kernel (the kernel terms of
 :mod:`interfpred.features.kernel_terms`, read from ``entities.covariates``); with ``k = h = 1``
 the excess is the first-order physics ``kernels x hold / solo``. ``x`` are the extractor's
-features, ``s[m]`` a per-model sensitivity and ``a[c]`` a per-model aggressiveness. Everything
+features, ``s[m]`` a per-model sensitivity, ``a[c]`` a per-model aggressiveness and ``p[m, c]``
+a residual of the pair (``m`` beside ``c``) for the pairs learned from. Everything
 is learned jointly in log slowdown under Gaussian priors (``k`` and ``h`` around 1, the rest
-around 0): ``fit`` finds the posterior mode by damped Gauss-Newton, ``update`` takes one
+around 0; a model's terms vary as much as those of the models learned from, at most ``entity_var``): ``fit`` finds the posterior mode by damped Gauss-Newton, ``update`` takes one
 extended Kalman step per row (the model linearised at the current estimate), with exponential
 ``forgetting`` of old evidence. A model never seen is predicted from its kernel terms alone
 (cold start); one without a profile from the mean kernel terms of those known. Rows given
@@ -51,8 +52,10 @@ from interfpred.constants import (
     BLOCKING_FIT_ITERATIONS,
     BLOCKING_INTERCEPT_VAR,
     BLOCKING_MAX_ENTITIES,
+    BLOCKING_MAX_PAIRS,
     BLOCKING_MIN_ENTITY_VAR,
     BLOCKING_NOISE_VAR,
+    BLOCKING_PAIR_VAR,
     BLOCKING_UNDER_WEIGHT,
     ENTITY_FORGETTING,
     PREDICTED_RATE_MIN,
@@ -78,7 +81,10 @@ class KernelBlocking(BasePredictor):
     noise_var
         Variance of an observation's log slowdown around the model.
     entity_var
-        Prior variance of each model's sensitivity and aggressiveness (log scale).
+        Prior variance of each model's sensitivity and aggressiveness (log scale); once fitted, a
+        model without rows takes the spread of the learned terms instead, if smaller.
+    pair_var
+        Prior variance of each pair's residual term (log scale).
     coef_var
         Prior variance of the feature weights and of the two kernel-term coefficients.
     forgetting
@@ -99,17 +105,18 @@ class KernelBlocking(BasePredictor):
 
     kind = "kernel_blocking"
     tags = replace(BasePredictor.tags, uses_entities=True, entity_terms=True, entity_covariates=True,
-                   entity_key="model_batch", own_map="shares")
+                   entity_key="model_batch", own_map="corunners")
     _contract_params = [{}, {"forgetting": 0.99, "entity_var": 0.5, "under_weight": 1.0}]
 
     def __init__(self, *, noise_var: float = BLOCKING_NOISE_VAR, entity_var: float = BLOCKING_ENTITY_VAR,
-                 coef_var: float = BLOCKING_COEF_VAR, forgetting: float = ENTITY_FORGETTING,
+                 pair_var: float = BLOCKING_PAIR_VAR, coef_var: float = BLOCKING_COEF_VAR, forgetting: float = ENTITY_FORGETTING,
                  under_weight: float = BLOCKING_UNDER_WEIGHT, predict_mean: bool = False,
                  target: str | None = None) -> None:
         self.under_weight = under_weight
         self.predict_mean = predict_mean
         self.noise_var = noise_var
         self.entity_var = entity_var
+        self.pair_var = pair_var
         self.coef_var = coef_var
         self.forgetting = forgetting
         self.target = check_target(target)
@@ -119,6 +126,7 @@ class KernelBlocking(BasePredictor):
     def _check_params(self) -> None:
         check_positive("noise_var", self.noise_var)
         check_positive("entity_var", self.entity_var)
+        check_positive("pair_var", self.pair_var)
         check_positive("coef_var", self.coef_var)
         check_flag(self, "predict_mean")
         if check_positive("under_weight", self.under_weight) < 1.0:
@@ -132,6 +140,10 @@ class KernelBlocking(BasePredictor):
         self._d = d
         self._names: list[str] = []
         self._index: dict[str, int] = {}
+        # the per-model and per-pair terms after the global ones, in the order they were added:
+        # ("s", model), ("a", model), ("p", model, co-runner) -> position in theta
+        self._keys: list[tuple[str, ...]] = []
+        self._pos: dict[tuple[str, ...], int] = {}
         self._cov = np.zeros((0, _NCOV))
         self._center = np.zeros(_NCOV)
         self._new_var = float(self.entity_var)
@@ -196,9 +208,35 @@ class KernelBlocking(BasePredictor):
         >>> sorted(p.entity_terms())
         ['a', 'b']
         """
-        g = self._n_global
-        return {n: (float(self._theta[g + 2 * k]), float(self._theta[g + 2 * k + 1]))
-                for k, n in enumerate(self._names)}
+        return {n: (float(self._theta[self._pos[("s", n)]]), float(self._theta[self._pos[("a", n)]]))
+                for n in self._names}
+
+    @property
+    def n_pairs_(self) -> int:
+        """Pairs (model beside co-runner) with a residual term of their own."""
+        if self._d is None:
+            raise AttributeError("n_pairs_: not fitted")
+        return sum(1 for k in self._keys if k[0] == "p")
+
+    def _add_term(self, key: tuple[str, ...], var: float) -> None:
+        n = self._theta.size
+        self._pos[key] = n
+        self._keys.append(key)
+        self._theta = np.concatenate([self._theta, np.zeros(1)])
+        P = np.zeros((n + 1, n + 1))
+        P[:n, :n] = self._P
+        P[n, n] = var
+        self._P = P
+
+    def _add_pairs(self, entities: Entities) -> None:
+        """A residual term for every (model, co-runner) pair of the rows learned from (up to the cap)."""
+        names = entities.names
+        for i in range(len(entities)):
+            own = names[int(entities.own[i])]
+            for j in range(int(entities.indptr[i]), int(entities.indptr[i + 1])):
+                key = ("p", own, names[int(entities.co[j])])
+                if entities.weight[j] > 0.0 and key not in self._pos and self.n_pairs_ < BLOCKING_MAX_PAIRS:
+                    self._add_term(key, float(self.pair_var))
 
     def _add_names(self, entities: Entities) -> None:
         """Give every name of ``entities`` its terms (prior), and remember the covariates it brings."""
@@ -211,12 +249,8 @@ class KernelBlocking(BasePredictor):
                 j = self._index[name] = len(self._names)
                 self._names.append(name)
                 self._cov = np.vstack([self._cov, np.full((1, _NCOV), np.nan)])
-                n = self._theta.size
-                self._theta = np.concatenate([self._theta, np.zeros(2)])
-                P = np.zeros((n + 2, n + 2))
-                P[:n, :n] = self._P
-                P[n, n] = P[n + 1, n + 1] = self._new_var
-                self._P = P
+                self._add_term(("s", name), self._new_var)
+                self._add_term(("a", name), self._new_var)
             if cov is not None and cov.shape[1] >= _NCOV and np.isfinite(cov[k, :_NCOV]).all():
                 self._cov[j] = cov[k, :_NCOV]
 
@@ -241,8 +275,8 @@ class KernelBlocking(BasePredictor):
         """Per row: the parameter indices of each co-runner's exponent, their values' multipliers and the weights.
 
         Row i gives ``(cols (m, q), vals (m, q), w (m,))`` for its ``m`` co-runners: ``eta_c = theta[cols[c]] @
-        vals[c]``, the global terms first, then the own sensitivity and the co-runner's aggressiveness (a
-        column of -1 for a name without terms).
+        vals[c]``, the global terms first, then the own sensitivity, the co-runner's aggressiveness and the
+        pair's residual (a column of -1 for a term not held).
         """
         assert self._d is not None
         n, d = X.shape
@@ -250,16 +284,19 @@ class KernelBlocking(BasePredictor):
         out = []
         if entities is None:
             # no names: one co-runner of the typical kernel terms (the centre), features only
-            cols = np.full((1, g + 2), -1, dtype=np.int64)
+            cols = np.full((1, g + 3), -1, dtype=np.int64)
             cols[0, :g] = np.arange(g)
             for i in range(n):
-                vals = np.zeros((1, g + 2))
+                vals = np.zeros((1, g + 3))
                 vals[0, 0] = 1.0
                 vals[0, 1:1 + d] = X[i]
                 out.append((cols, vals, np.ones(1)))
             return out
         cov = self._covariates(entities)
-        slot = np.array([self._index.get(nm, -1) for nm in entities.names], dtype=np.int64)
+        pos = self._pos
+        sens = np.array([pos.get(("s", nm), -1) for nm in entities.names], dtype=np.int64)
+        aggr = np.array([pos.get(("a", nm), -1) for nm in entities.names], dtype=np.int64)
+        names = entities.names
         base_cols = np.arange(g, dtype=np.int64)
         for i in range(n):
             lo, hi = int(entities.indptr[i]), int(entities.indptr[i + 1])
@@ -269,18 +306,17 @@ class KernelBlocking(BasePredictor):
             co, w = co[keep], w[keep]
             m = co.size
             own = int(entities.own[i])
-            cols = np.empty((m, g + 2), dtype=np.int64)
-            vals = np.empty((m, g + 2))
+            cols = np.empty((m, g + 3), dtype=np.int64)
+            vals = np.empty((m, g + 3))
             cols[:, :g] = base_cols
             vals[:, 0] = 1.0
             vals[:, 1:1 + d] = X[i]
             vals[:, 1 + d] = cov[own, 0] - self._center[0]
             vals[:, 2 + d] = cov[co, 1] - self._center[1]
-            so = slot[own]
-            cols[:, g] = g + 2 * so if so >= 0 else -1
-            cols[:, g + 1] = np.where(slot[co] >= 0, g + 2 * slot[co] + 1, -1)
-            vals[:, g] = 1.0
-            vals[:, g + 1] = 1.0
+            cols[:, g] = sens[own]
+            cols[:, g + 1] = aggr[co]
+            cols[:, g + 2] = [pos.get(("p", names[own], names[c]), -1) for c in co.tolist()]
+            vals[:, g:] = 1.0
             out.append((cols, vals, w))
         return out
 
@@ -327,6 +363,7 @@ class KernelBlocking(BasePredictor):
         """The posterior mode by damped Gauss-Newton, and its covariance (the inverse Hessian)."""
         if entities is not None:
             self._add_names(entities)
+            self._add_pairs(entities)
         known = self._cov[np.isfinite(self._cov).all(axis=1)]
         # kernel terms centred on the fitted models' mean: the intercept is then the typical model's, and the
         # coefficients' uncertainty does not swell every prediction by the terms' distance from zero
@@ -386,12 +423,13 @@ class KernelBlocking(BasePredictor):
         seen = np.zeros(theta.size, dtype=bool)
         for cols, _, w in rows:
             if w.size:
-                seen[cols[:, g:][cols[:, g:] >= 0]] = True
-        ent_idx = np.arange(g, theta.size)
-        learned = ent_idx[seen[g:]]
+                model_cols = cols[:, g:g + 2]
+                seen[model_cols[model_cols >= 0]] = True
+        ent_idx = np.array([self._pos[k] for k in self._keys if k[0] != "p"], dtype=np.int64)
+        learned = ent_idx[seen[ent_idx]]
         if learned.size:
             self._new_var = float(min(self.entity_var, max(BLOCKING_MIN_ENTITY_VAR, np.mean(theta[learned] ** 2))))
-        unseen = ent_idx[~seen[g:]]
+        unseen = ent_idx[~seen[ent_idx]]
         P[unseen, unseen] = self._new_var
         self._theta = theta
         self._P = 0.5 * (P + P.T)
@@ -399,10 +437,12 @@ class KernelBlocking(BasePredictor):
 
     def _learn(self, X: np.ndarray, y: np.ndarray, entities: Entities | None = None) -> None:
         """One extended Kalman step per row, in order (the model linearised at the current estimate)."""
-        theta, P, names = self._theta.copy(), self._P.copy(), (list(self._names), dict(self._index), self._cov.copy())
+        theta, P = self._theta.copy(), self._P.copy()
+        names = (list(self._names), dict(self._index), self._cov.copy(), list(self._keys), dict(self._pos))
         try:
             if entities is not None:
                 self._add_names(entities)
+                self._add_pairs(entities)
             rows = self._design(X, entities)
             t = self._log_targets(y)
             sig2 = float(self.noise_var)
@@ -422,12 +462,12 @@ class KernelBlocking(BasePredictor):
                 raise InterfpredError("KernelBlocking: the update made the state non-finite; rows refused")
         except BaseException:
             self._theta, self._P = theta, P
-            self._names, self._index, self._cov = names
+            self._names, self._index, self._cov, self._keys, self._pos = names
             raise
 
     # -- persistence ---------------------------------------------------------------------------
     def _get_state(self) -> dict[str, Any]:
-        return {"names": list(self._names), "covariates": [[float(v) if math.isfinite(v) else None for v in row] for row in self._cov.tolist()],
+        return {"names": list(self._names), "terms": [list(k) for k in self._keys], "covariates": [[float(v) if math.isfinite(v) else None for v in row] for row in self._cov.tolist()],
                 "center": self._center.tolist(), "new_var": self._new_var, "rates": self._rates,
                 "theta": self._theta.tolist(), "P": self._P.tolist(), "n_seen": self._n}
 
@@ -435,6 +475,7 @@ class KernelBlocking(BasePredictor):
         self._allocate(d)
         try:
             names = [str(n) for n in state["names"]]
+            keys = [tuple(str(v) for v in k) for k in state["terms"]]
             cov = np.array([[np.nan if v is None else float(v) for v in row] for row in state["covariates"]],
                            dtype=np.float64).reshape(len(names), _NCOV)
             theta = np.asarray(state["theta"], dtype=np.float64)
@@ -447,7 +488,11 @@ class KernelBlocking(BasePredictor):
             n = int(state["n_seen"])
         except (KeyError, TypeError, ValueError) as exc:
             raise InterfpredError(f"kernel_blocking state is malformed: {exc}") from None
-        size = self._n_global + 2 * len(names)
+        size = self._n_global + len(keys)
+        bad = [k for k in keys if not ((len(k) == 2 and k[0] in "sa" and k[1] in names)
+                                       or (len(k) == 3 and k[0] == "p" and k[1] in names and k[2] in names))]
+        if bad or len(set(keys)) != len(keys):
+            raise InterfpredError(f"kernel_blocking state: terms {bad[:3] or 'repeated'} do not name its entities")
         if theta.shape != (size,) or P.shape != (size, size) or n < 0:
             raise InterfpredError(f"kernel_blocking state: theta {theta.shape} and P {P.shape} do not fit "
                                   f"{len(names)} entities and {d} features")
@@ -458,5 +503,7 @@ class KernelBlocking(BasePredictor):
             raise InterfpredError("kernel_blocking state: entity names must be distinct")
         self._names = names
         self._index = {nm: k for k, nm in enumerate(names)}
+        self._keys = keys
+        self._pos = {k: self._n_global + i for i, k in enumerate(keys)}
         self._cov, self._theta, self._P, self._n, self._center, self._new_var = cov, theta, P, n, center, new_var
         self._rates = rates

@@ -65,8 +65,8 @@ class PredictorTags:
     #: model's profile), which the model attaches to the rows' entities for it.
     entity_covariates: bool = False
     #: The feature map the configuration search always gives it (None: any the data support). KernelBlocking
-    #: reads its physics from the entities' kernel terms and takes the share features alone, so a model whose
-    #: profile lacks throughput counters (or a batch size never profiled) is still predicted.
+    #: reads its physics from the entities' kernel terms and takes the co-runner count alone (``corunners``),
+    #: so a model whose profile lacks throughput counters is still predicted, live in a tracker too.
     own_map: str | None = None
     #: Whether it exposes those terms to the compiled entity path of the what-if projection:
     #: ``pairwise_terms(names)`` and ``backoff_terms`` (besides ``coef_``, ``intercept_``,

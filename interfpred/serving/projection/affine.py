@@ -36,6 +36,7 @@ from interfpred.features.compiled_maps import (
     COMBINE_SUM,
     DRAM,
     L2,
+    MAP_CORUNNERS,
     MAP_DEFAULT,
     MAP_GPULETS,
     MAP_RICH,
@@ -72,7 +73,7 @@ __all__ = ["COMBINE_CODES", "MAP_CODES", "ProjectionInputs", "affine_rates", "pr
            "project_affine_into", "project_affine_unchecked", "project_into", "project_stacked_into", "project_stacked_unchecked"]
 
 #: Feature map and combine names -> the codes the compiled projection takes.
-MAP_CODES = {"default": MAP_DEFAULT, "gpulets": MAP_GPULETS, "rich": MAP_RICH}
+MAP_CODES = {"default": MAP_DEFAULT, "gpulets": MAP_GPULETS, "rich": MAP_RICH, "corunners": MAP_CORUNNERS}
 COMBINE_CODES = {"sum": COMBINE_SUM, "max": COMBINE_MAX}
 
 
