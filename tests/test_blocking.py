@@ -165,7 +165,7 @@ def test_tracker_answers_as_predict(h200):
     """One model, one answer: the tracker's projected end of a batch beside another is its predicted latency."""
     m, prof = h200
     model = InterferenceModel(SHARES, KernelBlocking()).fit(measurements=m, profiles=prof)
-    names, batches, solo = [], [], []
+    names, solo = [], []
     for k in range(len(m)):
         key = (str(m.model[k]), int(m.batch_size[k]))
         if key not in names:

@@ -42,9 +42,9 @@ def run_datasets(args: argparse.Namespace) -> int:
         raise InterfpredError("give --out FILE to write the dataset")
     refuse_existing(args.out, args.force)  # before any work
     if args.profiles:
-        prof = load_profile_dataset(args.name)
-        write_output(prof, args.out)
-        print(f"wrote {args.out}: {len(prof)} profiles", file=sys.stderr)
+        table = load_profile_dataset(args.name)
+        write_output(table, args.out)
+        print(f"wrote {args.out}: {len(table)} profiles", file=sys.stderr)
         return 0
     m = load_dataset(args.name)
     write_output(m, args.out)
