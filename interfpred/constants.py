@@ -390,8 +390,9 @@ BLOCKING_ENTITY_VAR = 1.0
 BLOCKING_COEF_VAR = 1.0
 BLOCKING_INTERCEPT_VAR = 100.0
 #: KernelBlocking: an under-prediction of log slowdown weighs this many times an over-prediction (an
-#: expectile above the median). On the H200 runs (held out by run / by model): 1 gives 13.4 % / 23.3 % MAPE
-#: with 6.9 % of rows under-predicted by more than 1.5x; 3 gives 14.8 % / 25.4 % with 4.3 %.
+#: expectile above the median). On the H200 runs with their kernel profiles (20 splits by run / each model
+#: out): 1 gives 12.8 % / 22.6 % MAPE with 6.6 % of rows under-predicted by more than 1.5x by run; 3 gives
+#: 14.4 % / 24.3 % with 4.7 %.
 BLOCKING_UNDER_WEIGHT = 3.0
 #: The least variance KernelBlocking gives the terms of a model without rows (the spread of the learned terms,
 #: floored here: a handful of models may all fit their physics closely by chance).
