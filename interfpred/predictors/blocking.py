@@ -147,6 +147,7 @@ class KernelBlocking(BasePredictor):
         self._cov = np.zeros((0, _NCOV))
         self._center = np.zeros(_NCOV)
         self._new_var = float(self.entity_var)
+        self._lookup_memo: tuple[Any, ...] | None = None
         # what the targets learned are (rates or slowdowns), fixed with the state: declaring a target
         # later (with_target) labels the predictions, it does not change them
         self._rates = self.target == "rate"
@@ -241,6 +242,7 @@ class KernelBlocking(BasePredictor):
     def _add_names(self, entities: Entities) -> None:
         """Give every name of ``entities`` its terms (prior), and remember the covariates it brings."""
         cov = entities.covariates
+        self._cov = self._cov.copy()      # a new array whenever it may change (predictions memoise on it)
         for k, name in enumerate(entities.names):
             j = self._index.get(name)
             if j is None:
@@ -345,7 +347,46 @@ class KernelBlocking(BasePredictor):
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.log(np.maximum(s, 1.0))
 
+    def _log_slowdowns(self, X: np.ndarray, entities: Entities) -> np.ndarray:
+        """log slowdown of every row at the current parameters, over all (row, co-runner) pairs at once:
+        what :meth:`_log_slowdown` gives row by row, without building each row's design (the tracker
+        asks this once per projected segment)."""
+        assert self._d is not None
+        d = self._d
+        th = self._theta
+        names = entities.names
+        memo = self._lookup_memo
+        key = (id(self._theta), id(self._cov), names,
+               None if entities.covariates is None else entities.covariates.tobytes())
+        if memo is None or memo[0] != key:
+            # the per-name terms of this vocabulary, looked up once while the parameters stay the same (a
+            # tracker asks with one vocabulary for every segment of a projection)
+            cov = self._covariates(entities)
+            pos = self._pos
+            sens = np.array([th[pos[("s", nm)]] if ("s", nm) in pos else 0.0 for nm in names])
+            aggr = np.array([th[pos[("a", nm)]] if ("a", nm) in pos else 0.0 for nm in names])
+            pair = np.zeros((len(names), len(names)))
+            at = {nm: k for k, nm in enumerate(names)}
+            for k in self._keys:
+                if k[0] == "p" and k[1] in at and k[2] in at:
+                    pair[at[k[1]], at[k[2]]] = th[pos[k]]
+            # (the arrays the key names are held, so their ids cannot be reused while the memo lives)
+            memo = self._lookup_memo = (key, cov, sens, aggr, pair, (self._theta, self._cov))
+        _, cov, sens, aggr, pair, _ = memo
+        counts = np.diff(entities.indptr)
+        row = np.repeat(np.arange(X.shape[0]), counts)
+        co, w = entities.co, entities.weight
+        own = entities.own[row]
+        base = th[0] + X @ th[1:1 + d]
+        eta = (base[row] + th[1 + d] * (cov[own, 0] - self._center[0]) + th[2 + d] * (cov[co, 1] - self._center[1])
+               + sens[own] + aggr[co] + pair[own, co])
+        e = np.where(w > 0.0, w * np.exp(np.minimum(eta, _ETA_MAX)), 0.0)
+        return np.log1p(np.bincount(row, weights=e, minlength=X.shape[0]))
+
     def _predict_rows(self, X: np.ndarray, entities: Entities | None = None) -> np.ndarray:
+        if entities is not None and not self.predict_mean:
+            s = np.exp(self._log_slowdowns(X, entities))
+            return 1.0 / s if self._rates else s
         rows = self._design(X, entities)
         s = np.empty(len(rows))
         for i, r in enumerate(rows):
