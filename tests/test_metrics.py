@@ -24,6 +24,7 @@ def test_against_direct_definitions():
     assert s.within_20 == pytest.approx(np.mean(err <= 0.2))
     assert s.p90 == pytest.approx(np.quantile(err, 0.9))
     assert s.beyond_60 == pytest.approx(np.mean(err > 0.6))
+    assert s.under == pytest.approx(np.mean(obs > 1.5 * pred))
     assert set(s.as_dict()) >= {"mse", "mape", "within_10", "p99"}
 
 

@@ -155,7 +155,9 @@ class AccuracySummary:
 
     ``within_10`` and ``within_20`` are the shares of rows whose relative error is at most
     ``ACCURACY_WITHIN_10`` (0.1) and ``ACCURACY_WITHIN_20`` (0.2); ``beyond_60`` the share above
-    ``ACCURACY_BEYOND_60`` (0.6).
+    ``ACCURACY_BEYOND_60`` (0.6); ``under`` the share under-predicted by more than
+    ``UNDER_PREDICTION_FACTOR`` (observed above 1.5 times the prediction: the error that makes a
+    scheduler miss SLOs, which MAPE caps at 100 %).
     """
 
     n: int
@@ -167,6 +169,7 @@ class AccuracySummary:
     p90: float
     p99: float
     beyond_60: float
+    under: float
 
     def as_dict(self) -> dict[str, float]:
         """Plain dict, for JSON and tables (relative errors and shares as fractions)."""
@@ -177,7 +180,7 @@ class AccuracySummary:
         shares of rows in percent, under names ending in ``_%`` (:data:`PERCENT_NAMES`).
 
         >>> s = AccuracySummary(n=2, mse=0.01, mape=0.05, within_10=1.0, within_20=1.0, median=0.05,
-        ...                     p90=0.08, p99=0.09, beyond_60=0.0)
+        ...                     p90=0.08, p99=0.09, beyond_60=0.0, under=0.0)
         >>> s.as_percent_dict()["mape_%"], s.as_percent_dict()["within_10_%"]
         (5.0, 100.0)
         """
@@ -187,7 +190,7 @@ class AccuracySummary:
 #: The figures of :class:`AccuracySummary` that are fractions of rows or relative errors, with the names
 #: they carry in percent (:meth:`AccuracySummary.as_percent_dict`: the CLI, ``--json``, data frames).
 PERCENT_NAMES = {"mape": "mape_%", "within_10": "within_10_%", "within_20": "within_20_%", "median": "median_%",
-                 "p90": "p90_%", "p99": "p99_%", "beyond_60": "beyond_60_%"}
+                 "p90": "p90_%", "p99": "p99_%", "beyond_60": "beyond_60_%", "under": "under_1.5x_%"}
 
 
 def accuracy_summary(predicted, observed) -> AccuracySummary:
@@ -204,4 +207,5 @@ def accuracy_summary(predicted, observed) -> AccuracySummary:
         within_10=float(np.mean(err <= ACCURACY_WITHIN_10 * (1 + BOUNDARY_RTOL))),
         within_20=float(np.mean(err <= ACCURACY_WITHIN_20 * (1 + BOUNDARY_RTOL))),
         median=float(q[0]), p90=float(q[1]), p99=float(q[2]), beyond_60=float(np.mean(err > ACCURACY_BEYOND_60)),
+        under=under_share(p, o),
     )

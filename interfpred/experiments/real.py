@@ -222,7 +222,7 @@ def split_scores(extractor: Extractor, predictor: BasePredictor | None, measurem
 
     def add(label: str, pct: np.ndarray, under: np.ndarray) -> None:
         out.append({"method": label, "mape_%": pct.tolist(), "mean": float(pct.mean()), "std": float(pct.std()),
-                    "min": float(pct.min()), "max": float(pct.max()), "under_%": float(under.mean())})
+                    "min": float(pct.min()), "max": float(pct.max()), "under_1.5x_%": float(under.mean())})
 
     if predictor is None:
         cache = {} if cache is None else cache
@@ -256,7 +256,7 @@ def split_scores(extractor: Extractor, predictor: BasePredictor | None, measurem
 def split_table(scores: dict[str, Any]) -> str:
     """:func:`split_scores`' result as the table ``interfpred evaluate --split`` prints."""
     rows = [[m["method"], f"{m['mean']:.2f} ± {m['std']:.2f}", f"{m['min']:.2f}", f"{m['max']:.2f}",
-             f"{m['under_%']:.1f}"] for m in scores["methods"]]
+             f"{m['under_1.5x_%']:.1f}"] for m in scores["methods"]]
     header: list[str | Column] = ["method", Column("MAPE mean ± std", unit="%"), Column("min", unit="%"), Column("max", unit="%"),
                                   Column(f"under-predicted > {UNDER_PREDICTION_FACTOR:g}x", unit="%")]
     return scores["title"] + "\n" + text_table(header, rows)
