@@ -43,9 +43,9 @@ def test_example(capsys):
     # 406.24 us, 1.89 waves per SM, block limits SM 32 / registers 1 / shared memory 1 / warps 5
     assert rows(out) == [["gpu", "model", "batch_size", "solo_ms", "sm", "l2", "dram", "kernels", "kernel_sum_ms",
                           "kernel_mean_ms", "kernel_p90_ms", "kernel_max_ms", "kernel_residual_ms", "fill_fraction",
-                          "waves_mean", "occupancy_blocks", "truncated"],
+                          "waves_mean", "occupancy_blocks", "kernel_occupancy", "truncated"],
                          ["b200", "cublaslt_gemm", "1", "0.40624", "0.2359", "0.1512", "0.0074", "1.0", "0.40624",
-                          "0.40624", "0.40624", "0.40624", "0.20312", "1.0", "1.89", "1.0", "0"]]
+                          "0.40624", "0.40624", "0.40624", "0.20312", "1.0", "1.89", "1.0", "0.1875", "0"]]
 
 
 def test_example_overrides(capsys):

@@ -62,6 +62,8 @@ def naive_raw(path: pathlib.Path) -> dict[str, np.ndarray]:
     assert units[header.index("gpu__time_duration.sum")] == "ns"
     out = {h: np.array([float(r[header.index(h)].replace(",", "")) for r in rows]) for h in [*RAW_LAUNCH]}
     out["d"] = np.array([float(r[header.index("gpu__time_duration.sum")].replace(",", "")) for r in rows]) / 1e6
+    occ = header.index("sm__maximum_warps_per_active_cycle_pct")
+    out["occupancy"] = np.array([float(r[occ].replace(",", "")) for r in rows]) / 100.0
     return out
 
 
@@ -75,13 +77,16 @@ def naive_percentile(x: np.ndarray, q: float) -> float:
 
 
 def naive_statistics(d: np.ndarray, waves: np.ndarray | None, limits: np.ndarray | None,
-                     iterations: int = 1) -> dict[str, float]:
+                     iterations: int = 1, occupancy: np.ndarray | None = None) -> dict[str, float]:
     out = {
         "kernels": len(d) / iterations, "kernel_sum_ms": d.sum() / iterations, "kernel_mean_ms": d.mean(),
         "kernel_p90_ms": naive_percentile(d, 90), "kernel_max_ms": d.max(),
         "kernel_residual_ms": (d ** 2).sum() / (2 * d.sum()),
         "fill_fraction": math.nan, "waves_mean": math.nan, "occupancy_blocks": math.nan,
+        "kernel_occupancy": math.nan,
     }
+    if occupancy is not None:
+        out["kernel_occupancy"] = (d * occupancy).sum() / d.sum()
     if waves is not None:
         out["fill_fraction"] = d[waves >= 1].sum() / d.sum()
         out["waves_mean"] = (d * waves).sum() / d.sum()
@@ -114,7 +119,8 @@ def test_raw_launch_columns_match_the_file(name):
 def test_statistics_of_real_complete_files_match_numpy(name):
     ref = naive_raw(H200 / name)
     limits = np.column_stack([ref[c] for c in LIMITS])
-    expected = naive_statistics(ref["d"], ref["launch__waves_per_multiprocessor"], limits)
+    expected = naive_statistics(ref["d"], ref["launch__waves_per_multiprocessor"], limits,
+                                occupancy=ref["occupancy"])
     p = profile_from_kernels(read_kernels(H200 / name), gpu="h200", model="m", batch_size=1)
     assert list(p.extra) == list(KERNEL_PROFILE_COLUMNS)
     assert_extra_matches(p.extra, expected)
@@ -160,7 +166,7 @@ def test_truncated_report_refused_then_kept_on_request():
     assert p.extra["truncated"] == "1" and p.extra["kernels"] == "84.0"
     ref = naive_raw(H200 / TRUNCATED)
     expected = naive_statistics(ref["d"], ref["launch__waves_per_multiprocessor"],
-                                np.column_stack([ref[c] for c in LIMITS]))
+                                np.column_stack([ref[c] for c in LIMITS]), occupancy=ref["occupancy"])
     assert_extra_matches(p.extra, expected)
 
 
