@@ -109,16 +109,16 @@ class KernelBlocking(BasePredictor):
     _contract_params = [{}, {"forgetting": 0.99, "entity_var": 0.5, "under_weight": 1.0}]
 
     def __init__(self, *, noise_var: float = BLOCKING_NOISE_VAR, entity_var: float = BLOCKING_ENTITY_VAR,
-                 pair_var: float = BLOCKING_PAIR_VAR, coef_var: float = BLOCKING_COEF_VAR, forgetting: float = ENTITY_FORGETTING,
-                 under_weight: float = BLOCKING_UNDER_WEIGHT, predict_mean: bool = False,
-                 target: str | None = None) -> None:
-        self.under_weight = under_weight
-        self.predict_mean = predict_mean
+                 pair_var: float = BLOCKING_PAIR_VAR, coef_var: float = BLOCKING_COEF_VAR,
+                 forgetting: float = ENTITY_FORGETTING, under_weight: float = BLOCKING_UNDER_WEIGHT,
+                 predict_mean: bool = False, target: str | None = None) -> None:
         self.noise_var = noise_var
         self.entity_var = entity_var
         self.pair_var = pair_var
         self.coef_var = coef_var
         self.forgetting = forgetting
+        self.under_weight = under_weight
+        self.predict_mean = predict_mean
         self.target = check_target(target)
         self._check_params()
         self._d = None
