@@ -158,7 +158,10 @@ def test_h200_held_out_accuracy_beats_every_baseline(h200):
 
 def test_fit_chooses_kernel_blocking_on_the_h200_runs(h200):
     sel = select_configuration(None, h200[1], h200[0])
-    assert sel.chosen.predictor == "kernel_blocking" and not sel.warnings()
+    assert sel.chosen.predictor == "kernel_blocking"
+    # resnet50 at batch 64 was not profiled: counter maps were left out, and fit says so
+    assert [w for w in sel.warnings()] == [w for w in sel.warnings() if "batch size 64 of model 'resnet50'" in w]
+    assert len(sel.warnings()) == 1
 
 
 def test_tracker_answers_as_predict(h200):

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from interfpred import InterferenceModel, Measurements, ProfileTable, load_model
+from interfpred import InterferenceModel, Measurements, ProfileTable, TimeWeighted, load_model
 from interfpred.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,10 +70,16 @@ def test_fit_evaluate_predict_on_measurements_with_baselines(tmp_path, capsys):
 def test_without_share_column_and_with_missing_counters(tmp_path, capsys):
     pairs = _pairs(tmp_path, share=False)
     model = tmp_path / "m.json"
-    # no share column: 100 everywhere, so the share-50 profiles do not match and the lookup says so
+    # no share column: 100 everywhere, so the share-50 profiles do not match: a map they would feed is
+    # refused naming the lookup, and without a named map only counter-free maps are candidates, said so
     assert main(["fit", "--measurements", str(pairs), "--profiles", str(_profiles(tmp_path)),
-                 "--out", str(model)]) == 2
+                 "--feature-map", "default", "--out", str(model)]) == 2
     assert "share 100 of model" in capsys.readouterr().err
+    assert main(["fit", "--measurements", str(pairs), "--profiles", str(_profiles(tmp_path)),
+                 "--out", str(model)]) == 0
+    err = capsys.readouterr().err
+    assert "do not cover every row" in err and "share 100 of model" in err
+    model.unlink()
     # without profiles a counter-free map is chosen, and the CLI says which
     assert main(["fit", "--measurements", str(pairs), "--out", str(model)]) == 0
     assert "shares map" in capsys.readouterr().out     # the candidates (a baseline may win these few rows)
@@ -174,7 +180,7 @@ def test_measure_pairs_writer_and_no_gpu_message(tmp_path, capsys, monkeypatch):
 def test_refused_fit_leaves_the_model_as_it_was(tmp_path):
     prof = ProfileTable.from_csv(_profiles(tmp_path, counters=False))
     m = Measurements.read(_pairs(tmp_path, share=False))            # share 100: no such profile
-    model = InterferenceModel()
+    model = InterferenceModel(TimeWeighted(feature_map="default"))     # a map the profiles must feed
     before = (repr(model), model.note)
     with pytest.raises(ValueError, match="share 100 of model"):
         model.fit(profiles=prof, measurements=m)

@@ -127,7 +127,7 @@ def test_the_simulated_colocated_export_needs_no_other_file_and_beats_no_interfe
     quoted = "`evaluate --online` on the same 800 executions gives {:.2f} % (no interference {:.2f} %, global mean\n" \
              "{:.2f} %, pair mean {:.2f} %)".format(*figures)
     assert quoted in doc
-    # and the selection table it quotes is what fit printed (warm, cold online, cold frozen MAPE in %)
+    # and the selection table it quotes is what fit printed (warm, cold online, cold frozen error in %)
     for label, shown in (("entity_rls, shares map, target rate", "entity_rls, shares map, target rate (chosen)"),
                          *((f"baseline: {k}, target rate", f"baseline: {k}")
                            for k in ("no interference", "global mean", "pair mean"))):

@@ -14,7 +14,7 @@ array([[0. , 0.2, 0.1]])
 >>> checked_demands([TimeWeighted(feature_map="rich")], dem, ["m"])
 Traceback (most recent call last):
 ...
-interfpred.errors.InterfpredError: feature map 'rich' needs the sm counter, ... without sm: gpulets, shares
+interfpred.errors.InterfpredError: feature map 'rich' needs the sm counter, ... without sm: gpulets, shares, corunners
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ def supported_maps(missing: Sequence[str]) -> tuple[str, ...]:
     Examples
     --------
     >>> supported_maps(["sm"])
-    ('gpulets', 'shares')
+    ('gpulets', 'shares', 'corunners')
     >>> supported_maps([])
-    ('default', 'rich', 'gpulets', 'shares')
+    ('default', 'rich', 'gpulets', 'shares', 'corunners')
     """
     return tuple(m for m, need in MAP_COUNTERS if not set(need) & set(missing))
 

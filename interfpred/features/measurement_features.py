@@ -40,7 +40,7 @@ from interfpred.features.kernel_terms import with_kernel_covariates
 from interfpred.features.matrix import FeatureMatrix
 
 __all__ = ["concat_entities", "concat_features", "measurement_demands", "measurement_entities",
-           "measurement_features", "missing_counters"]
+           "measurement_features", "missing_counters", "uncovered_rows"]
 
 
 def measurement_demands(measurements: Measurements, profiles: ProfileTable | None, *,
@@ -93,12 +93,23 @@ def missing_counters(profiles: ProfileTable | None, measurements: Measurements |
     profiles = as_profiles(profiles)
     missing = [r for r in every if np.isnan(profiles.column(r)).any()]
     if measurements is not None and len(missing) < len(every):
-        try:
-            dem = measurement_demands(as_measurements(measurements), profiles)
-        except InterfpredError:
+        if uncovered_rows(profiles, measurements) is not None:
             return every
+        dem = measurement_demands(as_measurements(measurements), profiles)
         missing = [r for k, r in enumerate(every) if r in missing or np.isnan(dem[:, k]).any()]
     return missing
+
+
+def uncovered_rows(profiles: ProfileTable | None, measurements: Measurements | None) -> str | None:
+    """Why ``profiles`` cannot give a counter for every row of ``measurements`` (the lookup's refusal,
+    naming the first row's model, batch size and share), or None when they cover them all."""
+    if profiles is None or measurements is None:
+        return None
+    try:
+        measurement_demands(as_measurements(measurements), as_profiles(profiles))
+    except InterfpredError as exc:
+        return str(exc)
+    return None
 
 
 def measurement_entities(measurements: Measurements, key: str = "model") -> Entities:

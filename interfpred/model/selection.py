@@ -80,7 +80,7 @@ from interfpred.evaluation.validation import (
     within_one_se,
 )
 from interfpred.features import FeatureMatrix, make_extractor
-from interfpred.features.measurement_features import missing_counters
+from interfpred.features.measurement_features import missing_counters, uncovered_rows
 from interfpred.model.crossfit import model_entities, take_rows
 from interfpred.model.rows import model_features
 from interfpred.predictors import BasePredictor, make_predictor
@@ -162,6 +162,9 @@ class Selection:
     cold_folds: int
     fixed: dict[str, Any] = field(default_factory=dict)
     colocated: bool = True
+    #: Why the profiles could not give counters for every row (then only maps that need none were
+    #: candidates), or None.
+    uncovered: str | None = None
 
     def _use(self, v: tuple[float, ...]) -> float:
         return v[0] if self.warm_folds else v[2]
@@ -200,6 +203,9 @@ class Selection:
         """One line per thing the user should know: no co-location in the rows, a baseline chosen, a loss
         to a baseline on models never seen. Empty when none applies."""
         out = []
+        if self.uncovered is not None:
+            out.append(f"the profiles do not cover every row, so only maps that need no counter were candidates: "
+                       f"{self.uncovered}")
         if not self.colocated:
             out.append("no training row ran beside another batch: there is no interference to learn from "
                        "(every candidate predicts solo speed)")
@@ -444,7 +450,8 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
         d = dict(MODEL_DEFAULT_EXTRACTOR)
         pick = min(cands, key=lambda c: (c.predictor != MODEL_DEFAULT_PREDICTOR, c.feature_map != d["feature_map"],
                                          c.target != d["target"], cands.index(c)))
-        return Selection(pick, {c.label: nan for c in cands}, {}, 0, 0, dict(fixed), colocated)
+        return Selection(pick, {c.label: nan for c in cands}, {}, 0, 0, dict(fixed), colocated,
+                         None if fixed.get("feature_map") else uncovered_rows(profiles, measurements))
     # the baselines, on every target scored (their features are unused; the best map's rows carry the entities)
     base = [Candidate(k, *best.get(t, (cands[0].feature_map, cands[0].shares)), t)
             for t in dict.fromkeys(c.target for c in cands) for k in BASELINE_KINDS]
@@ -469,4 +476,5 @@ def select_configuration(trace: Trace | None, profiles: ProfileTable | None, mea
         chosen = min(near, key=lambda c: (frozen(c), use(c), near.index(c)))
     baselines = {BASELINE_LABELS[b.predictor].removeprefix("baseline: "): scores[b.label]
                  for b in base if b.target == chosen.target}
-    return Selection(chosen, scores, baselines, len(warm), len(cold), dict(fixed), colocated)
+    return Selection(chosen, scores, baselines, len(warm), len(cold), dict(fixed), colocated,
+                     None if fixed.get("feature_map") else uncovered_rows(profiles, measurements))

@@ -483,12 +483,16 @@ class KernelBlocking(BasePredictor):
         try:
             if entities is not None:
                 self._add_names(entities)
-                self._add_pairs(entities)
-            rows = self._design(X, entities)
             t = self._log_targets(y)
             sig2 = float(self.noise_var)
             lam = float(self.forgetting)
-            for i, row in enumerate(rows):
+            for i in range(X.shape[0]):
+                # a row's new pair joins when the row is learned (not before: forgetting would inflate its prior
+                # on every earlier row), so a block learns what its rows one by one would
+                one = None if entities is None else entities.take([i])
+                if one is not None:
+                    self._add_pairs(one)
+                row = self._design(X[i:i + 1], one)[0]
                 h, J = self._log_slowdown(self._theta, row, True)
                 assert J is not None
                 PJ = self._P @ J

@@ -44,8 +44,8 @@ def registered() -> dict[str, type[BasePredictor]]:
     Examples
     --------
     >>> sorted(registered())
-    ['calibrated', 'entity_rls', 'global_mean', 'gpulets', 'no_interference', 'offline_linear', 'online_sgd', 'pair_mean', 'river',
-     'rls', 'sklearn']
+    ['calibrated', 'entity_rls', 'global_mean', 'gpulets', 'kernel_blocking', 'no_interference', 'offline_linear', 'online_sgd',
+     'pair_mean', 'river', 'rls', 'sklearn']
     """
     return dict(_REGISTRY)
 
