@@ -485,8 +485,9 @@ MODEL_ANALYZER_DEFAULT_LATENCY = "avg"
 #: PLAN_INSTANCES_MAX: most MIG instances ``plan`` (and advise's MIG planner) lays out, estimated from the
 #: SLO rates and the fastest configurations before the solver runs.
 #: GPUS_MAX: most GPUs ``advise --gpus`` simulates.
-#: QUANTA_MAX: most time-slicing quanta ``advise`` may simulate: (GPUs x duration + the requests' solo work)
-#: / --quantum-ms, estimated before anything runs (the simulation's time grows with it).
+#: ADVISE_REQUESTS_MAX: most requests ``advise`` simulates per mechanism (rates x --duration-s, summed).
+#: QUANTA_MAX: most time-slicing quanta ``advise`` may simulate, estimated before anything runs as the
+#: requests' least solo work over --quantum-ms (the simulation steps through every busy quantum).
 #: DASK_WORKERS_MAX: most worker processes ``--workers`` starts for a local Dask cluster.
 LIMITS = {
     "INPUT_MAX_BYTES": 2**30,
@@ -503,8 +504,9 @@ LIMITS = {
     "NAME_MAX_CHARS": 65_536,
     "NAME_CELLS_MAX": 2**26,
     "PLAN_INSTANCES_MAX": 100_000,
-    "GPUS_MAX": 1024,
-    "QUANTA_MAX": 20_000_000,
+    "GPUS_MAX": 128,
+    "ADVISE_REQUESTS_MAX": 500_000,
+    "QUANTA_MAX": 20_000,
     "DASK_WORKERS_MAX": 256,
 }
 #: Longest integer or number given as text (a CSV cell, an option) that the strict reader accepts, in characters.
@@ -578,6 +580,9 @@ ADVISE_UTILISATION = 0.8
 ADVISE_MAX_PROCESSES = 3
 #: Seed of arrivals and noise (every mechanism sees the same request rates).
 ADVISE_SEED = 0
+#: Fewest requests each model must expect in the simulated window (rate x duration): below it the
+#: workload is degenerate (an empty ranking, "needs 0 GPUs", NaN figures) and is refused, not ranked.
+ADVISE_MIN_REQUESTS = 1
 #: Ranking steps: attainment and the served share of the offered requests are compared in steps of
 #: this fraction (differences below it are the Poisson draws' and requests in flight at the window's
 #: end, not the mechanism's); within a step the lower p99 response time ranks first.

@@ -7,6 +7,7 @@ import os
 import sys
 from typing import Any
 
+from interfpred._core.numbers import int_option
 from interfpred.cli.common import Progress, check_label, refuse_existing, write_output
 from interfpred.errors import InterfpredError
 
@@ -37,7 +38,7 @@ def add_ingest_trace(sub: Any) -> None:
     p.add_argument("--name-pattern", metavar="PATTERN",
                    help="template of range names: literals, {model}, {batch}, * (any text), | between "
                         "alternatives, e.g. 'infer/{model}/bs{batch}'")
-    p.add_argument("--batch-size", type=int, default=None,
+    p.add_argument("--batch-size", type=int_option("--batch-size"), default=None,
                    help="batch size of each kernel (--kernels, default 1) or of each match of a --name-pattern "
                         "without {batch}")
     p.add_argument("--strict", action="store_true",
