@@ -509,6 +509,10 @@ LIMITS = {
     "QUANTA_MAX": 20_000,
     "DASK_WORKERS_MAX": 256,
 }
+#: Seconds ``--dask ADDRESS`` waits for the scheduler to answer before giving up.
+DASK_CONNECT_TIMEOUT_S = 5.0
+#: Longest ``--dask`` address accepted, in characters (a host name is at most 253).
+DASK_ADDRESS_MAX_CHARS = 300
 #: Longest integer or number given as text (a CSV cell, an option) that the strict reader accepts, in characters.
 NUMBER_MAX_CHARS = 40
 #: Longest GPU name taken from a capture (Nsight Systems' TARGET_INFO_GPU, a PyTorch trace's

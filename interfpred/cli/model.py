@@ -192,15 +192,20 @@ def _fit_validated(args: argparse.Namespace, spec: dict[str, Any], predictor: An
 
 def _dask_inputs(args: argparse.Namespace) -> tuple[Any, list[str]]:
     """(profiles, partitions' files) for --dask: a Parquet trace in files, profiles in any format."""
+    from interfpred._core.limits import check_limit
     from interfpred.data.columnar import read_profiles
-    from interfpred.model.distributed import trace_files
+    from interfpred.model.distributed import check_address, trace_files
 
+    if args.dask:
+        check_address(args.dask)  # before any input is read: a bad address costs no time
     if args.trace is None or args.profiles is None:
         raise InterfpredError("--dask needs --trace (Parquet files: a folder, a glob or a file) and --profiles")
     if getattr(args, "measurements", None) is not None:
         raise InterfpredError("--dask partitions traces by GPU; fit or evaluate --measurements without it")
     if args.workers is not None and (args.workers < 1 or args.dask):
         raise InterfpredError("--workers sizes a new local cluster: a positive number, and --dask without an address")
+    if args.workers is not None:
+        check_limit("DASK_WORKERS_MAX", args.workers, "--workers")
     return read_profiles(args.profiles), trace_files(args.trace)
 
 
