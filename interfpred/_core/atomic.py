@@ -374,7 +374,10 @@ def staged_files(paths: Sequence[str | os.PathLike[str]], whats: Sequence[str] |
         for full in targets:
             folders.append(temp_folder(full))
         staged = [os.path.join(f, os.path.basename(t)) for f, t in zip(folders, targets)]
-        yield staged
+        try:
+            yield staged
+        except (InterfpredError, OSError) as exc:  # name the target, never the temporary file
+            raise _renamed(exc, staged, [os.fspath(p) for p in paths]) from None
         for s, raw, what in zip(staged, paths, names):
             if not os.path.isfile(s):
                 raise InterfpredError(f"{what} {os.fspath(raw)}: nothing was written")
@@ -404,6 +407,21 @@ def staged_files(paths: Sequence[str | os.PathLike[str]], whats: Sequence[str] |
     finally:
         for folder in folders:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _renamed(exc: BaseException, staged: Sequence[str], paths: Sequence[str]) -> BaseException:
+    """``exc`` with every staged path in its message (or ``filename``) replaced by its target's path."""
+    def swap(text: str) -> str:
+        for s, p in zip(staged, paths):
+            text = text.replace(s, p)
+        return text
+
+    if isinstance(exc, OSError):
+        if isinstance(exc.filename, str):
+            exc.filename = swap(exc.filename)
+        return exc
+    renamed = swap(str(exc))
+    return exc if renamed == str(exc) else InterfpredError(renamed)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> None:

@@ -142,26 +142,27 @@ def check_range(value: float, what: str, *, lo: float | None = None, hi: float |
     return value
 
 
-def int_option(option: str, *, lo: int | None = None, hi: int | None = None) -> Callable[[str], int]:
-    """An argparse ``type`` reading ``option``'s value with :func:`parse_int` (a refusal is argparse's one line)."""
+def int_option(*, lo: int | None = None, hi: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type`` reading an option's value with :func:`parse_int` (a refusal is argparse's one line,
+    naming the option)."""
     def read(text: str) -> int:
         try:
-            return parse_int(text, option, lo=lo, hi=hi)
-        except InputError as exc:
-            raise argparse.ArgumentTypeError(exc.message) from None
+            return parse_int(text, "", lo=lo, hi=hi)
+        except InputError as exc:  # argparse names the option: "argument --gpus: '２' is not an integer ..."
+            raise argparse.ArgumentTypeError(exc.message.lstrip()) from None
 
     read.__name__ = "integer"
     return read
 
 
-def float_option(option: str, *, lo: float | None = None, hi: float | None = None,
+def float_option(*, lo: float | None = None, hi: float | None = None,
                  lo_open: bool = False) -> Callable[[str], float]:
-    """An argparse ``type`` reading ``option``'s value with :func:`parse_float`."""
+    """An argparse ``type`` reading an option's value with :func:`parse_float`."""
     def read(text: str) -> float:
         try:
-            return parse_float(text, option, lo=lo, hi=hi, lo_open=lo_open)
+            return parse_float(text, "", lo=lo, hi=hi, lo_open=lo_open)
         except InputError as exc:
-            raise argparse.ArgumentTypeError(exc.message) from None
+            raise argparse.ArgumentTypeError(exc.message.lstrip()) from None
 
     read.__name__ = "number"
     return read

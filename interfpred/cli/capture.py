@@ -39,7 +39,7 @@ def add_ingest_trace(sub: Any) -> None:
     p.add_argument("--name-pattern", metavar="PATTERN",
                    help="template of range names: literals, {model}, {batch}, * (any text), | between "
                         "alternatives, e.g. 'infer/{model}/bs{batch}'")
-    p.add_argument("--batch-size", type=int_option("--batch-size"), default=None,
+    p.add_argument("--batch-size", type=int_option(), default=None,
                    help="batch size of each kernel (--kernels, default 1) or of each match of a --name-pattern "
                         "without {batch}")
     p.add_argument("--strict", action="store_true",
@@ -72,12 +72,12 @@ def run_ingest_trace(args: argparse.Namespace) -> int:
         types = capture_gpu_types(args.file)
         metrics = read_nsys_gpu_metrics(args.file) if kind == "nsys" else None
         profiles = solo_profiles(trace, types, metrics=metrics)
-    print(f"{args.file}: {report.summary()}", file=sys.stderr)
     # both files are made before either replaces what is there: a failure leaves both as they were
     with staged_files(outs, options) as staged:
         write_output(trace, staged[0])
         if profiles is not None:
             write_output(profiles, staged[1])
+    print(f"{args.file}: {report.summary()}", file=sys.stderr)
     print(f"wrote {len(trace)} executions on {len(trace.devices)} device(s) to {args.out}", file=sys.stderr)
     if profiles is not None:
         named = ", ".join(profiles.gpus)
