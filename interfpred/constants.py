@@ -507,7 +507,7 @@ LIMITS = {
     "GPUS_MAX": 128,
     "ADVISE_REQUESTS_MAX": 500_000,
     "QUANTA_MAX": 20_000,
-    "DASK_WORKERS_MAX": 256,
+    "DASK_WORKERS_MAX": 32,
 }
 #: Seconds ``--dask ADDRESS`` waits for the scheduler to answer before giving up.
 DASK_CONNECT_TIMEOUT_S = 5.0
