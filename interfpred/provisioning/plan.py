@@ -167,8 +167,8 @@ def read_slo(path: str | os.PathLike[str]) -> dict[str, tuple[float, float]]:
     """An SLO CSV ``model,rate_rps,latency_ms``: model -> (requests/s, latency SLO in ms).
 
     Rates are read within [``SLO_RATE_MIN_RPS``, ``SLO_RATE_MAX_RPS``] and latencies within
-    (0, ``SLO_LATENCY_MAX_MS``] (:func:`check_slo`); model names as the CLI's names (printable, at
-    most ``CAPTURE_NAME_MAX`` characters).
+    (0, ``SLO_LATENCY_MAX_MS``] (:func:`check_slo`); a model name must be printable and at most
+    ``CAPTURE_NAME_MAX`` characters long.
 
     Examples
     --------
