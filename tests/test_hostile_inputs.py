@@ -445,7 +445,7 @@ def model_state():
     return model.to_state(), (trace, sc.profiles)
 
 
-@pytest.mark.parametrize("value, expected", [(1e300, "1e+300, beyond"), (float("nan"), "is nan"),
+@pytest.mark.parametrize("value, expected", [(1e300, "is 1e+300, not a finite number"), (float("nan"), "is nan"),
                                              (float("inf"), "is inf"), (-1e31, "-1e+31")])
 def test_a_corrupted_model_file_is_refused_on_load(capsys, tmp_path, model_state, value, expected):
     state, (trace_data, profiles) = model_state

@@ -182,7 +182,7 @@ def check_state_numbers(state: Any, *, source: str = "state") -> None:
     >>> check_state_numbers({"state": {"coef": [0.5, 1e300]}}, source="m.json")
     Traceback (most recent call last):
     ...
-    interfpred.errors.InterfpredError: m.json: state.coef[1] is 1e+300, beyond +-1e+30 (MODEL_STATE_ABS_MAX): a corrupted model file
+    interfpred.errors.InterfpredError: m.json: state.coef[1] is 1e+300, not a finite number within +-1e+30 (MODEL_STATE_ABS_MAX): a corrupted model file
     """
     stack: list[tuple[Any, str]] = [(state, "")]
     while stack:
@@ -212,8 +212,8 @@ def _magnitude(x: float) -> float:
 
 def _refuse_number(value: float, where: str, source: str) -> None:
     shown = f"{value:g}" if isinstance(value, float) else f"an integer of {len(str(abs(value)))} digits"
-    raise InterfpredError(f"{source}: {where} is {shown}, beyond +-{MODEL_STATE_ABS_MAX:g} (MODEL_STATE_ABS_MAX): "
-                          "a corrupted model file")
+    raise InterfpredError(f"{source}: {where} is {shown}, not a finite number within +-{MODEL_STATE_ABS_MAX:g} "
+                          "(MODEL_STATE_ABS_MAX): a corrupted model file")
 
 
 def state_array(state: dict[str, Any], key: str, length: int) -> np.ndarray:
