@@ -509,7 +509,10 @@ def advise(slo: Slo | str | os.PathLike[str], *, profiles: ProfileTable | None =
     Raises
     ------
     InterfpredError
-        A model without a profile, a bad rate or SLO, an unknown mechanism, MIG on a GPU type without it.
+        A model without a profile, a bad rate or SLO, an unknown mechanism, MIG on a GPU type without it;
+        a run beyond ``GPUS_MAX`` GPUs, ``ADVISE_REQUESTS_MAX`` requests or (time-slicing) ``QUANTA_MAX``
+        quanta, a model expecting fewer than ``ADVISE_MIN_REQUESTS`` requests, a switch longer than
+        the quantum: all checked before anything is simulated.
     """
     t0 = time.perf_counter()
     spec = get_gpu_spec(spec)
@@ -537,7 +540,7 @@ def advise(slo: Slo | str | os.PathLike[str], *, profiles: ProfileTable | None =
             raise InterfpredError(f"{exc}; rank the others without it (mechanisms time_slicing, mps)") from None
     work_ms = _check_slo(slo, profiles, spec, float(duration_s))
     horizon = float(duration_s) * 1000.0
-    if "time_slicing" in mechanisms:  # its simulation steps through quanta: idle ones and busy ones
+    if "time_slicing" in mechanisms:  # its simulation steps through every busy quantum (idle time is skipped)
         check_limit("QUANTA_MAX", math.ceil(work_ms / float(quantum_ms)),
                     "time-slicing quanta (the requests' solo work over --quantum-ms)")
     scores, planned = [], None
