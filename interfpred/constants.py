@@ -323,6 +323,10 @@ BENCH_MAX_WIDTH = 1024
 MAX_INT64 = 2**63 - 1
 #: Largest batch size accepted anywhere (exact in float64; far beyond any real batch).
 MAX_BATCH_SIZE = 2**24
+#: Solo latencies a profile may give, ms: from a nanosecond to a day. Outside, the figure is a unit
+#: mistake or a damaged file (a 1e-300 ms batch, a 1,000 s one simulated in 2 ms quanta).
+SOLO_MS_MIN = 1e-6
+SOLO_MS_MAX = 86_400_000.0
 #: Most (segment, running execution) pairs a timeline may hold (8 bytes each); a trace needing more
 #: (very long with many executions running at once) is refused during the sweep, before allocating.
 TIMELINE_MAX_MEMBERS = 2**28
@@ -544,6 +548,13 @@ MODEL_ANALYZER_DEFAULT_LATENCY = "avg"
 #: becomes a Python object: tens of millions of empty ``{}`` would take gigabytes).
 #: NAME_MAX_CHARS: longest name (kernel, NVTX range, model) read from a capture.
 #: NAME_CELLS_MAX: most characters of one capture's name column, rows x longest name (a fixed-width array).
+#: PLAN_INSTANCES_MAX: most MIG instances ``plan`` (and advise's MIG planner) lays out, estimated from the
+#: SLO rates and the fastest configurations before the solver runs.
+#: GPUS_MAX: most GPUs ``advise --gpus`` simulates.
+#: ADVISE_REQUESTS_MAX: most requests ``advise`` simulates per mechanism (rates x --duration-s, summed).
+#: QUANTA_MAX: most time-slicing quanta ``advise`` may simulate, estimated before anything runs as the
+#: requests' least solo work over --quantum-ms (the simulation steps through every busy quantum).
+#: DASK_WORKERS_MAX: most worker processes ``--workers`` starts for a local Dask cluster.
 LIMITS = {
     "INPUT_MAX_BYTES": 2**30,
     "INPUT_MAX_ROWS": 20_000_000,
@@ -558,13 +569,37 @@ LIMITS = {
     "JSON_MAX_CONTAINERS": 2**21,
     "NAME_MAX_CHARS": 65_536,
     "NAME_CELLS_MAX": 2**26,
+    "PLAN_INSTANCES_MAX": 100_000,
+    "GPUS_MAX": 128,
+    "ADVISE_REQUESTS_MAX": 500_000,
+    "QUANTA_MAX": 20_000,
+    "DASK_WORKERS_MAX": 32,
 }
+#: Seconds ``--dask ADDRESS`` waits for the scheduler to answer before giving up.
+DASK_CONNECT_TIMEOUT_S = 5.0
+#: Longest ``--dask`` address accepted, in characters (a host name is at most 253).
+DASK_ADDRESS_MAX_CHARS = 300
+#: Longest integer or number given as text (a CSV cell, an option) that the strict reader accepts, in characters.
+NUMBER_MAX_CHARS = 40
+#: Longest GPU name taken from a capture (Nsight Systems' TARGET_INFO_GPU, a PyTorch trace's
+#: deviceProperties); real ones are under 40 characters.
+CAPTURE_GPU_NAME_MAX = 256
+#: Largest magnitude of any number in a model file's learned state. RLS's covariance starts at
+#: most at RLS_MAX_DELTA (1e15) and sufficient statistics stay far below this; a larger or
+#: non-finite value is a corrupted file, refused on load (the latency clamp would hide it).
+MODEL_STATE_ABS_MAX = 1e30
 #: Prefix of the environment variable that raises a limit of LIMITS.
 LIMIT_ENV_PREFIX = "INTERFPRED_"
 #: Most alternatives (``a|b``) of a kernel or NVTX filter matched without google-re2.
 PATTERN_MAX_ALTERNATIVES = 16
 
 # ---------------------------------------------------------------- provisioning (interfpred plan)
+#: Request rates an SLO may ask for, requests/s: below the minimum a model sees no request in any
+#: simulated window or plan (a plan "needs 0 GPUs"); above the maximum no deployment is meaningful.
+SLO_RATE_MIN_RPS = 1e-3
+SLO_RATE_MAX_RPS = 1e9
+#: Longest latency SLO accepted, ms (a day): beyond it every configuration meets it and the figures mean nothing.
+SLO_LATENCY_MAX_MS = 86_400_000.0
 #: Relative shortfall of a model's served rate below its SLO rate that still counts as served
 #: (floating-point sums of per-instance throughputs; nothing a request would notice).
 PLAN_RATE_RTOL = 1e-9
@@ -582,6 +617,8 @@ PROFILE_KEY_COLUMNS = ("mechanism", "partition", "processes")
 MECHANISMS = ("time_slicing", "mps", "mig")
 #: Processes of a profile that does not say (one: the batch's own process alone).
 DEFAULT_PROCESSES = 1
+#: Most processes a profile, measurement or deployment row may give (far beyond what shares one GPU).
+MAX_PROCESSES = 4096
 
 # ---------------------------------------------------------------- simulated sharing mechanisms (interfpred.sim.mechanisms)
 #: Time-slicing quantum (ms): under time-slicing one context holds the whole GPU for up to this long while
@@ -613,6 +650,9 @@ ADVISE_UTILISATION = 0.8
 ADVISE_MAX_PROCESSES = 3
 #: Seed of arrivals and noise (every mechanism sees the same request rates).
 ADVISE_SEED = 0
+#: Fewest requests each model must expect in the simulated window (rate x duration): below it the
+#: workload is degenerate (an empty ranking, "needs 0 GPUs", NaN figures) and is refused, not ranked.
+ADVISE_MIN_REQUESTS = 1
 #: Ranking steps: attainment and the served share of the offered requests are compared in steps of
 #: this fraction (differences below it are the Poisson draws' and requests in flight at the window's
 #: end, not the mechanism's); within a step the lower p99 response time ranks first.

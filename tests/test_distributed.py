@@ -91,13 +91,18 @@ def test_refusals(data, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    """One LocalCluster of 2 worker processes for the module; yields its scheduler address."""
+def cluster(tmp_path_factory):
+    """One LocalCluster of 2 worker processes for the module; yields its scheduler address. Its scratch
+    space and lock files stay in a temporary folder (by default they go to /tmp/dask-scratch-space)."""
     distributed = pytest.importorskip("distributed")
     import logging
 
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  silence_logs=logging.ERROR) as lc:
+    import dask
+
+    scratch = str(tmp_path_factory.mktemp("dask"))
+    with dask.config.set({"temporary-directory": scratch}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                     silence_logs=logging.ERROR, local_directory=scratch) as lc:
         yield lc.scheduler_address
 
 

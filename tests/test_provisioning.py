@@ -264,7 +264,7 @@ def test_read_slo_errors_are_located(tmp_path):
                       ("model,rate_rps,latency_ms\na,1,2\na,1,2\n", "line 3: model 'a' given twice"),
                       ("model,rate_rps,latency_ms\na,1\n", "line 2: 2 fields, expected 3"),
                       ("model,rate_rps,latency_ms\n,1,2\n", "line 2: empty model name"),
-                      ("model,rate_rps,latency_ms\na,inf,2\n", "line 2: rate_rps 'inf' must be a positive")]:
+                      ("model,rate_rps,latency_ms\na,inf,2\n", "line 2: rate_rps 'inf' is not a number")]:
         f.write_text(text)
         with pytest.raises(InputError, match=msg):
             read_slo(f)

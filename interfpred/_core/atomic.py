@@ -30,7 +30,7 @@ import os
 import secrets
 import shutil
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import IO
 
 from interfpred._core.limits import check_limit, json_depth, limit, limit_error
@@ -38,7 +38,7 @@ from interfpred.constants import MODEL_FILE_MAX_BYTES, MODEL_FILE_MAX_DEPTH
 from interfpred.errors import InputError, InterfpredError
 
 __all__ = ["atomic_open", "atomic_write_text", "check_regular_file", "check_replaceable", "csv_rows", "headed_csv_rows", "read_json", "read_text", "scan_text_file",
-           "staged_folder",
+           "staged_files", "staged_folder",
            "recover", "replace_folder", "temp_folder"]
 
 
@@ -330,6 +330,98 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kwargs) -> Iter
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def staged_files(paths: Sequence[str | os.PathLike[str]], whats: Sequence[str] | None = None) -> Iterator[list[str]]:
+    """Write several files all or nothing: each is written beside its target, then all replace theirs.
+
+    Yields one path per target, inside a fresh temporary sibling folder of it and with the target's
+    own name (a writer that picks the format by suffix sees the same suffix). When the block
+    completes, every staged file replaces its target (an existing target is kept, hard-linked, until
+    all are in place, and put back if a later one fails); when the block raises, nothing is
+    replaced. The temporary folders are removed either way, and a killed run's are removed by the
+    next write (:func:`recover`). ``whats`` names the targets in refusals (``--out``,
+    ``--profiles-out``).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "a.csv").write_text("old")
+    >>> try:
+    ...     with staged_files([folder / "a.csv", folder / "b.csv"]) as (a, b):
+    ...         _ = pathlib.Path(a).write_text("new")
+    ...         raise ValueError("the second file cannot be made")
+    ... except ValueError:
+    ...     pass
+    >>> sorted(p.name for p in folder.iterdir()), (folder / "a.csv").read_text()
+    (['a.csv'], 'old')
+    >>> with staged_files([folder / "a.csv", folder / "b.csv"]) as (a, b):
+    ...     _ = pathlib.Path(a).write_text("new"); _ = pathlib.Path(b).write_text("b")
+    >>> (folder / "a.csv").read_text(), (folder / "b.csv").read_text()
+    ('new', 'b')
+    """
+    names = list(whats) if whats is not None else ["output"] * len(paths)
+    targets = [check_replaceable(p, w) for p, w in zip(paths, names)]
+    for raw, full, what in zip(paths, targets, names):
+        if os.path.isdir(full):
+            raise InterfpredError(f"{what} {os.fspath(raw)} is a folder, not a file; refusing to write over it")
+    if len(set(targets)) != len(targets):
+        raise InterfpredError(f"{' and '.join(names)} name the same file: give one file each")
+    folders: list[str] = []
+    try:
+        for full in targets:
+            folders.append(temp_folder(full))
+        staged = [os.path.join(f, os.path.basename(t)) for f, t in zip(folders, targets)]
+        try:
+            yield staged
+        except (InterfpredError, OSError) as exc:  # name the target, never the temporary file
+            raise _renamed(exc, staged, [os.fspath(p) for p in paths]) from None
+        for s, raw, what in zip(staged, paths, names):
+            if not os.path.isfile(s):
+                raise InterfpredError(f"{what} {os.fspath(raw)}: nothing was written")
+        done: list[tuple[str, str | None]] = []
+        try:
+            for s, full, folder in zip(staged, targets, folders):
+                backup = None
+                if os.path.lexists(full):
+                    backup = os.path.join(folder, ".old")
+                    os.link(full, backup, follow_symlinks=False)
+                    with contextlib.suppress(OSError):
+                        os.chmod(s, os.stat(full).st_mode & 0o7777)  # keep the replaced file's mode
+                else:
+                    umask = os.umask(0)
+                    os.umask(umask)
+                    os.chmod(s, 0o666 & ~umask)
+                os.replace(s, full)
+                done.append((full, backup))
+        except BaseException:
+            for full, backup in reversed(done):  # put back what was replaced before the failure
+                with contextlib.suppress(OSError):
+                    if backup is None:
+                        os.unlink(full)
+                    else:
+                        os.replace(backup, full)
+            raise
+    finally:
+        for folder in folders:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _renamed(exc: BaseException, staged: Sequence[str], paths: Sequence[str]) -> BaseException:
+    """``exc`` with every staged path in its message (or ``filename``) replaced by its target's path."""
+    def swap(text: str) -> str:
+        for s, p in zip(staged, paths):
+            text = text.replace(s, p)
+        return text
+
+    if isinstance(exc, OSError):
+        if isinstance(exc.filename, str):
+            exc.filename = swap(exc.filename)
+        return exc
+    renamed = swap(str(exc))
+    return exc if renamed == str(exc) else InterfpredError(renamed)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> None:

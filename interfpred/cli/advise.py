@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from interfpred._core.numbers import float_option, int_option
 from interfpred.cli.common import add_model_file_options, check_label, refuse_existing, write_output
 from interfpred.constants import (
     ADVISE_DEFAULT_GPU,
@@ -36,16 +37,16 @@ def add_advise(sub: Any) -> None:
                                       "simulator's synthetic zoo)")
     p.add_argument("--gpu", default=ADVISE_DEFAULT_GPU,
                    help=f"simulated GPU preset (default {ADVISE_DEFAULT_GPU}; MIG needs a100)")
-    p.add_argument("--gpus", type=int, default=1, help="GPUs the workload runs on, under every mechanism (default 1)")
+    p.add_argument("--gpus", type=int_option(), default=1, help="GPUs the workload runs on, under every mechanism (default 1)")
     p.add_argument("--mechanisms", nargs="+", choices=MECHANISMS, default=list(MECHANISMS),
                    help="mechanisms to rank (default all)")
-    p.add_argument("--duration-s", dest="duration_s", type=float, default=ADVISE_DURATION_S,
+    p.add_argument("--duration-s", dest="duration_s", type=float_option(), default=ADVISE_DURATION_S,
                    help=f"simulated seconds of requests (default {ADVISE_DURATION_S:g})")
-    p.add_argument("--quantum-ms", dest="quantum_ms", type=float, default=SIM_TIMESLICE_QUANTUM_MS,
+    p.add_argument("--quantum-ms", dest="quantum_ms", type=float_option(), default=SIM_TIMESLICE_QUANTUM_MS,
                    help=f"time-slicing quantum in ms (default {SIM_TIMESLICE_QUANTUM_MS:g})")
-    p.add_argument("--switch-ms", dest="switch_ms", type=float, default=SIM_CONTEXT_SWITCH_MS,
+    p.add_argument("--switch-ms", dest="switch_ms", type=float_option(), default=SIM_CONTEXT_SWITCH_MS,
                    help=f"time-slicing context-switch cost in ms (default {SIM_CONTEXT_SWITCH_MS:g})")
-    p.add_argument("--seed", type=int, default=ADVISE_SEED, help=f"seed of arrivals and noise (default {ADVISE_SEED})")
+    p.add_argument("--seed", type=int_option(), default=ADVISE_SEED, help=f"seed of arrivals and noise (default {ADVISE_SEED})")
     add_model_file_options(p, help_text="a fitted interference model (interfpred fit) whose predicted latencies "
                                         "replace the simulator's under MPS and inside MIG instances")
     p.add_argument("--out", help="write the ranking: .json as JSON, anything else as CSV")

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from interfpred._core.numbers import int_option
 from interfpred.cli.common import PREDICTOR_HELP, add_param_option
 
 __all__ = ["add_bench", "run_bench"]
@@ -16,13 +17,13 @@ def add_bench(sub: Any) -> None:
     p = sub.add_parser("bench", help="time predict/update of the predictors on this machine",
                        description="Microseconds per sample for predict and update, single rows and "
                                    "batches of 1,000, with ratios against RLS and peer libraries.")
-    p.add_argument("--widths", type=int, nargs="+", default=[6, 12, 24], metavar="D",
+    p.add_argument("--widths", type=int_option(), nargs="+", default=[6, 12, 24], metavar="D",
                    help="feature widths (default 6 12 24)")
     p.add_argument("--predictor", action="append", default=None,
                    help=f"{PREDICTOR_HELP}; repeatable (default: rls, online_sgd, offline_linear and, at width 4, "
                         "gpulets)")
     add_param_option(p, help_text="hyperparameter of the chosen predictor(s), e.g. forgetting=0.99; repeatable")
-    p.add_argument("--calls", type=int, default=20_000, metavar="N",
+    p.add_argument("--calls", type=int_option(), default=20_000, metavar="N",
                    help="single-row calls per measurement (default 20000)")
     p.add_argument("--no-peers", action="store_true", help="skip river, scikit-learn and padasip")
     p.set_defaults(func=run_bench)

@@ -7,6 +7,8 @@ import os
 import sys
 from typing import Any
 
+from interfpred._core.atomic import staged_files
+from interfpred._core.numbers import int_option
 from interfpred.cli.common import Progress, check_label, refuse_existing, write_output
 from interfpred.errors import InterfpredError
 
@@ -37,7 +39,7 @@ def add_ingest_trace(sub: Any) -> None:
     p.add_argument("--name-pattern", metavar="PATTERN",
                    help="template of range names: literals, {model}, {batch}, * (any text), | between "
                         "alternatives, e.g. 'infer/{model}/bs{batch}'")
-    p.add_argument("--batch-size", type=int, default=None,
+    p.add_argument("--batch-size", type=int_option(), default=None,
                    help="batch size of each kernel (--kernels, default 1) or of each match of a --name-pattern "
                         "without {batch}")
     p.add_argument("--strict", action="store_true",
@@ -53,10 +55,11 @@ def run_ingest_trace(args: argparse.Namespace) -> int:
     from interfpred.data.ingest.solo import GPU_TYPE_COLUMN, capture_gpu_types, solo_profiles
 
     outs = [args.out] if args.profiles_out is None else [args.out, args.profiles_out]
+    options = ["--out", "--profiles-out"][:len(outs)]
     if len(outs) == 2 and os.path.abspath(outs[0]) == os.path.abspath(outs[1]):
         raise InterfpredError(f"--out and --profiles-out both name {args.out}: give two files")
-    for out in outs:
-        refuse_existing(out, args.force)  # before reading: a refused --out costs no time
+    for out, option in zip(outs, options):
+        refuse_existing(out, args.force, option=option)  # before reading: a refused output costs no time
     progress = Progress("ingest-trace")
     progress(f"reading {args.file}")
     kind = capture_kind(args.file)
@@ -69,11 +72,14 @@ def run_ingest_trace(args: argparse.Namespace) -> int:
         types = capture_gpu_types(args.file)
         metrics = read_nsys_gpu_metrics(args.file) if kind == "nsys" else None
         profiles = solo_profiles(trace, types, metrics=metrics)
+    # both files are made before either replaces what is there: a failure leaves both as they were
+    with staged_files(outs, options) as staged:
+        write_output(trace, staged[0])
+        if profiles is not None:
+            write_output(profiles, staged[1])
     print(f"{args.file}: {report.summary()}", file=sys.stderr)
-    write_output(trace, args.out)
     print(f"wrote {len(trace)} executions on {len(trace.devices)} device(s) to {args.out}", file=sys.stderr)
     if profiles is not None:
-        write_output(profiles, args.profiles_out)
         named = ", ".join(profiles.gpus)
         if GPU_TYPE_COLUMN in profiles.extra_columns:  # several GPU types: keyed by device
             named += " (by device: the GPUs are of several types, see its gpu_type column)"

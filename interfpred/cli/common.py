@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 from interfpred._core.atomic import json_ready
+from interfpred._core.numbers import int_option
 from interfpred.errors import InputError, InterfpredError
 
 __all__ = [
@@ -339,7 +340,7 @@ def add_dask_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dask", nargs="?", const="", default=None, metavar="ADDRESS",
                    help="run on Dask, one task per device of the Parquet trace files --trace names (a folder, a glob "
                         "or a file): a new local cluster, or the scheduler at ADDRESS (needs interfpred[fleet])")
-    p.add_argument("--workers", type=int, default=None, help="worker processes of the local Dask cluster "
+    p.add_argument("--workers", type=int_option(), default=None, help="worker processes of the local Dask cluster "
                                                              "(default: one per CPU core)")
 
 

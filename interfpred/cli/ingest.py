@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from interfpred._core.numbers import float_option, int_option
 from interfpred.cli.common import per_file, refuse_existing
 from interfpred.errors import InterfpredError
 
@@ -28,14 +29,14 @@ def add_ingest(sub: Any) -> None:
     p.add_argument("files", nargs="*", metavar="FILE", help="ncu --csv output or .ncu-rep report")
     p.add_argument("--gpu", action="append", help="GPU name (once, or once per file)")
     p.add_argument("--model", action="append", help="model name (once, or once per file)")
-    p.add_argument("--batch-size", action="append", type=int, help="batch size (once, or once per file)")
-    p.add_argument("--iterations", action="append", type=int,
+    p.add_argument("--batch-size", action="append", type=int_option(), help="batch size (once, or once per file)")
+    p.add_argument("--iterations", action="append", type=int_option(),
                    help="batches the profiled program executed; solo_ms = kernel time / iterations (default 1)")
     p.add_argument("--kernel-filter", action="append", metavar="REGEX",
                    help="keep only kernels whose name matches (searched; RE2 syntax with google-re2, else literals, ., .*, ^, $ and |)")
     p.add_argument("--nvtx-filter", action="append", metavar="REGEX",
                    help="keep only kernels whose NVTX range stack matches (needs ncu --nvtx)")
-    p.add_argument("--share", type=float, default=None, metavar="P",
+    p.add_argument("--share", type=float_option(), default=None, metavar="P",
                    help="MPS active thread percentage the profiled programs ran under, in (0, 100] (default 100)")
     p.add_argument("--manifest", help="CSV listing the reports: file,gpu,model,batch_size[,iterations][,share]")
     p.add_argument("--out", help="tidy profiles to write, or merge into if the file exists: CSV, or .parquet / "

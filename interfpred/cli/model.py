@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from interfpred._core.numbers import float_option, int_option
 from interfpred.cli.common import (
     PREDICTOR_HELP,
     Progress,
@@ -30,7 +31,7 @@ _MODEL_FILE_HELP = "model file written by 'interfpred fit'"
 
 
 def _add_quantiles(p: argparse.ArgumentParser, help_text: str) -> None:
-    p.add_argument("--quantiles", type=float, nargs="+", default=None, metavar="Q", help=help_text)
+    p.add_argument("--quantiles", type=float_option(), nargs="+", default=None, metavar="Q", help=help_text)
 
 
 # ---------------------------------------------------------------------------- fit
@@ -59,12 +60,12 @@ def add_fit(sub: Any) -> None:
     add_param_option(p, help_text="hyperparameter of the predictor, e.g. forgetting=0.99; repeatable")
     p.add_argument("--aggregation", choices=AGGREGATIONS, default=d["aggregation"],
                    help=f"temporal aggregation (default {d['aggregation']})")
-    p.add_argument("--alpha", type=float, default=None, help="EWMA weight of the newest value (ewma only)")
+    p.add_argument("--alpha", type=float_option(), default=None, help="EWMA weight of the newest value (ewma only)")
     p.add_argument("--feature-map", dest="feature_map", choices=FEATURE_MAPS, default=None,
                    help="feature map (default: chosen by validation among those the profiles' counters support)")
     p.add_argument("--shares", action="store_true",
                    help="append the MPS share features to the map (default: tried when the data's shares vary)")
-    p.add_argument("--measurement-weight", type=float, default=None, metavar="W",
+    p.add_argument("--measurement-weight", type=float_option(), default=None, metavar="W",
                    help="weight of every measurement row against trace rows (weight 1) when both are given; "
                         "for predictors that take row weights (offline_linear and the baselines)")
     p.add_argument("--combine", choices=COMBINES, default=d["combine"],
@@ -79,7 +80,7 @@ def add_fit(sub: Any) -> None:
     add_dask_options(p)
     p.add_argument("--calibrate", choices=("aci", "split", "fixed"), default=None,
                    help="wrap the predictor in Calibrated (conformal latency bounds) with this method")
-    p.add_argument("--quantiles", type=float, nargs="+", default=None, metavar="Q",
+    p.add_argument("--quantiles", type=float_option(), nargs="+", default=None, metavar="Q",
                    help="quantiles --calibrate calibrates (default 0.5 0.9 0.99)")
     p.set_defaults(func=run_fit)
 
@@ -194,13 +195,25 @@ def _dask_inputs(args: argparse.Namespace) -> tuple[Any, list[str]]:
     from interfpred.data.columnar import read_profiles
     from interfpred.model.distributed import trace_files
 
+    _check_dask_options(args)
     if args.trace is None or args.profiles is None:
         raise InterfpredError("--dask needs --trace (Parquet files: a folder, a glob or a file) and --profiles")
     if getattr(args, "measurements", None) is not None:
         raise InterfpredError("--dask partitions traces by GPU; fit or evaluate --measurements without it")
+    return read_profiles(args.profiles), trace_files(args.trace)
+
+
+def _check_dask_options(args: argparse.Namespace) -> None:
+    """--dask's address and --workers, checked before any input is read (a bad one costs no time)."""
+    from interfpred._core.limits import check_limit
+    from interfpred.model.distributed import check_address
+
+    if args.dask:
+        check_address(args.dask)
     if args.workers is not None and (args.workers < 1 or args.dask):
         raise InterfpredError("--workers sizes a new local cluster: a positive number, and --dask without an address")
-    return read_profiles(args.profiles), trace_files(args.trace)
+    if args.workers is not None:
+        check_limit("DASK_WORKERS_MAX", args.workers, "--workers")
 
 
 def _run_fit_dask(args: argparse.Namespace, spec: dict[str, Any], predictor: Any) -> int:
@@ -245,11 +258,11 @@ def add_evaluate(sub: Any) -> None:
     _add_quantiles(p, "also print coverage, width and interval score of the latency bounds at these quantiles, "
                       "overall and per model, beside the quantile baseline (a model fitted with --calibrate); "
                       "with --split, the coverage on the held-out rows of a model calibrated in every fold")
-    p.add_argument("--warmup", type=int, default=0, help="leading executions left out of the coverage (default 0)")
+    p.add_argument("--warmup", type=int_option(), default=0, help="leading executions left out of the coverage (default 0)")
     p.add_argument("--split", choices=("pair", "model"), default=None,
                    help="held-out evaluation inside --measurements: pair = 70/30 by run, model = leave-one-model-out")
-    p.add_argument("--repeats", type=int, default=None, help="seeded repeats of --split pair (default 20)")
-    p.add_argument("--seed", type=int, default=0, help="random seed of the --split pair splits (default 0)")
+    p.add_argument("--repeats", type=int_option(), default=None, help="seeded repeats of --split pair (default 20)")
+    p.add_argument("--seed", type=int_option(), default=0, help="random seed of the --split pair splits (default 0)")
     p.add_argument("--predictor", default=None,
                    help=f"with --split: fit this {PREDICTOR_HELP} instead of the model file's (or the default fit's)")
     add_param_option(p, help_text="with --split --predictor: a hyperparameter of it, e.g. forgetting=0.99; repeatable")
@@ -270,6 +283,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         raise InterfpredError("--json prints the accuracy summary; run --quantiles without it for the bounds' tables")
     if args.repeats is not None:
         raise InterfpredError("--repeats applies to --split only")
+    _check_dask_options(args)  # before the model file is read
     if args.model_file is None:
         raise InterfpredError(f"--model-file is required (a {_MODEL_FILE_HELP}), or use --split")
     if args.trace is not None and args.measurements is not None:

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from interfpred._core.numbers import is_int_text
 from interfpred.cli.common import refuse_existing
 from interfpred.errors import InterfpredError
 
@@ -41,7 +42,7 @@ def _slo(text: str) -> Any:
         from interfpred.data.datasets.parvagpu import PARVAGPU_SLO_SETS, parvagpu_slo
 
         k = text.removeprefix(_SLO_DATASET)
-        if not k.isdigit():
+        if not (is_int_text(k) and k.isdigit()):
             raise InterfpredError(f"--slo {text}: expected {_SLO_DATASET}1 .. {_SLO_DATASET}{PARVAGPU_SLO_SETS}")
         return parvagpu_slo(int(k))
     from interfpred.provisioning import read_slo
@@ -73,7 +74,11 @@ def run_plan(args: argparse.Namespace) -> int:
     if args.replace and args.check is None:
         raise InterfpredError("--replace only applies with --check")
     if args.out is not None:
+        from interfpred.data.columnar import format_of
+
         refuse_existing(args.out, args.force)
+        if format_of(args.out) != "csv":
+            raise InterfpredError(f"--out {args.out}: the deployment is written as CSV, not {format_of(args.out)}")
     table, slo = _profiles(args.profiles), _slo(args.slo)
     if args.check is not None:
         deployment = Deployment.read(args.check)

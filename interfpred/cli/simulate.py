@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from interfpred._core.numbers import float_option, int_option
 from interfpred.cli.common import Progress, add_truth_options
 from interfpred.errors import InterfpredError
 
@@ -23,12 +24,12 @@ def add_simulate(sub: Any) -> None:
     p.add_argument("--gpu", default=None, help="simulated GPU preset: v100, l4 or a100 (default v100; l4 with "
                                                "--truth fluid)")
     add_truth_options(p, operators=True)
-    p.add_argument("--seed", type=int, default=0, help="random seed of the simulated arrivals and noise (default 0)")
+    p.add_argument("--seed", type=int_option(), default=0, help="random seed of the simulated arrivals and noise (default 0)")
     p.add_argument("--out", required=True, help="output folder (must not exist or be empty, unless --force)")
-    p.add_argument("--executions", type=int, default=None, help="executions per set (default 20000)")
-    p.add_argument("--devices", type=int, default=1, help="devices (simulated GPUs) per set (default 1)")
+    p.add_argument("--executions", type=int_option(), default=None, help="executions per set (default 20000)")
+    p.add_argument("--devices", type=int_option(), default=1, help="devices (simulated GPUs) per set (default 1)")
     p.add_argument("--models", default=None, help="mix: comma-separated model names")
-    p.add_argument("--rho", type=float, default=None, help="mix: offered utilisation per device")
+    p.add_argument("--rho", type=float_option(), default=None, help="mix: offered utilisation per device")
     p.add_argument("--batch-sizes", default=None, help="mix: comma-separated batch sizes (default all profiled)")
     p.add_argument("--force", action="store_true", help="replace a non-empty --out")
     p.add_argument("--format", choices=("csv", "parquet"), default="csv",
@@ -89,11 +90,11 @@ def add_reproduce(sub: Any) -> None:
                     "report.md, results.json and the figures into --out (written beside it, then renamed).")
     p.add_argument("--quick", action="store_true", help="smaller traces (about a minute on two cores the first time, numba code compiled once; 36 s after)")
     p.add_argument("--out", default=REPRODUCE_DEFAULT_OUT, help=f"output folder (default ./{REPRODUCE_DEFAULT_OUT})")
-    p.add_argument("--seed", type=int, default=0, help="random seed of the simulated arrivals and noise (default 0)")
+    p.add_argument("--seed", type=int_option(), default=0, help="random seed of the simulated arrivals and noise (default 0)")
     p.add_argument("--gpu", default=None, help="simulated GPU preset: v100, l4 or a100 (default v100; l4 with "
                                                "--truth fluid)")
     add_truth_options(p, operators=False)
-    p.add_argument("--jobs", type=int, default=None,
+    p.add_argument("--jobs", type=int_option(), default=None,
                    help="worker processes to spread the experiments over (default: every core this process may "
                         "use; 1 runs everything in this process); the numbers are the same for any value")
     p.add_argument("--force", action="store_true", help="replace an --out that already holds a report")

@@ -20,7 +20,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from interfpred.constants import MECHANISMS, PROFILE_KEY_COLUMNS
+from interfpred._core.numbers import is_int_text
+from interfpred.constants import MAX_PROCESSES, MECHANISMS, PROFILE_KEY_COLUMNS
 
 __all__ = ["sharing_key_problem"]
 
@@ -36,8 +37,9 @@ def sharing_key_problem(columns: Mapping[str, np.ndarray]) -> tuple[int, str] | 
                 break
             if name == "mechanism" and v not in ("", *MECHANISMS):
                 first = (i, f"mechanism {v!r} must be one of {', '.join(MECHANISMS)} (or empty)")
-            elif name == "processes" and v and not (v.isdigit() and int(v) >= 1):
-                first = (i, f"processes {v!r} must be a positive integer (or empty)")
+            elif name == "processes" and v and not (is_int_text(v) and 1 <= int(v) <= MAX_PROCESSES):
+                first = (i, f"processes {v!r} must be a positive integer (ASCII digits) up to MAX_PROCESSES={MAX_PROCESSES}, "
+                            "or empty")
             elif name == "partition" and v != v.strip():
                 first = (i, f"partition {v!r} has leading or trailing whitespace")
     return first

@@ -29,7 +29,9 @@ from __future__ import annotations
 import glob
 import logging
 import os
+import re
 import resource
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -39,7 +41,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from interfpred._core.arrow import require_pyarrow
-from interfpred.constants import BASELINE_KINDS
+from interfpred._core.limits import check_limit, limit
+from interfpred.constants import BASELINE_KINDS, DASK_ADDRESS_MAX_CHARS, DASK_CONNECT_TIMEOUT_S
 from interfpred.data.columnar import trace_from_arrow, write_trace
 from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
@@ -51,6 +54,7 @@ from interfpred.predictors import OfflineLinear, get_tags, predictor_from_state,
 __all__ = [
     "LinearStatistics",
     "TracePartition",
+    "check_address",
     "connect",
     "evaluate_dask",
     "evaluate_partitions",
@@ -63,6 +67,11 @@ __all__ = [
 ]
 
 _FLEET_EXTRA = "pip install 'interfpred[fleet]'"
+
+
+#: A scheduler address: optional tcp:// or tls://, a host name, IPv4 or bracketed IPv6, and a port.
+_ADDRESS = re.compile(r"(?:(?P<scheme>tcp|tls)://)?(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?"
+                      r"|\[[0-9A-Fa-f:.]+\]):(?P<port>[0-9]{1,5})", re.ASCII)
 
 
 def _require_distributed():
@@ -347,24 +356,72 @@ def evaluate_partitions(parts: Sequence[TracePartition], profiles: ProfileTable,
 
 
 # ---------------------------------------------------------------------------- Dask
+def check_address(address: str) -> str:
+    """A Dask scheduler address, ``tcp://host:port`` or ``tls://host:port`` (``host:port`` means tcp), or a
+    one-line refusal.
+
+    The host is a name or an IPv4 address of ASCII letters, digits, ``.`` and ``-``, or an IPv6
+    address in brackets; the port an integer in [1, 65535]. Other schemes (``inproc://``, which
+    only reaches a scheduler inside this process, ``file://``, ``ucx://``) and anything else are
+    refused before a connection is tried.
+
+    Examples
+    --------
+    >>> check_address("tcp://10.0.0.5:8786"), check_address("scheduler.local:8786")
+    ('tcp://10.0.0.5:8786', 'tcp://scheduler.local:8786')
+    >>> check_address("file:///etc/passwd")
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: --dask 'file:///etc/passwd' is not a Dask scheduler address: give tcp://HOST:PORT or tls://HOST:PORT
+    """
+    text = address.strip()
+    m = _ADDRESS.fullmatch(text) if len(text) <= DASK_ADDRESS_MAX_CHARS else None
+    if m is None or not 1 <= int(m.group("port")) <= 65535:
+        shown = repr(text if len(text) <= DASK_ADDRESS_MAX_CHARS else text[:DASK_ADDRESS_MAX_CHARS] + "...")
+        raise InterfpredError(f"--dask {shown} is not a Dask scheduler address: give tcp://HOST:PORT or "
+                              "tls://HOST:PORT")
+    return f"{m.group('scheme') or 'tcp'}://{m.group('host')}:{int(m.group('port'))}"
+
+
 @contextmanager
 def connect(address: str | None = None, *, n_workers: int | None = None) -> Iterator[Any]:
-    """A Dask ``distributed.Client``: to the scheduler at ``address``, or to a new ``LocalCluster`` of
-    ``n_workers`` single-threaded worker processes (default: one per CPU core), closed on exit."""
+    """A Dask ``distributed.Client``: to the scheduler at ``address`` (:func:`check_address`), or to a new
+    ``LocalCluster`` of ``n_workers`` single-threaded worker processes (default: one per CPU core, at
+    most ``DASK_WORKERS_MAX``), closed on exit.
+
+    A local cluster keeps its scratch space and lock files in a temporary folder removed on exit.
+    A scheduler that cannot be reached within ``DASK_CONNECT_TIMEOUT_S``, or that answers with
+    something other than Dask's protocol, is a one-line :class:`InterfpredError`.
+    """
+    if address:
+        address = check_address(address)
+    elif n_workers is not None:
+        if isinstance(n_workers, bool) or not isinstance(n_workers, (int, np.integer)) or n_workers < 1:
+            raise InterfpredError(f"--workers {n_workers!r} must be a positive integer")
+        check_limit("DASK_WORKERS_MAX", int(n_workers), "--workers")
     distributed = _require_distributed()
     if address:
         try:
-            client = distributed.Client(address, timeout="10s")
+            client = distributed.Client(address, timeout=f"{DASK_CONNECT_TIMEOUT_S:g}s")
         except (OSError, TimeoutError) as exc:
             raise InterfpredError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - what answered is not a scheduler: its bytes decode to anything
+            raise InterfpredError(f"the Dask scheduler at {address} did not answer as one "
+                                  f"({type(exc).__name__})") from None
         try:
             yield client
         finally:
             client.close()
         return
-    n = n_workers or os.cpu_count() or 1
-    with distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  silence_logs=logging.CRITICAL) as cluster, distributed.Client(cluster) as client:
+    n = n_workers or min(os.cpu_count() or 1, limit("DASK_WORKERS_MAX"))
+    import dask
+
+    # every workspace of the cluster (workers, nanny, their lock files) inside one folder removed on exit
+    with tempfile.TemporaryDirectory(prefix="interfpred-dask-") as scratch, \
+            dask.config.set({"temporary-directory": scratch}), \
+            distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                                     silence_logs=logging.CRITICAL, local_directory=scratch) as cluster, \
+            distributed.Client(cluster) as client:
         yield client
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from interfpred._core.schema import check_predictor_file, check_schema_version
-from interfpred.constants import FEATURE_ABS_MAX, TARGET_ABS_MAX
+from interfpred.constants import FEATURE_ABS_MAX, MODEL_STATE_ABS_MAX, TARGET_ABS_MAX
 from interfpred.data.entities import Entities
 from interfpred.errors import InterfpredError
 
@@ -169,6 +169,51 @@ def check_state_header(state: Any, *, source: str = "state") -> None:
         raise InterfpredError(f"{source}: expected a JSON object, got {type(state).__name__}")
     check_predictor_file(state, source=source)
     check_schema_version(state, source=source)
+    check_state_numbers(state, source=source)
+
+
+def check_state_numbers(state: Any, *, source: str = "state") -> None:
+    """Refuse a saved state holding a number that no fitted predictor holds: non-finite, or larger in
+    magnitude than ``MODEL_STATE_ABS_MAX`` (a corrupted file; the latency clamp would hide it, a model
+    with weights of 1e300 predicting exactly 1.0 everywhere). The message names the number's place.
+
+    Examples
+    --------
+    >>> check_state_numbers({"state": {"coef": [0.5, 1e300]}}, source="m.json")
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: m.json: state.coef[1] is 1e+300, not a finite number within +-1e+30 (MODEL_STATE_ABS_MAX): a corrupted model file
+    """
+    stack: list[tuple[Any, str]] = [(state, "")]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((v, f"{where}.{k}" if where else str(k)) for k, v in value.items())
+        elif isinstance(value, list):
+            for i, v in enumerate(value):  # a loop of float checks: a million numbers in well under a second
+                if isinstance(v, (dict, list)):
+                    stack.append((v, f"{where}[{i}]"))
+                elif _is_number(v) and not _magnitude(v) <= MODEL_STATE_ABS_MAX:
+                    _refuse_number(v, f"{where}[{i}]", source)
+        elif _is_number(value) and not _magnitude(value) <= MODEL_STATE_ABS_MAX:
+            _refuse_number(value, where, source)
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _magnitude(x: float) -> float:
+    try:
+        return abs(float(x))  # NaN stays NaN: it compares False with any bound
+    except OverflowError:     # an integer beyond float's range
+        return math.inf
+
+
+def _refuse_number(value: float, where: str, source: str) -> None:
+    shown = f"{value:g}" if isinstance(value, float) else f"an integer of {len(str(abs(value)))} digits"
+    raise InterfpredError(f"{source}: {where} is {shown}, not a finite number within +-{MODEL_STATE_ABS_MAX:g} "
+                          "(MODEL_STATE_ABS_MAX): a corrupted model file")
 
 
 def state_array(state: dict[str, Any], key: str, length: int) -> np.ndarray:

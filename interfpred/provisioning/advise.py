@@ -63,6 +63,7 @@ from interfpred.constants import (
     ADVISE_DEFAULT_GPU,
     ADVISE_DURATION_S,
     ADVISE_MAX_PROCESSES,
+    ADVISE_MIN_REQUESTS,
     ADVISE_RANK_STEP,
     ADVISE_SEED,
     ADVISE_SLO_FRACTIONS,
@@ -76,7 +77,7 @@ from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
 from interfpred.provisioning.mig import MIG_MEMORY_SLICES, check_layout, layout_sizes, mig_profile, place
-from interfpred.provisioning.plan import ConfigTable, Segment, plan, read_slo
+from interfpred.provisioning.plan import ConfigTable, Segment, check_slo, plan, read_slo
 from interfpred.sim import (
     GpuSpec,
     MigInstance,
@@ -248,21 +249,27 @@ def simulated_configs(profiles: ProfileTable, models: Sequence[str], *, spec: Gp
 
 
 # ------------------------------------------------------------------------------------------------ the advice
-def _check_slo(slo: Slo, profiles: ProfileTable, spec: GpuSpec, duration_s: float) -> None:
-    if not slo:
-        raise InterfpredError("no models: the SLO table is empty")
-    for m, (rate, lat) in slo.items():
-        if not (math.isfinite(rate) and rate > 0 and math.isfinite(lat) and lat > 0):
-            raise InterfpredError(f"model {m}: rate {rate!r} requests/s and latency SLO {lat!r} ms must be positive")
+def _check_slo(slo: Slo, profiles: ProfileTable, spec: GpuSpec, duration_s: float) -> float:
+    """Refuse a workload that cannot be simulated as asked; return its least solo work in ms (every request
+    in the batch size of least solo time per request)."""
+    check_slo(slo)
+    work_ms = 0.0
+    for m, (rate, _lat) in slo.items():
+        if rate * duration_s < ADVISE_MIN_REQUESTS:
+            raise InterfpredError(f"model {m}: {rate:g} requests/s over {duration_s:g} s is fewer than "
+                                  f"{ADVISE_MIN_REQUESTS} request(s) (ADVISE_MIN_REQUESTS): nothing to rank; raise the "
+                                  "rate or the duration")
         sizes = profiles.batch_sizes(m, spec.name)   # an unknown model is refused here, naming the profiled ones
         prof = profiles.lookup_arrays([m] * len(sizes), np.asarray(sizes), gpus=spec.name)
         missing = [k for k in ("sm", "l2", "dram") if not np.all(np.isfinite(prof[k]))]
         if missing:
             raise InterfpredError(f"model {m}: its profile on gpu {spec.name!r} lacks {', '.join(missing)}; the "
                                   "simulator needs the sm, l2 and dram throughputs of every profiled batch size")
-    # the most batches one mechanism draws (batch size 1): bounded like any simulated workload
-    check_limit("EXECUTIONS_MAX", int(sum(r for r, _ in slo.values()) * duration_s),
+        work_ms += rate * duration_s * float(np.min(prof["solo_ms"] / np.asarray(sizes, dtype=np.float64)))
+    # the most batches one mechanism draws (batch size 1): bounded before anything is simulated
+    check_limit("ADVISE_REQUESTS_MAX", math.ceil(sum(r for r, _ in slo.values()) * duration_s),
                 "requests of the advice (rates x duration)")
+    return work_ms
 
 
 def _batch_for(profiles: ProfileTable, model: str, slo_ms: float, spec: GpuSpec, fraction: float) -> int:
@@ -502,7 +509,10 @@ def advise(slo: Slo | str | os.PathLike[str], *, profiles: ProfileTable | None =
     Raises
     ------
     InterfpredError
-        A model without a profile, a bad rate or SLO, an unknown mechanism, MIG on a GPU type without it.
+        A model without a profile, a bad rate or SLO, an unknown mechanism, MIG on a GPU type without it;
+        a run beyond ``GPUS_MAX`` GPUs, ``ADVISE_REQUESTS_MAX`` requests or (time-slicing) ``QUANTA_MAX``
+        quanta, a model expecting fewer than ``ADVISE_MIN_REQUESTS`` requests, a switch longer than
+        the quantum: all checked before anything is simulated.
     """
     t0 = time.perf_counter()
     spec = get_gpu_spec(spec)
@@ -510,6 +520,7 @@ def advise(slo: Slo | str | os.PathLike[str], *, profiles: ProfileTable | None =
     slo = read_slo(slo) if isinstance(slo, (str, os.PathLike)) else dict(slo)
     if isinstance(gpus, bool) or not isinstance(gpus, (int, np.integer)) or gpus < 1:
         raise InterfpredError(f"gpus {gpus!r} must be a positive integer")
+    check_limit("GPUS_MAX", int(gpus), "gpus")
     if not (math.isfinite(duration_s) and duration_s > 0):
         raise InterfpredError(f"duration_s {duration_s!r} must be a positive number of seconds")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
@@ -518,14 +529,20 @@ def advise(slo: Slo | str | os.PathLike[str], *, profiles: ProfileTable | None =
     if unknown or not mechanisms:
         raise InterfpredError(f"mechanism {unknown[0] if unknown else None!r} is not one of {', '.join(MECHANISMS)}")
     if "time_slicing" in mechanisms:
-        check_time_slicing(quantum_ms, switch_ms)
+        q, c = check_time_slicing(quantum_ms, switch_ms)
+        if c > q:  # the GPU would mostly switch: figures of no real time-slicing, refused rather than ranked
+            raise InterfpredError(f"switch_ms {switch_ms!r} is longer than the quantum_ms {quantum_ms!r} it buys: "
+                                  "give a context-switch cost of at most the quantum")
     if "mig" in mechanisms:
         try:
             mig_gpu_of(spec)
         except InterfpredError as exc:
             raise InterfpredError(f"{exc}; rank the others without it (mechanisms time_slicing, mps)") from None
-    _check_slo(slo, profiles, spec, float(duration_s))
+    work_ms = _check_slo(slo, profiles, spec, float(duration_s))
     horizon = float(duration_s) * 1000.0
+    if "time_slicing" in mechanisms:  # its simulation steps through every busy quantum (idle time is skipped)
+        check_limit("QUANTA_MAX", math.ceil(work_ms / float(quantum_ms)),
+                    "time-slicing quanta (the requests' solo work over --quantum-ms)")
     scores, planned = [], None
     table = simulated_configs(profiles, list(slo), spec=spec) if "mig" in mechanisms else None
     for mech in dict.fromkeys(mechanisms):

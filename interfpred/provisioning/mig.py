@@ -45,6 +45,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
+from interfpred._core.numbers import is_int_text
 from interfpred.errors import InterfpredError
 
 __all__ = ["MIG_GPUS", "MIG_MEMORY_SLICES", "MigProfile", "check_layout", "fits_some_layout", "layout_sizes",
@@ -97,7 +98,7 @@ def mig_profile(gpu: str, partition: int | str) -> MigProfile:
     """The profile a partition names on ``gpu``: GPCs (an int or digits) or a profile name such as ``3g.40gb``."""
     profiles = _profiles(gpu)
     text = str(partition).strip()
-    if text.isdigit():
+    if is_int_text(text):
         for p in profiles:
             if p.gpcs == int(text):
                 return p

@@ -41,21 +41,33 @@ import io
 import math
 import os
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from interfpred._core.atomic import atomic_write_text, headed_csv_rows
-from interfpred.constants import PLAN_LP_BOUND_FUZZ, PLAN_RATE_RTOL, PLAN_TIME_LIMIT_S
+from interfpred._core.limits import check_limit, limit, limit_error
+from interfpred._core.numbers import check_range, parse_float, parse_int
+from interfpred.constants import (
+    CAPTURE_NAME_MAX,
+    MAX_BATCH_SIZE,
+    MAX_PROCESSES,
+    PLAN_LP_BOUND_FUZZ,
+    PLAN_RATE_RTOL,
+    PLAN_TIME_LIMIT_S,
+    SLO_LATENCY_MAX_MS,
+    SLO_RATE_MAX_RPS,
+    SLO_RATE_MIN_RPS,
+)
 from interfpred.data.measurements import Measurements
 from interfpred.errors import InputError, InterfpredError
-from interfpred.provisioning.mig import check_layout, layout_sizes, mig_profile, place
+from interfpred.provisioning.mig import MIG_GPUS, check_layout, layout_sizes, mig_profile, place
 
 __all__ = ["DEPLOYMENT_COLUMNS", "SLO_COLUMNS", "ConfigTable", "Deployment", "Plan", "Segment", "Validation",
-           "as_inputs", "plan", "read_slo", "validate_plan"]
+           "as_inputs", "check_slo", "plan", "read_slo", "validate_plan"]
 
 #: Columns of a deployment CSV, in order.
 DEPLOYMENT_COLUMNS = ("gpu", "model", "partition", "placement", "batch_size", "processes")
@@ -68,9 +80,14 @@ Slo = Mapping[str, tuple[float, float]]
 # ------------------------------------------------------------------------------------------------ the measured table
 @dataclass(frozen=True)
 class ConfigTable:
-    """Measured latency of one process per (model, GPCs, batch size, processes), in ms."""
+    """Measured latency of one process per (model, GPCs, batch size, processes), in ms.
+
+    ``gpus`` names the GPUs the configurations were measured on, when the source says (measurement
+    runs do, in their ``gpu`` column); :func:`plan` and :func:`validate_plan` refuse another GPU.
+    """
 
     latency_ms: Mapping[tuple[str, int, int, int], float]
+    gpus: tuple[str, ...] = ()
 
     @classmethod
     def from_rows(cls, rows: Iterable[tuple[str, int, int, int, float]]) -> ConfigTable:
@@ -103,15 +120,32 @@ class ConfigTable:
         for run in range(m.n_runs):
             idx = m.run_members(run)
             first = int(idx[0])
-            part = str(cols["partition"][first]).strip()
-            if not part.isdigit():
-                raise InputError(f"run {m.run_names[run]!r}: partition {part!r} must be a GPC count", line=first + 1)
+            where = f"run {m.run_names[run]!r}: "
+            part = parse_int(str(cols["partition"][first]), where + "partition (GPCs)", lo=1, line=first + 1)
             procs = str(procs_col[first]).strip() if procs_col is not None else ""
-            if procs and not procs.isdigit():
-                raise InputError(f"run {m.run_names[run]!r}: processes {procs!r} must be a count", line=first + 1)
-            rows.append((str(cols["model"][first]), int(part), int(cols["batch_size"][first]),
-                         int(procs) if procs else len(idx), float(np.mean(cols["observed_ms"][idx]))))
-        return cls.from_rows(rows)
+            n_procs = parse_int(procs, where + "processes", lo=1, hi=MAX_PROCESSES, line=first + 1) if procs \
+                else len(idx)
+            rows.append((str(cols["model"][first]), part, int(cols["batch_size"][first]),
+                         n_procs, float(np.mean(cols["observed_ms"][idx]))))
+        gpus = tuple(sorted({str(g) for g in np.asarray(cols["gpu"]).tolist()})) if "gpu" in cols else ()
+        return replace(cls.from_rows(rows), gpus=gpus)
+
+    def check_gpu(self, gpu: str) -> None:
+        """Refuse planning for ``gpu`` when the table was measured on MIG GPUs of another kind.
+
+        Examples
+        --------
+        >>> ConfigTable({("a", 1, 8, 1): 10.0}, gpus=("a100-80gb",)).check_gpu("h200-141gb")
+        Traceback (most recent call last):
+        ...
+        interfpred.errors.InterfpredError: gpu 'h200-141gb': the profiles were measured on a100-80gb; plan for that GPU or give profiles measured on h200-141gb
+        """
+        known = {g.strip().lower() for g in self.gpus}
+        if not known or not known <= set(MIG_GPUS):
+            return  # names the MIG tables do not know (or none): nothing to compare
+        if gpu.strip().lower() not in known:
+            raise InterfpredError(f"gpu {gpu!r}: the profiles were measured on {', '.join(sorted(known))}; plan for "
+                                  f"that GPU or give profiles measured on {gpu}")
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -132,6 +166,10 @@ class ConfigTable:
 def read_slo(path: str | os.PathLike[str]) -> dict[str, tuple[float, float]]:
     """An SLO CSV ``model,rate_rps,latency_ms``: model -> (requests/s, latency SLO in ms).
 
+    Rates are read within [``SLO_RATE_MIN_RPS``, ``SLO_RATE_MAX_RPS``] and latencies within
+    (0, ``SLO_LATENCY_MAX_MS``] (:func:`check_slo`); a model name must be printable and at most
+    ``CAPTURE_NAME_MAX`` characters long.
+
     Examples
     --------
     >>> import pathlib, tempfile
@@ -143,37 +181,66 @@ def read_slo(path: str | os.PathLike[str]) -> dict[str, tuple[float, float]]:
     >>> read_slo(f)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    interfpred.errors.InputError: ...slo.csv line 2: latency_ms '-5' must be a positive finite number
+    interfpred.errors.InputError: ...slo.csv line 2: latency_ms -5 must be a number in (0, 8.64e+07]
+    >>> _ = f.write_text("model,rate_rps,latency_ms\\nresnet50,8_29,50\\n")
+    >>> read_slo(f)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InputError: ...slo.csv line 2: rate_rps '8_29' is not a number ...
     """
     out: dict[str, tuple[float, float]] = {}
     for line, f in headed_csv_rows(path, SLO_COLUMNS):
-        model = f[0]
-        if not model:
-            raise InputError("empty model name", path=path, line=line)
+        model = _model_name(f[0], path, line)
         if model in out:
             raise InputError(f"model {model!r} given twice", path=path, line=line)
-        rate, lat = (_positive(f[i], SLO_COLUMNS[i], path, line) for i in (1, 2))
-        out[model] = (rate, lat)
+        out[model] = (parse_float(f[1], "rate_rps", path=path, line=line),
+                      parse_float(f[2], "latency_ms", path=path, line=line))
+        check_slo({model: out[model]}, path=path, line=line)
     if not out:
         raise InputError("has a header but no SLO rows", path=path)
     return out
 
 
-def _positive(text: str, what: str, path: str | os.PathLike[str], line: int) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise InputError(f"{what} {text.strip()!r} is not a number", path=path, line=line) from None
-    if not (math.isfinite(v) and v > 0):
-        raise InputError(f"{what} {text.strip()!r} must be a positive finite number", path=path, line=line)
-    return v
+def _model_name(text: str, path: str | os.PathLike[str], line: int) -> str:
+    if not text:
+        raise InputError("empty model name", path=path, line=line)
+    if len(text) > CAPTURE_NAME_MAX:
+        raise InputError(f"model name of {len(text)} characters is longer than {CAPTURE_NAME_MAX} (CAPTURE_NAME_MAX)",
+                         path=path, line=line)
+    bad = next((c for c in text if not c.isprintable()), None)
+    if bad is not None:
+        raise InputError(f"model name {text!r} holds the character {bad!r}; give printable characters",
+                         path=path, line=line)
+    return text
 
 
-def _index(text: str, what: str, path: str | os.PathLike[str], line: int, *, least: int) -> int:
-    t = text.strip()
-    if not (t.isdigit() and int(t) >= least):
-        raise InputError(f"{what} {t!r} must be an integer >= {least}", path=path, line=line)
-    return int(t)
+def check_slo(slo: Slo, *, path: str | os.PathLike[str] | None = None, line: int | None = None) -> Slo:
+    """``slo`` if every rate is within [``SLO_RATE_MIN_RPS``, ``SLO_RATE_MAX_RPS``] requests/s and every
+    latency SLO within (0, ``SLO_LATENCY_MAX_MS``] ms, else an :class:`InputError` naming the model.
+
+    A rate below the minimum is no workload (no request arrives in any window a plan or an advice
+    looks at), one above the maximum no deployment: both are refused, not planned.
+
+    Examples
+    --------
+    >>> check_slo({"resnet50": (1e-300, 50.0)})
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InputError: model 'resnet50': rate_rps 1e-300 must be a number in [0.001, 1e+09]
+    """
+    if not slo:
+        raise InputError("no models: the SLO table is empty", path=path, line=line)
+    for model, (rate, lat) in slo.items():
+        check_range(float(rate), f"model {model!r}: rate_rps" if path is None else "rate_rps",
+                    lo=SLO_RATE_MIN_RPS, hi=SLO_RATE_MAX_RPS, path=path, line=line)
+        check_range(float(lat), f"model {model!r}: latency_ms" if path is None else "latency_ms",
+                    lo=0.0, lo_open=True, hi=SLO_LATENCY_MAX_MS, path=path, line=line)
+    return slo
+
+
+def _index(text: str, what: str, path: str | os.PathLike[str], line: int, *, least: int,
+           most: int | None = None) -> int:
+    return parse_int(text, what, lo=least, hi=most, path=path, line=line)
 
 
 # ------------------------------------------------------------------------------------------------ deployments
@@ -228,15 +295,15 @@ class Deployment:
     @classmethod
     def read(cls, path: str | os.PathLike[str]) -> Deployment:
         """Read a deployment CSV, refusing a bad row by path and line."""
-        segs = []
+        segs: list[Segment] = []
         for line, f in headed_csv_rows(path, DEPLOYMENT_COLUMNS):
-            if not f[1]:
-                raise InputError("empty model name", path=path, line=line)
-            segs.append(Segment(_index(f[0], "gpu", path, line, least=0), f[1],
+            segs.append(Segment(_index(f[0], "gpu", path, line, least=0),
+                                _model_name(f[1], path, line),
                                 _index(f[2], "partition", path, line, least=1),
                                 _index(f[3], "placement", path, line, least=0),
-                                _index(f[4], "batch_size", path, line, least=1),
-                                _index(f[5], "processes", path, line, least=1)))
+                                _index(f[4], "batch_size", path, line, least=1, most=MAX_BATCH_SIZE),
+                                _index(f[5], "processes", path, line, least=1, most=MAX_PROCESSES)))
+            check_limit("PLAN_INSTANCES_MAX", len(segs), "a deployment with instances", path=path, line=line)
         return cls(tuple(segs))
 
 
@@ -263,6 +330,7 @@ def validate_plan(deployment: Deployment, table: ConfigTable | Measurements, slo
     ``table`` and ``slo`` as for :func:`plan`.
     """
     table, slo = as_inputs(table, slo)
+    table.check_gpu(gpu)
     problems: list[str] = []
     served: dict[str, float] = defaultdict(float)
     by_gpu: dict[int, list[Segment]] = defaultdict(list)
@@ -331,7 +399,7 @@ def _choices(table: ConfigTable, slo: Slo, sizes: Sequence[int]) -> dict[str, di
 def as_inputs(table: ConfigTable | Measurements, slo: Slo | str | os.PathLike[str]) -> tuple[ConfigTable, Slo]:
     """A :class:`ConfigTable` (given one, or measurement runs with a ``partition`` column) and SLOs (or a CSV)."""
     cfg = table if isinstance(table, ConfigTable) else ConfigTable.from_measurements(table)
-    return cfg, (read_slo(slo) if isinstance(slo, (str, os.PathLike)) else slo)
+    return cfg, (read_slo(slo) if isinstance(slo, (str, os.PathLike)) else check_slo(slo))
 
 
 def plan(table: ConfigTable | Measurements, slo: Slo | str | os.PathLike[str], *, gpu: str,
@@ -348,9 +416,15 @@ def plan(table: ConfigTable | Measurements, slo: Slo | str | os.PathLike[str], *
 
     t0 = time.perf_counter()
     table, slo = as_inputs(table, slo)
+    table.check_gpu(gpu)
     layouts = layout_sizes(gpu)
     sizes = sorted({g for lay in layouts for g in lay})
     choice = _choices(table, slo, sizes)
+    # Before solving: the fewest instances any plan needs (each model on its fastest instances) within the limit.
+    least = sum(math.ceil(rate / max(table.throughput(k) for k in choice[m].values()) * (1 - PLAN_RATE_RTOL))
+                for m, (rate, _) in slo.items())
+    if least > limit("PLAN_INSTANCES_MAX"):
+        raise limit_error("PLAN_INSTANCES_MAX", least, "the MIG instances these rates need (at least)")
     pairs = [(m, g) for m in slo for g in sorted(choice[m])]
     n_x, n_y = len(pairs), len(layouts)
     a = np.zeros((len(slo) + len(sizes), n_x + n_y))
@@ -381,6 +455,7 @@ def plan(table: ConfigTable | Measurements, slo: Slo | str | os.PathLike[str], *
     second = milp(gpcs, constraints=[cons, fixed], integrality=ints, bounds=Bounds(0, np.inf), options=opts)
     best = second if second.x is not None else first
     x = np.round(best.x).astype(int)
+    check_limit("PLAN_INSTANCES_MAX", int(x[:n_x].sum()), "a plan with instances")
     deployment = _lay_out(gpu, [(choice[m][g], int(x[j])) for j, (m, g) in enumerate(pairs)],
                           [(lay, int(x[n_x + t])) for t, lay in enumerate(layouts)])
     lp = float(relax.fun) if relax.x is not None else 0.0
@@ -391,7 +466,7 @@ def plan(table: ConfigTable | Measurements, slo: Slo | str | os.PathLike[str], *
 def _lay_out(gpu: str, counts: Sequence[tuple[tuple[str, int, int, int], int]],
              gpus: Sequence[tuple[tuple[int, ...], int]]) -> Deployment:
     """Concrete segments: each GPU of a layout takes its valid placements; slots are filled by size."""
-    wanted: dict[int, list[tuple[str, int, int, int]]] = defaultdict(list)
+    wanted: dict[int, deque[tuple[str, int, int, int]]] = defaultdict(deque)
     for key, n in counts:
         wanted[key[1]].extend([key] * n)
     segs: list[Segment] = []
@@ -403,7 +478,7 @@ def _lay_out(gpu: str, counts: Sequence[tuple[tuple[str, int, int, int], int]],
             mine = []
             for g, start in slots:
                 if wanted[g]:  # a slot no instance needs stays unconfigured
-                    model, gpcs, batch, procs = wanted[g].pop(0)
+                    model, gpcs, batch, procs = wanted[g].popleft()
                     mine.append(Segment(index, model, gpcs, start, batch, procs))
             if mine:
                 segs.extend(sorted(mine, key=lambda s: s.placement))

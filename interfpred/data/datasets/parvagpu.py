@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from interfpred._core.atomic import csv_rows, headed_csv_rows, read_text
+from interfpred._core.numbers import is_int_text
 from interfpred.data.measurements import Measurements
 from interfpred.errors import InputError, InterfpredError
 
@@ -79,7 +80,7 @@ def _zero(text: str) -> bool:
 
 
 def _index(text: str, what: str, path: Path, line: int) -> int:
-    if not text.isdigit():
+    if not (is_int_text(text) and int(text) >= 0):
         raise InputError(f"{what} {text!r} must be an index (an integer, 0 or more)", path=path, line=line)
     return int(text)
 

@@ -27,10 +27,13 @@ from typing import Any
 import numpy as np
 
 from interfpred._core.limits import check_limit
-from interfpred.constants import CAPTURE_DEVICE_ID_MAX, TIME_HORIZON_MS
+from interfpred.constants import CAPTURE_DEVICE_ID_MAX, CAPTURE_GPU_NAME_MAX, TIME_HORIZON_MS
 from interfpred.data.ingest.gpu_ranges import CaptureFormatError
 
-__all__ = ["check_int", "check_name", "check_names", "check_spans", "device_name"]
+__all__ = ["check_int", "check_name", "check_names", "check_spans", "device_name", "gpu_type_name"]
+
+#: First characters that make a spreadsheet read a CSV cell as a formula.
+_FORMULA_STARTS = ("=", "+", "-", "@")
 
 _INT64_MAX = 2**63 - 1
 
@@ -60,6 +63,41 @@ def check_name(name: str, path: str | os.PathLike[str], where: str) -> str:
     except UnicodeEncodeError as exc:
         raise CaptureFormatError(f"{where} has a name with a lone surrogate {name[exc.start]!r} at character "
                                  f"{exc.start}, not text", path=path) from None
+    return name
+
+
+def gpu_type_name(value: Any, path: str | os.PathLike[str], where: str) -> str:
+    """A GPU type name from a capture (``"NVIDIA A100-SXM4-40GB"``), blanks around it removed, or a refusal.
+
+    It becomes a profile's ``gpu`` cell and is printed, so it must be text of at most
+    ``CAPTURE_GPU_NAME_MAX`` printable characters (no control character: an ANSI escape would
+    reach the terminal), not start like a spreadsheet formula (``=``, ``+``, ``-``, ``@``) and not
+    be empty. Bytes (an SQLite BLOB) are refused, not shown as ``b'...'``.
+
+    Examples
+    --------
+    >>> gpu_type_name(" NVIDIA H200 ", "t.sqlite", "table TARGET_INFO_GPU device 0")
+    'NVIDIA H200'
+    >>> gpu_type_name("=cmd|' /C calc'!A0", "t.sqlite", "table TARGET_INFO_GPU device 0")
+    Traceback (most recent call last):
+    ...
+    interfpred.data.ingest.gpu_ranges.CaptureFormatError: t.sqlite: table TARGET_INFO_GPU device 0 has the GPU name "=cmd|' /C calc'!A0", which starts like a spreadsheet formula
+    """
+    if not isinstance(value, str):
+        raise CaptureFormatError(f"{where} has a GPU name of type {type(value).__name__}, not text", path=path)
+    if len(value) > CAPTURE_GPU_NAME_MAX:
+        raise CaptureFormatError(f"{where} has a GPU name of {len(value)} characters, longer than "
+                                 f"CAPTURE_GPU_NAME_MAX={CAPTURE_GPU_NAME_MAX}", path=path)
+    name = value.strip()
+    bad = next((c for c in name if not c.isprintable() or "\ud800" <= c <= "\udfff"), None)
+    if not name:
+        raise CaptureFormatError(f"{where} has an empty GPU name", path=path)
+    if bad is not None:
+        raise CaptureFormatError(f"{where} has a GPU name holding the character {bad!r}, not printable text",
+                                 path=path)
+    if name.startswith(_FORMULA_STARTS):
+        raise CaptureFormatError(f"{where} has the GPU name {name!r}, which starts like a spreadsheet formula",
+                                 path=path)
     return name
 
 

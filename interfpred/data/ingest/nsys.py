@@ -88,7 +88,7 @@ from interfpred.data.ingest.gpu_ranges import (
 from interfpred.data.trace import Trace
 
 __all__ = ["SQLITE_MAGIC", "GpuMetricSamples", "read_nsys", "read_nsys_gpu_metrics", "read_nsys_tables",
-           "refuse_nsys_report"]
+           "real_tables", "refuse_nsys_report"]
 
 #: First bytes of every SQLite 3 database file.
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -158,7 +158,7 @@ def _check(con: sqlite3.Connection, path: Any, table: str, checks: list[tuple[st
     return int(rows)
 
 
-def _real_tables(con: sqlite3.Connection, path: Any, known: set[str]) -> set[str]:
+def real_tables(con: sqlite3.Connection, path: Any, known: set[str]) -> set[str]:
     """The ordinary tables; a known name that is a view or a virtual table is refused (its SQL would run)."""
     tables = set()
     for name, kind, sql in con.execute("SELECT name, type, sql FROM sqlite_master WHERE type IN ('table', 'view')"):
@@ -325,7 +325,7 @@ def read_nsys_tables(path: str | os.PathLike[str], *, kernels: bool = False
     con = _open(path)
     try:
         known = {_KERNEL, _RUNTIME, _NVTX, "StringIds", *_MEMORY, *_META}
-        tables = _real_tables(con, path, known)
+        tables = real_tables(con, path, known)
         if not tables & known:
             raise CaptureFormatError("is an SQLite database but not an Nsight Systems export (none of its tables "
                                      f"is {_KERNEL}, {_NVTX} or StringIds)", path=path)
@@ -410,7 +410,7 @@ def read_nsys_gpu_metrics(path: str | os.PathLike[str]) -> GpuMetricSamples | No
     """
     con = _open(path)
     try:
-        tables = _real_tables(con, path, {_METRICS, _METRIC_NAMES})
+        tables = real_tables(con, path, {_METRICS, _METRIC_NAMES})
         if _METRICS not in tables:
             return None
         if _METRIC_NAMES not in tables:
@@ -429,10 +429,15 @@ def read_nsys_gpu_metrics(path: str | os.PathLike[str]) -> GpuMetricSamples | No
         check_names(n_names, int(longest or 0), path, f"table {_METRIC_NAMES}")
         kind = "typeId" if typed else "NULL"
         feeds: dict[tuple[int | None, int], str] = {}
+        named: dict[tuple[int | None, int], str] = {}
         for type_id, metric_id, name in con.execute(f'SELECT {kind}, metricId, metricName FROM "{_METRIC_NAMES}"'):
+            key = (type_id, int(metric_id))
+            if named.setdefault(key, str(name)) != str(name):  # one id, two metrics: its samples are neither
+                raise CaptureFormatError(f"table {_METRIC_NAMES} names metric id {metric_id} twice, "
+                                         f"{named[key]!r} and {str(name)!r}: a damaged export", path=path)
             counter = _counter_of(str(name))
             if counter is not None:
-                feeds[(type_id, int(metric_id))] = counter
+                feeds[key] = counter
         if not feeds:
             return None
         # only the samples of the metrics that feed a counter are checked, counted and read

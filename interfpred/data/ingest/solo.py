@@ -48,10 +48,11 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from interfpred._core.limits import parse_capture_json, read_capture_bytes
-from interfpred.constants import CAPTURE_DEVICE_ID_MAX
+from interfpred._core.limits import check_limit, parse_capture_json, read_capture_bytes
+from interfpred.constants import CAPTURE_DEVICE_ID_MAX, CAPTURE_GPU_NAME_MAX
+from interfpred.data.ingest.capture_checks import gpu_type_name
 from interfpred.data.ingest.gpu_ranges import CaptureFormatError
-from interfpred.data.ingest.nsys import GpuMetricSamples
+from interfpred.data.ingest.nsys import GpuMetricSamples, real_tables
 from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
@@ -88,22 +89,40 @@ def _nsys_gpu_types(path: str | os.PathLike[str]) -> dict[str, str]:
         con = sqlite3.connect(pathlib.Path(path).resolve().as_uri() + "?mode=ro", uri=True)
     except sqlite3.Error as exc:
         raise CaptureFormatError(f"cannot be opened as an SQLite export: {exc}", path=path) from None
+    table = "TARGET_INFO_GPU"
     try:
-        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
-        if "TARGET_INFO_GPU" not in tables:
+        # a view or virtual table of that name is refused, as for the kernel tables: its SQL would run
+        if table not in real_tables(con, path, {table}):
             return {}
-        cols = {r[1] for r in con.execute('PRAGMA table_info("TARGET_INFO_GPU")')}
+        cols = {r[1] for r in con.execute(f'PRAGMA table_info("{table}")')}
         if "name" not in cols:
             return {}
         index = "cuDevice" if "cuDevice" in cols else "id" if "id" in cols else None
         if index is None:
             return {}
-        rows = con.execute(f'SELECT {index}, name FROM "TARGET_INFO_GPU" WHERE name IS NOT NULL').fetchall()
+        n = con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
+        check_limit("INPUT_MAX_ROWS", int(n), f"table {table} with rows", path=path)
+        # names are checked in SQL before any is fetched: a 100 MB name or a BLOB is refused, not read
+        bad = con.execute(f'SELECT {index}, typeof(name), length(name) FROM "{table}" WHERE name IS NOT NULL AND '
+                          f"(typeof(name) != 'text' OR length(name) > ?) LIMIT 1",
+                          (CAPTURE_GPU_NAME_MAX,)).fetchone()
+        if bad is not None:
+            what = f"{bad[2]} characters, longer than CAPTURE_GPU_NAME_MAX={CAPTURE_GPU_NAME_MAX}" \
+                if bad[1] == "text" else f"type {bad[1]}, not text"
+            raise CaptureFormatError(f"table {table} device {bad[0]!r} has a GPU name of {what}", path=path)
+        rows = con.execute(f'SELECT {index}, name FROM "{table}" WHERE name IS NOT NULL').fetchall()
     except sqlite3.Error as exc:
         raise CaptureFormatError(f"cannot be read as an SQLite export: {exc}", path=path) from None
+    except UnicodeDecodeError as exc:
+        raise CaptureFormatError(f"table {table} holds text that is not UTF-8 (byte "
+                                 f"{exc.object[exc.start:exc.start + 1]!r}): a damaged export", path=path) from None
     finally:
         con.close()
-    return {f"gpu{int(d)}": str(n).strip() for d, n in rows if isinstance(d, int) and str(n).strip()}
+    out = {}
+    for d, n in rows:
+        if isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= CAPTURE_DEVICE_ID_MAX:
+            out[f"gpu{d}"] = gpu_type_name(n, path, f"table {table} device {d}")
+    return out
 
 
 def _kineto_gpu_types(path: str | os.PathLike[str]) -> dict[str, str]:
@@ -119,8 +138,8 @@ def _kineto_gpu_types(path: str | os.PathLike[str]) -> dict[str, str]:
             continue
         dev, name = p.get("id"), p.get("name")
         if isinstance(dev, int) and not isinstance(dev, bool) and 0 <= dev <= CAPTURE_DEVICE_ID_MAX \
-                and isinstance(name, str) and name.strip() and name.isprintable():
-            out[f"gpu{dev}"] = name.strip()
+                and name is not None:
+            out[f"gpu{dev}"] = gpu_type_name(name, path, f"deviceProperties of device {dev}")
     return out
 
 

@@ -21,6 +21,8 @@ from interfpred.constants import (
     PROFILE_COLUMNS,
     PROFILE_DUPLICATE_RTOL,
     RESOURCES,
+    SOLO_MS_MAX,
+    SOLO_MS_MIN,
 )
 from interfpred.data.profiles.csv_format import read_profile_columns, write_profile_csv
 from interfpred.data.profiles.interpolate import NUMERIC, interpolate_group
@@ -177,6 +179,9 @@ class ProfileTable:
              f"is larger than MAX_BATCH_SIZE={MAX_BATCH_SIZE}"),
             ("solo_ms", ~np.isfinite(nums["solo_ms"]) | (nums["solo_ms"] <= 0),
              "must be a positive finite latency in ms"),
+            ("solo_ms", np.isfinite(nums["solo_ms"]) & (nums["solo_ms"] > 0)
+             & ((nums["solo_ms"] < SOLO_MS_MIN) | (nums["solo_ms"] > SOLO_MS_MAX)),
+             f"is outside [{SOLO_MS_MIN:g}, {SOLO_MS_MAX:g}] ms (SOLO_MS_MIN, SOLO_MS_MAX)"),
         ]
         for r in RESOURCES:
             v = nums[r]
