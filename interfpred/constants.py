@@ -212,6 +212,9 @@ SELECTION_TIE_RTOL = 1e-9
 SELECTION_MAX_ROWS = 3000
 #: Grouped folds of the cross-fitting behind frozen latency bounds (interfpred.model.crossfit).
 CROSS_FIT_FOLDS = 5
+#: Labels of learned measurement runs that ``InterferenceModel.update`` remembers, to refuse a member
+#: that arrives after its run was learned (interfpred.model.stream); older labels are forgotten.
+STREAM_CLOSED_RUNS_KEPT = 100_000
 #: Fewest cross-fitted scores a novelty category of frozen bounds needs for its own thresholds
 #: (fewer: the category uses the pooled thresholds).
 CROSS_FIT_MIN_CATEGORY_SCORES = 50
