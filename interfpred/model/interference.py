@@ -192,7 +192,9 @@ class InterferenceModel:
         self.predictor = pred.with_target(ex.target)
         #: The three baselines, fitted on the same rows as the predictor (kind -> predictor).
         self.baselines: dict[str, BasePredictor] = {}
-        #: What :meth:`fit` chose on its own (a feature map the data supports), or None.
+        #: What :meth:`fit` chose on its own, in words: the configuration chosen by validation (its label and
+        #: rule; :attr:`selection` holds the scores; kept by :meth:`save`), or a feature map the profiles
+        #: support when the configuration was named but the map was not; None when nothing was chosen.
         self.note: str | None = None
         #: Whether :meth:`fit` may switch to a feature map the profiles' counters support (True when
         #: no map was given).
@@ -291,6 +293,7 @@ class InterferenceModel:
         if progress is not None:
             progress(f"features of {len(fm)} rows computed, fitting {self.predictor.kind}")
         call(self.predictor, "fit", fm.X, fm.y, entities=fm.entities, **extra)
+        self.selection = None     # a named configuration: nothing was chosen by validation
         if progress is not None:
             progress(f"{self.predictor.kind} fitted on {len(fm)} rows, fitting the baselines")
         self.baselines = fit_baselines(fm.X, fm.y, entities=self.baseline_entities(fm), sample_weight=weights,
@@ -521,7 +524,8 @@ class InterferenceModel:
                 "extractor": self.extractor.get_spec(), "feature_names": list(self.extractor.names),
                 "predictor": self.predictor.to_state(),
                 "baselines": {k: p.to_state() for k, p in self.baselines.items()},
-                **({} if self.frozen_bounds is None else {"frozen_bounds": self.frozen_bounds.to_state()})}
+                **({} if self.frozen_bounds is None else {"frozen_bounds": self.frozen_bounds.to_state()}),
+                **({} if self.selection is None else {"selection": self.selection.to_state()})}
 
     @classmethod
     def from_state(cls, state: Any, *, source: str = "state", trusted: bool = False) -> InterferenceModel:
@@ -570,11 +574,15 @@ class InterferenceModel:
             model.baselines[str(kind)] = predictor_from_state(st, source=f"{source}: baselines: {kind}")
         if state.get("frozen_bounds") is not None:
             model.frozen_bounds = FrozenBounds.from_state(state["frozen_bounds"], source=source)
+        if state.get("selection") is not None:
+            model.selection = Selection.from_state(state["selection"])
+            model.note = _selection_note(model.selection)
         return model
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the model as one JSON file, atomically."""
-        atomic_write_text(path, json.dumps(self.to_state(), allow_nan=False, indent=1) + "\n")
+        # no indentation: a large model's learned arrays are most of the file, one number per line added a fifth to it
+        atomic_write_text(path, json.dumps(self.to_state(), allow_nan=False) + "\n")
 
 
 def _take_rows(fm: FeatureMatrix, rows: np.ndarray) -> FeatureMatrix:
@@ -621,4 +629,10 @@ def fit_selected(selection: Selection, trace: Trace | None, profiles: ProfileTab
     model = InterferenceModel(make_extractor(c.extractor_spec(selection.fixed)).get_spec(),
                               predictor if predictor is not None else c.build())
     model.auto_map = False
-    return model.fit(trace, profiles, measurements=measurements, weights=weights, progress=progress)
+    model.fit(trace, profiles, measurements=measurements, weights=weights, progress=progress)
+    model.selection, model.note = selection, _selection_note(selection)
+    return model
+
+
+def _selection_note(selection: Selection) -> str:
+    return f"{selection.chosen.label} chosen by validation inside the training rows: {selection.rule}"

@@ -399,7 +399,8 @@ class EntityStore:
                  "backoff_scale": self._scale}
         if full:
             state["t0"] = self._est[EK.EST_PRIOR_MEAN, :N].tolist()
-            state["P"] = self._P[:N, :N].tolist()
+            # P is kept exactly symmetric: its upper triangle, row by row, holds all of it at half the size
+            state["P_upper"] = self._P[:N, :N][np.triu_indices(N)].tolist()
         else:
             state["info"] = self._est[EK.EST_INFO, :N].tolist()
         return state
@@ -451,12 +452,14 @@ class EntityStore:
         self._est[EK.EST_PRIOR_INFO, :N] = r0
         if full:
             t0 = np.asarray(state["t0"], dtype=np.float64)
-            P = np.asarray(state["P"], dtype=np.float64)
-            if t0.shape != (N,) or P.shape != (N, N) or int(g[EK.ENT_N_FULL]) != N:
+            upper = np.asarray(state["P_upper"], dtype=np.float64)
+            if t0.shape != (N,) or upper.shape != (N * (N + 1) // 2,) or int(g[EK.ENT_N_FULL]) != N:
                 raise InterfpredError("state covariance does not match the number of parameters")
             self._est[EK.EST_PRIOR_MEAN, :N] = t0
             self._P = np.zeros((cap, cap))
-            self._P[:N, :N] = P
+            rows, cols = np.triu_indices(N)
+            self._P[rows, cols] = upper
+            self._P[cols, rows] = upper
         else:
             info = np.asarray(state["info"], dtype=np.float64)
             if info.shape != (N,):
