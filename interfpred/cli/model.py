@@ -341,8 +341,8 @@ def _run_split(args: argparse.Namespace) -> int:
         model = InterferenceModel(model.extractor, predictor)
         model.auto_map = args.model_file is None
     model.choose_map(profiles)
-    if model.note and (predictor is not None or args.model_file is not None):
-        print(f"interfpred: {model.note}", file=sys.stderr)
+    if model.note and model.selection is None and (predictor is not None or args.model_file is not None):
+        print(f"interfpred: {model.note}", file=sys.stderr)     # a map chosen here (not the file's old choice)
     repeats = E4_REPEATS if args.repeats is None else args.repeats
     default_fit = predictor is None and args.model_file is None   # what fit with no flags would choose, per fold
     if args.quantiles and not default_fit and not get_tags(model.predictor).gives_bounds:

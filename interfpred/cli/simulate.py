@@ -40,12 +40,13 @@ def run_simulate(args: argparse.Namespace) -> int:
     """Run ``simulate``: write a scenario's profiles and traces into a new folder."""
     from interfpred.constants import SIM_DEFAULT_EXECUTIONS
     from interfpred.sim.orion import default_gpu
-    from interfpred.sim.workload import mix_scenario, paper_scenario, write_scenario
+    from interfpred.sim.workload import check_scenario_out, mix_scenario, paper_scenario, write_scenario
 
     gpu = default_gpu(args.truth, args.zoo) if args.gpu is None else args.gpu
     n = SIM_DEFAULT_EXECUTIONS if args.executions is None else args.executions
     if args.devices < 1:
         raise InterfpredError(f"--devices {args.devices} must be a positive integer (devices per set)")
+    check_scenario_out(args.out, force=args.force, format=args.format)    # refused before any work
     progress = Progress("simulate")
     progress(f"simulating the {args.scenario} scenario ({n} executions per set)")
     if args.scenario == "paper":
