@@ -141,6 +141,11 @@ TRACKER_MIN_REMAINING = 0.01
 TRACKER_FINISH_RTOL = 1e-12
 #: Finest time difference (ms) a live tracker must resolve: 1 us.
 TIME_RESOLUTION_MS = 1e-3
+#: The shortest latency a measurement, a profile or a latency-reporting tool may give (ms): 1 ns, the
+#: tick of the finest clock a supported tool records (Nsight and CUPTI timestamps are in ns). A value
+#: below it (1e-300, a denormal such as 1e-320) is not a measurement; it is refused with its file and
+#: line instead of being written out as a solo or observed latency.
+LATENCY_MIN_MS = 1e-6
 #: Largest event time (ms, in absolute value) a tracker, a fleet or a timeline state accepts: 2**52 *
 #: TIME_RESOLUTION_MS, about 4.5e12 ms (142 years; an epoch-ms clock, about 1.8e12 today, fits).
 #: Beyond it two float64 times TIME_RESOLUTION_MS apart are no longer distinct (the spacing of float64

@@ -17,6 +17,7 @@ from interfpred._core.atomic import atomic_open, read_text
 from interfpred.constants import (
     DEFAULT_PROCESSES,
     DEFAULT_SHARE,
+    LATENCY_MIN_MS,
     MAX_BATCH_SIZE,
     PROFILE_COLUMNS,
     PROFILE_DUPLICATE_RTOL,
@@ -175,8 +176,8 @@ class ProfileTable:
              "must be a positive integer"),
             ("batch_size", np.isfinite(batch_a) & (batch_a > MAX_BATCH_SIZE),
              f"is larger than MAX_BATCH_SIZE={MAX_BATCH_SIZE}"),
-            ("solo_ms", ~np.isfinite(nums["solo_ms"]) | (nums["solo_ms"] <= 0),
-             "must be a positive finite latency in ms"),
+            ("solo_ms", ~np.isfinite(nums["solo_ms"]) | ~(nums["solo_ms"] >= LATENCY_MIN_MS),
+             f"must be a positive finite latency in ms, at least LATENCY_MIN_MS={LATENCY_MIN_MS:g}"),
         ]
         for r in RESOURCES:
             v = nums[r]
