@@ -552,3 +552,12 @@ def test_a_closed_pipe_on_stdout_stops_quietly(monkeypatch, capsys, tmp_path):
                    "--gpu", "a100-80gb", "--out", str(tmp_path / "deployment.csv"), "--quiet"])
     assert status == 141
     assert capsys.readouterr().err == ""
+
+
+def test_the_default_report_folder_is_ignored_in_a_checkout():
+    import pathlib
+
+    from interfpred.constants import REPRODUCE_DEFAULT_OUT
+
+    lines = (pathlib.Path(__file__).resolve().parents[1] / ".gitignore").read_text().splitlines()
+    assert f"/{REPRODUCE_DEFAULT_OUT}/" in lines   # the README's first command leaves no untracked folder behind
