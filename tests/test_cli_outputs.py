@@ -561,3 +561,17 @@ def test_the_default_report_folder_is_ignored_in_a_checkout():
 
     lines = (pathlib.Path(__file__).resolve().parents[1] / ".gitignore").read_text().splitlines()
     assert f"/{REPRODUCE_DEFAULT_OUT}/" in lines   # the README's first command leaves no untracked folder behind
+
+
+def test_bench_datasets_and_reproduce_print_their_tables_as_json(tmp_path, capsys):
+    import json
+
+    assert main(["bench", "--json", "--no-peers", "--widths", "6", "--calls", "50"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["command"] == "bench" and out["rows"][0]["name"].startswith("RLS(") and out["rows"][0]["d"] == 6
+    assert {"predict_one", "update_one", "predict_batch", "update_batch"} <= set(out["rows"][0])
+    assert main(["datasets", "--json"]) == 0
+    listed = {d["name"]: d for d in json.loads(capsys.readouterr().out)["datasets"]}
+    assert listed["gavel_v100"]["rows"] == 660 and listed["gavel_v100"]["runs"] == 330
+    assert main(["datasets", "gavel_v100", "--out", str(tmp_path / "g.csv"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"] == 660

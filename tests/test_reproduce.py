@@ -192,3 +192,13 @@ def test_one_process_says_step_k_of_n_with_the_time_left(tmp_path):
     assert steps[0] == "step 1 of 3: _tiny_section" and len(steps) == 6
     assert steps[1].startswith("step 1 of 3 done, about ") and steps[1].endswith(" s left")
     assert steps[-1].startswith("step 3 of 3 done (")
+
+
+def test_reproduce_json_prints_results_json(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(rmod, "reproduce", lambda *a, **kw: reproduce(*a, **{**kw, "sections": [_tiny_section]}))
+    out = tmp_path / "rep"
+    assert main(["reproduce", "--quick", "--out", str(out), "--json", "--jobs", "1"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    saved = json.loads((out / "results.json").read_text())
+    assert printed["command"] == "reproduce" and printed["sections"] == saved["sections"]
+    assert printed["sections"]["Tiny"]["value"] == 1.5
