@@ -7,7 +7,7 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
-from interfpred.cli.common import PREDICTOR_HELP, add_json_option, add_param_option, print_json
+from interfpred.cli.common import PREDICTOR_HELP, Progress, add_json_option, add_param_option, print_json
 
 __all__ = ["add_bench", "run_bench"]
 
@@ -44,7 +44,7 @@ def run_bench(args: argparse.Namespace) -> int:
         predictors = [make_predictor(k, **params) for k in kinds]
         if "rls" not in kinds:
             predictors.insert(0, make_predictor("rls"))
-    rows = run_bench(args.widths, predictors, n=args.calls, peers=not args.no_peers)
+    rows = run_bench(args.widths, predictors, n=args.calls, peers=not args.no_peers, progress=Progress("bench"))
     if not args.no_peers:
         for name in missing_peers():
             print(f"note: {name} is not installed, so its row is skipped (pip install {name})", file=sys.stderr)
