@@ -202,3 +202,12 @@ def test_reproduce_json_prints_results_json(tmp_path, capsys, monkeypatch):
     saved = json.loads((out / "results.json").read_text())
     assert printed["command"] == "reproduce" and printed["sections"] == saved["sections"]
     assert printed["sections"]["Tiny"]["value"] == 1.5
+
+
+def test_a_goal_not_met_line_is_explained_once():
+    from interfpred.experiments.reproduce import GOAL_NOTE, format_terminal
+
+    missed = Section(title="A", markdown="", terminal="Goal NOT met (x within 2 points): 3 points", data={})
+    fine = Section(title="B", markdown="", terminal="table", data={})
+    assert format_terminal([missed, fine, missed]).count(GOAL_NOTE) == 1
+    assert GOAL_NOTE not in format_terminal([fine])

@@ -261,11 +261,20 @@ def _truth_words(meta: dict) -> str:
     return f"operator phases with hidden per-model L2 footprints and latency hiding ({family})"
 
 
+#: What a "goal NOT met" line means, printed once under the tables that hold one.
+GOAL_NOTE = ("Note: a 'Goal NOT met' line compares a number of this run with a target the library set itself "
+             "(an accuracy, a coverage or an SLO attainment). It is a finding, not a failure of the run: the "
+             "numbers above it are measured as they are, and the line says by how much the target is missed. "
+             "For your own workload, measure it the same way (interfpred evaluate on your data).")
+
+
 def format_terminal(sections: Sequence[Section]) -> str:
     """The sections' terminal tables, each under its title."""
     parts = []
     for s in sections:
         parts += [s.title, "=" * len(s.title), s.terminal.rstrip(), ""]
+    if any("NOT met" in s.terminal for s in sections):
+        parts += [GOAL_NOTE, ""]
     return "\n".join(parts)
 
 
