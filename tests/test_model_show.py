@@ -107,3 +107,15 @@ def test_fit_json_holds_the_selection(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["selection"]["chosen"] == json.loads((tmp_path / "m.json").read_text())["selection"]["chosen"]
     assert out["note"].endswith(out["selection"]["rule"])
+
+
+def test_a_covariance_saved_whole_is_refused_with_what_to_do(tmp_path):
+    model = InterferenceModel(None, {"kind": "entity_rls", "params": {"covariance": "full"}})
+    model.fit(measurements=gavel_v100())
+    state = model.to_state()
+    upper = state["predictor"]["state"].pop("P_upper")
+    state["predictor"]["state"]["P"] = upper            # the key files held before
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(state))
+    with pytest.raises(InterfpredError, match=r"old.json: predictor: .*covariance as 'P'.*refit the predictor"):
+        load_model(path)

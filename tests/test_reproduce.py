@@ -120,7 +120,7 @@ def test_workers_give_the_numbers_of_one_process(small_report, tmp_path):
     assert any(m.startswith("E1:") for m in progress)     # the workers' messages came back
     steps = [m for m in progress if m.startswith("step ")]
     n = 2 + 6                                              # two whole sections and the six squares
-    assert progress[0] == f"{n} steps on 2 worker processes"
+    assert progress.index(f"{n} steps on 2 worker processes") < progress.index(steps[0])
     assert [int(m.split()[1]) for m in steps] == list(range(1, n + 1))
     assert all(f" of {n} done" in m for m in steps)
     assert all("s left" in m for m in steps[:-1]) and steps[-1].endswith(" s)")

@@ -406,6 +406,12 @@ class EntityStore:
         return state
 
     def _set_state(self, state: dict[str, Any], d: int) -> None:
+        if "evidence" not in state or "backoff" not in state:
+            raise InterfpredError("state holds no backoff model and evidence counts (written before EntityRLS "
+                                  "kept them); refit the predictor")
+        if "P" in state and "P_upper" not in state:
+            raise InterfpredError("state holds its covariance as 'P' (written before EntityRLS stored only its "
+                                  "upper triangle, 'P_upper'); refit the predictor")
         header = state["header"]
         self._allocate(d, full=isinstance(header, list) and len(header) > 13 and header[13] > 0)
         var = state.get("prior_variances", self._var)
@@ -468,9 +474,6 @@ class EntityStore:
         self._np = n_params
         self._names = names
         self._eid = {s: i for i, s in enumerate(names)}
-        if "evidence" not in state or "backoff" not in state:
-            raise InterfpredError("state holds no backoff model and evidence counts (written before EntityRLS "
-                                  "kept them); refit the predictor")
         evidence = np.asarray(state["evidence"], dtype=np.float64)
         if evidence.shape != (len(names),) or not (np.isfinite(evidence).all() and (evidence >= 0).all()):
             raise InterfpredError(f"state evidence must hold one count >= 0 per entity ({len(names)}), "
