@@ -136,3 +136,17 @@ def test_fit_forgets_waiting_rows(sim):
     assert m.n_pending > 0
     m.fit(train, prof)
     assert m.n_pending == 0 and m.flush() == 0
+
+
+def test_a_refused_block_leaves_the_stream_as_it_was():
+    m = Measurements.from_columns(run=["a", "a", "b"], gpu=["g"] * 3, model=["x", "y", "x"], batch_size=[1] * 3,
+                                  solo_ms=[1.0] * 3, observed_ms=[2.0, 3.0, 1.5])
+    s = UpdateStream()
+    s.add(measurements=m.take([0]))
+    again = Measurements.from_columns(run=["b", "a"], gpu=["g"] * 2, model=["y", "x"], batch_size=[1] * 2,
+                                      solo_ms=[1.0] * 2, observed_ms=[1.5, 2.0])
+    with pytest.raises(InterfpredError, match="duplicate member"):   # run a holds model x already
+        s.add(measurements=again)
+    assert s.n_pending == 1
+    runs = s.add(measurements=m.take([1, 2]))[1]                      # run a is still open, and not closed
+    assert [r.run.tolist() for r in runs] == [["a", "a"]]

@@ -60,6 +60,7 @@ class UpdateStream:
         self._latest_start: dict[str, float] = {}  # per device
         self._open: dict[str, Measurements] = {}   # per GPU: the run whose members still arrive
         self._closed: OrderedDict[str, str] = OrderedDict()   # run label -> the run that closed it
+        self._just_closed: list[str] = []                      # closed by the call under way (undone if refused)
 
     @property
     def n_pending(self) -> int:
@@ -78,8 +79,16 @@ class UpdateStream:
             self._check_trace(trace)
         if measurements is not None and len(measurements):
             self._check_runs(measurements)
-        ready_trace = None if trace is None or not len(trace) else self._add_trace(trace)
-        runs = [] if measurements is None or not len(measurements) else self._add_runs(measurements)
+        saved = (self._trace, self._waiting, dict(self._latest_start), dict(self._open))
+        self._just_closed = []
+        try:
+            ready_trace = None if trace is None or not len(trace) else self._add_trace(trace)
+            runs = [] if measurements is None or not len(measurements) else self._add_runs(measurements)
+        except BaseException:   # a refused row (a duplicate member, ids seen before) leaves the stream as it was
+            self._trace, self._waiting, self._latest_start, self._open = saved
+            for run in self._just_closed:
+                self._closed.pop(run, None)
+            raise
         return ready_trace, runs
 
     def flush(self) -> Ready:
@@ -88,6 +97,7 @@ class UpdateStream:
         if self._trace is not None and self._waiting.any():
             ready = (self._trace, np.flatnonzero(self._waiting))
         runs = list(self._open.values())
+        self._just_closed = []
         for m in runs:
             self._remember_closed(str(m.run[0]), "flush")
         self._trace, self._waiting = None, np.zeros(0, dtype=bool)
@@ -155,13 +165,17 @@ class UpdateStream:
         first_row: dict[str, int] = {}
         for i, run in enumerate(measurements.run):
             first_row.setdefault(str(run), i)
-        for run, i in first_row.items():     # runs in the order their first member arrived
+        fresh = []
+        for run, i in first_row.items():     # members of a run still open join it first, wherever they come
             gpu = str(measurements.gpu[i])
-            part = measurements.take(measurements.run == run)
             current = self._open.get(gpu)
             if current is not None and str(current.run[0]) == run:
-                self._open[gpu] = Measurements.concat([current, part])
-                continue
+                self._open[gpu] = Measurements.concat([current, measurements.take(measurements.run == run)])
+            else:
+                fresh.append((run, gpu))
+        for run, gpu in fresh:               # then new runs, in the order their first member arrived
+            part = measurements.take(measurements.run == run)
+            current = self._open.get(gpu)
             if current is not None:
                 done.append(current)
                 self._remember_closed(str(current.run[0]), run)
@@ -170,5 +184,6 @@ class UpdateStream:
 
     def _remember_closed(self, run: str, closer: str) -> None:
         self._closed[run] = closer
+        self._just_closed.append(run)
         while len(self._closed) > STREAM_CLOSED_RUNS_KEPT:
             self._closed.popitem(last=False)
