@@ -174,6 +174,11 @@ TRACKER_MIN_REMAINING = 0.01
 TRACKER_FINISH_RTOL = 1e-12
 #: Finest time difference (ms) a live tracker must resolve: 1 us.
 TIME_RESOLUTION_MS = 1e-3
+#: The shortest latency a measurement, a profile or a latency-reporting tool may give (ms): 1 ns, the
+#: tick of the finest clock a supported tool records (Nsight and CUPTI timestamps are in ns). A value
+#: below it (1e-300, a denormal such as 1e-320) is not a measurement; it is refused with its file and
+#: line instead of being written out as a solo or observed latency.
+LATENCY_MIN_MS = 1e-6
 #: Largest event time (ms, in absolute value) a tracker, a fleet or a timeline state accepts: 2**52 *
 #: TIME_RESOLUTION_MS, about 4.5e12 ms (142 years; an epoch-ms clock, about 1.8e12 today, fits).
 #: Beyond it two float64 times TIME_RESOLUTION_MS apart are no longer distinct (the spacing of float64
@@ -251,6 +256,9 @@ SELECTION_TIE_RTOL = 1e-9
 SELECTION_MAX_ROWS = 3000
 #: Grouped folds of the cross-fitting behind frozen latency bounds (interfpred.model.crossfit).
 CROSS_FIT_FOLDS = 5
+#: Labels of learned measurement runs that ``InterferenceModel.update`` remembers, to refuse a member
+#: that arrives after its run was learned (interfpred.model.stream); older labels are forgotten.
+STREAM_CLOSED_RUNS_KEPT = 100_000
 #: Fewest cross-fitted scores a novelty category of frozen bounds needs for its own thresholds
 #: (fewer: the category uses the pooled thresholds).
 CROSS_FIT_MIN_CATEGORY_SCORES = 50

@@ -74,3 +74,12 @@ def test_cli_bench(capsys):
     assert all(us > 0 for _, _, cells in table for us, _ in cells.values())
     assert main(["bench", "--widths", "3", "--calls", "5", "--no-peers", "--param", "forgetting=2"]) == 2
     assert "forgetting" in capsys.readouterr().err
+
+
+def test_run_bench_says_which_width_of_how_many():
+    from interfpred import RLS
+    from interfpred.experiments.benchmarking import run_bench
+
+    said: list[str] = []
+    rows = run_bench(ds=[3, 5], predictors=[RLS()], n=20, repeats=1, peers=False, progress=said.append)
+    assert said == ["width 1 of 2 (d=3)", "width 2 of 2 (d=5), 1 rows measured"] and len(rows) == 2

@@ -552,3 +552,26 @@ def test_a_closed_pipe_on_stdout_stops_quietly(monkeypatch, capsys, tmp_path):
                    "--gpu", "a100-80gb", "--out", str(tmp_path / "deployment.csv"), "--quiet"])
     assert status == 141
     assert capsys.readouterr().err == ""
+
+
+def test_the_default_report_folder_is_ignored_in_a_checkout():
+    import pathlib
+
+    from interfpred.constants import REPRODUCE_DEFAULT_OUT
+
+    lines = (pathlib.Path(__file__).resolve().parents[1] / ".gitignore").read_text().splitlines()
+    assert f"/{REPRODUCE_DEFAULT_OUT}/" in lines   # the README's first command leaves no untracked folder behind
+
+
+def test_bench_datasets_and_reproduce_print_their_tables_as_json(tmp_path, capsys):
+    import json
+
+    assert main(["bench", "--json", "--no-peers", "--widths", "6", "--calls", "50"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["command"] == "bench" and out["rows"][0]["name"].startswith("RLS(") and out["rows"][0]["d"] == 6
+    assert {"predict_one", "update_one", "predict_batch", "update_batch"} <= set(out["rows"][0])
+    assert main(["datasets", "--json"]) == 0
+    listed = {d["name"]: d for d in json.loads(capsys.readouterr().out)["datasets"]}
+    assert listed["gavel_v100"]["rows"] == 660 and listed["gavel_v100"]["runs"] == 330
+    assert main(["datasets", "gavel_v100", "--out", str(tmp_path / "g.csv"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"] == 660

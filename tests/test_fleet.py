@@ -132,3 +132,17 @@ def test_devices_are_required_and_gpu_names_only_the_gpu_type():
     with pytest.raises(TypeError, match="gpu"):
         fleet.assess(gpu="d0", candidate=(2, "resnet50", 4), deadline=1e5, t=1.0)
     assert fleet.where(1) is None
+
+
+def test_a_quantile_fleet_refuses_trackers_without_that_bound_at_construction():
+    from interfpred import RLS, Calibrated
+
+    prof = zoo_profiles("l4")
+    with pytest.raises(InterfpredError, match=r"device 'b' holds RLS, which gives no quantiles; wrap .*Calibrated"):
+        Fleet({"a": ColocationTracker(prof, Calibrated(RLS(), quantiles=(0.99,))),
+               "b": ColocationTracker(prof, RLS())}, quantile=0.99)
+    with pytest.raises(InterfpredError, match=r"calibrates the levels 0.1, 0.9, not 0.99; build it with quantiles"):
+        Fleet({"a": ColocationTracker(prof, Calibrated(RLS(), quantiles=(0.9,)))}, quantile=0.99)
+    fleet = Fleet({"a": ColocationTracker(prof, Calibrated(RLS(), quantiles=(0.9, 0.99)))}, quantile=0.99)
+    assert fleet.choose_device((1, "yolov8n", 1), 1e6, 0.0) == "a"
+    assert Fleet({"a": ColocationTracker(prof, RLS())}).quantile is None     # the mean needs no bounds

@@ -127,6 +127,8 @@ def test_update_learns_and_offline_is_frozen(scenario):
     m = InterferenceModel(None, "rls").fit(a, prof)
     n0 = m.predictor.n_seen_
     m.update(b, prof)
+    assert m.predictor.n_seen_ + m.n_pending == n0 + len(b)   # the last rows wait for their context
+    m.flush()
     assert m.predictor.n_seen_ == n0 + len(b)
     off = InterferenceModel(None, "offline_linear").fit(a, prof)
     coef = off.predictor.coef_.copy()

@@ -118,6 +118,12 @@ def test_workers_give_the_numbers_of_one_process(small_report, tmp_path):
     assert squares["squares"] == [k * k + 2 for k in range(6)] and os.getpid() not in squares["pids"]
     assert SQUARES(ReproduceContext(out_dir=tmp_path, seed=2)).data["squares"] == squares["squares"]
     assert any(m.startswith("E1:") for m in progress)     # the workers' messages came back
+    steps = [m for m in progress if m.startswith("step ")]
+    n = 2 + 6                                              # two whole sections and the six squares
+    assert progress.index(f"{n} steps on 2 worker processes") < progress.index(steps[0])
+    assert [int(m.split()[1]) for m in steps] == list(range(1, n + 1))
+    assert all(f" of {n} done" in m for m in steps)
+    assert all("s left" in m for m in steps[:-1]) and steps[-1].endswith(" s)")
     with pytest.raises(InterfpredError, match="jobs 0 must be a positive integer"):
         reproduce(tmp_path / "z", sections=[_tiny_section], jobs=0)
 
@@ -176,3 +182,32 @@ def test_cli_unknown_gpu_one_line():
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [proc.stderr.strip()]
     assert "unknown GPU preset 'nope'" in proc.stderr
+
+
+def test_one_process_says_step_k_of_n_with_the_time_left(tmp_path):
+    progress: list[str] = []
+    reproduce(tmp_path / "one", sections=[_tiny_section, _tiny_section, _tiny_section], jobs=1,
+              progress=progress.append)
+    steps = [m for m in progress if m.startswith("step ")]
+    assert steps[0] == "step 1 of 3: _tiny_section" and len(steps) == 6
+    assert steps[1].startswith("step 1 of 3 done, about ") and steps[1].endswith(" s left")
+    assert steps[-1].startswith("step 3 of 3 done (")
+
+
+def test_reproduce_json_prints_results_json(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(rmod, "reproduce", lambda *a, **kw: reproduce(*a, **{**kw, "sections": [_tiny_section]}))
+    out = tmp_path / "rep"
+    assert main(["reproduce", "--quick", "--out", str(out), "--json", "--jobs", "1"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    saved = json.loads((out / "results.json").read_text())
+    assert printed["command"] == "reproduce" and printed["sections"] == saved["sections"]
+    assert printed["sections"]["Tiny"]["value"] == 1.5
+
+
+def test_a_goal_not_met_line_is_explained_once():
+    from interfpred.experiments.reproduce import GOAL_NOTE, format_terminal
+
+    missed = Section(title="A", markdown="", terminal="Goal NOT met (x within 2 points): 3 points", data={})
+    fine = Section(title="B", markdown="", terminal="table", data={})
+    assert format_terminal([missed, fine, missed]).count(GOAL_NOTE) == 1
+    assert GOAL_NOTE not in format_terminal([fine])

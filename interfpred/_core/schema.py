@@ -19,7 +19,7 @@ Traceback (most recent call last):
 interfpred.errors.InterfpredError: p.json: schema_version: Input should be a valid integer
 >>> sorted(model_file_json_schema()["properties"])
 ['baselines', 'extractor', 'feature_names', 'frozen_bounds', 'interfpred_version', 'kind', 'predictor',
- 'schema_version']
+ 'schema_version', 'selection']
 """
 
 from __future__ import annotations
@@ -105,6 +105,39 @@ class FrozenBoundsFile(BaseModel):
     categories: dict[StrictStr, NoveltyCategoryFile]
 
 
+class CandidateFile(BaseModel):
+    """One configuration ``fit`` scored: a predictor kind and the extractor's feature map, share features, target."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    predictor: StrictStr
+    feature_map: StrictStr
+    shares: StrictBool
+    target: StrictStr
+    backoff: StrictStr | None = Field(default=None, description="what an EntityRLS candidate backs off to")
+
+
+#: (warm, cold online, cold frozen) validation MAPE as fractions; null where that kind of fold could not be made.
+_Figures = list[StrictFloat | StrictInt | None]
+
+
+class SelectionFile(BaseModel):
+    """What ``fit`` measured and chose when it chose the configuration by validation."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    chosen: CandidateFile
+    rule: StrictStr = Field(description="how the choice was made, in words (derived: read for people)")
+    scores: dict[StrictStr, _Figures] = Field(description="candidate label -> (warm, cold online, cold frozen) MAPE")
+    baselines: dict[StrictStr, _Figures] = Field(description="baseline name -> the same figures, on the chosen target")
+    warm_folds: StrictInt = Field(ge=0)
+    cold_folds: StrictInt = Field(ge=0)
+    fixed: dict[StrictStr, JsonValue] = Field(default_factory=dict, description="extractor keys the caller fixed")
+    colocated: StrictBool = True
+    uncovered: StrictStr | None = Field(default=None, description="why counter maps were left out (profiles "
+                                        "not covering every row), or null")
+
+
 class ModelFile(BaseModel):
     """A saved interference model: the extractor's spec and the predictor's state in one file."""
 
@@ -120,6 +153,8 @@ class ModelFile(BaseModel):
     baselines: dict[StrictStr, PredictorFile] = Field(default_factory=dict)
     #: Thresholds of the frozen latency bounds of a Calibrated predictor (absent otherwise).
     frozen_bounds: FrozenBoundsFile | None = None
+    #: What ``fit`` chose by validation, with every candidate's scores (absent when the configuration was named).
+    selection: SelectionFile | None = None
 
 
 def _first_error(exc: ValidationError) -> str:

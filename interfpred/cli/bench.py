@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import asdict
 from typing import Any
 
 from interfpred._core.numbers import int_option
-from interfpred.cli.common import PREDICTOR_HELP, add_param_option
+from interfpred.cli.common import PREDICTOR_HELP, Progress, add_json_option, add_param_option, print_json
 
 __all__ = ["add_bench", "run_bench"]
 
@@ -26,6 +27,7 @@ def add_bench(sub: Any) -> None:
     p.add_argument("--calls", type=int_option(), default=20_000, metavar="N",
                    help="single-row calls per measurement (default 20000)")
     p.add_argument("--no-peers", action="store_true", help="skip river, scikit-learn and padasip")
+    add_json_option(p)
     p.set_defaults(func=run_bench)
 
 
@@ -43,10 +45,14 @@ def run_bench(args: argparse.Namespace) -> int:
         predictors = [make_predictor(k, **params) for k in kinds]
         if "rls" not in kinds:
             predictors.insert(0, make_predictor("rls"))
-    rows = run_bench(args.widths, predictors, n=args.calls, peers=not args.no_peers)
+    rows = run_bench(args.widths, predictors, n=args.calls, peers=not args.no_peers, progress=Progress("bench"))
     if not args.no_peers:
         for name in missing_peers():
             print(f"note: {name} is not installed, so its row is skipped (pip install {name})", file=sys.stderr)
+    if args.json:
+        print_json({"command": "bench", "first_call_ms": first * 1e3, "unit": "us per sample",
+                    "rows": [asdict(r) for r in rows]})
+        return 0
     print(f"first RLS update+predict in this process (compile or numba cache load): {first * 1e3:.1f} ms")
     print(format_bench(rows))
     return 0

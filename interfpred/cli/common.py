@@ -107,10 +107,11 @@ def write_output(value: Any, path: str) -> None:
         raise TypeError(f"write_output writes a Trace, ProfileTable or Measurements, not {type(value).__name__}")
 
 
-def add_json_option(p: argparse.ArgumentParser) -> None:
-    """--json: the summary as one JSON object on stdout instead of the tables."""
+def add_json_option(p: argparse.ArgumentParser, *, what: str | None = None) -> None:
+    """--json: the summary as one JSON object on stdout instead of the tables (``what``: the help, when other)."""
     p.add_argument("--json", action="store_true",
-                   help="print the summary as one JSON object on stdout instead of tables (same names and units)")
+                   help=what or "print the summary as one JSON object on stdout instead of tables (same names and "
+                                "units)")
 
 
 def summary_row(summary: Any) -> dict[str, float]:

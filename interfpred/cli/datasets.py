@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from interfpred.cli.common import refuse_existing, write_output
+from interfpred.cli.common import add_json_option, print_json, refuse_existing, write_output
 from interfpred.errors import InterfpredError
 
 __all__ = ["add_datasets", "run_datasets"]
@@ -24,6 +24,7 @@ def add_datasets(sub: Any) -> None:
     p.add_argument("--out", help="file to write, atomically: CSV, or .parquet / .arrow by suffix (not replaced "
                                  "without --force)")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
+    add_json_option(p)
     p.set_defaults(func=run_datasets)
 
 
@@ -32,11 +33,19 @@ def run_datasets(args: argparse.Namespace) -> int:
     from interfpred.data.datasets import DATASETS, PROFILE_DATASETS, load_dataset, load_profile_dataset
 
     if args.name is None:
+        listed: list[dict[str, Any]] = []
         for name, fn in sorted(DATASETS.items()):
             m = fn()
-            prof = f"; profiles: {len(PROFILE_DATASETS[name]())} rows" if name in PROFILE_DATASETS else ""
-            print(f"{name}: {len(m)} rows, {m.n_runs} runs, models {', '.join(m.models)}{prof} "
-                  f"({(fn.__doc__ or '').strip().splitlines()[0]})")
+            listed.append({"name": name, "rows": len(m), "runs": m.n_runs, "models": list(m.models),
+                           "profiles": len(PROFILE_DATASETS[name]()) if name in PROFILE_DATASETS else None,
+                           "description": (fn.__doc__ or "").strip().splitlines()[0]})
+        if args.json:
+            print_json({"command": "datasets", "datasets": listed})
+            return 0
+        for d in listed:
+            prof = f"; profiles: {d['profiles']} rows" if d["profiles"] is not None else ""
+            print(f"{d['name']}: {d['rows']} rows, {d['runs']} runs, models {', '.join(d['models'])}{prof} "
+                  f"({d['description']})")
         return 0
     if args.out is None:
         raise InterfpredError("give --out FILE to write the dataset")
@@ -48,6 +57,8 @@ def run_datasets(args: argparse.Namespace) -> int:
         return 0
     m = load_dataset(args.name)
     write_output(m, args.out)
+    if args.json:
+        print_json({"command": "datasets", "name": args.name, "out": args.out, "rows": len(m), "runs": m.n_runs})
     print(f"wrote {args.out}: {len(m)} rows, {m.n_runs} runs", file=sys.stderr)
     return 0
 

@@ -139,7 +139,7 @@ def run_fit(args: argparse.Namespace) -> int:
         model = _fit_validated(args, spec, predictor if named else None, profiles, trace, meas, progress)
         if model is None:
             return 2
-    if model.note:
+    if model.note and model.selection is None:   # a validated choice was printed with its table already
         print(f"interfpred: {model.note}", file=sys.stderr)
     model.save(args.out)
     training: dict[str, Any] = {}
@@ -154,6 +154,7 @@ def run_fit(args: argparse.Namespace) -> int:
                 print_summary(ev.summary, f"fit on {len(data)} {name} (training accuracy)", ev.baselines)
     if args.json:
         print_json({"command": "fit", "out": args.out, "model": repr(model), "note": model.note or None,
+                    "selection": None if model.selection is None else model.selection.to_state(),
                     "training": training})
     print(f"wrote {args.out}: {model!r}", file=sys.stderr)
     return 0
@@ -354,8 +355,8 @@ def _run_split(args: argparse.Namespace) -> int:
         model = InterferenceModel(model.extractor, predictor)
         model.auto_map = args.model_file is None
     model.choose_map(profiles, meas)
-    if model.note and (predictor is not None or args.model_file is not None):
-        print(f"interfpred: {model.note}", file=sys.stderr)
+    if model.note and model.selection is None and (predictor is not None or args.model_file is not None):
+        print(f"interfpred: {model.note}", file=sys.stderr)     # a map chosen here (not the file's old choice)
     repeats = E4_REPEATS if args.repeats is None else args.repeats
     default_fit = predictor is None and args.model_file is None   # what fit with no flags would choose, per fold
     if args.quantiles and not default_fit and not get_tags(model.predictor).gives_bounds:
@@ -432,4 +433,58 @@ def run_predict(args: argparse.Namespace) -> int:
         print_json({"command": "predict", "model_file": args.model_file, "out": args.out, "rows": n,
                     "data": "trace" if trace is not None else "measurements", "quantiles": list(quantiles)})
     print(f"wrote {n} predictions to {args.out}", file=sys.stderr)
+    return 0
+
+
+# ---------------------------------------------------------------------------- show
+def add_show(sub: Any) -> None:
+    """Declare the ``show`` subcommand."""
+    p = sub.add_parser(
+        "show", help="what a model file holds: configuration, what fit chose and why, sizes",
+        description="Print what MODEL_FILE holds without running it: the extractor, the predictor and its "
+                    "learned size, what fit chose by validation (every candidate's validation MAPE beside the "
+                    "baselines, and the rule that chose) when it chose, the frozen bounds, and how many bytes "
+                    "each part takes in the file.")
+    p.add_argument("model_file", metavar="MODEL_FILE", help="a model file written by interfpred fit")
+    p.add_argument("--trust-model-file", action="store_true",
+                   help="allow a model file wrapping a river/scikit-learn estimator, stored as a pickle: loading "
+                        "it runs code from the file, so pass this only for files you wrote yourself")
+    add_json_option(p)
+    p.set_defaults(func=run_show)
+
+
+def run_show(args: argparse.Namespace) -> int:
+    """Run ``show``: describe a model file."""
+    import json
+    import os
+
+    from interfpred.model.interference import load_model
+
+    model = load_model(args.model_file, trusted=args.trust_model_file)
+    state = model.to_state()
+    parts = {k: len(json.dumps(v, allow_nan=False)) for k, v in state.items()
+             if k in ("predictor", "baselines", "frozen_bounds", "selection")}
+    pred = state["predictor"].get("state") or {}
+    biggest = sorted(((k, len(json.dumps(v, allow_nan=False))) for k, v in pred.items()), key=lambda kv: -kv[1])[:3]
+    info = {"command": "show", "model_file": args.model_file, "bytes": os.path.getsize(args.model_file),
+            "model": repr(model), "extractor": model.extractor.get_spec(), "predictor": model.predictor.kind,
+            "n_features": model.extractor.n_features, "note": model.note,
+            "selection": None if model.selection is None else model.selection.to_state(),
+            "frozen_bounds": model.frozen_bounds is not None, "bytes_by_part": parts,
+            "largest_predictor_state": dict(biggest)}
+    if args.json:
+        print_json(info)
+        return 0
+    print(f"{args.model_file}: {info['bytes']:,} bytes, interfpred {state['interfpred_version']}")
+    print(f"model: {model!r}")
+    print(f"features: {model.extractor.n_features} ({', '.join(model.extractor.names)})")
+    print("bytes by part: " + ", ".join(f"{k} {v:,}" for k, v in parts.items())
+          + (f"; largest predictor state: {', '.join(f'{k} {v:,}' for k, v in biggest)}" if biggest else ""))
+    if model.selection is None:
+        print("selection: none (the configuration was named when the model was fitted)"
+              + (f"; {model.note}" if model.note else ""))
+    else:
+        print("\n".join(model.selection.report()))
+        for line in model.selection.warnings():
+            print(f"WARNING: {line}")
     return 0

@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from interfpred._core.numbers import float_option, int_option
-from interfpred.cli.common import Progress, add_truth_options
+from interfpred.cli.common import Progress, add_json_option, add_truth_options, print_json
 from interfpred.errors import InterfpredError
 
 __all__ = ["add_reproduce", "add_simulate", "run_reproduce", "run_simulate"]
@@ -41,12 +41,13 @@ def run_simulate(args: argparse.Namespace) -> int:
     """Run ``simulate``: write a scenario's profiles and traces into a new folder."""
     from interfpred.constants import SIM_DEFAULT_EXECUTIONS
     from interfpred.sim.orion import default_gpu
-    from interfpred.sim.workload import mix_scenario, paper_scenario, write_scenario
+    from interfpred.sim.workload import check_scenario_out, mix_scenario, paper_scenario, write_scenario
 
     gpu = default_gpu(args.truth, args.zoo) if args.gpu is None else args.gpu
     n = SIM_DEFAULT_EXECUTIONS if args.executions is None else args.executions
     if args.devices < 1:
         raise InterfpredError(f"--devices {args.devices} must be a positive integer (devices per set)")
+    check_scenario_out(args.out, force=args.force, format=args.format)    # refused before any work
     progress = Progress("simulate")
     progress(f"simulating the {args.scenario} scenario ({n} executions per set)")
     if args.scenario == "paper":
@@ -98,6 +99,8 @@ def add_reproduce(sub: Any) -> None:
                    help="worker processes to spread the experiments over (default: every core this process may "
                         "use; 1 runs everything in this process); the numbers are the same for any value")
     p.add_argument("--force", action="store_true", help="replace an --out that already holds a report")
+    add_json_option(p, what="print results.json (every section's numbers) as one JSON object on stdout instead of "
+                            "the tables")
     p.set_defaults(func=run_reproduce)
 
 
@@ -116,7 +119,15 @@ def run_reproduce(args: argparse.Namespace) -> int:
     sections = reproduce(args.out, quick=args.quick, seed=args.seed, force=args.force, progress=progress,
                          gpu=args.gpu, command=command, truth=args.truth, zoo=args.zoo,
                          jobs=available_cores() if args.jobs is None else args.jobs)
-    print(format_terminal(sections))
+    if args.json:
+        import json
+        from pathlib import Path
+
+        results = json.loads((Path(args.out) / "results.json").read_text(encoding="utf-8"))
+        # results.json's "command" is the command line; here "command" names the command, as for every --json
+        print_json({**results, "command": "reproduce", "command_line": results.get("command"), "out": args.out})
+    else:
+        print(format_terminal(sections))
     print(f"wrote {args.out}/report.md and results.json in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return 0
 

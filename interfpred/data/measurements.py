@@ -35,6 +35,7 @@ from interfpred._core.arrow import check_column_types, read_table_checked
 from interfpred._core.atomic import atomic_open, csv_rows, read_text
 from interfpred.constants import (
     DEFAULT_SHARE,
+    LATENCY_MIN_MS,
     MAX_BATCH_SIZE,
     MEASUREMENT_COLUMNS,
     MEASUREMENT_OPTIONAL_COLUMNS,
@@ -63,7 +64,7 @@ class Measurements:
     InputError
         A bad row, located by file and line (or row number, 1-based, for in-memory columns):
         a missing or non-numeric value, ``batch_size`` not a positive integer, ``share`` outside
-        (0, 100], a latency that is not positive and finite, a run spanning two GPUs, or a
+        (0, 100], a latency that is not finite or below ``LATENCY_MIN_MS`` (1 ns), a run spanning two GPUs, or a
         duplicate member (the same model, batch size and share twice in one run without
         distinct ``member`` labels, or the same ``member`` label twice).
     """
@@ -157,8 +158,12 @@ class Measurements:
              "must be an MPS active thread percentage in (0, 100]"),
         ]
         for name in ("solo_ms", "observed_ms", *MEASUREMENT_THROUGHPUT_COLUMNS):
-            unit = "latency in ms" if name.endswith("_ms") else "rate (units per second)"
-            checks.append((name, lambda v: ~np.isfinite(v) | (v <= 0), f"must be a positive finite {unit}"))
+            if name.endswith("_ms"):
+                checks.append((name, lambda v: ~np.isfinite(v) | ~(v >= LATENCY_MIN_MS),
+                               f"must be a positive finite latency in ms, at least LATENCY_MIN_MS={LATENCY_MIN_MS:g}"))
+            else:
+                checks.append((name, lambda v: ~np.isfinite(v) | (v <= 0), "must be a positive finite rate "
+                                                                            "(units per second)"))
         first = None
         for name, test, expected in checks:
             if name in nums:
@@ -172,10 +177,10 @@ class Measurements:
                 given = nums.pop(rate)
                 with np.errstate(over="ignore", divide="ignore"):
                     nums[name] = MS_PER_S / given
-                bad = np.flatnonzero(~np.isfinite(nums[name]) | (nums[name] <= 0))
+                bad = np.flatnonzero(~np.isfinite(nums[name]) | ~(nums[name] >= LATENCY_MIN_MS))
                 if bad.size:
                     _fail(f"{rate} {float(given[bad[0]])!r} gives latency {float(nums[name][bad[0]])!r} ms, not a "
-                          "positive finite number", path, lines, int(bad[0]))
+                          f"finite number of at least LATENCY_MIN_MS={LATENCY_MIN_MS:g}", path, lines, int(bad[0]))
         with np.errstate(over="ignore", divide="ignore", under="ignore"):
             slowdown = nums["observed_ms"] / nums["solo_ms"]
         bad = np.flatnonzero(~np.isfinite(slowdown) | (slowdown <= 0))
@@ -207,7 +212,7 @@ class Measurements:
         >>> Measurements.from_csv(p)
         Traceback (most recent call last):
         ...
-        interfpred.errors.InputError: ...m.csv line 3: observed_ms -1.0 must be a positive finite latency in ms
+        interfpred.errors.InputError: ...m.csv line 3: observed_ms -1.0 must be a positive finite latency in ms, at least LATENCY_MIN_MS=1e-06
         """
         reader = csv_rows(read_text(path), path=path)
         header = next((row for row in reader if row and any(c.strip() for c in row)), None)

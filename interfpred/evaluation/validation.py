@@ -11,7 +11,7 @@ folds here and scores them with :func:`~interfpred.evaluation.folds.held_out_map
   co-runner (:func:`involvement`), predicted prequentially and frozen (models never seen);
 - :func:`tail_fold`: the last share of rows in time order, predicted after fitting on the rest.
 
-:func:`validation_scores` gives the three MAPEs of latency of one predictor, and
+:func:`validation_scores` gives the three errors of latency of one predictor (the ratio error by default), and
 :func:`within_one_se` the one-standard-error comparison of two candidates' folds by run.
 
 Examples

@@ -200,8 +200,11 @@ def run_bench(
     n: int = 20_000,
     repeats: int = 3,
     peers: bool = True,
+    progress: Callable[[str], None] | None = None,
 ) -> list[BenchRow]:
     """Measure every predictor (default: RLS, OnlineSGD, OfflineLinear, gpulets) and the peers.
+
+    ``progress``, when given, is called before each width with ``"width k of N (d=...)"``.
 
     Examples
     --------
@@ -220,7 +223,9 @@ def run_bench(
             raise InterfpredError(f"d {d} is larger than BENCH_MAX_WIDTH={BENCH_MAX_WIDTH} (RLS keeps a d x d "
                                   f"covariance: d={d} would need {8.0 * int(d) ** 2 * 2 / 2**30:.3g} GiB)")
     rows: list[BenchRow] = []
-    for d in ds:
+    for k, d in enumerate(ds, start=1):
+        if progress is not None:
+            progress(f"width {k} of {len(ds)} (d={int(d)})" + ("" if k == 1 else f", {len(rows)} rows measured"))
         chosen = list(predictors) if predictors is not None else [
             make_predictor("rls"), make_predictor("online_sgd"), make_predictor("offline_linear"),
         ]

@@ -67,7 +67,7 @@ from interfpred.experiments.scheduling.experiment import run_e3
 from interfpred.sim.contention import get_gpu_spec
 from interfpred.sim.orion import default_gpu, phase_zoo
 
-__all__ = ["DEFAULT_SECTIONS", "REPORT_FILES", "available_cores", "reproduce"]
+__all__ = ["DEFAULT_SECTIONS", "REPORT_FILES", "available_cores", "reproduce", "step_line"]
 
 #: The experiments of the report, in order; each is ``f(ctx: ReproduceContext) -> Section``.
 #: Append to add one.
@@ -192,11 +192,14 @@ def reproduce(out_dir: str | os.PathLike[str], *, quick: bool = False, seed: int
                                truth=truth, zoo=zoo)
         done: list[Section] = []
         if jobs == 1:
-            for f in funcs:
+            costs = [_SECTION_COST.get(getattr(f, "__name__", ""), 1.0) for f in funcs]
+            for k, f in enumerate(funcs, start=1):
+                say(f"step {k} of {len(funcs)}: {getattr(f, '__name__', 'section').removeprefix('run_')}")
                 t1 = time.perf_counter()
                 section = f(ctx)
                 section.data.setdefault("runtime_s", time.perf_counter() - t1)
                 done.append(section)
+                say(step_line(k, len(funcs), sum(costs[:k]), sum(costs), time.perf_counter() - t0))
         else:
             done = _run_in_workers(funcs, ctx, jobs, say)
         runtime = time.perf_counter() - t0
@@ -259,11 +262,20 @@ def _truth_words(meta: dict) -> str:
     return f"operator phases with hidden per-model L2 footprints and latency hiding ({family})"
 
 
+#: What a "goal NOT met" line means, printed once under the tables that hold one.
+GOAL_NOTE = ("Note: a 'Goal NOT met' line compares a number of this run with a target the library set itself "
+             "(an accuracy, a coverage or an SLO attainment). It is a finding, not a failure of the run: the "
+             "numbers above it are measured as they are, and the line says by how much the target is missed. "
+             "For your own workload, measure it the same way (interfpred evaluate on your data).")
+
+
 def format_terminal(sections: Sequence[Section]) -> str:
     """The sections' terminal tables, each under its title."""
     parts = []
     for s in sections:
         parts += [s.title, "=" * len(s.title), s.terminal.rstrip(), ""]
+    if any("NOT met" in s.terminal for s in sections):
+        parts += [GOAL_NOTE, ""]
     return "\n".join(parts)
 
 
@@ -291,6 +303,24 @@ def _pieces(f: Callable[[ReproduceContext], Section], ctx: ReproduceContext) -> 
     return [Part(_whole, (f,), cost=_SECTION_COST.get(getattr(f, "__name__", ""), 1.0))]
 
 
+def step_line(k: int, n: int, done_cost: float, total_cost: float, elapsed_s: float) -> str:
+    """The progress line after step ``k`` of ``n``, with the time left estimated from the steps' costs so far.
+
+    The estimate assumes the rest runs as fast per unit of cost as what is done ran.
+
+    Examples
+    --------
+    >>> step_line(3, 9, 30.0, 60.0, 12.0)
+    'step 3 of 9 done, about 12 s left'
+    >>> step_line(9, 9, 60.0, 60.0, 25.0)
+    'step 9 of 9 done (25 s)'
+    """
+    if k >= n or done_cost >= total_cost:
+        return f"step {k} of {n} done ({elapsed_s:.0f} s)"
+    left = elapsed_s * (total_cost - done_cost) / done_cost if done_cost > 0 else float("nan")
+    return f"step {k} of {n} done, about {left:.0f} s left"
+
+
 def _run_in_workers(funcs: list[Callable], ctx: ReproduceContext, jobs: int,
                     say: Callable[[str], None]) -> list[Section]:
     """Every section's pieces on ``jobs`` worker processes, longest first; the sections in ``funcs``' order."""
@@ -304,6 +334,11 @@ def _run_in_workers(funcs: list[Callable], ctx: ReproduceContext, jobs: int,
     mp = multiprocessing.get_context("spawn")
     messages = mp.Queue()
     pool = cf.ProcessPoolExecutor(jobs, mp_context=mp, initializer=_start_worker, initargs=(fields, messages))
+    n_steps = len(order)
+    total_cost = sum(p.cost for ps in pieces for p in ps)
+    done_cost, steps_done = 0.0, 0
+    t0 = time.perf_counter()
+    say(f"{n_steps} steps on {jobs} worker processes")
     try:
         futures = {pool.submit(_run_piece, pieces[i][j]): (i, j) for i, j in order}
         pending = set(futures)
@@ -319,6 +354,9 @@ def _run_in_workers(funcs: list[Callable], ctx: ReproduceContext, jobs: int,
                         f"a worker process of reproduce stopped before finishing ({exc}); workers start by "
                         "importing the main module, so run from a script file (under if __name__ == "
                         "'__main__':) or the command line, or pass jobs=1") from None
+                done_cost += pieces[i][j].cost
+                steps_done += 1
+                say(step_line(steps_done, n_steps, done_cost, total_cost, time.perf_counter() - t0))
         _relay(messages, say)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

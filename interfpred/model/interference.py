@@ -46,7 +46,7 @@ from interfpred.data.entities import Entities
 from interfpred.data.measurements import Measurements
 from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
-from interfpred.errors import InterfpredError
+from interfpred.errors import FrozenPredictorError, InterfpredError
 from interfpred.evaluation import (
     AccuracySummary,
     accuracy_summary,
@@ -61,10 +61,11 @@ from interfpred.evaluation import (
 from interfpred.evaluation.validation import row_groups
 from interfpred.features import Extractor, FeatureMatrix, default_extractor, make_extractor
 from interfpred.features.entity_features import parent_entities
-from interfpred.features.measurement_features import missing_counters
+from interfpred.features.measurement_features import concat_features, missing_counters
 from interfpred.model.crossfit import FrozenBounds, cross_fit_bounds, model_entities
 from interfpred.model.rows import as_inputs, model_features
 from interfpred.model.selection import Selection, select_configuration
+from interfpred.model.stream import UpdateStream
 from interfpred.predictors import (
     BasePredictor,
     get_tags,
@@ -191,7 +192,9 @@ class InterferenceModel:
         self.predictor = pred.with_target(ex.target)
         #: The three baselines, fitted on the same rows as the predictor (kind -> predictor).
         self.baselines: dict[str, BasePredictor] = {}
-        #: What :meth:`fit` chose on its own (a feature map the data supports), or None.
+        #: What :meth:`fit` chose on its own, in words: the configuration chosen by validation (its label and
+        #: rule; :attr:`selection` holds the scores; kept by :meth:`save`), or a feature map the profiles
+        #: support when the configuration was named but the map was not; None when nothing was chosen.
         self.note: str | None = None
         #: Whether :meth:`fit` may switch to a feature map the profiles' counters support (True when
         #: no map was given).
@@ -206,6 +209,8 @@ class InterferenceModel:
         #: What the last validated :meth:`fit` measured and chose (a
         #: :class:`~interfpred.model.selection.Selection`), or None.
         self.selection: Selection | None = None
+        self._stream = UpdateStream()
+        self._stream_profiles: ProfileTable | None = None
 
     def __repr__(self) -> str:
         return f"InterferenceModel({self.extractor!r}, {self.predictor!r})"
@@ -263,6 +268,7 @@ class InterferenceModel:
         predictor, the baselines).
         """
         trace, profiles, measurements = as_inputs(trace, profiles, measurements)
+        self._stream, self._stream_profiles = UpdateStream(), None   # rows waiting in update are forgotten too
         if self.auto_config and weights is None:
             return self._fit_validated(trace, profiles, measurements, progress)
         saved = (self.extractor, self.note)
@@ -285,6 +291,7 @@ class InterferenceModel:
         if progress is not None:
             progress(f"features of {len(fm)} rows computed, fitting {self.predictor.kind}")
         call(self.predictor, "fit", fm.X, fm.y, entities=fm.entities, **extra)
+        self.selection = None     # a named configuration: nothing was chosen by validation
         if progress is not None:
             progress(f"{self.predictor.kind} fitted on {len(fm)} rows, fitting the baselines")
         self.baselines = fit_baselines(fm.X, fm.y, entities=self.baseline_entities(fm), sample_weight=weights,
@@ -311,18 +318,88 @@ class InterferenceModel:
 
     def update(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,
                measurements: Measurements | None = None) -> None:
-        """Learn from more finished executions or runs without forgetting.
+        """Learn from more finished executions or runs, each in the context it ran in, without forgetting.
+
+        Rows may come one at a time or in blocks; each is learned once its context is known, so
+        one row at a time learns what the same rows in one block teach:
+
+        - a measurement row is learned with the other members of its run, when its run is over:
+          a row of another run on the same GPU arrives (the members of a run come in one call or
+          one after another), or :meth:`flush` is called;
+        - a trace row is learned with the executions that overlapped it on its device, once a row
+          there starting at or after its end arrives (rows come in start order per device, as a
+          trace is sorted), or at :meth:`flush`.
+
+        Until then a row waits (:attr:`n_pending`). Call :meth:`flush` at the end of a stream, or to
+        learn a block given on its own completely. A live GPU's executions are better fed to
+        :class:`~interfpred.ColocationTracker` (``start``, then ``finish``), which knows the
+        running set. Waiting rows are not saved by :meth:`save`.
 
         Raises
         ------
+        InterfpredError
+            A row that cannot be placed in its context (a member of a run already learned, a trace
+            row starting before the latest start already seen on its device), a row without a
+            profile, or features of another width; nothing is learned then.
         FrozenPredictorError
             The predictor is frozen (``tags.learns_online`` false): refit with :meth:`fit` instead.
+
+        Examples
+        --------
+        >>> from interfpred.data.datasets import gavel_v100
+        >>> runs = gavel_v100()
+        >>> first, rest = runs.take(runs.run_code < 100), runs.take(runs.run_code >= 100)
+        >>> model = InterferenceModel(None, "entity_rls").fit(measurements=first)
+        >>> before = model.evaluate(measurements=rest).summary.mape
+        >>> for i in range(len(rest)):                     # one row at a time, as they are measured
+        ...     model.update(measurements=rest.take([i]))
+        >>> model.n_pending, model.flush(), model.n_pending  # the last run (a pair) waits for its end
+        (2, 2, 0)
+        >>> model.evaluate(measurements=rest).summary.mape < before
+        True
         """
-        fm = self.features(trace, profiles, measurements=measurements)
+        trace, profiles, measurements = as_inputs(trace, profiles, measurements)
+        if trace is None and measurements is None:
+            raise InterfpredError("give a trace (with profiles) or measurements")
+        if trace is not None and profiles is None:
+            raise InterfpredError("a trace needs profiles (solo latency and counters per model)")
+        if not get_tags(self.predictor).learns_online:
+            raise FrozenPredictorError(f"{type(self.predictor).__name__} cannot learn online (fitted offline, then "
+                                       "frozen): refit with fit on all the rows, or choose an online predictor")
+        # the new rows alone: refuses a row without a profile or a bad width before anything is kept
+        self._check_width(self.features(trace, profiles, measurements=measurements))
+        if profiles is not None:
+            self._stream_profiles = profiles
+        self._learn(*self._stream.add(trace, measurements))
+
+    def flush(self) -> int:
+        """Learn every row :meth:`update` holds back, with the context seen so far; returns how many.
+
+        Call it at the end of a stream, or after a block that is complete on its own.
+        """
+        ready = self._stream.flush()
+        return self._learn(*ready)
+
+    @property
+    def n_pending(self) -> int:
+        """Rows given to :meth:`update` that wait for their context (see there)."""
+        return self._stream.n_pending
+
+    def _learn(self, trace_part: tuple[Trace, np.ndarray] | None, runs: list[Measurements]) -> int:
+        parts = []
+        if trace_part is not None:
+            context, rows = trace_part
+            fm = self.features(context, self._stream_profiles)
+            parts.append(_take_rows(fm, rows))
+        if runs:
+            parts.append(self.features(measurements=Measurements.concat(runs), profiles=self._stream_profiles))
+        if not parts:
+            return 0
+        fm = parts[0] if len(parts) == 1 else concat_features(parts)
         self._check_width(fm)
-        if len(fm):
-            for p in (self.predictor, *self.baselines.values()):
-                call(p, "update", fm.X, fm.y, entities=self._entities_for(p, fm))
+        for p in (self.predictor, *self.baselines.values()):
+            call(p, "update", fm.X, fm.y, entities=self._entities_for(p, fm))
+        return len(fm)
 
     # ------------------------------------------------------------------ prediction
     def predict_slowdown(self, trace: Trace | None = None, profiles: ProfileTable | None = None, *,
@@ -445,7 +522,8 @@ class InterferenceModel:
                 "extractor": self.extractor.get_spec(), "feature_names": list(self.extractor.names),
                 "predictor": self.predictor.to_state(),
                 "baselines": {k: p.to_state() for k, p in self.baselines.items()},
-                **({} if self.frozen_bounds is None else {"frozen_bounds": self.frozen_bounds.to_state()})}
+                **({} if self.frozen_bounds is None else {"frozen_bounds": self.frozen_bounds.to_state()}),
+                **({} if self.selection is None else {"selection": self.selection.to_state()})}
 
     @classmethod
     def from_state(cls, state: Any, *, source: str = "state", trusted: bool = False) -> InterferenceModel:
@@ -494,11 +572,20 @@ class InterferenceModel:
             model.baselines[str(kind)] = predictor_from_state(st, source=f"{source}: baselines: {kind}")
         if state.get("frozen_bounds") is not None:
             model.frozen_bounds = FrozenBounds.from_state(state["frozen_bounds"], source=source)
+        if state.get("selection") is not None:
+            model.selection = Selection.from_state(state["selection"])
+            model.note = _selection_note(model.selection)
         return model
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the model as one JSON file, atomically."""
-        atomic_write_text(path, json.dumps(self.to_state(), allow_nan=False, indent=1) + "\n")
+        # no indentation: a large model's learned arrays are most of the file, one number per line added a fifth to it
+        atomic_write_text(path, json.dumps(self.to_state(), allow_nan=False) + "\n")
+
+
+def _take_rows(fm: FeatureMatrix, rows: np.ndarray) -> FeatureMatrix:
+    return FeatureMatrix(X=fm.X[rows], names=fm.names, y=fm.y[rows], target=fm.target, solo_ms=fm.solo_ms[rows],
+                         latency_ms=fm.latency_ms[rows], entities=None if fm.entities is None else fm.entities.take(rows))
 
 
 def load_model(path: str | os.PathLike[str], *, trusted: bool = False) -> InterferenceModel:
@@ -540,4 +627,10 @@ def fit_selected(selection: Selection, trace: Trace | None, profiles: ProfileTab
     model = InterferenceModel(make_extractor(c.extractor_spec(selection.fixed)).get_spec(),
                               predictor if predictor is not None else c.build())
     model.auto_map = False
-    return model.fit(trace, profiles, measurements=measurements, weights=weights, progress=progress)
+    model.fit(trace, profiles, measurements=measurements, weights=weights, progress=progress)
+    model.selection, model.note = selection, _selection_note(selection)
+    return model
+
+
+def _selection_note(selection: Selection) -> str:
+    return f"{selection.chosen.label} chosen by validation inside the training rows: {selection.rule}"

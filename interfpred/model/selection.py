@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -180,24 +180,61 @@ class Selection:
         mine = self._use(self.scores[self.chosen.label])
         return [k for k, v in self.baselines.items() if self._use(v) < mine]
 
+    @property
+    def rule(self) -> str:
+        """How the choice was made, in words (the first line of :meth:`report` after ``chose <label>:``)."""
+        if not self.warm_folds and not self.cold_folds:
+            return ("too few runs (or trace blocks) to validate on, so the default among the candidates, "
+                    "unvalidated")
+        if self.warm_folds and self.cold_folds:
+            return (f"of the candidates within one standard error of the lowest warm error ({self.warm_folds} folds "
+                    f"by run, prequential: models seen), the lowest frozen error on {self.cold_folds} held-out "
+                    "model(s) (models never seen)")
+        if self.warm_folds:
+            return f"lowest warm error ({self.warm_folds} folds by run, prequential: models seen)"
+        return f"lowest frozen error on {self.cold_folds} held-out model(s) (too few runs for folds by run)"
+
     def report(self) -> list[str]:
         """Lines for the terminal: what was chosen and why, then a table of the candidates and the baselines
         (validation error in percent, ``-`` where a kind of fold could not be made)."""
         if not self.warm_folds and not self.cold_folds:
-            return [f"chose {self.chosen.label}: too few runs (or trace blocks) to validate on, so the "
-                    "default among the candidates, unvalidated"]
-        if self.warm_folds and self.cold_folds:
-            how = (f"of the candidates within one standard error of the lowest warm error ({self.warm_folds} folds "
-                   f"by run, prequential: models seen), the lowest frozen error on {self.cold_folds} held-out "
-                   "model(s) (models never seen)")
-        elif self.warm_folds:
-            how = f"lowest warm error ({self.warm_folds} folds by run, prequential: models seen)"
-        else:
-            how = f"lowest frozen error on {self.cold_folds} held-out model(s) (too few runs for folds by run)"
+            return [f"chose {self.chosen.label}: {self.rule}"]
         rows = sorted(self.scores.items(), key=lambda kv: (self._use(kv[1]), kv[0].startswith("baseline")))
         table = text_table(REPORT_HEADER, [[k, *v[:3], "<- chosen" if k == self.chosen.label else ""]
                                            for k, v in rows])
-        return [f"chose {self.chosen.label}: {how}", *("  " + line for line in table.splitlines())]
+        return [f"chose {self.chosen.label}: {self.rule}", *("  " + line for line in table.splitlines())]
+
+    def to_state(self) -> dict[str, Any]:
+        """JSON-able dict (what a model file keeps): the chosen candidate, the rule in words, every candidate's
+        and baseline's (warm, cold online, cold frozen) ratio errors as fractions (null where not measured), the
+        folds, and why counter maps were left out (``uncovered``, null when they were not).
+
+        Examples
+        --------
+        >>> sel = Selection(Candidate("rls", "rich", False, "rate"), {"rls, rich map, target rate": (0.1, 0.2, 0.3)},
+        ...                 {}, 5, 0)
+        >>> Selection.from_state(sel.to_state()) == sel
+        True
+        """
+        def figures(v: tuple[float, ...]) -> list[float | None]:
+            return [None if not np.isfinite(x) else float(x) for x in v]
+
+        return {"chosen": asdict(self.chosen), "rule": self.rule,
+                "scores": {k: figures(v) for k, v in self.scores.items()},
+                "baselines": {k: figures(v) for k, v in self.baselines.items()},
+                "warm_folds": self.warm_folds, "cold_folds": self.cold_folds, "fixed": dict(self.fixed),
+                "colocated": self.colocated, "uncovered": self.uncovered}
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> Selection:
+        """Rebuild from :meth:`to_state`'s dict (checked by the model file's format before; ``rule`` is derived)."""
+        def figures(v: Any) -> tuple[float, ...]:
+            return tuple(np.nan if x is None else float(x) for x in v)
+
+        return cls(Candidate(**state["chosen"]), {str(k): figures(v) for k, v in state["scores"].items()},
+                   {str(k): figures(v) for k, v in state["baselines"].items()}, int(state["warm_folds"]),
+                   int(state["cold_folds"]), dict(state.get("fixed", {})), bool(state.get("colocated", True)),
+                   None if state.get("uncovered") is None else str(state["uncovered"]))
 
     def warnings(self) -> list[str]:
         """One line per thing the user should know: no co-location in the rows, a baseline chosen, a loss

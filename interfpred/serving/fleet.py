@@ -35,13 +35,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from interfpred.constants import FLEET_MARGIN, FLEET_TIE_RTOL, TRACKER_LATE_WINDOW_MS
+import numpy as np
+
+from interfpred.constants import FLEET_MARGIN, FLEET_TIE_RTOL, QUANTILE_LEVEL_ATOL, TRACKER_LATE_WINDOW_MS
 from interfpred.data.frames import as_profiles
 from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import check_batch_size
 from interfpred.errors import InterfpredError
 from interfpred.features import Extractor
 from interfpred.features.running_set import is_real_number, time_reason
+from interfpred.predictors import get_tags
 from interfpred.serving.placement import PlacementCache, added_latency, least_added_latency, meets_deadlines
 from interfpred.serving.tracker import ColocationTracker, FinishResult
 
@@ -57,6 +60,20 @@ def _check_hashable(id: Any, method: str) -> None:
         raise InterfpredError(f"Fleet.{method}: id {id!r} is not hashable; ids are numbers or strings") from None
 
 
+def _check_bounds(device: str, tracker: ColocationTracker, quantile: float) -> None:
+    """Refuse a tracker whose predictor cannot give the latency bound at ``quantile`` (before any placement)."""
+    p = tracker.predictor
+    if not get_tags(p).gives_bounds:
+        raise InterfpredError(f"quantile {quantile:g}: the tracker of device {device!r} holds {type(p).__name__}, "
+                              "which gives no quantiles; wrap its predictor in interfpred.Calibrated(..., "
+                              f"quantiles=({quantile:g},)) or pass quantile=None")
+    levels = np.asarray(p.levels_, dtype=np.float64)   # tags.gives_bounds says it has them
+    if not (np.abs(levels - quantile) < QUANTILE_LEVEL_ATOL).any():
+        known = ", ".join(f"{v:g}" for v in levels)
+        raise InterfpredError(f"quantile {quantile:g}: the Calibrated predictor of device {device!r} calibrates "
+                              f"the levels {known}, not {quantile:g}; build it with quantiles=({quantile:g},)")
+
+
 class Fleet:
     """Several devices (GPU instances), one tracker each, with deadline-aware placement.
 
@@ -70,7 +87,8 @@ class Fleet:
         Most executions a device may run at once (None: only the trackers' own limit).
     quantile
         Project at the trackers' latency bound at this quantile instead of the mean (their
-        predictors must be :class:`~interfpred.Calibrated`); None: the mean.
+        predictors must be :class:`~interfpred.Calibrated` with this quantile among their
+        ``quantiles``, checked here); None: the mean.
 
     Examples
     --------
@@ -107,6 +125,9 @@ class Fleet:
         if quantile is not None and not (is_real_number(quantile) and 0.0 < float(quantile) < 1.0):
             raise InterfpredError(f"quantile {quantile!r} must be a number in (0, 1) or None")
         self.quantile = None if quantile is None else float(quantile)
+        if self.quantile is not None:
+            for name, tr in self._trackers.items():
+                _check_bounds(name, tr, self.quantile)
         self._where: dict[Any, tuple[str, float]] = {}   # running id -> (device, deadline)
         self._lock = threading.RLock()
         self._placement = PlacementCache()   # per-device projections between events, for choose_device

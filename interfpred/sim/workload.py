@@ -44,7 +44,7 @@ from interfpred.sim.operators import PhaseZoo
 from interfpred.sim.orion import paper_sets, scenario_family
 from interfpred.sim.zoo import PAPER_BATCH_SIZES
 
-__all__ = ["Scenario", "mix_scenario", "paper_scenario", "write_scenario"]
+__all__ = ["Scenario", "check_scenario_out", "mix_scenario", "paper_scenario", "write_scenario"]
 
 
 @dataclass(frozen=True)
@@ -231,6 +231,38 @@ def mix_scenario(models: Sequence[str], *, rho: float, spec: GpuSpec | str = SIM
                     sets={"trace": desc}, seed=seed, zoo=pz, family=family)
 
 
+def check_scenario_out(out: str | os.PathLike[str], *, force: bool = False, format: str = "csv") -> str:
+    """Refuse an output folder :func:`write_scenario` would refuse, before anything is simulated; returns its
+    absolute path.
+
+    Refused: ``out`` is a file; ``out`` is a non-empty folder and not ``force``; its parent folder does
+    not exist; ``format`` is not ``"csv"`` or ``"parquet"``.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> afile = pathlib.Path(tempfile.mkdtemp()) / "afile"
+    >>> _ = afile.write_text("keep")
+    >>> check_scenario_out(afile, force=True)
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: output ...afile exists and is not a folder
+    """
+    out = os.path.abspath(os.fspath(out))
+    recover(out)  # a run killed while replacing ``out`` left it aside: put it back first
+    if os.path.exists(out):
+        if not os.path.isdir(out):
+            raise InterfpredError(f"output {out} exists and is not a folder")
+        if os.listdir(out) and not force:
+            raise InterfpredError(f"output folder {out} exists and is not empty; pass --force (force=True) to replace it")
+    parent = os.path.dirname(out)
+    if not os.path.isdir(parent):
+        raise InterfpredError(f"parent folder {parent} of the output does not exist")
+    if format not in ("csv", "parquet"):
+        raise InterfpredError(f"format {format!r} must be 'csv' or 'parquet'")
+    return out
+
+
 def write_scenario(scenario: Scenario, out: str | os.PathLike[str], *, force: bool = False,
                    operators: bool = False, format: str = "csv") -> list[str]:
     """Write ``profiles.csv``, one ``<set>.csv`` per trace and ``scenario.json`` into ``out``.
@@ -257,18 +289,7 @@ def write_scenario(scenario: Scenario, out: str | os.PathLike[str], *, force: bo
     ...
     interfpred.errors.InterfpredError: output folder ... exists and is not empty; pass --force (force=True) to replace it
     """
-    out = os.path.abspath(os.fspath(out))
-    recover(out)  # a run killed while replacing ``out`` left it aside: put it back first
-    if os.path.exists(out):
-        if not os.path.isdir(out):
-            raise InterfpredError(f"output {out} exists and is not a folder")
-        if os.listdir(out) and not force:
-            raise InterfpredError(f"output folder {out} exists and is not empty; pass --force (force=True) to replace it")
-    parent = os.path.dirname(out)
-    if not os.path.isdir(parent):
-        raise InterfpredError(f"parent folder {parent} of the output does not exist")
-    if format not in ("csv", "parquet"):
-        raise InterfpredError(f"format {format!r} must be 'csv' or 'parquet'")
+    out = check_scenario_out(out, force=force, format=format)
     if operators and scenario.zoo is None:
         raise InterfpredError("an operator-level profile needs the phase-structured truth (truth 'phases')")
     names = [f"profiles.{format}", *(f"{k}.{format}" for k in scenario.traces),

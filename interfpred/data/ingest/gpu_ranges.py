@@ -45,7 +45,7 @@ from interfpred.data.ingest.batch_names import NamePattern, parse_batch_name
 from interfpred.data.trace import Trace
 from interfpred.errors import InputError
 
-__all__ = ["CaptureFormatError", "CaptureReport", "GpuOps", "Launches", "Ranges", "executions_from_kernels",
+__all__ = ["CaptureFormatError", "CaptureReport", "GpuOps", "Launches", "Ranges", "executions_from_kernels", "launch_spans",
            "executions_from_ranges"]
 
 #: Range names a report quotes as examples of those that did not parse.
@@ -173,37 +173,8 @@ def executions_from_ranges(path: str | os.PathLike[str], ranges: Ranges, launche
             f"none of its {report.n_ranges} ranges names a batch by {convention}" + (f" (names such as {ex})"
                                                                                      if ex else "")
             + "; give --name-pattern, or --kernels to make each kernel an execution", path=path)
-    # Launches, one per (process, correlation id): a call and its versioned twin (cudaLaunchKernel and
-    # cudaLaunchKernel_v7000) share one id; the outer call (earliest start, latest end) stands for both.
-    lkey = _keys(launches.process, launches.correlation)
-    uniq, inverse = np.unique(lkey, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    uniq, l_start, l_end, l_thread, pos_c, has, w_first, w_last, w_count = launch_spans(path, ops, launches)
     m = len(uniq)
-    l_start = np.full(m, np.inf)
-    l_end = np.full(m, -np.inf)
-    np.minimum.at(l_start, inverse, launches.start_ms)
-    np.maximum.at(l_end, inverse, launches.end_ms)
-    l_thread = np.zeros(m, dtype=np.int64)
-    l_thread[inverse] = launches.thread
-    # The GPU work of each launch (a graph launch has several operations).
-    okey = _keys(ops.process, ops.correlation)
-    pos = np.searchsorted(uniq, okey)
-    pos_c = np.minimum(pos, max(m - 1, 0))
-    has = (pos < m) & (uniq[pos_c] == okey) if m else np.zeros(len(okey), dtype=bool)
-    w_first = np.full(m, np.inf)
-    w_last = np.full(m, -np.inf)
-    w_count = np.zeros(m, dtype=np.int64)
-    np.minimum.at(w_first, pos_c[has], ops.start_ms[has])
-    np.maximum.at(w_last, pos_c[has], ops.end_ms[has])
-    np.add.at(w_count, pos_c[has], 1)
-    early = np.flatnonzero((w_count > 0) & (w_first < l_start - CAPTURE_CLOCK_SKEW_MS))
-    if early.size:  # GPU work cannot start before the call that launched it
-        j = int(early[0])
-        raise CaptureFormatError(f"a GPU operation starts at {float(w_first[j]):.6f} ms, "
-                                 f"{float(l_start[j] - w_first[j]):.6g} ms before the CUDA call that launched it "
-                                 f"(correlation id {int(uniq[j]) & 0xFFFFFFFF}, at {float(l_start[j]):.6f} ms); "
-                                 f"more than CAPTURE_CLOCK_SKEW_MS={CAPTURE_CLOCK_SKEW_MS:g} is a damaged capture",
-                                 path=path)
     first_op = np.full(m, -1, dtype=np.int64)
     idx = np.flatnonzero(has)
     by_start = idx[np.lexsort((ops.start_ms[idx], pos_c[idx]))]  # by launch, then start
@@ -244,12 +215,61 @@ def executions_from_ranges(path: str | os.PathLike[str], ranges: Ranges, launche
     return _trace(path, device, model, batch, start, end)
 
 
+def launch_spans(path: str | os.PathLike[str], ops: GpuOps, launches: Launches) -> tuple[np.ndarray, ...]:
+    """Each launch (one per process and correlation id) with the span of the GPU work it launched.
+
+    Returns ``(keys, start, end, thread, op_launch, op_has_launch, work_first, work_last, work_count)``:
+    per launch its key, call span and thread, per operation the index of its launch and whether it
+    has one, per launch the first start, last end and count of its operations.
+
+    Raises :class:`CaptureFormatError` when GPU work starts more than ``CAPTURE_CLOCK_SKEW_MS``
+    before the call that launched it (a damaged capture).
+    """
+    # Launches, one per (process, correlation id): a call and its versioned twin (cudaLaunchKernel and
+    # cudaLaunchKernel_v7000) share one id; the outer call (earliest start, latest end) stands for both.
+    lkey = _keys(launches.process, launches.correlation)
+    uniq, inverse = np.unique(lkey, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    m = len(uniq)
+    l_start = np.full(m, np.inf)
+    l_end = np.full(m, -np.inf)
+    np.minimum.at(l_start, inverse, launches.start_ms)
+    np.maximum.at(l_end, inverse, launches.end_ms)
+    l_thread = np.zeros(m, dtype=np.int64)
+    l_thread[inverse] = launches.thread
+    # The GPU work of each launch (a graph launch has several operations).
+    okey = _keys(ops.process, ops.correlation)
+    pos = np.searchsorted(uniq, okey)
+    pos_c = np.minimum(pos, max(m - 1, 0))
+    has = (pos < m) & (uniq[pos_c] == okey) if m else np.zeros(len(okey), dtype=bool)
+    w_first = np.full(m, np.inf)
+    w_last = np.full(m, -np.inf)
+    w_count = np.zeros(m, dtype=np.int64)
+    np.minimum.at(w_first, pos_c[has], ops.start_ms[has])
+    np.maximum.at(w_last, pos_c[has], ops.end_ms[has])
+    np.add.at(w_count, pos_c[has], 1)
+    early = np.flatnonzero((w_count > 0) & (w_first < l_start - CAPTURE_CLOCK_SKEW_MS))
+    if early.size:  # GPU work cannot start before the call that launched it
+        j = int(early[0])
+        raise CaptureFormatError(f"a GPU operation starts at {float(w_first[j]):.6f} ms, "
+                                 f"{float(l_start[j] - w_first[j]):.6g} ms before the CUDA call that launched it "
+                                 f"(correlation id {int(uniq[j]) & 0xFFFFFFFF}, at {float(l_start[j]):.6f} ms); "
+                                 f"more than CAPTURE_CLOCK_SKEW_MS={CAPTURE_CLOCK_SKEW_MS:g} is a damaged capture",
+                                 path=path)
+    return uniq, l_start, l_end, l_thread, pos_c, has, w_first, w_last, w_count
+
+
 def executions_from_kernels(path: str | os.PathLike[str], ops: GpuOps, *, batch_size: int = 1,
-                            report: CaptureReport | None = None) -> Trace:
+                            report: CaptureReport | None = None, launches: Launches | None = None) -> Trace:
     """One execution per kernel (memory copies and sets left out): model = the kernel's name.
+
+    With ``launches`` (the capture's CUDA calls, when it holds them), a kernel starting before the
+    call that launched it is refused, as :func:`launch_spans` says.
 
     Raises :class:`CaptureFormatError` when the file holds no kernel.
     """
+    if launches is not None:
+        launch_spans(path, ops, launches)
     report = CaptureReport(source="trace") if report is None else report
     k = np.flatnonzero(ops.kernel)
     report.n_ops = len(ops.start_ms)

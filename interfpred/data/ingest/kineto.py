@@ -46,6 +46,7 @@ import numpy as np
 from interfpred._core.atomic import check_regular_file
 from interfpred._core.limits import parse_capture_json, read_capture_bytes
 from interfpred.constants import (
+    CAPTURE_DEVICE_ID_MAX,
     KINETO_CPU_RANGE_CATEGORIES,
     KINETO_GPU_CATEGORIES,
     KINETO_GPU_RANGE_CATEGORY,
@@ -130,12 +131,20 @@ def _int_arg(ev: dict, key: str, default: int, path: Any = None) -> int:
 
 
 def _device(ev: dict, path: Any) -> str:
-    """The device of a GPU event: ``args.device``, else its ``pid`` (Kineto's GPU rows), else 0."""
+    """The device of a GPU event: ``args.device``, else its ``pid`` (Kineto's GPU rows), else 0.
+
+    A ``pid`` that is not a device ordinal (``{}``, ``"x"``, ``-1``) is refused, not read as device 0.
+    """
     args = ev.get("args")
     v = args.get("device") if isinstance(args, dict) else None
-    if v is None:
-        v = ev.get("pid") or 0
-    return device_name(v, path, _where(ev))
+    if v is not None:
+        return device_name(v, path, _where(ev))
+    pid = ev.get("pid")
+    if pid is None:
+        return device_name(0, path, _where(ev))
+    ordinal = check_int(pid, "pid (the device: the event has no args.device)", path, _where(ev),
+                        lo=0, hi=CAPTURE_DEVICE_ID_MAX)
+    return device_name(ordinal, path, _where(ev))
 
 
 def _name(ev: dict, path: Any) -> str:

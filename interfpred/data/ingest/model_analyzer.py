@@ -13,7 +13,7 @@ pooled. A file given twice is read once; two solo measurements of the same key, 
 the same name, that disagree (another latency, other members) are refused with both values named,
 and identical ones count once. Every field is checked: batch sizes, concurrencies, instance counts
 and maximum batch sizes are integers (``1.5`` or ``Infinity`` is refused, not truncated), and a
-latency is a positive finite number of milliseconds within
+latency is a finite number of milliseconds of at least :data:`~interfpred.constants.LATENCY_MIN_MS` (1 ns) and within
 :data:`~interfpred.constants.TIME_HORIZON_MS` (``true`` is not a latency).
 
 The latency is the client-side one perf_analyzer reports, by default its average
@@ -53,7 +53,12 @@ from typing import Any
 
 from interfpred._core.atomic import check_regular_file, csv_rows, read_text
 from interfpred._core.limits import parse_capture_json, read_capture_bytes
-from interfpred.constants import MODEL_ANALYZER_DEFAULT_LATENCY, MODEL_ANALYZER_LATENCIES, TIME_HORIZON_MS
+from interfpred.constants import (
+    LATENCY_MIN_MS,
+    MODEL_ANALYZER_DEFAULT_LATENCY,
+    MODEL_ANALYZER_LATENCIES,
+    TIME_HORIZON_MS,
+)
 from interfpred.data.ingest.capture_checks import check_int, check_name
 from interfpred.data.ingest.gpu_ranges import CaptureFormatError
 from interfpred.data.measurements import Measurements
@@ -101,14 +106,14 @@ def _count(value: Any, what: str, path: str, where: str, *, lo: int = 1) -> int:
 
 
 def _latency(value: Any, path: str, where: str, line: int | None = None) -> float:
-    """A latency in ms: a positive finite number within TIME_HORIZON_MS (never a bool or text)."""
+    """A latency in ms: a finite number in [LATENCY_MIN_MS, TIME_HORIZON_MS] (never a bool or text)."""
     ok = not isinstance(value, bool) and isinstance(value, (int, float))
     if ok:
         value = float(value)
-        ok = math.isfinite(value) and 0.0 < value <= TIME_HORIZON_MS
+        ok = math.isfinite(value) and LATENCY_MIN_MS <= value <= TIME_HORIZON_MS
     if not ok:
-        raise InputError(f"{where} has latency {value!r}, not a positive finite number of ms (at most "
-                         f"{TIME_HORIZON_MS:.4g})", path=path, line=line)
+        raise InputError(f"{where} has latency {value!r}, not a finite number of ms in [LATENCY_MIN_MS="
+                         f"{LATENCY_MIN_MS:g}, {TIME_HORIZON_MS:.4g}]", path=path, line=line)
     return float(value)
 
 

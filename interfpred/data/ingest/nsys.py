@@ -314,7 +314,8 @@ def read_nsys_tables(path: str | os.PathLike[str], *, kernels: bool = False
                      ) -> tuple[GpuOps, Launches | None, Ranges | None, str | None]:
     """GPU operations, launches and ranges of an export, and its version (None when not recorded).
 
-    With ``kernels`` the launches and ranges are not read (None).
+    With ``kernels`` the ranges are not read (None), and the launches only when the export holds
+    them (else None).
 
     Raises
     ------
@@ -334,8 +335,8 @@ def read_nsys_tables(path: str | os.PathLike[str], *, kernels: bool = False
         if len(ops.start_ms) == 0:
             raise CaptureFormatError(f"holds no GPU operation (no rows in {_KERNEL} or the MEMCPY/MEMSET tables): "
                                      "profile with CUDA tracing on (nsys profile --trace=cuda,nvtx)", path=path)
-        if kernels:
-            return ops, None, None, version
+        if kernels:   # the calls, when recorded, only to refuse a kernel starting before its launch
+            return ops, (_launches(con, path, tables) if _RUNTIME in tables else None), None, version
         return ops, _launches(con, path, tables), _ranges(con, path, tables), version
     except sqlite3.Error as exc:
         raise CaptureFormatError(f"cannot be read as an SQLite export: {exc}", path=path) from None
@@ -358,7 +359,7 @@ def read_nsys(path: str | os.PathLike[str], *, kernels: bool = False, pattern: N
     report = CaptureReport(source="Nsight Systems export") if report is None else report
     ops, launches, ranges, report.version = read_nsys_tables(path, kernels=kernels)
     if kernels:
-        return executions_from_kernels(path, ops, batch_size=batch_size, report=report)
+        return executions_from_kernels(path, ops, batch_size=batch_size, report=report, launches=launches)
     assert launches is not None and ranges is not None
     return executions_from_ranges(path, ranges, launches, ops, pattern=pattern, strict=strict, report=report)
 

@@ -399,12 +399,19 @@ class EntityStore:
                  "backoff_scale": self._scale}
         if full:
             state["t0"] = self._est[EK.EST_PRIOR_MEAN, :N].tolist()
-            state["P"] = self._P[:N, :N].tolist()
+            # P is kept exactly symmetric: its upper triangle, row by row, holds all of it at half the size
+            state["P_upper"] = self._P[:N, :N][np.triu_indices(N)].tolist()
         else:
             state["info"] = self._est[EK.EST_INFO, :N].tolist()
         return state
 
     def _set_state(self, state: dict[str, Any], d: int) -> None:
+        if "evidence" not in state or "backoff" not in state:
+            raise InterfpredError("state holds no backoff model and evidence counts (written before EntityRLS "
+                                  "kept them); refit the predictor")
+        if "P" in state and "P_upper" not in state:
+            raise InterfpredError("state holds its covariance as 'P' (written before EntityRLS stored only its "
+                                  "upper triangle, 'P_upper'); refit the predictor")
         header = state["header"]
         self._allocate(d, full=isinstance(header, list) and len(header) > 13 and header[13] > 0)
         var = state.get("prior_variances", self._var)
@@ -451,12 +458,14 @@ class EntityStore:
         self._est[EK.EST_PRIOR_INFO, :N] = r0
         if full:
             t0 = np.asarray(state["t0"], dtype=np.float64)
-            P = np.asarray(state["P"], dtype=np.float64)
-            if t0.shape != (N,) or P.shape != (N, N) or int(g[EK.ENT_N_FULL]) != N:
+            upper = np.asarray(state["P_upper"], dtype=np.float64)
+            if t0.shape != (N,) or upper.shape != (N * (N + 1) // 2,) or int(g[EK.ENT_N_FULL]) != N:
                 raise InterfpredError("state covariance does not match the number of parameters")
             self._est[EK.EST_PRIOR_MEAN, :N] = t0
             self._P = np.zeros((cap, cap))
-            self._P[:N, :N] = P
+            rows, cols = np.triu_indices(N)
+            self._P[rows, cols] = upper
+            self._P[cols, rows] = upper
         else:
             info = np.asarray(state["info"], dtype=np.float64)
             if info.shape != (N,):
@@ -465,9 +474,6 @@ class EntityStore:
         self._np = n_params
         self._names = names
         self._eid = {s: i for i, s in enumerate(names)}
-        if "evidence" not in state or "backoff" not in state:
-            raise InterfpredError("state holds no backoff model and evidence counts (written before EntityRLS "
-                                  "kept them); refit the predictor")
         evidence = np.asarray(state["evidence"], dtype=np.float64)
         if evidence.shape != (len(names),) or not (np.isfinite(evidence).all() and (evidence >= 0).all()):
             raise InterfpredError(f"state evidence must hold one count >= 0 per entity ({len(names)}), "
