@@ -344,6 +344,46 @@ class Fleet:
         ok = meets_deadlines(t, [with_c[cid], *ends_with], [d, *(self._where[rid][1] for rid in base)], self.margin)
         return ok, added_latency(t, with_c[cid], ends_with, base.values())
 
+    def assess_all(self, candidate: tuple[Any, str, int], deadline: float, t: float) -> dict[str, tuple[bool, float]]:
+        """:meth:`assess` on every device at once: device name -> ``(feasible, added_ms)``, in :attr:`devices` order.
+
+        The devices whose trackers take the compiled projection are assessed together in one call
+        (:class:`~interfpred.serving.placement.PlacementCache`), the others one by one; the answers equal
+        :meth:`assess` per device to the bit. ``t`` must be at or after every device's clock
+        (:attr:`now`). Nothing changes.
+
+        Examples
+        --------
+        >>> from interfpred import RLS
+        >>> from interfpred.sim.zoo import zoo_profiles
+        >>> fleet = Fleet.from_profiles(zoo_profiles("l4"), RLS, devices=["gpu0", "gpu1"], max_running=1)
+        >>> fleet.start("gpu0", "r1", "vgg19", 8, 0.0)
+        >>> {g: ok for g, (ok, _) in fleet.assess_all(("c1", "resnet50", 4), 50.0, 1.0).items()}
+        {'gpu0': False, 'gpu1': True}
+        """
+        with self._lock:
+            tf = self._check_time(t, "assess_all", tuple(self._trackers))
+            d = self._check_deadline(deadline, tf, "assess_all")
+            return self._assess_every(self._check_candidate(candidate, "assess_all"), d, tf, "assess_all")
+
+    def _assess_every(self, cand: tuple[Any, str, int], d: float, tf: float,
+                      method: str) -> dict[str, tuple[bool, float]]:
+        # The vectorised path projects means; bounds at a quantile take each tracker's own path.
+        try:
+            fast = {} if self.quantile is not None else self._placement.assess_all(
+                self._trackers, self._deadline_or_none, cand, d, tf, margin=self.margin,
+                max_running=self.max_running)
+        except InterfpredError:
+            fast = {}   # a device refuses the candidate: the loop below names it
+        out = {}
+        for name, tr in self._trackers.items():
+            if name in fast:
+                out[name] = fast[name]
+            else:
+                with self._on(method, name):
+                    out[name] = self._assess(tr, cand, d, tf)
+        return out
+
     def choose_device(self, candidate: tuple[Any, str, int], deadline: float, t: float) -> str | None:
         """The name of the device where ``candidate`` (``(id, model, batch_size)``) should start at
         ``t``, or None.
@@ -364,29 +404,29 @@ class Fleet:
             tf = self._check_time(t, "choose_device", tuple(self._trackers))
             d = self._check_deadline(deadline, tf, "choose_device")
             cand = self._check_candidate(candidate, "choose_device")
-            # The vectorised path projects means; bounds at a quantile take each tracker's own path.
-            try:
-                fast = {} if self.quantile is not None else self._placement.assess_all(
-                    self._trackers, self._deadline_or_none, cand, d, tf, margin=self.margin,
-                    max_running=self.max_running)
-            except InterfpredError:
-                fast = {}   # a device refuses the candidate: the loop below names it
-            feasible = []
-            for name, tr in self._trackers.items():
-                if name in fast:
-                    ok, added = fast[name]
-                else:
-                    with self._on("choose_device", name):
-                        ok, added = self._assess(tr, cand, d, tf)
-                if ok:
-                    feasible.append((name, added))
+            every = self._assess_every(cand, d, tf, "choose_device")
+            return self.best_device([(name, added) for name, (ok, added) in every.items() if ok], tf)
+
+    def best_device(self, feasible: Sequence[tuple[str, float]], t: float) -> str | None:
+        """The placement rule over feasible ``(device, added_ms)`` options: the least added latency
+        (ties within ``FLEET_TIE_RTOL``) and among ties the least loaded device (fewest running,
+        then least remaining solo work at ``t``, then the first listed); None when there are none.
+
+        >>> from interfpred import RLS
+        >>> from interfpred.sim.zoo import zoo_profiles
+        >>> fleet = Fleet.from_profiles(zoo_profiles("l4"), RLS, devices=["gpu0", "gpu1"])
+        >>> fleet.start("gpu0", "r1", "vgg19", 8, 0.0)
+        >>> fleet.best_device([("gpu0", 5.0), ("gpu1", 5.0)], 1.0), fleet.best_device([], 1.0)
+        ('gpu1', None)
+        """
+        with self._lock:
             tied = least_added_latency(feasible, tie_rtol=FLEET_TIE_RTOL)
             if len(tied) <= 1:
                 return tied[0] if tied else None
             # Ties (an untrained model sees no interference anywhere) go to the least loaded device:
             # fewest running executions, then least remaining solo work, then the first listed.
             trs = self._trackers
-            return min(tied, key=lambda g: (len(trs[g]), sum(trs[g].remaining_ms(tf).values())))
+            return min(tied, key=lambda g: (len(trs[g]), sum(trs[g].remaining_ms(t).values())))
 
     def __repr__(self) -> str:
         return f"Fleet(devices={list(self._trackers)}, running={len(self._where)}, margin={self.margin})"
