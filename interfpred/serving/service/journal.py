@@ -35,7 +35,7 @@ import zlib
 from pathlib import Path
 from typing import IO, Any
 
-from interfpred._core.atomic import atomic_write_text
+from interfpred._core.atomic import atomic_write_text, recover
 from interfpred.errors import InterfpredError
 
 __all__ = ["Journal"]
@@ -82,6 +82,7 @@ class Journal:
             raise InterfpredError(f"{self.folder}: another interfpred serve holds this state folder") from None
         self._lock_fd = fd
         snap_path = self.folder / SNAPSHOT
+        recover(snap_path)        # a snapshot half-written by a killed server: its temporary file goes
         snapshot = None
         if snap_path.exists():
             try:
