@@ -575,3 +575,6 @@ SERVE_SNAPSHOT_EVERY = 10_000
 SERVE_ANNOTATION_MODEL = "interfpred.io/model"
 SERVE_ANNOTATION_BATCH = "interfpred.io/batch-size"
 SERVE_ANNOTATION_SLO = "interfpred.io/slo-ms"
+#: How long (ms) after a pod's filter call its prioritize call may reuse the filter's assessment, when
+#: no start, finish or cancel came in between (kube-scheduler calls one right after the other).
+SERVE_REUSE_MS = 1000.0

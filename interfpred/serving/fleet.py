@@ -108,8 +108,13 @@ class Fleet:
             raise InterfpredError(f"quantile {quantile!r} must be a number in (0, 1) or None")
         self.quantile = None if quantile is None else float(quantile)
         self._where: dict[Any, tuple[str, float]] = {}   # running id -> (device, deadline)
+        # the latest device clock, kept by every event (clocks only move forward)
+        self._clock_max = max((tr.now for tr in self._trackers.values() if tr.now is not None), default=-math.inf)
         self._lock = threading.RLock()
-        self._placement = PlacementCache()   # per-device projections between events, for choose_device
+        # per-device projections between events, for choose_device; a device's own predictor changes only
+        # on its own finish, so its weights are kept with its block
+        self._placement = PlacementCache(own_predictors=len({id(tr.predictor) for tr in self._trackers.values()})
+                                         == len(self._trackers))
 
     @classmethod
     def from_profiles(cls, profiles: ProfileTable, predictor_factory: Callable[[], Any], *,
@@ -185,11 +190,21 @@ class Fleet:
         reason = time_reason(t)
         if reason is not None:
             raise self._fail(method, reason)
+        tf = float(t)
+        if len(devices) > 1 and tf >= self._clock_max:     # at or after every clock: no device to ask
+            return tf
         for name in devices:
             reason = time_reason(t, self._trackers[name].now)
             if reason is not None:
                 raise self._fail(method, reason, name)
-        return float(t)
+        return tf
+
+    def _moved(self, device: str) -> None:
+        """After an event on ``device``: its placement block is stale, and its clock may be the latest."""
+        self._placement.invalidate(device)
+        now = self._trackers[device].now
+        if now is not None and now > self._clock_max:
+            self._clock_max = now
 
     def _check_deadline(self, deadline: Any, tf: float, method: str) -> float:
         """A deadline: ``inf`` (none) or a time by the trackers' rule, not before ``tf``."""
@@ -264,7 +279,7 @@ class Fleet:
             with self._on("start", device):
                 tr.start(id, model, batch_size, tf)
             self._where[id] = (device, d)
-            self._placement.invalidate(device)
+            self._moved(device)
 
     def _running_entry(self, id: Any, method: str) -> tuple[str, float]:
         try:
@@ -287,7 +302,7 @@ class Fleet:
             with self._on("finish", device):
                 res = self._trackers[device].finish(id, t)
             del self._where[id]
-            self._placement.invalidate(device)
+            self._moved(device)
             return res
 
     def cancel(self, id: Any, t: float | None = None) -> None:
@@ -300,7 +315,7 @@ class Fleet:
             with self._on("cancel", device):
                 self._trackers[device].cancel(id, t)
             del self._where[id]
-            self._placement.invalidate(device)
+            self._moved(device)
 
     def advance(self, t: float) -> None:
         """Bring every device's clock that is before ``t`` to ``t`` (ms); clocks at or after ``t`` stay.
@@ -314,7 +329,7 @@ class Fleet:
                 if tr.now is None or tr.now < tf:
                     with self._on("advance", name):
                         tr.advance(tf)
-                    self._placement.invalidate(name)
+                    self._moved(name)
 
     # ------------------------------------------------------------------ placement
     def assess(self, device: str, candidate: tuple[Any, str, int], deadline: float,

@@ -45,6 +45,7 @@ from interfpred.constants import (
     SERVE_MAX_CANDIDATES,
     SERVE_MAX_JSON_DEPTH,
     SERVE_MAX_NAME_CHARS,
+    SERVE_REUSE_MS,
     TIME_HORIZON_MS,
 )
 from interfpred.errors import InterfpredError
@@ -249,12 +250,27 @@ def create_app(service: FleetService, *, token: bytes | None = None,
 
     nodes = service.spec.nodes()
 
+    # kube-scheduler calls prioritize for a pod right after its filter: when no event came in between
+    # (and within SERVE_REUSE_MS), prioritize reuses the filter's assessment, made at the filter's time.
+    last: dict[str, Any] = {"key": None}
+
     def _judge(value: Any) -> Any:
         try:
             req = parse_extender_args(value)
         except InterfpredError as exc:
             raise Refusal(400, str(exc)) from None
-        return req, judge_nodes(req, nodes, service.assess_all, service.now())
+        now = service.now()
+        key = None if req.batch is None else (req.batch, service.seq)
+        hit = key is not None and last["key"] == key and now - last["t"] <= SERVE_REUSE_MS
+
+        def assess(cand: tuple[str, str, int], deadline: float, t: float) -> Any:
+            if hit:
+                return last["every"]
+            every = service.assess_all(cand, deadline, t)
+            last.update(key=key, t=t, every=every)
+            return every
+
+        return req, judge_nodes(req, nodes, assess, last["t"] if hit else now)
 
     @endpoint("filter")
     async def extender_filter(request: Request) -> Response:
