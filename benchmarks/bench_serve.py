@@ -1,0 +1,189 @@
+"""Latency of ``interfpred serve`` over real HTTP on loopback, beside the same questions asked in-process.
+
+A fleet of 64 nodes x 8 GPUs (512 devices) with 4 batches running on each (2,048 in all), a model
+fitted on a small simulated trace (RLS on the default features: the compiled projection). The
+server runs as ``interfpred serve`` in its own process (uvicorn, one worker); the client is httpx's
+async client over several keep-alive connections, sending at a fixed rate (open loop: a request is
+sent at its time whether or not earlier ones have been answered) for a few seconds per phase.
+
+Phases: ``what_if`` (one device, one candidate) at 500 requests/s; kube-scheduler's cycle, a
+``filter`` over the 64 nodes (nodeCacheCapable: node names) followed by a ``prioritize`` for the same
+pod, at 500 requests/s in all (250 pods/s); the same with whole Node objects (nodeCacheCapable
+false). Each prints p50 / p99 / max latency (send to full response, as the client sees it) and the
+throughput achieved, and the in-process time of the same call (FleetService and the extender's
+judgement on the same fleet, no HTTP).
+
+Goals: filter + prioritize p99 <= 5 ms at 500 requests/s; what_if p99 <= 1 ms.
+
+Run: python benchmarks/bench_serve.py [--seconds S] [--rate R] [--connections C]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import httpx
+from kill_serve import MODELS, _start_server, make_inputs
+
+NODES, PER_NODE, RUNNING = 64, 8, 4
+
+
+def _pod(uid: str) -> dict:
+    return {"metadata": {"name": f"infer-{uid}", "namespace": "serving", "uid": uid,
+                         "annotations": {"interfpred.io/model": "vgg19", "interfpred.io/batch-size": "8",
+                                         "interfpred.io/slo-ms": "400"}},
+            "spec": {"containers": [{"name": "s", "image": "triton", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+                     "schedulerName": "default-scheduler"},
+            "status": {"phase": "Pending"}}
+
+
+def _node(name: str) -> dict:
+    return {"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "status": {"capacity": {"nvidia.com/gpu": "8"}, "allocatable": {"nvidia.com/gpu": "8"},
+                       "conditions": [{"type": "Ready", "status": "True"}],
+                       "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}]}}
+
+
+def _stats(lat: list[float]) -> str:
+    a = np.array(lat) * 1e3
+    return f"p50 {np.percentile(a, 50):6.2f} ms  p99 {np.percentile(a, 99):6.2f} ms  max {a.max():6.2f} ms"
+
+
+async def _phase(url: str, rate: float, seconds: float, connections: int, make) -> tuple[list[float], float, int]:
+    """Send ``make(i)`` -> [(path, body), ...] (sent one after the other) at ``rate`` sequences/s."""
+    lat: list[float] = []
+    errors = 0
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    async with httpx.AsyncClient(base_url=url, trust_env=False, limits=limits, timeout=30.0) as client:
+        for _ in range(connections):      # open the connections before the clock starts
+            await client.get("/healthz")
+
+        async def one(i: int) -> None:
+            nonlocal errors
+            for path, body in make(i):
+                t0 = time.perf_counter()
+                r = await client.post(path, content=body, headers={"content-type": "application/json"})
+                lat.append(time.perf_counter() - t0)
+                if r.status_code != 200:
+                    errors += 1
+
+        tasks = []
+        n = int(rate * seconds)
+        start = time.perf_counter()
+        for i in range(n):
+            delay = start + i / rate - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(one(i)))
+        await asyncio.gather(*tasks)
+        elapsed = time.perf_counter() - start
+    return lat, len(lat) / elapsed, errors
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=6.0)
+    ap.add_argument("--rate", type=float, default=500.0, help="requests per second of each phase")
+    ap.add_argument("--connections", type=int, default=8)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        model_file, fleet_file = make_inputs(folder, "rls")
+        spec = json.loads(fleet_file.read_text())
+        spec["max_running"] = RUNNING + 1
+        spec["devices"] = [{"node": f"node-{i}", "device": f"gpu{j}", "gpu": "l4"}
+                           for i in range(NODES) for j in range(PER_NODE)]
+        fleet_file.write_text(json.dumps(spec))
+        proc, url = _start_server(model_file, fleet_file, folder / "state", 10**9)
+        try:
+            rng = np.random.default_rng(0)
+            starts = [(f"/v1/start", json.dumps({"device": d["node"] + "/" + d["device"], "id": f"r{k}-{j}",
+                                                 "model": MODELS[int(rng.integers(4))],
+                                                 "batch_size": int(rng.integers(1, 17)), "t": 1.0 + j,
+                                                 "deadline": 1e7}))
+                      for k, d in enumerate(spec["devices"]) for j in range(RUNNING)]
+            t0 = time.perf_counter()
+            with httpx.Client(base_url=url, trust_env=False) as c:
+                start_lat = []
+                for path, body in starts:
+                    s0 = time.perf_counter()
+                    assert c.post(path, content=body).status_code == 200
+                    start_lat.append(time.perf_counter() - s0)
+            print(f"fleet: {NODES} nodes x {PER_NODE} GPUs, {len(starts)} batches started over HTTP in "
+                  f"{time.perf_counter() - t0:.1f} s (start, journaled and fsynced: {_stats(start_lat)})")
+            names = [f"node-{i}" for i in range(NODES)]
+            what_if = json.dumps({"device": "node-7/gpu3", "candidates": [{"id": "c", "model": "vgg19",
+                                                                            "batch_size": 8}]})
+
+            def wi(i: int):
+                return [("/v1/what_if", what_if)]
+
+            def cycle(cache_capable: bool):
+                def make(i: int):
+                    pod = _pod(f"p{i}")
+                    if cache_capable:
+                        args = {"Pod": pod, "Nodes": None, "NodeNames": names}
+                    else:
+                        args = {"Pod": pod, "Nodes": {"metadata": {}, "items": [_node(n) for n in names]},
+                                "NodeNames": None}
+                    body = json.dumps(args)
+                    return [("/extender/filter", body), ("/extender/prioritize", body)]
+                return make
+
+            rows = []
+            for label, make, rate in [("what_if", wi, args.rate),
+                                      ("filter + prioritize, node names", cycle(True), args.rate / 2),
+                                      ("filter + prioritize, Node objects", cycle(False), args.rate / 2)]:
+                asyncio.run(_phase(url, rate, 1.0, args.connections, make))        # warm-up
+                lat, thr, errors = asyncio.run(_phase(url, rate, args.seconds, args.connections, make))
+                rows.append((label, lat, thr, errors))
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
+        # The same questions in-process, on the same fleet (replayed from the journal), no HTTP.
+        from interfpred.serving.service.core import open_service
+        from interfpred.serving.service.extender import judge_nodes, parse_extender_args
+
+        svc = open_service(model_file, fleet_file, folder / "state")
+        nodes = svc.spec.nodes()
+        t = svc.now()
+        inproc = {}
+        for label, fn in [("what_if", lambda k: svc.what_if("node-7/gpu3", [("c", "vgg19", 8)], t=t + k)),
+                          ("filter + prioritize, node names",
+                           lambda k: judge_nodes(parse_extender_args({"Pod": _pod(f"q{k}"), "Nodes": None,
+                                                                      "NodeNames": names}),
+                                                 nodes, svc.assess_all, t + k))]:
+            for k in range(20):
+                fn(k * 1e-3)
+            ts = []
+            for k in range(200):
+                s0 = time.perf_counter()
+                fn(1.0 + k * 1e-3)
+                ts.append(time.perf_counter() - s0)
+            inproc[label] = _stats(ts)
+        svc.close()
+    print(f"loopback HTTP, {args.connections} connections, open loop, {args.seconds:g} s per phase "
+          f"({os.cpu_count()} CPUs shared by client and server):")
+    for label, lat, thr, errors in rows:
+        print(f"  {label:34s} {_stats(lat)}  {thr:6.0f} req/s  errors {errors}")
+        if label in inproc:
+            print(f"  {'  in-process (no HTTP)':34s} {inproc[label]}"
+                  + ("  (one assessment; prioritize reuses it)" if "filter" in label else ""))
+    fp = [np.percentile(np.array(lat) * 1e3, 99) for label, lat, _, _ in rows]
+    print(f"goals: what_if p99 {fp[0]:.2f} ms (<= 1 ms: {'met' if fp[0] <= 1 else 'NOT met'}); filter + prioritize "
+          f"p99 {fp[1]:.2f} ms at {args.rate:g} req/s (<= 5 ms: {'met' if fp[1] <= 5 else 'NOT met'})")
+
+
+if __name__ == "__main__":
+    main()
