@@ -108,7 +108,7 @@ def main() -> None:
         proc, url = _start_server(model_file, fleet_file, folder / "state", 10**9)
         try:
             rng = np.random.default_rng(0)
-            starts = [(f"/v1/start", json.dumps({"device": d["node"] + "/" + d["device"], "id": f"r{k}-{j}",
+            starts = [("/v1/start", json.dumps({"device": d["node"] + "/" + d["device"], "id": f"r{k}-{j}",
                                                  "model": MODELS[int(rng.integers(4))],
                                                  "batch_size": int(rng.integers(1, 17)), "t": 1.0 + j,
                                                  "deadline": 1e7}))

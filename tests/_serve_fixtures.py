@@ -6,7 +6,7 @@ import json
 import math
 from pathlib import Path
 
-from interfpred import ColocationTracker, EntityRLS, Fleet, InterferenceModel, RLS
+from interfpred import RLS, ColocationTracker, EntityRLS, Fleet, InterferenceModel
 from interfpred.data.columnar import write_profiles
 from interfpred.features import default_extractor
 from interfpred.sim.workload import mix_scenario

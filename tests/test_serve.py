@@ -11,12 +11,12 @@ import pytest
 pytest.importorskip("starlette")
 pytest.importorskip("prometheus_client")
 
+from _serve_fixtures import MODELS, close, reference_fleet, write_inputs  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
 from interfpred.cli import main  # noqa: E402
 from interfpred.serving.service.app import create_app  # noqa: E402
 from interfpred.serving.service.core import open_service  # noqa: E402
-from tests._serve_fixtures import MODELS, close, reference_fleet, write_inputs  # noqa: E402
 
 
 class Clock:
@@ -137,7 +137,7 @@ def test_refused_requests_change_nothing(inputs, tmp_path):
         ("/extender/filter", {"Pod": {}, "NodeNames": [1]}, auth),
         ("/extender/prioritize", {"Pod": [], "NodeNames": []}, auth),
         ("/extender/filter", {"Pod": {}, "NodeNames": ["n"] * 2}, auth),
-        ("/extender/filter", {"Pod": {}, "NodeNames": ["n%d" % i for i in range(5001)]}, auth),
+        ("/extender/filter", {"Pod": {}, "NodeNames": [f"n{i}" for i in range(5001)]}, auth),
     ]
     while len(bad) < 1000:        # random mutations of a good body: wrong types, missing and unknown fields
         body = dict(good)

@@ -16,11 +16,11 @@ import pytest
 
 pytest.importorskip("starlette")
 
+from _serve_fixtures import reference_fleet, write_inputs  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
 from interfpred.serving.service.app import create_app  # noqa: E402
 from interfpred.serving.service.core import open_service  # noqa: E402
-from tests._serve_fixtures import reference_fleet, write_inputs  # noqa: E402
 
 FILTER_RESULT_FIELDS = {"Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"}
 
@@ -215,3 +215,30 @@ def test_malformed_extender_args_get_400(served):
             r = client.post(f"/extender/{verb}", json=body)
             assert r.status_code == 400 and r.text.count("\n") == 1, (body, r.text)
     assert svc.devices() == before
+
+
+def test_prioritize_reuses_the_filter_only_while_nothing_happens(served):
+    from interfpred.serving.service.extender import priorities
+
+    client, svc, ref, clock = served
+    names = ["node-1", "node-2", "node-3"]
+    args = extender_args(pod("p-9", ANN), names, True)
+
+    def expected():
+        t = svc.now()
+        every = ref.assess_all(("p-9", "vgg19", 8), t + 120.0, t)
+        best = {n: min(every[f"{n}/gpu{j}"][1] for j in range(2) if every[f"{n}/gpu{j}"][0])
+                for n in names if any(every[f"{n}/gpu{j}"][0] for j in range(2))}
+        return priorities(names, best)
+
+    client.post("/extender/filter", json=args)
+    want = expected()
+    clock.s += 0.2                  # later, nothing happened: the filter's assessment (at its time) is reused
+    assert client.post("/extender/prioritize", json=args).json() == want
+    for dev in ("node-2/gpu0", "node-2/gpu1"):   # node-2 gets busy: prioritize assesses again, at the new time
+        t = svc.now()
+        body = {"device": dev, "id": f"busy-{dev}", "model": "vit_b16", "batch_size": 16, "t": t, "deadline": t + 1e4}
+        assert client.post("/v1/start", json=body).status_code == 200
+        ref.start(dev, body["id"], "vit_b16", 16, t, deadline=t + 1e4)
+    got = client.post("/extender/prioritize", json=args).json()
+    assert got == expected() and got != want

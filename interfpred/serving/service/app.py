@@ -142,7 +142,7 @@ class _Metrics:
                     g.add_metric([name], len(info["running"]))
                 yield g
 
-        self.registry.register(_Running())   # type: ignore[arg-type]
+        self.registry.register(_Running())
 
 
 def create_app(service: FleetService, *, token: bytes | None = None,

@@ -104,7 +104,7 @@ class FleetService:
         if snapshot is None:
             self.epoch = float(self._wall())
             self.seq = 0
-            idle = {name: {"model": model_state, "clock": None, "seq": 0} for name in names}
+            idle: dict[str, dict[str, Any]] = {name: {"model": model_state, "clock": None, "seq": 0} for name in names}
             pending: list[dict[str, Any]] = []
         else:
             if snapshot.get("format") != SNAPSHOT_FORMAT or snapshot.get("version") != SNAPSHOT_VERSION:
@@ -207,7 +207,7 @@ class FleetService:
     def close(self) -> None:
         """Snapshot and release the state folder."""
         with self._lock:
-            if self.broken is None and self.journal._log is not None:
+            if self.broken is None and self.journal.is_open:
                 self.snapshot()
             self.journal.close()
 

@@ -126,6 +126,11 @@ class Journal:
             return None
         return rec if isinstance(rec, dict) else None
 
+    @property
+    def is_open(self) -> bool:
+        """Whether :meth:`open` was called and :meth:`close` not yet."""
+        return self._log is not None
+
     def append(self, record: dict[str, Any]) -> None:
         """Write ``record`` as one line and return once it is on disk."""
         if self._log is None:
