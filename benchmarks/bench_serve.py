@@ -2,9 +2,11 @@
 
 A fleet of 64 nodes x 8 GPUs (512 devices) with 4 batches running on each (2,048 in all), a model
 fitted on a small simulated trace (RLS on the default features: the compiled projection). The
-server runs as ``interfpred serve`` in its own process (uvicorn, one worker); the client is httpx's
-async client over several keep-alive connections, sending at a fixed rate (open loop: a request is
-sent at its time whether or not earlier ones have been answered) for a few seconds per phase.
+server runs as ``interfpred serve`` in its own process (uvicorn, one worker); the client writes
+HTTP/1.1 on asyncio streams over several keep-alive connections (httpx's pool costs more CPU per
+request than the server does, on a machine the two share), sending at a fixed rate (open loop: a request is
+due at its time whether or not earlier ones have been answered, and its latency counts from then) for
+a few seconds per phase.
 
 Phases: ``what_if`` (one device, one candidate) at 500 requests/s; kube-scheduler's cycle, a
 ``filter`` over the 64 nodes (nodeCacheCapable: node names) followed by a ``prioritize`` for the same
@@ -60,34 +62,74 @@ def _stats(lat: list[float]) -> str:
     return f"p50 {np.percentile(a, 50):6.2f} ms  p99 {np.percentile(a, 99):6.2f} ms  max {a.max():6.2f} ms"
 
 
+class _Connection:
+    """One keep-alive HTTP/1.1 connection over asyncio streams: a request, then its whole response."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+
+    async def open(self) -> None:
+        self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+
+    async def post(self, path: str, body: bytes) -> int:
+        self.writer.write(b"POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+                          b"Content-Length: %d\r\n\r\n%s" % (path.encode(), self.host.encode(), len(body), body))
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        status = int(head.split(b" ", 2)[1])
+        length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                      if line.lower().startswith(b"content-length:"))
+        await self.reader.readexactly(length)
+        return status
+
+    def close(self) -> None:
+        self.writer.close()
+
+
 async def _phase(url: str, rate: float, seconds: float, connections: int, make) -> tuple[list[float], float, int]:
-    """Send ``make(i)`` -> [(path, body), ...] (sent one after the other) at ``rate`` sequences/s."""
+    """Send ``make(i)`` -> [(path, body), ...] (one after the other, on one connection) at ``rate`` sequences/s.
+
+    Open loop: sequence ``i`` is due at ``i / rate``; a free connection takes the next due one. A
+    request's latency counts from when it was due (or from when the previous request of its sequence
+    was answered), so time spent waiting for a connection counts (no coordinated omission).
+    """
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    conns = [_Connection(host, int(port)) for _ in range(connections)]
+    for c in conns:
+        await c.open()
     lat: list[float] = []
     errors = 0
-    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
-    async with httpx.AsyncClient(base_url=url, trust_env=False, limits=limits, timeout=30.0) as client:
-        for _ in range(connections):      # open the connections before the clock starts
-            await client.get("/healthz")
+    queue: asyncio.Queue = asyncio.Queue()
+    n = int(rate * seconds)
 
-        async def one(i: int) -> None:
-            nonlocal errors
-            for path, body in make(i):
-                t0 = time.perf_counter()
-                r = await client.post(path, content=body, headers={"content-type": "application/json"})
-                lat.append(time.perf_counter() - t0)
-                if r.status_code != 200:
-                    errors += 1
+    async def worker(c: _Connection) -> None:
+        nonlocal errors
+        while True:
+            item = await queue.get()
+            if item is None:
+                return
+            due, seq = item
+            t0 = due
+            for path, body in seq:
+                status = await c.post(path, body)
+                t1 = time.perf_counter()
+                lat.append(t1 - t0)
+                t0 = t1
+                errors += status != 200
 
-        tasks = []
-        n = int(rate * seconds)
-        start = time.perf_counter()
-        for i in range(n):
-            delay = start + i / rate - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            tasks.append(asyncio.create_task(one(i)))
-        await asyncio.gather(*tasks)
-        elapsed = time.perf_counter() - start
+    workers = [asyncio.create_task(worker(c)) for c in conns]
+    start = time.perf_counter()
+    for i in range(n):
+        due = start + i / rate
+        delay = due - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        queue.put_nowait((due, [(p, b.encode()) for p, b in make(i)]))
+    for _ in conns:
+        queue.put_nowait(None)
+    await asyncio.gather(*workers)
+    elapsed = time.perf_counter() - start
+    for c in conns:
+        c.close()
     return lat, len(lat) / elapsed, errors
 
 

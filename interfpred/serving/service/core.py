@@ -129,6 +129,9 @@ class FleetService:
             self.models[name] = model
             trackers[name] = tr
         self.fleet = Fleet(trackers, margin=self.spec.margin, max_running=self.spec.max_running)
+        self._trackers = self.fleet.trackers     # the mapping never changes; Fleet.trackers copies it
+        # the latest device clock, kept by every event (a clock only moves forward), read on every request
+        self._latest = self.fleet.now
         self._idle: dict[str, dict[str, Any]] = {name: dict(idle[name]) for name in names}
         self._pending: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
         for rec in pending:
@@ -162,7 +165,9 @@ class FleetService:
     def _note(self, rec: dict[str, Any]) -> None:
         """Keep the device's state as it was when last idle, and its events since."""
         dev = rec["device"]
-        tr = self.fleet.trackers[dev]
+        tr = self._trackers[dev]
+        if tr.now is not None and (self._latest is None or tr.now > self._latest):
+            self._latest = tr.now
         if len(tr) == 0:      # idle: the predictor and the clock are the whole state
             self._idle[dev] = {"model": self.models[dev].to_state(), "clock": tr.now, "seq": rec["seq"]}
             self._pending[dev] = []
@@ -173,8 +178,8 @@ class FleetService:
     def now(self) -> float:
         """The service's clock, ms: wall time since the state folder's first start, never before the fleet's."""
         wall = (float(self._wall()) - self.epoch) * 1000.0
-        fleet_now = self.fleet.now
-        return wall if fleet_now is None or wall >= fleet_now else fleet_now
+        latest = self._latest
+        return wall if latest is None or wall >= latest else latest
 
     def _time(self, t: float | None) -> float:
         return self.now() if t is None else t
@@ -237,7 +242,7 @@ class FleetService:
         """:meth:`Fleet.cancel`, journaled."""
         with self._lock:
             device = self._device_of(id, "cancel")
-            tr = self.fleet.trackers[device]
+            tr = self._trackers[device]
             tf = (tr.now if tr.now is not None else 0.0) if t is None else t
             self._event({"op": "cancel", "device": device, "id": id, "t": tf}, lambda: self.fleet.cancel(id, tf))
 
@@ -252,10 +257,10 @@ class FleetService:
                 t: float | None = None) -> dict[str, float]:
         """The device's tracker's :meth:`~ColocationTracker.what_if` (``t`` default: the clock)."""
         with self._lock:
-            trackers = self.fleet.trackers
-            if device not in trackers:
+            tr = self._trackers.get(device) if isinstance(device, str) else None
+            if tr is None:
                 raise InterfpredError(f"what_if: unknown device {device!r}")
-            return trackers[device].what_if(candidates, self._time(t))
+            return tr.what_if(candidates, self._time(t))
 
     def choose_device(self, candidate: tuple[str, str, int], deadline: float | None, *,
                       t: float | None = None) -> str | None:
@@ -271,7 +276,7 @@ class FleetService:
     def devices(self) -> dict[str, dict[str, Any]]:
         """Device -> its running ids and clock."""
         with self._lock:
-            return {name: {"running": list(tr.running), "now": tr.now} for name, tr in self.fleet.trackers.items()}
+            return {name: {"running": list(tr.running), "now": tr.now} for name, tr in self._trackers.items()}
 
 
 def open_service(model_file: str | os.PathLike[str], fleet_file: str | os.PathLike[str],
