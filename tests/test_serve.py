@@ -264,3 +264,23 @@ def test_clock_defaults(inputs, tmp_path):
     assert svc.now() == pytest.approx(1250.0)
     assert math.isinf(svc.fleet.deadline("a"))
     svc.close()
+
+
+def test_a_body_without_length_is_cut_at_the_limit(inputs, tmp_path):
+    """A chunked body (no Content-Length) is counted as it arrives and refused once over the limit."""
+    model_file, fleet_file = inputs
+    svc = open_service(model_file, fleet_file, tmp_path / "state", clock=Clock())
+    client = _client(svc, max_body_bytes=2048)
+
+    def chunks(n):
+        yield b'{"device": "node-0/gpu0", "id": "'
+        for _ in range(n):
+            yield b"a" * 100
+        yield b'", "model": "vgg19", "batch_size": 8, "t": 1.0}'
+
+    r = client.post("/v1/start", content=chunks(40))
+    assert r.status_code == 413 and r.text == "request body over 2048 bytes\n"
+    r = client.post("/v1/start", content=chunks(1))
+    assert r.status_code == 200, r.text
+    assert svc.seq == 1
+    svc.close()
