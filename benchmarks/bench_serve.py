@@ -85,7 +85,8 @@ class _Connection:
         self.writer.close()
 
 
-async def _phase(url: str, rate: float, seconds: float, connections: int, make) -> tuple[list[float], float, int]:
+async def _phase(url: str, rate: float, seconds: float, connections: int,
+                 make) -> tuple[dict[str, list[float]], float, int]:
     """Send ``make(i)`` -> [(path, body), ...] (one after the other, on one connection) at ``rate`` sequences/s.
 
     Open loop: sequence ``i`` is due at ``i / rate``; a free connection takes the next due one. A
@@ -96,7 +97,7 @@ async def _phase(url: str, rate: float, seconds: float, connections: int, make) 
     conns = [_Connection(host, int(port)) for _ in range(connections)]
     for c in conns:
         await c.open()
-    lat: list[float] = []
+    lat: dict[str, list[float]] = {}
     errors = 0
     queue: asyncio.Queue = asyncio.Queue()
     n = int(rate * seconds)
@@ -112,7 +113,7 @@ async def _phase(url: str, rate: float, seconds: float, connections: int, make) 
             for path, body in seq:
                 status = await c.post(path, body)
                 t1 = time.perf_counter()
-                lat.append(t1 - t0)
+                lat.setdefault(path, []).append(t1 - t0)
                 t0 = t1
                 errors += status != 200
 
@@ -130,7 +131,7 @@ async def _phase(url: str, rate: float, seconds: float, connections: int, make) 
     elapsed = time.perf_counter() - start
     for c in conns:
         c.close()
-    return lat, len(lat) / elapsed, errors
+    return lat, sum(map(len, lat.values())) / elapsed, errors
 
 
 def main() -> None:
@@ -218,11 +219,15 @@ def main() -> None:
     print(f"loopback HTTP, {args.connections} connections, open loop, {args.seconds:g} s per phase "
           f"({os.cpu_count()} CPUs shared by client and server):")
     for label, lat, thr, errors in rows:
-        print(f"  {label:34s} {_stats(lat)}  {thr:6.0f} req/s  errors {errors}")
+        every = [x for v in lat.values() for x in v]
+        print(f"  {label:34s} {_stats(every)}  {thr:6.0f} req/s  errors {errors}")
+        if len(lat) > 1:
+            for path, v in lat.items():
+                print(f"    {path:32s} {_stats(v)}")
         if label in inproc:
             print(f"  {'  in-process (no HTTP)':34s} {inproc[label]}"
                   + ("  (one assessment; prioritize reuses it)" if "filter" in label else ""))
-    fp = [np.percentile(np.array(lat) * 1e3, 99) for label, lat, _, _ in rows]
+    fp = [np.percentile(np.array([x for v in lat.values() for x in v]) * 1e3, 99) for _, lat, _, _ in rows]
     print(f"goals: what_if p99 {fp[0]:.2f} ms (<= 1 ms: {'met' if fp[0] <= 1 else 'NOT met'}); filter + prioritize "
           f"p99 {fp[1]:.2f} ms at {args.rate:g} req/s (<= 5 ms: {'met' if fp[1] <= 5 else 'NOT met'})")
 
