@@ -665,3 +665,30 @@ ADVISE_MIN_REQUESTS = 1
 #: this fraction (differences below it are the Poisson draws' and requests in flight at the window's
 #: end, not the mechanism's); within a step the lower p99 response time ranks first.
 ADVISE_RANK_STEP = 0.005
+
+# ---------------------------------------------------------------------------- interfpred serve
+#: Address ``interfpred serve`` listens on unless told otherwise: loopback only (any other address
+#: needs a bearer token or mutual TLS).
+SERVE_DEFAULT_HOST = "127.0.0.1"
+SERVE_DEFAULT_PORT = 8484
+#: Largest request body, bytes (a kube-scheduler ``ExtenderArgs`` with full Node objects of a few
+#: hundred nodes fits; a body over it is refused with 413 before it is parsed).
+SERVE_MAX_BODY_BYTES = 4 * 1024 * 1024
+#: Deepest nesting of lists and objects in a request body (a Pod or Node object is about 10 deep).
+SERVE_MAX_JSON_DEPTH = 64
+#: Most nodes one extender request may name (Kubernetes supports clusters of 5,000 nodes).
+SERVE_MAX_NODES = 5000
+#: Most candidates one what_if request may launch together.
+SERVE_MAX_CANDIDATES = 64
+#: Longest execution id, device name or model name a request may carry, characters (a Kubernetes
+#: object name is at most 253).
+SERVE_MAX_NAME_CHARS = 253
+#: Journal records between two snapshots (a snapshot also compacts the log).
+SERVE_SNAPSHOT_EVERY = 10_000
+#: Pod annotations an extender request reads: the model, its batch size and the latency SLO (ms).
+SERVE_ANNOTATION_MODEL = "interfpred.io/model"
+SERVE_ANNOTATION_BATCH = "interfpred.io/batch-size"
+SERVE_ANNOTATION_SLO = "interfpred.io/slo-ms"
+#: How long (ms) after a pod's filter call its prioritize call may reuse the filter's assessment, when
+#: no start, finish or cancel came in between (kube-scheduler calls one right after the other).
+SERVE_REUSE_MS = 1000.0

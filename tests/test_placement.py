@@ -134,3 +134,36 @@ def test_invalidate_takes_the_device():
     assert res["x"] == res["y"] == (False, math.inf)
     with pytest.raises(TypeError):
         cache.invalidate(gpu="x")       # gpu= names a GPU type elsewhere, never a device
+
+
+@pytest.mark.parametrize("max_running", [None, 2])
+def test_devices_with_their_own_predictors_keep_weights_per_block(max_running):
+    """Each device learning on its own predictor (as ``interfpred serve`` runs them): the weights kept with each
+    block since its last event give Fleet.assess's answers to the bit, finish after finish."""
+    prof = zoo_profiles("l4")
+    rng = np.random.default_rng(4)
+    X = rng.random((60, 16))
+    y = 1.0 - 0.2 * X[:, 9] - 0.05 * X[:, 15]
+    mixed = {g: ColocationTracker(prof, RLS(forgetting=0.99).fit(X, y)) for g in "abcd"}
+    mixed["e"] = ColocationTracker(prof, OnlineSGD(), TimeWeighted(feature_map="default", combine="max", target="rate"))
+    fleet = Fleet(mixed, margin=0.05, max_running=max_running)
+    assert fleet._placement.own_predictors
+    t, nxt, checked = 0.0, 0, 0
+    for _ in range(150):
+        t += float(rng.uniform(0.5, 6.0))
+        running = [i for tr in fleet.trackers.values() for i in tr.running]
+        if running and rng.random() < 0.45:
+            fleet.finish(running[int(rng.integers(len(running)))], t)     # that device's predictor learns
+        else:
+            g = "abcde"[int(rng.integers(5))]
+            if max_running is None or len(fleet.trackers[g]) < max_running:
+                fleet.start(g, nxt, prof.models[int(rng.integers(6))], int(rng.integers(1, 33)), t,
+                            deadline=t + float(rng.uniform(5.0, 200.0)))
+                nxt += 1
+        cand = ("cand", prof.models[int(rng.integers(6))], int(rng.integers(1, 33)))
+        deadline = t + float(rng.uniform(5.0, 150.0))
+        every = fleet.assess_all(cand, deadline, t)
+        for g in fleet.devices:
+            assert every[g] == fleet.assess(g, cand, deadline, t)
+            checked += 1
+    assert checked == 750

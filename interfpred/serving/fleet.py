@@ -129,8 +129,13 @@ class Fleet:
             for name, tr in self._trackers.items():
                 _check_bounds(name, tr, self.quantile)
         self._where: dict[Any, tuple[str, float]] = {}   # running id -> (device, deadline)
+        # the latest device clock, kept by every event (clocks only move forward)
+        self._clock_max = max((tr.now for tr in self._trackers.values() if tr.now is not None), default=-math.inf)
         self._lock = threading.RLock()
-        self._placement = PlacementCache()   # per-device projections between events, for choose_device
+        # per-device projections between events, for choose_device; a device's own predictor changes only
+        # on its own finish, so its weights are kept with its block
+        self._placement = PlacementCache(own_predictors=len({id(tr.predictor) for tr in self._trackers.values()})
+                                         == len(self._trackers))
 
     @classmethod
     def from_profiles(cls, profiles: ProfileTable, predictor_factory: Callable[[], Any], *,
@@ -206,11 +211,21 @@ class Fleet:
         reason = time_reason(t)
         if reason is not None:
             raise self._fail(method, reason)
+        tf = float(t)
+        if len(devices) > 1 and tf >= self._clock_max:     # at or after every clock: no device to ask
+            return tf
         for name in devices:
             reason = time_reason(t, self._trackers[name].now)
             if reason is not None:
                 raise self._fail(method, reason, name)
-        return float(t)
+        return tf
+
+    def _moved(self, device: str) -> None:
+        """After an event on ``device``: its placement block is stale, and its clock may be the latest."""
+        self._placement.invalidate(device)
+        now = self._trackers[device].now
+        if now is not None and now > self._clock_max:
+            self._clock_max = now
 
     def _check_deadline(self, deadline: Any, tf: float, method: str) -> float:
         """A deadline: ``inf`` (none) or a time by the trackers' rule, not before ``tf``."""
@@ -285,7 +300,7 @@ class Fleet:
             with self._on("start", device):
                 tr.start(id, model, batch_size, tf)
             self._where[id] = (device, d)
-            self._placement.invalidate(device)
+            self._moved(device)
 
     def _running_entry(self, id: Any, method: str) -> tuple[str, float]:
         try:
@@ -308,7 +323,7 @@ class Fleet:
             with self._on("finish", device):
                 res = self._trackers[device].finish(id, t)
             del self._where[id]
-            self._placement.invalidate(device)
+            self._moved(device)
             return res
 
     def cancel(self, id: Any, t: float | None = None) -> None:
@@ -321,7 +336,7 @@ class Fleet:
             with self._on("cancel", device):
                 self._trackers[device].cancel(id, t)
             del self._where[id]
-            self._placement.invalidate(device)
+            self._moved(device)
 
     def advance(self, t: float) -> None:
         """Bring every device's clock that is before ``t`` to ``t`` (ms); clocks at or after ``t`` stay.
@@ -335,7 +350,7 @@ class Fleet:
                 if tr.now is None or tr.now < tf:
                     with self._on("advance", name):
                         tr.advance(tf)
-                    self._placement.invalidate(name)
+                    self._moved(name)
 
     # ------------------------------------------------------------------ placement
     def assess(self, device: str, candidate: tuple[Any, str, int], deadline: float,
@@ -365,6 +380,46 @@ class Fleet:
         ok = meets_deadlines(t, [with_c[cid], *ends_with], [d, *(self._where[rid][1] for rid in base)], self.margin)
         return ok, added_latency(t, with_c[cid], ends_with, base.values())
 
+    def assess_all(self, candidate: tuple[Any, str, int], deadline: float, t: float) -> dict[str, tuple[bool, float]]:
+        """:meth:`assess` on every device at once: device name -> ``(feasible, added_ms)``, in :attr:`devices` order.
+
+        The devices whose trackers take the compiled projection are assessed together in one call
+        (:class:`~interfpred.serving.placement.PlacementCache`), the others one by one; the answers equal
+        :meth:`assess` per device to the bit. ``t`` must be at or after every device's clock
+        (:attr:`now`). Nothing changes.
+
+        Examples
+        --------
+        >>> from interfpred import RLS
+        >>> from interfpred.sim.zoo import zoo_profiles
+        >>> fleet = Fleet.from_profiles(zoo_profiles("l4"), RLS, devices=["gpu0", "gpu1"], max_running=1)
+        >>> fleet.start("gpu0", "r1", "vgg19", 8, 0.0)
+        >>> {g: ok for g, (ok, _) in fleet.assess_all(("c1", "resnet50", 4), 50.0, 1.0).items()}
+        {'gpu0': False, 'gpu1': True}
+        """
+        with self._lock:
+            tf = self._check_time(t, "assess_all", tuple(self._trackers))
+            d = self._check_deadline(deadline, tf, "assess_all")
+            return self._assess_every(self._check_candidate(candidate, "assess_all"), d, tf, "assess_all")
+
+    def _assess_every(self, cand: tuple[Any, str, int], d: float, tf: float,
+                      method: str) -> dict[str, tuple[bool, float]]:
+        # The vectorised path projects means; bounds at a quantile take each tracker's own path.
+        try:
+            fast = {} if self.quantile is not None else self._placement.assess_all(
+                self._trackers, self._deadline_or_none, cand, d, tf, margin=self.margin,
+                max_running=self.max_running)
+        except InterfpredError:
+            fast = {}   # a device refuses the candidate: the loop below names it
+        out = {}
+        for name, tr in self._trackers.items():
+            if name in fast:
+                out[name] = fast[name]
+            else:
+                with self._on(method, name):
+                    out[name] = self._assess(tr, cand, d, tf)
+        return out
+
     def choose_device(self, candidate: tuple[Any, str, int], deadline: float, t: float) -> str | None:
         """The name of the device where ``candidate`` (``(id, model, batch_size)``) should start at
         ``t``, or None.
@@ -385,29 +440,29 @@ class Fleet:
             tf = self._check_time(t, "choose_device", tuple(self._trackers))
             d = self._check_deadline(deadline, tf, "choose_device")
             cand = self._check_candidate(candidate, "choose_device")
-            # The vectorised path projects means; bounds at a quantile take each tracker's own path.
-            try:
-                fast = {} if self.quantile is not None else self._placement.assess_all(
-                    self._trackers, self._deadline_or_none, cand, d, tf, margin=self.margin,
-                    max_running=self.max_running)
-            except InterfpredError:
-                fast = {}   # a device refuses the candidate: the loop below names it
-            feasible = []
-            for name, tr in self._trackers.items():
-                if name in fast:
-                    ok, added = fast[name]
-                else:
-                    with self._on("choose_device", name):
-                        ok, added = self._assess(tr, cand, d, tf)
-                if ok:
-                    feasible.append((name, added))
+            every = self._assess_every(cand, d, tf, "choose_device")
+            return self.best_device([(name, added) for name, (ok, added) in every.items() if ok], tf)
+
+    def best_device(self, feasible: Sequence[tuple[str, float]], t: float) -> str | None:
+        """The placement rule over feasible ``(device, added_ms)`` options: the least added latency
+        (ties within ``FLEET_TIE_RTOL``) and among ties the least loaded device (fewest running,
+        then least remaining solo work at ``t``, then the first listed); None when there are none.
+
+        >>> from interfpred import RLS
+        >>> from interfpred.sim.zoo import zoo_profiles
+        >>> fleet = Fleet.from_profiles(zoo_profiles("l4"), RLS, devices=["gpu0", "gpu1"])
+        >>> fleet.start("gpu0", "r1", "vgg19", 8, 0.0)
+        >>> fleet.best_device([("gpu0", 5.0), ("gpu1", 5.0)], 1.0), fleet.best_device([], 1.0)
+        ('gpu1', None)
+        """
+        with self._lock:
             tied = least_added_latency(feasible, tie_rtol=FLEET_TIE_RTOL)
             if len(tied) <= 1:
                 return tied[0] if tied else None
             # Ties (an untrained model sees no interference anywhere) go to the least loaded device:
             # fewest running executions, then least remaining solo work, then the first listed.
             trs = self._trackers
-            return min(tied, key=lambda g: (len(trs[g]), sum(trs[g].remaining_ms(tf).values())))
+            return min(tied, key=lambda g: (len(trs[g]), sum(trs[g].remaining_ms(t).values())))
 
     def __repr__(self) -> str:
         return f"Fleet(devices={list(self._trackers)}, running={len(self._where)}, margin={self.margin})"

@@ -105,11 +105,17 @@ class PlacementCache:
 
     The trackers must be driven through the owner (``Fleet``), which calls :meth:`invalidate`
     on every start and finish; a device's block is refreshed on the next call after that.
+
+    ``own_predictors``: every tracker has a predictor of its own, which learns only from that
+    tracker's finishes (which invalidate its block), so each block keeps the weights read when it
+    was refreshed. Otherwise (a predictor shared by several devices learns from any of them) the
+    weights are read again on every call, once per distinct predictor.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, own_predictors: bool = False) -> None:
         self._names: tuple[str, ...] = ()
         self._stale: set[str] = set()
+        self.own_predictors = bool(own_predictors)
 
     def invalidate(self, device: str) -> None:
         """Refresh ``device``'s block on the next call (after an event on it)."""
@@ -136,12 +142,20 @@ class PlacementCache:
         self._base = np.zeros((g, cap))
         self._base_ok = np.zeros(g, dtype=np.bool_)
         self._base_key: tuple | None = None
+        self._modes: set[tuple] = set()
+        self._W = np.zeros((g, 0))        # each block's weights at its refresh (own_predictors)
+        self._B = np.zeros(g)
+        self._LO = np.zeros(g)
+        self._look_id = np.zeros(g, dtype=np.int64)   # index of the block's profile lookup in _look_keys
+        self._look_keys: dict[tuple, int] = {}
         self._stale = set(names)
 
     def _refresh(self, trackers: Mapping[str, Any], deadline_of: Callable[[Any], float | None]) -> None:
         names = tuple(trackers)
         if names != self._names:
             self._allocate(names, 8)
+        if self._stale:
+            self._modes = set()     # the modes of the compiled blocks, once they are all refreshed
         for name in list(self._stale):
             self._stale.discard(name)
             g = self._row.get(name)
@@ -151,10 +165,18 @@ class PlacementCache:
             self._base_ok[g] = False
             self._pred[g] = tr.predictor
             self._look[g] = (id(tr.profiles), tr.gpu, tr.extrapolate)
+            self._look_id[g] = self._look_keys.setdefault(self._look[g], len(self._look_keys))
             inp = tr.projection_inputs()
             if inp is None:
                 self._fast[g] = False
                 continue
+            w = inp.weights
+            if w.shape[0] > self._W.shape[1]:
+                self._W = np.hstack([self._W, np.zeros((self._W.shape[0], w.shape[0] - self._W.shape[1]))])
+            self._W[g] = 0.0
+            self._W[g, :w.shape[0]] = w
+            self._B[g] = inp.intercept
+            self._LO[g] = inp.pred_lo
             k = len(inp.ids)
             if k + 1 > self._cap:
                 self._grow(2 * (k + 1))
@@ -173,6 +195,8 @@ class PlacementCache:
             self._now[g] = -math.inf if inp.now is None else inp.now
             self._mode[g] = (inp.map_id, inp.combine_id, inp.is_rate, inp.min_rate, inp.max_rate,
                              inp.weights.shape[0])
+        if not self._modes:
+            self._modes = {m for m, fast in zip(self._mode, self._fast.tolist()) if fast}
 
     def _grow(self, cap: int) -> None:
         for name in ("_dem", "_rem0", "_rates", "_solo", "_dl", "_base"):
@@ -196,37 +220,45 @@ class PlacementCache:
         names = self._names
         n = self._n
         full = np.zeros(len(names), dtype=np.bool_)
-        if max_running is not None:
-            full = np.array([len(trackers[nm]) >= max_running for nm in names], dtype=np.bool_)
+        if max_running is not None:   # a refreshed compiled block holds its tracker's count; the others are asked
+            counts = n.copy()
+            for g in np.flatnonzero(~self._fast).tolist():
+                counts[g] = len(trackers[names[g]])
+            full = counts >= max_running
         use = self._fast & ~full & (n + 1 <= MAX_RUNNING_SET) & (self._now <= t)
         out: dict[str, tuple[bool, float]] = {names[g]: (False, math.inf) for g in np.flatnonzero(full)}
         if not use.any():
             return out
         cid, model, batch = candidate
         gs = np.flatnonzero(use)
-        # Weights once per distinct predictor, candidate once per distinct profile lookup.
-        d = max(self._mode[g][5] for g in gs)
-        W = np.zeros((len(names), d))
-        B = np.zeros(len(names))
-        LO = np.zeros(len(names))
-        by_pred: dict[int, tuple] = {}
-        by_look: dict[tuple, tuple] = {}
         rows = np.arange(len(names))
+        # Weights once per distinct predictor (or kept per block), candidate once per distinct profile lookup.
+        modes = self._modes if self.own_predictors else {self._mode[g] for g in gs}
+        if self.own_predictors:
+            d = max(m[5] for m in modes)
+            W = np.ascontiguousarray(self._W[:, :d])
+            B = self._B
+            LO = self._LO
+        else:
+            d = max(self._mode[g][5] for g in gs)
+            W = np.zeros((len(names), d))
+            B = np.zeros(len(names))
+            LO = np.zeros(len(names))
+            by_pred: dict[int, tuple] = {}
+            for g in gs:
+                p = self._pred[g]
+                wb = by_pred.get(id(p))
+                if wb is None:
+                    inp = trackers[names[g]].projection_inputs()
+                    wb = by_pred[id(p)] = (inp.weights, inp.intercept, inp.pred_lo)
+                W[g, :wb[0].shape[0]] = wb[0]
+                B[g] = wb[1]
+                LO[g] = wb[2]
         cand = np.zeros((len(names), 4))
-        for g in gs:
-            p = self._pred[g]
-            wb = by_pred.get(id(p))
-            if wb is None:
-                inp = trackers[names[g]].projection_inputs()
-                wb = by_pred[id(p)] = (inp.weights, inp.intercept, inp.pred_lo)
-            W[g, :wb[0].shape[0]] = wb[0]
-            B[g] = wb[1]
-            LO[g] = wb[2]
-            lk = self._look[g]
-            cd = by_look.get(lk)
-            if cd is None:
-                cd = by_look[lk] = trackers[names[g]].candidate_demand(cid, model, batch)
-            cand[g] = cd
+        look = self._look_id[gs]
+        for li in np.unique(look).tolist():
+            sel_g = gs[look == li]
+            cand[sel_g] = trackers[names[sel_g[0]]].candidate_demand(cid, model, batch)
         # Remaining work at t, as ColocationTracker.remaining_ms computes it (blocks with t == t0 keep rem0).
         dt = np.where(t > self._t0, t - self._t0, 0.0)[:, None]
         rem = self._rem0 - self._rates * dt
@@ -240,7 +272,6 @@ class PlacementCache:
         rem[rows[gs], n[gs]] = cand[gs, 3]
         ok = np.zeros(len(names), dtype=np.bool_)
         added = np.zeros(len(names))
-        modes = {self._mode[g] for g in gs}
         f = 1.0 + margin
         end_c = np.zeros_like(rem)
         for mode in modes:
