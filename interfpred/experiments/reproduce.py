@@ -236,7 +236,8 @@ def _report_markdown(sections: Sequence[Section], meta: dict) -> str:
         f"configuration measured beside them on the same data. Ground truth of E1 and E2: {_truth_words(meta)}.",
         "E4 uses real measurements shipped with interfpred (Gavel's V100 pairs). Of the two coverage sections,",
         "the first runs on the simulated E2 sets, the second on the real E4 pairs. E5 uses real A100-80GB",
-        "profiles shipped with interfpred (ParvaGPU's MIG x MPS runs).",
+        "profiles shipped with interfpred (ParvaGPU's MIG x MPS runs); E6 real spatial sharing on an NVIDIA",
+        "H200, measured for interfpred and shipped with its Nsight Compute kernel profiles.",
         "",
         f"- command: `{meta['command']}`",
         f"- interfpred {meta['interfpred_version']}, Python {meta['python']}, seed {meta['seed']}, "
