@@ -89,7 +89,7 @@ def add_reproduce(sub: Any) -> None:
                     "with the tracker), and E4 (accuracy on real measured V100 pairs, every predictor beside the "
                     "baselines); print the tables and write "
                     "report.md, results.json and the figures into --out (written beside it, then renamed).")
-    p.add_argument("--quick", action="store_true", help="smaller traces (about a minute on two cores the first time, numba code compiled once; 36 s after)")
+    p.add_argument("--quick", action="store_true", help="smaller traces (about 155 s on two idle cores with the numba code compiled; the first run also compiles it)")
     p.add_argument("--out", default=REPRODUCE_DEFAULT_OUT, help=f"output folder (default ./{REPRODUCE_DEFAULT_OUT})")
     p.add_argument("--seed", type=int_option(), default=0, help="random seed of the simulated arrivals and noise (default 0)")
     p.add_argument("--gpu", default=None, help="simulated GPU preset: v100, l4 or a100 (default v100; l4 with "
