@@ -58,7 +58,9 @@ def model_features(extractor: Extractor, predictor: Any, trace: Any = None, prof
     if not parts:
         raise InterfpredError("give a trace (with profiles) or measurements")
     fm = parts[0] if len(parts) == 1 else concat_features(parts)
-    if tags.entity_covariates and fm.entities is not None and fm.entities.covariates is None:
+    # kernel terms for every name (a trace part comes without them; stacked with measurements, which
+    # carry theirs, its names would otherwise stay unknown)
+    if tags.entity_covariates and fm.entities is not None and (len(parts) > 1 or fm.entities.covariates is None):
         fm = replace(fm, entities=with_kernel_covariates(fm.entities, fm.solo_ms, profiles))
     return fm
 
