@@ -19,7 +19,7 @@ from interfpred.experiments.real import split_scores
 from interfpred.features.kernel_terms import kernel_covariates
 from interfpred.features.measurement_features import measurement_features
 from interfpred.model.selection import select_configuration
-from interfpred.predictors import KernelBlocking, make_predictor
+from interfpred.predictors import KernelBlocking, PredictorTags, make_predictor
 
 SHARES = TimeWeighted(feature_map="corunners", target="rate")
 
@@ -216,3 +216,53 @@ def test_ratio_error_never_rewards_under_prediction(pairs):
         assert ratio_error(p, o) == pytest.approx(mape(p, o))
     assert ratio_error(0.5 * o, o) == pytest.approx(ratio_error(2.0 * o, o))   # half and double cost the same
     assert under_share(p, o) == pytest.approx(np.mean(o > 1.5 * p))
+
+
+class _Opaque:
+    """A KernelBlocking the tracker cannot see through: every projected segment is one predict call."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.tags = PredictorTags(uses_entities=True, entity_key=inner.tags.entity_key, own_map="corunners")
+
+    def predict(self, X, entities=None):
+        return self.inner.predict(X, entities=entities)
+
+    def update(self, X, y, entities=None):
+        self.inner.update(X, y, entities=entities)
+
+
+@pytest.mark.parametrize("target", ["rate", "slowdown"])
+def test_compiled_what_if_equals_predicting_every_segment(h200, target, monkeypatch):
+    """The tracker's compiled pair-term path (each member's blocking sum kept as members finish) gives
+    the ends of predicting every projected segment from scratch, over 30 batches of the H200 models,
+    also where a member's exponents reach the model's cap."""
+    m, prof = h200
+    ex = TimeWeighted(feature_map="corunners", target=target)
+    model = InterferenceModel(ex, KernelBlocking()).fit(measurements=m, profiles=prof)
+    p = model.predictor
+    keys = sorted({(str(m.model[k]), int(m.batch_size[k]), float(m.solo_ms[k])) for k in range(len(m))})
+    solo_prof = ProfileTable.from_columns(gpu=["h200"] * len(keys), model=[k[0] for k in keys],
+                                          batch_size=[k[1] for k in keys], solo_ms=[k[2] for k in keys],
+                                          sm=[None] * len(keys), l2=[None] * len(keys), dram=[None] * len(keys))
+    rng = np.random.default_rng(2)
+    members = [keys[int(j)] for j in rng.integers(0, len(keys), 30)]
+    for cap in (False, True):
+        if cap:       # one model far more aggressive than any seen: its co-runners' exponents pass the cap
+            th = p._theta.copy()
+            th[p._pos[("a", f"{members[0][0]}@{members[0][1]}")]] += 40.0
+            p._theta = th
+            bt = p.blocking_terms([f"{n}@{b}" for n, b, _ in members])
+            assert (np.log(bt.pair) + bt.intercept).max() > bt.cap
+        fast = ColocationTracker(solo_prof, p, ex)
+        slow = ColocationTracker(solo_prof, _Opaque(p), ex)
+        for tr in (fast, slow):
+            for i, (name, batch, _) in enumerate(members):
+                tr.start(i, name, batch, 0.01 * i)
+        cand = [("c", members[3][0], members[3][1])]
+        b = slow.what_if(cand, 1.0)
+        monkeypatch.setattr(p, "predict", None)     # the compiled path never predicts a segment
+        a = fast.what_if(cand, 1.0)
+        monkeypatch.undo()
+        assert list(a) == list(b)
+        np.testing.assert_allclose(list(a.values()), list(b.values()), rtol=1e-9)

@@ -139,3 +139,26 @@ def test_entity_path_keys_on_the_pairwise_terms_tag():
     tu.start(1, "vgg19", 8, 1.0)
     tu.what_if([("c", "vit_b16", 2)], 2.0)
     assert undeclared.calls > 0                 # the generic path: it predicts the projected segments
+
+
+@pytest.mark.parametrize("combine", ["sum", "max"])
+def test_compiled_what_if_equals_generic_path_over_a_large_running_set(combine):
+    """The compiled path keeps each member's pair sum as members finish (O(k^2)); the generic path
+    predicts every segment from scratch: the same ends over 40 members of many entities."""
+    sc = mix_scenario(["resnet50", "vgg19", "vit_b16"], rho=1.2, executions=600, seed=3)
+    ex = TimeWeighted(feature_map="rich", combine=combine, target="rate")
+    fm = ex.transform(sc.traces["trace"], sc.profiles, entities="model_batch")
+    p = EntityRLS(log_target=True, rank=2).fit(fm.X, fm.y, entities=fm.entities)
+    prof = zoo_profiles("l4")
+    fast = ColocationTracker(prof, p, ex)
+    slow = ColocationTracker(prof, _Opaque(p), ex)
+    rng = np.random.default_rng(5)
+    models = ["resnet50", "vgg19", "vit_b16", "yolov8n"]
+    batches = rng.choice([1, 2, 4, 8, 16, 32], 40).tolist()
+    for tr in (fast, slow):
+        for i in range(40):
+            tr.start(i, models[i % 4], batches[i], float(i) * 0.1)
+    cand = [("c", "vgg19", 8)]
+    a, b = fast.what_if(cand, 5.0), slow.what_if(cand, 5.0)
+    assert list(a) == list(b)
+    np.testing.assert_allclose(list(a.values()), list(b.values()), rtol=1e-9)

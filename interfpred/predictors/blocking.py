@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -65,7 +65,19 @@ from interfpred.errors import InterfpredError
 from interfpred.predictors.base import BasePredictor
 from interfpred.predictors.inputs import check_flag, check_positive, check_target
 
-__all__ = ["KernelBlocking"]
+__all__ = ["BlockingTerms", "KernelBlocking"]
+
+
+class BlockingTerms(NamedTuple):
+    """:meth:`KernelBlocking.blocking_terms`: the feature weights and intercept of each exponent, the
+    exponentials of the pairs' other terms (k, k), whether the predictor predicts rates, and the cap
+    of each exponent."""
+
+    weights: np.ndarray
+    intercept: float
+    pair: np.ndarray
+    rates: bool
+    cap: float
 
 #: Kernel terms per entity (log kernel rate of the batch, log longest kernel as a co-runner).
 _NCOV = 2
@@ -105,7 +117,7 @@ class KernelBlocking(BasePredictor):
 
     kind = "kernel_blocking"
     tags = replace(BasePredictor.tags, uses_entities=True, entity_terms=True, entity_covariates=True,
-                   entity_key="model_batch", own_map="corunners")
+                   entity_key="model_batch", own_map="corunners", blocking_terms=True)
     _contract_params = [{}, {"forgetting": 0.99, "entity_var": 0.5, "under_weight": 1.0}]
 
     def __init__(self, *, noise_var: float = BLOCKING_NOISE_VAR, entity_var: float = BLOCKING_ENTITY_VAR,
@@ -148,6 +160,7 @@ class KernelBlocking(BasePredictor):
         self._center = np.zeros(_NCOV)
         self._new_var = float(self.entity_var)
         self._lookup_memo: tuple[Any, ...] | None = None
+        self._terms_memo: tuple[Any, ...] | None = None
         # what the targets learned are (rates or slowdowns), fixed with the state: declaring a target
         # later (with_target) labels the predictions, it does not change them
         self._rates = self.target == "rate"
@@ -256,14 +269,13 @@ class KernelBlocking(BasePredictor):
             if cov is not None and cov.shape[1] >= _NCOV and np.isfinite(cov[k, :_NCOV]).all():
                 self._cov[j] = cov[k, :_NCOV]
 
-    def _covariates(self, entities: Entities) -> np.ndarray:
-        """(len(names), 2) kernel terms of ``entities``' names: those given, else remembered, else the mean of
-        the known ones (0 when none is known)."""
+    def _covariates(self, names: tuple[str, ...], cov: np.ndarray | None) -> np.ndarray:
+        """(len(names), 2) kernel terms of ``names``: those given (``cov``, one row per name), else remembered,
+        else the mean of the known ones (0 when none is known)."""
         known = self._cov[np.isfinite(self._cov).all(axis=1)] if len(self._names) else np.zeros((0, _NCOV))
         fill = known.mean(axis=0) if known.shape[0] else np.zeros(_NCOV)
-        out = np.tile(fill, (len(entities.names), 1))
-        cov = entities.covariates
-        for k, name in enumerate(entities.names):
+        out = np.tile(fill, (len(names), 1))
+        for k, name in enumerate(names):
             if cov is not None and cov.shape[1] >= _NCOV and np.isfinite(cov[k, :_NCOV]).all():
                 out[k] = cov[k, :_NCOV]
                 continue
@@ -294,7 +306,7 @@ class KernelBlocking(BasePredictor):
                 vals[0, 1:1 + d] = X[i]
                 out.append((cols, vals, np.ones(1)))
             return out
-        cov = self._covariates(entities)
+        cov = self._covariates(entities.names, entities.covariates)
         pos = self._pos
         sens = np.array([pos.get(("s", nm), -1) for nm in entities.names], dtype=np.int64)
         aggr = np.array([pos.get(("a", nm), -1) for nm in entities.names], dtype=np.int64)
@@ -354,14 +366,29 @@ class KernelBlocking(BasePredictor):
         assert self._d is not None
         d = self._d
         th = self._theta
-        names = entities.names
+        own_terms, co_terms, pair = self._vocabulary_terms(entities.names, entities.covariates)
+        counts = np.diff(entities.indptr)
+        row = np.repeat(np.arange(X.shape[0]), counts)
+        co, w = entities.co, entities.weight
+        own = entities.own[row]
+        base = th[0] + X @ th[1:1 + d]
+        eta = base[row] + own_terms[own] + co_terms[co] + pair[own, co]
+        e = np.where(w > 0.0, w * np.exp(np.minimum(eta, _ETA_MAX)), 0.0)
+        return np.log1p(np.bincount(row, weights=e, minlength=X.shape[0]))
+
+    def _vocabulary_terms(self, names: tuple[str, ...],
+                          covariates: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per name of ``entities``' vocabulary, the exponent's terms beside a co-runner that do not depend on
+        the features: as the batch (kernel rate and sensitivity), as the co-runner (kernel hold and
+        aggressiveness), and per pair (own, co-runner); looked up once while the parameters stay the same (a
+        tracker asks with one vocabulary for every segment of a projection)."""
+        assert self._d is not None
+        d = self._d
+        th = self._theta
         memo = self._lookup_memo
-        key = (id(self._theta), id(self._cov), names,
-               None if entities.covariates is None else entities.covariates.tobytes())
+        key = (id(self._theta), id(self._cov), names, None if covariates is None else covariates.tobytes())
         if memo is None or memo[0] != key:
-            # the per-name terms of this vocabulary, looked up once while the parameters stay the same (a
-            # tracker asks with one vocabulary for every segment of a projection)
-            cov = self._covariates(entities)
+            cov = self._covariates(names, covariates)
             pos = self._pos
             sens = np.array([th[pos[("s", nm)]] if ("s", nm) in pos else 0.0 for nm in names])
             aggr = np.array([th[pos[("a", nm)]] if ("a", nm) in pos else 0.0 for nm in names])
@@ -370,18 +397,51 @@ class KernelBlocking(BasePredictor):
             for k in self._keys:
                 if k[0] == "p" and k[1] in at and k[2] in at:
                     pair[at[k[1]], at[k[2]]] = th[pos[k]]
+            own_terms = th[1 + d] * (cov[:, 0] - self._center[0]) + sens
+            co_terms = th[2 + d] * (cov[:, 1] - self._center[1]) + aggr
             # (the arrays the key names are held, so their ids cannot be reused while the memo lives)
-            memo = self._lookup_memo = (key, cov, sens, aggr, pair, (self._theta, self._cov))
-        _, cov, sens, aggr, pair, _ = memo
-        counts = np.diff(entities.indptr)
-        row = np.repeat(np.arange(X.shape[0]), counts)
-        co, w = entities.co, entities.weight
-        own = entities.own[row]
-        base = th[0] + X @ th[1:1 + d]
-        eta = (base[row] + th[1 + d] * (cov[own, 0] - self._center[0]) + th[2 + d] * (cov[co, 1] - self._center[1])
-               + sens[own] + aggr[co] + pair[own, co])
-        e = np.where(w > 0.0, w * np.exp(np.minimum(eta, _ETA_MAX)), 0.0)
-        return np.log1p(np.bincount(row, weights=e, minlength=X.shape[0]))
+            memo = self._lookup_memo = (key, own_terms, co_terms, pair, (self._theta, self._cov))
+        return memo[1], memo[2], memo[3]
+
+    def blocking_terms(self, names: Any) -> BlockingTerms | None:
+        """The model inside a running set of models ``names`` (k,), for the compiled what-if projection.
+
+        Member ``a`` predicts the slowdown ``1 + sum_{c != a} exp(min(b + w . phi_a + log pair[a, c],
+        cap))`` (1 alone), its inverse for a predictor of rates, as :meth:`predict` does with the
+        running set's entities; ``phi_a`` is the member's row of the feature map. None where that is
+        not the prediction (``predict_mean``) or before ``fit``.
+
+        Examples
+        --------
+        >>> from interfpred.data.entities import Entities
+        >>> p = KernelBlocking(target="slowdown").fit(np.zeros((2, 1)), [2.0, 3.0],
+        ...     entities=Entities.from_lists(["a", "b"], [{"b": 1.0}, {"a": 1.0}]))
+        >>> t = p.blocking_terms(["a", "b"])
+        >>> x = np.ones((2, 1))                                   # one co-runner each
+        >>> s = 1.0 + np.exp(t.intercept + x @ t.weights) * t.pair[[0, 1], [1, 0]]
+        >>> bool(np.allclose(s, p.predict(x, entities=Entities.from_lists(["a", "b"], [{"b": 1.0}, {"a": 1.0}]))))
+        True
+        """
+        if self._d is None or self.predict_mean:
+            return None
+        names = tuple(str(s) for s in names)
+        memo = self._terms_memo
+        key = (names, id(self._theta), id(self._cov), bool(self._rates))
+        if memo is not None and memo[0] == key:
+            return memo[1]
+        own_terms, co_terms, pair = self._vocabulary_terms(names, None)
+        if len(set(names)) != len(names):          # repeated names: their rows and columns repeat
+            at: dict[str, int] = {}
+            u = np.array([at.setdefault(nm, len(at)) for nm in names], dtype=np.int64)
+            own_terms, co_terms, pair = own_terms[u], co_terms[u], pair[np.ix_(u, u)]
+        with np.errstate(over="ignore"):
+            M = np.exp(own_terms[:, None] + co_terms[None, :] + pair)
+        th = self._theta
+        M.flags.writeable = False
+        terms = BlockingTerms(th[1:1 + self._d].copy(), float(th[0]), M, bool(self._rates), _ETA_MAX)
+        # (theta and the kernel terms are new arrays whenever they change, and the memo holds them)
+        self._terms_memo = (key, terms, (self._theta, self._cov))
+        return terms
 
     def _predict_rows(self, X: np.ndarray, entities: Entities | None = None) -> np.ndarray:
         if entities is not None and not self.predict_mean:

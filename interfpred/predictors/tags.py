@@ -72,6 +72,10 @@ class PredictorTags:
     #: ``pairwise_terms(names)`` and ``backoff_terms`` (besides ``coef_``, ``intercept_``,
     #: ``n_features_in_``, ``log_target`` and ``alone_is_solo``).
     pairwise_terms: bool = False
+    #: Whether it exposes its model inside a running set to that path as ``blocking_terms(names)``
+    #: (a :class:`~interfpred.predictors.blocking.BlockingTerms`, or None where it cannot):
+    #: :class:`~interfpred.KernelBlocking`.
+    blocking_terms: bool = False
     #: Whether it wraps another predictor, ``predictor_``, whose point predictions it keeps
     #: (:class:`~interfpred.predictors.Calibrated`); :func:`inner_predictor` reads it.
     wraps: bool = False

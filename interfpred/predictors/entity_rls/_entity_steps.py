@@ -303,17 +303,24 @@ def full_step(g, mu, P, r0, t0, x, y, idx, h, L, z):
 
 @njit(cache=True)
 def pairwise_terms(g, est, etab, ptab, ids, S, M):
-    """Entity part of each member's prediction in a running set of entities ``ids`` (k, 2): entity and
-    parent entity of each member (-1: unknown or none).
+    """Entity part of each member's prediction beside entities ``ids`` (k, 2): entity and parent entity of
+    each (-1: unknown or none).
 
-    ``S[a]``: sensitivity of member a (applied with ``min(1, number of co-runners)``);
-    ``M[a, b]``: what member b adds to member a's prediction when they run together
-    (aggressiveness of b, pair terms (a, b), latent factors u[a] . v[b]); ``M[a, a] = 0``.
+    ``S[a]``: sensitivity of entity a (applied with ``min(1, number of co-runners)``);
+    ``M[a, b]``: what one batch of entity b adds to a batch of entity a when they run together
+    (aggressiveness of b, pair terms (a, b), latent factors u[a] . v[b]), also for ``a == b`` (two
+    batches of one entity).
     """
     k = ids.shape[0]
     off = int(g[N_WEIGHTS]) if g[ENT_N_FULL] > 0.0 else 0
     mu = est[EST_MEAN]
     r = int(g[ENT_RANK])
+    aggr = np.zeros(k)
+    for b in range(k):
+        for lvl in range(2):
+            eb = ids[b, lvl]
+            if eb >= 0 and etab[eb, ETAB_AGGRESSIVENESS] >= 0:
+                aggr[b] += mu[off + etab[eb, ETAB_AGGRESSIVENESS]]
     for a in range(k):
         S[a] = 0.0
         for lvl in range(2):
@@ -321,15 +328,10 @@ def pairwise_terms(g, est, etab, ptab, ids, S, M):
             if ea >= 0 and etab[ea, ETAB_SENSITIVITY] >= 0:
                 S[a] += mu[off + etab[ea, ETAB_SENSITIVITY]]
         for b in range(k):
-            M[a, b] = 0.0
-            if a == b:
-                continue
-            v = 0.0
+            v = aggr[b]
             for lvl in range(2):
                 ea = ids[a, lvl]
                 eb = ids[b, lvl]
-                if eb >= 0 and etab[eb, ETAB_AGGRESSIVENESS] >= 0:
-                    v += mu[off + etab[eb, ETAB_AGGRESSIVENESS]]
                 if ea >= 0 and eb >= 0:
                     pp = pair_get(ptab, ea, eb)
                     if pp >= 0:

@@ -672,7 +672,10 @@ class EntityRLS(EntityStore, BasePredictor):
 
     def _weights(self, ent: Entities) -> np.ndarray:
         """Weight of the entity model for every row of ``ent`` (its own model's evidence)."""
-        ids = self._vmap_for(ent)[ent.own]
+        return self._weights_of(self._vmap_for(ent)[ent.own])
+
+    def _weights_of(self, ids: np.ndarray) -> np.ndarray:
+        """Weight of the entity model for rows whose own (entity, parent) ids are ``ids`` (k, 2)."""
         ev = np.where(ids >= 0, self._evidence[np.maximum(ids, 0)], 0.0).max(axis=1)
         return np.minimum(1.0, ev / float(self.backoff_evidence))
 
@@ -726,13 +729,17 @@ class EntityRLS(EntityStore, BasePredictor):
         [0.5, 0.0]
         """
         names = tuple(str(s) for s in names)
-        A = np.ones(len(names))
         d = 0 if self._d is None else self._d
         if self._g is None or not self._backs_off:
-            return A, np.zeros(d), PRIOR_SLOWDOWN
-        ids = self._ids_cached(names)
-        for i in range(len(names)):
-            A[i] = self._weight_of(ids[i])
+            return np.ones(len(names)), np.zeros(d), PRIOR_SLOWDOWN
+        memo = getattr(self, "_weight_memo", None)
+        key = (names, len(self._names), id(self._evidence))
+        if memo is not None and memo[0] == key and np.array_equal(memo[1], self._evidence):
+            A = memo[2]           # each entity's evidence unchanged since the last ask
+        else:
+            A = self._weights_of(self._ids_cached(names))
+            A.flags.writeable = False
+            self._weight_memo = (key, self._evidence.copy(), A)
         if self._backoff.n_features_in_ is None:
             return A, np.zeros(d), PRIOR_SLOWDOWN
         return A, self._scale * self._backoff.coef_, self._scale * self._backoff.intercept_
@@ -818,13 +825,15 @@ class EntityRLS(EntityStore, BasePredictor):
         return _FAST.predict_rows(self._g, self._est, self._etab, self._ptab, vmap, X, own, ptr, co, w, has, out)
 
     def pairwise_terms(self, names: Any) -> tuple[np.ndarray, np.ndarray]:
-        """The entity part of predictions inside a running set of entities ``names`` (k,).
+        """The entity part of predictions beside entities ``names`` (k,).
 
-        Returns ``S`` (k,) and ``M`` (k, k): for any subset ``A`` of the members running together
-        (each co-runner with weight 1), member ``a``'s model value is ``g(phi_a) + S[a] min(1,
-        |A| - 1) + sum_{b in A, b != a} M[a, b]`` (before ``exp`` with ``log_target``; a member
-        alone predicts 1.0 with ``alone_is_solo``). A tracker's what-if projection uses this to
-        predict every projected segment without building entity tables. Unknown names give 0.
+        Returns ``S`` (k,) and ``M`` (k, k): in a running set where a batch of ``names[a]`` runs beside
+        batches of ``names[b]`` (each co-runner with weight 1, two batches of one entity too), its
+        model value is ``g(phi_a) + S[a] min(1, co-runners) + sum over the co-runners of M[a, b]``
+        (before ``exp`` with ``log_target``; a batch alone predicts 1.0 with ``alone_is_solo``).
+        ``M[a, a]`` is what a second batch of the same entity adds. A tracker's what-if projection
+        uses this to predict every projected segment without building entity tables, asking once per
+        distinct entity. Unknown names give 0.
 
         Examples
         --------
@@ -836,10 +845,20 @@ class EntityRLS(EntityStore, BasePredictor):
         """
         names = tuple(str(s) for s in names)
         k = len(names)
-        S, M = np.zeros(k), np.zeros((k, k))
         if self._g is None or not self.entity_terms:
-            return S, M
-        ids = self._ids_cached(names)
-        EK.pairwise_terms(self._g, self._est, self._etab, self._ptab, ids, S, M)
+            return np.zeros(k), np.zeros((k, k))
+        g, est = self._g, self._est
+        key = (names, len(self._names), id(est), id(self._etab), id(self._ptab), g[EK.N_WEIGHTS],
+               g[EK.ENT_N_FULL], g[EK.ENT_RANK])
+        memo = getattr(self, "_pair_memo", None)
+        # the terms are a function of the entity means and tables: kept while the means are the same (a
+        # tracker asks for the same entities in every what-if between two finishes)
+        if memo is not None and memo[0] == key and np.array_equal(memo[1], est[EK.EST_MEAN]):
+            return memo[2], memo[3]
+        S, M = np.zeros(k), np.zeros((k, k))
+        EK.pairwise_terms(g, est, self._etab, self._ptab, self._ids_cached(names), S, M)
+        S.flags.writeable = False
+        M.flags.writeable = False
+        self._pair_memo = (key, est[EK.EST_MEAN].copy(), S, M)
         return S, M
 

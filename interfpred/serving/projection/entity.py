@@ -1,12 +1,22 @@
-"""Compiled rates and fluid projection of a predictor with per-entity terms (the tracker's entity fast path).
+"""Compiled rates and fluid projection of a predictor with per-entity pair terms (the tracker's entity fast path).
 
-Package-internal. A predictor with entity terms (such as :class:`~interfpred.EntityRLS`) predicts,
-for member ``a`` of a running set of ``na``, ``g(b + w . phi_a + S[a] min(1, na - 1) + sum_c M[a, c])``
-with ``g`` the exponential under a log target (the identity otherwise), and 1 for a member alone
-when the predictor says so (``alone_is_solo``). ``S`` and ``M`` come from the predictor's
-``pairwise_terms(names)``. A member of little evidence blends in the predictor's features-only
-backoff: ``A[a] * (the above) + (1 - A[a]) * (b2 + w2 . phi_a)``, with ``A``, ``w2`` and ``b2``
-from ``backoff_terms(names)``.
+Package-internal. Two kinds of predictor read as ``lin_a = b + w . phi_a`` over a built-in map plus a
+matrix ``M`` of what each co-runner ``c`` adds for member ``a``:
+
+* :data:`PAIRWISE_ENTITY` (:class:`~interfpred.EntityRLS`): member ``a`` of a running set of
+  ``na`` predicts ``g(lin_a + S[a] min(1, na - 1) + sum_c M[a, c])``, with ``g`` the exponential
+  under a log target (the identity otherwise), and 1 for a member alone when the predictor says so
+  (``alone_is_solo``). ``S`` and ``M`` come from the predictor's ``pairwise_terms(names)``. A member
+  of little evidence blends in the features-only backoff: ``A[a] * (the above) + (1 - A[a]) *
+  (b2 + w2 . phi_a)``, with ``A``, ``w2`` and ``b2`` from ``backoff_terms(names)``.
+* :data:`PAIRWISE_BLOCKING` (:class:`~interfpred.KernelBlocking`): the slowdown ``1 + exp(lin_a)
+  sum_c M[a, c]`` (``M[a, c]`` the exponential of the pair's terms), 1 alone; its inverse for a
+  predictor of rates. ``w``, ``b`` and ``M`` come from ``blocking_terms(names)``.
+
+The projection evaluates the map's affine form (:mod:`interfpred.serving.projection.affine`) and
+keeps each member's pair sum ``sum_c M[a, c]`` over the members still running, taking a member's
+column out when it finishes (summed again exactly where that subtraction cancels): O(k^2) for a
+running set of k, equal to evaluating every segment from scratch to rounding.
 """
 
 from __future__ import annotations
@@ -17,78 +27,179 @@ import numpy as np
 
 from interfpred._core.jit import njit
 from interfpred._core.targets import to_rate
-from interfpred.features.compiled_maps import map_running_set
+from interfpred.features.compiled_maps import (
+    COMBINE_MAX,
+    DRAM,
+    L2,
+    SM,
+    affine_set,
+    affine_terms,
+    others_sum,
+    quantize,
+    worst_other,
+)
+from interfpred.serving.projection.affine import demand_lists, member_terms, retire, step_buffers, top_two
 from interfpred.serving.projection.bounds import BOUND_RELATIVE, bounded
 from interfpred.serving.projection.generic import NONFINITE, advance
 
-__all__ = ["entity_project", "entity_rates"]
+__all__ = ["PAIRWISE_BLOCKING", "PAIRWISE_ENTITY", "pairwise_project", "pairwise_rates"]
+
+#: Kinds of pair terms (module docstring).
+PAIRWISE_ENTITY = 0
+PAIRWISE_BLOCKING = 1
+#: A pair sum left smaller than this fraction of what a finish took out of it is summed again exactly
+#: (the subtraction would have cancelled most of its digits).
+_CANCEL = 1e-4
 
 
 @njit(cache=True)
-def entity_rates(dem, idx, na, map_id, combine_id, w, b, S, M, A, w2, b2, log_target, alone_solo, is_rate, rmin,
-                 rmax, sub, out, theta, min_scale):
-    """Rates of members ``idx[:na]`` of ``dem`` running together into ``out[:na]`` (``sub``: (n, 3) scratch).
+def blocking_excess(lin, msum, i, M, u, idx, na, rowmax, rowmin, eta_max):
+    """The blocking kind's excess slowdown ``sum_c exp(min(lin + log M[i, c], eta_max))`` over the
+    co-runners ``idx[:na]``: ``exp(lin) * msum`` where no term can reach the cap (``rowmax[i]``: the
+    largest ``log M[i, c]`` of the set), the cap times the co-runners where every term does
+    (``rowmin[i]``: the smallest), else summed term by term."""
+    if lin + rowmax[i] <= eta_max:
+        return math.exp(lin) * msum if msum > 0.0 else 0.0
+    if lin + rowmin[i] >= eta_max:
+        return (na - 1) * math.exp(eta_max)
+    v = 0.0
+    ui = u[i]
+    for c in range(na):
+        j = idx[c]
+        if j != i:
+            v += math.exp(min(lin + math.log(M[ui, u[j]]), eta_max))
+    return v
 
-    A member with ``A[i] < 1`` blends its entity prediction with the features-only backoff
-    ``b2 + w2 . phi`` as ``EntityRLS.predict`` does. With ``theta`` non-empty ((n,), or one value for
-    every member), each prediction ``p`` then becomes the relative-scale calibrated bound
-    ``p + max(|p|, min_scale) * theta[i]``."""
+
+@njit(cache=True)
+def pair_sums(M, u, idx, na, msum, rowmax, rowmin):
+    """Each running member's sum of ``M`` over its co-runners (``M[i, i]`` is never read) and the logs of
+    the largest and the smallest (the blocking kind's ``rowmax`` and ``rowmin``; -inf for 0)."""
     for a in range(na):
         i = idx[a]
-        sub[a, 0] = dem[i, 0]
-        sub[a, 1] = dem[i, 1]
-        sub[a, 2] = dem[i, 2]
-    phi = map_running_set(sub[:na], map_id, combine_id)
-    d = w.shape[0]
-    h = 1.0 if na > 1 else 0.0
-    bound = theta.shape[0] > 0
-    per_row = theta.shape[0] > 1
-    for a in range(na):
-        i = idx[a]
-        if na == 1 and alone_solo:
-            p = 1.0
-            if bound:
-                p = bounded(p, BOUND_RELATIVE, theta[i if per_row else 0], 0.0, min_scale)
-            out[a] = to_rate(p, is_rate, rmin, rmax)
-            continue
-        p = b + S[i] * h
-        for j in range(d):
-            p += w[j] * phi[a, j]
+        ui = u[i]
+        v = 0.0
+        top = 0.0
+        low = np.inf
         for c in range(na):
-            p += M[i, idx[c]]
-        if log_target:
-            p = math.exp(p)
-        if A[i] < 1.0:
-            q = b2
-            for j in range(d):
-                q += w2[j] * phi[a, j]
-            p = A[i] * p + (1.0 - A[i]) * q
-        if bound:
-            p = bounded(p, BOUND_RELATIVE, theta[i if per_row else 0], 0.0, min_scale)
-        out[a] = to_rate(p, is_rate, rmin, rmax)
+            if c != a:
+                m = M[ui, u[idx[c]]]
+                v += m
+                top = max(top, m)
+                low = min(low, m)
+        msum[i] = v
+        rowmax[i] = math.log(top) if top > 0.0 else -np.inf
+        rowmin[i] = math.log(low) if low > 0.0 else -np.inf
 
 
 @njit(cache=True)
-def entity_project(dem, rem, t0, map_id, combine_id, w, b, S, M, A, w2, b2, log_target, alone_solo, is_rate, rmin,
-                   rmax, rtol, end, theta, min_scale):
-    """Fluid projection of ``dem`` (n, 3) with remaining work ``rem`` under the entity terms, into ``end``.
+def drop_pairs(M, u, idx, keep, retired, nret, msum):
+    """Take the ``nret`` finished members' columns out of the pair sums of the ``keep`` still running."""
+    for a in range(keep):
+        i = idx[a]
+        ui = u[i]
+        v = msum[i]
+        big = 0.0
+        for j in range(nret):
+            m = M[ui, u[retired[j]]]
+            v -= m
+            big = max(big, abs(m))
+        if abs(v) < _CANCEL * big:
+            v = 0.0
+            for c in range(keep):
+                if c != a:
+                    v += M[ui, u[idx[c]]]
+        msum[i] = v
+
+
+@njit(cache=True)
+def pairwise_project(dem, rem, t0, map_id, combine_id, kind, w, b, u, S, M, A, w2, b2, eta_max, log_target,
+                     alone_solo, pred_rates, is_rate, rmin, rmax, rtol, end, theta, min_scale, first_rates):
+    """Fluid projection of ``dem`` (n, 3) with remaining work ``rem`` under pair terms of ``kind``, into ``end``.
+
+    Member ``i`` is entity ``u[i]`` of the terms ``S``, ``M`` and ``A`` (per entity, not per member).
 
     Returns 0, or :data:`~interfpred.serving.projection.generic.NONFINITE` when a rate or a remaining
-    work is not finite. ``theta`` and ``min_scale``: as in :func:`entity_rates`.
+    work is not finite. With ``theta`` non-empty ((n,), or one value for every member), each
+    prediction ``p`` becomes the relative-scale calibrated bound ``p + max(|p|, min_scale) * theta[i]``.
+    ``pred_rates``: the predictor predicts rates (the blocking kind turns its slowdown into one);
+    ``eta_max``: the cap of each of the blocking kind's exponents ``lin + log M[a, c]``. With
+    ``first_rates`` of n values, the rates of the first segment (all members together) are written
+    there and nothing is projected (:func:`pairwise_rates`).
     """
     n = dem.shape[0]
-    idx = np.arange(n)
-    r = rem.copy()
-    sub = np.empty((n, 3))
-    rate = np.empty(n)
-    taus = np.empty(n)
-    retired = np.empty(n, dtype=np.int64)
+    if n == 0:
+        return 0
+    dq = quantize(dem)
+    terms, w_others = affine_terms(w, map_id)
+    c, h, tot = member_terms(dem, dq, terms, b)
+    blend = kind == PAIRWISE_ENTITY and A.shape[0] > 0 and A.min() < 1.0
+    terms2, w_others2 = affine_terms(w2, map_id)
+    c2, h2, _ = member_terms(dem, dq, terms2, b2)
+    use_max = combine_id == COMBINE_MAX
+    nxt, prv, head = demand_lists(dem, use_max)
+    idx, retired, work, rate, taus, top1, top2 = step_buffers(rem)
+    msum = np.empty(n)
+    rowmax = np.empty(n)
+    rowmin = np.empty(n)
+    pair_sums(M, u, idx, n, msum, rowmax, rowmin)
+    per_row = theta.shape[0] > 1
+    bound = theta.shape[0] > 0
+    blocking = kind == PAIRWISE_BLOCKING
     na = n
     t = t0
     while na > 0:
-        entity_rates(dem, idx, na, map_id, combine_id, w, b, S, M, A, w2, b2, log_target, alone_solo, is_rate, rmin,
-                     rmax, sub, rate, theta, min_scale)
-        na, t, _ = advance(idx, na, r, rate, taus, t, rtol, end, retired)
-        if na < 0:
+        g = affine_set(terms, w_others, tot, na)
+        g2 = affine_set(terms2, w_others2, tot, na) if blend else 0.0
+        if use_max:
+            top_two(dem, head, nxt, top1, top2)
+        many = na > 1
+        for a in range(na):
+            i = idx[a]
+            lin = c[i] + g
+            o0 = o1 = o2 = 0.0
+            if many:
+                if use_max:
+                    o0 = worst_other(dem[i, SM], top1[SM], top2[SM])
+                    o1 = worst_other(dem[i, L2], top1[L2], top2[L2])
+                    o2 = worst_other(dem[i, DRAM], top1[DRAM], top2[DRAM])
+                else:
+                    o0 = others_sum(tot, dq, i, SM)
+                    o1 = others_sum(tot, dq, i, L2)
+                    o2 = others_sum(tot, dq, i, DRAM)
+                lin += h[i, SM] * o0 + h[i, L2] * o1 + h[i, DRAM] * o2
+            if blocking:
+                slow = 1.0 + blocking_excess(lin, msum[i], i, M, u, idx, na, rowmax, rowmin, eta_max) if many else 1.0
+                p = 1.0 / slow if pred_rates else slow
+            elif not many and alone_solo:
+                p = 1.0
+            else:
+                p = lin + msum[i] + S[u[i]] if many else lin
+                if log_target:
+                    p = math.exp(p)
+                if blend and A[u[i]] < 1.0:
+                    lin2 = c2[i] + g2 + h2[i, SM] * o0 + h2[i, L2] * o1 + h2[i, DRAM] * o2
+                    p = A[u[i]] * p + (1.0 - A[u[i]]) * lin2
+            if bound:
+                p = bounded(p, BOUND_RELATIVE, theta[i if per_row else 0], 0.0, min_scale)
+            rate[a] = to_rate(p, is_rate, rmin, rmax)
+        if first_rates.shape[0] == n:
+            first_rates[:] = rate[:n]
+            return 0
+        keep, t, nret = advance(idx, na, work, rate, taus, t, rtol, end, retired)
+        if keep < 0:
             return NONFINITE
+        retire(retired, nret, dq, tot, use_max, prv, nxt, head)
+        drop_pairs(M, u, idx, keep, retired, nret, msum)
+        na = keep
     return 0
+
+
+@njit(cache=True)
+def pairwise_rates(dem, map_id, combine_id, kind, w, b, u, S, M, A, w2, b2, eta_max, log_target, alone_solo,
+                   pred_rates, is_rate, rmin, rmax, out, theta, min_scale):
+    """Clamped rates of every member of the running set ``dem`` (k, 3) into ``out[:k]``: the first
+    segment of :func:`pairwise_project` (same arguments)."""
+    k = dem.shape[0]
+    pairwise_project(dem, np.ones(k), 0.0, map_id, combine_id, kind, w, b, u, S, M, A, w2, b2, eta_max, log_target,
+                     alone_solo, pred_rates, is_rate, rmin, rmax, 0.0, np.empty(k), theta, min_scale, out[:k])

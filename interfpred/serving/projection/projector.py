@@ -5,8 +5,9 @@ questions about a running set given by its demands ``dem`` (k, 3): the clamped r
 member (:meth:`~RunningSetProjector.rates`) and, with the remaining solo work of each, when each
 finishes (:meth:`~RunningSetProjector.project`). It picks the fastest path the predictor allows:
 
-* a predictor with entity terms (``pairwise_terms``, as :class:`~interfpred.EntityRLS`) over a
-  built-in map: the compiled entity projection;
+* a predictor with pair terms over a built-in map (``pairwise_terms``, as :class:`~interfpred.EntityRLS`,
+  or ``blocking_terms``, as :class:`~interfpred.KernelBlocking`): the compiled pair-term projection of
+  :mod:`interfpred.serving.projection.entity`;
 * an affine predictor (``tags.is_linear`` and ``linear_form()``) over a built-in map: the compiled
   affine projection of :mod:`interfpred.serving.projection.affine`;
 * anything else: :func:`~interfpred.serving.projection.generic.project_fluid` with one ``predict`` call per segment.
@@ -53,7 +54,7 @@ from interfpred.features.compiled_maps import COMBINE_SUM
 from interfpred.predictors import RLS, Calibrated, get_tags
 from interfpred.serving.projection.affine import affine_rates, project_affine_unchecked, project_into
 from interfpred.serving.projection.bounds import BOUND_RELATIVE, BOUND_STD
-from interfpred.serving.projection.entity import entity_project, entity_rates
+from interfpred.serving.projection.entity import PAIRWISE_BLOCKING, PAIRWISE_ENTITY, pairwise_project, pairwise_rates
 from interfpred.serving.projection.generic import NONFINITE, NONFINITE_MESSAGE, all_finite, project_fluid
 
 __all__ = ["RunningSetProjector", "check_quantile", "has_entity_terms", "nonfinite_error", "parse_candidates",
@@ -175,7 +176,8 @@ class RunningSetProjector:
         point = self.point_predictor()
         self._affine_path = (extractor.is_builtin and bool(get_tags(point).is_linear)
                              and not get_tags(point).uses_entities)
-        self._entity_path = extractor.is_builtin and has_entity_terms(point)
+        self._blocking = bool(get_tags(point).blocking_terms)
+        self._entity_path = extractor.is_builtin and (has_entity_terms(point) or self._blocking)
         self._std_ok = isinstance(point, RLS) and spec.combine_id == COMBINE_SUM
         self._no_theta = np.empty(0)
 
@@ -204,19 +206,39 @@ class RunningSetProjector:
             raise nonfinite_error("projection refused", np.append(w, b))
         return w, b, float(form.lower)
 
-    def _entity_args(self, names: list[str]) -> tuple:
+    def _pairwise_args(self, names: list[str]) -> tuple | None:
+        """The compiled pair-term path's model arguments for a running set of entities ``names``
+        (:mod:`interfpred.serving.projection.entity`), or None where the predictor cannot give them now.
+
+        The terms are asked for each distinct entity once (a running set repeats few models)."""
         p = self.point_predictor()
         d = self._width
+        at: dict[str, int] = {}
+        u = np.fromiter((at.setdefault(s, len(at)) for s in names), dtype=np.int64, count=len(names))
+        vocab = list(at)
+        if self._blocking:
+            bt = p.blocking_terms(vocab)
+            if bt is None:
+                return None
+            w = np.ascontiguousarray(bt.weights, dtype=np.float64)
+            if w.shape[0] != d:
+                raise InterfpredError(f"the predictor now takes {w.shape[0]} features but the extractor gives {d}")
+            return (self._map_id, self._combine_id, PAIRWISE_BLOCKING, w, float(bt.intercept), u, np.zeros(0),
+                    np.ascontiguousarray(bt.pair, dtype=np.float64), np.ones(0), np.zeros(d), 0.0, float(bt.cap),
+                    False, True, bool(bt.rates), self._is_rate, self.min_rate, self.max_rate)
         if p.n_features_in_ is None:
             w, b = np.zeros(d), (0.0 if p.log_target else PRIOR_SLOWDOWN)
         elif p.n_features_in_ != d:
             raise InterfpredError(f"the predictor now takes {p.n_features_in_} features but the extractor gives {d}")
         else:
             w, b = p.coef_, p.intercept_   # the model before exp (log target): not a probe of predict
-        S, M = p.pairwise_terms(names)
-        A, w2, b2 = p.backoff_terms(names)
-        return (self._map_id, self._combine_id, w, b, S, M, A, np.ascontiguousarray(w2, dtype=np.float64),
-                float(b2), bool(p.log_target), bool(p.alone_is_solo), self._is_rate, self.min_rate, self.max_rate)
+        S, M = p.pairwise_terms(vocab)
+        A, w2, b2 = p.backoff_terms(vocab)
+        return (self._map_id, self._combine_id, PAIRWISE_ENTITY, np.ascontiguousarray(w, dtype=np.float64),
+                float(b), u, np.ascontiguousarray(S, dtype=np.float64), np.ascontiguousarray(M, dtype=np.float64),
+                np.ascontiguousarray(A, dtype=np.float64), np.ascontiguousarray(w2, dtype=np.float64), float(b2),
+                math.inf, bool(p.log_target), bool(p.alone_is_solo), False, self._is_rate, self.min_rate,
+                self.max_rate)
 
     def _std_form(self) -> tuple[np.ndarray, float]:
         """Covariance ``P`` and noise variance ``s2`` of the wrapped RLS: its std is ``sqrt(s2 (1 + x' P x))``."""
@@ -256,9 +278,11 @@ class RunningSetProjector:
             return self.clamp(pred)
         if self.entities:
             names = cast(list, names)
-            if self._entity_path:
-                entity_rates(dem, np.arange(k), k, *self._entity_args(names), np.empty((k, 3)), out,
-                             self._no_theta, 0.0)
+            args = self._pairwise_args(names) if self._entity_path else None
+            if args is not None:
+                pairwise_rates(dem, *args, out, self._no_theta, 0.0)
+                if not all_finite(out):
+                    raise nonfinite_error(f"rates of a running set of {k} refused", out)
                 return out
             phi = ex.map_running_set(dem, check=False)
             pred = np.asarray(self.predictor.predict(phi, entities=set_entities(names)), dtype=np.float64).reshape(k)
@@ -289,10 +313,12 @@ class RunningSetProjector:
         if quantile is not None and self._calibrated:
             level = 1.0 - quantile if self._is_rate else quantile
             form = self.predictor.bound_form(level, names)
-        if self._entity_path and names is not None and (quantile is None or (form is not None and form.relative)):
+        args = (self._pairwise_args(names) if self._entity_path and names is not None
+                and (quantile is None or (form is not None and form.relative)) else None)
+        if args is not None:
             theta, min_scale = (self._no_theta, 0.0) if form is None else (form.theta, form.min_scale)
-            if entity_project(dem, rem, t, *self._entity_args(names), TRACKER_FINISH_RTOL, end, theta,
-                              min_scale) == NONFINITE:
+            if pairwise_project(dem, rem, t, *args, TRACKER_FINISH_RTOL, end,
+                                theta, min_scale, self._no_theta) == NONFINITE:
                 raise InterfpredError("projection refused: a predicted rate or remaining work is not finite "
                                       "(the predictor's state overflows on this running set)")
             return end
