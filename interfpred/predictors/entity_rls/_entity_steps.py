@@ -52,7 +52,7 @@ __all__ = ["N_SEEN", "N_WEIGHTS", "N_FEATURES", "RLS_FORGETTING", "RLS_STAB", "R
            "ENT_N_FULL", "ENT_MARGINAL", "ENT_HEADER", "ENT_HYPER_SLOTS", "EST_MEAN", "EST_INFO",
            "EST_PRIOR_INFO", "EST_PRIOR_MEAN", "ETAB_SENSITIVITY", "ETAB_AGGRESSIVENESS", "ETAB_U", "ETAB_V",
            "check_entity_row", "row_terms",
-           "blocks_value", "blocks_step", "full_value", "full_step", "pairwise_terms"]
+           "blocks_value", "blocks_step", "full_value", "full_step", "pairwise_terms", "same_values"]
 
 # -- EntityRLS header: N_SEEN .. RLS_CYCLE as in an RLS buffer, then
 ENT_FORGETTING = 8      # entity_forgetting
@@ -345,3 +345,14 @@ def pairwise_terms(g, est, etab, ptab, ids, S, M):
                     for q in range(r):
                         v += mu[ub + q] * mu[vb + q]
             M[a, b] = v
+
+
+@njit(cache=True)
+def same_values(a, b):
+    """Whether the 1-d arrays ``a`` and ``b`` hold the same values (cheaper than numpy on a few hundred)."""
+    if a.shape[0] != b.shape[0]:
+        return False
+    for i in range(a.shape[0]):
+        if a[i] != b[i]:
+            return False
+    return True

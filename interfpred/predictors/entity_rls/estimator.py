@@ -728,13 +728,13 @@ class EntityRLS(EntityStore, BasePredictor):
         >>> A.tolist()
         [0.5, 0.0]
         """
-        names = tuple(str(s) for s in names)
+        names = tuple(map(str, names))
         d = 0 if self._d is None else self._d
         if self._g is None or not self._backs_off:
             return np.ones(len(names)), np.zeros(d), PRIOR_SLOWDOWN
         memo = getattr(self, "_weight_memo", None)
         key = (names, len(self._names), id(self._evidence))
-        if memo is not None and memo[0] == key and np.array_equal(memo[1], self._evidence):
+        if memo is not None and memo[0] == key and EK.same_values(memo[1], self._evidence):
             A = memo[2]           # each entity's evidence unchanged since the last ask
         else:
             A = self._weights_of(self._ids_cached(names))
@@ -843,7 +843,7 @@ class EntityRLS(EntityStore, BasePredictor):
         >>> M.shape, float(M[0, 2]), float(M[2, 2])
         ((3, 3), 0.0, 0.0)
         """
-        names = tuple(str(s) for s in names)
+        names = tuple(map(str, names))
         k = len(names)
         if self._g is None or not self.entity_terms:
             return np.zeros(k), np.zeros((k, k))
@@ -853,7 +853,7 @@ class EntityRLS(EntityStore, BasePredictor):
         memo = getattr(self, "_pair_memo", None)
         # the terms are a function of the entity means and tables: kept while the means are the same (a
         # tracker asks for the same entities in every what-if between two finishes)
-        if memo is not None and memo[0] == key and np.array_equal(memo[1], est[EK.EST_MEAN]):
+        if memo is not None and memo[0] == key and EK.same_values(memo[1], est[EK.EST_MEAN]):
             return memo[2], memo[3]
         S, M = np.zeros(k), np.zeros((k, k))
         EK.pairwise_terms(g, est, self._etab, self._ptab, self._ids_cached(names), S, M)

@@ -214,7 +214,7 @@ class RunningSetProjector:
         p = self.point_predictor()
         d = self._width
         at: dict[str, int] = {}
-        u = np.fromiter((at.setdefault(s, len(at)) for s in names), dtype=np.int64, count=len(names))
+        u = np.array([at.setdefault(s, len(at)) for s in names], dtype=np.int64)
         vocab = list(at)
         if self._blocking:
             bt = p.blocking_terms(vocab)
@@ -234,11 +234,9 @@ class RunningSetProjector:
             w, b = p.coef_, p.intercept_   # the model before exp (log target): not a probe of predict
         S, M = p.pairwise_terms(vocab)
         A, w2, b2 = p.backoff_terms(vocab)
-        return (self._map_id, self._combine_id, PAIRWISE_ENTITY, np.ascontiguousarray(w, dtype=np.float64),
-                float(b), u, np.ascontiguousarray(S, dtype=np.float64), np.ascontiguousarray(M, dtype=np.float64),
-                np.ascontiguousarray(A, dtype=np.float64), np.ascontiguousarray(w2, dtype=np.float64), float(b2),
-                math.inf, bool(p.log_target), bool(p.alone_is_solo), False, self._is_rate, self.min_rate,
-                self.max_rate)
+        # (arrays as the predictor gives them: the compiled kernel takes any layout)
+        return (self._map_id, self._combine_id, PAIRWISE_ENTITY, w, float(b), u, S, M, A, w2, float(b2), math.inf,
+                bool(p.log_target), bool(p.alone_is_solo), False, self._is_rate, self.min_rate, self.max_rate)
 
     def _std_form(self) -> tuple[np.ndarray, float]:
         """Covariance ``P`` and noise variance ``s2`` of the wrapped RLS: its std is ``sqrt(s2 (1 + x' P x))``."""
