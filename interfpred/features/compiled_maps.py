@@ -127,10 +127,16 @@ def _q(v):
 def quantize(dem):
     """Fixed-point copy of demands (n, 3) in units of 2**-50 (int64)."""
     out = np.empty(dem.shape, dtype=np.int64)
+    quantize_into(dem, out)
+    return out
+
+
+@njit(cache=True, inline="always")
+def quantize_into(dem, out):
+    """:func:`quantize` into ``out`` (n, 3) int64."""
     for i in range(dem.shape[0]):
         for r in range(N_RESOURCES):
             out[i, r] = _q(dem[i, r])
-    return out
 
 
 @njit(cache=True, inline="always")
@@ -263,6 +269,13 @@ def affine_terms(w, map_id):
     ``(terms, n_others)``, ``terms[kind, r]`` (N_RESOURCE_TERMS, N_RESOURCES) for the kinds
     TERM_OWN .. TERM_EXCESS and the weight of the co-runner count; a term the map lacks weighs 0."""
     terms = np.zeros((N_RESOURCE_TERMS, N_RESOURCES))
+    return terms, affine_terms_into(w, map_id, terms)
+
+
+@njit(cache=True, inline="always")
+def affine_terms_into(w, map_id, terms):
+    """:func:`affine_terms` into ``terms`` (N_RESOURCE_TERMS, N_RESOURCES); returns the co-runner count's weight."""
+    terms[:] = 0.0
     n_others = 0.0
     for f in range(MAP_WIDTH[map_id]):
         kind = MAP_TERMS[map_id, f, TERM_KIND]
@@ -270,7 +283,7 @@ def affine_terms(w, map_id):
             n_others = w[f]
         else:
             terms[kind, MAP_TERMS[map_id, f, TERM_RESOURCE]] = w[f]
-    return terms, n_others
+    return n_others
 
 
 @njit(cache=True, inline="always")

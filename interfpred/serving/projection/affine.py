@@ -40,6 +40,7 @@ from interfpred.features.compiled_maps import (
     MAP_DEFAULT,
     MAP_GPULETS,
     MAP_RICH,
+    N_RESOURCE_TERMS,
     N_RESOURCES,
     SM,
     TERM_COLUMN,
@@ -47,11 +48,11 @@ from interfpred.features.compiled_maps import (
     affine_other_weight,
     affine_own,
     affine_set,
-    affine_terms,
+    affine_terms_into,
     map_running_set,
     n_features,
     others_sum,
-    quantize,
+    quantize_into,
     set_total,
     worst_other,
 )
@@ -87,23 +88,37 @@ def member_terms(dem, dq, terms, b):
     c = np.empty(n)
     h = np.empty((n, N_RESOURCES))
     tot = np.zeros(N_RESOURCES, dtype=np.int64)
-    for i in range(n):
+    member_terms_into(dem, dq, terms, b, c, h, tot)
+    return c, h, tot
+
+
+@njit(cache=True, inline="always")
+def member_terms_into(dem, dq, terms, b, c, h, tot):
+    """:func:`member_terms` into ``c`` (n,), ``h`` (n, 3) and ``tot`` (3,)."""
+    tot[:] = 0
+    for i in range(dem.shape[0]):
         c[i] = affine_own(terms, b, dem[i, SM], dem[i, L2], dem[i, DRAM])
         for r in range(N_RESOURCES):
             h[i, r] = affine_other_weight(terms, r, dem[i, r])
             tot[r] += dq[i, r]
-    return c, h, tot
 
 
 @njit(cache=True, inline="always")
 def demand_lists(dem, use_max):
     """For the max combine: per resource, the members in decreasing demand as a doubly linked list
     (``nxt``, ``prv``, ``head``); placeholders otherwise."""
-    n = dem.shape[0]
-    nl = n + 1 if use_max else 1
+    nl = dem.shape[0] + 1 if use_max else 1
     nxt = np.full((N_RESOURCES, nl), -1, dtype=np.int64)
     prv = np.full((N_RESOURCES, nl), -1, dtype=np.int64)
     head = np.full(N_RESOURCES, -1, dtype=np.int64)
+    demand_lists_into(dem, use_max, nxt, prv, head)
+    return nxt, prv, head
+
+
+@njit(cache=True, inline="always")
+def demand_lists_into(dem, use_max, nxt, prv, head):
+    """:func:`demand_lists` into ``nxt``, ``prv`` (3, n + 1) and ``head`` (3,) (left as they are for the sum combine)."""
+    n = dem.shape[0]
     if use_max:
         for r in range(N_RESOURCES):
             order = np.argsort(-dem[:, r], kind="mergesort")
@@ -112,7 +127,6 @@ def demand_lists(dem, use_max):
                 i = order[a]
                 prv[r, i] = order[a - 1] if a > 0 else -1
                 nxt[r, i] = order[a + 1] if a + 1 < n else -1
-    return nxt, prv, head
 
 
 @njit(cache=True, inline="always")
@@ -120,18 +134,23 @@ def step_buffers(rem):
     """The loop's scratch, in two allocations: members still running (all, in order) and those a step
     retires; remaining work (``rem``), rates, times to finish, and the top two demands per resource."""
     n = rem.shape[0]
-    ibuf = np.empty(2 * n, dtype=np.int64)
+    return step_views(rem, np.empty(2 * n, dtype=np.int64), np.empty(3 * n + 2 * N_RESOURCES))
+
+
+@njit(cache=True, inline="always")
+def step_views(rem, ibuf, fbuf):
+    """:func:`step_buffers` as views of ``ibuf`` (2n int64) and ``fbuf`` (3n + 6)."""
+    n = rem.shape[0]
     idx = ibuf[:n]
-    retired = ibuf[n:]
+    retired = ibuf[n:2 * n]
     for i in range(n):
         idx[i] = i
-    fbuf = np.empty(3 * n + 2 * N_RESOURCES)
     work = fbuf[:n]
     work[:] = rem
     rate = fbuf[n:2 * n]
     taus = fbuf[2 * n:3 * n]
     top1 = fbuf[3 * n:3 * n + N_RESOURCES]
-    top2 = fbuf[3 * n + N_RESOURCES:]
+    top2 = fbuf[3 * n + N_RESOURCES:3 * n + 2 * N_RESOURCES]
     return idx, retired, work, rate, taus, top1, top2
 
 
@@ -200,26 +219,69 @@ def project_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, mode, theta, P
     n = dem.shape[0]
     if n == 0:
         return 0
-    dq = quantize(dem)
-    terms, w_others = affine_terms(w, map_id)
-    c, h, tot = member_terms(dem, dq, terms, b)
     use_std = mode == BOUND_STD
-    per_row = theta.shape[0] == n
     ns = n if use_std else 0                # std-bound scratch, empty otherwise
     nv = N_PATTERN_VECTORS if use_std else 0
-    gq = np.empty((ns, 15))
-    gram = np.empty((nv, nv))
-    vidx = np.empty((nv, PATTERN_SLOTS), dtype=np.int64)
-    vval = np.empty((nv, PATTERN_SLOTS))
-    sy = np.empty(nv)
-    sca = np.empty(nv)
-    zz = np.empty(15 if use_std else 0)
-    z = np.empty(5 if use_std else 0)
+    std = (np.empty((ns, 15)), np.empty((nv, nv)), np.empty((nv, PATTERN_SLOTS), dtype=np.int64),
+           np.empty((nv, PATTERN_SLOTS)), np.empty(nv), np.empty(nv), np.empty(15 if use_std else 0),
+           np.empty(5 if use_std else 0))
+    ibuf, fbuf = projection_scratch(n)
+    return project_core(dem, rem, t0, map_id, combine_id, w, b, pred_lo, mode, theta, P, s2, min_scale, is_rate,
+                        rmin, rmax, rtol, end, ibuf, fbuf, std)
+
+
+@njit(cache=True)
+def projection_scratch(n):
+    """Scratch for :func:`project_core` of up to ``n`` members: one int64 and one float64 buffer."""
+    return np.empty(_ISIZE_N * n + _ISIZE_1, dtype=np.int64), np.empty(_FSIZE_N * n + _FSIZE_1)
+
+
+#: Scratch sizes of :func:`project_core` for n members: ``_ISIZE_N * n + _ISIZE_1`` int64 values (fixed-point
+#: demands, the set's sums, the demand lists, members running and retired), ``_FSIZE_N * n + _FSIZE_1`` floats
+#: (own terms, the others' weights, the step's work / rate / time, the top two demands, the map's terms).
+_ISIZE_N = 3 + 2 * N_RESOURCES + 2
+_ISIZE_1 = N_RESOURCES + 2 * N_RESOURCES + N_RESOURCES
+_FSIZE_N = 1 + N_RESOURCES + 3
+_FSIZE_1 = 2 * N_RESOURCES + N_RESOURCE_TERMS * N_RESOURCES
+
+
+@njit(cache=True)
+def project_core(dem, rem, t0, map_id, combine_id, w, b, pred_lo, mode, theta, P, s2, min_scale, is_rate, rmin,
+                 rmax, rtol, end, ibuf, fbuf, std):
+    """:func:`project_into` with its scratch given: ``ibuf``, ``fbuf`` from :func:`projection_scratch` of at
+    least ``n`` members, and ``std`` the std bound's (empty arrays for the other modes)."""
+    n = dem.shape[0]
+    if n == 0:
+        return 0
+    gq, gram, vidx, vval, sy, sca, zz, z = std
+    use_std = mode == BOUND_STD
+    # views of the scratch (layout: projection_scratch)
+    dq = ibuf[:3 * n].reshape((n, 3))
+    tot = ibuf[3 * n:3 * n + N_RESOURCES]
+    nl = n + 1
+    o = 3 * n + N_RESOURCES
+    nxt = ibuf[o:o + N_RESOURCES * nl].reshape((N_RESOURCES, nl))
+    o += N_RESOURCES * nl
+    prv = ibuf[o:o + N_RESOURCES * nl].reshape((N_RESOURCES, nl))
+    o += N_RESOURCES * nl
+    head = ibuf[o:o + N_RESOURCES]
+    o += N_RESOURCES
+    sbuf = ibuf[o:o + 2 * n]
+    c = fbuf[:n]
+    h = fbuf[n:n + N_RESOURCES * n].reshape((n, N_RESOURCES))
+    o = (1 + N_RESOURCES) * n
+    stepf = fbuf[o:o + 3 * n + 2 * N_RESOURCES]
+    o += 3 * n + 2 * N_RESOURCES
+    terms = fbuf[o:o + N_RESOURCE_TERMS * N_RESOURCES].reshape((N_RESOURCE_TERMS, N_RESOURCES))
+    quantize_into(dem, dq)
+    w_others = affine_terms_into(w, map_id, terms)
+    member_terms_into(dem, dq, terms, b, c, h, tot)
+    per_row = theta.shape[0] == n
     pattern = -1
     has_intercept = P.shape[0] > w.shape[0]
     use_max = combine_id == COMBINE_MAX
-    nxt, prv, head = demand_lists(dem, use_max)
-    idx, retired, work, rate, taus, top1, top2 = step_buffers(rem)
+    demand_lists_into(dem, use_max, nxt, prv, head)
+    idx, retired, work, rate, taus, top1, top2 = step_views(rem, sbuf, stepf)
     na = n
     t = t0
     while na > 0:
@@ -275,18 +337,33 @@ def project_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, mode, theta, P
 @njit(cache=True)
 def project_affine_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, is_rate, rmin, rmax, rtol, end):
     """:func:`project_into` at the point prediction: 0, or :data:`NONFINITE`."""
-    return project_into(dem, rem, t0, map_id, combine_id, w, b, pred_lo, BOUND_MEAN, np.empty(0), np.empty((0, 0)),
-                        0.0, 0.0, is_rate, rmin, rmax, rtol, end)
+    ibuf, fbuf = projection_scratch(dem.shape[0])
+    none, none2, std = no_bound_args()
+    return project_core(dem, rem, t0, map_id, combine_id, w, b, pred_lo, BOUND_MEAN, none, none2, 0.0, 0.0,
+                        is_rate, rmin, rmax, rtol, end, ibuf, fbuf, std)
+
+
+@njit(cache=True, inline="always")
+def no_bound_args():
+    """Empty arrays for the point prediction's unused bound arguments: ``theta``, ``P`` and the std scratch
+    (views of two allocations)."""
+    e = np.empty(0)
+    ei = np.empty(0, dtype=np.int64)
+    return e, e.reshape((0, 0)), (e.reshape((0, 15)), e.reshape((0, 0)), ei.reshape((0, PATTERN_SLOTS)),
+                                  e.reshape((0, PATTERN_SLOTS)), e, e, e, e)
 
 
 @njit(cache=True)
 def project_stacked_into(dem, rem, n, t, W, B, LO, use, map_id, combine_id, is_rate, rmin, rmax, rtol, end):
-    """One projection per row block ``g`` where ``use[g]``: members ``dem[g, :n[g]]`` under ``W[g]``."""
+    """One projection per row block ``g`` where ``use[g]``: members ``dem[g, :n[g]]`` under ``W[g]`` (one scratch
+    for all)."""
+    ibuf, fbuf = projection_scratch(dem.shape[1])
+    none, none2, std = no_bound_args()
     for g in range(dem.shape[0]):
         m = n[g]
         if use[g] and m > 0:
-            status = project_affine_into(dem[g, :m], rem[g, :m], t, map_id, combine_id, W[g], B[g], LO[g],
-                                         is_rate, rmin, rmax, rtol, end[g, :m])
+            status = project_core(dem[g, :m], rem[g, :m], t, map_id, combine_id, W[g], B[g], LO[g], BOUND_MEAN, none,
+                                  none2, 0.0, 0.0, is_rate, rmin, rmax, rtol, end[g, :m], ibuf, fbuf, std)
             if status != 0:
                 return status
     return 0
