@@ -31,7 +31,7 @@ from interfpred.measure.spec import Workload, parse_workload
 __all__ = ["Instance", "ProcessHosts", "serve"]
 
 #: Seconds between sending a run command and the instant its members start (the commands reach every worker).
-_LEAD_S = 0.05
+_LEAD_S = 0.02
 
 
 class Instance(Protocol):
