@@ -126,8 +126,10 @@ class Backend(Protocol):
         """The GPU's name as the measurement CSV records it."""
         ...
 
-    def check(self, workloads: Sequence[Workload], mechanisms: Sequence[str], mig_instances: Sequence[str]) -> None:
-        """Refuse, before anything runs, what cannot be measured here (one line, naming how to fix it)."""
+    def check(self, workloads: Sequence[Workload], mechanisms: Sequence[str], mig_instances: Sequence[str],
+              profiles: bool) -> None:
+        """Refuse, before anything runs, what cannot be measured here (one line, naming how to fix it);
+        ``profiles``: the profiler will be needed too."""
         ...
 
     def partitions(self, mig_instances: Sequence[str]) -> list[str]:

@@ -198,7 +198,7 @@ def measure(config: MeasureConfig, out: str, *, backend: Backend, resume: bool =
     say = progress or (lambda _msg: None)
     plan = config.plan()
     check_sharing(config.mechanisms)
-    backend.check(config.workloads, config.mechanisms, config.mig_instances)
+    backend.check(config.workloads, config.mechanisms, config.mig_instances, config.profiles)
     partitions = backend.partitions(config.mig_instances) if "mig" in config.mechanisms else []
     gpu = config.gpu or backend.gpu_name()
     _prepare(out, config, plan, resume=resume, force=force)

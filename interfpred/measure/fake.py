@@ -122,7 +122,8 @@ class FakeBackend:
         """``fake``."""
         return "fake"
 
-    def check(self, workloads: Sequence[Workload], mechanisms: Sequence[str], mig_instances: Sequence[str]) -> None:
+    def check(self, workloads: Sequence[Workload], mechanisms: Sequence[str], mig_instances: Sequence[str],
+              profiles: bool) -> None:
         """Every callable workload must load (torchvision names are taken as given)."""
         for w in workloads:
             if w.kind == "callable":

@@ -238,8 +238,12 @@ class TorchBackend:
         """The device's name, spaces as underscores (``NVIDIA_H200``)."""
         return str(self._probe()["name"]).strip().replace(" ", "_")
 
-    def check(self, workloads: Sequence[Workload], mechanisms: Sequence[str], mig_instances: Sequence[str]) -> None:
-        """A CUDA device visible to PyTorch, torchvision names that exist, callables that load."""
+    def check(self, workloads: Sequence[Workload], mechanisms: Sequence[str], mig_instances: Sequence[str],
+              profiles: bool) -> None:
+        """A CUDA device visible to PyTorch, torchvision names that exist, callables that load, ncu for profiles."""
+        if profiles and shutil.which("ncu") is None:
+            raise InterfpredError("Nsight Compute (ncu) is not on PATH: install it (or add its folder to PATH), or "
+                                  "pass --no-profiles")
         probe = self._probe()
         if not probe["available"]:
             raise InterfpredError("no CUDA device is visible to PyTorch: run interfpred measure on a GPU machine "
