@@ -224,6 +224,35 @@ def test_a_profile_past_its_time_limit_is_reported_not_truncated(tmp_path, capsy
     assert statuses == {"small:2:fp16": "ok", "huge:4000:fp16": "timeout"}
 
 
+def _running(marker):
+    """Processes whose command line holds ``marker``."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if marker in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+def test_a_campaign_stopped_while_profiling_leaves_no_profiler_running(tmp_path):
+    marker = f"huge{os.getpid()}x{time.monotonic_ns() % 10**6}"
+    out = tmp_path / "p"
+    proc = subprocess.Popen([sys.executable, "-m", "interfpred", "measure", *FAST, "--workload", f"{marker}:4000",
+                             "--no-self-pairs", "--workload", "small:2", "--ncu-timeout-s", "60", "--out", str(out)],
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(p != proc.pid for p in _running(f"profile {marker}:")):
+        time.sleep(0.02)
+    assert _running(f"profile {marker}:"), "the profiler never started"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 130 and "interrupted" in proc.stderr.read()
+    assert not _running(f"profile {marker}:")
+    assert not [r for r in read_log(out / "runs.jsonl") if r["type"] == "profile"]   # nothing half-recorded
+
+
 # ------------------------------------------------------------------------------------------------ refusals
 @pytest.mark.parametrize("argv, message", [
     (["--workload", "resnet50:0"], "batch size 0 must be in 1.."),

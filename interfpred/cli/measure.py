@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import signal
 import sys
+import threading
 from typing import Any
 
 from interfpred._core.numbers import float_option, int_option
@@ -85,6 +87,10 @@ def _backend(device: str) -> Any:
     return TorchBackend()
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def run_measure(args: argparse.Namespace) -> int:
     """Run ``measure``."""
     from interfpred.measure.campaign import MeasureConfig, measure
@@ -109,8 +115,14 @@ def run_measure(args: argparse.Namespace) -> int:
     config.plan()                      # refuse bad options before anything is started or imported
     backend = _backend(args.device)
     progress = Progress("measure", after_s=0.0, every_s=0.0)
-    summary = measure(config, args.out, backend=backend, resume=args.resume, force=args.force, progress=progress)
-    progress.close()
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _interrupt) if main_thread else None  # a kill stops workers and ncu too
+    try:
+        summary = measure(config, args.out, backend=backend, resume=args.resume, force=args.force, progress=progress)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
+        progress.close()
     err = sys.stderr
     print(f"measure: {summary.windows_done} of {summary.windows_total} windows done", file=err)
     if summary.runs:

@@ -46,6 +46,18 @@ def _tail(path: str, n: int = 2) -> str:
     return ""
 
 
+def _stop(proc: subprocess.Popen) -> None:
+    """Stop the profiler's process group: an interrupt (ncu then writes what it has), then a kill."""
+    for sig, grace in ((signal.SIGINT, _STOP_GRACE_S), (signal.SIGKILL, None)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
 def run_profiler(command: Sequence[str], report: str, timeout_s: float) -> ProfilerRun:
     """Run ``command`` with its output (standard output and error) in the file ``report``, for at most
     ``timeout_s`` seconds (see the module docstring)."""
@@ -59,16 +71,11 @@ def run_profiler(command: Sequence[str], report: str, timeout_s: float) -> Profi
         try:
             code = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            for sig, grace in ((signal.SIGINT, _STOP_GRACE_S), (signal.SIGKILL, None)):
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, sig)
-                try:
-                    proc.wait(timeout=grace)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-            proc.wait()
+            _stop(proc)
             return ProfilerRun("timeout", time.monotonic() - t0, f"not finished within {timeout_s:g} s")
+        except BaseException:      # the campaign itself is stopped: never leave a profiler running on the GPU
+            _stop(proc)
+            raise
     seconds = time.monotonic() - t0
     if code != 0:
         return ProfilerRun("failed", seconds, f"exited with status {code}: {_tail(report) or 'no output'}")
