@@ -222,6 +222,16 @@ def test_a_profile_past_its_time_limit_is_reported_not_truncated(tmp_path, capsy
     assert ProfileTable.from_csv(out / "profiles.csv").models == ("small",)
     statuses = {r["label"]: r["status"] for r in read_log(out / "runs.jsonl") if r["type"] == "profile"}
     assert statuses == {"small:2:fp16": "ok", "huge:4000:fp16": "timeout"}
+    report = (out / "ncu" / "01_huge_b4000_fp16.csv").read_text()
+    assert "Trying to shutdown" in report and "Disconnected" not in report
+    # resumed with --allow-truncated, the stopped profile is taken again and kept, marked truncated
+    assert main(["measure", *FAST, "--workload", "small:2", "--workload", "huge:4000", "--ncu-timeout-s", "1",
+                 "--allow-truncated", "--resume", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "kept as asked, marked truncated=1" in err and "2 of 2 workloads profiled" in err
+    rows = {r["model"]: r for r in _rows(out / "profiles.csv")}
+    assert rows["huge"]["truncated"] == "1" and rows["small"]["truncated"] == "0"
+    assert 0 < float(rows["huge"]["kernels"]) < fake_params(parse_workload("huge:4000")).kernels
 
 
 def _running(marker):

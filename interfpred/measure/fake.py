@@ -17,7 +17,8 @@ numbers however often it is interrupted):
 A worker sleeps through each window (``--window-s``), so a campaign takes real time and can be
 killed in the middle. Its profiler writes an Nsight Compute raw page, one kernel every
 ``FAKE_PROFILE_KERNEL_S`` seconds (4 + 12 u3 + batch_size / 2 kernels), so a large batch runs
-past a short ``--ncu-timeout-s``.
+past a short ``--ncu-timeout-s``; interrupted there, it does what ncu does: says it is shutting
+down, names the kernel it failed on, and writes the kernels profiled until then.
 
 Examples
 --------
@@ -149,10 +150,18 @@ def _profile(label: str) -> None:
     pid = os.getpid()
     print(f"==PROF== Connected to process {pid} (fake)", flush=True)
     names = [f"fake_kernel_{i % 5}" for i in range(p.kernels)]
-    for i, name in enumerate(names):
-        time.sleep(FAKE_PROFILE_KERNEL_S)
-        print(f'==PROF== Profiling "{name}" - {i}: 0%....50%....100% - 1 passes', flush=True)
-    print(f"==PROF== Disconnected from process {pid}", flush=True)
+    done = 0
+    try:
+        for i, name in enumerate(names):
+            time.sleep(FAKE_PROFILE_KERNEL_S)
+            print(f'==PROF== Profiling "{name}" - {i}: 0%....50%....100% - 1 passes', flush=True)
+            done += 1
+        print(f"==PROF== Disconnected from process {pid}", flush=True)
+    except KeyboardInterrupt:  # stopped at its time limit: like ncu, say so and write the kernels profiled so far
+        print("==PROF== Trying to shutdown target application", flush=True)
+        print(f'==ERROR== Failed to profile "{names[done]}" in process {pid}', flush=True)
+        if done == 0:
+            return
     metrics = [("dram__throughput.avg.pct_of_peak_sustained_elapsed", "%"), ("gpu__time_duration.sum", "ns"),
                ("launch__grid_size", ""), ("launch__block_size", ""), ("launch__sm_count", "SM"),
                ("launch__waves_per_multiprocessor", ""), ("lts__throughput.avg.pct_of_peak_sustained_elapsed", "%"),
@@ -161,7 +170,7 @@ def _profile(label: str) -> None:
     print(",".join(f'"{h}"' for h in ident + [m for m, _ in metrics]))
     print(",".join(f'"{u}"' for u in [""] * len(ident) + [u for _, u in metrics]))
     weights = [1.0 + (i % 3) for i in range(p.kernels)]
-    for i, name in enumerate(names):
+    for i, name in enumerate(names[:done]):
         ns = p.solo_ms * 1e6 * weights[i] / sum(weights)
         grid = 32 * (1 + i % 8)
         vals = [f"{100 * p.demand * 0.5:.2f}", f"{ns:.0f}", str(grid), "256", "132", f"{grid / 132 / 8:.4f}",
