@@ -721,6 +721,14 @@ MEASURE_NCU_TIMEOUT_S = 120.0
 MEASURE_IMAGE_SIDE = 224
 #: Default folder of the MPS control daemon's pipes (``CUDA_MPS_PIPE_DIRECTORY`` overrides it).
 MPS_PIPE_DIRECTORY = "/tmp/nvidia-mps"
+#: Seconds between a run command and the instant its members start (the command reaches every worker first).
+MEASURE_START_LEAD_S = 0.02
+#: Seconds a profiler stopped at its time limit gets, after its interrupt, to write what it has before it is killed.
+MEASURE_PROFILER_STOP_GRACE_S = 10.0
+#: The fake device: seconds its profiler spends on each kernel, and the extra slowdown per additional
+#: member under time-slicing (context switches).
+MEASURE_FAKE_KERNEL_S = 0.002
+MEASURE_FAKE_SWITCH_COST = 0.05
 #: Most workloads one campaign measures (every pair of 64 is 2,080 runs, hours of GPU time).
 MEASURE_MAX_WORKLOADS = 64
 #: Most members of one measured run.

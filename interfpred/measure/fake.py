@@ -16,7 +16,7 @@ numbers however often it is interrupted):
 
 A worker sleeps through each window (``--window-s``), so a campaign takes real time and can be
 killed in the middle. Its profiler writes an Nsight Compute raw page, one kernel every
-``FAKE_PROFILE_KERNEL_S`` seconds (4 + 12 u3 + batch_size / 2 kernels), so a large batch runs
+``MEASURE_FAKE_KERNEL_S`` seconds (4 + 12 u3 + batch_size / 2 kernels), so a large batch runs
 past a short ``--ncu-timeout-s``; interrupted there, it does what ncu does: says it is shutting
 down, names the kernel it failed on, and writes the kernels profiled until then.
 
@@ -41,17 +41,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from interfpred.constants import MEASURE_FAKE_KERNEL_S, MEASURE_FAKE_SWITCH_COST
 from interfpred.errors import InterfpredError
 from interfpred.measure.backend import HostGroup, MemberResult
 from interfpred.measure.hosts import ProcessHosts, serve
 from interfpred.measure.spec import Workload, parse_workload, resolve_callable
 
-__all__ = ["FAKE_PROFILE_KERNEL_S", "FakeBackend", "FakeParams", "fake_params", "fake_slowdowns"]
+__all__ = ["FakeBackend", "FakeParams", "fake_params", "fake_slowdowns"]
 
-#: Seconds the fake profiler spends on each kernel.
-FAKE_PROFILE_KERNEL_S = 0.002
-#: Extra slowdown per additional member under time-slicing (context switches).
-_SWITCH_COST = 0.05
 
 
 def _unit(text: str, i: int) -> float:
@@ -84,7 +81,7 @@ def fake_slowdowns(mechanism: str, demands: Sequence[float], shares: Sequence[fl
         s = max(1.0, sum(min(d, p / 100.0) for d, p in zip(demands, shares)))
         return [s] * n, [s] * n
     if mechanism == "time_slicing":
-        s = n * (1.0 + _SWITCH_COST * (n - 1))
+        s = n * (1.0 + MEASURE_FAKE_SWITCH_COST * (n - 1))
         return [s] * n, [1.0] * n
     if mechanism == "mig":
         return [1.0] * n, [1.0] * n
@@ -153,7 +150,7 @@ def _profile(label: str) -> None:
     done = 0
     try:
         for i, name in enumerate(names):
-            time.sleep(FAKE_PROFILE_KERNEL_S)
+            time.sleep(MEASURE_FAKE_KERNEL_S)
             print(f'==PROF== Profiling "{name}" - {i}: 0%....50%....100% - 1 passes', flush=True)
             done += 1
         print(f"==PROF== Disconnected from process {pid}", flush=True)

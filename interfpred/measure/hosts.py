@@ -23,16 +23,12 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any, Protocol
 
-from interfpred.constants import MEASURE_ANSWER_GRACE_S, MEASURE_READY_TIMEOUT_S
+from interfpred.constants import MEASURE_ANSWER_GRACE_S, MEASURE_READY_TIMEOUT_S, MEASURE_START_LEAD_S
 from interfpred.errors import InterfpredError
 from interfpred.measure.backend import HostGroup, MemberResult
 from interfpred.measure.spec import Workload, parse_workload
 
 __all__ = ["Instance", "ProcessHosts", "serve"]
-
-#: Seconds between sending a run command and the instant its members start (the commands reach every worker).
-_LEAD_S = 0.02
-
 
 class Instance(Protocol):
     """A worker's built workload instance."""
@@ -151,7 +147,7 @@ class ProcessHosts:
     def run(self, instances: Sequence[str], window_s: float, margin_s: float,
             context: Mapping[str, Any] | None = None) -> dict[str, MemberResult]:
         """Run ``instances`` together for ``window_s`` seconds; one result per instance."""
-        t_start = time.monotonic() + _LEAD_S
+        t_start = time.monotonic() + MEASURE_START_LEAD_S
         t_end = t_start + window_s
         by_worker: dict[int, list[str]] = {}
         for k in instances:

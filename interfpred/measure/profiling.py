@@ -20,14 +20,12 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from interfpred.constants import MEASURE_PROFILER_STOP_GRACE_S
 from interfpred.data.ingest import TruncatedReportWarning, profile_from_kernels, read_kernels
 from interfpred.data.profiles import Profile
 from interfpred.errors import InterfpredError
 
 __all__ = ["ProfilerRun", "ingest", "run_profiler"]
-
-#: Seconds a stopped profiler gets to write what it has, after its interrupt, before it is killed.
-_STOP_GRACE_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -48,7 +46,7 @@ def _tail(path: str, n: int = 2) -> str:
 
 def _stop(proc: subprocess.Popen) -> None:
     """Stop the profiler's process group: an interrupt (ncu then writes what it has), then a kill."""
-    for sig, grace in ((signal.SIGINT, _STOP_GRACE_S), (signal.SIGKILL, None)):
+    for sig, grace in ((signal.SIGINT, MEASURE_PROFILER_STOP_GRACE_S), (signal.SIGKILL, None)):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, sig)
         try:
