@@ -178,6 +178,9 @@ def test_a_campaign_killed_mid_run_resumes_to_the_same_files(tmp_path, capsys):
     proc.wait()
     done_before = [r["key"] for r in read_log(log)]
     assert 7 <= len(done_before) < 15, "the kill must land mid-campaign"
+    partial = Measurements.read(killed / "measurements.csv")      # what was written so far is a valid file
+    assert 0 < len(partial) and set(partial.run) <= {f"streams-{k.split('|')[2]}" for k in done_before
+                                                     if "|run|" in k}
     assert main([*args, "--out", str(killed)]) == 2                      # neither --resume nor --force
     assert f"holds a campaign ({len(done_before)} of its windows done)" in capsys.readouterr().err
     assert main([*args, "--out", str(killed), "--resume"]) == 0
@@ -311,6 +314,20 @@ def test_a_worker_that_dies_is_one_error_naming_it(tmp_path):
     with pytest.raises(InterfpredError, match=r"worker of a:1:fp16#0 exited \(status 3\) before answering ready .*: boom \(log: "):
         ProcessHosts([sys.executable, "-c", "import sys; print('boom', file=sys.stderr); sys.exit(3)"], [group],
                      "streams", str(tmp_path))
+
+
+def test_a_worker_that_stops_answering_is_given_up(tmp_path, monkeypatch):
+    import interfpred.measure.hosts as hosts
+
+    monkeypatch.setattr(hosts, "MEASURE_ANSWER_GRACE_S", 0.3)
+    mute = ("import json, sys, time\nsys.stdin.readline()\n"
+            "print(json.dumps({'ready': {'a:1:fp16#0': True}}), flush=True)\ntime.sleep(30)\n")
+    group = HostGroup(("a:1:fp16#0",), (parse_workload("a:1"),))
+    with ProcessHosts([sys.executable, "-c", mute], [group], "streams", str(tmp_path)) as h:
+        t = time.monotonic()
+        with pytest.raises(InterfpredError, match="did not answer a run within"):
+            h.run(["a:1:fp16#0"], 0.01, 0.0)
+        assert time.monotonic() - t < 5
 
 
 def test_example_workload_module_loads_without_torch(tmp_path):

@@ -59,6 +59,7 @@ class _Worker:
         self.proc = subprocess.Popen(list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
                                      env=env, text=True, bufsize=1)
         self.answers: queue.Queue[dict | None] = queue.Queue()
+        self.hung = False      # it let a deadline pass: killed at close instead of waited for
         self.reader = threading.Thread(target=self._read, daemon=True, name=f"measure-{group.instances[0]}")
         self.reader.start()
         self.send({"cmd": "init", "mechanism": mechanism,
@@ -85,6 +86,7 @@ class _Worker:
         try:
             msg = self.answers.get(timeout=timeout_s)
         except queue.Empty:
+            self.hung = True
             raise InterfpredError(f"the worker of {', '.join(self.group.instances)} did not answer {what} within "
                                   f"{timeout_s:.0f} s (its log: {self.log_path})") from None
         if msg is None:
@@ -103,6 +105,8 @@ class _Worker:
         except OSError:
             pass
         try:
+            if self.hung:
+                raise subprocess.TimeoutExpired(self.proc.args, 0)
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
