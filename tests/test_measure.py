@@ -153,14 +153,21 @@ def test_time_slicing_and_mps_layouts_and_their_slowdowns(tmp_path, capsys, _no_
     assert "an MPS control daemon is running" in capsys.readouterr().err
 
 
-def test_mig_campaign_records_each_members_instance(tmp_path):
+def test_mig_campaign_records_each_members_instance_and_each_mechanism_has_its_file(tmp_path):
     out = tmp_path / "mig"
     assert main(["measure", *FAST, "--workload", "a:8", "--workload", "b:4", "--mechanism", "mig", "--no-profiles",
-                 "--mig-instance", "MIG-one", "--mig-instance", "MIG-two", "--out", str(out)]) == 0
-    rows = _rows(out / "measurements.csv")
+                 "--mechanism", "streams", "--mig-instance", "MIG-one", "--mig-instance", "MIG-two",
+                 "--out", str(out)]) == 0
+    rows = _rows(out / "measurements_mig.csv")
+    assert {r["mechanism"] for r in rows} == {"mig"} and len(rows) == 6
     assert {(r["member"], r["partition"]) for r in rows} == {("0", "MIG-one"), ("1", "MIG-two")}
     assert all(float(r["observed_ms"]) / float(r["solo_ms"]) == pytest.approx(1.0, rel=5e-3) for r in rows)
-    assert len(_rows(out / "solo.csv")) == 4                     # each copy alone in its own instance
+    streams = _rows(out / "measurements_streams.csv")
+    assert {r["mechanism"] for r in streams} == {"streams"} and {r["partition"] for r in streams} == {""}
+    assert len(_rows(out / "measurements.csv")) == len(rows) + len(streams) == 12
+    solo = _rows(out / "solo.csv")
+    assert sum(r["mechanism"] == "mig" for r in solo) == 4       # each copy alone in its own instance
+    assert sum(r["mechanism"] == "streams" for r in solo) == 2
 
 
 # ------------------------------------------------------------------------------------------------ kill and resume

@@ -10,7 +10,8 @@ skips everything the log holds. Then the profiler runs over one batch of each wo
 (:mod:`~interfpred.measure.profiling`) and ``profiles.csv`` is written from the reports.
 
 Files in the output folder: ``campaign.json`` (the options, to check a resumption against),
-``runs.jsonl``, ``measurements.csv``, ``solo.csv``, ``profiles.csv``, ``ncu/`` (one report a
+``runs.jsonl``, ``measurements.csv`` (and ``measurements_MECHANISM.csv`` per mechanism when there
+are several), ``solo.csv``, ``profiles.csv``, ``ncu/`` (one report a
 workload) and ``logs/`` (one log a worker process). Nothing else in the folder is touched.
 """
 
@@ -27,6 +28,7 @@ from interfpred._core.atomic import atomic_write_text
 from interfpred.constants import (
     DEFAULT_SHARE,
     MEASURE_MARGIN_S,
+    MEASURE_MECHANISMS,
     MEASURE_NCU_TIMEOUT_S,
     MEASURE_WINDOW_S,
 )
@@ -131,7 +133,7 @@ class CampaignSummary:
     max_spread: tuple[float, str] | None = None
 
 
-def _prepare(out: str, config: MeasureConfig, plan: Plan, *, resume: bool, force: bool) -> None:
+def _prepare(out: str, config: MeasureConfig, *, resume: bool, force: bool) -> None:
     """Create or check the output folder (see :func:`measure`)."""
     out_abs = os.path.abspath(out)
     if os.path.lexists(out) and not os.path.isdir(out):
@@ -172,7 +174,7 @@ def _prepare(out: str, config: MeasureConfig, plan: Plan, *, resume: bool, force
 
 def _remove_campaign(out: str) -> None:
     """Remove what a campaign wrote in ``out`` (its files, and its sub-folders' files), nothing else."""
-    for name in CAMPAIGN_FILES:
+    for name in (*CAMPAIGN_FILES, *(f"measurements_{m}.csv" for m in MEASURE_MECHANISMS)):
         path = os.path.join(out, name)
         if os.path.isfile(path):
             os.remove(path)
@@ -201,7 +203,7 @@ def measure(config: MeasureConfig, out: str, *, backend: Backend, resume: bool =
     backend.check(config.workloads, config.mechanisms, config.mig_instances, config.profiles)
     partitions = backend.partitions(config.mig_instances) if "mig" in config.mechanisms else []
     gpu = config.gpu or backend.gpu_name()
-    _prepare(out, config, plan, resume=resume, force=force)
+    _prepare(out, config, resume=resume, force=force)
     log_path = os.path.join(out, "runs.jsonl")
     records = read_log(log_path)
     log = ResultsLog(log_path)
@@ -216,6 +218,10 @@ def measure(config: MeasureConfig, out: str, *, backend: Backend, resume: bool =
         table = measurement_table(plan, records, gpu=gpu, shares=shares, partitions=partitions)
         if table is not None:
             table.to_csv(os.path.join(out, "measurements.csv"))
+            if len(plan.mechanisms) > 1:       # one file per mechanism too: fit them apart
+                mech_of_row = table.columns()["mechanism"]
+                for mech in sorted(set(mech_of_row.tolist())):
+                    table.take(mech_of_row == mech).to_csv(os.path.join(out, f"measurements_{mech}.csv"))
         atomic_write_text(os.path.join(out, "solo.csv"),
                           solo_table_text(plan, records, gpu=gpu, shares=shares, partitions=partitions))
 
