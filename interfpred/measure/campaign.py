@@ -245,10 +245,11 @@ def measure(config: MeasureConfig, out: str, *, backend: Backend, resume: bool =
                                                      if mech == "mps" else DEFAULT_SHARE] for m in w.members]}
                 t = time.monotonic()
                 res = hosts.run(w.members, config.window_s, config.margin_s, ctx)
-                rec: dict[str, Any] = {"type": "window", "key": w.key, "mechanism": mech, "kind": w.kind, "phase": w.phase,
-                       "members": list(w.members), "results": {k: v.as_dict() for k, v in res.items()},
-                       "graphs": {k: hosts.graphs.get(k, True) for k in w.members},
-                       "seconds": round(time.monotonic() - t, 4)}
+                rec: dict[str, Any] = {
+                    "type": "window", "key": w.key, "mechanism": mech, "kind": w.kind, "phase": w.phase,
+                    "members": list(w.members), "results": {k: v.as_dict() for k, v in res.items()},
+                    "graphs": {k: hosts.graphs.get(k, True) for k in w.members},
+                    "seconds": round(time.monotonic() - t, 4)}
                 log.append(rec)
                 records.append(rec)
                 done.add(w.key)
