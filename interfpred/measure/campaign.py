@@ -137,7 +137,7 @@ def _prepare(out: str, config: MeasureConfig, *, resume: bool, force: bool) -> N
     """Create or check the output folder (see :func:`measure`)."""
     out_abs = os.path.abspath(out)
     if os.path.lexists(out) and not os.path.isdir(out):
-        raise InterfpredError(f"--out {out} is a file: name a folder")
+        raise InterfpredError(f"--out {out} exists and is not a folder")
     if not os.path.isdir(out):
         if not os.path.isdir(os.path.dirname(out_abs)):
             raise InterfpredError(f"{out}: folder {os.path.dirname(out_abs)} does not exist")
