@@ -53,17 +53,17 @@ def add_measure(sub: Any) -> None:
     p.add_argument("--mig-instance", action="append", default=[], metavar="UUID",
                    help="a MIG instance you made (MIG-... from nvidia-smi -L), repeatable: copy i of each workload runs "
                         "in the i-th; the GPU's settings are never changed")
-    p.add_argument("--window-s", type=float_option(lo=0.0, lo_open=True), default=MEASURE_WINDOW_S,
+    p.add_argument("--window-s", type=float_option(lo=0.0, lo_open=True), default=MEASURE_WINDOW_S, metavar="S",
                    help=f"seconds every member of a window runs back to back (default {MEASURE_WINDOW_S:g})")
-    p.add_argument("--margin-s", type=float_option(lo=0.0), default=MEASURE_MARGIN_S,
+    p.add_argument("--margin-s", type=float_option(lo=0.0), default=MEASURE_MARGIN_S, metavar="S",
                    help=f"seconds at each end of a window not counted (default {MEASURE_MARGIN_S:g})")
-    p.add_argument("--seed", type=int_option(lo=0), default=0, help="seed of the runs' order (default 0)")
+    p.add_argument("--seed", type=int_option(lo=0), default=0, metavar="N", help="seed of the runs' order (default 0)")
     p.add_argument("--no-profiles", dest="profiles", action="store_false", help="skip the Nsight Compute profiles")
-    p.add_argument("--ncu-timeout-s", type=float_option(lo=0.0, lo_open=True), default=MEASURE_NCU_TIMEOUT_S,
+    p.add_argument("--ncu-timeout-s", type=float_option(lo=0.0, lo_open=True), default=MEASURE_NCU_TIMEOUT_S, metavar="S",
                    help=f"seconds ncu may take for one workload before it is stopped (default {MEASURE_NCU_TIMEOUT_S:g})")
     p.add_argument("--allow-truncated", action="store_true",
                    help="keep a profile ncu did not finish, marked truncated=1 (default: left out and reported)")
-    p.add_argument("--gpu", default=None, help="GPU name to record (default: the name the device reports)")
+    p.add_argument("--gpu", default=None, metavar="NAME", help="GPU name to record (default: the name the device reports)")
     p.add_argument("--device", choices=("cuda", "fake"), default="cuda",
                    help="cuda (default: PyTorch on the first visible GPU) or fake (a simulated device with known "
                         "slowdowns, for trying the command and for tests)")
