@@ -105,6 +105,7 @@ class _Instance:
         self.graph: bool = False
         self.note: str | None = None
         self._graph: Any = None
+        torch.cuda.synchronize(self.device)   # weights and inputs were made on the default stream: ready first
         with torch.cuda.stream(self.stream):
             for _ in range(MEASURE_WARMUP_BATCHES):
                 self.fn()
