@@ -621,8 +621,11 @@ PLAN_TIME_LIMIT_S = 60.0
 #: partition the batch ran in (``partition``: GPCs such as ``3`` or a profile name such as ``3g.40gb``) and
 #: how many processes shared it (``processes``). Empty (or absent) means unspecified: today's behaviour.
 PROFILE_KEY_COLUMNS = ("mechanism", "partition", "processes")
-#: The sharing mechanisms a profile or measurement may name.
+#: The sharing mechanisms the simulator and ``advise`` model.
 MECHANISMS = ("time_slicing", "mps", "mig")
+#: The sharing mechanisms a profile or measurement may name: the simulated ones, and ``streams`` (batches on
+#: CUDA streams of one process, whose kernels run side by side on the SMs without MPS partitions).
+SHARING_MECHANISMS = (*MECHANISMS, "streams")
 #: Processes of a profile that does not say (one: the batch's own process alone).
 DEFAULT_PROCESSES = 1
 #: Most processes a profile, measurement or deployment row may give (far beyond what shares one GPU).
@@ -692,3 +695,41 @@ SERVE_ANNOTATION_SLO = "interfpred.io/slo-ms"
 #: How long (ms) after a pod's filter call its prioritize call may reuse the filter's assessment, when
 #: no start, finish or cancel came in between (kube-scheduler calls one right after the other).
 SERVE_REUSE_MS = 1000.0
+
+# ---------------------------------------------------------------------------- interfpred measure
+#: Mechanisms ``interfpred measure`` runs: streams of one process, processes time-sliced, MPS clients, MIG instances.
+MEASURE_MECHANISMS = ("streams", "time_slicing", "mps", "mig")
+#: Data types a measured workload may run in (names on the command line).
+MEASURE_DTYPES = ("fp16", "bf16", "fp32")
+#: Data type of a workload spec that names none.
+MEASURE_DEFAULT_DTYPE = "fp16"
+#: Seconds every member of a measured run runs back to back; the counted part leaves MEASURE_MARGIN_S at each end.
+MEASURE_WINDOW_S = 0.8
+#: Seconds at each end of a measuring window whose batches are not counted (start-up and wind-down).
+MEASURE_MARGIN_S = 0.15
+#: Batches a measuring worker keeps queued on the GPU ahead of the one it waits for.
+MEASURE_QUEUE_DEPTH = 3
+#: Warm-up batches of a workload before its graph is captured (allocator, cuDNN/cuBLAS autotuning).
+MEASURE_WARMUP_BATCHES = 3
+#: Seconds a measuring worker may take to build and capture its workloads before it is given up.
+MEASURE_READY_TIMEOUT_S = 300.0
+#: Seconds beyond its window a run may take to answer before its workers are given up.
+MEASURE_ANSWER_GRACE_S = 60.0
+#: Seconds Nsight Compute may take to profile one workload's batch (start-up included) before it is stopped.
+MEASURE_NCU_TIMEOUT_S = 120.0
+#: Input side (pixels) of a torchvision image model's batch.
+MEASURE_IMAGE_SIDE = 224
+#: Default folder of the MPS control daemon's pipes (``CUDA_MPS_PIPE_DIRECTORY`` overrides it).
+MPS_PIPE_DIRECTORY = "/tmp/nvidia-mps"
+#: Seconds between a run command and the instant its members start (the command reaches every worker first).
+MEASURE_START_LEAD_S = 0.02
+#: Seconds a profiler stopped at its time limit gets, after its interrupt, to write what it has before it is killed.
+MEASURE_PROFILER_STOP_GRACE_S = 10.0
+#: The fake device: seconds its profiler spends on each kernel, and the extra slowdown per additional
+#: member under time-slicing (context switches).
+MEASURE_FAKE_KERNEL_S = 0.002
+MEASURE_FAKE_SWITCH_COST = 0.05
+#: Most workloads one campaign measures (every pair of 64 is 2,080 runs, hours of GPU time).
+MEASURE_MAX_WORKLOADS = 64
+#: Most members of one measured run.
+MEASURE_MAX_MEMBERS = 16

@@ -33,11 +33,12 @@ LAYERS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("serving", ("serving/",), ("foundation", "data", "features", "predictors", "evaluation", "model")),
     ("sim", ("sim/",), ("foundation", "data")),
     ("provisioning", ("provisioning/",), ("foundation", "data", "sim")),
+    ("measure", ("measure/",), ("foundation", "data")),
     ("experiments", ("experiments/",),
      ("foundation", "data", "features", "predictors", "evaluation", "model", "serving", "sim", "provisioning")),
     ("cli", ("cli/", "__main__"),
      ("foundation", "data", "features", "predictors", "evaluation", "model", "serving", "sim", "provisioning",
-      "experiments")),
+      "measure", "experiments")),
 )
 
 # What each layer is for, one line each, shown beside the table in docs/architecture.md.
@@ -60,6 +61,8 @@ LAYER_JOBS = {
     "provisioning": "MIG profile tables and placements; plans that pack models onto the fewest GPUs under SLOs "
                     "from a measured table, and their validator; advice on which sharing mechanism to use, by "
                     "simulating each",
+    "measure": "measuring campaigns on a GPU (co-location runs under each sharing mechanism, persistent workers, "
+               "resumable results log, profiles through Nsight Compute) and the simulated device they are tested on",
     "experiments": "the paper's experiments, scheduling (E3), reproduction, benchmarks, coverage of a "
                    "model's bounds",
     "cli": "argument parsing and wiring only",

@@ -425,6 +425,9 @@ _FILE_WRITERS = {
 }
 _FOLDER_WRITERS = {"simulate", "reproduce"}
 _MERGING_WRITERS = {"ingest"}  # --out merges into an existing file; --force replaces it
+#: Writes a campaign folder: one holding a campaign is continued (--resume) or started over (--force);
+#: one holding anything else is never written into, --force or not.
+_CAMPAIGN_WRITERS = {"measure"}
 
 
 def _writers():
@@ -434,7 +437,7 @@ def _writers():
 
 
 def test_the_output_tests_cover_every_subcommand_with_an_out():
-    assert _writers() == set(_FILE_WRITERS) | _FOLDER_WRITERS | _MERGING_WRITERS
+    assert _writers() == set(_FILE_WRITERS) | _FOLDER_WRITERS | _MERGING_WRITERS | _CAMPAIGN_WRITERS
 
 
 @pytest.mark.parametrize("command", sorted(_FILE_WRITERS))
@@ -513,6 +516,23 @@ def test_every_folder_out_is_refused_before_any_work(tmp_path, capsys, command):
     err = _err(capsys)
     assert len(err) == 1 and "exists and is not a folder" in err[0]
     assert (kept / "notes.txt").read_text() == "the user's" and afile.read_text() == "keep"
+
+
+def test_a_campaign_out_never_writes_into_a_folder_of_the_users(tmp_path, capsys):
+    argv = ["measure", "--device", "fake", "--workload", "a:1", "--no-profiles"]
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "notes.txt").write_text("the user's")
+    for force in ([], ["--force"]):
+        assert main([*argv, "--out", str(kept), *force]) == 2
+        err = _err(capsys)
+        assert len(err) == 1 and "is not empty and holds no campaign (notes.txt)" in err[0]
+    afile = tmp_path / "afile"
+    afile.write_text("keep")
+    assert main([*argv, "--out", str(afile), "--force"]) == 2
+    err = _err(capsys)
+    assert len(err) == 1 and "exists and is not a folder" in err[0]
+    assert sorted(p.name for p in kept.iterdir()) == ["notes.txt"] and afile.read_text() == "keep"
 
 
 def test_on_a_terminal_other_output_starts_on_a_line_of_its_own(monkeypatch):

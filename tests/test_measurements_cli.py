@@ -1,9 +1,8 @@
 """fit / evaluate / predict on measurements (with and without share and counters), the baselines in
-every printed table, ingest --share, and the measure_pairs example's CSV writer."""
+every printed table, ingest --share."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -150,31 +149,6 @@ def test_ingest_records_the_share(tmp_path, capsys):
     assert sorted(table.column("share").tolist()) == [40.0, 100.0]
     assert main(["ingest", "--example", "--share", "0", "--out", str(out)]) == 2
     assert "--share 0 must be" in capsys.readouterr().err
-
-
-def _example():
-    spec = importlib.util.spec_from_file_location("measure_pairs", ROOT / "examples" / "measure_pairs.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod        # dataclasses look their module up while the class is built
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_measure_pairs_writer_and_no_gpu_message(tmp_path, capsys, monkeypatch):
-    mod = _example()
-    rows = [{"run": "run-0", "gpu": "V100", "model": "resnet50", "batch_size": 8, "share": 50.0, "solo_ms": 10.0,
-             "observed_ms": 14.0, "member": "0"},
-            {"run": "run-0", "gpu": "V100", "model": "resnet50", "batch_size": 8, "share": 50.0, "solo_ms": 10.0,
-             "observed_ms": 15.0, "member": "1"}]
-    m = mod.write_measurements_csv(rows, str(tmp_path / "out.csv"))
-    again = Measurements.read(tmp_path / "out.csv")
-    assert again == m and again.slowdown.tolist() == pytest.approx([1.4, 1.5])
-    with pytest.raises(ValueError, match="duplicate member"):
-        mod.write_measurements_csv([rows[0], rows[0]], str(tmp_path / "dup.csv"))
-    assert mod.Member.parse("vgg19:4:40") == mod.Member("vgg19", 4, 40.0)
-    monkeypatch.setitem(sys.modules, "torch", None)
-    assert mod.main(["--member", "resnet50:8", "--out", str(tmp_path / "x.csv")]) == 2
-    assert "PyTorch is not installed" in capsys.readouterr().err
 
 
 def test_refused_fit_leaves_the_model_as_it_was(tmp_path):

@@ -26,6 +26,7 @@ from interfpred.cli.capture import add_ingest_measurements, add_ingest_trace
 from interfpred.cli.common import add_quiet_option, progress_scope
 from interfpred.cli.datasets import add_datasets
 from interfpred.cli.ingest import add_ingest
+from interfpred.cli.measure import add_measure
 from interfpred.cli.model import add_evaluate, add_fit, add_predict, add_show
 from interfpred.cli.plan import add_plan
 from interfpred.cli.serve import add_serve
@@ -42,7 +43,7 @@ EXIT_BROKEN_PIPE = 141
 #: The subcommands' ``add_`` functions, in the order ``interfpred --help`` lists them.
 COMMANDS: list[Callable[[Any], None]] = [
     add_ingest, add_ingest_trace, add_ingest_measurements, add_bench, add_simulate, add_reproduce, add_fit, add_evaluate, add_predict, add_show, add_datasets,
-    add_plan, add_advise, add_serve,
+    add_plan, add_advise, add_serve, add_measure,
 ]
 
 

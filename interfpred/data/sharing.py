@@ -1,6 +1,7 @@
 """The sharing keys a profile or a measurement may carry beside ``share``: mechanism, partition, processes.
 
-``mechanism`` is how the GPU was shared (``time_slicing``, ``mps`` or ``mig``), ``partition`` the
+``mechanism`` is how the GPU was shared (``time_slicing``, ``mps``, ``mig``, or ``streams``: CUDA streams
+of one process), ``partition`` the
 MIG instance the batch ran in (GPCs such as ``3``, or a profile name such as ``3g.40gb``) and
 ``processes`` how many processes shared it (a positive integer). All three are text columns; an
 empty cell, or no column, means unspecified: the behaviour of a table without them.
@@ -11,7 +12,7 @@ Examples
 >>> sharing_key_problem({"mechanism": np.array(["mig", "mps"]), "processes": np.array(["2", ""])}) is None
 True
 >>> sharing_key_problem({"mechanism": np.array(["mig", "MIG"])})
-(1, "mechanism 'MIG' must be one of time_slicing, mps, mig (or empty)")
+(1, "mechanism 'MIG' must be one of time_slicing, mps, mig, streams (or empty)")
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from interfpred._core.numbers import is_int_text
-from interfpred.constants import MAX_PROCESSES, MECHANISMS, PROFILE_KEY_COLUMNS
+from interfpred.constants import MAX_PROCESSES, PROFILE_KEY_COLUMNS, SHARING_MECHANISMS
 
 __all__ = ["sharing_key_problem"]
 
@@ -35,8 +36,8 @@ def sharing_key_problem(columns: Mapping[str, np.ndarray]) -> tuple[int, str] | 
         for i, v in enumerate(np.asarray(columns[name]).astype(str).tolist()):
             if first is not None and i >= first[0]:
                 break
-            if name == "mechanism" and v not in ("", *MECHANISMS):
-                first = (i, f"mechanism {v!r} must be one of {', '.join(MECHANISMS)} (or empty)")
+            if name == "mechanism" and v not in ("", *SHARING_MECHANISMS):
+                first = (i, f"mechanism {v!r} must be one of {', '.join(SHARING_MECHANISMS)} (or empty)")
             elif name == "processes" and v and not (is_int_text(v) and 1 <= int(v) <= MAX_PROCESSES):
                 first = (i, f"processes {v!r} must be a positive integer (ASCII digits) up to MAX_PROCESSES={MAX_PROCESSES}, "
                             "or empty")
