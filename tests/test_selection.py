@@ -53,9 +53,10 @@ def test_selection_prefers_entity_rls_on_gavel_and_scores_the_baselines_on_the_s
     models = {k for k in sel.scores if not k.startswith("baseline")}
     assert {k.split(", ")[0].split(" ")[0] for k in models} == {"entity_rls", "kernel_blocking", "rls"}
     assert Candidate("rls", "shares", False, "rate").label in sel.scores
-    # 3 predictors x 1 map the data support x 2 targets, the chosen EntityRLS with its two other backoffs,
-    # and the 3 baselines on both targets
-    assert len(models) == 8 and len(sel.scores) == 8 + 6
+    # EntityRLS and RLS x 1 map the data support x 2 targets, KernelBlocking on one (its model is the same on
+    # both), the chosen EntityRLS with its two other backoffs, and the 3 baselines on both targets
+    assert len(models) == 7 and len(sel.scores) == 7 + 6
+    assert [k for k in models if k.startswith("kernel_blocking")] == ["kernel_blocking, corunners map, target slowdown"]
     assert sorted(sel.baselines) == ["global mean", "no interference", "pair mean"]
     assert sel.warm_folds == 3 and sel.cold_folds == 3
     # the warm score decides first, against the models and the baselines alike: the choice has the lowest

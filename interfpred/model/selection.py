@@ -296,12 +296,13 @@ def candidates(trace: Trace | None, profiles: ProfileTable | None, measurements:
     tg = [fixed["target"]] if fixed.get("target") is not None else list(targets)
     out = []
     for kind in predictors:
-        own = None if fixed.get("feature_map") is not None else make_predictor(kind).tags.own_map
+        tags = make_predictor(kind).tags
+        own = None if fixed.get("feature_map") is not None else tags.own_map
         for fmap in ([own] if own is not None else maps):
             for sh in ([False] if own is not None else share_opts):
                 if sh and fmap == "shares":
                     continue      # the shares map holds them already
-                for t in tg:
+                for t in (tg[:1] if tags.target_free else tg):     # the same model on every target
                     out.append(Candidate(kind, fmap, sh, t))
     if not out:
         out = [Candidate(k, m, False, t) for k in predictors for m in maps for t in tg]

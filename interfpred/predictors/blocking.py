@@ -117,7 +117,8 @@ class KernelBlocking(BasePredictor):
 
     kind = "kernel_blocking"
     tags = replace(BasePredictor.tags, uses_entities=True, entity_terms=True, entity_covariates=True,
-                   entity_key="model_batch", own_map="corunners", blocking_terms=True)
+                   entity_key="model_batch", own_map="corunners", blocking_terms=True,
+                   target_free=True)
     _contract_params = [{}, {"forgetting": 0.99, "entity_var": 0.5, "under_weight": 1.0}]
 
     def __init__(self, *, noise_var: float = BLOCKING_NOISE_VAR, entity_var: float = BLOCKING_ENTITY_VAR,

@@ -72,6 +72,10 @@ class PredictorTags:
     #: ``pairwise_terms(names)`` and ``backoff_terms`` (besides ``coef_``, ``intercept_``,
     #: ``n_features_in_``, ``log_target`` and ``alone_is_solo``).
     pairwise_terms: bool = False
+    #: Whether its model is the same whatever the target it is declared for (it learns one quantity,
+    #: such as the log slowdown, and returns it in the target's form): the configuration search scores
+    #: it on one target only.
+    target_free: bool = False
     #: Whether it exposes its model inside a running set to that path as ``blocking_terms(names)``
     #: (a :class:`~interfpred.predictors.blocking.BlockingTerms`, or None where it cannot):
     #: :class:`~interfpred.KernelBlocking`.
