@@ -164,13 +164,16 @@ def create_app(service: FleetService, *, token: bytes | None = None,
             if size > max_body_bytes:
                 raise Refusal(413, f"request body over {max_body_bytes} bytes")
             chunks.append(chunk)
+        raw = b"".join(chunks)
         try:
-            value = json.loads(b"".join(chunks), parse_constant=_reject_constant)
+            value = json.loads(raw, parse_constant=_reject_constant)
         except RecursionError:
             raise Refusal(400, f"JSON nested deeper than {SERVE_MAX_JSON_DEPTH}") from None
         except (ValueError, UnicodeDecodeError) as exc:
             raise Refusal(400, f"invalid JSON: {_one_line(str(exc), 200)}") from None
-        if isinstance(value, (dict, list)) and json_depth(value) > SERVE_MAX_JSON_DEPTH:
+        # (a body with no more brackets than the limit cannot nest deeper: most are not walked)
+        if (isinstance(value, (dict, list)) and raw.count(b"{") + raw.count(b"[") > SERVE_MAX_JSON_DEPTH
+                and json_depth(value) > SERVE_MAX_JSON_DEPTH):
             raise Refusal(400, f"JSON nested deeper than {SERVE_MAX_JSON_DEPTH}")
         return value
 
@@ -186,6 +189,7 @@ def create_app(service: FleetService, *, token: bytes | None = None,
     def endpoint(name: str, open_: bool = False) -> Callable[[Callable[[Request], Awaitable[Response]]],
                                                              Callable[[Request], Awaitable[Response]]]:
         observe = metrics.latency.labels(name).observe
+        counted: dict[int, Any] = {}      # status -> its counter's inc (labels looked up once)
 
         def wrap(fn: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
             async def handler(request: Request) -> Response:
@@ -203,7 +207,10 @@ def create_app(service: FleetService, *, token: bytes | None = None,
                 except InterfpredError as exc:
                     response = PlainTextResponse(_one_line(str(exc)) + "\n", status_code=422)
                 observe(time.perf_counter() - t0)
-                metrics.responses.labels(name, str(response.status_code)).inc()
+                inc = counted.get(response.status_code)
+                if inc is None:
+                    inc = counted[response.status_code] = metrics.responses.labels(name, str(response.status_code)).inc
+                inc()
                 return response
             return handler
         return wrap
@@ -293,12 +300,14 @@ def create_app(service: FleetService, *, token: bytes | None = None,
         return PlainTextResponse("ok\n" if service.broken is None else f"broken: {service.broken}\n",
                                  status_code=200 if service.broken is None else 503)
 
-    routes = [Route("/v1/start", start, methods=["POST"]), Route("/v1/finish", finish, methods=["POST"]),
-              Route("/v1/cancel", cancel, methods=["POST"]), Route("/v1/what_if", what_if, methods=["POST"]),
+    # (matched in order: the scheduler's calls first)
+    routes = [Route("/extender/filter", extender_filter, methods=["POST"]),
+              Route("/extender/prioritize", extender_prioritize, methods=["POST"]),
+              Route("/v1/what_if", what_if, methods=["POST"]),
+              Route("/v1/start", start, methods=["POST"]), Route("/v1/finish", finish, methods=["POST"]),
+              Route("/v1/cancel", cancel, methods=["POST"]),
               Route("/v1/choose_device", choose_device, methods=["POST"]),
               Route("/v1/devices", devices, methods=["GET"]),
-              Route("/extender/filter", extender_filter, methods=["POST"]),
-              Route("/extender/prioritize", extender_prioritize, methods=["POST"]),
               Route("/metrics", metrics_route, methods=["GET"]), Route("/healthz", healthz, methods=["GET"])]
 
     async def not_found(request: Request, exc: Exception) -> Response:
