@@ -17,7 +17,7 @@ judgement on the same fleet, no HTTP).
 
 Goals: filter + prioritize p99 <= 5 ms at 500 requests/s; what_if p99 <= 1 ms.
 
-Run: python benchmarks/bench_serve.py [--seconds S] [--rate R] [--connections C]
+Run: python benchmarks/bench_serve.py [--seconds S] [--rate R] [--connections C] [--predictor entity_rls]
 """
 
 from __future__ import annotations
@@ -145,10 +145,13 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=6.0)
     ap.add_argument("--rate", type=float, default=500.0, help="requests per second of each phase")
     ap.add_argument("--connections", type=int, default=8)
+    ap.add_argument("--predictor", choices=["rls", "entity_rls"], default="rls",
+                    help="the served model's predictor (entity_rls: per-model terms, what fit chooses by default "
+                         "on traces)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        model_file, fleet_file = make_inputs(folder, "rls")
+        model_file, fleet_file = make_inputs(folder, args.predictor)
         spec = json.loads(fleet_file.read_text())
         spec["max_running"] = RUNNING + 1
         spec["devices"] = [{"node": f"node-{i}", "device": f"gpu{j}", "gpu": "l4"}
