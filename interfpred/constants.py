@@ -105,6 +105,11 @@ PROFILE_CACHE_SIZE = 4096
 #: Most executions that may run at once on one GPU for the built-in feature maps (their exact
 #: fixed-point sums would overflow far beyond it; real GPUs run a handful).
 MAX_RUNNING_SET = 4096
+#: A fleet assesses a device whose running set with the candidate holds more distinct entities than
+#: this on its own, not in the stacked pair-term call (whose per-device terms grow as its square).
+PLACEMENT_ENTITIES_MAX = 64
+#: Candidate entities whose stacked pair terms a fleet keeps between events (the oldest is dropped).
+PLACEMENT_CANDIDATES_KEPT = 16
 # ---------------------------------------------------------------- simulator (interfpred.sim)
 #: Default L2-pollution strength theta: dram'_j = min(1, dram_j (1 + theta l2_j sum_{i != j} l2_i)).
 SIM_THETA = 1.0

@@ -167,3 +167,80 @@ def test_devices_with_their_own_predictors_keep_weights_per_block(max_running):
             assert every[g] == fleet.assess(g, cand, deadline, t)
             checked += 1
     assert checked == 750
+
+
+def _entity_fleet(kind: str, max_running):
+    """Four devices, each with a pair-term predictor of its own (EntityRLS, Calibrated around it, or
+    KernelBlocking), fitted on a simulated trace or on the H200 runs; their profiles and models."""
+    from interfpred import Calibrated, EntityRLS, InterferenceModel, KernelBlocking, ProfileTable
+    from interfpred.sim.workload import mix_scenario
+
+    if kind == "blocking":
+        from interfpred.data.datasets import h200_profiles, h200_streams
+
+        m = h200_streams()
+        ex = TimeWeighted(feature_map="corunners", target="slowdown")
+        state = InterferenceModel(ex, KernelBlocking()).fit(measurements=m, profiles=h200_profiles()).to_state()
+        keys = sorted({(str(m.model[k]), int(m.batch_size[k]), float(m.solo_ms[k])) for k in range(len(m))})
+        prof = ProfileTable.from_columns(gpu=["h200"] * len(keys), model=[k[0] for k in keys],
+                                         batch_size=[k[1] for k in keys], solo_ms=[k[2] for k in keys],
+                                         sm=[None] * len(keys), l2=[None] * len(keys), dram=[None] * len(keys))
+        kinds = [(k[0], k[1]) for k in keys]
+    else:
+        sc = mix_scenario(["resnet50", "vgg19", "vit_b16"], rho=1.2, executions=400, seed=3)
+        ex = TimeWeighted(feature_map="rich", target="rate")
+        pred = EntityRLS(log_target=True, rank=2) if kind == "entity" else Calibrated(EntityRLS(log_target=True))
+        state = InterferenceModel(ex, pred).fit(sc.traces["trace"], sc.profiles).to_state()
+        prof = zoo_profiles("l4")
+        kinds = [(mdl, b) for mdl in ("resnet50", "vgg19", "vit_b16", "yolov8n") for b in (1, 4, 8, 16)]
+    trackers = {g: ColocationTracker.from_model(InterferenceModel.from_state(state), prof) for g in "abcd"}
+    return Fleet(trackers, margin=0.05, max_running=max_running), kinds
+
+
+@pytest.mark.parametrize("kind,max_running", [("entity", None), ("entity", 3), ("calibrated", None),
+                                               ("blocking", 4)])
+def test_pair_term_devices_are_assessed_together_as_each_alone(kind, max_running):
+    """Devices whose own predictor has pair terms take the stacked pair-term projection: every answer
+    equals Fleet.assess on that device (its what_if and predict_finish) to the bit, event after event
+    (each finish teaches that device's predictor), and twice at one instant (kept projections)."""
+    fleet, kinds = _entity_fleet(kind, max_running)
+    assert fleet._placement.own_predictors
+    rng = np.random.default_rng(9)
+    t, nxt, checked = 0.0, 0, 0
+    for _ in range(60):
+        t += float(rng.uniform(0.5, 6.0))
+        running = [i for tr in fleet.trackers.values() for i in tr.running]
+        if running and rng.random() < 0.4:
+            fleet.finish(running[int(rng.integers(len(running)))], t)
+        else:
+            g = "abcd"[int(rng.integers(4))]
+            if max_running is None or len(fleet.trackers[g]) < max_running:
+                mdl, b = kinds[int(rng.integers(len(kinds)))]
+                fleet.start(g, nxt, mdl, b, t, deadline=t + float(rng.uniform(5.0, 300.0)))
+                nxt += 1
+        for _ in range(2):
+            mdl, b = kinds[int(rng.integers(len(kinds)))]
+            cand, deadline = ("cand", mdl, b), t + float(rng.uniform(5.0, 300.0))
+            stacked = fleet._placement.assess_all(fleet.trackers, fleet.deadline, cand, deadline, t,
+                                                  margin=fleet.margin, max_running=max_running)
+            assert set(stacked) == set(fleet.devices)         # none left to the one-by-one path
+            for g in fleet.devices:
+                assert stacked[g] == fleet.assess(g, cand, deadline, t)
+                checked += 1
+    assert checked == 480
+
+
+def test_a_shared_pair_term_predictor_is_assessed_device_by_device():
+    """A predictor shared by several devices learns from any of them: its terms cannot be kept per
+    block, so those devices are left to the one-by-one path (which Fleet.assess_all takes for them)."""
+    from interfpred import EntityRLS
+
+    shared = EntityRLS()
+    trs = {g: ColocationTracker(zoo_profiles("l4"), shared) for g in ("x", "y")}
+    fleet = Fleet(trs)
+    fleet.start("x", 1, "vgg19", 8, 0.0)
+    assert not fleet._placement.own_predictors
+    assert fleet._placement.assess_all(fleet.trackers, fleet.deadline, ("c", "resnet50", 4), 100.0, 1.0,
+                                       margin=0.0) == {}
+    every = fleet.assess_all(("c", "resnet50", 4), 100.0, 1.0)
+    assert every == {g: fleet.assess(g, ("c", "resnet50", 4), 100.0, 1.0) for g in ("x", "y")}

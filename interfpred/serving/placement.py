@@ -6,7 +6,10 @@ keeps each device's running set (:meth:`~interfpred.serving.tracker.ColocationTr
 one block of a stacked array, rewritten only after an event on that device, and reuses each device's
 projection without the candidate while time and weights are unchanged; the answers equal one
 ``what_if`` and one ``predict_finish`` per device to the bit. Devices whose tracker cannot take the
-compiled path are left out for the caller to assess one by one. The placement rule itself
+compiled path are left out for the caller to assess one by one. Devices whose tracker takes the
+compiled pair-term path (:class:`~interfpred.EntityRLS`, :class:`~interfpred.KernelBlocking`) are
+projected together too when every device has a predictor of its own: their terms are read once
+after each event on the device (once per candidate entity), and kept stacked. The placement rule itself
 (:func:`meets_deadlines`, :func:`added_latency`, :func:`least_added_latency`) is shared by the
 fleet and the E3 policies. docs/scale.md gives the costs.
 
@@ -31,8 +34,15 @@ from typing import Any, TypeVar
 import numpy as np
 
 from interfpred._core.jit import njit
-from interfpred.constants import MAX_RUNNING_SET, TRACKER_MIN_REMAINING
+from interfpred.constants import (
+    MAX_RUNNING_SET,
+    PLACEMENT_CANDIDATES_KEPT,
+    PLACEMENT_ENTITIES_MAX,
+    TRACKER_FINISH_RTOL,
+    TRACKER_MIN_REMAINING,
+)
 from interfpred.serving.projection.affine import project_stacked_unchecked
+from interfpred.serving.projection.entity import pairwise_project_stacked
 
 __all__ = ["PlacementCache", "added_latency", "least_added_latency", "meets_deadlines"]
 
@@ -100,6 +110,68 @@ def _judge(n, end_b, end_c, dl, use, t, f, deadline, ok, added):
         added[g] = s
 
 
+class _TermStack:
+    """The pair-term model arguments of many blocks, stacked: one row per block, padded to the widest
+    (``A`` with 1, the rest with 0; the kernel reads only a block's own entries)."""
+
+    def __init__(self, g: int, cap: int) -> None:
+        self.valid = np.zeros(g, dtype=np.bool_)
+        self.mode: list[tuple] = [()] * g
+        self.U = np.zeros((g, cap), dtype=np.int64)
+        self.W = np.zeros((g, 0))
+        self.W2 = np.zeros((g, 0))
+        self.B = np.zeros(g)
+        self.B2 = np.zeros(g)
+        self.ETA = np.zeros(g)
+        self.S = np.zeros((g, 0))
+        self.A = np.ones((g, 0))
+        self.M = np.zeros((g, 0, 0))
+
+    def _widen(self, v: int, d: int) -> None:
+        g = self.B.shape[0]
+        if d > self.W.shape[1]:
+            self.W = np.hstack([self.W, np.zeros((g, d - self.W.shape[1]))])
+            self.W2 = np.hstack([self.W2, np.zeros((g, d - self.W2.shape[1]))])
+        if v > self.S.shape[1]:
+            self.S = np.hstack([self.S, np.zeros((g, v - self.S.shape[1]))])
+            self.A = np.hstack([self.A, np.ones((g, v - self.A.shape[1]))])
+            M = np.zeros((g, v, v))
+            M[:, :self.M.shape[1], :self.M.shape[2]] = self.M
+            self.M = M
+
+    def put(self, g: int, args: tuple) -> None:
+        """Block ``g`` takes the arguments ``args`` of ``RunningSetProjector.pairwise_args``."""
+        (map_id, combine_id, kind, w, b, u, S, M, A, w2, b2, eta, log_target, alone_solo, pred_rates, is_rate,
+         rmin, rmax) = args
+        d = w.shape[0]
+        self._widen(max(S.shape[0], A.shape[0], M.shape[0]), d)
+        self.U[g, :u.shape[0]] = u
+        for row, values in ((self.W[g], w), (self.W2[g], w2), (self.S[g], S)):
+            row[:] = 0.0
+            row[:values.shape[0]] = values
+        self.A[g] = 1.0
+        self.A[g, :A.shape[0]] = A
+        self.M[g] = 0.0
+        self.M[g, :M.shape[0], :M.shape[1]] = M
+        self.B[g] = b
+        self.B2[g] = b2
+        self.ETA[g] = eta
+        self.mode[g] = (map_id, combine_id, kind, bool(log_target), bool(alone_solo), bool(pred_rates), bool(is_rate),
+                        float(rmin), float(rmax), d)
+        self.valid[g] = True
+
+    def project(self, dem: np.ndarray, rem: np.ndarray, n: np.ndarray, t: float, use: np.ndarray, mode: tuple,
+                end: np.ndarray) -> np.ndarray:
+        """Project the blocks ``use`` (all of ``mode``) into ``end``; their status (0: finite)."""
+        map_id, combine_id, kind, log_target, alone_solo, pred_rates, is_rate, rmin, rmax, d = mode
+        status = np.zeros(n.shape[0], dtype=np.int64)
+        pairwise_project_stacked(dem, rem, n, float(t), use, map_id, combine_id, kind,
+                                 np.ascontiguousarray(self.W[:, :d]), self.B, self.U, self.S, self.M, self.A,
+                                 np.ascontiguousarray(self.W2[:, :d]), self.B2, self.ETA, log_target, alone_solo,
+                                 pred_rates, is_rate, rmin, rmax, TRACKER_FINISH_RTOL, end, status)
+        return status
+
+
 class PlacementCache:
     """Stacked per-device projection state, kept between events, for :meth:`assess_all`.
 
@@ -148,6 +220,10 @@ class PlacementCache:
         self._LO = np.zeros(g)
         self._look_id = np.zeros(g, dtype=np.int64)   # index of the block's profile lookup in _look_keys
         self._look_keys: dict[tuple, int] = {}
+        self._pw = np.zeros(g, dtype=np.bool_)       # blocks on the stacked pair-term path
+        self._pw_inp: list[Any] = [None] * g
+        self._pw_names: list[dict] = [{} for _ in range(g)]   # (model, batch_size) -> candidate entity, per block
+        self._stacks: dict[str | None, _TermStack] = {}       # None: the running sets alone; else a candidate entity
         self._stale = set(names)
 
     def _refresh(self, trackers: Mapping[str, Any], deadline_of: Callable[[Any], float | None]) -> None:
@@ -166,9 +242,14 @@ class PlacementCache:
             self._pred[g] = tr.predictor
             self._look[g] = (id(tr.profiles), tr.gpu, tr.extrapolate)
             self._look_id[g] = self._look_keys.setdefault(self._look[g], len(self._look_keys))
+            for stack in self._stacks.values():
+                stack.valid[g] = False
             inp = tr.projection_inputs()
+            self._pw[g] = False
             if inp is None:
                 self._fast[g] = False
+                if self.own_predictors:
+                    self._refresh_pairwise(g, tr, deadline_of)
                 continue
             w = inp.weights
             if w.shape[0] > self._W.shape[1]:
@@ -198,7 +279,27 @@ class PlacementCache:
         if not self._modes:
             self._modes = {m for m, fast in zip(self._mode, self._fast.tolist()) if fast}
 
+    def _refresh_pairwise(self, g: int, tr: Any, deadline_of: Callable[[Any], float | None]) -> None:
+        """Block ``g`` takes tracker ``tr``'s running set for the stacked pair-term path, where it can."""
+        inp = tr.pairwise_inputs()
+        if inp is None or len(set(inp.names)) >= PLACEMENT_ENTITIES_MAX:
+            return
+        k = len(inp.ids)
+        if k + 1 > self._cap:
+            self._grow(2 * (k + 1))
+        self._pw[g] = True
+        self._pw_inp[g] = inp
+        self._n[g] = k
+        for arr, values in ((self._dem, inp.dem), (self._rem0, inp.rem), (self._rates, inp.rates),
+                            (self._solo, inp.solo)):
+            arr[g, :k] = values
+            arr[g, k:] = 0.0
+        self._dl[g, :k] = [math.inf if d is None else float(d) for d in map(deadline_of, inp.ids)]
+        self._t0[g] = inp.t0
+        self._now[g] = -math.inf if inp.now is None else inp.now
+
     def _grow(self, cap: int) -> None:
+        self._stacks = {}     # their entity rows have the old capacity
         for name in ("_dem", "_rem0", "_rates", "_solo", "_dl", "_base"):
             old = getattr(self, name)
             new = np.full((old.shape[0], cap) + old.shape[2:], math.inf if name == "_dl" else 0.0)
@@ -222,19 +323,23 @@ class PlacementCache:
         full = np.zeros(len(names), dtype=np.bool_)
         if max_running is not None:   # a refreshed compiled block holds its tracker's count; the others are asked
             counts = n.copy()
-            for g in np.flatnonzero(~self._fast).tolist():
+            for g in np.flatnonzero(~(self._fast | self._pw)).tolist():
                 counts[g] = len(trackers[names[g]])
             full = counts >= max_running
-        use = self._fast & ~full & (n + 1 <= MAX_RUNNING_SET) & (self._now <= t)
+        room = ~full & (n + 1 <= MAX_RUNNING_SET) & (self._now <= t)
+        use = self._fast & room
+        usep = self._pw & room
         out: dict[str, tuple[bool, float]] = {names[g]: (False, math.inf) for g in np.flatnonzero(full)}
-        if not use.any():
+        if not (use.any() or usep.any()):
             return out
         cid, model, batch = candidate
         gs = np.flatnonzero(use)
         rows = np.arange(len(names))
         # Weights once per distinct predictor (or kept per block), candidate once per distinct profile lookup.
         modes = self._modes if self.own_predictors else {self._mode[g] for g in gs}
-        if self.own_predictors:
+        if not modes:
+            W = B = LO = np.zeros(len(names))
+        elif self.own_predictors:
             d = max(m[5] for m in modes)
             W = np.ascontiguousarray(self._W[:, :d])
             B = self._B
@@ -255,9 +360,10 @@ class PlacementCache:
                 B[g] = wb[1]
                 LO[g] = wb[2]
         cand = np.zeros((len(names), 4))
-        look = self._look_id[gs]
+        both = np.flatnonzero(use | usep)
+        look = self._look_id[both]
         for li in np.unique(look).tolist():
-            sel_g = gs[look == li]
+            sel_g = both[look == li]
             cand[sel_g] = trackers[names[sel_g[0]]].candidate_demand(cid, model, batch)
         # Remaining work at t, as ColocationTracker.remaining_ms computes it (blocks with t == t0 keep rem0).
         dt = np.where(t > self._t0, t - self._t0, 0.0)[:, None]
@@ -268,8 +374,8 @@ class PlacementCache:
             self._base_ok[:] = False
             self._base_key = base_key
         dem = self._dem.copy()
-        dem[rows[gs], n[gs]] = cand[gs, :3]
-        rem[rows[gs], n[gs]] = cand[gs, 3]
+        dem[rows[both], n[both]] = cand[both, :3]
+        rem[rows[both], n[both]] = cand[both, 3]
         ok = np.zeros(len(names), dtype=np.bool_)
         added = np.zeros(len(names))
         f = 1.0 + margin
@@ -285,8 +391,60 @@ class PlacementCache:
             project_stacked_unchecked(dem, rem, n + 1, t, W, B, LO, sel, map_id, combine_id, is_rate, rmin, rmax,
                                       end_c)
             _judge(n, self._base, end_c, self._dl, sel, float(t), f, float(deadline), ok, added)
+        if usep.any():
+            usep = self._project_pairwise(usep, model, batch, dem, rem, t, end_c)
+            _judge(n, self._base, end_c, self._dl, usep, float(t), f, float(deadline), ok, added)
         okl = ok.tolist()
         addl = added.tolist()
-        for gi in gs.tolist():
+        for gi in np.flatnonzero(use | usep).tolist():
             out[names[gi]] = (okl[gi], addl[gi])
         return out
+
+    def _stack(self, key: str | None) -> _TermStack:
+        stack = self._stacks.get(key)
+        if stack is None:
+            if key is not None and len(self._stacks) > PLACEMENT_CANDIDATES_KEPT:
+                del self._stacks[next(k for k in self._stacks if k is not None)]   # the oldest candidate
+            stack = self._stacks[key] = _TermStack(len(self._names), self._cap)
+        return stack
+
+    def _project_pairwise(self, usep: np.ndarray, model: Any, batch: Any, dem: np.ndarray, rem: np.ndarray,
+                          t: float, end_c: np.ndarray) -> np.ndarray:
+        """Project the pair-term blocks ``usep`` with the candidate (rows ``n[g]`` of ``dem`` and ``rem``)
+        into ``end_c`` and, where not kept, without it into the base; the blocks projected (a block
+        whose predictor gives no terms now, or whose projection is not finite, is left to the caller)."""
+        n = self._n
+        base = self._stack(None)
+        groups: dict[str, list[int]] = {}
+        for g in np.flatnonzero(usep).tolist():
+            inp = self._pw_inp[g]
+            known = self._pw_names[g]
+            cname = known.get((model, batch))
+            if cname is None:
+                cname = known[(model, batch)] = inp.entity_name(model, batch)
+            groups.setdefault(cname, []).append(g)
+        done = np.zeros_like(usep)
+        for cname, members in groups.items():
+            stack = self._stack(cname)
+            for g in members:
+                inp = self._pw_inp[g]
+                if not stack.valid[g]:
+                    args = inp.terms([*inp.names, cname])
+                    if args is None:
+                        continue
+                    stack.put(g, args)
+                if not (base.valid[g] or n[g] == 0):
+                    args = inp.terms(inp.names)
+                    if args is None:
+                        continue
+                    base.put(g, args)
+                done[g] = True
+            for mode in {stack.mode[g] for g in members if done[g]}:
+                sel = done & np.array([m == mode for m in stack.mode], dtype=np.bool_)
+                status = stack.project(dem, rem, n + 1, t, sel, mode, end_c)
+                need = sel & ~self._base_ok & (n > 0)
+                if need.any():
+                    status |= base.project(self._dem, rem, n, t, need, mode, self._base)
+                    self._base_ok |= need & (status == 0)
+                done &= status == 0
+        return done

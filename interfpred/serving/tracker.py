@@ -59,6 +59,7 @@ from interfpred.features.running_set import RunningSet, RunningSetView, check_ti
 from interfpred.features.streaming import FinishedExecution, TimelineState
 from interfpred.predictors import get_tags
 from interfpred.serving.projection.affine import ProjectionInputs
+from interfpred.serving.projection.entity import PairwiseInputs
 from interfpred.serving.projection.projector import RunningSetProjector, check_quantile, parse_candidates
 from interfpred.serving.projection.remaining import RemainingWork
 
@@ -599,6 +600,24 @@ class ColocationTracker(RunningSetView):
                                     self._work.current().copy(), rates, 0.0 if rs.now is None else rs.now,
                                     rs.now, w, b, lo,
                                     spec.map_id, spec.combine_id, self._is_rate, self.min_rate, self.max_rate)
+
+    def pairwise_inputs(self) -> PairwiseInputs | None:
+        """The running set as a vectorised pair-term projection reads it, or None.
+
+        None unless this tracker's mean projection is the compiled pair-term one (a predictor with
+        per-entity terms, such as :class:`~interfpred.EntityRLS` or :class:`~interfpred.KernelBlocking`,
+        over a built-in map). ``terms`` reads the predictor when called, as :meth:`what_if` does;
+        the rates are those of the current running set. Arrays are copies.
+        """
+        with self._lock:
+            if self._ents is None or not self._proj.is_compiled_pairwise:
+                return None
+            rs = self._set
+            k = len(rs)
+            rates = self._work.rates().copy()
+            return PairwiseInputs(tuple(rs.ids), rs.demand[:k].copy(), rs.solo[:k].copy(),
+                                  self._work.current().copy(), rates, 0.0 if rs.now is None else rs.now, rs.now,
+                                  self._ents.running_names(), self._proj.pairwise_args, self._ents.entity_name)
 
     def candidate_demand(self, id: Any, model: str, batch_size: float) -> tuple[float, float, float, float]:
         """``(sm, l2, dram, solo_ms)`` of candidate ``id``, looked up (and refused) as :meth:`what_if` does."""

@@ -22,6 +22,8 @@ running set of k, equal to evaluating every segment from scratch to rounding.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -42,7 +44,8 @@ from interfpred.serving.projection.affine import demand_lists, member_terms, ret
 from interfpred.serving.projection.bounds import BOUND_RELATIVE, bounded
 from interfpred.serving.projection.generic import NONFINITE, advance
 
-__all__ = ["PAIRWISE_BLOCKING", "PAIRWISE_ENTITY", "pairwise_project", "pairwise_rates"]
+__all__ = ["PAIRWISE_BLOCKING", "PAIRWISE_ENTITY", "PairwiseInputs", "pairwise_project", "pairwise_project_stacked",
+           "pairwise_rates"]
 
 #: Kinds of pair terms (module docstring).
 PAIRWISE_ENTITY = 0
@@ -203,3 +206,44 @@ def pairwise_rates(dem, map_id, combine_id, kind, w, b, u, S, M, A, w2, b2, eta_
     k = dem.shape[0]
     pairwise_project(dem, np.ones(k), 0.0, map_id, combine_id, kind, w, b, u, S, M, A, w2, b2, eta_max, log_target,
                      alone_solo, pred_rates, is_rate, rmin, rmax, 0.0, np.empty(k), theta, min_scale, out[:k])
+
+
+@njit(cache=True)
+def pairwise_project_stacked(dem, rem, n, t0, use, map_id, combine_id, kind, W, B, U, S, M, A, W2, B2, ETA,
+                             log_target, alone_solo, pred_rates, is_rate, rmin, rmax, rtol, end, status):
+    """Many :func:`pairwise_project` calls in one (a fleet's GPUs): block ``g`` is ``dem[g, :n[g]]``
+    (G, C, 3) with ``rem[g, :n[g]]``, its members' entities ``U[g, :n[g]]`` in its own terms ``S[g]``,
+    ``M[g]``, ``A[g]``, ``W[g]``, ``B[g]``, ``W2[g]``, ``B2[g]``, ``ETA[g]`` (padded to the widest block:
+    ``A`` with 1, the rest never read); blocks with ``use[g]`` false are skipped. Writes ``end[g, :n[g]]``
+    and ``status[g]`` (0, or :data:`~interfpred.serving.projection.generic.NONFINITE`)."""
+    no = np.empty(0)
+    for g in range(n.shape[0]):
+        if use[g]:
+            k = n[g]
+            status[g] = pairwise_project(dem[g, :k], rem[g, :k], t0, map_id, combine_id, kind, W[g], B[g], U[g, :k],
+                                         S[g], M[g], A[g], W2[g], B2[g], ETA[g], log_target, alone_solo, pred_rates,
+                                         is_rate, rmin, rmax, rtol, end[g, :k], no, 0.0, no)
+
+
+class PairwiseInputs(NamedTuple):
+    """A tracker's running set as a vectorised pair-term projection reads it (see
+    ``ColocationTracker.pairwise_inputs``).
+
+    Remaining work at a time ``t >= t0`` is ``max(rem - rates * (t - t0), TRACKER_MIN_REMAINING * solo)``.
+    ``terms(names)`` gives the pair-term model's arguments for a running set of entities ``names``
+    (``(map_id, combine_id, kind, w, b, u, S, M, A, w2, b2, eta_max, log_target, alone_solo,
+    pred_rates, is_rate, min_rate, max_rate)``, as :func:`pairwise_project` takes them after ``t0``), or
+    None where the predictor cannot give them now; ``entity_name(model, batch_size)`` names a candidate's
+    entity.
+    """
+
+    ids: tuple
+    dem: np.ndarray
+    solo: np.ndarray
+    rem: np.ndarray
+    rates: np.ndarray
+    t0: float
+    now: float | None
+    names: list[str]
+    terms: Callable[[list[str]], tuple | None]
+    entity_name: Callable[[Any, Any], str]

@@ -190,6 +190,11 @@ class RunningSetProjector:
         """Whether projections take the compiled affine path (what a vectorised placement needs)."""
         return self._affine_path
 
+    @property
+    def is_compiled_pairwise(self) -> bool:
+        """Whether mean projections take the compiled pair-term path (where the predictor gives its terms)."""
+        return self._entity_path
+
     # ------------------------------------------------------------------ model read-outs
     def affine(self) -> tuple[np.ndarray, float, float]:
         """Weights w (d,), intercept b and lower clip of the prediction of an affine predictor, now."""
@@ -206,7 +211,7 @@ class RunningSetProjector:
             raise nonfinite_error("projection refused", np.append(w, b))
         return w, b, float(form.lower)
 
-    def _pairwise_args(self, names: list[str]) -> tuple | None:
+    def pairwise_args(self, names: list[str]) -> tuple | None:
         """The compiled pair-term path's model arguments for a running set of entities ``names``
         (:mod:`interfpred.serving.projection.entity`), or None where the predictor cannot give them now.
 
@@ -276,7 +281,7 @@ class RunningSetProjector:
             return self.clamp(pred)
         if self.entities:
             names = cast(list, names)
-            args = self._pairwise_args(names) if self._entity_path else None
+            args = self.pairwise_args(names) if self._entity_path else None
             if args is not None:
                 pairwise_rates(dem, *args, out, self._no_theta, 0.0)
                 if not all_finite(out):
@@ -311,7 +316,7 @@ class RunningSetProjector:
         if quantile is not None and self._calibrated:
             level = 1.0 - quantile if self._is_rate else quantile
             form = self.predictor.bound_form(level, names)
-        args = (self._pairwise_args(names) if self._entity_path and names is not None
+        args = (self.pairwise_args(names) if self._entity_path and names is not None
                 and (quantile is None or (form is not None and form.relative)) else None)
         if args is not None:
             theta, min_scale = (self._no_theta, 0.0) if form is None else (form.theta, form.min_scale)
