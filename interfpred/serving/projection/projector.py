@@ -180,6 +180,7 @@ class RunningSetProjector:
         self._entity_path = extractor.is_builtin and (has_entity_terms(point) or self._blocking)
         self._std_ok = isinstance(point, RLS) and spec.combine_id == COMBINE_SUM
         self._no_theta = np.empty(0)
+        self._vocab: tuple[tuple, np.ndarray, list[str]] = ((), np.zeros(0, dtype=np.int64), [])
 
     def point_predictor(self) -> Any:
         """The predictor whose predictions are the means: the wrapped one of a :class:`~interfpred.Calibrated`."""
@@ -218,9 +219,13 @@ class RunningSetProjector:
         The terms are asked for each distinct entity once (a running set repeats few models)."""
         p = self.point_predictor()
         d = self._width
-        at: dict[str, int] = {}
-        u = np.array([at.setdefault(s, len(at)) for s in names], dtype=np.int64)
-        vocab = list(at)
+        key = tuple(names)
+        last, u, vocab = self._vocab
+        if key != last:      # else the running set's entities as at the last question (between events)
+            at: dict[str, int] = {}
+            u = np.array([at.setdefault(s, len(at)) for s in names], dtype=np.int64)
+            vocab = list(at)
+            self._vocab = (key, u, vocab)     # one assignment: a reader sees the old triple or the new one
         if self._blocking:
             bt = p.blocking_terms(vocab)
             if bt is None:
