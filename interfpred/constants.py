@@ -615,6 +615,18 @@ PLAN_RATE_RTOL = 1e-9
 PLAN_LP_BOUND_FUZZ = 1e-9
 #: Seconds the integer-program solver may take for one plan before it gives up.
 PLAN_TIME_LIMIT_S = 60.0
+#: Percentile of request latency the end-to-end rule holds within the SLO (``plan --percentile``).
+PLAN_PERCENTILE = 99.0
+#: Lognormal spread of one batch's execution time around the table's latency (``plan --exec-sigma``): an
+#: assumption (the tables give one latency per configuration); about 5 % at one sigma, ten times the spread of
+#: the solo batches measured on an H200 (their p90 within 0.5 % of the median).
+PLAN_EXEC_SIGMA = 0.05
+#: The share of requests of every model a plan must serve within its SLO in simulation to be called feasible.
+PLAN_ATTAINMENT_MIN = 0.99
+#: Requests per model the simulation check of a plan draws (``plan --sim-requests``).
+PLAN_SIM_REQUESTS = 20_000
+#: Seed of the simulation check's arrivals and execution times (``plan --seed``).
+PLAN_SEED = 0
 
 # ---------------------------------------------------------------- sharing mechanisms (profile keys)
 #: Optional key columns of a profile beside ``share``: how the GPU was shared (``mechanism``), the MIG
