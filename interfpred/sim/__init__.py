@@ -32,7 +32,13 @@ from interfpred.sim.contention import (
     rates,
 )
 from interfpred.sim.engine import SimResult, noisy_work, simulate, simulate_programs, simulate_work
-from interfpred.sim.mechanisms import MigInstance, check_time_slicing, instance_demands, simulate_mechanism
+from interfpred.sim.mechanisms import (
+    MigInstance,
+    check_time_slicing,
+    instance_demands,
+    simulate_mechanism,
+    switch_cost_ms,
+)
 from interfpred.sim.operators import HiddenFactors, PhaseZoo, Program, draw_hidden, merge_phases
 from interfpred.sim.orion import orion_zoo, phase_zoo, synthetic_phase_zoo
 from interfpred.sim.phased import simulate_phased
@@ -55,6 +61,7 @@ __all__ = [
     "check_time_slicing",
     "instance_demands",
     "simulate_mechanism",
+    "switch_cost_ms",
     "Arrivals",
     "Scenario",
     "poisson_arrivals",
