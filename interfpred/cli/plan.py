@@ -6,8 +6,15 @@ import argparse
 import sys
 from typing import Any
 
-from interfpred._core.numbers import float_option, int_option, is_int_text
-from interfpred.cli.common import Progress, add_json_option, print_json, refuse_existing
+from interfpred._core.numbers import float_option, int_option
+from interfpred.cli.common import (
+    Progress,
+    add_json_option,
+    load_config_table,
+    load_slo_arg,
+    print_json,
+    refuse_existing,
+)
 from interfpred.constants import (
     PLAN_ATTAINMENT_MIN,
     PLAN_EXEC_SIGMA,
@@ -19,9 +26,6 @@ from interfpred.errors import InterfpredError
 from interfpred.provisioning.mig import MIG_GPUS
 
 __all__ = ["add_plan", "run_plan"]
-
-_SLO_DATASET = "dataset:parvagpu_slo"
-
 
 def add_plan(sub: Any) -> None:
     """Declare the ``plan`` subcommand."""
@@ -69,30 +73,6 @@ def add_plan(sub: Any) -> None:
     p.set_defaults(func=run_plan)
 
 
-def _slo(text: str) -> Any:
-    if text.startswith(_SLO_DATASET):
-        from interfpred.data.datasets.parvagpu import PARVAGPU_SLO_SETS, parvagpu_slo
-
-        k = text.removeprefix(_SLO_DATASET)
-        if not (is_int_text(k) and k.isdigit()):
-            raise InterfpredError(f"--slo {text}: expected {_SLO_DATASET}1 .. {_SLO_DATASET}{PARVAGPU_SLO_SETS}")
-        return parvagpu_slo(int(k))
-    from interfpred.provisioning import read_slo
-
-    return read_slo(text)
-
-
-def _profiles(text: str) -> Any:
-    from interfpred.data.measurements import Measurements
-    from interfpred.provisioning import ConfigTable
-
-    if text.startswith("dataset:"):
-        from interfpred.data.datasets import load_dataset
-
-        return ConfigTable.from_measurements(load_dataset(text.removeprefix("dataset:")))
-    return ConfigTable.from_measurements(Measurements.read(text))
-
-
 def run_plan(args: argparse.Namespace) -> int:
     """Run ``plan``: plan, simulate and write the deployment, or check one."""
     from interfpred.provisioning import (
@@ -121,7 +101,7 @@ def run_plan(args: argparse.Namespace) -> int:
     rule = LatencyRule(percentile=args.percentile, exec_sigma=args.exec_sigma, max_exec_fraction=args.max_exec_fraction)
     progress = Progress("plan")
     progress("reading the profiles and SLOs")
-    table, slo = _profiles(args.profiles), _slo(args.slo)
+    table, slo = load_config_table(args.profiles), load_slo_arg(args.slo)
     if args.scale_latency is not None:
         table = table.rescaled(args.scale_latency, args.gpu)
     if args.check is not None:
