@@ -37,7 +37,7 @@ Examples
 --------
 >>> a = advise({"resnet50": (400.0, 20.0), "yolov8n": (300.0, 20.0)}, spec="a100", duration_s=2.0)
 >>> [(s.mechanism, round(100 * s.attainment, 1), round(s.p99_ms, 2)) for s in a.ranking]
-[('mps', 100.0, 4.63), ('time_slicing', 100.0, 8.97), ('mig', 100.0, 14.25)]
+[('mps', 100.0, 4.63), ('mig', 100.0, 14.25), ('time_slicing', 100.0, 16.01)]
 >>> a.ranking[0].setup
 'batches within 0.125 x SLO: resnet50 batch 2; yolov8n batch 1'
 """
@@ -246,6 +246,7 @@ def simulated_configs(profiles: ProfileTable, models: Sequence[str], *, spec: Gp
 
     Examples
     --------
+    >>> from interfpred.sim import zoo_profiles
     >>> t = simulated_configs(zoo_profiles("a100"), ["resnet50"], spec="a100")
     >>> t.latency_ms[("resnet50", 1, 8, 2)] > t.latency_ms[("resnet50", 1, 8, 1)] > t.latency_ms[("resnet50", 7, 8, 1)]
     True
