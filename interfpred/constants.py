@@ -657,9 +657,6 @@ H200_TIMESLICE_KEPT = 0.775
 #: ``c = q (1 / kept - 1)``: 0.581 ms for the H200's 0.775 at a 2 ms quantum
 #: (:func:`interfpred.sim.switch_cost_ms`).
 SIM_CONTEXT_SWITCH_MS = 0.581
-#: The MIG profile table a simulated GPU preset is partitioned by (the ``a100`` preset is an A100-40GB);
-#: a preset not listed has no MIG.
-SIM_MIG_GPUS = {"a100": "a100-40gb"}
 
 # ---------------------------------------------------------------- interfpred advise (interfpred.provisioning.advise)
 #: The GPU advise runs on when neither --gpu nor the profiles say (the simulator's ``a100`` preset, an

@@ -127,8 +127,7 @@ def advise_inputs(profiles: ProfileTable | ConfigTable | None, gpu: str | GpuSpe
         kind = gpu_kind(gpu)
     if isinstance(profiles, ConfigTable):
         profiles = profiles_from_configs(profiles, kind)
-    preset = ZOO_PRESETS.get(kind)
-    physics = GPU_PRESETS[preset] if preset is not None else GpuSpec(name=kind)
+    physics = GPU_PRESETS[ZOO_PRESETS[kind]] if kind in ZOO_PRESETS else GpuSpec(name=kind)
     return physics.model_copy(update={"name": kind}), _relabel(profiles, kind)
 
 
