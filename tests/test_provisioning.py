@@ -395,3 +395,34 @@ def test_top_level_names():
     import interfpred
 
     assert interfpred.plan is plan and interfpred.validate_plan is validate_plan
+
+
+def test_cli_reports_a_plan_that_fails_in_simulation_and_exits_1(tmp_path, capsys):
+    out = tmp_path / "d.csv"
+    args = ["plan", "--profiles", "dataset:parvagpu_a100", "--slo", "dataset:parvagpu_slo5", "--gpu", GPU,
+            "--max-exec-fraction", "1", "--sim-requests", "2000", "--out", str(out)]
+    assert main(args) == 1
+    printed = capsys.readouterr().out
+    assert "11 GPUs (optimal)" in printed and "NOT feasible:" in printed and "(needed: 99 %)" in printed
+    assert out.exists()                                   # written all the same: the user named it
+    assert main(["plan", "--profiles", "dataset:parvagpu_a100", "--slo", "dataset:parvagpu_slo5", "--gpu", GPU,
+                 "--check", str(out), "--sim-requests", "2000"]) == 1
+    assert "problem(s)" in capsys.readouterr().out       # the end-to-end rule refuses its configurations
+
+
+def test_cli_plan_json_and_the_gpu_it_was_measured_on(tmp_path, capsys):
+    import json
+
+    base = ["plan", "--profiles", "dataset:parvagpu_a100", "--slo", "dataset:parvagpu_slo1", "--sim-requests", "2000"]
+    assert main([*base, "--gpu", GPU, "--json", "--out", str(tmp_path / "a.csv")]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["gpus"] == 2 and got["feasible"] and got["rule"].startswith("request latency at p99")
+    assert all(m["attainment"] >= 0.99 for m in got["models"])
+    for other in ("h200-141gb", "h100-80gb", "a100-40gb"):
+        assert main([*base, "--gpu", other, "--out", str(tmp_path / "b.csv")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "the profiles were measured on a100-80gb" in err
+        assert "--scale-latency" in err and "GpuSpec" not in err
+    assert not (tmp_path / "b.csv").exists()
+    assert main([*base, "--gpu", "h200-141gb", "--scale-latency", "0.5", "--out", str(tmp_path / "c.csv")]) == 0
+    assert main([*base, "--gpu", GPU, "--percentile", "100", "--out", str(tmp_path / "d.csv")]) == 2
