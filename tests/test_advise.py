@@ -307,5 +307,5 @@ def test_the_fluid_truth_against_the_h200_runs_loses_to_the_per_pair_mean():
 
     r = spatial_sharing_check()
     assert r.rows == 98
-    assert r.error["per-pair mean"] < r.error["fluid"] < r.error["no interference"]
+    assert r.error["per-pair mean"] < r.error["fluid"] < r.error["no interference"] < r.error["global mean"]
     assert round(r.error["fluid"], 3) == 1.347 and round(r.error["per-pair mean"], 3) == 0.974

@@ -12,6 +12,7 @@ The error is the mean absolute log ratio of predicted to measured slowdown (0 ex
 2 either way), over the members of the runs whose every member has a profile (resnet50 at batch 64 has none). Beside it:
 
 * **no interference**: slowdown 1;
+* **global mean**, held out by run: the mean slowdown of the members of the other runs;
 * **per-pair mean**, held out by run: a member's excess slowdown (slowdown - 1) in a run is
   split equally over its co-runners; its predicted excess beside each co-runner is the mean of
   those shares beside that co-runner in the *other* runs (pairs and larger), and the excesses of
@@ -23,7 +24,7 @@ Examples
 --------
 >>> r = spatial_sharing_check()
 >>> r.rows, sorted(r.error)
-(98, ['fluid', 'no interference', 'per-pair mean'])
+(98, ['fluid', 'global mean', 'no interference', 'per-pair mean'])
 """
 
 from __future__ import annotations
@@ -74,7 +75,9 @@ def spatial_sharing_check(measurements: Measurements | None = None, profiles: Pr
         fluid[idx] = 1.0 / rates(dem, spec)
     pair = _pair_mean_held_out(m, observed)
     keep = np.isfinite(fluid)
-    preds = {"fluid": fluid, "no interference": np.ones_like(observed), "per-pair mean": pair}
+    run_of = np.asarray(m.run_code)
+    glob = np.array([float(np.mean(observed[run_of != run_of[i]])) for i in range(len(observed))])
+    preds = {"fluid": fluid, "no interference": np.ones_like(observed), "global mean": glob, "per-pair mean": pair}
     err = {k: float(np.mean(np.abs(np.log(v[keep] / observed[keep])))) for k, v in preds.items()}
     under = {k: float(np.mean(v[keep] * 1.5 < observed[keep])) for k, v in preds.items()}
     return CheckResult(err, under, int(keep.sum()))
