@@ -620,6 +620,18 @@ PLAN_RATE_RTOL = 1e-9
 PLAN_LP_BOUND_FUZZ = 1e-9
 #: Seconds the integer-program solver may take for one plan before it gives up.
 PLAN_TIME_LIMIT_S = 60.0
+#: Percentile of request latency the end-to-end rule holds within the SLO (``plan --percentile``).
+PLAN_PERCENTILE = 99.0
+#: Lognormal spread of one batch's execution time around the table's latency (``plan --exec-sigma``): an
+#: assumption (the tables give one latency per configuration); about 5 % at one sigma, ten times the spread of
+#: the solo batches measured on an H200 (their p90 within 0.5 % of the median).
+PLAN_EXEC_SIGMA = 0.05
+#: The share of requests of every model a plan must serve within its SLO in simulation to be called feasible.
+PLAN_ATTAINMENT_MIN = 0.99
+#: Requests per model the simulation check of a plan draws (``plan --sim-requests``).
+PLAN_SIM_REQUESTS = 20_000
+#: Seed of the simulation check's arrivals and execution times (``plan --seed``).
+PLAN_SEED = 0
 
 # ---------------------------------------------------------------- sharing mechanisms (profile keys)
 #: Optional key columns of a profile beside ``share``: how the GPU was shared (``mechanism``), the MIG
@@ -638,19 +650,23 @@ MAX_PROCESSES = 4096
 
 # ---------------------------------------------------------------- simulated sharing mechanisms (interfpred.sim.mechanisms)
 #: Time-slicing quantum (ms): under time-slicing one context holds the whole GPU for up to this long while
-#: another context has work waiting. A modelling default of the order of the time slices GPU drivers use,
-#: not a measured constant; override it per call.
+#: another context has work waiting. Throughput runs show only the ratio of the switch cost to the quantum,
+#: not the quantum itself; 2 ms is of the order of the time slices GPU drivers use (an assumption: override it).
 SIM_TIMESLICE_QUANTUM_MS = 2.0
-#: Context-switch cost (ms) under time-slicing: the GPU does no work while it changes from one context to
-#: another (saving and restoring state). A modelling default of the order of tens of microseconds; override it.
-SIM_CONTEXT_SWITCH_MS = 0.05
-#: The MIG profile table a simulated GPU preset is partitioned by (the ``a100`` preset is an A100-40GB);
-#: a preset not listed has no MIG.
-SIM_MIG_GPUS = {"a100": "a100-40gb"}
+#: Share of one workload's solo throughput two workloads kept together when time-sliced between processes on an
+#: H200 (0.76-0.79 over the measured pairs; this is the middle). Each member of a pair was slowed a median 2.6x,
+#: which is 2 / 0.775: the rest of the GPU's time went to switching.
+H200_TIMESLICE_KEPT = 0.775
+#: Context-switch cost (ms) under time-slicing: the GPU does no work while it changes contexts. With two
+#: contexts always busy a quantum ``q`` of work costs ``q + c``, so the kept throughput is ``q / (q + c)`` and
+#: ``c = q (1 / kept - 1)``: 0.581 ms for the H200's 0.775 at a 2 ms quantum
+#: (:func:`interfpred.sim.switch_cost_ms`).
+SIM_CONTEXT_SWITCH_MS = 0.581
 
 # ---------------------------------------------------------------- interfpred advise (interfpred.provisioning.advise)
-#: The simulated GPU preset advise runs on unless told (the one with a MIG table).
-ADVISE_DEFAULT_GPU = "a100"
+#: The GPU advise runs on when neither --gpu nor the profiles say (the simulator's ``a100`` preset, an
+#: A100-40GB, whose synthetic zoo it then simulates).
+ADVISE_DEFAULT_GPU = "a100-40gb"
 #: Simulated seconds of requests per mechanism (Poisson arrivals at each model's rate).
 ADVISE_DURATION_S = 10.0
 #: The setups advise tries for every mechanism, best kept: under one fraction ``f`` a model's batch
@@ -673,6 +689,9 @@ ADVISE_MIN_REQUESTS = 1
 #: this fraction (differences below it are the Poisson draws' and requests in flight at the window's
 #: end, not the mechanism's); within a step the lower p99 response time ranks first.
 ADVISE_RANK_STEP = 0.005
+#: How advise models batches sharing the SMs: ``fluid`` (the simulator's truth over SM / L2 / DRAM
+#: throughputs) or ``kernels`` (kernel blocking fitted on the shipped H200 spatial-sharing runs).
+CONTENTION_MODELS = ("fluid", "kernels")
 
 # ---------------------------------------------------------------------------- interfpred serve
 #: Address ``interfpred serve`` listens on unless told otherwise: loopback only (any other address

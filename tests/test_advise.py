@@ -44,7 +44,8 @@ def light():
 def test_light_load_is_served_by_every_mechanism_and_mps_has_the_lowest_tail(light):
     assert ranked(light)[0] == "mps"
     for s in light.ranking:
-        assert s.attainment > 0.99 and abs(s.throughput_rps - s.offered_rps) < 0.01 * s.offered_rps
+        # within 2 % of the offered: batches still running at the window's end (time-slicing's switches hold more)
+        assert s.attainment > 0.99 and abs(s.throughput_rps - s.offered_rps) < 0.02 * s.offered_rps
     assert light.ranking[0].p99_ms == min(s.p99_ms for s in light.ranking)
 
 
@@ -142,11 +143,11 @@ def test_a_fitted_model_predicts_and_a_calibrated_one_bounds():
 
 
 @pytest.mark.parametrize("slo, kwargs, match", [
-    ({"bert": (10.0, 10.0)}, {}, "no profile for model 'bert' on gpu 'a100'"),
+    ({"bert": (10.0, 10.0)}, {}, "no profile for model 'bert' on gpu 'a100-40gb'"),
     ({"vgg19": (-1.0, 10.0)}, {}, "model 'vgg19': rate_rps -1 must be a number in"),
     ({"vgg19": (10.0, 10.0)}, {"gpus": 0}, "gpus 0 must be a positive integer"),
     ({"vgg19": (10.0, 10.0)}, {"mechanisms": ["streams"]}, "mechanism 'streams' is not one of"),
-    ({"vgg19": (10.0, 10.0)}, {"spec": "l4"}, "simulated gpu 'l4' has no MIG"),
+    ({"vgg19": (10.0, 10.0)}, {"spec": "l4"}, "gpu 'l4' has no MIG"),
     ({}, {}, "the SLO table is empty"),
     ({"vgg19": (10.0, 10.0)}, {"seed": -1}, "seed -1 must be a non-negative integer"),
     ({"vgg19": (10.0, 10.0)}, {"quantum_ms": 0.0}, "quantum_ms 0.0 must be a positive"),
@@ -154,7 +155,7 @@ def test_a_fitted_model_predicts_and_a_calibrated_one_bounds():
     ({"vgg19": (1e9, 10.0)}, {}, "ADVISE_REQUESTS_MAX"),
     ({"m": (10.0, 10.0)}, {"profiles": ProfileTable.from_columns(gpu=["a100"], model=["m"], batch_size=[1],
                                                                   solo_ms=[1.0], sm=[0.5], l2=[None], dram=[0.1])},
-     "model m: its profile on gpu 'a100' lacks l2"),
+     "model m: its profile on gpu 'a100-40gb' lacks l2"),
 ])
 def test_refusals_are_one_line(slo, kwargs, match):
     with pytest.raises(InterfpredError, match=match) as exc:
@@ -217,3 +218,94 @@ def test_cli_takes_a_fitted_model_file(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     sources = {ln.split()[1]: " ".join(ln.split()[6:]) for ln in lines[2:4]}
     assert sources == {"mps": "model", "time_slicing": "simulation (no cross-context co-running to predict)"}
+
+
+# ------------------------------------------------------------------------------------------------ what plan shares
+def test_advise_runs_the_workload_plan_runs(tmp_path, capsys):
+    """The same dataset, SLO set and GPU name as plan; the overloaded set's verdict names the GPUs it needs."""
+    args = ["advise", "--slo", "dataset:parvagpu_slo1", "--profiles", "dataset:parvagpu_a100", "--gpu", "a100-80gb",
+            "--duration-s", "1", "--mechanisms", "mig"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "verdict: overloaded: on 1 GPU the best mechanism (mig)" in out and "give --gpus 2" in out
+    assert main([*args, "--gpus", "2"]) == 0
+    assert "verdict: served" in capsys.readouterr().out
+
+
+def test_profiles_from_a_mig_table_are_the_whole_gpu_alone():
+    from interfpred.data.datasets import parvagpu_a100
+    from interfpred.provisioning import ConfigTable
+    from interfpred.provisioning.sources import profiles_from_configs
+
+    table = ConfigTable.from_measurements(parvagpu_a100())
+    prof = profiles_from_configs(table)
+    assert prof.gpus == ("a100-80gb",)
+    row = prof.lookup("resnet50", 8)
+    assert row.solo_ms == pytest.approx(table.latency_ms[("resnet50", 7, 8, 1)])
+    assert 0.0 < row.sm <= 1.0 and row.l2 == 0.0
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["--profiles", "dataset:parvagpu_a100", "--gpu", "h200-141gb"],
+     "gpu 'h200-141gb': the profiles were measured on a100-80gb; advise for that GPU or give profiles measured on "
+     "h200-141gb"),
+    (["--profiles", "dataset:nope"], "no dataset named 'nope'"),
+    (["--gpu", "h100-80gb"], "the synthetic zoo has profiles for a100-40gb, a100-80gb, l4, v100 only"),
+])
+def test_cli_refusals_are_one_line_and_never_suggest_a_gpuspec(argv, match, capsys):
+    assert main(["advise", "--slo", "dataset:parvagpu_slo1", *argv]) == 2
+    err = capsys.readouterr().err
+    assert match in err and len(err.strip().splitlines()) == 1 and "GpuSpec" not in err
+
+
+def test_an_slo_no_mechanism_meets_exits_2_naming_the_model(tmp_path, capsys):
+    slo = tmp_path / "slo.csv"
+    slo.write_text("model,rate_rps,latency_ms\nresnet50,100,1\nvgg19,10,500\n")
+    assert main(["advise", "--slo", str(slo), "--duration-s", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("interfpred: error: model resnet50: its fastest profiled batch") and "no sharing mechanism" in err
+
+
+def test_h200_profiles_and_the_kernel_contention_model(tmp_path, capsys):
+    slo = tmp_path / "slo.csv"
+    slo.write_text("model,rate_rps,latency_ms\nbert_base,200,20\ntriad,100,20\n")
+    base = ["advise", "--slo", str(slo), "--profiles", "dataset:h200_streams", "--duration-s", "1", "--mechanisms",
+            "mps"]
+    assert main(base) == 0
+    fluid = capsys.readouterr().out
+    assert main([*base, "--contention", "kernels"]) == 0
+    kernels = capsys.readouterr().out
+    p99 = [float(text.splitlines()[2].split()[5]) for text in (fluid, kernels)]
+    assert p99[1] > 5 * p99[0]       # bert's short kernels wait behind triad's long one: the fluid truth cannot see it
+
+
+def test_the_switch_cost_is_the_one_measured_on_the_h200():
+    from interfpred.constants import H200_TIMESLICE_KEPT, SIM_CONTEXT_SWITCH_MS, SIM_TIMESLICE_QUANTUM_MS
+    from interfpred.sim import switch_cost_ms
+
+    assert round(switch_cost_ms(H200_TIMESLICE_KEPT, SIM_TIMESLICE_QUANTUM_MS), 3) == SIM_CONTEXT_SWITCH_MS
+    # two always-busy contexts then keep that share of one's throughput in the simulator
+    from interfpred.sim import simulate_mechanism
+
+    spec = get_gpu_spec("a100", sigma=0.0)
+
+    def span(counts):
+        rows = [m for m, n in counts.items() for _ in range(n)]
+        res = simulate_mechanism(rows, [8] * len(rows), [0.0] * len(rows), mechanism="time_slicing", spec=spec,
+                                 seed=0)
+        return float(res.trace.end_ms.max())
+
+    a = span({"resnet50": 400})
+    n_b = round(400 * a / span({"vgg19": 400}))       # as much vgg19 work as resnet50: both busy to the end
+    kept = (a + span({"vgg19": n_b})) / span({"resnet50": 400, "vgg19": n_b})
+    assert kept == pytest.approx(H200_TIMESLICE_KEPT, abs=0.01)
+
+
+def test_the_fluid_truth_against_the_h200_runs_loses_to_the_per_pair_mean():
+    """Reported as it is: on real spatial sharing the fluid truth errs more than a held-out per-pair mean."""
+    from interfpred.experiments.advise_check import spatial_sharing_check
+
+    r = spatial_sharing_check()
+    assert r.rows == 98
+    assert r.error["per-pair mean"] < r.error["fluid"] < r.error["no interference"] < r.error["global mean"]
+    assert round(r.error["fluid"], 3) == 1.347 and round(r.error["per-pair mean"], 3) == 0.974

@@ -33,8 +33,11 @@ __all__ = [
     "add_quiet_option",
     "add_truth_options",
     "check_label",
+    "load_config_table",
+    "load_configs_or_profiles",
     "load_inputs",
     "load_profiles_arg",
+    "load_slo_arg",
     "per_file",
     "print_json",
     "print_summary",
@@ -384,6 +387,61 @@ def load_profiles_arg(text: str) -> Any:
     from interfpred.data.columnar import read_profiles
 
     return read_profiles(text)
+
+
+def load_slo_arg(text: str) -> Any:
+    """SLOs from a --slo value (``plan`` and ``advise``): an SLO CSV, or dataset:parvagpu_slo1 .. 6."""
+    prefix = "dataset:parvagpu_slo"
+    if text.startswith(prefix):
+        from interfpred._core.numbers import is_int_text
+        from interfpred.data.datasets.parvagpu import PARVAGPU_SLO_SETS, parvagpu_slo
+
+        k = text.removeprefix(prefix)
+        if not (is_int_text(k) and k.isdigit()):
+            raise InterfpredError(f"--slo {text}: expected {prefix}1 .. {prefix}{PARVAGPU_SLO_SETS}")
+        return parvagpu_slo(int(k))
+    from interfpred.provisioning import read_slo
+
+    return read_slo(text)
+
+
+def load_config_table(text: str) -> Any:
+    """MIG x MPS configurations (a ``ConfigTable``) from a --profiles value: measurements with a ``partition``
+    column in a file, or dataset:NAME (``plan``; ``advise`` through :func:`load_configs_or_profiles`)."""
+    from interfpred.data.measurements import Measurements
+    from interfpred.provisioning import ConfigTable
+
+    if text.startswith("dataset:"):
+        from interfpred.data.datasets import load_dataset
+
+        return ConfigTable.from_measurements(load_dataset(text.removeprefix("dataset:")))
+    return ConfigTable.from_measurements(Measurements.read(text))
+
+
+def load_configs_or_profiles(text: str) -> Any:
+    """What ``advise`` simulates from a --profiles value: the solo profiles a dataset ships (dataset:h200_streams)
+    or a profile file; or, for a dataset or measurements file of MIG x MPS runs (a ``partition`` column, as
+    ``plan`` reads), its configurations (a ``ConfigTable``; advise derives solo profiles from it)."""
+    if text.startswith("dataset:"):
+        from interfpred.data.datasets import DATASETS, PROFILE_DATASETS
+
+        name = text.removeprefix("dataset:")
+        if name in PROFILE_DATASETS:
+            return load_profiles_arg(text)
+        if name in DATASETS:
+            return load_config_table(text)
+        raise InterfpredError(f"--profiles {text}: no dataset named {name!r}; with profiles: "
+                              f"{', '.join(sorted(PROFILE_DATASETS))}; with MIG configurations: parvagpu_a100")
+    import csv
+
+    from interfpred.data.columnar import format_of
+
+    if format_of(text) == "csv":
+        with open(text, newline="", encoding="utf-8") as fh:
+            header = next(csv.reader(fh), [])
+        if "partition" in header and "observed_ms" in header:
+            return load_config_table(text)
+    return load_profiles_arg(text)
 
 
 def load_inputs(args: argparse.Namespace) -> tuple[Any, Any, Any]:

@@ -37,7 +37,7 @@ Examples
 --------
 >>> a = advise({"resnet50": (400.0, 20.0), "yolov8n": (300.0, 20.0)}, spec="a100", duration_s=2.0)
 >>> [(s.mechanism, round(100 * s.attainment, 1), round(s.p99_ms, 2)) for s in a.ranking]
-[('mps', 100.0, 4.63), ('time_slicing', 100.0, 8.97), ('mig', 100.0, 14.25)]
+[('mps', 100.0, 4.63), ('mig', 100.0, 14.25), ('time_slicing', 100.0, 16.01)]
 >>> a.ranking[0].setup
 'batches within 0.125 x SLO: resnet50 batch 2; yolov8n batch 1'
 """
@@ -51,7 +51,7 @@ import math
 import os
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
@@ -69,16 +69,27 @@ from interfpred.constants import (
     ADVISE_SLO_FRACTIONS,
     ADVISE_UTILISATION,
     MECHANISMS,
+    PLAN_ATTAINMENT_MIN,
     SIM_CONTEXT_SWITCH_MS,
-    SIM_MIG_GPUS,
     SIM_TIMESLICE_QUANTUM_MS,
 )
 from interfpred.data.profiles import ProfileTable
 from interfpred.data.trace import Trace
 from interfpred.errors import InterfpredError
-from interfpred.provisioning.mig import MIG_MEMORY_SLICES, check_layout, layout_sizes, mig_profile, place
+from interfpred.provisioning.latency import LatencyRule
+from interfpred.provisioning.mig import (
+    MIG_GPUS,
+    MIG_MEMORY_SLICES,
+    check_layout,
+    gpu_kind,
+    layout_sizes,
+    mig_profile,
+    place,
+)
 from interfpred.provisioning.plan import ConfigTable, Segment, check_slo, plan, read_slo
+from interfpred.provisioning.sources import advise_inputs
 from interfpred.sim import (
+    GPU_PRESETS,
     GpuSpec,
     MigInstance,
     SimResult,
@@ -88,7 +99,6 @@ from interfpred.sim import (
     rates,
     simulate_mechanism,
 )
-from interfpred.sim.zoo import zoo_profiles
 
 __all__ = ["ADVICE_COLUMNS", "Advice", "MechanismScore", "advise", "mig_gpu_of", "mig_instances",
            "simulated_configs"]
@@ -139,6 +149,7 @@ class Advice:
     spec: str
     seconds: float
     mig_plan_gpus: int | None = None
+    verdict: str = ""
 
     def rows(self) -> list[dict[str, Any]]:
         """One mapping per mechanism with :data:`ADVICE_COLUMNS` (attainment as a fraction)."""
@@ -157,6 +168,7 @@ class Advice:
     def to_json(self) -> dict[str, Any]:
         """The advice as a JSON-able mapping (every figure, per-model attainment included)."""
         return {"gpus": self.gpus, "spec": self.spec, "seconds": self.seconds, "mig_plan_gpus": self.mig_plan_gpus,
+                "verdict": self.verdict,
                 "ranking": [{"rank": i, **asdict(s), "per_model": dict(s.per_model)}
                             for i, s in enumerate(self.ranking, start=1)]}
 
@@ -167,22 +179,29 @@ class Advice:
 
 # ------------------------------------------------------------------------------------------------ MIG geometry
 def mig_gpu_of(spec: GpuSpec | str) -> str:
-    """The MIG profile table a simulated GPU type is partitioned by (refused when it has none).
+    """The MIG profile table a simulated GPU is partitioned by: its kind's (refused when it has none).
 
     Examples
     --------
-    >>> mig_gpu_of("a100")
-    'a100-40gb'
+    >>> mig_gpu_of("a100"), mig_gpu_of("h200")
+    ('a100-40gb', 'h200-141gb')
     >>> mig_gpu_of("l4")
     Traceback (most recent call last):
     ...
-    interfpred.errors.InterfpredError: simulated gpu 'l4' has no MIG; MIG runs on: a100 (a100-40gb)
+    interfpred.errors.InterfpredError: gpu 'l4' has no MIG; MIG runs on: a100-40gb, a100-80gb, h100-80gb, h200-141gb
     """
-    name = get_gpu_spec(spec).name
-    if name not in SIM_MIG_GPUS:
-        known = ", ".join(f"{k} ({v})" for k, v in SIM_MIG_GPUS.items())
-        raise InterfpredError(f"simulated gpu {name!r} has no MIG; MIG runs on: {known}")
-    return SIM_MIG_GPUS[name]
+    name = spec.name if isinstance(spec, GpuSpec) else str(spec)
+    kind = gpu_kind(name)
+    if kind not in MIG_GPUS:
+        raise InterfpredError(f"gpu {name!r} has no MIG; MIG runs on: {', '.join(MIG_GPUS)}")
+    return kind
+
+
+def _as_spec(spec: GpuSpec | str) -> GpuSpec:
+    """A GpuSpec as given, a simulator preset by name, or the spec of a GPU kind (:func:`advise_inputs`)."""
+    if isinstance(spec, GpuSpec) or spec in GPU_PRESETS:
+        return get_gpu_spec(spec)
+    return advise_inputs(None, spec)[0]
 
 
 def _instance(gpu: str, index: int, gpcs: int, placement: int, processes: int = 1) -> MigInstance:
@@ -227,11 +246,12 @@ def simulated_configs(profiles: ProfileTable, models: Sequence[str], *, spec: Gp
 
     Examples
     --------
+    >>> from interfpred.sim import zoo_profiles
     >>> t = simulated_configs(zoo_profiles("a100"), ["resnet50"], spec="a100")
     >>> t.latency_ms[("resnet50", 1, 8, 2)] > t.latency_ms[("resnet50", 1, 8, 1)] > t.latency_ms[("resnet50", 7, 8, 1)]
     True
     """
-    spec = get_gpu_spec(spec)
+    spec = _as_spec(spec)
     gpu = mig_gpu_of(spec)
     sizes = sorted({g for lay in layout_sizes(gpu) for g in lay})
     rows = []
@@ -265,6 +285,11 @@ def _check_slo(slo: Slo, profiles: ProfileTable, spec: GpuSpec, duration_s: floa
         if missing:
             raise InterfpredError(f"model {m}: its profile on gpu {spec.name!r} lacks {', '.join(missing)}; the "
                                   "simulator needs the sm, l2 and dram throughputs of every profiled batch size")
+        fastest = int(np.argmin(prof["solo_ms"]))
+        if prof["solo_ms"][fastest] > _lat:
+            raise InterfpredError(f"model {m}: its fastest profiled batch (batch {sizes[fastest]}) takes "
+                                  f"{prof['solo_ms'][fastest]:.4g} ms alone on the whole {spec.name}, more than its "
+                                  f"latency SLO of {_lat:g} ms: no sharing mechanism can meet it")
         work_ms += rate * duration_s * float(np.min(prof["solo_ms"] / np.asarray(sizes, dtype=np.float64)))
     # the most batches one mechanism draws (batch size 1): bounded before anything is simulated
     check_limit("ADVISE_REQUESTS_MAX", math.ceil(sum(r for r, _ in slo.values()) * duration_s),
@@ -413,8 +438,9 @@ def _mig_segments(slo: Slo, table: ConfigTable, spec: GpuSpec, gpus: int, fracti
     planned_segs: list[Segment] = []
     planned: int | None = None
     try:
-        p = plan(table, {m: (r / ADVISE_UTILISATION, lat * fraction) for m, (r, lat) in slo.items()},
-                 gpu=gpu)
+        # batches arrive formed in this simulation: the batch's own latency is what the SLO share bounds
+        p = plan(table, {m: (r / ADVISE_UTILISATION, lat) for m, (r, lat) in slo.items()}, gpu=gpu,
+                 rule=LatencyRule(max_exec_fraction=fraction))
         planned = p.deployment.n_gpus
         if planned <= gpus:
             planned_segs = list(p.deployment.segments)
@@ -478,11 +504,12 @@ def _mig(slo: Slo, profiles: ProfileTable, table: ConfigTable, spec: GpuSpec, gp
     return _score("mig", res, response, slo, horizon_ms, source, setup, unserved), planned
 
 
-def advise(slo: Slo | str | os.PathLike[str], *, profiles: ProfileTable | None = None,
-           spec: GpuSpec | str = ADVISE_DEFAULT_GPU,
+def advise(slo: Slo | str | os.PathLike[str], *, profiles: ProfileTable | ConfigTable | None = None,
+           spec: GpuSpec | str | None = None,
            gpus: int = 1, model: LatencyModel | None = None, mechanisms: Sequence[str] = MECHANISMS,
            duration_s: float = ADVISE_DURATION_S, seed: int = ADVISE_SEED,
-           quantum_ms: float = SIM_TIMESLICE_QUANTUM_MS, switch_ms: float = SIM_CONTEXT_SWITCH_MS) -> Advice:
+           quantum_ms: float = SIM_TIMESLICE_QUANTUM_MS, switch_ms: float = SIM_CONTEXT_SWITCH_MS,
+           progress: Callable[[str], None] | None = None) -> Advice:
     """Rank sharing mechanisms for models at request rates under latency SLOs, best first.
 
     Parameters
@@ -491,33 +518,42 @@ def advise(slo: Slo | str | os.PathLike[str], *, profiles: ProfileTable | None =
         model -> (requests/s, latency SLO in ms), or an SLO CSV ``model,rate_rps,latency_ms``
         (:func:`interfpred.provisioning.read_slo`).
     profiles
-        Solo profiles of the models on ``spec`` (default the simulator's synthetic zoo).
+        Solo profiles of the models (default the simulator's synthetic zoo), or a table of MIG x MPS
+        configurations such as ``plan`` reads (:func:`~interfpred.provisioning.sources.profiles_from_configs`).
     spec
-        The simulated GPU type (MIG needs one with a MIG table: :func:`mig_gpu_of`).
+        The GPU: a kind (``a100-80gb``, ``h200-141gb``, ...; default the profiles' own, refused when
+        the profiles were measured on another) or a :class:`~interfpred.sim.GpuSpec`
+        (:func:`~interfpred.provisioning.sources.advise_inputs`). MIG needs a kind with a MIG table
+        (:func:`mig_gpu_of`).
     gpus
         GPUs the workload runs on (the same number under every mechanism).
     model
         A fitted interference model: its predicted response times instead of the simulator's
-        (see the module docstring).
+        (see the module docstring); :func:`interfpred.model.kernel_contention_model` is the
+        kernel-blocking model of the shipped H200 spatial-sharing runs (``advise --contention kernels``).
     mechanisms
         Which to rank (default all of ``time_slicing, mps, mig``).
     duration_s, seed
         Simulated seconds of requests and the seed of arrivals and noise.
     quantum_ms, switch_ms
-        Time-slicing's quantum and context-switch cost.
+        Time-slicing's quantum and context-switch cost (defaults: the switch cost measured on an
+        H200, :func:`interfpred.sim.switch_cost_ms`).
+    progress
+        Called with a short message before each mechanism and setup is simulated.
 
     Raises
     ------
     InterfpredError
-        A model without a profile, a bad rate or SLO, an unknown mechanism, MIG on a GPU type without it;
+        A model without a profile, a bad rate or SLO, an SLO shorter than the model's fastest batch
+        alone on the whole GPU (no mechanism can meet it), an unknown mechanism, MIG on a GPU without it;
         a run beyond ``GPUS_MAX`` GPUs, ``ADVISE_REQUESTS_MAX`` requests or (time-slicing) ``QUANTA_MAX``
         quanta, a model expecting fewer than ``ADVISE_MIN_REQUESTS`` requests, a switch longer than
         the quantum: all checked before anything is simulated.
     """
     t0 = time.perf_counter()
-    spec = get_gpu_spec(spec)
-    profiles = zoo_profiles(spec.name) if profiles is None else profiles
+    spec, profiles = advise_inputs(profiles, spec)
     slo = read_slo(slo) if isinstance(slo, (str, os.PathLike)) else dict(slo)
+
     if isinstance(gpus, bool) or not isinstance(gpus, (int, np.integer)) or gpus < 1:
         raise InterfpredError(f"gpus {gpus!r} must be a positive integer")
     check_limit("GPUS_MAX", int(gpus), "gpus")
@@ -539,15 +575,18 @@ def advise(slo: Slo | str | os.PathLike[str], *, profiles: ProfileTable | None =
         except InterfpredError as exc:
             raise InterfpredError(f"{exc}; rank the others without it (mechanisms time_slicing, mps)") from None
     work_ms = _check_slo(slo, profiles, spec, float(duration_s))
+
     horizon = float(duration_s) * 1000.0
     if "time_slicing" in mechanisms:  # its simulation steps through every busy quantum (idle time is skipped)
         check_limit("QUANTA_MAX", math.ceil(work_ms / float(quantum_ms)),
                     "time-slicing quanta (the requests' solo work over --quantum-ms)")
     scores, planned = [], None
     table = simulated_configs(profiles, list(slo), spec=spec) if "mig" in mechanisms else None
+    say = progress or (lambda _msg: None)
     for mech in dict.fromkeys(mechanisms):
         tried: list[tuple[MechanismScore, int | None]] = []
         for f in ADVISE_SLO_FRACTIONS:      # each mechanism at the best of a few setups
+            say(f"simulating {mech} with batches within {f:g} x SLO")
             n = None
             if mech == "mig":
                 assert table is not None
@@ -559,7 +598,44 @@ def advise(slo: Slo | str | os.PathLike[str], *, profiles: ProfileTable | None =
         scores.append(best)
         planned = n if mech == "mig" else planned
     order = sorted(scores, key=lambda s: (*_rank_key(s), MECHANISMS.index(s.mechanism)))
-    return Advice(tuple(order), int(gpus), spec.name, time.perf_counter() - t0, planned)
+    if "mig" not in mechanisms and _nan0(order[0].attainment) < PLAN_ATTAINMENT_MIN:
+        planned = _planned_gpus(slo, profiles, spec)      # the verdict's count, when MIG was not ranked
+    return Advice(tuple(order), int(gpus), spec.name, time.perf_counter() - t0, planned,
+                  _verdict(order[0], int(gpus), planned, slo, profiles, spec))
+
+
+def _planned_gpus(slo: Slo, profiles: ProfileTable, spec: GpuSpec) -> int | None:
+    """GPUs the MIG planner needs for the rates (with ``ADVISE_UTILISATION`` headroom), None without MIG."""
+    try:
+        gpu = mig_gpu_of(spec)
+        table = simulated_configs(profiles, list(slo), spec=spec)
+        p = plan(table, {m: (r / ADVISE_UTILISATION, lat) for m, (r, lat) in slo.items()}, gpu=gpu,
+                 rule=LatencyRule(max_exec_fraction=max(ADVISE_SLO_FRACTIONS)))
+    except InterfpredError:
+        return None
+    return p.deployment.n_gpus
+
+
+def _verdict(best: MechanismScore, gpus: int, planned: int | None, slo: Slo, profiles: ProfileTable,
+             spec: GpuSpec) -> str:
+    """One line: served, or overloaded and how many GPUs it needs."""
+    att = _nan0(best.attainment)
+    if att >= PLAN_ATTAINMENT_MIN:
+        return (f"served: {best.mechanism} meets the SLOs for {100 * att:.1f} % of requests on {gpus} "
+                f"GPU{'s' if gpus > 1 else ''}")
+    # the least solo work per second of requests (each model at its cheapest batch per request), over headroom
+    work = 0.0
+    for m, (rate, _) in slo.items():
+        sizes = np.asarray(profiles.batch_sizes(m, spec.name), dtype=np.float64)
+        solo = profiles.lookup_arrays([m] * len(sizes), sizes.astype(np.int64), gpus=spec.name)["solo_ms"]
+        work += rate * float(np.min(solo / sizes)) / 1000.0
+    least = max(1, math.ceil(work / ADVISE_UTILISATION))
+    need = f"the MIG plan needs {planned}" if planned is not None else f"at least {least} by solo work"
+    more = planned if planned is not None else least
+    short = f"; give --gpus {max(more, gpus + 1)}" if more > gpus else "; more GPUs alone may not help"
+    return (f"overloaded: on {gpus} GPU{'s' if gpus > 1 else ''} the best mechanism ({best.mechanism}) meets the SLOs "
+            f"for {100 * att:.1f} % of requests (99 % needed); {need} GPU{'s' if (planned or least) > 1 else ''}"
+            f"{short}")
 
 
 def _nan0(x: float) -> float:

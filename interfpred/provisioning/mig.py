@@ -48,8 +48,8 @@ from functools import cache
 from interfpred._core.numbers import is_int_text
 from interfpred.errors import InterfpredError
 
-__all__ = ["MIG_GPUS", "MIG_MEMORY_SLICES", "MigProfile", "check_layout", "fits_some_layout", "layout_sizes",
-           "mig_profile", "place"]
+__all__ = ["GPU_ALIASES", "MIG_GPUS", "MIG_MEMORY_SLICES", "MigProfile", "check_layout", "check_same_gpu",
+           "fits_some_layout", "gpu_kind", "layout_sizes", "mig_profile", "place"]
 
 #: Memory slices of every MIG GPU listed here (placements are slice indices 0-7).
 MIG_MEMORY_SLICES = 8
@@ -83,8 +83,47 @@ MIG_GPUS: dict[str, tuple[MigProfile, ...]] = {
 }
 
 
-def _key(gpu: str) -> str:
+#: Other names of the GPU kinds above, as profile tables and the simulator's presets write them: ``a100`` is
+#: the simulator's A100 preset (an A100-40GB), ``h200`` the GPU of the shipped H200 runs.
+GPU_ALIASES = {"a100": "a100-40gb", "h100": "h100-80gb", "h200": "h200-141gb"}
+
+
+def gpu_kind(gpu: str) -> str:
+    """The one name of a GPU kind: lower case, with :data:`GPU_ALIASES` resolved (other names kept as given).
+
+    Examples
+    --------
+    >>> gpu_kind("H200"), gpu_kind("a100-80gb"), gpu_kind("l4")
+    ('h200-141gb', 'a100-80gb', 'l4')
+    """
     key = str(gpu).strip().lower()
+    return GPU_ALIASES.get(key, key)
+
+
+def check_same_gpu(gpu: str, measured: Sequence[str], *, what: str, scaling: str | None = None) -> None:
+    """Refuse ``gpu`` when the profiles were measured on other GPU kinds (``measured``; compared by :func:`gpu_kind`).
+
+    ``what`` names the command's output (``plan``, ``advise``); ``scaling`` the option that would
+    allow another GPU's latencies, when there is one.
+
+    Examples
+    --------
+    >>> check_same_gpu("h200", ["h200-141gb"], what="advise")
+    >>> check_same_gpu("h200-141gb", ["a100-80gb"], what="plan", scaling="--scale-latency")
+    Traceback (most recent call last):
+    ...
+    interfpred.errors.InterfpredError: gpu 'h200-141gb': the profiles were measured on a100-80gb; plan for that GPU, give profiles measured on h200-141gb, or name a latency scaling (--scale-latency)
+    """
+    known = {gpu_kind(g) for g in measured}
+    if not known or gpu_kind(gpu) in known:
+        return
+    tail = f", or name a latency scaling ({scaling})" if scaling else ""
+    raise InterfpredError(f"gpu {gpu!r}: the profiles were measured on {', '.join(sorted(known))}; {what} for that "
+                          f"GPU{',' if scaling else ' or'} give profiles measured on {gpu_kind(gpu)}{tail}")
+
+
+def _key(gpu: str) -> str:
+    key = gpu_kind(gpu)
     if key not in MIG_GPUS:
         raise InterfpredError(f"gpu {gpu!r} has no MIG profile table; known: {', '.join(MIG_GPUS)}")
     return key

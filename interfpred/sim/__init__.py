@@ -7,7 +7,8 @@ per-model factors, :mod:`~interfpred.sim.operators`, its front :mod:`~interfpred
 orion and synthetic families :mod:`~interfpred.sim.orion`), the synthetic zoo
 (:mod:`~interfpred.sim.zoo`), arrival streams (:mod:`~interfpred.sim.arrivals`) and scenarios
 (:mod:`~interfpred.sim.workload`), and the same executions under MPS, MIG or time-slicing
-(:mod:`~interfpred.sim.mechanisms`). The simulated GPU type is the keyword ``spec`` everywhere (a
+(:mod:`~interfpred.sim.mechanisms`), and requests through batching instances
+(:mod:`~interfpred.sim.batching`). The simulated GPU type is the keyword ``spec`` everywhere (a
 :class:`GpuSpec` or a preset name).
 
 Examples
@@ -21,6 +22,7 @@ Examples
 """
 
 from interfpred.sim.arrivals import Arrivals, offered_load, poisson_arrivals, simulate_arrivals
+from interfpred.sim.batching import BatchingInstance, BatchingResult, simulate_batching
 from interfpred.sim.contention import (
     GPU_PRESETS,
     GpuSpec,
@@ -30,7 +32,13 @@ from interfpred.sim.contention import (
     rates,
 )
 from interfpred.sim.engine import SimResult, noisy_work, simulate, simulate_programs, simulate_work
-from interfpred.sim.mechanisms import MigInstance, check_time_slicing, instance_demands, simulate_mechanism
+from interfpred.sim.mechanisms import (
+    MigInstance,
+    check_time_slicing,
+    instance_demands,
+    simulate_mechanism,
+    switch_cost_ms,
+)
 from interfpred.sim.operators import HiddenFactors, PhaseZoo, Program, draw_hidden, merge_phases
 from interfpred.sim.orion import orion_zoo, phase_zoo, synthetic_phase_zoo
 from interfpred.sim.phased import simulate_phased
@@ -53,6 +61,7 @@ __all__ = [
     "check_time_slicing",
     "instance_demands",
     "simulate_mechanism",
+    "switch_cost_ms",
     "Arrivals",
     "Scenario",
     "poisson_arrivals",
@@ -72,4 +81,7 @@ __all__ = [
     "synthetic_phase_zoo",
     "phase_zoo",
     "simulate_phased",
+    "BatchingInstance",
+    "BatchingResult",
+    "simulate_batching",
 ]

@@ -22,7 +22,8 @@ simulated GPUs shared in one of three ways, so a workload can be compared across
 ``time_slicing``
     Each model on a GPU is one context (one process); the GPU runs one context at a time. The
     running context holds the GPU for up to ``quantum_ms`` while another context has work, then
-    the next context with work (round robin) takes it after ``switch_ms`` of idle switching; a
+    the next context with work (round robin) takes it after ``switch_ms`` of idle switching (by default
+    the cost measured on an H200: :func:`switch_cost_ms`); a
     context with nothing left gives the GPU up at once, and a context alone keeps it without
     switching. Inside the running context its batches (up to ``spec.max_concurrency``, FIFO)
     overlap under the MPS truth; the other contexts' launched batches make no progress. So with
@@ -41,7 +42,7 @@ Examples
 >>> t = simulate_mechanism(["resnet50", "vgg19"], [8, 8], [0.0, 0.0], mechanism="time_slicing", spec="a100",
 ...                        seed=0)
 >>> [round(float(r.trace.latency_ms.max()), 2) for r in (a, b, t)]
-[10.86, 15.42, 14.47]
+[10.86, 15.42, 16.06]
 >>> b.trace.device.tolist()
 ['gpu0/4g@0', 'gpu0/3g@4']
 """
@@ -68,7 +69,7 @@ from interfpred.sim.contention import GpuSpec, check_fits, get_gpu_spec, rates
 from interfpred.sim.engine import SimResult, noisy_work, simulate, simulate_work
 from interfpred.sim.zoo import zoo_profiles
 
-__all__ = ["MigInstance", "check_time_slicing", "instance_demands", "simulate_mechanism"]
+__all__ = ["MigInstance", "check_time_slicing", "instance_demands", "simulate_mechanism", "switch_cost_ms"]
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,24 @@ def simulate_mechanism(
         names = names[codes]
     trace, arrival = sorted_trace(ids, names, model_a, batch_a, start, end, work, time)
     return SimResult(trace=trace, arrival_ms=arrival, spec=spec)
+
+
+def switch_cost_ms(kept: float, quantum_ms: float = SIM_TIMESLICE_QUANTUM_MS) -> float:
+    """The context-switch cost (ms) that leaves ``kept`` of one workload's throughput to two time-sliced ones.
+
+    Two contexts always busy take turns: each runs a quantum ``q`` and the GPU then idles ``c``
+    switching, so together they get ``q / (q + c)`` of the GPU and ``c = q (1 / kept - 1)``.
+    Measured pairs on an H200 kept 0.76-0.79 (``H200_TIMESLICE_KEPT``, 0.775, is the middle), which
+    at a 2 ms quantum is the default switch cost ``SIM_CONTEXT_SWITCH_MS``.
+
+    Examples
+    --------
+    >>> round(switch_cost_ms(0.775, 2.0), 3), round(switch_cost_ms(0.76), 3), round(switch_cost_ms(0.79), 3)
+    (0.581, 0.632, 0.532)
+    """
+    if not (0.0 < kept <= 1.0):
+        raise InterfpredError(f"kept {kept!r} must be a share of throughput in (0, 1]")
+    return float(quantum_ms) * (1.0 / kept - 1.0)
 
 
 def check_time_slicing(quantum_ms: float, switch_ms: float) -> tuple[float, float]:
