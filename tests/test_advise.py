@@ -186,6 +186,10 @@ def test_cli_advises_writes_and_refuses(tmp_path, capsys):
     assert main([*args, "--mechanisms", "mps", "--out", str(js)]) == 0
     assert [r["mechanism"] for r in json.loads(js.read_text())["ranking"]] == ["mps"]
     capsys.readouterr()
+    assert main([*args, "--mechanisms", "mps", "time_slicing", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)       # one JSON object, no table
+    assert [r["mechanism"] for r in shown["ranking"]] == [r["mechanism"] for r in rows if r["mechanism"] != "mig"]
+    assert shown["verdict"] and set(shown["ranking"][0]["per_model"]) == {"resnet50", "yolov8n"}
     assert main([*args, "--out", str(tmp_path / "a.parquet")]) == 2
     assert "written as CSV or JSON" in capsys.readouterr().err
     assert not (tmp_path / "a.parquet").exists()

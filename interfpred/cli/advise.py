@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING, Any
 from interfpred._core.numbers import float_option, int_option
 from interfpred.cli.common import (
     Progress,
+    add_json_option,
     add_model_file_options,
     check_label,
     load_configs_or_profiles,
     load_slo_arg,
+    print_json,
     refuse_existing,
     write_output,
 )
@@ -72,6 +74,8 @@ def add_advise(sub: Any) -> None:
                                         "replace the simulator's under MPS and inside MIG instances")
     p.add_argument("--out", help="write the ranking: .json as JSON, anything else as CSV")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
+    add_json_option(p, what="print the advice (ranking, per-model attainment, verdict) as one JSON object on stdout "
+                            "instead of tables")
     p.set_defaults(func=run_advise)
 
 
@@ -106,6 +110,17 @@ def run_advise(args: argparse.Namespace) -> int:
     a = advise(slo, profiles=profiles, spec=args.gpu, gpus=args.gpus, model=model, mechanisms=args.mechanisms,
                duration_s=args.duration_s, seed=args.seed, quantum_ms=args.quantum_ms, switch_ms=args.switch_ms,
                progress=progress)
+    if args.json:
+        print_json(a.to_json())
+    else:
+        _print_advice(a)
+    if args.out is not None:
+        write_output(a, args.out)
+        print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+def _print_advice(a: Advice) -> None:
     print(advice_table(a))
     for s in a.ranking:
         print(f"  {s.mechanism}: {s.setup}")
@@ -113,10 +128,6 @@ def run_advise(args: argparse.Namespace) -> int:
         print(f"MIG plan with headroom needs {a.mig_plan_gpus} GPU{'s' if a.mig_plan_gpus > 1 else ''}; "
               f"ran on {a.gpus}; {a.seconds:.2f} s")
     print(f"verdict: {a.verdict}")
-    if args.out is not None:
-        write_output(a, args.out)
-        print(f"wrote {args.out}", file=sys.stderr)
-    return 0
 
 
 def advice_table(a: Advice) -> str:
