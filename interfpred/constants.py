@@ -105,6 +105,9 @@ PROFILE_CACHE_SIZE = 4096
 #: Most executions that may run at once on one GPU for the built-in feature maps (their exact
 #: fixed-point sums would overflow far beyond it; real GPUs run a handful).
 MAX_RUNNING_SET = 4096
+#: GPU kinds with a MIG profile table (the keys of ``interfpred.provisioning.mig.MIG_GPUS``), named here
+#: for the CLI's help, which must not import the planner.
+MIG_GPU_KINDS = ("a100-40gb", "a100-80gb", "h100-80gb", "h200-141gb")
 #: A fleet assesses a device whose running set with the candidate holds more distinct entities than
 #: this on its own, not in the stacked pair-term call (whose per-device terms grow as its square).
 PLACEMENT_ENTITIES_MAX = 64

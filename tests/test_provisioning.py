@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from interfpred.cli import main
+from interfpred.constants import MIG_GPU_KINDS
 from interfpred.data.datasets import parvagpu_a100
 from interfpred.data.datasets.parvagpu import PARVAGPU_DIR, parvagpu_deployment, parvagpu_slo
 from interfpred.errors import InputError, InterfpredError
@@ -51,6 +52,7 @@ def test_profile_tables():
         assert [p.memory_slices for p in profiles] == [1, 2, 2, 4, 4, 8]
         assert profiles[3].placements == (0, 4) and profiles[0].placements == tuple(range(7))
     assert [p.sms for p in MIG_GPUS["a100-40gb"]] == [14, 14, 28, 42, 56, 98]
+    assert tuple(MIG_GPUS) == MIG_GPU_KINDS        # the CLI's help names them without importing the planner
     assert [p.sms for p in MIG_GPUS["h200-141gb"]] == [16, 26, 32, 60, 64, 132]
     assert mig_profile(GPU, 1).name == "1g.10gb" and mig_profile(GPU, "1g.20gb").memory_slices == 2
     assert mig_profile("H100-80GB", "3") == mig_profile("h100-80gb", "3g.40gb")

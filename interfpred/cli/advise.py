@@ -24,11 +24,11 @@ from interfpred.constants import (
     ADVISE_SEED,
     CONTENTION_MODELS,
     MECHANISMS,
+    MIG_GPU_KINDS,
     SIM_CONTEXT_SWITCH_MS,
     SIM_TIMESLICE_QUANTUM_MS,
 )
 from interfpred.errors import InterfpredError
-from interfpred.provisioning.mig import MIG_GPUS
 
 if TYPE_CHECKING:
     from interfpred.provisioning.advise import Advice
@@ -50,7 +50,7 @@ def add_advise(sub: Any) -> None:
                                       "MPS configurations as plan reads them (dataset:parvagpu_a100, or measurements "
                                       "with a partition column); default the simulator's synthetic zoo")
     p.add_argument("--gpu", default=None,
-                   help=f"GPU kind ({', '.join(MIG_GPUS)}, or l4, v100 for the synthetic zoo); default the "
+                   help=f"GPU kind ({', '.join(MIG_GPU_KINDS)}, or l4, v100 for the synthetic zoo); default the "
                         f"profiles' own GPU, or {ADVISE_DEFAULT_GPU} for the zoo; refused when the profiles were "
                         "measured on another GPU. MIG needs a kind with MIG")
     p.add_argument("--contention", choices=CONTENTION_MODELS, default="fluid",

@@ -16,6 +16,7 @@ from interfpred.cli.common import (
     refuse_existing,
 )
 from interfpred.constants import (
+    MIG_GPU_KINDS,
     PLAN_ATTAINMENT_MIN,
     PLAN_EXEC_SIGMA,
     PLAN_PERCENTILE,
@@ -23,7 +24,6 @@ from interfpred.constants import (
     PLAN_SIM_REQUESTS,
 )
 from interfpred.errors import InterfpredError
-from interfpred.provisioning.mig import MIG_GPUS
 
 __all__ = ["add_plan", "run_plan"]
 
@@ -44,7 +44,7 @@ def add_plan(sub: Any) -> None:
                         "or dataset:parvagpu_a100")
     p.add_argument("--slo", required=True,
                    help="SLO CSV model,rate_rps,latency_ms (or dataset:parvagpu_slo1 .. dataset:parvagpu_slo6)")
-    p.add_argument("--gpu", required=True, help=f"GPU kind: {', '.join(MIG_GPUS)}; must be the GPU the profiles "
+    p.add_argument("--gpu", required=True, help=f"GPU kind: {', '.join(MIG_GPU_KINDS)}; must be the GPU the profiles "
                                                 "were measured on, unless --scale-latency is given")
     p.add_argument("--scale-latency", dest="scale_latency", type=float_option(lo=0.0, lo_open=True), default=None,
                    metavar="X", help="plan for --gpu from profiles of another GPU, every latency multiplied by X "
