@@ -28,6 +28,12 @@ def scenario():
 
 
 @pytest.fixture(scope="module")
+def default_fit(scenario):
+    """The model ``InterferenceModel().fit`` chooses on the scenario's trace (read, never changed)."""
+    return InterferenceModel().fit(scenario.traces["trace"], scenario.profiles)
+
+
+@pytest.fixture(scope="module")
 def files(tmp_path_factory, scenario):
     out = tmp_path_factory.mktemp("sim") / "data"
     write_scenario(scenario, out)
@@ -92,8 +98,8 @@ def test_fit_predict_and_round_trip(tmp_path, scenario):
 
 def test_predictions_are_latency_for_either_target(scenario):
     tr, prof = scenario.traces["trace"], scenario.profiles
-    for target in ("slowdown", "rate"):
-        m = InterferenceModel({"feature_map": "rich", "target": target}).fit(tr, prof)
+    for target in ("slowdown", "rate"):     # EntityRLS: what fit chooses on such traces (without the choosing)
+        m = InterferenceModel({"feature_map": "rich", "target": target}, "entity_rls").fit(tr, prof)
         lat = m.predict_latency(tr, prof)
         rel = np.abs(lat - tr.latency_ms) / tr.latency_ms
         assert np.median(rel) < 0.1, target      # on the training data itself: a loose sanity bound
@@ -102,7 +108,7 @@ def test_predictions_are_latency_for_either_target(scenario):
 
 def test_latency_from_features_is_predict_latency_on_the_same_rows(scenario):
     tr, prof = scenario.traces["trace"], scenario.profiles
-    m = InterferenceModel({"feature_map": "rich", "target": "rate"}).fit(tr, prof)
+    m = InterferenceModel({"feature_map": "rich", "target": "rate"}, "rls").fit(tr, prof)
     fm = m.features(tr, prof)
     np.testing.assert_allclose(m.latency_from_features(fm), m.predict_latency(tr, prof), rtol=1e-12)
     with pytest.raises(InterfpredError, match="gives no quantiles"):
@@ -139,14 +145,13 @@ def test_update_learns_and_offline_is_frozen(scenario):
     np.testing.assert_array_equal(off.predictor.coef_, coef)
 
 
-def test_model_file_errors(tmp_path, scenario):
-    tr, prof = scenario.traces["trace"], scenario.profiles
+def test_model_file_errors(tmp_path, default_fit):
     bare = tmp_path / "rls.json"
     RLS().fit(np.ones((3, 2)), np.ones(3)).save(bare)
     with pytest.raises(InterfpredError, match="not an interference model"):
         load_model(bare)
     good = tmp_path / "m.json"
-    InterferenceModel().fit(tr, prof).save(good)
+    default_fit.save(good)
     state = json.loads(good.read_text())
     for mutate, match in [(lambda s: s.update(schema_version=99), "schema_version 99"),
                           (lambda s: s["extractor"].update(feature_map="nope"), "extractor"),
@@ -181,9 +186,9 @@ def test_constructor_errors():
     assert InterferenceModel({"feature_map": "gpulets"}, "gpulets").predictor.kind == "gpulets"
 
 
-def test_write_predictions(tmp_path, scenario):
+def test_write_predictions(tmp_path, scenario, default_fit):
     tr, prof = scenario.traces["trace"], scenario.profiles
-    m = InterferenceModel().fit(tr, prof)
+    m = default_fit
     path = tmp_path / "p.csv"
     assert write_predictions(m, tr, prof, path) == len(tr)
     rows = list(csv.DictReader(path.open()))
