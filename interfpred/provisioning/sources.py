@@ -43,12 +43,13 @@ __all__ = ["ZOO_PRESETS", "advise_inputs", "profiles_from_configs"]
 ZOO_PRESETS = {"a100-40gb": "a100", "a100-80gb": "a100", "l4": "l4", "v100": "v100"}
 
 
-def _relabel(profiles: ProfileTable, kind: str) -> ProfileTable:
-    """The rows of ``profiles`` measured on ``kind`` (by :func:`gpu_kind`), their ``gpu`` column written as ``kind``."""
-    rows = np.array([gpu_kind(g) == kind for g in profiles.column("gpu").tolist()], dtype=bool)
+def _relabel(profiles: ProfileTable, kind: str, *, every: bool = False) -> ProfileTable:
+    """The rows of ``profiles`` measured on ``kind`` (by :func:`gpu_kind`; ``every``: all rows, of one GPU by
+    another name), their ``gpu`` column written as ``kind``."""
     if all(g == kind for g in profiles.gpus):
         return profiles
-    idx = np.flatnonzero(rows)
+    idx = (np.arange(len(profiles)) if every else
+           np.flatnonzero([gpu_kind(g) == kind for g in profiles.column("gpu").tolist()]))
 
     def col(name: str) -> list:
         return np.asarray(profiles.column(name))[idx].tolist()
@@ -113,7 +114,7 @@ def advise_inputs(profiles: ProfileTable | ConfigTable | None, gpu: str | GpuSpe
             raise InterfpredError(f"gpu {gpu!r}: the synthetic zoo has profiles for {', '.join(sorted(ZOO_PRESETS))} "
                                   f"only; give --profiles measured on {kind}")
         preset = ZOO_PRESETS[kind]
-        return get_gpu_spec(preset).model_copy(update={"name": kind}), _relabel_all(zoo_profiles(preset), kind)
+        return get_gpu_spec(preset).model_copy(update={"name": kind}), _relabel(zoo_profiles(preset), kind, every=True)
     measured = profiles.gpus
     if not measured:
         raise InterfpredError("the profiles name no GPU: give profiles with a gpu column")
@@ -129,17 +130,3 @@ def advise_inputs(profiles: ProfileTable | ConfigTable | None, gpu: str | GpuSpe
         profiles = profiles_from_configs(profiles, kind)
     physics = GPU_PRESETS[ZOO_PRESETS[kind]] if kind in ZOO_PRESETS else GpuSpec(name=kind)
     return physics.model_copy(update={"name": kind}), _relabel(profiles, kind)
-
-
-def _relabel_all(profiles: ProfileTable, kind: str) -> ProfileTable:
-    """Every row of ``profiles`` (one GPU) written as measured on ``kind``."""
-    if profiles.gpus == (kind,):
-        return profiles
-    n = len(profiles)
-    cols = {c: np.asarray(profiles.column(c)).tolist() for c in ("model", "batch_size", "solo_ms", "sm", "l2",
-                                                                  "dram", "share")}
-    return ProfileTable.from_columns(gpu=[kind] * n, model=cols["model"], batch_size=cols["batch_size"],
-                                     solo_ms=cols["solo_ms"], sm=cols["sm"], l2=cols["l2"], dram=cols["dram"],
-                                     share=cols["share"],
-                                     extra={c: [str(v) for v in np.asarray(profiles.column(c)).tolist()]
-                                            for c in profiles.extra_columns})

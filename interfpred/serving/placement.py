@@ -258,22 +258,8 @@ class PlacementCache:
             self._W[g, :w.shape[0]] = w
             self._B[g] = inp.intercept
             self._LO[g] = inp.pred_lo
-            k = len(inp.ids)
-            if k + 1 > self._cap:
-                self._grow(2 * (k + 1))
             self._fast[g] = True
-            self._n[g] = k
-            self._dem[g, :k] = inp.dem
-            self._rem0[g, :k] = inp.rem
-            self._rates[g, :k] = inp.rates
-            self._solo[g, :k] = inp.solo
-            self._dem[g, k:] = 0.0
-            self._rem0[g, k:] = 0.0
-            self._rates[g, k:] = 0.0
-            self._solo[g, k:] = 0.0
-            self._dl[g, :k] = [math.inf if d is None else float(d) for d in map(deadline_of, inp.ids)]
-            self._t0[g] = inp.t0
-            self._now[g] = -math.inf if inp.now is None else inp.now
+            self._fill(g, inp, deadline_of)
             self._mode[g] = (inp.map_id, inp.combine_id, inp.is_rate, inp.min_rate, inp.max_rate,
                              inp.weights.shape[0])
         if not self._modes:
@@ -284,11 +270,15 @@ class PlacementCache:
         inp = tr.pairwise_inputs()
         if inp is None or len(set(inp.names)) >= PLACEMENT_ENTITIES_MAX:
             return
+        self._pw[g] = True
+        self._pw_inp[g] = inp
+        self._fill(g, inp, deadline_of)
+
+    def _fill(self, g: int, inp: Any, deadline_of: Callable[[Any], float | None]) -> None:
+        """Block ``g`` holds the running set ``inp`` (a tracker's ``projection_inputs`` or ``pairwise_inputs``)."""
         k = len(inp.ids)
         if k + 1 > self._cap:
             self._grow(2 * (k + 1))
-        self._pw[g] = True
-        self._pw_inp[g] = inp
         self._n[g] = k
         for arr, values in ((self._dem, inp.dem), (self._rem0, inp.rem), (self._rates, inp.rates),
                             (self._solo, inp.solo)):

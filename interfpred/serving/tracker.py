@@ -608,6 +608,19 @@ class ColocationTracker(RunningSetView):
         per-entity terms, such as :class:`~interfpred.EntityRLS` or :class:`~interfpred.KernelBlocking`,
         over a built-in map). ``terms`` reads the predictor when called, as :meth:`what_if` does;
         the rates are those of the current running set. Arrays are copies.
+
+        Examples
+        --------
+        >>> from interfpred import RLS, EntityRLS, ProfileTable
+        >>> prof = ProfileTable.from_columns(gpu=["l4"], model=["a"], batch_size=[1],
+        ...     solo_ms=[2.0], sm=[0.5], l2=[0.5], dram=[0.25])
+        >>> tr = ColocationTracker(prof, EntityRLS())
+        >>> tr.start("x", "a", 1, 0.0)
+        >>> inp = tr.pairwise_inputs()
+        >>> inp.ids, inp.names, inp.rem.tolist(), inp.entity_name("a", 1)
+        (('x',), ['a@1'], [2.0], 'a@1')
+        >>> ColocationTracker(prof, RLS()).pairwise_inputs() is None     # RLS takes the affine path
+        True
         """
         with self._lock:
             if self._ents is None or not self._proj.is_compiled_pairwise:

@@ -216,7 +216,15 @@ class RunningSetProjector:
         """The compiled pair-term path's model arguments for a running set of entities ``names``
         (:mod:`interfpred.serving.projection.entity`), or None where the predictor cannot give them now.
 
-        The terms are asked for each distinct entity once (a running set repeats few models)."""
+        The terms are asked for each distinct entity once (a running set repeats few models): member
+        ``i`` is entity ``u[i]`` (the sixth argument) of the terms.
+
+        >>> from interfpred import EntityRLS, TimeWeighted
+        >>> pr = RunningSetProjector(EntityRLS(), TimeWeighted(feature_map="rich", target="rate"), entities=True)
+        >>> args = pr.pairwise_args(["a", "b", "a"])
+        >>> args[5].tolist(), args[7].shape          # u, and the pair terms M over the two entities
+        ([0, 1, 0], (2, 2))
+        """
         p = self.point_predictor()
         d = self._width
         key = tuple(names)
