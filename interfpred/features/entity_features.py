@@ -336,6 +336,7 @@ class RunningEntities:
         self._agg = AGG_IDS[aggregation]
         self._vocab: list[str] = []
         self._codes: dict[str, int] = {}
+        self._names_memo: tuple[int, list[str]] | None = None
         self._own_clock = running_set is None
         rs = self._set = RunningSet() if running_set is None else running_set
         rs.register(_CODE, ((), np.int64))
@@ -356,9 +357,13 @@ class RunningEntities:
         return [vocab[code[rs.slot(i)]] for i in ids]
 
     def running_names(self) -> list[str]:
-        """The entity names of the running set, in slot order."""
-        vocab = self._vocab
-        return [vocab[c] for c in self._set.column(_CODE)[: len(self._set)].tolist()]
+        """The entity names of the running set, in slot order (a new list; built once per membership)."""
+        rs = self._set
+        memo = self._names_memo
+        if memo is None or memo[0] != rs.version:
+            vocab = self._vocab
+            memo = self._names_memo = (rs.version, [vocab[c] for c in rs.column(_CODE)[: len(rs)].tolist()])
+        return list(memo[1])
 
     def advance(self, t: float) -> None:
         """Fold the segment from the previous event to ``t`` into every running execution (with a shared

@@ -174,7 +174,7 @@ class RunningSet:
     """
 
     __slots__ = ("_ids", "_tags", "_slot", "_cols", "_extra", "_dem", "_solo", "_model", "_batch", "_extra_arrays",
-                 "_all_arrays", "_now", "_values", "_clock_hooks", "_add_hooks", "_remove_hooks")
+                 "_all_arrays", "_now", "_values", "_clock_hooks", "_add_hooks", "_remove_hooks", "_version")
 
     def __init__(self, columns: Mapping[str, Any] | None = None) -> None:
         cap = _INITIAL_CAPACITY
@@ -184,6 +184,7 @@ class RunningSet:
         self._cols: dict[str, np.ndarray] = {"model": np.zeros(cap, dtype=object), "batch_size": np.zeros(cap),
                                              "demand": np.zeros((cap, 3)), "solo": np.zeros(cap)}
         self._now: float | None = None
+        self._version = 0
         self._values: dict[str, Any] = {}
         self._clock_hooks: list[Any] = []
         self._add_hooks: list[Any] = []
@@ -266,6 +267,7 @@ class RunningSet:
         self._cols = {n: a.copy() for n, a in cols.items()}
         self._now = now
         self._values = dict(values)
+        self._version += 1
         self._sync()
 
     # ------------------------------------------------------------------ reading
@@ -282,6 +284,12 @@ class RunningSet:
     def ids(self) -> list[Any]:
         """Ids of the running executions in slot order (a copy)."""
         return list(self._ids)
+
+    @property
+    def version(self) -> int:
+        """A count of the changes of membership (every add, remove and restore): equal versions of one set
+        mean the same members in the same slots, so a reader can keep what it derived from them."""
+        return self._version
 
     def first_ids(self, n: int) -> list[Any]:
         """The ids of the first ``n`` slots (for error messages)."""
@@ -344,6 +352,7 @@ class RunningSet:
         self._slot[id] = k
         for hook in self._add_hooks:
             hook(k)
+        self._version += 1              # after the hooks: nothing derived while they ran is kept
         return k
 
     def remove(self, id: Any) -> None:
@@ -362,6 +371,7 @@ class RunningSet:
             self._slot[moved] = a
         self._ids.pop()
         self._tags.pop()
+        self._version += 1
 
     def _grow(self) -> None:
         cap = 2 * self._dem.shape[0]
