@@ -26,7 +26,7 @@ __all__ = ["EntityStore"]
 _EH = EK.ENT_HEADER
 _FAST = ER.FAST
 _NO_I = np.zeros((0, 2), dtype=np.int64)
-_CACHE = ("_vm_key", "_vm_n", "_vmap", "_vm_cache", "_pair_memo", "_weight_memo")
+_CACHE = ("_vm_key", "_vm_n", "_vmap", "_vm_cache", "_pair_memo", "_weight_memo", "_terms_memo")
 _VMAP_CACHE = 4096
 
 
@@ -65,6 +65,7 @@ class EntityStore:
         self._vm_cache: dict[tuple[str, ...], np.ndarray] = {}
         self._pair_memo: tuple[Any, ...] | None = None     # pairwise_terms' last answer, with what it read
         self._weight_memo: tuple[Any, ...] | None = None   # backoff_terms' weights, with the evidence read
+        self._terms_memo: tuple[Any, ...] | None = None    # projection_terms' last answer, with what it read
 
     def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k not in _CACHE}

@@ -79,6 +79,13 @@ _PTR0 = np.zeros(2, dtype=np.int64)
 _OWN0 = np.zeros(1, dtype=np.int64)
 
 
+def _same_state(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
+    """Whether two :meth:`EntityRLS._terms_state` tuples hold the same values (the four arrays value by value)."""
+    if len(old) != len(new) or len(new) == 1:
+        return len(old) == len(new) and old == new
+    return old[4:] == new[4:] and EK.same_values4(old[0], new[0], old[1], new[1], old[2], new[2], old[3], new[3])
+
+
 def _weighted_median(v: np.ndarray, w: np.ndarray) -> float:
     order = np.argsort(v, kind="stable")
     c = np.cumsum(w[order])
@@ -823,6 +830,58 @@ class EntityRLS(EntityStore, BasePredictor):
         else:
             own, ptr, co, w, vmap, has = ent.own, ent.indptr, ent.co, ent.weight, self._vmap_for(ent), 1
         return _FAST.predict_rows(self._g, self._est, self._etab, self._ptab, vmap, X, own, ptr, co, w, has, out)
+
+    def projection_terms(self, names: Any) -> tuple[np.ndarray, float, np.ndarray, np.ndarray, np.ndarray,
+                                                     np.ndarray, float]:
+        """Everything a what-if projection reads of this predictor beside entities ``names`` (k,), in one call:
+        ``(w, b, S, M, A, w2, b2)``.
+
+        ``w`` and ``b`` are the population model's weights and intercept (``coef_`` and ``intercept_``;
+        before any row, no weights and the prior); ``S`` and ``M`` are :meth:`pairwise_terms`; ``A``, ``w2``
+        and ``b2`` are :meth:`backoff_terms`. The arrays are read-only. The answer is kept while the
+        names and every value it was read from are the same (a tracker asks for the same entities in
+        every what-if between two events), so asking again costs one comparison of the model's state:
+        pass the same tuple of names to make the names' comparison free.
+
+        Examples
+        --------
+        >>> p = EntityRLS(pair_var=0.0).fit([[0.0], [1.0]], [1.5, 1.2], entities=Entities.from_lists(
+        ...     ["a", "b"], [{"b": 1.0}, {"a": 1.0}]))
+        >>> w, b, S, M, A, w2, b2 = p.projection_terms(("a", "b"))
+        >>> bool(np.array_equal(M, p.pairwise_terms(["a", "b"])[1])), p.projection_terms(("a", "b"))[3] is M
+        (True, True)
+        """
+        memo = getattr(self, "_terms_memo", None)
+        state = self._terms_state()
+        if memo is not None and (memo[0] is names or memo[0] == names) and _same_state(memo[1], state):
+            return memo[2]
+        key = names if isinstance(names, tuple) and all(type(s) is str for s in names) else tuple(map(str, names))
+        if memo is not None and memo[0] == key and _same_state(memo[1], state):
+            self._terms_memo = (names, memo[1], memo[2])
+            return memo[2]
+        d = 0 if self._d is None else self._d
+        if self._g is None:
+            w, b = np.zeros(d), (0.0 if self.log_target else PRIOR_SLOWDOWN)
+        else:
+            w, b = self.coef_, self.intercept_
+        S, M = self.pairwise_terms(key)
+        A, w2, b2 = self.backoff_terms(key)
+        w2 = np.array(w2, dtype=np.float64)
+        for a in (w, w2):
+            a.flags.writeable = False
+        out = (w, float(b), S, M, A, w2, float(b2))
+        self._terms_memo = (names, tuple(v.copy() if isinstance(v, np.ndarray) else v for v in state), out)
+        return out
+
+    def _terms_state(self) -> tuple[Any, ...]:
+        """What :meth:`projection_terms` depends on: the compact header and weights ``g``, the entity means,
+        the evidence, the backoff's state, and the sizes and identities of the tables."""
+        g = self._g
+        if g is None:
+            return (None,)
+        boff = self._backoff.compiled_state if self._backs_off else None
+        return (g, self._est[EK.EST_MEAN], self._evidence, _NO_F if boff is None else boff, id(g), id(self._est),
+                id(self._etab), id(self._ptab), id(self._backoff), len(self._names), self._np, self._d, self._scale)
 
     def pairwise_terms(self, names: Any) -> tuple[np.ndarray, np.ndarray]:
         """The entity part of predictions beside entities ``names`` (k,).

@@ -29,20 +29,23 @@ import numpy as np
 
 from interfpred._core.jit import njit
 from interfpred._core.targets import to_rate
+from interfpred._core.vmath import exp_into
 from interfpred.features.compiled_maps import (
+    _INV_SCALE,
     COMBINE_MAX,
     DRAM,
     L2,
+    N_RESOURCES,
     SM,
+    affine_other_weight,
+    affine_own,
     affine_set,
     affine_terms,
-    others_sum,
     quantize,
-    worst_other,
 )
-from interfpred.serving.projection.affine import demand_lists, member_terms, retire, step_buffers, top_two
+from interfpred.serving.projection.affine import demand_lists, member_terms, retire, top_two
 from interfpred.serving.projection.bounds import BOUND_RELATIVE, bounded
-from interfpred.serving.projection.generic import NONFINITE, advance
+from interfpred.serving.projection.generic import NONFINITE
 
 __all__ = ["PAIRWISE_BLOCKING", "PAIRWISE_ENTITY", "PairwiseInputs", "pairwise_project", "pairwise_project_stacked",
            "pairwise_rates"]
@@ -55,69 +58,159 @@ PAIRWISE_BLOCKING = 1
 _CANCEL = 1e-4
 
 
+# Rows of the dense per-member scratch ``F`` (:func:`pairwise_project`): member ``a`` (the a-th still
+# running) is column ``a`` of every row, so each step of a segment is one loop over contiguous memory.
+_C, _H0, _H1, _H2, _D0, _D1, _D2, _C2, _K0, _K1, _K2, _MS, _SS, _AA, _TH, _W, _R, _TAU, _P, _X, _X2, _RMAX, _RMIN = \
+    range(23)
+_NF = 23
+# Rows of the dense int scratch ``Fi``: the member's index in the inputs, its entity, its fixed-point demands.
+_IX, _U, _Q0, _Q1, _Q2 = range(5)
+_NI = 5
+
+
+@njit(cache=True, inline="always")
+def dense_affine(F, Fi, c, h0, h1, h2, out, na, g, tot, top1, top2, many, use_max):
+    """``F[out, a] = F[c, a] + g + the others' demand weighed by F[h0..h2, a]`` for the ``na`` members
+    (the others' demand 0 alone; the sum combine's from the fixed-point totals, the max combine's
+    from the set's top two)."""
+    if not many:
+        for a in range(na):
+            F[out, a] = F[c, a] + g
+    elif use_max:
+        t10, t11, t12 = top1[SM], top1[L2], top1[DRAM]
+        t20, t21, t22 = top2[SM], top2[L2], top2[DRAM]
+        for a in range(na):
+            o0 = t20 if F[_D0, a] == t10 else t10
+            o1 = t21 if F[_D1, a] == t11 else t11
+            o2 = t22 if F[_D2, a] == t12 else t12
+            F[out, a] = F[c, a] + g + F[h0, a] * o0 + F[h1, a] * o1 + F[h2, a] * o2
+    else:
+        s0, s1, s2 = tot[SM], tot[L2], tot[DRAM]
+        for a in range(na):
+            o0 = (s0 - Fi[_Q0, a]) * _INV_SCALE
+            o1 = (s1 - Fi[_Q1, a]) * _INV_SCALE
+            o2 = (s2 - Fi[_Q2, a]) * _INV_SCALE
+            F[out, a] = F[c, a] + g + F[h0, a] * o0 + F[h1, a] * o1 + F[h2, a] * o2
+
+
+@njit(cache=True, inline="always")
+def entity_exponents(F, Fi, M, na, g, tot, drop, ur):
+    """The entity kind's exponent of every member beside others under the sum combine, into ``F[_P]``:
+    its affine part, its pair sum and its sensitivity; first, when ``drop``, the entity ``ur`` of the one
+    member the last step finished is taken out of every pair sum. Returns how many sums that left
+    smaller than ``_CANCEL`` times what it took out (:func:`drop_pairs` sums them again)."""
+    s0, s1, s2 = tot[SM], tot[L2], tot[DRAM]
+    nfix = 0
+    if drop:
+        for a in range(na):
+            m = M[Fi[_U, a], ur]
+            ms = F[_MS, a] - m
+            F[_MS, a] = ms
+            nfix += abs(ms) < _CANCEL * abs(m)
+            o0 = (s0 - Fi[_Q0, a]) * _INV_SCALE
+            o1 = (s1 - Fi[_Q1, a]) * _INV_SCALE
+            o2 = (s2 - Fi[_Q2, a]) * _INV_SCALE
+            F[_X, a] = F[_C, a] + g + F[_H0, a] * o0 + F[_H1, a] * o1 + F[_H2, a] * o2
+            F[_P, a] = F[_X, a] + ms + F[_SS, a]
+    else:
+        for a in range(na):
+            o0 = (s0 - Fi[_Q0, a]) * _INV_SCALE
+            o1 = (s1 - Fi[_Q1, a]) * _INV_SCALE
+            o2 = (s2 - Fi[_Q2, a]) * _INV_SCALE
+            F[_X, a] = F[_C, a] + g + F[_H0, a] * o0 + F[_H1, a] * o1 + F[_H2, a] * o2
+            F[_P, a] = F[_X, a] + F[_MS, a] + F[_SS, a]
+    return nfix
+
+
 @njit(cache=True)
-def blocking_excess(lin, msum, i, M, u, idx, na, rowmax, rowmin, eta_max):
-    """The blocking kind's excess slowdown ``sum_c exp(min(lin + log M[i, c], eta_max))`` over the
-    co-runners ``idx[:na]``: ``exp(lin) * msum`` where no term can reach the cap (``rowmax[i]``: the
-    largest ``log M[i, c]`` of the set), the cap times the co-runners where every term does
-    (``rowmin[i]``: the smallest), else summed term by term."""
-    if lin + rowmax[i] <= eta_max:
-        return math.exp(lin) * msum if msum > 0.0 else 0.0
-    if lin + rowmin[i] >= eta_max:
+def blocking_excess(lin, a, F, Fi, M, na, eta_max):
+    """The blocking kind's excess slowdown ``sum_c exp(min(lin + log M[a, c], eta_max))`` of member ``a``
+    over its co-runners (the dense members ``:na``), where some term may reach the cap: the cap times
+    the co-runners where every term does (``F[_RMIN, a]``, the smallest ``log M[a, c]``), else summed
+    term by term."""
+    if lin + F[_RMIN, a] >= eta_max:
         return (na - 1) * math.exp(eta_max)
     v = 0.0
-    ui = u[i]
+    ua = Fi[_U, a]
     for c in range(na):
-        j = idx[c]
-        if j != i:
-            v += math.exp(min(lin + math.log(M[ui, u[j]]), eta_max))
+        if c != a:
+            v += math.exp(min(lin + math.log(M[ua, Fi[_U, c]]), eta_max))
     return v
 
 
-@njit(cache=True)
-def pair_sums(M, u, idx, na, msum, rowmax, rowmin):
-    """Each running member's sum of ``M`` over its co-runners (``M[i, i]`` is never read) and the logs of
-    the largest and the smallest (the blocking kind's ``rowmax`` and ``rowmin``; -inf for 0)."""
+@njit(cache=True, error_model="numpy")
+def running_pair_sums(M, u, out):
+    """Each of ``len(u)`` members' sum of ``M[u[a], u[c]]`` over the others ``c``, into ``out``: what
+    :func:`pairwise_project` takes as ``ms0`` for a running set (the same for every question until it
+    changes)."""
+    n = u.shape[0]
+    for a in range(n):
+        ua = u[a]
+        v0 = 0.0
+        v1 = 0.0
+        for c in range(0, n - 1, 2):     # two partial sums: the loop is bound by its loads, not the adds
+            v0 += M[ua, u[c]] if c != a else 0.0
+            v1 += M[ua, u[c + 1]] if c + 1 != a else 0.0
+        if n % 2 == 1 and n - 1 != a:
+            v0 += M[ua, u[n - 1]]
+        out[a] = v0 + v1
+
+
+@njit(cache=True, error_model="numpy")
+def pair_sums(M, F, Fi, na, blocking, ms0):
+    """Each member's sum of ``M`` over its co-runners into ``F[_MS]`` (``M[a, a]`` never read) and, for the
+    blocking kind, the logs of the largest and the smallest into ``F[_RMAX]``, ``F[_RMIN]`` (-inf for 0).
+    The first ``len(ms0)`` members' sums among themselves are ``ms0`` (:func:`running_pair_sums`): only
+    what the others add to them is summed."""
+    n0 = ms0.shape[0]
     for a in range(na):
-        i = idx[a]
-        ui = u[i]
-        v = 0.0
-        top = 0.0
-        low = np.inf
-        for c in range(na):
-            if c != a:
-                m = M[ui, u[idx[c]]]
-                v += m
-                top = max(top, m)
-                low = min(low, m)
-        msum[i] = v
-        rowmax[i] = math.log(top) if top > 0.0 else -np.inf
-        rowmin[i] = math.log(low) if low > 0.0 else -np.inf
+        ua = Fi[_U, a]
+        v0 = 0.0
+        v1 = 0.0
+        lo = n0 if a < n0 else 0
+        for c in range(lo, na - 1, 2):
+            v0 += M[ua, Fi[_U, c]] if c != a else 0.0
+            v1 += M[ua, Fi[_U, c + 1]] if c + 1 != a else 0.0
+        if (na - lo) % 2 == 1 and na - 1 != a:
+            v0 += M[ua, Fi[_U, na - 1]]
+        F[_MS, a] = (ms0[a] + (v0 + v1)) if a < n0 else v0 + v1
+        if blocking:
+            top = 0.0
+            low = np.inf
+            for c in range(na):
+                if c != a:
+                    m = M[ua, Fi[_U, c]]
+                    top = max(top, m)
+                    low = min(low, m)
+            F[_RMAX, a] = math.log(top) if top > 0.0 else -np.inf
+            F[_RMIN, a] = math.log(low) if low > 0.0 else -np.inf
 
 
-@njit(cache=True)
-def drop_pairs(M, u, idx, keep, retired, nret, msum):
-    """Take the ``nret`` finished members' columns out of the pair sums of the ``keep`` still running."""
+@njit(cache=True, error_model="numpy")
+def drop_pairs(M, F, Fi, keep, gone, nret, taken):
+    """Take the ``nret`` finished members' entities ``gone[:nret]`` out of the pair sums of the ``keep``
+    still running (already done when ``taken``); a sum left smaller than ``_CANCEL`` times what was taken
+    out is summed again."""
     for a in range(keep):
-        i = idx[a]
-        ui = u[i]
-        v = msum[i]
+        ua = Fi[_U, a]
+        v = F[_MS, a]
         big = 0.0
         for j in range(nret):
-            m = M[ui, u[retired[j]]]
-            v -= m
+            m = M[ua, gone[j]]
+            if not taken:
+                v -= m
             big = max(big, abs(m))
         if abs(v) < _CANCEL * big:
             v = 0.0
             for c in range(keep):
                 if c != a:
-                    v += M[ui, u[idx[c]]]
-        msum[i] = v
+                    v += M[ua, Fi[_U, c]]
+        F[_MS, a] = v
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def pairwise_project(dem, rem, t0, map_id, combine_id, kind, w, b, u, S, M, A, w2, b2, eta_max, log_target,
-                     alone_solo, pred_rates, is_rate, rmin, rmax, rtol, end, theta, min_scale, first_rates):
+                     alone_solo, pred_rates, is_rate, rmin, rmax, rtol, end, theta, min_scale, first_rates, ms0):
     """Fluid projection of ``dem`` (n, 3) with remaining work ``rem`` under pair terms of ``kind``, into ``end``.
 
     Member ``i`` is entity ``u[i]`` of the terms ``S``, ``M`` and ``A`` (per entity, not per member).
@@ -128,87 +221,190 @@ def pairwise_project(dem, rem, t0, map_id, combine_id, kind, w, b, u, S, M, A, w
     ``pred_rates``: the predictor predicts rates (the blocking kind turns its slowdown into one);
     ``eta_max``: the cap of each of the blocking kind's exponents ``lin + log M[a, c]``. With
     ``first_rates`` of n values, the rates of the first segment (all members together) are written
-    there and nothing is projected (:func:`pairwise_rates`).
+    there and nothing is projected (:func:`pairwise_rates`). ``ms0`` (the entity kind; empty, or the
+    first ``len(ms0)`` members' pair sums among themselves, :func:`running_pair_sums`) saves summing
+    again what a running set's members add to each other at every question.
+
+    The members still running are kept dense (a finished member's column takes the last one's), so
+    every step of a segment is a loop over contiguous rows that the compiler vectorises, the
+    exponential included (:func:`~interfpred._core.vmath.exp_into`). A member's remaining work is
+    brought up to the segment's start in the loop that computes its rate.
     """
     n = dem.shape[0]
     if n == 0:
         return 0
     dq = quantize(dem)
     terms, w_others = affine_terms(w, map_id)
-    c, h, tot = member_terms(dem, dq, terms, b)
     blend = kind == PAIRWISE_ENTITY and A.shape[0] > 0 and A.min() < 1.0
     terms2, w_others2 = affine_terms(w2, map_id)
-    c2, h2, _ = member_terms(dem, dq, terms2, b2)
+    c, h, tot = member_terms(dem, dq, terms, b)
     use_max = combine_id == COMBINE_MAX
     nxt, prv, head = demand_lists(dem, use_max)
-    idx, retired, work, rate, taus, top1, top2 = step_buffers(rem)
-    msum = np.empty(n)
-    rowmax = np.empty(n)
-    rowmin = np.empty(n)
-    pair_sums(M, u, idx, n, msum, rowmax, rowmin)
-    per_row = theta.shape[0] > 1
-    bound = theta.shape[0] > 0
+    top1 = np.zeros(N_RESOURCES)
+    top2 = np.zeros(N_RESOURCES)
     blocking = kind == PAIRWISE_BLOCKING
+    fused = not (blocking or use_max)       # the entity kind's exponents in one pass, pair sums included
+    bound = theta.shape[0] > 0
+    per_row = theta.shape[0] > 1
+    F = np.empty((_NF, n))
+    Fbits = F.view(np.int64)                # a time to finish >= 0 orders as its bits do: an integer min
+    bits = np.empty(1, dtype=np.int64)
+    bits_f = bits.view(np.float64)
+    Fi = np.empty((_NI, n), dtype=np.int64)
+    ret = np.empty(3 * n, dtype=np.int64)
+    gone = ret[n:2 * n]                     # finished members as indices into the inputs
+    gone_u = ret[2 * n:]                    # ... their entities
+    for i in range(n):
+        Fi[_IX, i] = i
+        Fi[_U, i] = u[i]
+        Fi[_Q0, i] = dq[i, SM]
+        Fi[_Q1, i] = dq[i, L2]
+        Fi[_Q2, i] = dq[i, DRAM]
+        F[_C, i] = c[i]
+        F[_H0, i] = h[i, SM]
+        F[_H1, i] = h[i, L2]
+        F[_H2, i] = h[i, DRAM]
+        F[_D0, i] = dem[i, SM]
+        F[_D1, i] = dem[i, L2]
+        F[_D2, i] = dem[i, DRAM]
+        F[_W, i] = rem[i]
+        F[_R, i] = 0.0
+        F[_TH, i] = theta[i if per_row else 0] if bound else 0.0
+        if blocking:
+            F[_SS, i] = 0.0
+            F[_AA, i] = 1.0
+        else:
+            F[_SS, i] = S[u[i]]
+            F[_AA, i] = A[u[i]] if blend else 1.0
+        if blend:
+            F[_C2, i] = affine_own(terms2, b2, dem[i, SM], dem[i, L2], dem[i, DRAM])
+            F[_K0, i] = affine_other_weight(terms2, SM, dem[i, SM])
+            F[_K1, i] = affine_other_weight(terms2, L2, dem[i, L2])
+            F[_K2, i] = affine_other_weight(terms2, DRAM, dem[i, DRAM])
+    pair_sums(M, F, Fi, n, blocking, ms0 if not blocking and ms0.shape[0] <= n else ms0[:0])
+    P = F[_P]
     na = n
     t = t0
+    elapsed = 0.0          # the last segment's length: remaining work is brought up to date with the rates
+    nret = 0
     while na > 0:
-        g = affine_set(terms, w_others, tot, na)
-        g2 = affine_set(terms2, w_others2, tot, na) if blend else 0.0
-        if use_max:
-            top_two(dem, head, nxt, top1, top2)
         many = na > 1
-        for a in range(na):
-            i = idx[a]
-            lin = c[i] + g
-            o0 = o1 = o2 = 0.0
-            if many:
-                if use_max:
-                    o0 = worst_other(dem[i, SM], top1[SM], top2[SM])
-                    o1 = worst_other(dem[i, L2], top1[L2], top2[L2])
-                    o2 = worst_other(dem[i, DRAM], top1[DRAM], top2[DRAM])
+        g = affine_set(terms, w_others, tot, na)
+        if fused and many:
+            nfix = entity_exponents(F, Fi, M, na, g, tot, nret == 1, gone_u[0])
+            if nfix > 0 or nret > 1:
+                drop_pairs(M, F, Fi, na, gone_u, nret, nret == 1)
+                for a in range(na):
+                    P[a] = F[_X, a] + F[_MS, a] + F[_SS, a]
+        else:
+            if nret > 0:
+                drop_pairs(M, F, Fi, na, gone_u, nret, False)
+            if use_max:
+                top_two(dem, head, nxt, top1, top2)
+            dense_affine(F, Fi, _C, _H0, _H1, _H2, _X, na, g, tot, top1, top2, many, use_max)
+            if not blocking:
+                if many:
+                    for a in range(na):
+                        P[a] = F[_X, a] + F[_MS, a] + F[_SS, a]
                 else:
-                    o0 = others_sum(tot, dq, i, SM)
-                    o1 = others_sum(tot, dq, i, L2)
-                    o2 = others_sum(tot, dq, i, DRAM)
-                lin += h[i, SM] * o0 + h[i, L2] * o1 + h[i, DRAM] * o2
-            if blocking:
-                slow = 1.0 + blocking_excess(lin, msum[i], i, M, u, idx, na, rowmax, rowmin, eta_max) if many else 1.0
-                p = 1.0 / slow if pred_rates else slow
-            elif not many and alone_solo:
-                p = 1.0
+                    P[0] = F[_X, 0]
+        if blocking:
+            if many:
+                X = F[_X]
+                exp_into(X, P, na)
+                for a in range(na):
+                    m = F[_MS, a]
+                    P[a] = 1.0 + (P[a] * m if m > 0.0 else 0.0)
+                for a in range(na):
+                    lin = X[a]
+                    if lin + F[_RMAX, a] > eta_max:     # some term reaches the cap
+                        P[a] = 1.0 + blocking_excess(lin, a, F, Fi, M, na, eta_max)
             else:
-                p = lin + msum[i] + S[u[i]] if many else lin
-                if log_target:
-                    p = math.exp(p)
-                if blend and A[u[i]] < 1.0:
-                    lin2 = c2[i] + g2 + h2[i, SM] * o0 + h2[i, L2] * o1 + h2[i, DRAM] * o2
-                    p = A[u[i]] * p + (1.0 - A[u[i]]) * lin2
-            if bound:
-                p = bounded(p, BOUND_RELATIVE, theta[i if per_row else 0], 0.0, min_scale)
-            rate[a] = to_rate(p, is_rate, rmin, rmax)
+                P[0] = 1.0
+            if pred_rates:
+                for a in range(na):
+                    P[a] = 1.0 / P[a]
+        elif not many and alone_solo:
+            P[0] = 1.0
+        else:
+            if log_target:
+                exp_into(P, P, na)
+            if blend:
+                if use_max:
+                    top_two(dem, head, nxt, top1, top2)
+                g2 = affine_set(terms2, w_others2, tot, na)
+                dense_affine(F, Fi, _C2, _K0, _K1, _K2, _X2, na, g2, tot, top1, top2, many, use_max)
+                for a in range(na):
+                    wa = F[_AA, a]
+                    if wa < 1.0:
+                        P[a] = wa * P[a] + (1.0 - wa) * F[_X2, a]
+        if bound:
+            for a in range(na):
+                P[a] = bounded(P[a], BOUND_RELATIVE, F[_TH, a], 0.0, min_scale)
+        # every member's remaining work at the segment's start, its rate and its time to finish
+        bad = 0
+        for a in range(na):
+            wk = F[_W, a] - F[_R, a] * elapsed
+            F[_W, a] = wk
+            v = to_rate(P[a], is_rate, rmin, rmax)
+            tau = wk / v
+            F[_R, a] = v
+            F[_TAU, a] = tau
+            bad += not ((v > 0.0) & (tau >= 0.0) & (tau < np.inf))    # a NaN fails every comparison
         if first_rates.shape[0] == n:
-            first_rates[:] = rate[:n]
+            for a in range(na):
+                first_rates[Fi[_IX, a]] = F[_R, a]
             return 0
-        keep, t, nret = advance(idx, na, work, rate, taus, t, rtol, end, retired)
-        if keep < 0:
+        if bad:
             return NONFINITE
-        retire(retired, nret, dq, tot, use_max, prv, nxt, head)
-        drop_pairs(M, u, idx, keep, retired, nret, msum)
-        na = keep
+        # one segment: every member runs at its rate until the earliest finishes; those within relative
+        # rtol of it finish together
+        low = Fbits[_TAU, 0]
+        for a in range(na):
+            low = min(low, Fbits[_TAU, a])
+        bits[0] = low
+        tmin = bits_f[0]
+        t_new = t + tmin
+        lim = tmin * (1.0 + rtol)
+        nret = 0
+        for a in range(na):
+            if F[_TAU, a] <= lim:
+                ret[nret] = a
+                nret += 1
+        if nret == 0:
+            return NONFINITE
+        for j in range(nret):
+            i = Fi[_IX, ret[j]]
+            end[i] = t_new
+            gone[j] = i
+            gone_u[j] = Fi[_U, ret[j]]
+        retire(gone, nret, dq, tot, use_max, prv, nxt, head)
+        for j in range(nret - 1, -1, -1):   # the last member takes each finished one's column, highest first
+            p = ret[j]
+            last = na - 1
+            if p != last:
+                for r in range(_NF):
+                    F[r, p] = F[r, last]
+                for r in range(_NI):
+                    Fi[r, p] = Fi[r, last]
+            na = last
+        elapsed = tmin
+        t = t_new
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def pairwise_rates(dem, map_id, combine_id, kind, w, b, u, S, M, A, w2, b2, eta_max, log_target, alone_solo,
                    pred_rates, is_rate, rmin, rmax, out, theta, min_scale):
     """Clamped rates of every member of the running set ``dem`` (k, 3) into ``out[:k]``: the first
     segment of :func:`pairwise_project` (same arguments)."""
     k = dem.shape[0]
     pairwise_project(dem, np.ones(k), 0.0, map_id, combine_id, kind, w, b, u, S, M, A, w2, b2, eta_max, log_target,
-                     alone_solo, pred_rates, is_rate, rmin, rmax, 0.0, np.empty(k), theta, min_scale, out[:k])
+                     alone_solo, pred_rates, is_rate, rmin, rmax, 0.0, np.empty(k), theta, min_scale, out[:k],
+                     np.empty(0))
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def pairwise_project_stacked(dem, rem, n, t0, use, map_id, combine_id, kind, W, B, U, S, M, A, W2, B2, ETA,
                              log_target, alone_solo, pred_rates, is_rate, rmin, rmax, rtol, end, status):
     """Many :func:`pairwise_project` calls in one (a fleet's GPUs): block ``g`` is ``dem[g, :n[g]]``
@@ -222,7 +418,7 @@ def pairwise_project_stacked(dem, rem, n, t0, use, map_id, combine_id, kind, W, 
             k = n[g]
             status[g] = pairwise_project(dem[g, :k], rem[g, :k], t0, map_id, combine_id, kind, W[g], B[g], U[g, :k],
                                          S[g], M[g], A[g], W2[g], B2[g], ETA[g], log_target, alone_solo, pred_rates,
-                                         is_rate, rmin, rmax, rtol, end[g, :k], no, 0.0, no)
+                                         is_rate, rmin, rmax, rtol, end[g, :k], no, 0.0, no, no)
 
 
 class PairwiseInputs(NamedTuple):

@@ -180,7 +180,8 @@ class RunningSetProjector:
         self._entity_path = extractor.is_builtin and (has_entity_terms(point) or self._blocking)
         self._std_ok = isinstance(point, RLS) and spec.combine_id == COMBINE_SUM
         self._no_theta = np.empty(0)
-        self._vocab: tuple[tuple, np.ndarray, list[str]] = ((), np.zeros(0, dtype=np.int64), [])
+        self._vocab: tuple[tuple, np.ndarray, tuple[str, ...]] = ((), np.zeros(0, dtype=np.int64), ())
+        self._args: tuple[Any, Any, tuple] = (None, None, ())
 
     def point_predictor(self) -> Any:
         """The predictor whose predictions are the means: the wrapped one of a :class:`~interfpred.Calibrated`."""
@@ -232,7 +233,7 @@ class RunningSetProjector:
         if key != last:      # else the running set's entities as at the last question (between events)
             at: dict[str, int] = {}
             u = np.array([at.setdefault(s, len(at)) for s in names], dtype=np.int64)
-            vocab = list(at)
+            vocab = tuple(at)
             self._vocab = (key, u, vocab)     # one assignment: a reader sees the old triple or the new one
         if self._blocking:
             bt = p.blocking_terms(vocab)
@@ -244,17 +245,33 @@ class RunningSetProjector:
             return (self._map_id, self._combine_id, PAIRWISE_BLOCKING, w, float(bt.intercept), u, np.zeros(0),
                     np.ascontiguousarray(bt.pair, dtype=np.float64), np.ones(0), np.zeros(d), 0.0, float(bt.cap),
                     False, True, bool(bt.rates), self._is_rate, self.min_rate, self.max_rate)
-        if p.n_features_in_ is None:
-            w, b = np.zeros(d), (0.0 if p.log_target else PRIOR_SLOWDOWN)
-        elif p.n_features_in_ != d:
-            raise InterfpredError(f"the predictor now takes {p.n_features_in_} features but the extractor gives {d}")
+        terms = getattr(p, "projection_terms", None)
+        if terms is not None:          # one call, kept by the predictor while its state is the same
+            got = terms(vocab)
+            last_args = self._args
+            if last_args[0] is got and last_args[1] is u:
+                return last_args[2]
+            w, b, S, M, A, w2, b2 = got
+            if p.n_features_in_ is None:       # before any row: the prior beside features it has not met
+                w = np.zeros(d)
+            elif w.shape[0] != d:
+                raise InterfpredError(f"the predictor now takes {w.shape[0]} features but the extractor gives {d}")
         else:
-            w, b = p.coef_, p.intercept_   # the model before exp (log target): not a probe of predict
-        S, M = p.pairwise_terms(vocab)
-        A, w2, b2 = p.backoff_terms(vocab)
+            if p.n_features_in_ is None:
+                w, b = np.zeros(d), (0.0 if p.log_target else PRIOR_SLOWDOWN)
+            elif p.n_features_in_ != d:
+                raise InterfpredError(f"the predictor now takes {p.n_features_in_} features but the extractor "
+                                      f"gives {d}")
+            else:
+                w, b = p.coef_, p.intercept_   # the model before exp (log target): not a probe of predict
+            S, M = p.pairwise_terms(vocab)
+            A, w2, b2 = p.backoff_terms(vocab)
         # (arrays as the predictor gives them: the compiled kernel takes any layout)
-        return (self._map_id, self._combine_id, PAIRWISE_ENTITY, w, float(b), u, S, M, A, w2, float(b2), math.inf,
+        args = (self._map_id, self._combine_id, PAIRWISE_ENTITY, w, float(b), u, S, M, A, w2, float(b2), math.inf,
                 bool(p.log_target), bool(p.alone_is_solo), False, self._is_rate, self.min_rate, self.max_rate)
+        if terms is not None:
+            self._args = (got, u, args)       # the same terms for the same members: the same arguments
+        return args
 
     def _std_form(self) -> tuple[np.ndarray, float]:
         """Covariance ``P`` and noise variance ``s2`` of the wrapped RLS: its std is ``sqrt(s2 (1 + x' P x))``."""
@@ -334,7 +351,7 @@ class RunningSetProjector:
         if args is not None:
             theta, min_scale = (self._no_theta, 0.0) if form is None else (form.theta, form.min_scale)
             if pairwise_project(dem, rem, t, *args, TRACKER_FINISH_RTOL, end,
-                                theta, min_scale, self._no_theta) == NONFINITE:
+                                theta, min_scale, self._no_theta, self._no_theta) == NONFINITE:
                 raise InterfpredError("projection refused: a predicted rate or remaining work is not finite "
                                       "(the predictor's state overflows on this running set)")
             return end
