@@ -26,7 +26,7 @@ import numpy as np
 
 from interfpred._core.jit import njit
 
-__all__ = ["EXP_ARG_MAX", "EXP_ARG_MIN", "exp_into"]
+__all__ = ["EXP_ARG_MAX", "EXP_ARG_MIN", "exp_into", "exp_one"]
 
 #: The clamp of :func:`exp_into`'s argument (``2**k`` stays a normal number inside it).
 EXP_ARG_MIN = -708.0
@@ -44,26 +44,31 @@ _OFFSET = 1022
 def exp_into(x, out, n):
     """``out[:n] = exp(x[:n])`` (``x`` and ``out`` may be the same array)."""
     for i in range(n):
-        v = x[i]
-        if v < EXP_ARG_MIN:            # NaN fails both tests and stays NaN
-            v = EXP_ARG_MIN
-        if v > EXP_ARG_MAX:
-            v = EXP_ARG_MAX
-        k = np.floor(v * _LOG2E + 0.5)
-        r = (v - k * _LN2_HI) - k * _LN2_LO       # |r| <= ln 2 / 2
-        p = 1.0 / 6227020800.0                    # Taylor to r**13: error < 1e-17 on |r| <= ln 2 / 2
-        p = p * r + 1.0 / 479001600.0
-        p = p * r + 1.0 / 39916800.0
-        p = p * r + 1.0 / 3628800.0
-        p = p * r + 1.0 / 362880.0
-        p = p * r + 1.0 / 40320.0
-        p = p * r + 1.0 / 5040.0
-        p = p * r + 1.0 / 720.0
-        p = p * r + 1.0 / 120.0
-        p = p * r + 1.0 / 24.0
-        p = p * r + 1.0 / 6.0
-        p = p * r + 0.5
-        p = p * r + 1.0
-        p = p * r + 1.0
-        j = np.int64(k) + _OFFSET if v == v else _OFFSET
-        out[i] = p * _POW2[j]
+        out[i] = exp_one(x[i])
+
+
+@njit(cache=True, inline="always")
+def exp_one(v):
+    """``exp(v)`` for a loop to vectorise: call it inside a loop over arrays (inlined there)."""
+    if v < EXP_ARG_MIN:            # NaN fails both tests and stays NaN
+        v = EXP_ARG_MIN
+    if v > EXP_ARG_MAX:
+        v = EXP_ARG_MAX
+    k = np.floor(v * _LOG2E + 0.5)
+    r = (v - k * _LN2_HI) - k * _LN2_LO       # |r| <= ln 2 / 2
+    p = 1.0 / 6227020800.0                    # Taylor to r**13: error < 1e-17 on |r| <= ln 2 / 2
+    p = p * r + 1.0 / 479001600.0
+    p = p * r + 1.0 / 39916800.0
+    p = p * r + 1.0 / 3628800.0
+    p = p * r + 1.0 / 362880.0
+    p = p * r + 1.0 / 40320.0
+    p = p * r + 1.0 / 5040.0
+    p = p * r + 1.0 / 720.0
+    p = p * r + 1.0 / 120.0
+    p = p * r + 1.0 / 24.0
+    p = p * r + 1.0 / 6.0
+    p = p * r + 0.5
+    p = p * r + 1.0
+    p = p * r + 1.0
+    j = np.int64(k) + _OFFSET if v == v else _OFFSET
+    return p * _POW2[j]

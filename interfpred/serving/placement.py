@@ -160,12 +160,13 @@ class _TermStack:
                         float(rmin), float(rmax), d)
         self.valid[g] = True
 
-    def project(self, dem: np.ndarray, rem: np.ndarray, n: np.ndarray, t: float, use: np.ndarray, mode: tuple,
-                end: np.ndarray) -> np.ndarray:
-        """Project the blocks ``use`` (all of ``mode``) into ``end``; their status (0: finite)."""
+    def project(self, dem: np.ndarray, rem: np.ndarray, n: np.ndarray, n_run: np.ndarray, t: float, use: np.ndarray,
+                mode: tuple, end: np.ndarray) -> np.ndarray:
+        """Project the blocks ``use`` (all of ``mode``; ``n_run[g]`` of block ``g``'s ``n[g]`` members running,
+        the rest candidates) into ``end``; their status (0: finite)."""
         map_id, combine_id, kind, log_target, alone_solo, pred_rates, is_rate, rmin, rmax, d = mode
         status = np.zeros(n.shape[0], dtype=np.int64)
-        pairwise_project_stacked(dem, rem, n, float(t), use, map_id, combine_id, kind,
+        pairwise_project_stacked(dem, rem, n, n_run, float(t), use, map_id, combine_id, kind,
                                  np.ascontiguousarray(self.W[:, :d]), self.B, self.U, self.S, self.M, self.A,
                                  np.ascontiguousarray(self.W2[:, :d]), self.B2, self.ETA, log_target, alone_solo,
                                  pred_rates, is_rate, rmin, rmax, TRACKER_FINISH_RTOL, end, status)
@@ -431,10 +432,10 @@ class PlacementCache:
                 done[g] = True
             for mode in {stack.mode[g] for g in members if done[g]}:
                 sel = done & np.array([m == mode for m in stack.mode], dtype=np.bool_)
-                status = stack.project(dem, rem, n + 1, t, sel, mode, end_c)
+                status = stack.project(dem, rem, n + 1, n, t, sel, mode, end_c)
                 need = sel & ~self._base_ok & (n > 0)
                 if need.any():
-                    status |= base.project(self._dem, rem, n, t, need, mode, self._base)
+                    status |= base.project(self._dem, rem, n, n, t, need, mode, self._base)
                     self._base_ok |= need & (status == 0)
                 done &= status == 0
         return done

@@ -548,7 +548,7 @@ class ColocationTracker(RunningSetView):
                 ids.append(cid)
                 if names is not None and self._ents is not None:
                     names.append(self._ents.entity_name(model, batch))
-            end = self._proj.project(dem, rem, tf, names, q)
+            end = self._proj.project(dem, rem, tf, names, q, k)
             return dict(zip(ids, end.tolist()))
 
     def predict_finish(self, t: float, *, quantile: float | None = None) -> dict[Any, float]:

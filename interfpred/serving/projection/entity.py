@@ -56,16 +56,22 @@ PAIRWISE_BLOCKING = 1
 #: A pair sum left smaller than this fraction of what a finish took out of it is summed again exactly
 #: (the subtraction would have cancelled most of its digits).
 _CANCEL = 1e-4
+#: The bits of +inf as an int64: a float at or above it, as its bits, is inf or a NaN.
+_INF_BITS = np.array([np.inf]).view(np.int64)[0]
 
 
 # Rows of the dense per-member scratch ``F`` (:func:`pairwise_project`): member ``a`` (the a-th still
 # running) is column ``a`` of every row, so each step of a segment is one loop over contiguous memory.
-_C, _H0, _H1, _H2, _D0, _D1, _D2, _C2, _K0, _K1, _K2, _MS, _SS, _AA, _TH, _W, _R, _TAU, _P, _X, _X2, _RMAX, _RMIN = \
-    range(23)
-_NF = 23
-# Rows of the dense int scratch ``Fi``: the member's index in the inputs, its entity, its fixed-point demands.
-_IX, _U, _Q0, _Q1, _Q2 = range(5)
-_NI = 5
+# The first _NF_FAST rows are all that a member carries from one segment to the next on the fast path
+# (:func:`entity_segment`): a finished member's column is overwritten in those alone.
+_C, _H0, _H1, _H2, _Q0, _Q1, _Q2, _MS, _SS, _W, _R, _D0, _D1, _D2, _C2, _K0, _K1, _K2, _AA, _TH, _TAU, _P, _X, _X2, \
+    _RMAX, _RMIN = range(26)
+_NF_FAST = 11
+_NF = 26
+# Rows of the dense int scratch ``Fi``: the member's index in the inputs and its entity. (Its fixed-point demands
+# are rows of ``F``: exact as floats, and the compiler converts no integers in the hot loops.)
+_IX, _U = range(2)
+_NI = 2
 
 
 @njit(cache=True, inline="always")
@@ -85,11 +91,11 @@ def dense_affine(F, Fi, c, h0, h1, h2, out, na, g, tot, top1, top2, many, use_ma
             o2 = t22 if F[_D2, a] == t12 else t12
             F[out, a] = F[c, a] + g + F[h0, a] * o0 + F[h1, a] * o1 + F[h2, a] * o2
     else:
-        s0, s1, s2 = tot[SM], tot[L2], tot[DRAM]
+        s0, s1, s2 = float(tot[SM]), float(tot[L2]), float(tot[DRAM])
         for a in range(na):
-            o0 = (s0 - Fi[_Q0, a]) * _INV_SCALE
-            o1 = (s1 - Fi[_Q1, a]) * _INV_SCALE
-            o2 = (s2 - Fi[_Q2, a]) * _INV_SCALE
+            o0 = (s0 - F[_Q0, a]) * _INV_SCALE
+            o1 = (s1 - F[_Q1, a]) * _INV_SCALE
+            o2 = (s2 - F[_Q2, a]) * _INV_SCALE
             F[out, a] = F[c, a] + g + F[h0, a] * o0 + F[h1, a] * o1 + F[h2, a] * o2
 
 
@@ -99,7 +105,7 @@ def entity_exponents(F, Fi, M, na, g, tot, drop, ur):
     its affine part, its pair sum and its sensitivity; first, when ``drop``, the entity ``ur`` of the one
     member the last step finished is taken out of every pair sum. Returns how many sums that left
     smaller than ``_CANCEL`` times what it took out (:func:`drop_pairs` sums them again)."""
-    s0, s1, s2 = tot[SM], tot[L2], tot[DRAM]
+    s0, s1, s2 = float(tot[SM]), float(tot[L2]), float(tot[DRAM])
     nfix = 0
     if drop:
         for a in range(na):
@@ -107,19 +113,79 @@ def entity_exponents(F, Fi, M, na, g, tot, drop, ur):
             ms = F[_MS, a] - m
             F[_MS, a] = ms
             nfix += abs(ms) < _CANCEL * abs(m)
-            o0 = (s0 - Fi[_Q0, a]) * _INV_SCALE
-            o1 = (s1 - Fi[_Q1, a]) * _INV_SCALE
-            o2 = (s2 - Fi[_Q2, a]) * _INV_SCALE
+            o0 = (s0 - F[_Q0, a]) * _INV_SCALE
+            o1 = (s1 - F[_Q1, a]) * _INV_SCALE
+            o2 = (s2 - F[_Q2, a]) * _INV_SCALE
             F[_X, a] = F[_C, a] + g + F[_H0, a] * o0 + F[_H1, a] * o1 + F[_H2, a] * o2
             F[_P, a] = F[_X, a] + ms + F[_SS, a]
     else:
         for a in range(na):
-            o0 = (s0 - Fi[_Q0, a]) * _INV_SCALE
-            o1 = (s1 - Fi[_Q1, a]) * _INV_SCALE
-            o2 = (s2 - Fi[_Q2, a]) * _INV_SCALE
+            o0 = (s0 - F[_Q0, a]) * _INV_SCALE
+            o1 = (s1 - F[_Q1, a]) * _INV_SCALE
+            o2 = (s2 - F[_Q2, a]) * _INV_SCALE
             F[_X, a] = F[_C, a] + g + F[_H0, a] * o0 + F[_H1, a] * o1 + F[_H2, a] * o2
             F[_P, a] = F[_X, a] + F[_MS, a] + F[_SS, a]
     return nfix
+
+
+@njit(cache=True, inline="always")
+def take_out(F, Fi, M, na, ur):
+    """Take the entity ``ur`` of the one member the last step finished out of every pair sum ``F[_MS]``
+    (a gather: its own loop, so the loops after it vectorise). Returns how many sums that left smaller
+    than ``_CANCEL`` times what it took out (:func:`drop_pairs` sums them again)."""
+    nfix = 0
+    for a in range(na):
+        m = M[Fi[_U, a], ur]
+        ms = F[_MS, a] - m
+        F[_MS, a] = ms
+        nfix += abs(ms) < _CANCEL * abs(m)
+    return nfix
+
+
+@njit(cache=True, inline="always")
+def entity_segment(F, Fbits, na, g, tot, is_rate, rmin, rmax, elapsed):
+    """One segment of the entity kind under a log target and the sum combine, with no backoff blend and
+    no bound: each member's exponent (its affine part, pair sum and sensitivity) and then its rate, the
+    exponential of it clamped to ``[rmin, rmax]`` (its inverse for a slowdown), into ``F[_R]``, its
+    remaining work brought up to the segment's start into ``F[_W]`` and its time to finish into
+    ``F[_TAU]``.
+
+    Returns ``(bad, low)``: how many members have a rate or a time to finish that is not finite and
+    positive (a NaN stays NaN through every step), and the bits of the least time to finish. Four
+    loops with no branch and no reduction but an integer min and max, each of which the compiler
+    vectorises (one loop doing it all stays scalar)."""
+    s0, s1, s2 = float(tot[SM]), float(tot[L2]), float(tot[DRAM])
+    for a in range(na):
+        o0 = (s0 - F[_Q0, a]) * _INV_SCALE
+        o1 = (s1 - F[_Q1, a]) * _INV_SCALE
+        o2 = (s2 - F[_Q2, a]) * _INV_SCALE
+        x = F[_C, a] + g + F[_H0, a] * o0 + F[_H1, a] * o1 + F[_H2, a] * o2
+        F[_X, a] = x
+        F[_P, a] = x + F[_MS, a] + F[_SS, a]
+    exp_into(F[_P], F[_P], na)
+    for a in range(na):
+        p = F[_P, a]
+        r = p if is_rate else 1.0 / p
+        v = rmin if r < rmin else r         # NaN fails both tests and stays NaN
+        v = rmax if v > rmax else v
+        wk = F[_W, a] - F[_R, a] * elapsed
+        F[_W, a] = wk
+        F[_R, a] = v
+        F[_TAU, a] = wk / v
+    # a time to finish in [0, inf) orders as its bits do; NaN, inf and a negative one fall outside
+    low = Fbits[_TAU, 0]
+    high = low
+    for a in range(na):
+        b = Fbits[_TAU, a]
+        low = min(low, b)
+        high = max(high, b)
+    bad = 0
+    if low < 0 or high >= _INF_BITS:
+        for a in range(na):
+            v = F[_R, a]
+            tau = F[_TAU, a]
+            bad += not ((v > 0.0) & (tau >= 0.0) & (tau < np.inf))
+    return bad, low
 
 
 @njit(cache=True)
@@ -157,12 +223,59 @@ def running_pair_sums(M, u, out):
 
 
 @njit(cache=True, error_model="numpy")
-def pair_sums(M, F, Fi, na, blocking, ms0):
+def keep_running_sums(M, u, k, Mc, uc, ms0):
+    """The first ``k`` members' pair sums among themselves (:func:`running_pair_sums` of ``M`` and
+    ``u[:k]``) in ``ms0``, kept from the last question where nothing they depend on changed.
+
+    ``Mc`` and ``uc`` hold the block of ``M`` over those members' entities and their ``u`` when
+    ``ms0`` was summed (``u`` numbers entities in order of first appearance, so theirs are the first
+    ``e``). Returns ``(status, e)``: 1 when ``ms0`` held the sums already, 0 when they were summed
+    again into it (and ``Mc``, ``uc`` refreshed), -1 when the buffers do not fit (``Mc`` must be
+    ``(e, e)`` and ``uc`` and ``ms0`` ``(k,)``) and nothing was written. A NaN in the block never
+    compares equal: such sums are summed at every question."""
+    e = 0
+    for a in range(k):
+        e = max(e, u[a] + 1)
+    if Mc.shape[0] != e or Mc.shape[1] != e or uc.shape[0] != k or ms0.shape[0] != k:
+        return -1, e
+    same = True
+    for a in range(k):
+        if u[a] != uc[a]:
+            same = False
+            break
+    if same:
+        for i in range(e):
+            for j in range(e):
+                if M[i, j] != Mc[i, j]:
+                    same = False
+            if not same:
+                break
+    if same:
+        return 1, e
+    for i in range(e):
+        for j in range(e):
+            Mc[i, j] = M[i, j]
+    for a in range(k):
+        uc[a] = u[a]
+    running_pair_sums(Mc, uc, ms0)
+    return 0, e
+
+
+@njit(cache=True, error_model="numpy")
+def pair_sums(M, F, Fi, na, blocking, n_run, ms0):
     """Each member's sum of ``M`` over its co-runners into ``F[_MS]`` (``M[a, a]`` never read) and, for the
     blocking kind, the logs of the largest and the smallest into ``F[_RMAX]``, ``F[_RMIN]`` (-inf for 0).
-    The first ``len(ms0)`` members' sums among themselves are ``ms0`` (:func:`running_pair_sums`): only
-    what the others add to them is summed."""
-    n0 = ms0.shape[0]
+
+    The entity kind sums the first ``n_run`` members' terms among themselves first (as
+    :func:`running_pair_sums` does: ``ms0`` when it holds them, ``(n_run,)``) and then adds what the
+    others add to them, so every path that names the same running set gets the same sums to the bit."""
+    n0 = min(n_run, na) if not blocking else 0
+    if n0 > 0:
+        if ms0.shape[0] == n0:
+            for a in range(n0):
+                F[_MS, a] = ms0[a]
+        else:
+            running_pair_sums(M, Fi[_U, :n0], F[_MS, :n0])
     for a in range(na):
         ua = Fi[_U, a]
         v0 = 0.0
@@ -173,7 +286,7 @@ def pair_sums(M, F, Fi, na, blocking, ms0):
             v1 += M[ua, Fi[_U, c + 1]] if c + 1 != a else 0.0
         if (na - lo) % 2 == 1 and na - 1 != a:
             v0 += M[ua, Fi[_U, na - 1]]
-        F[_MS, a] = (ms0[a] + (v0 + v1)) if a < n0 else v0 + v1
+        F[_MS, a] = (F[_MS, a] + (v0 + v1)) if a < n0 else v0 + v1
         if blocking:
             top = 0.0
             low = np.inf
@@ -210,7 +323,7 @@ def drop_pairs(M, F, Fi, keep, gone, nret, taken):
 
 @njit(cache=True, error_model="numpy")
 def pairwise_project(dem, rem, t0, map_id, combine_id, kind, w, b, u, S, M, A, w2, b2, eta_max, log_target,
-                     alone_solo, pred_rates, is_rate, rmin, rmax, rtol, end, theta, min_scale, first_rates, ms0):
+                     alone_solo, pred_rates, is_rate, rmin, rmax, rtol, end, theta, min_scale, first_rates, n_run, ms0):
     """Fluid projection of ``dem`` (n, 3) with remaining work ``rem`` under pair terms of ``kind``, into ``end``.
 
     Member ``i`` is entity ``u[i]`` of the terms ``S``, ``M`` and ``A`` (per entity, not per member).
@@ -221,9 +334,10 @@ def pairwise_project(dem, rem, t0, map_id, combine_id, kind, w, b, u, S, M, A, w
     ``pred_rates``: the predictor predicts rates (the blocking kind turns its slowdown into one);
     ``eta_max``: the cap of each of the blocking kind's exponents ``lin + log M[a, c]``. With
     ``first_rates`` of n values, the rates of the first segment (all members together) are written
-    there and nothing is projected (:func:`pairwise_rates`). ``ms0`` (the entity kind; empty, or the
-    first ``len(ms0)`` members' pair sums among themselves, :func:`running_pair_sums`) saves summing
-    again what a running set's members add to each other at every question.
+    there and nothing is projected (:func:`pairwise_rates`). The first ``n_run`` members are a running
+    set (the rest are candidates): the entity kind sums their pair terms among themselves first, or
+    takes those sums from ``ms0`` (``(n_run,)``, :func:`running_pair_sums`; empty: summed here), which
+    saves summing them again at every question about the same running set (:func:`pair_sums`).
 
     The members still running are kept dense (a finished member's column takes the last one's), so
     every step of a segment is a loop over contiguous rows that the compiler vectorises, the
@@ -245,6 +359,8 @@ def pairwise_project(dem, rem, t0, map_id, combine_id, kind, w, b, u, S, M, A, w
     blocking = kind == PAIRWISE_BLOCKING
     fused = not (blocking or use_max)       # the entity kind's exponents in one pass, pair sums included
     bound = theta.shape[0] > 0
+    fast = fused and log_target and not blend and not bound      # one vectorised loop a segment
+    nkeep = _NF_FAST if fast else _NF      # the rows a member carries from one segment to the next
     per_row = theta.shape[0] > 1
     F = np.empty((_NF, n))
     Fbits = F.view(np.int64)                # a time to finish >= 0 orders as its bits do: an integer min
@@ -257,9 +373,9 @@ def pairwise_project(dem, rem, t0, map_id, combine_id, kind, w, b, u, S, M, A, w
     for i in range(n):
         Fi[_IX, i] = i
         Fi[_U, i] = u[i]
-        Fi[_Q0, i] = dq[i, SM]
-        Fi[_Q1, i] = dq[i, L2]
-        Fi[_Q2, i] = dq[i, DRAM]
+        F[_Q0, i] = dq[i, SM]           # exact: a fixed-point demand, and a set's sum of them, are < 2**53
+        F[_Q1, i] = dq[i, L2]
+        F[_Q2, i] = dq[i, DRAM]
         F[_C, i] = c[i]
         F[_H0, i] = h[i, SM]
         F[_H1, i] = h[i, L2]
@@ -281,7 +397,7 @@ def pairwise_project(dem, rem, t0, map_id, combine_id, kind, w, b, u, S, M, A, w
             F[_K0, i] = affine_other_weight(terms2, SM, dem[i, SM])
             F[_K1, i] = affine_other_weight(terms2, L2, dem[i, L2])
             F[_K2, i] = affine_other_weight(terms2, DRAM, dem[i, DRAM])
-    pair_sums(M, F, Fi, n, blocking, ms0 if not blocking and ms0.shape[0] <= n else ms0[:0])
+    pair_sums(M, F, Fi, n, blocking, n_run, ms0)
     P = F[_P]
     na = n
     t = t0
@@ -290,7 +406,13 @@ def pairwise_project(dem, rem, t0, map_id, combine_id, kind, w, b, u, S, M, A, w
     while na > 0:
         many = na > 1
         g = affine_set(terms, w_others, tot, na)
-        if fused and many:
+        if fast and many:
+            if nret == 1 and take_out(F, Fi, M, na, gone_u[0]) > 0:
+                drop_pairs(M, F, Fi, na, gone_u, 1, True)
+            elif nret > 1:
+                drop_pairs(M, F, Fi, na, gone_u, nret, False)
+            bad, low = entity_segment(F, Fbits, na, g, tot, is_rate, rmin, rmax, elapsed)
+        elif fused and many:
             nfix = entity_exponents(F, Fi, M, na, g, tot, nret == 1, gone_u[0])
             if nfix > 0 or nret > 1:
                 drop_pairs(M, F, Fi, na, gone_u, nret, nret == 1)
@@ -308,7 +430,9 @@ def pairwise_project(dem, rem, t0, map_id, combine_id, kind, w, b, u, S, M, A, w
                         P[a] = F[_X, a] + F[_MS, a] + F[_SS, a]
                 else:
                     P[0] = F[_X, 0]
-        if blocking:
+        if fast and many:
+            pass                                # rates and times to finish taken above
+        elif blocking:
             if many:
                 X = F[_X]
                 exp_into(X, P, na)
@@ -341,16 +465,17 @@ def pairwise_project(dem, rem, t0, map_id, combine_id, kind, w, b, u, S, M, A, w
         if bound:
             for a in range(na):
                 P[a] = bounded(P[a], BOUND_RELATIVE, F[_TH, a], 0.0, min_scale)
-        # every member's remaining work at the segment's start, its rate and its time to finish
-        bad = 0
-        for a in range(na):
-            wk = F[_W, a] - F[_R, a] * elapsed
-            F[_W, a] = wk
-            v = to_rate(P[a], is_rate, rmin, rmax)
-            tau = wk / v
-            F[_R, a] = v
-            F[_TAU, a] = tau
-            bad += not ((v > 0.0) & (tau >= 0.0) & (tau < np.inf))    # a NaN fails every comparison
+        if not (fast and many):
+            # every member's remaining work at the segment's start, its rate and its time to finish
+            bad = 0
+            for a in range(na):
+                wk = F[_W, a] - F[_R, a] * elapsed
+                F[_W, a] = wk
+                v = to_rate(P[a], is_rate, rmin, rmax)
+                tau = wk / v
+                F[_R, a] = v
+                F[_TAU, a] = tau
+                bad += not ((v > 0.0) & (tau >= 0.0) & (tau < np.inf))    # a NaN fails every comparison
         if first_rates.shape[0] == n:
             for a in range(na):
                 first_rates[Fi[_IX, a]] = F[_R, a]
@@ -359,9 +484,10 @@ def pairwise_project(dem, rem, t0, map_id, combine_id, kind, w, b, u, S, M, A, w
             return NONFINITE
         # one segment: every member runs at its rate until the earliest finishes; those within relative
         # rtol of it finish together
-        low = Fbits[_TAU, 0]
-        for a in range(na):
-            low = min(low, Fbits[_TAU, a])
+        if not (fast and many):
+            low = Fbits[_TAU, 0]
+            for a in range(na):
+                low = min(low, Fbits[_TAU, a])
         bits[0] = low
         tmin = bits_f[0]
         t_new = t + tmin
@@ -383,7 +509,7 @@ def pairwise_project(dem, rem, t0, map_id, combine_id, kind, w, b, u, S, M, A, w
             p = ret[j]
             last = na - 1
             if p != last:
-                for r in range(_NF):
+                for r in range(nkeep):
                     F[r, p] = F[r, last]
                 for r in range(_NI):
                     Fi[r, p] = Fi[r, last]
@@ -400,15 +526,16 @@ def pairwise_rates(dem, map_id, combine_id, kind, w, b, u, S, M, A, w2, b2, eta_
     segment of :func:`pairwise_project` (same arguments)."""
     k = dem.shape[0]
     pairwise_project(dem, np.ones(k), 0.0, map_id, combine_id, kind, w, b, u, S, M, A, w2, b2, eta_max, log_target,
-                     alone_solo, pred_rates, is_rate, rmin, rmax, 0.0, np.empty(k), theta, min_scale, out[:k],
+                     alone_solo, pred_rates, is_rate, rmin, rmax, 0.0, np.empty(k), theta, min_scale, out[:k], k,
                      np.empty(0))
 
 
 @njit(cache=True, error_model="numpy")
-def pairwise_project_stacked(dem, rem, n, t0, use, map_id, combine_id, kind, W, B, U, S, M, A, W2, B2, ETA,
+def pairwise_project_stacked(dem, rem, n, n_run, t0, use, map_id, combine_id, kind, W, B, U, S, M, A, W2, B2, ETA,
                              log_target, alone_solo, pred_rates, is_rate, rmin, rmax, rtol, end, status):
     """Many :func:`pairwise_project` calls in one (a fleet's GPUs): block ``g`` is ``dem[g, :n[g]]``
-    (G, C, 3) with ``rem[g, :n[g]]``, its members' entities ``U[g, :n[g]]`` in its own terms ``S[g]``,
+    (G, C, 3) with ``rem[g, :n[g]]``, of which the first ``n_run[g]`` are its running set, its
+    members' entities ``U[g, :n[g]]`` in its own terms ``S[g]``,
     ``M[g]``, ``A[g]``, ``W[g]``, ``B[g]``, ``W2[g]``, ``B2[g]``, ``ETA[g]`` (padded to the widest block:
     ``A`` with 1, the rest never read); blocks with ``use[g]`` false are skipped. Writes ``end[g, :n[g]]``
     and ``status[g]`` (0, or :data:`~interfpred.serving.projection.generic.NONFINITE`)."""
@@ -418,7 +545,7 @@ def pairwise_project_stacked(dem, rem, n, t0, use, map_id, combine_id, kind, W, 
             k = n[g]
             status[g] = pairwise_project(dem[g, :k], rem[g, :k], t0, map_id, combine_id, kind, W[g], B[g], U[g, :k],
                                          S[g], M[g], A[g], W2[g], B2[g], ETA[g], log_target, alone_solo, pred_rates,
-                                         is_rate, rmin, rmax, rtol, end[g, :k], no, 0.0, no, no)
+                                         is_rate, rmin, rmax, rtol, end[g, :k], no, 0.0, no, n_run[g], no)
 
 
 class PairwiseInputs(NamedTuple):

@@ -54,7 +54,13 @@ from interfpred.features.compiled_maps import COMBINE_SUM
 from interfpred.predictors import RLS, Calibrated, get_tags
 from interfpred.serving.projection.affine import affine_rates, project_affine_unchecked, project_into
 from interfpred.serving.projection.bounds import BOUND_RELATIVE, BOUND_STD
-from interfpred.serving.projection.entity import PAIRWISE_BLOCKING, PAIRWISE_ENTITY, pairwise_project, pairwise_rates
+from interfpred.serving.projection.entity import (
+    PAIRWISE_BLOCKING,
+    PAIRWISE_ENTITY,
+    keep_running_sums,
+    pairwise_project,
+    pairwise_rates,
+)
 from interfpred.serving.projection.generic import NONFINITE, NONFINITE_MESSAGE, all_finite, project_fluid
 
 __all__ = ["RunningSetProjector", "check_quantile", "has_entity_terms", "nonfinite_error", "parse_candidates",
@@ -182,6 +188,7 @@ class RunningSetProjector:
         self._no_theta = np.empty(0)
         self._vocab: tuple[tuple, np.ndarray, tuple[str, ...]] = ((), np.zeros(0, dtype=np.int64), ())
         self._args: tuple[Any, Any, tuple] = (None, None, ())
+        self._sums = (np.zeros((0, 0)), np.zeros(0, dtype=np.int64), np.zeros(0))
 
     def point_predictor(self) -> Any:
         """The predictor whose predictions are the means: the wrapped one of a :class:`~interfpred.Calibrated`."""
@@ -273,6 +280,18 @@ class RunningSetProjector:
             self._args = (got, u, args)       # the same terms for the same members: the same arguments
         return args
 
+    def _running_sums(self, M: np.ndarray, u: np.ndarray, k: int) -> np.ndarray:
+        """The first ``k`` members' pair sums among themselves, summed again only when ``M`` over their
+        entities or their entities changed (:func:`~interfpred.serving.projection.entity.keep_running_sums`)."""
+        Mc, uc, ms0 = self._sums
+        status, e = keep_running_sums(M, u, k, Mc, uc, ms0)
+        if status < 0:
+            Mc, uc, ms0 = np.empty((e, e)), np.empty(k, dtype=np.int64), np.empty(k)
+            uc[:1] = -1                     # matches no entity: the first call sums
+            keep_running_sums(M, u, k, Mc, uc, ms0)
+            self._sums = (Mc, uc, ms0)      # one assignment: a reader sees the old triple or the new one
+        return ms0
+
     def _std_form(self) -> tuple[np.ndarray, float]:
         """Covariance ``P`` and noise variance ``s2`` of the wrapped RLS: its std is ``sqrt(s2 (1 + x' P x))``."""
         p = self.point_predictor()
@@ -336,8 +355,13 @@ class RunningSetProjector:
         return self.clamp(pred)
 
     def project(self, dem: np.ndarray, rem: np.ndarray, t: float, names: list[str] | None = None,
-                quantile: float | None = None) -> np.ndarray:
-        """Projected end times of the running set ``dem`` (n, 3) with remaining solo work ``rem`` (n,) from ``t``."""
+                quantile: float | None = None, n_running: int = 0) -> np.ndarray:
+        """Projected end times of the running set ``dem`` (n, 3) with remaining solo work ``rem`` (n,) from ``t``.
+
+        ``n_running``: the first so many members are a running set asked about again and again (a
+        tracker's, between two events; the rest are candidates): what they add to each other's pair
+        terms is kept from one question to the next while the predictor's terms are the same.
+        """
         n = dem.shape[0]
         end = np.empty(n)
         if n == 0:
@@ -350,8 +374,10 @@ class RunningSetProjector:
                 and (quantile is None or (form is not None and form.relative)) else None)
         if args is not None:
             theta, min_scale = (self._no_theta, 0.0) if form is None else (form.theta, form.min_scale)
+            ms0 = (self._running_sums(args[7], args[5], n_running) if n_running > 1 and args[2] == PAIRWISE_ENTITY
+                   else self._no_theta)
             if pairwise_project(dem, rem, t, *args, TRACKER_FINISH_RTOL, end,
-                                theta, min_scale, self._no_theta, self._no_theta) == NONFINITE:
+                                theta, min_scale, self._no_theta, n_running, ms0) == NONFINITE:
                 raise InterfpredError("projection refused: a predicted rate or remaining work is not finite "
                                       "(the predictor's state overflows on this running set)")
             return end
