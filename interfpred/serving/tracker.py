@@ -535,19 +535,17 @@ class ColocationTracker(RunningSetView):
             if n > MAX_RUNNING_SET:
                 raise InterfpredError(f"what_if refused: {n} executions would run, more than "
                                       f"MAX_RUNNING_SET={MAX_RUNNING_SET}")
-            dem = np.empty((n, 3))
-            dem[:k] = self._set.demand[:k]
-            rem = np.empty(n)
-            rem[:k] = self._work.at(tf)
+            parsed = parse_candidates(cands, self._set, self._state.lookup_profile) if cands else ()
+            dem, rem = self._work.inputs(tf, n)
             ids = self._set.ids
             names = self._names()
-            for j, (cid, model, batch, prof) in enumerate(parse_candidates(cands, self._set,
-                                                                           self._state.lookup_profile)):
-                dem[k + j] = prof[:3]
-                rem[k + j] = prof[3]
+            ents = self._ents if names is not None else None
+            for j, (cid, model, batch, (sm, l2, dram, solo)) in enumerate(parsed, k):
+                dem[j, 0], dem[j, 1], dem[j, 2] = sm, l2, dram
+                rem[j] = solo
                 ids.append(cid)
-                if names is not None and self._ents is not None:
-                    names.append(self._ents.entity_name(model, batch))
+                if ents is not None:
+                    names.append(ents.entity_name(model, batch))
             end = self._proj.project(dem, rem, tf, names, q, k)
             return dict(zip(ids, end.tolist()))
 

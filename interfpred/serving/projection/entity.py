@@ -29,7 +29,7 @@ import numpy as np
 
 from interfpred._core.jit import njit
 from interfpred._core.targets import to_rate
-from interfpred._core.vmath import exp_into
+from interfpred._core.vmath import exp_into, exp_one
 from interfpred.features.compiled_maps import (
     _INV_SCALE,
     COMBINE_MAX,
@@ -37,6 +37,8 @@ from interfpred.features.compiled_maps import (
     L2,
     N_RESOURCES,
     SM,
+    TERM_EXCESS,
+    TERM_TOTAL,
     affine_other_weight,
     affine_own,
     affine_set,
@@ -56,6 +58,8 @@ PAIRWISE_BLOCKING = 1
 #: A pair sum left smaller than this fraction of what a finish took out of it is summed again exactly
 #: (the subtraction would have cancelled most of its digits).
 _CANCEL = 1e-4
+#: :func:`fast_segments`' status when it wrote the first rates and projected nothing.
+_RATES_WRITTEN = -1
 #: The bits of +inf as an int64: a float at or above it, as its bits, is inf or a NaN.
 _INF_BITS = np.array([np.inf]).view(np.int64)[0]
 
@@ -128,64 +132,134 @@ def entity_exponents(F, Fi, M, na, g, tot, drop, ur):
     return nfix
 
 
-@njit(cache=True, inline="always")
-def take_out(F, Fi, M, na, ur):
-    """Take the entity ``ur`` of the one member the last step finished out of every pair sum ``F[_MS]``
-    (a gather: its own loop, so the loops after it vectorise). Returns how many sums that left smaller
-    than ``_CANCEL`` times what it took out (:func:`drop_pairs` sums them again)."""
-    nfix = 0
-    for a in range(na):
-        m = M[Fi[_U, a], ur]
-        ms = F[_MS, a] - m
-        F[_MS, a] = ms
-        nfix += abs(ms) < _CANCEL * abs(m)
-    return nfix
+@njit(cache=True, error_model="numpy")
+def fast_segments(F, Fbits, Fi, M, tot, dq, ret, end, first_rates, na, t, terms, w_others, is_rate, rmin, rmax, rtol):
+    """The segments of :func:`pairwise_project` while more than one member runs, for the entity kind
+    under a log target and the sum combine, with no backoff blend and no bound (the default model's
+    what-if). Returns ``(status, na, t, elapsed, nret)`` for the general loop to go on from (status
+    ``_RATES_WRITTEN``: the first rates are written, nothing projected; :data:`NONFINITE`: a rate or a
+    time to finish is not finite).
 
+    Every step is written out here, not called: a call that passes arrays, inlined or not, costs the
+    compiled code reference counting on each of them at every segment, more than the arithmetic of
+    some steps. Each step is a loop of its own with no branch and no reduction but an integer min or
+    max, so the compiler vectorises it (one loop doing it all stays scalar):
 
-@njit(cache=True, inline="always")
-def entity_segment(F, Fbits, na, g, tot, is_rate, rmin, rmax, elapsed):
-    """One segment of the entity kind under a log target and the sum combine, with no backoff blend and
-    no bound: each member's exponent (its affine part, pair sum and sensitivity) and then its rate, the
-    exponential of it clamped to ``[rmin, rmax]`` (its inverse for a slowdown), into ``F[_R]``, its
-    remaining work brought up to the segment's start into ``F[_W]`` and its time to finish into
-    ``F[_TAU]``.
-
-    Returns ``(bad, low)``: how many members have a rate or a time to finish that is not finite and
-    positive (a NaN stays NaN through every step), and the bits of the least time to finish. Four
-    loops with no branch and no reduction but an integer min and max, each of which the compiler
-    vectorises (one loop doing it all stays scalar)."""
-    s0, s1, s2 = float(tot[SM]), float(tot[L2]), float(tot[DRAM])
-    for a in range(na):
-        o0 = (s0 - F[_Q0, a]) * _INV_SCALE
-        o1 = (s1 - F[_Q1, a]) * _INV_SCALE
-        o2 = (s2 - F[_Q2, a]) * _INV_SCALE
-        x = F[_C, a] + g + F[_H0, a] * o0 + F[_H1, a] * o1 + F[_H2, a] * o2
-        F[_X, a] = x
-        F[_P, a] = x + F[_MS, a] + F[_SS, a]
-    exp_into(F[_P], F[_P], na)
-    for a in range(na):
-        p = F[_P, a]
-        r = p if is_rate else 1.0 / p
-        v = rmin if r < rmin else r         # NaN fails both tests and stays NaN
-        v = rmax if v > rmax else v
-        wk = F[_W, a] - F[_R, a] * elapsed
-        F[_W, a] = wk
-        F[_R, a] = v
-        F[_TAU, a] = wk / v
-    # a time to finish in [0, inf) orders as its bits do; NaN, inf and a negative one fall outside
-    low = Fbits[_TAU, 0]
-    high = low
-    for a in range(na):
-        b = Fbits[_TAU, a]
-        low = min(low, b)
-        high = max(high, b)
-    bad = 0
-    if low < 0 or high >= _INF_BITS:
+    1. the entity of the one member the last segment finished is taken out of every pair sum (a
+       gather into ``F[_X]``, the subtraction, and each sum's margin ``_CANCEL |m| - |sum|`` into
+       ``F[_P]``, whose largest bits are positive exactly when a sum cancelled: :func:`drop_pairs`
+       sums those again; a NaN says so too, and summing again keeps it);
+    2. each member's exponent, its affine part, pair sum and sensitivity;
+    3. its exponential;
+    4. its rate (clamped, the inverse for a slowdown), its remaining work brought up to the segment's
+       start and its time to finish, whose least bits and largest bits say the segment's end and
+       whether every time is finite and positive (NaN, inf and a negative time fall outside
+       ``[0, inf)``, which orders as its bits do).
+    """
+    n = F.shape[1]
+    gone = ret[n:2 * n]
+    gone_u = ret[2 * n:]
+    bits = np.empty(1, dtype=np.int64)
+    bits_f = bits.view(np.float64)
+    elapsed = 0.0
+    nret = 0
+    while na > 1:
+        g = 0.0
+        for r in range(N_RESOURCES):
+            total = tot[r] * _INV_SCALE
+            g += terms[TERM_TOTAL, r] * total + terms[TERM_EXCESS, r] * max(0.0, total - 1.0)
+        g += w_others * (na - 1.0)
+        if nret == 1:
+            ur = gone_u[0]
+            for a in range(na):
+                F[_X, a] = M[Fi[_U, a], ur]
+            for a in range(na):
+                m = F[_X, a]
+                ms = F[_MS, a] - m
+                F[_MS, a] = ms
+                F[_P, a] = _CANCEL * abs(m) - abs(ms)
+            high = Fbits[_P, 0]
+            for a in range(na):
+                high = max(high, Fbits[_P, a])
+            if high > 0:
+                drop_pairs(M, F, Fi, na, gone_u, 1, True)
+        elif nret > 1:
+            drop_pairs(M, F, Fi, na, gone_u, nret, False)
+        s0, s1, s2 = float(tot[SM]), float(tot[L2]), float(tot[DRAM])
         for a in range(na):
-            v = F[_R, a]
-            tau = F[_TAU, a]
-            bad += not ((v > 0.0) & (tau >= 0.0) & (tau < np.inf))
-    return bad, low
+            o0 = (s0 - F[_Q0, a]) * _INV_SCALE
+            o1 = (s1 - F[_Q1, a]) * _INV_SCALE
+            o2 = (s2 - F[_Q2, a]) * _INV_SCALE
+            x = F[_C, a] + g + F[_H0, a] * o0 + F[_H1, a] * o1 + F[_H2, a] * o2
+            F[_X, a] = x
+            F[_P, a] = x + F[_MS, a] + F[_SS, a]
+        for a in range(na):
+            F[_P, a] = exp_one(F[_P, a])
+        for a in range(na):
+            p = F[_P, a]
+            r = p if is_rate else 1.0 / p
+            v = rmin if r < rmin else r         # NaN fails both tests and stays NaN
+            v = rmax if v > rmax else v
+            wk = F[_W, a] - F[_R, a] * elapsed
+            F[_W, a] = wk
+            F[_R, a] = v
+            F[_TAU, a] = wk / v
+        low = Fbits[_TAU, 0]
+        high = low
+        for a in range(na):
+            b = Fbits[_TAU, a]
+            low = min(low, b)
+            high = max(high, b)
+        if first_rates.shape[0] == n:
+            for a in range(na):
+                first_rates[Fi[_IX, a]] = F[_R, a]
+            return _RATES_WRITTEN, na, t, elapsed, nret
+        if low < 0 or high >= _INF_BITS:
+            for a in range(na):
+                v = F[_R, a]
+                tau = F[_TAU, a]
+                if not ((v > 0.0) & (tau >= 0.0) & (tau < np.inf)):
+                    return NONFINITE, na, t, elapsed, nret
+        # the segment: every member runs at its rate until the earliest finishes; those within relative
+        # rtol of it finish together
+        bits[0] = low
+        tmin = bits_f[0]
+        t_new = t + tmin
+        bits_f[0] = tmin * (1.0 + rtol)
+        lim = bits[0]
+        nret = 0
+        for a in range(na):                 # how many finish (a loop that vectorises) ...
+            nret += Fbits[_TAU, a] <= lim
+        if nret == 1:                       # ... the common case: the one whose time is the least
+            a = 0
+            while Fbits[_TAU, a] != low:
+                a += 1
+            ret[0] = a
+        else:
+            nret = 0
+            for a in range(na):
+                if Fbits[_TAU, a] <= lim:
+                    ret[nret] = a
+                    nret += 1
+        for j in range(nret):
+            i = Fi[_IX, ret[j]]
+            end[i] = t_new
+            gone[j] = i
+            gone_u[j] = Fi[_U, ret[j]]
+            for r in range(N_RESOURCES):
+                tot[r] -= dq[i, r]
+        for j in range(nret - 1, -1, -1):   # the last member takes each finished one's column, highest first
+            p = ret[j]
+            last = na - 1
+            if p != last:
+                for r in range(_NF_FAST):
+                    F[r, p] = F[r, last]
+                Fi[_IX, p] = Fi[_IX, last]
+                Fi[_U, p] = Fi[_U, last]
+            na = last
+        elapsed = tmin
+        t = t_new
+    return 0, na, t, elapsed, nret
 
 
 @njit(cache=True)
@@ -403,16 +477,15 @@ def pairwise_project(dem, rem, t0, map_id, combine_id, kind, w, b, u, S, M, A, w
     t = t0
     elapsed = 0.0          # the last segment's length: remaining work is brought up to date with the rates
     nret = 0
+    if fast and na > 1:
+        status, na, t, elapsed, nret = fast_segments(F, Fbits, Fi, M, tot, dq, ret, end, first_rates, na, t, terms,
+                                                     w_others, is_rate, rmin, rmax, rtol)
+        if status != 0:
+            return 0 if status == _RATES_WRITTEN else status
     while na > 0:
         many = na > 1
         g = affine_set(terms, w_others, tot, na)
-        if fast and many:
-            if nret == 1 and take_out(F, Fi, M, na, gone_u[0]) > 0:
-                drop_pairs(M, F, Fi, na, gone_u, 1, True)
-            elif nret > 1:
-                drop_pairs(M, F, Fi, na, gone_u, nret, False)
-            bad, low = entity_segment(F, Fbits, na, g, tot, is_rate, rmin, rmax, elapsed)
-        elif fused and many:
+        if fused and many:
             nfix = entity_exponents(F, Fi, M, na, g, tot, nret == 1, gone_u[0])
             if nfix > 0 or nret > 1:
                 drop_pairs(M, F, Fi, na, gone_u, nret, nret == 1)
@@ -430,9 +503,7 @@ def pairwise_project(dem, rem, t0, map_id, combine_id, kind, w, b, u, S, M, A, w
                         P[a] = F[_X, a] + F[_MS, a] + F[_SS, a]
                 else:
                     P[0] = F[_X, 0]
-        if fast and many:
-            pass                                # rates and times to finish taken above
-        elif blocking:
+        if blocking:
             if many:
                 X = F[_X]
                 exp_into(X, P, na)
@@ -465,17 +536,16 @@ def pairwise_project(dem, rem, t0, map_id, combine_id, kind, w, b, u, S, M, A, w
         if bound:
             for a in range(na):
                 P[a] = bounded(P[a], BOUND_RELATIVE, F[_TH, a], 0.0, min_scale)
-        if not (fast and many):
-            # every member's remaining work at the segment's start, its rate and its time to finish
-            bad = 0
-            for a in range(na):
-                wk = F[_W, a] - F[_R, a] * elapsed
-                F[_W, a] = wk
-                v = to_rate(P[a], is_rate, rmin, rmax)
-                tau = wk / v
-                F[_R, a] = v
-                F[_TAU, a] = tau
-                bad += not ((v > 0.0) & (tau >= 0.0) & (tau < np.inf))    # a NaN fails every comparison
+        # every member's remaining work at the segment's start, its rate and its time to finish
+        bad = 0
+        for a in range(na):
+            wk = F[_W, a] - F[_R, a] * elapsed
+            F[_W, a] = wk
+            v = to_rate(P[a], is_rate, rmin, rmax)
+            tau = wk / v
+            F[_R, a] = v
+            F[_TAU, a] = tau
+            bad += not ((v > 0.0) & (tau >= 0.0) & (tau < np.inf))    # a NaN fails every comparison
         if first_rates.shape[0] == n:
             for a in range(na):
                 first_rates[Fi[_IX, a]] = F[_R, a]
@@ -484,19 +554,29 @@ def pairwise_project(dem, rem, t0, map_id, combine_id, kind, w, b, u, S, M, A, w
             return NONFINITE
         # one segment: every member runs at its rate until the earliest finishes; those within relative
         # rtol of it finish together
-        if not (fast and many):
-            low = Fbits[_TAU, 0]
-            for a in range(na):
-                low = min(low, Fbits[_TAU, a])
+        low = Fbits[_TAU, 0]
+        for a in range(na):
+            low = min(low, Fbits[_TAU, a])
         bits[0] = low
         tmin = bits_f[0]
         t_new = t + tmin
         lim = tmin * (1.0 + rtol)
+        bits_f[0] = lim
+        lim_bits = bits[0]
         nret = 0
-        for a in range(na):
-            if F[_TAU, a] <= lim:
-                ret[nret] = a
-                nret += 1
+        for a in range(na):                 # how many finish with the first (a loop that vectorises) ...
+            nret += Fbits[_TAU, a] <= lim_bits
+        if nret == 1:                       # ... the common case: the one whose time is the least
+            a = 0
+            while Fbits[_TAU, a] != low:
+                a += 1
+            ret[0] = a
+        else:
+            nret = 0
+            for a in range(na):
+                if Fbits[_TAU, a] <= lim_bits:
+                    ret[nret] = a
+                    nret += 1
         if nret == 0:
             return NONFINITE
         for j in range(nret):

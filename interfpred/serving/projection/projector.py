@@ -188,7 +188,8 @@ class RunningSetProjector:
         self._no_theta = np.empty(0)
         self._vocab: tuple[tuple, np.ndarray, tuple[str, ...]] = ((), np.zeros(0, dtype=np.int64), ())
         self._args: tuple[Any, Any, tuple] = (None, None, ())
-        self._sums = (np.zeros((0, 0)), np.zeros(0, dtype=np.int64), np.zeros(0))
+        self._sums: tuple[Any, int, tuple[np.ndarray, np.ndarray, np.ndarray]] = (
+            None, 0, (np.zeros((0, 0)), np.zeros(0, dtype=np.int64), np.zeros(0)))
 
     def point_predictor(self) -> Any:
         """The predictor whose predictions are the means: the wrapped one of a :class:`~interfpred.Calibrated`."""
@@ -280,16 +281,22 @@ class RunningSetProjector:
             self._args = (got, u, args)       # the same terms for the same members: the same arguments
         return args
 
-    def _running_sums(self, M: np.ndarray, u: np.ndarray, k: int) -> np.ndarray:
-        """The first ``k`` members' pair sums among themselves, summed again only when ``M`` over their
-        entities or their entities changed (:func:`~interfpred.serving.projection.entity.keep_running_sums`)."""
-        Mc, uc, ms0 = self._sums
+    def _running_sums(self, args: tuple, k: int) -> np.ndarray:
+        """The first ``k`` members' pair sums among themselves under the pair-term arguments ``args``, summed
+        again only when the terms over their entities or their entities changed
+        (:func:`~interfpred.serving.projection.entity.keep_running_sums`). The very arguments of the
+        last call (:meth:`pairwise_args` gives the same tuple while the terms and entities are the same,
+        and the terms are read-only) need no comparison."""
+        last, k_last, (Mc, uc, ms0) = self._sums
+        if args is last and k == k_last:
+            return ms0
+        M, u = args[7], args[5]
         status, e = keep_running_sums(M, u, k, Mc, uc, ms0)
         if status < 0:
             Mc, uc, ms0 = np.empty((e, e)), np.empty(k, dtype=np.int64), np.empty(k)
             uc[:1] = -1                     # matches no entity: the first call sums
             keep_running_sums(M, u, k, Mc, uc, ms0)
-            self._sums = (Mc, uc, ms0)      # one assignment: a reader sees the old triple or the new one
+        self._sums = (args, k, (Mc, uc, ms0))    # one assignment: a reader sees the old state or the new one
         return ms0
 
     def _std_form(self) -> tuple[np.ndarray, float]:
@@ -374,7 +381,7 @@ class RunningSetProjector:
                 and (quantile is None or (form is not None and form.relative)) else None)
         if args is not None:
             theta, min_scale = (self._no_theta, 0.0) if form is None else (form.theta, form.min_scale)
-            ms0 = (self._running_sums(args[7], args[5], n_running) if n_running > 1 and args[2] == PAIRWISE_ENTITY
+            ms0 = (self._running_sums(args, n_running) if n_running > 1 and args[2] == PAIRWISE_ENTITY
                    else self._no_theta)
             if pairwise_project(dem, rem, t, *args, TRACKER_FINISH_RTOL, end,
                                 theta, min_scale, self._no_theta, n_running, ms0) == NONFINITE:

@@ -31,6 +31,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from interfpred._core.jit import njit
 from interfpred.constants import TRACKER_MIN_REMAINING
 from interfpred.features.running_set import RunningSet
 
@@ -86,6 +87,31 @@ class RemainingWork:
             np.maximum(rem, TRACKER_MIN_REMAINING * rs.solo[:k], out=rem)
         return rem
 
+    def inputs(self, t: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """A projection's inputs for the running set and ``n - k`` more members: new arrays ``dem`` (n, 3)
+        and ``rem`` (n,) whose first k rows are the running set's demands and :meth:`at` ``t`` (the rest
+        for the caller to fill), in one compiled pass.
+
+        >>> from interfpred.features.running_set import RunningSet
+        >>> rs = RunningSet()
+        >>> work = RemainingWork(rs, lambda: np.full(len(rs), 0.5))
+        >>> _ = rs.add("x", "a", 1, (0.5, 0.5, 0.25), 2.0)
+        >>> rs.move_clock(0.0)
+        >>> dem, rem = work.inputs(1.0, 2)
+        >>> dem[:1].tolist(), rem[:1].tolist(), rem[:1].tolist() == work.at(1.0).tolist()
+        ([[0.5, 0.5, 0.25]], [1.5], True)
+        """
+        rs = self._set
+        k = len(rs)
+        dem = np.empty((n, 3))
+        rem = np.empty(n)
+        if k:
+            now = rs.now
+            dt = t - now if now is not None and t > now else 0.0
+            _fill_inputs(rs.demand, rs.column(_REM), self.rates() if dt > 0.0 else rs.solo, rs.solo, k, dt,
+                         TRACKER_MIN_REMAINING, dem, rem)
+        return dem, rem
+
     def _integrate(self, old: float | None, new: float) -> None:
         """The clock moves from ``old`` to ``new``, before the event changes the set: the work done up to
         ``new`` at the current rates (the event's caller computed them first) is taken off."""
@@ -105,3 +131,20 @@ class RemainingWork:
     def _removed(self, a: int) -> None:
         """An execution leaves: the running set has new rates."""
         self._set.values[_RATES] = None
+
+
+@njit(cache=True)
+def _fill_inputs(demand, rem0, rates, solo, k, dt, floor, dem, rem):
+    """``dem[:k] = demand[:k]``; ``rem[:k]`` the remaining work ``dt`` ms on at ``rates``, floored at ``floor``
+    times the solo latency (``dt`` 0: as it is). The arithmetic of :meth:`RemainingWork.at`, to the bit."""
+    for a in range(k):
+        dem[a, 0] = demand[a, 0]
+        dem[a, 1] = demand[a, 1]
+        dem[a, 2] = demand[a, 2]
+    for a in range(k):
+        r = rem0[a]
+        if dt > 0.0:
+            r = r - rates[a] * dt
+            f = floor * solo[a]
+            r = f if r < f else r          # NaN stays NaN, as np.maximum keeps it
+        rem[a] = r
