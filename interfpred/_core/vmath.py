@@ -23,7 +23,6 @@ Examples
 from __future__ import annotations
 
 import numpy as np
-
 from numba import types
 from numba.extending import intrinsic
 
