@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -219,6 +219,7 @@ class ColocationTracker(RunningSetView):
         self._ents = (RunningEntities(extractor.aggregation, alpha=getattr(extractor, "alpha", 0.5),
                                       key=get_tags(predictor).entity_key, running_set=self._set)
                       if uses_entities else None)
+        self._names_memo: tuple[int, tuple[str, ...], tuple[str, ...]] | None = None   # _names_with's last answer
         self.late_window_ms = check_late_window(late_window_ms)
         # events of the late window, each with the running set's snapshot before it, to replay a late finish over
         self._log: list[tuple[float, str, tuple[Any, ...], tuple[Any, ...]]] = []
@@ -255,6 +256,18 @@ class ColocationTracker(RunningSetView):
     def _names(self) -> list[str] | None:
         """Entity names of the running set (None when the predictor takes no entities)."""
         return None if self._ents is None else self._ents.running_names()
+
+    def _names_with(self, parsed: Sequence[tuple]) -> tuple[str, ...]:
+        """Entity names of the running set followed by those of the parsed candidates: the very tuple of
+        the last question while the running set and the candidates' entities are the same (the
+        projector then knows them without comparing)."""
+        ents = cast(RunningEntities, self._ents)
+        cand = tuple(ents.entity_name(c[1], c[2]) for c in parsed)
+        memo = self._names_memo
+        version = self._set.version
+        if memo is None or memo[0] != version or memo[1] != cand:
+            memo = self._names_memo = (version, cand, (*ents.running_names(), *cand))
+        return memo[2]
 
     def _predict_rates(self) -> np.ndarray:
         """The predicted, clamped rates of the running set as it is now (the remaining work's rate source)."""
@@ -538,14 +551,11 @@ class ColocationTracker(RunningSetView):
             parsed = parse_candidates(cands, self._set, self._state.lookup_profile) if cands else ()
             dem, rem = self._work.inputs(tf, n)
             ids = self._set.ids
-            names = self._names()
-            ents = self._ents if names is not None else None
-            for j, (cid, model, batch, (sm, l2, dram, solo)) in enumerate(parsed, k):
+            for j, (cid, _, _, (sm, l2, dram, solo)) in enumerate(parsed, k):
                 dem[j, 0], dem[j, 1], dem[j, 2] = sm, l2, dram
                 rem[j] = solo
                 ids.append(cid)
-                if ents is not None:
-                    names.append(ents.entity_name(model, batch))
+            names = None if self._ents is None else self._names_with(parsed)
             end = self._proj.project(dem, rem, tf, names, q, k)
             return dict(zip(ids, end.tolist()))
 

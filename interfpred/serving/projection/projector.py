@@ -33,7 +33,7 @@ array([3.])
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -221,7 +221,7 @@ class RunningSetProjector:
             raise nonfinite_error("projection refused", np.append(w, b))
         return w, b, float(form.lower)
 
-    def pairwise_args(self, names: list[str]) -> tuple | None:
+    def pairwise_args(self, names: Sequence[str]) -> tuple | None:
         """The compiled pair-term path's model arguments for a running set of entities ``names``
         (:mod:`interfpred.serving.projection.entity`), or None where the predictor cannot give them now.
 
@@ -236,9 +236,9 @@ class RunningSetProjector:
         """
         p = self.point_predictor()
         d = self._width
-        key = tuple(names)
+        key = names if type(names) is tuple else tuple(names)
         last, u, vocab = self._vocab
-        if key != last:      # else the running set's entities as at the last question (between events)
+        if key is not last and key != last:    # else the entities of the last question (between events)
             at: dict[str, int] = {}
             u = np.array([at.setdefault(s, len(at)) for s in names], dtype=np.int64)
             vocab = tuple(at)
@@ -361,7 +361,7 @@ class RunningSetProjector:
             raise nonfinite_error(f"rates of a running set of {k} refused", pred)
         return self.clamp(pred)
 
-    def project(self, dem: np.ndarray, rem: np.ndarray, t: float, names: list[str] | None = None,
+    def project(self, dem: np.ndarray, rem: np.ndarray, t: float, names: Sequence[str] | None = None,
                 quantile: float | None = None, n_running: int = 0) -> np.ndarray:
         """Projected end times of the running set ``dem`` (n, 3) with remaining solo work ``rem`` (n,) from ``t``.
 
