@@ -614,3 +614,23 @@ def test_learn_rows_refuses_what_it_cannot_take():
         p.learn_rows(X[10:], y[10:], ent)                  # entities of 20 rows for 10
     with pytest.raises(InterfpredError, match="needs X"):
         p.learn_rows(X[10:, :2], y[10:], ent.take(np.arange(10, 20)))
+
+
+def test_projection_terms_are_kept_while_the_model_is_the_same_and_follow_it_when_it_learns():
+    X, y, ent = _stream(300, seed=11)
+    p = EntityRLS().fit(X[:200], y[:200], entities=ent.take(np.arange(200)))
+    names = ("resnet50", "vgg19", "bert", "unseen")
+    first = p.projection_terms(names)
+    assert p.projection_terms(names) is first                     # kept: the same tuple
+    assert p.projection_terms(list(names)) is first               # the same names in another sequence
+    w, b, S, M, A, w2, b2 = first
+    assert np.array_equal(w, p.coef_) and b == p.intercept_
+    assert all(np.array_equal(x, z) for x, z in zip((S, M), p.pairwise_terms(list(names))))
+    assert np.array_equal(A, p.backoff_terms(list(names))[0]) and A[3] == 0.0
+    assert not any(a.flags.writeable for a in (w, S, M, A, w2))
+    p.update(X[200:210], y[200:210], entities=ent.take(np.arange(200, 210)))
+    after = p.projection_terms(names)
+    assert after is not first and not np.array_equal(after[3], M)        # learned: read again
+    assert np.array_equal(after[3], p.pairwise_terms(list(names))[1])
+    fresh = pickle.loads(pickle.dumps(p))                         # a copy keeps no memo: the same terms
+    assert all(np.array_equal(x, z) for x, z in zip(after[::2], fresh.projection_terms(names)[::2]))

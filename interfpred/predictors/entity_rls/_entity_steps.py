@@ -356,9 +356,3 @@ def same_values(a, b):
         if a[i] != b[i]:
             return False
     return True
-
-
-@njit(cache=True)
-def same_values4(a0, b0, a1, b1, a2, b2, a3, b3):
-    """:func:`same_values` of four pairs of arrays at once (one call where four would cost more than the compare)."""
-    return same_values(a0, b0) and same_values(a1, b1) and same_values(a2, b2) and same_values(a3, b3)

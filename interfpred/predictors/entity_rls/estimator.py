@@ -79,13 +79,6 @@ _PTR0 = np.zeros(2, dtype=np.int64)
 _OWN0 = np.zeros(1, dtype=np.int64)
 
 
-def _same_state(old: tuple[Any, ...], new: tuple[Any, ...]) -> bool:
-    """Whether two :meth:`EntityRLS._terms_state` tuples hold the same values (the four arrays value by value)."""
-    if len(old) != len(new) or len(new) == 1:
-        return len(old) == len(new) and old == new
-    return old[4:] == new[4:] and EK.same_values4(old[0], new[0], old[1], new[1], old[2], new[2], old[3], new[3])
-
-
 def _weighted_median(v: np.ndarray, w: np.ndarray) -> float:
     order = np.argsort(v, kind="stable")
     c = np.cumsum(w[order])
@@ -853,10 +846,10 @@ class EntityRLS(EntityStore, BasePredictor):
         """
         memo = getattr(self, "_terms_memo", None)
         state = self._terms_state()
-        if memo is not None and (memo[0] is names or memo[0] == names) and _same_state(memo[1], state):
+        if memo is not None and (memo[0] is names or memo[0] == names) and memo[1] == state:
             return memo[2]
         key = names if isinstance(names, tuple) and all(type(s) is str for s in names) else tuple(map(str, names))
-        if memo is not None and memo[0] == key and _same_state(memo[1], state):
+        if memo is not None and memo[0] == key and memo[1] == state:
             self._terms_memo = (names, memo[1], memo[2])
             return memo[2]
         d = 0 if self._d is None else self._d
@@ -870,18 +863,20 @@ class EntityRLS(EntityStore, BasePredictor):
         for a in (w, w2):
             a.flags.writeable = False
         out = (w, float(b), S, M, A, w2, float(b2))
-        self._terms_memo = (names, tuple(v.copy() if isinstance(v, np.ndarray) else v for v in state), out)
+        self._terms_memo = (names, state, out)
         return out
 
     def _terms_state(self) -> tuple[Any, ...]:
-        """What :meth:`projection_terms` depends on: the compact header and weights ``g``, the entity means,
-        the evidence, the backoff's state, and the sizes and identities of the tables."""
+        """What :meth:`projection_terms` depends on, as a value to compare: the bytes of the compact header
+        and weights ``g``, of the entity means, the evidence and the backoff's state (equal bytes: the
+        same state, NaN included), and the sizes and identities of the tables."""
         g = self._g
         if g is None:
             return (None,)
         boff = self._backoff.compiled_state if self._backs_off else None
-        return (g, self._est[EK.EST_MEAN], self._evidence, _NO_F if boff is None else boff, id(g), id(self._est),
-                id(self._etab), id(self._ptab), id(self._backoff), len(self._names), self._np, self._d, self._scale)
+        return (g.tobytes(), self._est[EK.EST_MEAN].tobytes(), self._evidence.tobytes(),
+                b"" if boff is None else boff.tobytes(), id(g), id(self._est), id(self._etab), id(self._ptab),
+                id(self._backoff), len(self._names), self._np, self._d, self._scale)
 
     def pairwise_terms(self, names: Any) -> tuple[np.ndarray, np.ndarray]:
         """The entity part of predictions beside entities ``names`` (k,).
