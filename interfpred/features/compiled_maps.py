@@ -115,7 +115,7 @@ def n_features(map_id: int) -> int:
 #: as int64 in units of 2**-50 (about 9e-16), exactly and in any order. The public wrappers keep
 #: a running set at or below constants.MAX_RUNNING_SET (4096) members, so a sum cannot overflow.
 _SCALE = 2.0 ** 50
-_INV_SCALE = 2.0 ** -50
+INV_SCALE = 2.0 ** -50
 
 
 @njit(cache=True, inline="always")
@@ -186,13 +186,13 @@ def _set_stats(dem, k, combine_id):
 @njit(cache=True, inline="always")
 def set_total(tot, r):
     """The running set's total demand of resource ``r`` from its fixed-point sums ``tot``."""
-    return tot[r] * _INV_SCALE
+    return tot[r] * INV_SCALE
 
 
 @njit(cache=True, inline="always")
 def others_sum(tot, dq, i, r):
     """The others' summed demand of resource ``r`` for member ``i`` (fixed-point ``total - me``)."""
-    return (tot[r] - dq[i, r]) * _INV_SCALE
+    return (tot[r] - dq[i, r]) * INV_SCALE
 
 
 @njit(cache=True, inline="always")

@@ -31,9 +31,9 @@ from interfpred._core.jit import njit
 from interfpred._core.targets import to_rate
 from interfpred._core.vmath import exp_into, exp_one
 from interfpred.features.compiled_maps import (
-    _INV_SCALE,
     COMBINE_MAX,
     DRAM,
+    INV_SCALE,
     L2,
     N_RESOURCES,
     SM,
@@ -97,9 +97,9 @@ def dense_affine(F, Fi, c, h0, h1, h2, out, na, g, tot, top1, top2, many, use_ma
     else:
         s0, s1, s2 = float(tot[SM]), float(tot[L2]), float(tot[DRAM])
         for a in range(na):
-            o0 = (s0 - F[_Q0, a]) * _INV_SCALE
-            o1 = (s1 - F[_Q1, a]) * _INV_SCALE
-            o2 = (s2 - F[_Q2, a]) * _INV_SCALE
+            o0 = (s0 - F[_Q0, a]) * INV_SCALE
+            o1 = (s1 - F[_Q1, a]) * INV_SCALE
+            o2 = (s2 - F[_Q2, a]) * INV_SCALE
             F[out, a] = F[c, a] + g + F[h0, a] * o0 + F[h1, a] * o1 + F[h2, a] * o2
 
 
@@ -117,16 +117,16 @@ def entity_exponents(F, Fi, M, na, g, tot, drop, ur):
             ms = F[_MS, a] - m
             F[_MS, a] = ms
             nfix += abs(ms) < _CANCEL * abs(m)
-            o0 = (s0 - F[_Q0, a]) * _INV_SCALE
-            o1 = (s1 - F[_Q1, a]) * _INV_SCALE
-            o2 = (s2 - F[_Q2, a]) * _INV_SCALE
+            o0 = (s0 - F[_Q0, a]) * INV_SCALE
+            o1 = (s1 - F[_Q1, a]) * INV_SCALE
+            o2 = (s2 - F[_Q2, a]) * INV_SCALE
             F[_X, a] = F[_C, a] + g + F[_H0, a] * o0 + F[_H1, a] * o1 + F[_H2, a] * o2
             F[_P, a] = F[_X, a] + ms + F[_SS, a]
     else:
         for a in range(na):
-            o0 = (s0 - F[_Q0, a]) * _INV_SCALE
-            o1 = (s1 - F[_Q1, a]) * _INV_SCALE
-            o2 = (s2 - F[_Q2, a]) * _INV_SCALE
+            o0 = (s0 - F[_Q0, a]) * INV_SCALE
+            o1 = (s1 - F[_Q1, a]) * INV_SCALE
+            o2 = (s2 - F[_Q2, a]) * INV_SCALE
             F[_X, a] = F[_C, a] + g + F[_H0, a] * o0 + F[_H1, a] * o1 + F[_H2, a] * o2
             F[_P, a] = F[_X, a] + F[_MS, a] + F[_SS, a]
     return nfix
@@ -166,7 +166,7 @@ def fast_segments(F, Fbits, Fi, M, tot, dq, ret, end, first_rates, na, t, terms,
     while na > 1:
         g = 0.0
         for r in range(N_RESOURCES):
-            total = tot[r] * _INV_SCALE
+            total = tot[r] * INV_SCALE
             g += terms[TERM_TOTAL, r] * total + terms[TERM_EXCESS, r] * max(0.0, total - 1.0)
         g += w_others * (na - 1.0)
         if nret == 1:
@@ -187,9 +187,9 @@ def fast_segments(F, Fbits, Fi, M, tot, dq, ret, end, first_rates, na, t, terms,
             drop_pairs(M, F, Fi, na, gone_u, nret, False)
         s0, s1, s2 = float(tot[SM]), float(tot[L2]), float(tot[DRAM])
         for a in range(na):
-            o0 = (s0 - F[_Q0, a]) * _INV_SCALE
-            o1 = (s1 - F[_Q1, a]) * _INV_SCALE
-            o2 = (s2 - F[_Q2, a]) * _INV_SCALE
+            o0 = (s0 - F[_Q0, a]) * INV_SCALE
+            o1 = (s1 - F[_Q1, a]) * INV_SCALE
+            o2 = (s2 - F[_Q2, a]) * INV_SCALE
             x = F[_C, a] + g + F[_H0, a] * o0 + F[_H1, a] * o1 + F[_H2, a] * o2
             F[_X, a] = x
             F[_P, a] = x + F[_MS, a] + F[_SS, a]
