@@ -424,7 +424,7 @@ def pairwise_project(dem, rem, t0, map_id, combine_id, kind, w, b, u, S, M, A, w
     dq = quantize(dem)
     terms, w_others = affine_terms(w, map_id)
     blend = kind == PAIRWISE_ENTITY and A.shape[0] > 0 and A.min() < 1.0
-    terms2, w_others2 = affine_terms(w2, map_id)
+    terms2, w_others2 = affine_terms(w2, map_id) if blend else (terms, 0.0)     # the backoff's, read when it blends
     c, h, tot = member_terms(dem, dq, terms, b)
     use_max = combine_id == COMBINE_MAX
     nxt, prv, head = demand_lists(dem, use_max)
